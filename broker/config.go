@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything a node needs to run. Field names follow Kafka's own
+// property names (listed beside each field); cmd/fjord maps properties,
+// environment variables and flags onto it. The zero value is not valid: start
+// from DefaultConfig.
+type Config struct {
+	NodeID int32 // node.id
+
+	// Listeners is where the node accepts Kafka clients: "PLAINTEXT://host:port"
+	// entries, comma separated (listeners).
+	Listeners string
+	// AdvertisedListeners is what Metadata tells clients to dial
+	// (advertised.listeners). Empty means: the listeners, with a wildcard host
+	// replaced by 127.0.0.1 and a zero port replaced by the bound port.
+	AdvertisedListeners string
+	ClusterID           string // cluster.id (or CLUSTER_ID in the container convention)
+
+	LogDirs string // log.dirs; only the first directory is used for now
+
+	NumPartitions           int32  // num.partitions
+	DefaultReplication      int16  // default.replication.factor
+	AutoCreateTopics        bool   // auto.create.topics.enable
+	DeleteTopicEnable       bool   // delete.topic.enable
+	MessageMaxBytes         int32  // message.max.bytes: largest record batch accepted
+	SocketRequestMaxBytes   int32  // socket.request.max.bytes: largest request frame
+	SegmentBytes            int64  // log.segment.bytes
+	SegmentMs               int64  // log.roll.ms (log.roll.hours is derived)
+	RetentionMs             int64  // log.retention.ms; -1 keeps forever
+	RetentionBytes          int64  // log.retention.bytes; -1 means no size limit
+	RetentionCheckInterval  int64  // log.retention.check.interval.ms
+	IndexIntervalBytes      int32  // log.index.interval.bytes
+	FlushMessages           int64  // log.flush.interval.messages: 1 = fsync before every ack
+	FlushMs                 int64  // log.flush.interval.ms: bound on unsynced age when FlushMessages > 1
+	MessageTimestampType    string // log.message.timestamp.type: CreateTime or LogAppendTime
+	CleanupPolicy           string // log.cleanup.policy
+	MinInsyncReplicas       int32  // min.insync.replicas
+	NumIOThreads            int32  // num.io.threads: in-flight requests per connection
+	ConnectionsMaxIdleMs    int64  // connections.max.idle.ms
+	GroupInitialRebalanceMs int64  // group.initial.rebalance.delay.ms (accepted; used by group coordinator)
+	OffsetsTopicPartitions  int32  // offsets.topic.num.partitions
+	OffsetsTopicReplication int16  // offsets.topic.replication.factor
+	ProcessRoles            string // process.roles
+	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
+}
+
+// DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
+// data in ./fjord-data and fsyncs before acknowledging.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                  1,
+		Listeners:               "PLAINTEXT://127.0.0.1:9092",
+		ClusterID:               "",
+		LogDirs:                 "./fjord-data",
+		NumPartitions:           1,
+		DefaultReplication:      1,
+		AutoCreateTopics:        true,
+		DeleteTopicEnable:       true,
+		MessageMaxBytes:         1048588,
+		SocketRequestMaxBytes:   104857600,
+		SegmentBytes:            1 << 30,
+		SegmentMs:               7 * 24 * 3600 * 1000,
+		RetentionMs:             7 * 24 * 3600 * 1000,
+		RetentionBytes:          -1,
+		RetentionCheckInterval:  300000,
+		IndexIntervalBytes:      4096,
+		FlushMessages:           1,
+		FlushMs:                 1000,
+		MessageTimestampType:    "CreateTime",
+		CleanupPolicy:           "delete",
+		MinInsyncReplicas:       1,
+		NumIOThreads:            8,
+		ConnectionsMaxIdleMs:    600000,
+		GroupInitialRebalanceMs: 3000,
+		OffsetsTopicPartitions:  50,
+		OffsetsTopicReplication: 1,
+		ProcessRoles:            "broker,controller",
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("node.id %d: must be >= 0", c.NodeID))
+	}
+	if _, err := ParseListeners(c.Listeners); err != nil {
+		errs = append(errs, fmt.Errorf("listeners: %w", err))
+	}
+	if c.AdvertisedListeners != "" {
+		if _, err := ParseListeners(c.AdvertisedListeners); err != nil {
+			errs = append(errs, fmt.Errorf("advertised.listeners: %w", err))
+		}
+	}
+	if c.LogDirs == "" {
+		errs = append(errs, errors.New("log.dirs: must not be empty"))
+	}
+	if c.NumPartitions < 1 {
+		errs = append(errs, fmt.Errorf("num.partitions %d: must be >= 1", c.NumPartitions))
+	}
+	if c.MessageMaxBytes < 64 {
+		errs = append(errs, fmt.Errorf("message.max.bytes %d: too small", c.MessageMaxBytes))
+	}
+	if c.SocketRequestMaxBytes < 1024 {
+		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d: too small", c.SocketRequestMaxBytes))
+	}
+	if c.SegmentBytes < 1024 {
+		errs = append(errs, fmt.Errorf("log.segment.bytes %d: must be >= 1024", c.SegmentBytes))
+	}
+	if c.SegmentMs < 1 {
+		errs = append(errs, fmt.Errorf("log.roll.ms %d: must be >= 1", c.SegmentMs))
+	}
+	if c.IndexIntervalBytes < 0 {
+		errs = append(errs, fmt.Errorf("log.index.interval.bytes %d: must be >= 0", c.IndexIntervalBytes))
+	}
+	if c.FlushMessages < 1 {
+		errs = append(errs, fmt.Errorf("log.flush.interval.messages %d: must be >= 1", c.FlushMessages))
+	}
+	if c.MessageTimestampType != "CreateTime" && c.MessageTimestampType != "LogAppendTime" {
+		errs = append(errs, fmt.Errorf("log.message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType))
+	}
+	if c.NumIOThreads < 1 {
+		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))
+	}
+	return errors.Join(errs...)
+}
+
+// Listener is one parsed "NAME://host:port" entry.
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// ParseListeners parses a comma separated listener list.
+func ParseListeners(s string) ([]Listener, error) {
+	var out []Listener
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(part, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q: want NAME://host:port", part)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", part, err)
+		}
+		p, err := strconv.ParseInt(port, 10, 32)
+		if err != nil || p < 0 || p > 65535 {
+			return nil, fmt.Errorf("%q: bad port", part)
+		}
+		out = append(out, Listener{Name: name, Host: host, Port: int32(p)})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no listener given")
+	}
+	return out, nil
+}
+
+func (c *Config) segmentRoll() time.Duration { return time.Duration(c.SegmentMs) * time.Millisecond }
