@@ -1,0 +1,177 @@
+// Command fjord-bench measures a Kafka-compatible broker with one fixed,
+// reproducible suite: produce throughput, produce-ack latency at a fixed
+// rate, end-to-end latency, and consume throughput.
+//
+// It can bench any bootstrap address (-brokers), franz-go's in-memory fake
+// broker kfake started in-process (-kfake), and a fjord binary it starts
+// itself on a loopback port (-fjord-bin), all in one run, and prints the
+// figures side by side (or as JSON with -json). A fjord process it starts is
+// also sampled for resident memory. Every run is bounded by -timeout.
+//
+// It is a module of its own so that client libraries stay out of the broker
+// module. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Suite names, in the order they run.
+const (
+	suiteProduce = "produce"
+	suiteLatency = "latency"
+	suiteE2E     = "e2e"
+	suiteConsume = "consume"
+)
+
+var allSuites = []string{suiteProduce, suiteLatency, suiteE2E, suiteConsume}
+
+// config holds the parsed flags.
+type config struct {
+	brokers     []string
+	kfake       bool
+	fjordBin    string
+	suites      map[string]bool
+	partitions  int
+	rf          int
+	records     int
+	size        int
+	rate        float64
+	duration    time.Duration
+	compression string
+	timeout     time.Duration
+	json        bool
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fjord-bench:", err)
+		return 2
+	}
+
+	// The whole run, start-up and tear-down included, lives in this context.
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Last resort: if something ignores the context, still stop by ourselves
+	// (and take a fjord child with us) shortly after the deadline.
+	watchdog := time.AfterFunc(cfg.timeout+30*time.Second, func() {
+		killChildren()
+		fmt.Fprintln(os.Stderr, "fjord-bench: hard timeout, exiting")
+		os.Exit(3)
+	})
+	defer watchdog.Stop()
+
+	rep := newReport(cfg)
+	if !cfg.json {
+		rep.printHeader(os.Stdout)
+	}
+
+	// Targets run one after another so they never compete for the CPU.
+	if len(cfg.brokers) > 0 {
+		rep.add(benchBrokers(ctx, cfg, "brokers", cfg.brokers, true))
+	}
+	if cfg.fjordBin != "" && ctx.Err() == nil {
+		rep.add(benchFjord(ctx, cfg))
+	}
+	if cfg.kfake && ctx.Err() == nil {
+		rep.add(benchKfake(ctx, cfg))
+	}
+	if err := ctx.Err(); err != nil {
+		rep.Aborted = fmt.Sprintf("run stopped early: %v (timeout %s)", context.Cause(ctx), cfg.timeout)
+	}
+
+	if cfg.json {
+		if err := rep.printJSON(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fjord-bench:", err)
+			return 1
+		}
+	} else {
+		rep.printTable(os.Stdout)
+	}
+	if rep.failed() {
+		return 1
+	}
+	return 0
+}
+
+// parseFlags parses and checks the command line.
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("fjord-bench", flag.ContinueOnError)
+	brokers := fs.String("brokers", "", "bootstrap `host:port[,host:port...]` of a Kafka-compatible cluster to bench")
+	kfake := fs.Bool("kfake", false, "also start franz-go's in-memory fake broker (kfake) in-process and bench it")
+	fjordBin := fs.String("fjord-bin", "", "`path` of a fjord binary to start on a free loopback port (temp data dir) and bench")
+	suites := fs.String("suites", strings.Join(allSuites, ","), "comma-separated suites to run: "+strings.Join(allSuites, ","))
+	partitions := fs.Int("partitions", 6, "partitions of each fresh bench topic")
+	rf := fs.Int("rf", 1, "replication factor of each bench topic")
+	records := fs.Int("records", 200000, "records written by the produce suite (and read back by consume)")
+	size := fs.Int("size", 1024, "value size in bytes for the produce and consume suites")
+	rate := fs.Float64("rate", 3500, "offered rate in records/s for the latency and e2e suites")
+	duration := fs.Duration("duration", 10*time.Second, "how long the latency and e2e suites send")
+	compression := fs.String("compression", "none", "producer compression: none, snappy, lz4, zstd, gzip")
+	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run; it stops by itself after this")
+	jsonOut := fs.Bool("json", false, "print machine-readable JSON results instead of tables")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+
+	cfg := &config{
+		kfake:       *kfake,
+		fjordBin:    *fjordBin,
+		suites:      map[string]bool{},
+		partitions:  *partitions,
+		rf:          *rf,
+		records:     *records,
+		size:        *size,
+		rate:        *rate,
+		duration:    *duration,
+		compression: *compression,
+		timeout:     *timeout,
+		json:        *jsonOut,
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.brokers = append(cfg.brokers, b)
+		}
+	}
+	for _, s := range strings.Split(*suites, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allSuites, s) {
+			return nil, fmt.Errorf("unknown suite %q (have %s)", s, strings.Join(allSuites, ","))
+		}
+		cfg.suites[s] = true
+	}
+	switch {
+	case len(cfg.brokers) == 0 && !cfg.kfake && cfg.fjordBin == "":
+		return nil, errors.New("nothing to bench: give -brokers, -kfake and/or -fjord-bin")
+	case cfg.partitions < 1 || cfg.rf < 1 || cfg.rf > 32767:
+		return nil, errors.New("-partitions and -rf must be positive")
+	case cfg.records < 1 || cfg.size < 1:
+		return nil, errors.New("-records and -size must be positive")
+	case cfg.rate <= 0 || cfg.duration <= 0 || cfg.timeout <= 0:
+		return nil, errors.New("-rate, -duration and -timeout must be positive")
+	}
+	if _, err := compressionCodec(cfg.compression); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

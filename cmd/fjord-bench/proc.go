@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startupWait bounds how long a fjord binary may take to answer requests.
+const startupWait = 30 * time.Second
+
+// fjordProc is a fjord broker process this tool started.
+type fjordProc struct {
+	cmd  *exec.Cmd
+	addr string // 127.0.0.1:PORT
+	dir  string // temp dir: data under data/, output in fjord.log
+	log  *os.File
+	done chan struct{} // closed once the process has exited
+}
+
+// children lets the watchdog kill a fjord process if the run overstays.
+var (
+	childrenMu sync.Mutex
+	children   = map[*fjordProc]bool{}
+)
+
+func killChildren() {
+	childrenMu.Lock()
+	defer childrenMu.Unlock()
+	for p := range children {
+		p.cmd.Process.Kill()
+	}
+}
+
+// startFjord runs `bin --override listeners=PLAINTEXT://127.0.0.1:PORT
+// --override log.dirs=DIR` on a free loopback port with a temp data dir and
+// waits until it answers a metadata request.
+func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("fjord binary: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "fjord-bench-")
+	if err != nil {
+		return nil, err
+	}
+	p := &fjordProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, done: make(chan struct{})}
+	if p.log, err = os.Create(filepath.Join(dir, "fjord.log")); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	p.cmd = exec.Command(bin,
+		"--override", "listeners=PLAINTEXT://"+p.addr,
+		"--override", "log.dirs="+filepath.Join(dir, "data"),
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = childSysProcAttr()
+	logf("[fjord] starting %s", strings.Join(p.cmd.Args, " "))
+	if err := p.cmd.Start(); err != nil {
+		p.log.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start fjord: %w", err)
+	}
+	childrenMu.Lock()
+	children[p] = true
+	childrenMu.Unlock()
+	go func() { p.cmd.Wait(); close(p.done) }()
+
+	if err := p.waitReady(ctx); err != nil {
+		tail := p.logTail()
+		p.stop()
+		return nil, fmt.Errorf("%w; fjord log: %s", err, tail)
+	}
+	return p, nil
+}
+
+// waitReady pings the broker until it answers, the process exits, or
+// startupWait passes.
+func (p *fjordProc) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startupWait)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		err := cl.Ping(pctx)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("fjord exited during start-up (%v)", p.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("fjord did not answer on %s within %s: %v", p.addr, startupWait, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *fjordProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, kills after 10s, and removes the temp dir.
+func (p *fjordProc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		logf("[fjord] did not stop on SIGTERM within 10s, killing")
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	childrenMu.Lock()
+	delete(children, p)
+	childrenMu.Unlock()
+	p.log.Close()
+	os.RemoveAll(p.dir)
+}
+
+// logTail returns the last lines of the process's output, on one line.
+func (p *fjordProc) logTail() string {
+	b, err := os.ReadFile(p.log.Name())
+	if err != nil || len(b) == 0 {
+		return "(empty)"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-10):], " | ")
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// rssMiB reads VmRSS of pid from /proc/PID/status, in MiB.
+func rssMiB(pid int) (float64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// The line reads "VmRSS:     12345 kB".
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(fields[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// rssSampler tracks the peak VmRSS of a process while the suites run.
+type rssSampler struct {
+	quit chan struct{}
+	done chan struct{}
+	peak float64
+	n    int
+}
+
+func startRSSSampler(pid int, every time.Duration) *rssSampler {
+	s := &rssSampler{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if v, err := rssMiB(pid); err == nil {
+				s.peak = max(s.peak, v)
+				s.n++
+			}
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends sampling and returns the peak in MiB and the sample count.
+func (s *rssSampler) stop() (float64, int) {
+	close(s.quit)
+	<-s.done
+	return s.peak, s.n
+}

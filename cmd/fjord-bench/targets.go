@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// logf prints progress to stderr, so stdout carries only the results.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "fjord-bench: "+format+"\n", args...)
+}
+
+// benchBrokers runs the selected suites, each on a fresh topic, against one
+// bootstrap address. With cleanup it deletes its topics afterwards (for
+// clusters that outlive the run).
+func benchBrokers(ctx context.Context, cfg *config, name string, brokers []string, cleanup bool) *TargetResult {
+	res := &TargetResult{Target: name, Brokers: brokers, SuiteErrors: map[string]string{}}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("fjord-bench-admin"))
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer admCl.Close()
+	b := &bench{
+		cfg:     cfg,
+		target:  name,
+		brokers: brokers,
+		runID:   strconv.FormatInt(time.Now().UnixNano(), 36),
+		adm:     kadm.NewClient(admCl),
+	}
+	if cleanup {
+		defer b.deleteTopics()
+	}
+
+	// fail records a suite's error; it reports whether to go on.
+	fail := func(suite string, err error) bool {
+		res.SuiteErrors[suite] = err.Error()
+		logf("[%s] %s: %v", name, suite, err)
+		return ctx.Err() == nil
+	}
+	// Each suite gets a fresh topic; run returns false if the run must stop.
+	run := func(suite string, fn func(topic string) error) bool {
+		if !cfg.suites[suite] {
+			return true
+		}
+		logf("[%s] %s ...", name, suite)
+		topic, err := b.newTopic(ctx, suite)
+		if err == nil {
+			err = fn(topic)
+		}
+		if err != nil {
+			return fail(suite, err)
+		}
+		return true
+	}
+
+	// The consume suite reads back what the produce step wrote. If the
+	// produce suite is not selected the step still runs, unreported, and a
+	// failure of it is charged to consume.
+	var produced string
+	ok := true
+	if cfg.suites[suiteProduce] || cfg.suites[suiteConsume] {
+		suite := suiteProduce
+		if !cfg.suites[suiteProduce] {
+			suite = suiteConsume
+		}
+		ok = run(suite, func(topic string) error {
+			t, err := b.produceThroughput(ctx, topic)
+			if err != nil {
+				return err
+			}
+			produced = topic
+			if cfg.suites[suiteProduce] {
+				res.Produce = t
+			}
+			return nil
+		})
+	}
+	ok = ok && run(suiteLatency, func(topic string) (err error) {
+		res.Latency, err = b.produceLatency(ctx, topic)
+		return err
+	})
+	ok = ok && run(suiteE2E, func(topic string) (err error) {
+		res.E2E, err = b.endToEnd(ctx, topic)
+		return err
+	})
+	if ok && cfg.suites[suiteConsume] {
+		if produced == "" {
+			if _, failed := res.SuiteErrors[suiteConsume]; !failed {
+				res.SuiteErrors[suiteConsume] = "skipped: the produce step failed"
+			}
+		} else {
+			logf("[%s] %s ...", name, suiteConsume)
+			if res.Consume, err = b.consumeThroughput(ctx, produced, int64(cfg.records)); err != nil {
+				fail(suiteConsume, err)
+			}
+		}
+	}
+	if len(res.SuiteErrors) == 0 {
+		res.SuiteErrors = nil
+	}
+	return res
+}
+
+// deleteTopics removes the bench topics, best effort, within a short bound
+// of its own (the run's context may be spent).
+func (b *bench) deleteTopics() {
+	if len(b.topics) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.adm.DeleteTopics(ctx, b.topics...); err != nil {
+		logf("[%s] deleting bench topics: %v", b.target, err)
+	}
+}
+
+// benchKfake starts franz-go's in-memory fake broker in this process, on a
+// random loopback port, and benches it.
+func benchKfake(ctx context.Context, cfg *config) *TargetResult {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return &TargetResult{Target: "kfake", Error: err.Error()}
+	}
+	defer c.Close()
+	addrs := c.ListenAddrs()
+	logf("[kfake] started on %v", addrs)
+	return benchBrokers(ctx, cfg, "kfake", addrs, false)
+}
+
+// benchFjord starts the fjord binary, benches it, and reports its resident
+// memory: once idle after start-up, and the peak while the suites ran.
+func benchFjord(ctx context.Context, cfg *config) *TargetResult {
+	p, err := startFjord(ctx, cfg.fjordBin)
+	if err != nil {
+		return &TargetResult{Target: "fjord", Error: err.Error()}
+	}
+	defer p.stop()
+	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
+
+	// Let start-up work settle, then take the idle figure.
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+	}
+	idle, err := rssMiB(p.cmd.Process.Pid)
+	if err != nil {
+		logf("[fjord] reading memory: %v", err)
+	}
+	sampler := startRSSSampler(p.cmd.Process.Pid, 50*time.Millisecond)
+	res := benchBrokers(ctx, cfg, "fjord", []string{p.addr}, false)
+	peak, n := sampler.stop()
+	if err == nil {
+		res.Memory = &Memory{IdleMiB: idle, PeakMiB: max(peak, idle), Samples: n}
+	}
+	if p.exited() {
+		res.Error = "fjord exited during the run; its log: " + p.logTail()
+	}
+	return res
+}

@@ -1,0 +1,342 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Responder answers one request exactly once, from any goroutine. A nil
+// response with a nil error sends nothing (acks=0 produce); a non-nil error
+// closes the connection after the responses before it have been written.
+type Responder func(resp kmsg.Response, err error)
+
+// Handler serves decoded requests. Handle is called on the connection's reader
+// goroutine in request order, so it must not block on anything slow: work that
+// waits (acks=all, long-poll fetch) finishes on another goroutine and calls
+// respond later. ctx is cancelled when the connection closes.
+type Handler interface {
+	Handle(ctx context.Context, req *Request, respond Responder)
+}
+
+// ServerConfig tunes the front end.
+type ServerConfig struct {
+	MaxFrameBytes int32         // socket.request.max.bytes
+	MaxInFlight   int           // requests read ahead per connection before reading stalls
+	IdleTimeout   time.Duration // connections.max.idle.ms; 0 = never
+	DrainTimeout  time.Duration // how long Close waits for in-flight requests
+}
+
+// Server accepts Kafka connections and runs the per-connection pipeline.
+//
+// Each connection has one reader goroutine (decode, dispatch in order) and one
+// writer goroutine (responses in request order). The two meet through a queue
+// of slots bounded by MaxInFlight, which is the connection's backpressure:
+// a client that pipelines faster than requests complete stops being read.
+type Server struct {
+	cfg     ServerConfig
+	handler Handler
+	vs      Versions
+	log     zerolog.Logger
+
+	mu struct {
+		sync.Mutex
+		conns  map[*conn]struct{}
+		closed bool
+	}
+	wg sync.WaitGroup // accept loops and connections
+}
+
+// NewServer builds a server; Serve starts it on a listener.
+func NewServer(cfg ServerConfig, h Handler, vs Versions, log zerolog.Logger) *Server {
+	if cfg.MaxInFlight < 1 {
+		cfg.MaxInFlight = 1
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, handler: h, vs: vs, log: log}
+	s.mu.conns = make(map[*conn]struct{})
+	return s
+}
+
+// Serve accepts on ln until Close. It returns immediately; the accept loop
+// runs on its own goroutine.
+func (s *Server) Serve(ln net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var delay time.Duration
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				if s.isClosed() || errors.Is(err, net.ErrClosed) {
+					return
+				}
+				// Out of file descriptors and the like: back off, keep serving.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
+				time.Sleep(delay)
+				continue
+			}
+			delay = 0
+			s.startConn(nc)
+		}
+	}()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		ctx:    ctx,
+		cancel: cancel,
+		slots:  make(chan *slot, s.cfg.MaxInFlight),
+		log:    s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		nc.Close()
+		cancel()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// Close stops accepting (the caller closes its listeners), stops reading new
+// requests, lets in-flight ones finish and be written, then closes every
+// connection. It waits at most DrainTimeout for stragglers.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.mu.closed = true
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.DrainTimeout):
+		s.log.Warn().Msg("connections did not drain in time; closing them")
+		for _, c := range conns {
+			c.cancel()
+			c.nc.Close()
+		}
+		<-done
+	}
+}
+
+// slot is one request's place in the response order.
+type slot struct {
+	key  int16
+	corr int32
+	done chan struct{} // closed once resp/err are set
+	once sync.Once
+	resp kmsg.Response
+	err  error
+}
+
+func (sl *slot) respond(resp kmsg.Response, err error) {
+	sl.once.Do(func() {
+		sl.resp, sl.err = resp, err
+		close(sl.done)
+	})
+}
+
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  chan *slot // closed by readLoop when it stops
+	log    zerolog.Logger
+
+	stopping bool // set before the read deadline that ends readLoop; read only by readLoop after its read fails
+	stopMu   sync.Mutex
+}
+
+func (c *conn) stopReading() {
+	c.stopMu.Lock()
+	c.stopping = true
+	c.stopMu.Unlock()
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) isStopping() bool {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	return c.stopping
+}
+
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	defer close(c.slots)
+	br := bufio.NewReaderSize(c.nc, 32<<10)
+	for {
+		if c.s.cfg.IdleTimeout > 0 && !c.isStopping() {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
+		frame, err := ReadFrame(br, c.s.cfg.MaxFrameBytes)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		req, err := ParseRequest(frame, c.s.vs)
+		if err != nil {
+			ev := c.log.Warn().Err(err)
+			if req != nil {
+				ev = ev.Int16("api_key", req.Key).Int16("api_version", req.Version).Str("client_id", req.ClientID)
+			}
+			ev.Msg("closing connection: bad request")
+			return // the writer sends what is owed, then closes
+		}
+		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
+		select {
+		case c.slots <- sl:
+		case <-c.ctx.Done():
+			return
+		}
+		if req.Body == nil { // ApiVersions newer than ours
+			sl.respond(UnsupportedAPIVersions(c.s.vs), nil)
+			continue
+		}
+		c.dispatch(req, sl)
+	}
+}
+
+// dispatch runs the handler; a panic in it costs this connection only.
+func (c *conn) dispatch(req *Request, sl *slot) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Int16("api_key", req.Key).Int16("api_version", req.Version).
+				Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("handler panic; closing connection")
+			sl.respond(nil, fmt.Errorf("handler panic: %v", r))
+		}
+	}()
+	c.s.handler.Handle(c.ctx, req, sl.respond)
+}
+
+func (c *conn) readFailed(err error) {
+	switch {
+	case c.isStopping():
+		// Shutdown: the writer finishes what was read.
+	case errors.Is(err, io.EOF):
+		// Client hung up between requests.
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info().Msg("closing idle connection")
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrFrameSize):
+		c.log.Warn().Err(err).Msg("closing connection: bad frame")
+	case errors.Is(err, net.ErrClosed):
+	default:
+		c.log.Debug().Err(err).Msg("connection read ended")
+	}
+}
+
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer func() {
+		c.cancel()
+		c.nc.Close()
+		c.s.mu.Lock()
+		delete(c.s.mu.conns, c)
+		c.s.mu.Unlock()
+	}()
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	var next *slot // read ahead from c.slots, not yet written
+	for {
+		sl := next
+		next = nil
+		if sl == nil {
+			var ok bool
+			if sl, ok = <-c.slots; !ok {
+				bw.Flush()
+				return
+			}
+		}
+		select {
+		case <-sl.done:
+		case <-c.ctx.Done():
+			return
+		}
+		if sl.err != nil {
+			bw.Flush()
+			c.log.Warn().Err(sl.err).Int16("api_key", sl.key).Msg("closing connection")
+			c.drain()
+			return
+		}
+		if sl.resp != nil {
+			buf = AppendResponse(buf[:0], sl.key, sl.corr, sl.resp)
+			if _, err := bw.Write(buf); err != nil {
+				c.drain()
+				return
+			}
+			if cap(buf) > 1<<20 {
+				buf = nil // don't pin a big fetch response's buffer
+			}
+		}
+		// Pipelined responses that are already done share one write; anything
+		// still pending (a long poll, an acks=all wait) must not hold back
+		// what is ready, so flush before waiting on it.
+		select {
+		case n, ok := <-c.slots:
+			if !ok {
+				bw.Flush()
+				return
+			}
+			next = n
+			if isDone(n.done) {
+				continue
+			}
+		default:
+		}
+		if err := bw.Flush(); err != nil {
+			c.drain()
+			return
+		}
+	}
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain stops the reader and unblocks it if it waits for queue space.
+func (c *conn) drain() {
+	c.cancel()
+	c.nc.Close()
+	for range c.slots {
+	}
+}

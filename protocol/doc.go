@@ -1,0 +1,19 @@
+// Package protocol is Fjord's Kafka wire front end: size-prefixed frames,
+// request and response headers (v0–v2, flexible versions with tagged fields),
+// decoding request bodies into kmsg types, and the per-connection pipeline that
+// lets handlers finish out of order while responses leave in request order.
+//
+// It knows nothing of partitions or topics: a Handler gets a decoded request
+// and answers it through a Responder, now or later.
+//
+// Frame layout (all integers big-endian):
+//
+//	request:  int32 size | int16 api_key | int16 api_version | int32 correlation_id
+//	          | nullable_string client_id (header v1+) | tagged_fields (header v2) | body
+//	response: int32 size | int32 correlation_id | tagged_fields (header v1) | body
+//
+// A request uses header v2 when its body version is flexible, else v1
+// (ControlledShutdown v0 alone used v0). Responses use header v1 when flexible,
+// except ApiVersions, whose response header is always v0 so that a client can
+// read it before it knows which versions the broker speaks (KIP-511).
+package protocol

@@ -1,0 +1,274 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// Byte positions of the record batch header fields (see the package doc).
+const (
+	offBaseOffset     = 0
+	offLength         = 8
+	offLeaderEpoch    = 12
+	offMagic          = 16
+	offCRC            = 17
+	offAttributes     = 21
+	offLastDelta      = 23
+	offBaseTimestamp  = 27
+	offMaxTimestamp   = 35
+	offProducerID     = 43
+	offProducerEpoch  = 51
+	offBaseSequence   = 53
+	offRecordCount    = 57
+	BatchHeaderLen    = 61
+	lengthFieldEnd    = 12 // baseOffset + batchLength: what precedes the counted bytes
+	attrCodecMask     = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// Compression codecs, from the attributes' low three bits.
+const (
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLZ4    = 3
+	CodecZstd   = 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// BatchInfo is what the broker needs to know about a validated batch.
+type BatchInfo struct {
+	Bytes          int   // whole batch length including the 12-byte prefix
+	Codec          int8  // compression codec
+	LastDelta      int32 // lastOffsetDelta: records-1 for a batch as produced
+	Records        int32
+	BaseTimestamp  int64
+	MaxTimestamp   int64
+	ProducerID     int64
+	ProducerEpoch  int16
+	BaseSequence   int32
+	Transactional  bool
+	Control        bool
+	LogAppendTimed bool
+}
+
+// LastSequence is the sequence number of the batch's last record, with the
+// int32 wrap-around Kafka uses.
+func (b BatchInfo) LastSequence() int32 {
+	if b.BaseSequence < 0 {
+		return -1
+	}
+	return int32((int64(b.BaseSequence) + int64(b.LastDelta)) % (1 << 31))
+}
+
+// Idempotent reports whether the batch carries a producer id.
+func (b BatchInfo) Idempotent() bool { return b.ProducerID >= 0 }
+
+// ParseHeader reads a batch header without validating the CRC or records.
+// b must hold at least the header; the returned Bytes may exceed len(b).
+func ParseHeader(b []byte) (BatchInfo, error) {
+	if len(b) < BatchHeaderLen {
+		return BatchInfo{}, fmt.Errorf("%w: %d bytes, need %d for a header", ErrCorruptBatch, len(b), BatchHeaderLen)
+	}
+	length := int32(binary.BigEndian.Uint32(b[offLength:]))
+	if length < BatchHeaderLen-lengthFieldEnd {
+		return BatchInfo{}, fmt.Errorf("%w: batch length %d", ErrCorruptBatch, length)
+	}
+	if magic := int8(b[offMagic]); magic != 2 {
+		return BatchInfo{}, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, magic)
+	}
+	attrs := int16(binary.BigEndian.Uint16(b[offAttributes:]))
+	info := BatchInfo{
+		Bytes:          int(length) + lengthFieldEnd,
+		Codec:          int8(attrs & attrCodecMask),
+		LastDelta:      int32(binary.BigEndian.Uint32(b[offLastDelta:])),
+		BaseTimestamp:  int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])),
+		MaxTimestamp:   int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
+		ProducerID:     int64(binary.BigEndian.Uint64(b[offProducerID:])),
+		ProducerEpoch:  int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
+		BaseSequence:   int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
+		Records:        int32(binary.BigEndian.Uint32(b[offRecordCount:])),
+		Transactional:  attrs&attrTransactional != 0,
+		Control:        attrs&attrControl != 0,
+		LogAppendTimed: attrs&attrLogAppendTime != 0,
+	}
+	return info, nil
+}
+
+// BaseOffset and LastOffset read a stored batch's offsets.
+func BaseOffset(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }
+func LastOffset(b []byte) int64 {
+	return BaseOffset(b) + int64(int32(binary.BigEndian.Uint32(b[offLastDelta:])))
+}
+
+// CheckCRC verifies the CRC-32C over the batch's covered bytes.
+func CheckCRC(b []byte) error {
+	want := binary.BigEndian.Uint32(b[offCRC:])
+	if got := crc32.Checksum(b[offAttributes:], castagnoli); got != want {
+		return fmt.Errorf("%w: crc %08x, computed %08x", ErrCorruptBatch, want, got)
+	}
+	return nil
+}
+
+// ValidateBatch checks one produced record batch completely: exact length,
+// magic, CRC-32C, codec, record count against the records actually present
+// (decompressing when needed), and offset deltas. maxBytes bounds the batch
+// (message.max.bytes). It never panics on any input.
+func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
+	info, err := ParseHeader(b)
+	if err != nil {
+		return info, err
+	}
+	if info.Bytes != len(b) {
+		return info, fmt.Errorf("%w: batch length says %d bytes, %d present", ErrCorruptBatch, info.Bytes, len(b))
+	}
+	if maxBytes > 0 && info.Bytes > maxBytes {
+		return info, fmt.Errorf("%w: %d bytes > %d", ErrBatchTooLarge, info.Bytes, maxBytes)
+	}
+	if err := CheckCRC(b); err != nil {
+		return info, err
+	}
+	if info.Codec > CodecZstd {
+		return info, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, info.Codec)
+	}
+	if info.Records <= 0 && !info.Control {
+		return info, fmt.Errorf("%w: record count %d", ErrCorruptBatch, info.Records)
+	}
+	if info.LastDelta < 0 || (info.Records > 0 && info.LastDelta < info.Records-1) {
+		return info, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorruptBatch, info.LastDelta, info.Records)
+	}
+	var n int32
+	err = EachRecord(b, info, func(r Record) bool {
+		if r.OffsetDelta < 0 || r.OffsetDelta > info.LastDelta {
+			err = fmt.Errorf("%w: record offset delta %d outside [0, %d]", ErrCorruptBatch, r.OffsetDelta, info.LastDelta)
+			return false
+		}
+		n++
+		return true
+	})
+	if err != nil {
+		return info, err
+	}
+	if n != info.Records {
+		return info, fmt.Errorf("%w: header says %d records, found %d", ErrCorruptBatch, info.Records, n)
+	}
+	return info, nil
+}
+
+// Record is one record's fields that the broker looks at; Key and Value
+// alias the batch (or its decompressed body).
+type Record struct {
+	TimestampDelta int64
+	OffsetDelta    int32
+	Key, Value     []byte
+}
+
+// maxDecompressed bounds one batch's decompressed body, against
+// decompression bombs.
+const maxDecompressed = 256 << 20
+
+// EachRecord walks the records of a batch, decompressing if needed, calling
+// fn until it returns false. Malformed records end the walk with an error.
+func EachRecord(b []byte, info BatchInfo, fn func(Record) bool) error {
+	body := b[BatchHeaderLen:]
+	if info.Codec != CodecNone {
+		var err error
+		if body, err = decompress(info.Codec, body, maxDecompressed); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
+		}
+	}
+	for len(body) > 0 {
+		length, n := binary.Varint(body)
+		if n <= 0 || length < 0 || length > int64(len(body)-n) {
+			return fmt.Errorf("%w: bad record length", ErrCorruptBatch)
+		}
+		rec, err := parseRecord(body[n : n+int(length)])
+		if err != nil {
+			return err
+		}
+		body = body[n+int(length):]
+		if !fn(rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// parseRecord decodes one record body:
+// attributes int8 | timestampDelta varlong | offsetDelta varint |
+// key varbytes | value varbytes | headers varint count × (key varstring, value varbytes)
+func parseRecord(b []byte) (Record, error) {
+	var r Record
+	bad := func(what string) (Record, error) {
+		return Record{}, fmt.Errorf("%w: bad record %s", ErrCorruptBatch, what)
+	}
+	if len(b) < 1 {
+		return bad("attributes")
+	}
+	b = b[1:]
+	var n int
+	if r.TimestampDelta, n = binary.Varint(b); n <= 0 {
+		return bad("timestamp")
+	}
+	b = b[n:]
+	od, n := binary.Varint(b)
+	if n <= 0 || od > 1<<31-1 || od < -1<<31 {
+		return bad("offset delta")
+	}
+	r.OffsetDelta = int32(od)
+	b = b[n:]
+	var ok bool
+	if r.Key, b, ok = varBytes(b); !ok {
+		return bad("key")
+	}
+	if r.Value, b, ok = varBytes(b); !ok {
+		return bad("value")
+	}
+	nh, n := binary.Varint(b)
+	if n <= 0 || nh < 0 || nh > int64(len(b)) {
+		return bad("header count")
+	}
+	b = b[n:]
+	for range nh {
+		if _, b, ok = varBytes(b); !ok {
+			return bad("header key")
+		}
+		if _, b, ok = varBytes(b); !ok {
+			return bad("header value")
+		}
+	}
+	if len(b) != 0 {
+		return bad("trailing bytes")
+	}
+	return r, nil
+}
+
+func varBytes(b []byte) (v, rest []byte, ok bool) {
+	l, n := binary.Varint(b)
+	if n <= 0 || l < -1 || l > int64(len(b)-n) {
+		return nil, nil, false
+	}
+	if l == -1 {
+		return nil, b[n:], true
+	}
+	return b[n : n+int(l)], b[n+int(l):], true
+}
+
+// StampBatch sets the broker-owned fields of a batch about to be appended:
+// base offset and leader epoch (neither under the CRC), and for
+// LogAppendTime topics the timestamp type and max timestamp, which are under
+// the CRC and so recompute it.
+func StampBatch(b []byte, baseOffset int64, leaderEpoch int32, logAppendTime int64) {
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(leaderEpoch))
+	if logAppendTime >= 0 {
+		attrs := binary.BigEndian.Uint16(b[offAttributes:])
+		binary.BigEndian.PutUint16(b[offAttributes:], attrs|attrLogAppendTime)
+		binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(logAppendTime))
+		binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	}
+}

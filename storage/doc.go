@@ -1,0 +1,54 @@
+// Package storage is one partition's log on disk: segment files of record
+// batches, each with a sparse offset index and a time index, recovery after a
+// crash, retention, and the idempotent-producer state that must agree with the
+// log. It knows nothing of networking or replication.
+//
+// # On-disk layout
+//
+// Kafka's own layout, so operators' tools and habits carry over. A partition
+// directory <topic>-<partition>/ holds, per segment, files named by the
+// segment's base offset as 20 decimal digits:
+//
+//	00000000000000000000.log        record batches, exactly as Kafka stores them
+//	00000000000000000000.index      sparse offset index: 8-byte entries
+//	00000000000000000000.timeindex  sparse time index: 12-byte entries
+//	00000000000000001234.snapshot   producer state as of offset 1234
+//	partition.metadata              topic id (written by the broker)
+//	clean-shutdown                  present only after a clean close
+//
+// A record batch (magic 2) is, big-endian:
+//
+//	 0  int64  baseOffset        assigned by the broker; not covered by the CRC
+//	 8  int32  batchLength       bytes after this field
+//	12  int32  partitionLeaderEpoch  set by the broker; not covered by the CRC
+//	16  int8   magic             2
+//	17  uint32 crc               CRC-32C (Castagnoli) of bytes [21, end)
+//	21  int16  attributes        bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+//	23  int32  lastOffsetDelta
+//	27  int64  baseTimestamp
+//	35  int64  maxTimestamp
+//	43  int64  producerId
+//	51  int16  producerEpoch
+//	53  int32  baseSequence
+//	57  int32  recordCount
+//	61  ...    records (compressed as a whole when the codec is not none)
+//
+// An .index entry is int32 offset relative to the segment base, then int32
+// byte position of a batch in the .log whose last offset is that offset; one
+// entry per log.index.interval.bytes of log. A .timeindex entry is int64 the
+// largest timestamp seen so far in the segment, then int32 the relative offset
+// of the batch that carried it; entries are appended only when that maximum
+// grows. Indexes are derived data: recovery rebuilds them from the .log.
+//
+// A .snapshot file (Fjord's own format, version 1) is:
+//
+//	"FJPS" | uint8 version | int64 endOffset | uint32 producerCount | producers... | uint32 CRC-32C of all before
+//	producer: int64 id | int16 epoch | uint8 n | n × (int32 firstSeq, int32 lastSeq, int64 firstOffset, int64 lastOffset)
+//
+// # Durability
+//
+// Append writes to the page cache; Flush makes everything appended so far
+// durable with fdatasync, and concurrent Flush callers share one sync (group
+// commit). The durable end offset is published so the broker can hold back
+// acknowledgements and consumer visibility until data is on disk.
+package storage

@@ -1,0 +1,126 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// offsetEntry maps a batch's last offset (relative to the segment base) to
+// the batch's byte position in the .log file.
+type offsetEntry struct {
+	rel int32
+	pos int32
+}
+
+// timeEntry records that up to relative offset rel, the largest timestamp in
+// the segment is ts.
+type timeEntry struct {
+	ts  int64
+	rel int32
+}
+
+const (
+	offsetEntryLen = 8
+	timeEntryLen   = 12
+)
+
+// index holds a segment's sparse offset and time indexes in memory and
+// mirrors them to their files. The in-memory copy serves lookups; the files
+// exist for restarts and for operators' tools.
+//
+// Invariant: offsets and positions increase strictly along offs; timestamps
+// increase strictly along times.
+// Owner: the log's writer (under Log.mu) appends; readers take a snapshot of
+// the slices under Log.mu and may search them without it, since appends never
+// modify existing elements.
+type index struct {
+	offs      []offsetEntry
+	times     []timeEntry
+	offFile   *os.File
+	timeFile  *os.File
+	scratch   [timeEntryLen]byte
+	fileError error // sticky: a failed index write only costs lookups speed
+}
+
+func (ix *index) appendOffset(rel, pos int32) {
+	if n := len(ix.offs); n > 0 && (ix.offs[n-1].rel >= rel || ix.offs[n-1].pos >= pos) {
+		return
+	}
+	ix.offs = append(ix.offs, offsetEntry{rel, pos})
+	if ix.offFile != nil && ix.fileError == nil {
+		b := ix.scratch[:offsetEntryLen]
+		binary.BigEndian.PutUint32(b[0:], uint32(rel))
+		binary.BigEndian.PutUint32(b[4:], uint32(pos))
+		_, ix.fileError = ix.offFile.Write(b)
+	}
+}
+
+func (ix *index) appendTime(ts int64, rel int32) {
+	if n := len(ix.times); n > 0 && (ix.times[n-1].ts >= ts || ix.times[n-1].rel > rel) {
+		return
+	}
+	ix.times = append(ix.times, timeEntry{ts, rel})
+	if ix.timeFile != nil && ix.fileError == nil {
+		b := ix.scratch[:timeEntryLen]
+		binary.BigEndian.PutUint64(b[0:], uint64(ts))
+		binary.BigEndian.PutUint32(b[8:], uint32(rel))
+		_, ix.fileError = ix.timeFile.Write(b)
+	}
+}
+
+// lookupPos returns the position to start scanning from for relative offset
+// rel: the position of the last indexed batch ending before rel, or 0.
+func lookupPos(offs []offsetEntry, rel int32) int32 {
+	i := sort.Search(len(offs), func(i int) bool { return offs[i].rel >= rel })
+	if i == 0 {
+		return 0
+	}
+	// offs[i-1] ends before rel, so rel lies after its batch.
+	return offs[i-1].pos
+}
+
+// lookupTime returns the relative offset to start scanning from for the first
+// record with timestamp >= ts: the last entry whose running maximum is below
+// ts ends a prefix with nothing matching.
+func lookupTime(times []timeEntry, ts int64) int32 {
+	i := sort.Search(len(times), func(i int) bool { return times[i].ts >= ts })
+	if i == 0 {
+		return 0
+	}
+	return times[i-1].rel + 1
+}
+
+// loadIndexFiles reads index files; a malformed file is reported so the
+// caller rebuilds from the log.
+func loadIndexFiles(offPath, timePath string, logSize int64) ([]offsetEntry, []timeEntry, error) {
+	ob, err := os.ReadFile(offPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	tb, err := os.ReadFile(timePath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ob)%offsetEntryLen != 0 || len(tb)%timeEntryLen != 0 {
+		return nil, nil, fmt.Errorf("index sizes %d/%d are not whole entries", len(ob), len(tb))
+	}
+	offs := make([]offsetEntry, 0, len(ob)/offsetEntryLen)
+	for b := ob; len(b) > 0; b = b[offsetEntryLen:] {
+		e := offsetEntry{int32(binary.BigEndian.Uint32(b)), int32(binary.BigEndian.Uint32(b[4:]))}
+		if e.pos < 0 || int64(e.pos) >= logSize || (len(offs) > 0 && (e.rel <= offs[len(offs)-1].rel || e.pos <= offs[len(offs)-1].pos)) {
+			return nil, nil, fmt.Errorf("offset index entry %d (%d@%d) out of order or past the log", len(offs), e.rel, e.pos)
+		}
+		offs = append(offs, e)
+	}
+	times := make([]timeEntry, 0, len(tb)/timeEntryLen)
+	for b := tb; len(b) > 0; b = b[timeEntryLen:] {
+		e := timeEntry{int64(binary.BigEndian.Uint64(b)), int32(binary.BigEndian.Uint32(b[8:]))}
+		if len(times) > 0 && (e.ts <= times[len(times)-1].ts || e.rel < times[len(times)-1].rel) {
+			return nil, nil, fmt.Errorf("time index entry %d out of order", len(times))
+		}
+		times = append(times, e)
+	}
+	return offs, times, nil
+}

@@ -1,0 +1,464 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// Config is one partition log's policy; Kafka topic config names beside.
+type Config struct {
+	SegmentBytes       int64 // segment.bytes
+	SegmentMs          int64 // segment.ms
+	IndexIntervalBytes int32 // index.interval.bytes
+	RetentionMs        int64 // retention.ms; -1 = forever
+	RetentionBytes     int64 // retention.bytes; -1 = unlimited
+	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
+	FileDeleteDelay    time.Duration
+}
+
+// DefaultConfig matches Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		IndexIntervalBytes: 4096,
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		FileDeleteDelay:    time.Minute,
+	}
+}
+
+const cleanShutdownFile = "clean-shutdown"
+
+// Log is one partition's log: an ordered list of segments, the last of
+// which takes appends.
+//
+// Concurrency: appends, rolls, retention and producer state are serialised by
+// mu (one writer at a time; the write syscall is the only I/O under it).
+// Readers never take mu: the writer publishes what they may see (segment
+// list, each segment's size and index slices, the end offset) under view,
+// which is held only to copy or swap those few fields. Flush serialises fsyncs
+// on flushMu and holds neither mu nor view while syncing.
+//
+// Invariants: segs is non-empty and sorted by base; segs[i].next ==
+// segs[i+1].base; startOffset == segs[0].base; durable <= end.
+type Log struct {
+	dir string
+	cfg Config
+	log zerolog.Logger
+
+	mu struct {
+		sync.Mutex
+		producers producers
+		dirty     map[*segment]struct{} // segments with writes not yet synced
+		failed    error                 // sticky: after a failed write or sync the log takes no appends
+		closed    bool
+	}
+
+	view struct {
+		sync.RWMutex
+		segs []*segment
+		// per-segment published state, parallel to segs
+		sizes []int64
+		offs  [][]offsetEntry
+		times [][]timeEntry
+	}
+
+	end         atomic.Int64 // log end offset; written under mu
+	startOffset atomic.Int64 // log start offset; written under mu
+	durable     atomic.Int64 // offsets below this are fsynced
+	flushMu     sync.Mutex
+}
+
+// Open opens or creates the log in dir, recovering after an unclean
+// shutdown: the active segment is read batch by batch, a torn or corrupt
+// tail is truncated, and indexes and producer state are rebuilt.
+func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
+	if cfg.FileDeleteDelay == 0 {
+		cfg.FileDeleteDelay = time.Minute
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log %s: %w", dir, err)
+	}
+	l := &Log{dir: dir, cfg: cfg, log: log}
+	l.mu.dirty = make(map[*segment]struct{})
+
+	bases, err := listSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("log %s: %w", dir, err)
+	}
+	cleanPath := filepath.Join(dir, cleanShutdownFile)
+	_, statErr := os.Stat(cleanPath)
+	clean := statErr == nil
+	if clean {
+		// From here on a crash must look unclean.
+		if err := os.Remove(cleanPath); err != nil {
+			return nil, fmt.Errorf("log %s: %w", dir, err)
+		}
+		syncDir(dir)
+	}
+	removeTempFiles(dir)
+
+	// Producer state: the newest snapshot, then replay of the batches after
+	// it. Segments entirely below the snapshot need no replay.
+	prods, snapAt := loadLatestSnapshot(dir, 1<<62)
+	var segs []*segment
+	for i, base := range bases {
+		active := i == len(bases)-1
+		var onBatch func([]byte, BatchInfo)
+		nextBase := int64(1 << 62)
+		if !active {
+			nextBase = bases[i+1]
+		}
+		if snapAt < nextBase {
+			onBatch = func(b []byte, info BatchInfo) {
+				if base := BaseOffset(b); base >= snapAt {
+					prods.record(info, base, base+int64(info.LastDelta))
+				}
+			}
+		}
+		s, err := openSegment(dir, base, active && !clean, cfg.IndexIntervalBytes, onBatch)
+		if err != nil {
+			for _, o := range segs {
+				o.close()
+			}
+			return nil, fmt.Errorf("log %s: %w", dir, err)
+		}
+		if !active && s.next != bases[i+1] {
+			log.Warn().Int64("segment", base).Int64("next", s.next).Int64("following", bases[i+1]).
+				Msg("segment does not end where the next begins")
+		}
+		segs = append(segs, s)
+	}
+	if len(segs) == 0 {
+		s, err := createSegment(dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, s)
+	}
+	last := segs[len(segs)-1]
+	if snapAt > last.next {
+		// A snapshot from beyond the log (the log was truncated behind it):
+		// rebuild from scratch rather than trust it.
+		l.log.Warn().Int64("snapshot", snapAt).Int64("end", last.next).Msg("producer snapshot past log end; rebuilding")
+		for _, s := range segs {
+			s.close()
+		}
+		for _, off := range must(listSnapshots(dir)) {
+			os.Remove(segmentPath(dir, off, snapshotExt))
+		}
+		return Open(dir, cfg, log)
+	}
+	l.mu.producers = prods
+	l.end.Store(last.next)
+	l.durable.Store(last.next)
+	l.startOffset.Store(segs[0].base)
+	l.publishSegs(segs)
+	if !clean && len(bases) > 0 {
+		log.Info().Int64("end_offset", last.next).Int("segments", len(segs)).Msg("recovered log after unclean shutdown")
+	}
+	return l, nil
+}
+
+func must[T any](v T, _ error) T { return v }
+
+func listSegments(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || len(name) != 20 {
+			continue
+		}
+		if base, err := strconv.ParseInt(name, 10, 64); err == nil {
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func removeTempFiles(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// publishSegs makes the segment list and each segment's state visible to
+// readers. REQUIRES: l.mu held (or no concurrent access, during Open).
+func (l *Log) publishSegs(segs []*segment) {
+	sizes := make([]int64, len(segs))
+	offs := make([][]offsetEntry, len(segs))
+	times := make([][]timeEntry, len(segs))
+	for i, s := range segs {
+		sizes[i], offs[i], times[i] = s.size, s.ix.offs, s.ix.times
+	}
+	l.view.Lock()
+	l.view.segs, l.view.sizes, l.view.offs, l.view.times = segs, sizes, offs, times
+	l.view.Unlock()
+}
+
+// publishActive publishes the active segment's new size and indexes.
+// REQUIRES: l.mu held.
+func (l *Log) publishActive(s *segment) {
+	l.view.Lock()
+	i := len(l.view.segs) - 1
+	l.view.sizes[i], l.view.offs[i], l.view.times[i] = s.size, s.ix.offs, s.ix.times
+	l.view.Unlock()
+}
+
+// EndOffset is the offset the next appended record gets (the LEO).
+func (l *Log) EndOffset() int64 { return l.end.Load() }
+
+// StartOffset is the first offset still in the log.
+func (l *Log) StartOffset() int64 { return l.startOffset.Load() }
+
+// DurableOffset is the end of the fsynced prefix.
+func (l *Log) DurableOffset() int64 { return l.durable.Load() }
+
+// AppendResult says where a batch went.
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	LogAppendTime          int64 // -1 unless the topic uses LogAppendTime
+	Duplicate              bool  // a retry of a batch already in the log
+}
+
+// Append appends one batch that ValidateBatch accepted. The bytes are
+// modified in place (offsets, leader epoch, maybe the timestamp) and must not
+// be used by the caller afterwards. now is the append wall-clock time in ms.
+func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return AppendResult{}, ErrClosed
+	}
+	if l.mu.failed != nil {
+		return AppendResult{}, l.mu.failed
+	}
+	dup, err := l.mu.producers.check(info)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if dup != nil {
+		return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, Duplicate: true}, nil
+	}
+	s := l.active()
+	base := l.end.Load()
+	if l.shouldRoll(s, len(batch), info, now) {
+		if s, err = l.rollLocked(base); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	lat := int64(-1)
+	if l.cfg.LogAppendTime {
+		lat = now
+		info.MaxTimestamp = now
+	}
+	StampBatch(batch, base, leaderEpoch, lat)
+	if _, err := s.f.WriteAt(batch, s.size); err != nil {
+		// The file may hold part of the batch: cut it off, and stop taking
+		// appends if even that fails, so nothing is written after garbage.
+		if terr := s.f.Truncate(s.size); terr != nil {
+			l.mu.failed = fmt.Errorf("segment %d: write failed (%v) and truncate failed: %w", s.base, err, terr)
+		}
+		return AppendResult{}, fmt.Errorf("segment %d: append: %w", s.base, err)
+	}
+	last := base + int64(info.LastDelta)
+	pos := s.size
+	s.size += int64(len(batch))
+	if s.firstAppend.IsZero() {
+		s.firstAppend = time.UnixMilli(now)
+	}
+	s.bytesSinceIndex += int32(len(batch))
+	if s.bytesSinceIndex >= l.cfg.IndexIntervalBytes || len(s.ix.offs) == 0 {
+		s.ix.appendOffset(int32(last-s.base), int32(pos))
+		s.bytesSinceIndex = 0
+	}
+	if info.MaxTimestamp > s.maxTS {
+		s.maxTS, s.maxTSOffset = info.MaxTimestamp, base
+		s.ix.appendTime(info.MaxTimestamp, int32(last-s.base))
+	}
+	s.next = last + 1
+	l.mu.producers.record(info, base, last)
+	l.mu.dirty[s] = struct{}{}
+	l.publishActive(s)
+	l.end.Store(last + 1)
+	return AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: lat}, nil
+}
+
+// REQUIRES: l.mu held.
+func (l *Log) active() *segment {
+	l.view.RLock()
+	defer l.view.RUnlock()
+	return l.view.segs[len(l.view.segs)-1]
+}
+
+// REQUIRES: l.mu held.
+func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
+	if s.size == 0 {
+		return false
+	}
+	return s.size+int64(n) > l.cfg.SegmentBytes ||
+		now-s.firstAppend.UnixMilli() >= l.cfg.SegmentMs ||
+		// relative offsets in the indexes are int32
+		l.end.Load()+int64(info.LastDelta)-s.base > 1<<31-2 ||
+		s.size+int64(n) > 1<<31-1
+}
+
+// rollLocked starts a new segment at base. The old segment's files are
+// fsynced by the next Flush (it stays in the dirty set). A producer
+// snapshot is written so recovery replays at most the active segment.
+// REQUIRES: l.mu held.
+func (l *Log) rollLocked(base int64) (*segment, error) {
+	old := l.active()
+	s, err := createSegment(l.dir, base)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeSnapshot(l.dir, l.mu.producers, base); err != nil {
+		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
+	}
+	l.view.RLock()
+	segs := append(append([]*segment(nil), l.view.segs...), s)
+	l.view.RUnlock()
+	l.publishSegs(segs)
+	l.log.Debug().Int64("segment", base).Int64("previous", old.base).Msg("rolled segment")
+	return s, nil
+}
+
+// Flush makes every batch appended before the call durable. Concurrent
+// callers share one fdatasync: whoever holds flushMu syncs everything written
+// so far, and callers queued behind it usually find their data covered.
+func (l *Log) Flush() error {
+	target := l.end.Load()
+	if l.durable.Load() >= target {
+		return nil
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.durable.Load() >= target {
+		return nil
+	}
+	l.mu.Lock()
+	if l.mu.failed != nil {
+		err := l.mu.failed
+		l.mu.Unlock()
+		return err
+	}
+	end := l.end.Load()
+	dirty := make([]*segment, 0, len(l.mu.dirty))
+	for s := range l.mu.dirty {
+		dirty = append(dirty, s)
+	}
+	clear(l.mu.dirty)
+	l.mu.Unlock()
+
+	for _, s := range dirty {
+		if err := fdatasync(s.f); err != nil {
+			// After a failed fsync the page cache can't be trusted
+			// (fsyncgate): stop the log rather than ack data of unknown fate.
+			err = fmt.Errorf("segment %d: fdatasync: %w", s.base, err)
+			l.mu.Lock()
+			l.mu.failed = err
+			l.mu.Unlock()
+			return err
+		}
+	}
+	l.durable.Store(end)
+	return nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// ReadResult is a read's outcome. Batches holds whole batches; the caller
+// owns it.
+type ReadResult struct {
+	Batches []byte
+}
+
+// Read returns whole batches starting with the one containing offset and
+// ending before limit (the high watermark, for consumers). It returns at most
+// maxBytes, except that the first batch is always returned whole so a batch
+// larger than maxBytes cannot stall a consumer. Reads stay within one segment.
+func (l *Log) Read(offset int64, maxBytes int, limit int64) ([]byte, error) {
+	if offset < l.startOffset.Load() || offset > l.end.Load() {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset.Load(), l.end.Load())
+	}
+	if offset >= limit {
+		return nil, nil
+	}
+	l.view.RLock()
+	segs, sizes, offs := l.view.segs, l.view.sizes, l.view.offs
+	l.view.RUnlock()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %d before first segment", ErrOffsetOutOfRange, offset)
+	}
+	for ; i < len(segs); i++ {
+		s, size := segs[i], sizes[i]
+		pos, err := s.findBatch(offs[i], offset, size)
+		if err != nil {
+			return nil, err
+		}
+		if pos >= size {
+			continue // offset is past this segment's end: try the next one
+		}
+		return s.readBatches(pos, size, maxBytes, limit)
+	}
+	return nil, nil
+}
+
+// readBatches reads whole batches from pos, stopping before limit, at size,
+// or once maxBytes is exceeded (the first batch always whole).
+func (s *segment) readBatches(pos, size int64, maxBytes int, limit int64) ([]byte, error) {
+	n := int(min(int64(max(maxBytes, BatchHeaderLen)), size-pos))
+	buf, err := s.readAt(pos, n)
+	if err != nil {
+		return nil, err
+	}
+	var out int
+	for out+BatchHeaderLen <= len(buf) {
+		info, err := ParseHeader(buf[out:])
+		if err != nil {
+			return nil, fmt.Errorf("segment %d at %d: %w", s.base, pos+int64(out), err)
+		}
+		if BaseOffset(buf[out:]) >= limit || LastOffset(buf[out:]) >= limit {
+			break
+		}
+		if out+info.Bytes > len(buf) {
+			if out == 0 && pos+int64(info.Bytes) <= size {
+				return s.readAt(pos, info.Bytes) // one oversized batch, whole
+			}
+			break
+		}
+		out += info.Bytes
+	}
+	if out == 0 && len(buf) > 0 && len(buf) < BatchHeaderLen {
+		return nil, nil
+	}
+	return buf[:out], nil
+}

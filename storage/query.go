@@ -1,0 +1,224 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// OffsetForTimestamp finds the first record at or after ts (in ms) below
+// limit, returning its offset and timestamp; ok is false when there is none.
+// The time index narrows the search to a segment position; the batches from
+// there are read to find the record.
+func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64, ok bool, err error) {
+	l.view.RLock()
+	segs, sizes, offs, times := l.view.segs, l.view.sizes, l.view.offs, l.view.times
+	l.view.RUnlock()
+	for i, s := range segs {
+		t := times[i]
+		if len(t) == 0 || t[len(t)-1].ts < ts {
+			continue // nothing in this segment reaches ts
+		}
+		from := s.base + int64(lookupTime(t, ts))
+		pos := int64(0)
+		if from > s.base {
+			if pos, err = s.findBatch(offs[i], from, sizes[i]); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		for pos < sizes[i] {
+			hdr, err := s.readAt(pos, BatchHeaderLen)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			info, err := ParseHeader(hdr)
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+			}
+			base := BaseOffset(hdr)
+			if base >= limit {
+				return 0, 0, false, nil
+			}
+			if info.MaxTimestamp >= ts {
+				b, err := s.readAt(pos, info.Bytes)
+				if err != nil {
+					return 0, 0, false, err
+				}
+				if info.LogAppendTimed {
+					return base, info.MaxTimestamp, true, nil
+				}
+				found := false
+				err = EachRecord(b, info, func(r Record) bool {
+					if rts := info.BaseTimestamp + r.TimestampDelta; rts >= ts {
+						offset, recordTS, found = base+int64(r.OffsetDelta), rts, true
+						return false
+					}
+					return true
+				})
+				if err != nil {
+					return 0, 0, false, err
+				}
+				if found {
+					return offset, recordTS, true, nil
+				}
+			}
+			pos += int64(info.Bytes)
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// MaxTimestamp returns the offset and timestamp of the batch holding the
+// largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734); ok is
+// false for an empty log.
+func (l *Log) MaxTimestamp() (offset, ts int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.view.RLock()
+	defer l.view.RUnlock()
+	ts = -1
+	for _, s := range l.view.segs {
+		if s.maxTS > ts {
+			ts, offset, ok = s.maxTS, s.maxTSOffset, true
+		}
+	}
+	return offset, ts, ok
+}
+
+// DeleteOldSegments applies time and size retention at wall-clock time now
+// (ms). Only whole, inactive segments are deleted, oldest first, so the log
+// start offset moves forward to a segment boundary. It returns how many
+// segments went.
+func (l *Log) DeleteOldSegments(now int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return 0, ErrClosed
+	}
+	l.view.RLock()
+	segs := l.view.segs
+	l.view.RUnlock()
+	var total int64
+	for _, s := range segs {
+		total += s.size
+	}
+	n := 0
+	for n < len(segs)-1 {
+		s := segs[n]
+		expired := l.cfg.RetentionMs >= 0 && s.maxTS >= 0 && now-s.maxTS > l.cfg.RetentionMs
+		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	dead := segs[:n]
+	l.publishSegs(append([]*segment(nil), segs[n:]...))
+	l.startOffset.Store(segs[n].base)
+	var firstErr error
+	for _, s := range dead {
+		delete(l.mu.dirty, s)
+		if err := s.remove(l.cfg.FileDeleteDelay); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		l.log.Info().Int64("segment", s.base).Int64("bytes", s.size).Msg("deleted segment by retention")
+	}
+	return n, firstErr
+}
+
+// SetConfig changes the log's policy (a topic config change).
+func (l *Log) SetConfig(cfg Config) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cfg.FileDeleteDelay == 0 {
+		cfg.FileDeleteDelay = l.cfg.FileDeleteDelay
+	}
+	l.cfg = cfg
+}
+
+// Size is the log's total bytes.
+func (l *Log) Size() int64 {
+	l.view.RLock()
+	defer l.view.RUnlock()
+	var n int64
+	for _, sz := range l.view.sizes {
+		n += sz
+	}
+	return n
+}
+
+// Close flushes, writes a producer snapshot and the clean-shutdown marker,
+// and closes the files. Appends after Close fail with ErrClosed.
+func (l *Log) Close() error {
+	flushErr := l.Flush()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	l.mu.closed = true
+	l.view.RLock()
+	segs := l.view.segs
+	l.view.RUnlock()
+	var err error
+	if flushErr == nil && l.mu.failed == nil {
+		end := l.end.Load()
+		for _, s := range segs {
+			for _, f := range []interface{ Sync() error }{s.ix.offFile, s.ix.timeFile} {
+				if e := f.Sync(); e != nil && err == nil {
+					err = e
+				}
+			}
+		}
+		if err == nil {
+			err = writeSnapshot(l.dir, l.mu.producers, end)
+		}
+		if err == nil {
+			err = writeFileSync(l.dir+"/"+cleanShutdownFile, nil)
+		}
+	}
+	for _, s := range segs {
+		s.close()
+	}
+	if flushErr != nil {
+		return flushErr
+	}
+	return err
+}
+
+// Delete closes the log and removes its directory (topic deletion).
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	l.mu.closed = true
+	l.view.RLock()
+	segs := l.view.segs
+	l.view.RUnlock()
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.close()
+	}
+	// Rename first so a crash mid-removal leaves a directory that start-up
+	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log.
+	gone := l.dir + DeletedSuffix
+	if err := os.Rename(l.dir, gone); err != nil {
+		return fmt.Errorf("log %s: %w", l.dir, err)
+	}
+	return os.RemoveAll(gone)
+}
+
+// DeletedSuffix marks a partition directory being deleted.
+const DeletedSuffix = ".fjord-delete"
+
+// RemoveDeletedDirs finishes deletions interrupted by a crash.
+func RemoveDeletedDirs(logDir string) {
+	ents, _ := os.ReadDir(logDir)
+	for _, e := range ents {
+		if e.IsDir() && strings.HasSuffix(e.Name(), DeletedSuffix) {
+			os.RemoveAll(logDir + "/" + e.Name())
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// segment is one .log file and its indexes.
+//
+// Invariants: base <= every offset in the file < next; size is the byte
+// length of the complete batches in the file (the file may be longer only
+// transiently during a failed write, which the log truncates back).
+// Writer-owned fields (next, size, bytesSinceIndex, maxTS, maxTSOffset,
+// firstAppend, ix) change under Log.mu and are published to readers under
+// Log.view (see Log).
+type segment struct {
+	base int64
+	path string // the .log file
+	f    *os.File
+
+	next            int64 // offset after the last batch
+	size            int64 // bytes of complete batches
+	bytesSinceIndex int32
+	maxTS           int64 // largest batch max timestamp, -1 when empty
+	maxTSOffset     int64 // offset of the batch that carried maxTS
+	firstAppend     time.Time
+	ix              index
+}
+
+func segmentPath(dir string, base int64, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
+}
+
+func createSegment(dir string, base int64) (*segment, error) {
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
+	var err error
+	if s.f, err = os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return nil, fmt.Errorf("segment %d: %w", base, err)
+	}
+	if err := s.openIndexFiles(true); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) openIndexFiles(truncate bool) error {
+	flags := os.O_RDWR | os.O_CREATE | os.O_APPEND
+	if truncate {
+		flags |= os.O_TRUNC
+	}
+	var err error
+	if s.ix.offFile, err = os.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".index"), flags, 0o644); err != nil {
+		return fmt.Errorf("segment %d index: %w", s.base, err)
+	}
+	if s.ix.timeFile, err = os.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".timeindex"), flags, 0o644); err != nil {
+		return fmt.Errorf("segment %d time index: %w", s.base, err)
+	}
+	return nil
+}
+
+// openSegment opens an existing segment. When recover is set (an unclean
+// shutdown, or the index files are unusable) every batch is read and checked
+// (CRC-32C included), a torn or corrupt tail is cut off, and the indexes are
+// rebuilt. Otherwise only the batch headers are walked, to find next and the
+// largest timestamp, and the index files are trusted.
+func openSegment(dir string, base int64, recover bool, indexInterval int32, onBatch func(b []byte, info BatchInfo)) (*segment, error) {
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
+	var err error
+	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
+		return nil, fmt.Errorf("segment %d: %w", base, err)
+	}
+	st, err := s.f.Stat()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("segment %d: %w", base, err)
+	}
+	fileSize := st.Size()
+	var offs []offsetEntry
+	var times []timeEntry
+	if !recover {
+		offs, times, err = loadIndexFiles(segmentPath(dir, base, ".index"), segmentPath(dir, base, ".timeindex"), fileSize)
+		if err != nil {
+			recover = true
+		}
+	}
+	rebuild := recover
+	// A trusted segment is walked only from its last index entry, to find
+	// its end; everything before is known from the indexes. Recovery, and a
+	// caller that must see every batch, walk it all.
+	var start int64
+	if !recover && onBatch == nil {
+		if n := len(offs); n > 0 {
+			start = int64(offs[n-1].pos)
+		}
+		if n := len(times); n > 0 {
+			s.maxTS, s.maxTSOffset = times[n-1].ts, base+int64(times[n-1].rel)
+		}
+	}
+	good, err := s.scan(start, fileSize, recover, rebuild, indexInterval, onBatch)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if good < fileSize {
+		if !recover {
+			// A clean shutdown never leaves a partial batch: the file changed
+			// behind our back. Rebuild everything from what is valid.
+			s.close()
+			return openSegment(dir, base, true, indexInterval, onBatch)
+		}
+		if err := s.f.Truncate(good); err != nil {
+			s.close()
+			return nil, fmt.Errorf("segment %d: truncate torn tail at %d: %w", base, good, err)
+		}
+		if err := s.f.Sync(); err != nil {
+			s.close()
+			return nil, fmt.Errorf("segment %d: sync after truncate: %w", base, err)
+		}
+	}
+	s.size = good
+	if !rebuild {
+		s.ix.offs, s.ix.times = offs, times
+	}
+	if err := s.openIndexFiles(rebuild); err != nil {
+		s.close()
+		return nil, err
+	}
+	if rebuild {
+		// scan filled the in-memory indexes; write them out.
+		offs, times := s.ix.offs, s.ix.times
+		s.ix.offs, s.ix.times = nil, nil
+		for _, e := range offs {
+			s.ix.appendOffset(e.rel, e.pos)
+		}
+		for _, e := range times {
+			s.ix.appendTime(e.ts, e.rel)
+		}
+		if s.ix.fileError != nil {
+			s.close()
+			return nil, fmt.Errorf("segment %d: write index: %w", base, s.ix.fileError)
+		}
+	}
+	return s, nil
+}
+
+// scan walks the batches in [start, fileSize) and returns the length
+// of the valid prefix. With check, each batch's CRC is verified; with
+// rebuild, the in-memory indexes are filled. onBatch sees each good batch
+// (its bytes only when check is set; header bytes otherwise).
+func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), 256<<10)
+	pos := start
+	var hdr [BatchHeaderLen]byte
+	var buf []byte
+	var sinceIndex int32
+	for pos < fileSize {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return pos, nil // torn header
+		}
+		info, err := ParseHeader(hdr[:])
+		if err != nil || pos+int64(info.Bytes) > fileSize || BaseOffset(hdr[:]) < s.next {
+			return pos, nil
+		}
+		batch := hdr[:]
+		if check {
+			if cap(buf) < info.Bytes {
+				buf = make([]byte, info.Bytes)
+			}
+			buf = buf[:info.Bytes]
+			copy(buf, hdr[:])
+			if _, err := io.ReadFull(r, buf[BatchHeaderLen:]); err != nil {
+				return pos, nil
+			}
+			if CheckCRC(buf) != nil {
+				return pos, nil
+			}
+			batch = buf
+		} else if _, err := r.Discard(info.Bytes - BatchHeaderLen); err != nil {
+			return pos, nil
+		}
+		base := BaseOffset(hdr[:])
+		last := base + int64(info.LastDelta)
+		if rebuild {
+			sinceIndex += int32(info.Bytes)
+			if sinceIndex >= indexInterval || len(s.ix.offs) == 0 {
+				s.ix.offs = append(s.ix.offs, offsetEntry{int32(last - s.base), int32(pos)})
+				sinceIndex = 0
+			}
+			if info.MaxTimestamp > s.maxTS {
+				if n := len(s.ix.times); n == 0 || s.ix.times[n-1].ts < info.MaxTimestamp {
+					s.ix.times = append(s.ix.times, timeEntry{info.MaxTimestamp, int32(last - s.base)})
+				}
+			}
+		}
+		if info.MaxTimestamp > s.maxTS {
+			s.maxTS, s.maxTSOffset = info.MaxTimestamp, base
+		}
+		if onBatch != nil {
+			onBatch(batch, info)
+		}
+		s.next = last + 1
+		pos += int64(info.Bytes)
+	}
+	return pos, nil
+}
+
+// readAt reads n bytes at pos, fewer at the end of the file.
+func (s *segment) readAt(pos int64, n int) ([]byte, error) {
+	buf := make([]byte, n)
+	got, err := s.f.ReadAt(buf, pos)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("segment %d: read at %d: %w", s.base, pos, err)
+	}
+	return buf[:got], nil
+}
+
+// findBatch returns the position of the batch containing offset, scanning
+// batch headers forward from the index's hint. size bounds the scan.
+func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64, error) {
+	pos := int64(lookupPos(offs, int32(offset-s.base)))
+	var hdr [BatchHeaderLen]byte
+	for pos < size {
+		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+			return 0, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
+		}
+		length := int64(int32(binary.BigEndian.Uint32(hdr[offLength:])))
+		if length < BatchHeaderLen-lengthFieldEnd {
+			return 0, fmt.Errorf("%w: segment %d: batch length %d at %d", ErrCorruptBatch, s.base, length, pos)
+		}
+		if LastOffset(hdr[:]) >= offset {
+			return pos, nil
+		}
+		pos += length + lengthFieldEnd
+	}
+	return size, nil
+}
+
+func (s *segment) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+	if s.ix.offFile != nil {
+		s.ix.offFile.Close()
+	}
+	if s.ix.timeFile != nil {
+		s.ix.timeFile.Close()
+	}
+}
+
+// remove unlinks the segment's files. The descriptors stay open for a grace
+// period so reads already under way finish (Kafka's file.delete.delay.ms).
+func (s *segment) remove(grace time.Duration) error {
+	var errs []error
+	for _, ext := range []string{".log", ".index", ".timeindex"} {
+		if err := os.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	time.AfterFunc(grace, s.close)
+	return errors.Join(errs...)
+}
