@@ -170,3 +170,32 @@ func ParseListeners(s string) ([]Listener, error) {
 }
 
 func (c *Config) segmentRoll() time.Duration { return time.Duration(c.SegmentMs) * time.Millisecond }
+
+// brokerConfigs lists the node's settings by Kafka property name, for
+// DescribeConfigs.
+func (c *Config) brokerConfigs() [][2]string {
+	b := strconv.FormatBool
+	return [][2]string{
+		{"advertised.listeners", c.AdvertisedListeners},
+		{"auto.create.topics.enable", b(c.AutoCreateTopics)},
+		{"default.replication.factor", itoa(c.DefaultReplication)},
+		{"delete.topic.enable", b(c.DeleteTopicEnable)},
+		{"listeners", c.Listeners},
+		{"log.cleanup.policy", c.CleanupPolicy},
+		{"log.dirs", c.LogDirs},
+		{"log.flush.interval.messages", itoa(c.FlushMessages)},
+		{"log.flush.interval.ms", itoa(c.FlushMs)},
+		{"log.index.interval.bytes", itoa(c.IndexIntervalBytes)},
+		{"log.message.timestamp.type", c.MessageTimestampType},
+		{"log.retention.bytes", itoa(c.RetentionBytes)},
+		{"log.retention.check.interval.ms", itoa(c.RetentionCheckInterval)},
+		{"log.retention.ms", itoa(c.RetentionMs)},
+		{"log.roll.ms", itoa(c.SegmentMs)},
+		{"log.segment.bytes", itoa(c.SegmentBytes)},
+		{"message.max.bytes", itoa(c.MessageMaxBytes)},
+		{"min.insync.replicas", itoa(c.MinInsyncReplicas)},
+		{"node.id", itoa(c.NodeID)},
+		{"num.partitions", itoa(c.NumPartitions)},
+		{"socket.request.max.bytes", itoa(c.SocketRequestMaxBytes)},
+	}
+}

@@ -1,7 +1,10 @@
 module github.com/fjordlog/fjord/cmd/fjord-bench
 
-go 1.26.0
+go 1.26
 
+// kgo is pinned to v1.21.7, the client the broker module uses. kfake is the
+// newest pseudo-version that builds against it: kfake at 01f206a7e32c (the
+// v1.22.0 tag commit) calls kversion API that only franz-go v1.22.0 has.
 require (
 	github.com/twmb/franz-go v1.21.7
 	github.com/twmb/franz-go/pkg/kadm v1.18.0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -266,14 +267,18 @@ func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
 	select {
 	case <-warm:
 	case <-done:
-		return nil, fmt.Errorf("consumer stopped during warm-up: %v", consErr)
+		return nil, fmt.Errorf("consumer stopped during warm-up: %w", cmp.Or(consErr, ctx.Err()))
 	case <-ctx.Done():
 		return nil, fmt.Errorf("warm-up: %w", ctx.Err())
 	}
 
+	// Random padding after the timestamp, like the other suites' values.
+	pad := make([]byte, latencyRecordSize)
+	rand.Read(pad)
 	var errs atomic.Int64
 	sent, window := pace(ctx, b.cfg.rate, b.cfg.duration, func(i int64) {
 		v := make([]byte, latencyRecordSize)
+		copy(v, pad)
 		binary.BigEndian.PutUint64(v, uint64(time.Since(t0)))
 		prod.Produce(ctx, &kgo.Record{Key: key(i), Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
@@ -291,7 +296,7 @@ func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
 	for received.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
 		case <-done:
-			return nil, fmt.Errorf("consumer stopped: %v", consErr)
+			return nil, fmt.Errorf("consumer stopped: %w", cmp.Or(consErr, ctx.Err()))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -35,6 +35,12 @@ func benchBrokers(ctx context.Context, cfg *config, name string, brokers []strin
 		runID:   strconv.FormatInt(time.Now().UnixNano(), 36),
 		adm:     kadm.NewClient(admCl),
 	}
+	// One reachability check, so a dead address gives one error, not four.
+	if err := ping(ctx, admCl); err != nil {
+		res.Error = fmt.Sprintf("no answer from %v: %v", brokers, err)
+		logf("[%s] %s", name, res.Error)
+		return res
+	}
 	if cleanup {
 		defer b.deleteTopics()
 	}
@@ -107,6 +113,19 @@ func benchBrokers(ctx context.Context, cfg *config, name string, brokers []strin
 		res.SuiteErrors = nil
 	}
 	return res
+}
+
+// ping checks that the cluster answers. kgo does not abandon a connection
+// attempt when the context ends, so we stop waiting for it ourselves.
+func ping(ctx context.Context, cl *kgo.Client) error {
+	errc := make(chan error, 1)
+	go func() { errc <- cl.Ping(ctx) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // deleteTopics removes the bench topics, best effort, within a short bound

@@ -1,3 +1,77 @@
+// Command fjord runs a Fjord node: a Kafka-compatible broker. With no flags it
+// is a single node on 127.0.0.1:9092 keeping its data in ./fjord-data.
+//
+//	fjord [--config server.properties] [--override key=value ...]
+//
+// Configuration uses Kafka's property names; see docs/configuration.md.
 package main
 
-func main() {}
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/rs/zerolog"
+	"golang.org/x/term"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg, err := LoadConfig(args, os.Environ())
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(os.Stdout, usage())
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fjord: %v\n", err)
+		return 2
+	}
+	log := newLogger()
+	b, err := broker.New(cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("start-up failed")
+		return 1
+	}
+	b.Start()
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sigs
+	log.Info().Str("signal", s.String()).Msg("shutting down: finishing in-flight requests, flushing logs")
+	go func() {
+		// A second signal means: stop now.
+		<-sigs
+		log.Warn().Msg("second signal: exiting without a clean shutdown")
+		os.Exit(1)
+	}()
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		log.Error().Err(err).Msg("shutdown")
+		return 1
+	}
+	log.Info().Dur("took", time.Since(start)).Msg("stopped")
+	return 0
+}
+
+// newLogger writes JSON lines, or readable lines when stderr is a terminal.
+func newLogger() zerolog.Logger {
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	level := zerolog.InfoLevel
+	if v := os.Getenv("FJORD_LOG_LEVEL"); v != "" {
+		if l, err := zerolog.ParseLevel(v); err == nil {
+			level = l
+		}
+	}
+	var w = zerolog.New(os.Stderr)
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"})
+	}
+	return w.Level(level).With().Timestamp().Logger()
+}

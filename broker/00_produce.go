@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"fmt"
+	"github.com/rs/zerolog"
+	"time"
+
+	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce: v0-11
+//
+// Behaviour:
+//   - Each partition's data must be exactly one record batch of magic 2,
+//     fully validated (length, CRC-32C, codec, record count, records) before
+//     anything is appended; compressed batches are stored as sent.
+//   - Idempotent batches are checked against the partition's producer state:
+//     a retried duplicate gets its original offset, a gap
+//     OUT_OF_ORDER_SEQUENCE_NUMBER, a stale epoch INVALID_PRODUCER_EPOCH.
+//   - acks=1 and acks=-1 answer once the batch is durable (fsync, shared
+//     between concurrent producers) on topics with flush.messages=1, the
+//     default; on relaxed topics once it is in the log. With one node the
+//     ISR is {this node}: acks=-1 on a topic whose min.insync.replicas is
+//     above 1 is refused with NOT_ENOUGH_REPLICAS before anything is written.
+//   - acks=0 gets no response; an error closes the connection, as in Kafka,
+//     so the client notices.
+//   - Transactional batches are refused: Fjord has no transaction
+//     coordinator.
+//
+// Version notes:
+//   - v0-2 carry magic 0/1 message sets, which are refused with
+//     UNSUPPORTED_FOR_MESSAGE_FORMAT; v0 is still advertised because
+//     librdkafka reads a minimum above 0 as "no compression" (KAFKA-18659).
+//   - v3: record batches, transactional id; v5: log start offset;
+//     v8: record errors, error message; v9: flexible
+func init() { regKey(0, 0, 11, handleProduce) }
+
+func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	now := time.Now().UnixMilli()
+	var toFlush []*partition
+	var firstErr error
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var p *partition
+			var err error
+			switch {
+			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case req.TransactionID != nil:
+				err = errTransactional
+			default:
+				p = t.parts[rp.Partition]
+				err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
+			}
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				sp.ErrorMessage = errMessage(err)
+				p.loggerOr(b).Debug().Err(err).Str("client_id", cc.clientID).Msg("produce refused")
+			}
+			if sp.ErrorCode != 0 && firstErr == nil {
+				firstErr = fmt.Errorf("produce to %s-%d: error code %d", rt.Topic, rp.Partition, sp.ErrorCode)
+			}
+			if sp.ErrorCode == 0 && p != nil {
+				if p.syncOnAck() {
+					toFlush = appendUnique(toFlush, p)
+				} else {
+					p.advanceHW()
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		if len(toFlush) > 0 {
+			go flushAll(toFlush, nil)
+		}
+		if firstErr != nil {
+			cc.fail(firstErr)
+			return
+		}
+		respond(nil)
+		return
+	}
+	if len(toFlush) == 0 {
+		respond(resp)
+		return
+	}
+	// The fsync happens off the connection's reader so pipelined requests
+	// keep arriving and share it (group commit).
+	go func() {
+		flushAll(toFlush, func(p *partition, err error) {
+			for i := range resp.Topics {
+				if resp.Topics[i].Topic != p.topic {
+					continue
+				}
+				for j := range resp.Topics[i].Partitions {
+					sp := &resp.Topics[i].Partitions[j]
+					if sp.Partition == p.index && sp.ErrorCode == 0 {
+						sp.ErrorCode = kerr.KafkaStorageError.Code
+						sp.ErrorMessage = errMessage(err)
+						sp.BaseOffset = -1
+					}
+				}
+			}
+		})
+		respond(resp)
+	}()
+}
+
+func appendUnique(ps []*partition, p *partition) []*partition {
+	for _, q := range ps {
+		if q == p {
+			return ps
+		}
+	}
+	return append(ps, p)
+}
+
+func flushAll(ps []*partition, onErr func(*partition, error)) {
+	for _, p := range ps {
+		if err := p.flush(); err != nil && onErr != nil {
+			onErr(p, err)
+		}
+	}
+}
+
+// appendTo validates and appends one partition's batch, filling sp.
+func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) error {
+	s := p.settings.Load()
+	if acks == -1 && s.minISR > 1 {
+		return fmt.Errorf("%w: in-sync replicas 1 < min.insync.replicas %d", errNotEnoughReplicas, s.minISR)
+	}
+	info, err := storage.ValidateBatch(records, s.maxBatchBytes)
+	if err != nil {
+		return err
+	}
+	if info.Transactional || info.Control {
+		return errTransactional
+	}
+	res, err := p.log.Append(records, info, 0, now)
+	if err != nil {
+		return err
+	}
+	if !res.Duplicate {
+		p.unflushed.Add(int64(info.Records))
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = p.log.StartOffset()
+	return nil
+}
+
+// loggerOr returns the partition's logger, or the broker's for a nil
+// partition.
+func (p *partition) loggerOr(b *Broker) *zerolog.Logger {
+	if p == nil {
+		return &b.log
+	}
+	return &p.logger
+}

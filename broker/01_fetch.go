@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch: v4-16
+//
+// Behaviour:
+//   - Reads whole record batches up to the high watermark, located through
+//     the sparse index; a partition returns at most PartitionMaxBytes and the
+//     response at most MaxBytes, except that the first non-empty partition
+//     always returns at least one whole batch (KIP-74), so a record larger
+//     than the limits cannot stall a consumer.
+//   - Long poll: with fewer than MinBytes available the request waits up to
+//     MaxWaitMillis, woken by high-watermark moves on its partitions (no
+//     polling loop). The wait runs off the connection's reader goroutine.
+//   - Offsets outside [log start, log end] are OFFSET_OUT_OF_RANGE.
+//   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
+//     full fetches; an incremental fetch on an unknown session gets
+//     FETCH_SESSION_ID_NOT_FOUND. Both isolation levels read up to the high
+//     watermark (no transactions, so the last stable offset is the HW).
+//   - PreferredReadReplica is always -1 (librdkafka fails to parse anything
+//     else from a leader).
+//
+// Version notes:
+//   - v4: isolation level, last stable offset; v5: log start offset;
+//     v7: sessions; v9: current leader epoch (KIP-320); v11: rack, preferred
+//     read replica; v12: flexible, diverging epoch; v13: topic ids;
+//     v15: replica state; v16: node endpoints (KIP-951)
+func init() { regKey(1, 4, 16, handleFetch) }
+
+func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.Version >= 7 && req.SessionID != 0 && req.SessionEpoch > 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		respond(resp)
+		return
+	}
+	resp, n, stop := b.fetchOnce(req)
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
+		respond(resp)
+		return
+	}
+	parts := b.fetchPartitions(req)
+	go func() {
+		ch := make(chan struct{}, 1)
+		for _, p := range parts {
+			p.watch(ch)
+		}
+		defer func() {
+			for _, p := range parts {
+				p.unwatch(ch)
+			}
+		}()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			// Registered before reading again, so no wake-up is lost.
+			resp, n, stop = b.fetchOnce(req)
+			if stop || n >= int(max(req.MinBytes, 1)) {
+				respond(resp)
+				return
+			}
+			select {
+			case <-ch:
+				for _, p := range parts {
+					p.watch(ch)
+				}
+			case <-timer.C:
+				respond(resp)
+				return
+			case <-cc.ctx.Done():
+				respond(nil)
+				return
+			}
+		}
+	}()
+}
+
+// fetchPartitions resolves the request's partitions that exist.
+func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*partition {
+	var out []*partition
+	for _, rt := range req.Topics {
+		t := b.fetchTopic(req, &rt)
+		if t == nil {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.parts) {
+				out = append(out, t.parts[rp.Partition])
+			}
+		}
+	}
+	return out
+}
+
+func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *topic {
+	if req.Version >= 13 {
+		return b.lookupID(rt.TopicID)
+	}
+	return b.lookup(rt.Topic)
+}
+
+// fetchOnce builds a response from what is readable now. It returns the
+// response, the record bytes in it, and whether an error means the client
+// should hear back at once rather than wait.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if req.MaxBytes <= 0 {
+		budget = 1 << 30
+	}
+	total := 0
+	stop := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		t := b.fetchTopic(req, &rt)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			sp.RecordBatches = []byte{} // never null: librdkafka rejects a -1 size
+			switch {
+			case t == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch > 0:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				p := t.parts[rp.Partition]
+				hw := p.hw.Load()
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
+				limit := int(rp.PartitionMaxBytes)
+				if total > 0 {
+					limit = min(limit, budget-total)
+				}
+				if limit <= 0 && total > 0 {
+					break
+				}
+				data, err := p.log.Read(rp.FetchOffset, max(limit, 1), hw)
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					if !errors.Is(err, storage.ErrOffsetOutOfRange) {
+						p.logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
+					}
+					break
+				}
+				if data != nil {
+					sp.RecordBatches = data
+				}
+				total += len(data)
+			}
+			if sp.ErrorCode != 0 {
+				stop = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, stop
+}

@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListOffsets: v0-8
+//
+// Behaviour:
+//   - Timestamp -1: the high watermark (latest); -2 and -4: the log start
+//     offset (earliest, earliest local); -3: the batch with the largest
+//     timestamp (KIP-734). Any other timestamp: the first record at or after
+//     it, found through the time index; none gives offset -1.
+//   - Only offsets below the high watermark are reported, for either
+//     isolation level (no transactions: the last stable offset is the HW).
+//   - CurrentLeaderEpoch (v4+) above ours is UNKNOWN_LEADER_EPOCH.
+//
+// Version notes:
+//   - v0: MaxNumOffsets and a list of old-style offsets (kafka-python 2.0
+//     still sends it; Kafka 4 dropped it); v1: single offset and timestamp;
+//     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
+//     timestamp; v8: earliest local (KIP-405)
+func init() { regKey(2, 0, 8, handleListOffsets) }
+
+func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, 0
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch > 0:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				p := t.parts[rp.Partition]
+				off, ts, err := listOffset(p, rp.Timestamp)
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					p.logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
+					break
+				}
+				sp.Offset, sp.Timestamp = off, ts
+				if req.Version == 0 {
+					sp.OldStyleOffsets = []int64{off}
+					if rp.MaxNumOffsets == 0 || off < 0 {
+						sp.OldStyleOffsets = nil
+					}
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}
+
+func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
+	hw := p.hw.Load()
+	switch ts {
+	case -1:
+		return hw, -1, nil
+	case -2, -4:
+		return p.log.StartOffset(), -1, nil
+	case -3:
+		off, mts, ok := p.log.MaxTimestamp()
+		if !ok || off >= hw {
+			return -1, -1, nil
+		}
+		return off, mts, nil
+	}
+	off, rts, ok, err := p.log.OffsetForTimestamp(ts, hw)
+	if err != nil || !ok {
+		return -1, -1, err
+	}
+	return off, rts, nil
+}

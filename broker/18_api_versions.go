@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions: v0-4
+//
+// Behaviour:
+//   - Advertises exactly the registry in versions.go.
+//   - A request newer than v4 is answered by the front end itself with a v0
+//     response carrying UNSUPPORTED_VERSION and our ranges (KIP-511), so
+//     newer clients negotiate down.
+//   - v3+: client software name and version must be non-empty and made of
+//     [a-zA-Z0-9._-], else INVALID_REQUEST, as Kafka checks them.
+//
+// Version notes:
+//   - v3: flexible, client software name/version (KIP-511)
+func init() { regKey(18, 0, 4, handleApiVersions) }
+
+func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 3 && (!validSoftware(req.ClientSoftwareName) || !validSoftware(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	resp.ApiKeys = versionTable{}.All()
+	resp.FinalizedFeaturesEpoch = -1
+	respond(resp)
+}
+
+func validSoftware(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Broker-level failures that map to Kafka error codes.
+var (
+	errUnknownTopic      = errors.New("broker: unknown topic or partition")
+	errUnknownTopicID    = errors.New("broker: unknown topic id")
+	errTopicExists       = errors.New("broker: topic already exists")
+	errInvalidTopic      = errors.New("broker: invalid topic name")
+	errInvalidParts      = errors.New("broker: invalid number of partitions")
+	errInvalidRF         = errors.New("broker: invalid replication factor")
+	errInvalidConfig     = errors.New("broker: invalid config")
+	errInvalidAssign     = errors.New("broker: invalid replica assignment")
+	errDeleteDisabled    = errors.New("broker: topic deletion disabled")
+	errShuttingDown      = errors.New("broker: shutting down")
+	errInvalidRequest    = errors.New("broker: invalid request")
+	errPartitionFailed   = errors.New("broker: partition storage failed")
+	errTransactional     = errors.New("broker: transactions are not supported")
+	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+)
+
+// errorCode is the one place a Go error becomes a Kafka error code.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, storage.ErrCorruptBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrUnsupportedMagic):
+		// magic 0/1 message sets: a format Fjord does not take, not corruption
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, errTransactional):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.Is(err, errNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, storage.ErrBatchTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, storage.ErrOutOfOrderSeq):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, errUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errUnknownTopicID):
+		return kerr.UnknownTopicID.Code
+	case errors.Is(err, errTopicExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, errInvalidTopic):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, errInvalidParts):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, errInvalidRF):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, errInvalidConfig):
+		return kerr.InvalidConfig.Code
+	case errors.Is(err, errInvalidAssign):
+		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, errDeleteDisabled):
+		return kerr.TopicDeletionDisabled.Code
+	case errors.Is(err, errInvalidRequest):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, errPartitionFailed):
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errMessage is the optional error message some responses carry.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

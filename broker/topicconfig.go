@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/fjordlog/fjord/storage"
+)
+
+// topicConfigDef is one supported topic-level config: its Kafka name, the
+// broker property it defaults to, and how to check a value.
+type topicConfigDef struct {
+	name      string
+	brokerKey string
+	def       func(c *Config) string
+	check     func(v string) error
+}
+
+func isInt(min int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < min {
+			return fmt.Errorf("%q is not an integer >= %d", v, min)
+		}
+		return nil
+	}
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, ok := range vals {
+			if v == ok {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %v", v, vals)
+	}
+}
+
+func itoa[T ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+// topicConfigDefs lists every topic config Fjord accepts, sorted by name.
+var topicConfigDefs = []topicConfigDef{
+	{"cleanup.policy", "log.cleanup.policy", func(c *Config) string { return c.CleanupPolicy }, oneOf("delete", "compact", "compact,delete", "delete,compact")},
+	{"compression.type", "compression.type", func(*Config) string { return "producer" }, oneOf("producer")},
+	{"flush.messages", "log.flush.interval.messages", func(c *Config) string { return itoa(c.FlushMessages) }, isInt(1)},
+	{"flush.ms", "log.flush.interval.ms", func(c *Config) string { return itoa(c.FlushMs) }, isInt(1)},
+	{"index.interval.bytes", "log.index.interval.bytes", func(c *Config) string { return itoa(c.IndexIntervalBytes) }, isInt(0)},
+	{"max.message.bytes", "message.max.bytes", func(c *Config) string { return itoa(c.MessageMaxBytes) }, isInt(64)},
+	{"message.timestamp.type", "log.message.timestamp.type", func(c *Config) string { return c.MessageTimestampType }, oneOf("CreateTime", "LogAppendTime")},
+	{"min.insync.replicas", "min.insync.replicas", func(c *Config) string { return itoa(c.MinInsyncReplicas) }, isInt(1)},
+	{"retention.bytes", "log.retention.bytes", func(c *Config) string { return itoa(c.RetentionBytes) }, isInt(-1)},
+	{"retention.ms", "log.retention.ms", func(c *Config) string { return itoa(c.RetentionMs) }, isInt(-1)},
+	{"segment.bytes", "log.segment.bytes", func(c *Config) string { return itoa(c.SegmentBytes) }, isInt(1024)},
+	{"segment.ms", "log.roll.ms", func(c *Config) string { return itoa(c.SegmentMs) }, isInt(1)},
+	{"unclean.leader.election.enable", "unclean.leader.election.enable", func(*Config) string { return "false" }, oneOf("false")},
+}
+
+func findTopicConfig(name string) *topicConfigDef {
+	i := sort.Search(len(topicConfigDefs), func(i int) bool { return topicConfigDefs[i].name >= name })
+	if i < len(topicConfigDefs) && topicConfigDefs[i].name == name {
+		return &topicConfigDefs[i]
+	}
+	return nil
+}
+
+// validateTopicConfigs checks overrides given at creation.
+func validateTopicConfigs(m map[string]string) error {
+	for k, v := range m {
+		d := findTopicConfig(k)
+		if d == nil {
+			return fmt.Errorf("%w: unknown topic config %q", errInvalidConfig, k)
+		}
+		if err := d.check(v); err != nil {
+			return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
+		}
+	}
+	return nil
+}
+
+// topicSettings is a topic's effective configuration, parsed.
+type topicSettings struct {
+	storage       storage.Config
+	flushMessages int64 // 1: fsync before every ack; more: fsync in the background
+	flushMs       int64
+	maxBatchBytes int
+	minISR        int32
+}
+
+// effectiveValue is a config's value for a topic and whether it is an override.
+func effectiveValue(c *Config, overrides map[string]string, d *topicConfigDef) (string, bool) {
+	if v, ok := overrides[d.name]; ok {
+		return v, true
+	}
+	return d.def(c), false
+}
+
+func settingsFor(c *Config, overrides map[string]string) topicSettings {
+	get := func(name string) string {
+		v, _ := effectiveValue(c, overrides, findTopicConfig(name))
+		return v
+	}
+	num := func(name string) int64 {
+		n, _ := strconv.ParseInt(get(name), 10, 64)
+		return n
+	}
+	return topicSettings{
+		storage: storage.Config{
+			SegmentBytes:       num("segment.bytes"),
+			SegmentMs:          num("segment.ms"),
+			IndexIntervalBytes: int32(num("index.interval.bytes")),
+			RetentionMs:        num("retention.ms"),
+			RetentionBytes:     num("retention.bytes"),
+			LogAppendTime:      get("message.timestamp.type") == "LogAppendTime",
+			FileDeleteDelay:    time.Minute,
+		},
+		flushMessages: num("flush.messages"),
+		flushMs:       num("flush.ms"),
+		maxBatchBytes: int(num("max.message.bytes")),
+		minISR:        int32(num("min.insync.replicas")),
+	}
+}

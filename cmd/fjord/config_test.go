@@ -1,0 +1,591 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fjordlog/fjord/broker"
+)
+
+// writeProps writes a properties file into a temp dir and returns its path.
+func writeProps(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsOnly(t *testing.T) {
+	cfg, err := LoadConfig(nil, []string{"PATH=/bin", "HOME=/root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := broker.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestSourcesAndPriority(t *testing.T) {
+	file := writeProps(t, strings.Join([]string{
+		"num.partitions=2",
+		"log.segment.bytes=2048",
+		"log.cleanup.policy=compact",
+		"auto.create.topics.enable=false",
+	}, "\n"))
+	tests := []struct {
+		name  string
+		args  []string
+		env   []string
+		check func(broker.Config) bool
+	}{
+		{"file", []string{"--config", file}, nil,
+			func(c broker.Config) bool {
+				return c.NumPartitions == 2 && c.SegmentBytes == 2048 && c.CleanupPolicy == "compact" && !c.AutoCreateTopics
+			}},
+		{"file with =", []string{"--config=" + file}, nil,
+			func(c broker.Config) bool { return c.NumPartitions == 2 }},
+		{"env", nil, []string{"KAFKA_NUM_PARTITIONS=3"},
+			func(c broker.Config) bool { return c.NumPartitions == 3 }},
+		{"env beats file", []string{"--config", file}, []string{"KAFKA_NUM_PARTITIONS=3"},
+			func(c broker.Config) bool { return c.NumPartitions == 3 && c.SegmentBytes == 2048 }},
+		{"override beats env and file", []string{"--config", file, "--override", "num.partitions=4"}, []string{"KAFKA_NUM_PARTITIONS=3"},
+			func(c broker.Config) bool { return c.NumPartitions == 4 && c.SegmentBytes == 2048 }},
+		{"override with =", []string{"--override=num.partitions=5"}, nil,
+			func(c broker.Config) bool { return c.NumPartitions == 5 }},
+		{"repeated overrides, last wins", []string{"--override", "num.partitions=5", "--override", "num.partitions=6", "--override", "log.segment.bytes=4096"}, nil,
+			func(c broker.Config) bool { return c.NumPartitions == 6 && c.SegmentBytes == 4096 }},
+		{"override value may contain =", []string{"--override", "cluster.id=a=b"}, nil,
+			func(c broker.Config) bool { return c.ClusterID == "a=b" }},
+		{"CLUSTER_ID", nil, []string{"CLUSTER_ID=abc"},
+			func(c broker.Config) bool { return c.ClusterID == "abc" }},
+		{"KAFKA_CLUSTER_ID beats CLUSTER_ID whatever the order", nil, []string{"KAFKA_CLUSTER_ID=k", "CLUSTER_ID=abc"},
+			func(c broker.Config) bool { return c.ClusterID == "k" }},
+		{"env values trimmed, bools case-insensitive", nil, []string{"KAFKA_NUM_PARTITIONS= 7 ", "KAFKA_DELETE_TOPIC_ENABLE=FALSE"},
+			func(c broker.Config) bool { return c.NumPartitions == 7 && !c.DeleteTopicEnable }},
+		{"ignored image variables", nil, []string{"KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_OPTS=x", "KAFKA_JMX_PORT=9999", "KAFKA_VERSION=4.0.0", "KAFKA_HOME=/opt/kafka", "KAFKA_LOG4J_LOGGERS=a=b", "KAFKA_DEBUG=y"},
+			func(c broker.Config) bool { return reflect.DeepEqual(c, broker.DefaultConfig()) }},
+		{"non-KAFKA variables ignored", nil, []string{"NUM_PARTITIONS=9", "kafka_num_partitions=9", "MY_KAFKA_X=1"},
+			func(c broker.Config) bool { return c.NumPartitions == 1 }},
+		{"broker.id alias", nil, []string{"KAFKA_BROKER_ID=7"},
+			func(c broker.Config) bool { return c.NodeID == 7 }},
+		{"broker.id equal to node.id", []string{"--override", "node.id=7"}, []string{"KAFKA_BROKER_ID=7"},
+			func(c broker.Config) bool { return c.NodeID == 7 }},
+		{"log.dir alias", nil, []string{"KAFKA_LOG_DIR=/data"},
+			func(c broker.Config) bool { return c.LogDirs == "/data" }},
+		{"log.dirs beats log.dir whatever the source", []string{"--override", "log.dir=/x"}, []string{"KAFKA_LOG_DIRS=/data"},
+			func(c broker.Config) bool { return c.LogDirs == "/data" }},
+		{"log.roll.hours", nil, []string{"KAFKA_LOG_ROLL_HOURS=2"},
+			func(c broker.Config) bool { return c.SegmentMs == 2*3600000 }},
+		{"log.roll.ms beats log.roll.hours", []string{"--override", "log.roll.hours=2"}, []string{"KAFKA_LOG_ROLL_MS=5000"},
+			func(c broker.Config) bool { return c.SegmentMs == 5000 }},
+		{"process.roles normalised", nil, []string{"KAFKA_PROCESS_ROLES=broker, controller"},
+			func(c broker.Config) bool { return c.ProcessRoles == "broker,controller" }},
+		{"metrics listener", []string{"--override", "fjord.metrics.listener=:9100"}, nil,
+			func(c broker.Config) bool { return c.MetricsAddr == ":9100" }},
+		{"every int width", nil, []string{"KAFKA_DEFAULT_REPLICATION_FACTOR=3", "KAFKA_MESSAGE_MAX_BYTES=2000000", "KAFKA_LOG_RETENTION_BYTES=1099511627776"},
+			func(c broker.Config) bool {
+				return c.DefaultReplication == 3 && c.MessageMaxBytes == 2000000 && c.RetentionBytes == 1<<40
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := LoadConfig(tt.args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(cfg) {
+				t.Fatalf("unexpected config %+v", cfg)
+			}
+		})
+	}
+}
+
+// TestTypicalKafkaCompose is the environment block of the Apache Kafka
+// image's single-node example: it must start.
+func TestTypicalKafkaCompose(t *testing.T) {
+	env := []string{
+		"KAFKA_NODE_ID=1",
+		"KAFKA_PROCESS_ROLES=broker,controller",
+		"KAFKA_LISTENERS=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+		"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092",
+		"KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS=1@localhost:9093",
+		"KAFKA_INTER_BROKER_LISTENER_NAME=PLAINTEXT",
+		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1",
+		"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR=1",
+		"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1",
+		"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR=1",
+		"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=1",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0",
+		"KAFKA_NUM_PARTITIONS=3",
+		"KAFKA_LOG_DIRS=/tmp/kraft-combined-logs",
+		"CLUSTER_ID=4L6g3nShT-eMCtK--X86sw",
+		"KAFKA_HEAP_OPTS=-Xmx512M",
+	}
+	cfg, err := LoadConfig(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := broker.DefaultConfig()
+	want.Listeners = "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"
+	want.AdvertisedListeners = "PLAINTEXT://localhost:9092"
+	want.GroupInitialRebalanceMs = 0
+	want.NumPartitions = 3
+	want.LogDirs = "/tmp/kraft-combined-logs"
+	want.ClusterID = "4L6g3nShT-eMCtK--X86sw"
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestEnvToKey(t *testing.T) {
+	for env, key := range map[string]string{
+		"KAFKA_LOG_RETENTION_MS":                                          "log.retention.ms",
+		"KAFKA_ADVERTISED_LISTENERS":                                      "advertised.listeners",
+		"KAFKA_FJORD_METRICS_LISTENER":                                    "fjord.metrics.listener",
+		"KAFKA_CONFLUENT_SUPPORT__CUSTOMER_ID":                            "confluent.support_customer.id",
+		"KAFKA_LISTENER_NAME_SASL_SCRAM___SHA___256_SASL_JAAS_CONFIG":     "listener.name.sasl.scram-sha-256.sasl.jaas.config",
+		"KAFKA_A___B__C_D":                                                "a-b_c.d",
+		"KAFKA_Log_Retention_Ms":                                          "log.retention.ms",
+		"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR":          "share.coordinator.state.topic.replication.factor",
+		"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR":                             "transaction.state.log.min.isr",
+		"KAFKA_LISTENER_NAME_CONTROLLER_SSL_KEYSTORE_LOCATION":            "listener.name.controller.ssl.keystore.location",
+		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR":                          "offsets.topic.replication.factor",
+		"KAFKA_LOG_FLUSH_INTERVAL_MESSAGES":                               "log.flush.interval.messages",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS":                          "group.initial.rebalance.delay.ms",
+		"KAFKA_LOG_MESSAGE_TIMESTAMP_TYPE":                                "log.message.timestamp.type",
+		"KAFKA_AUTO_CREATE_TOPICS_ENABLE":                                 "auto.create.topics.enable",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":                            "listener.security.protocol.map",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS":                                  "controller.quorum.voters",
+		"KAFKA_INTER_BROKER_LISTENER_NAME":                                "inter.broker.listener.name",
+		"KAFKA_LOG_RETENTION_CHECK_INTERVAL_MS":                           "log.retention.check.interval.ms",
+		"KAFKA_SOCKET_REQUEST_MAX_BYTES":                                  "socket.request.max.bytes",
+		"KAFKA_CONNECTIONS_MAX_IDLE_MS":                                   "connections.max.idle.ms",
+		"KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS":                              "offsets.topic.num.partitions",
+		"KAFKA_LOG_INDEX_INTERVAL_BYTES":                                  "log.index.interval.bytes",
+		"KAFKA_DEFAULT_REPLICATION_FACTOR":                                "default.replication.factor",
+		"KAFKA_MIN_INSYNC_REPLICAS":                                       "min.insync.replicas",
+		"KAFKA_NUM_IO_THREADS":                                            "num.io.threads",
+		"KAFKA_PROCESS_ROLES":                                             "process.roles",
+		"KAFKA_CLUSTER_ID":                                                "cluster.id",
+		"KAFKA_LOG_CLEANUP_POLICY":                                        "log.cleanup.policy",
+		"KAFKA_DELETE_TOPIC_ENABLE":                                       "delete.topic.enable",
+		"KAFKA_MESSAGE_MAX_BYTES":                                         "message.max.bytes",
+		"KAFKA_LOG_SEGMENT_BYTES":                                         "log.segment.bytes",
+		"KAFKA_NODE_ID":                                                   "node.id",
+		"KAFKA_BROKER_ID":                                                 "broker.id",
+		"KAFKA_LOG_DIRS":                                                  "log.dirs",
+		"KAFKA_LOG_DIR":                                                   "log.dir",
+		"KAFKA_LOG_ROLL_MS":                                               "log.roll.ms",
+		"KAFKA_LOG_ROLL_HOURS":                                            "log.roll.hours",
+		"KAFKA_LOG_RETENTION_MINUTES":                                     "log.retention.minutes",
+		"KAFKA_LOG_RETENTION_HOURS":                                       "log.retention.hours",
+		"KAFKA_LOG_RETENTION_BYTES":                                       "log.retention.bytes",
+		"KAFKA_LOG_FLUSH_INTERVAL_MS":                                     "log.flush.interval.ms",
+		"KAFKA_CONTROLLER_LISTENER_NAMES":                                 "controller.listener.names",
+		"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR":                  "transaction.state.log.replication.factor",
+		"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR":                     "share.coordinator.state.topic.min.isr",
+		"KAFKA_NUM_PARTITIONS":                                            "num.partitions",
+		"KAFKA_LISTENERS":                                                 "listeners",
+		"KAFKA_LISTENER_NAME_INTERNAL_SASL_ENABLED_MECHANISMS":            "listener.name.internal.sasl.enabled.mechanisms",
+		"KAFKA_LISTENER_NAME_EXTERNAL_SCRAM___SHA___512_SASL_JAAS_CONFIG": "listener.name.external.scram-sha-512.sasl.jaas.config",
+	} {
+		if got := envToKey(env); got != key {
+			t.Errorf("envToKey(%s) = %q, want %q", env, got, key)
+		}
+	}
+}
+
+// TestEveryKeyHasAnEnvName checks that every key in the table can be set
+// from the environment: the variable built by the inverse conversion must
+// convert back to the key.
+func TestEveryKeyHasAnEnvName(t *testing.T) {
+	for _, k := range configKeys {
+		env := "KAFKA_" + strings.ToUpper(strings.NewReplacer("-", "___", "_", "__", ".", "_").Replace(k.name))
+		if got := envToKey(env); got != k.name {
+			t.Errorf("%s -> %s -> %s", k.name, env, got)
+		}
+		if _, err := LoadConfig(nil, []string{env + "=" + sampleValue(k)}); err != nil {
+			t.Errorf("%s: %v", env, err)
+		}
+	}
+}
+
+// sampleValue is a valid value for key k.
+func sampleValue(k configKey) string {
+	if k.def != "" {
+		return k.def
+	}
+	switch k.name {
+	case "advertised.listeners":
+		return "PLAINTEXT://example.com:9092"
+	case "fjord.metrics.listener":
+		return "127.0.0.1:9100"
+	case "controller.quorum.voters":
+		return "1@localhost:9093"
+	}
+	return "1"
+}
+
+func TestListenersDerivation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"derived from env", nil,
+			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka.example.com:9092,INTERNAL://10.1.2.3:19092"},
+			"PLAINTEXT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092"},
+		{"derived from file", []string{"--config", writeProps(t, "advertised.listeners=EXTERNAL://[2001:db8::1]:9094\n")}, nil,
+			"EXTERNAL://0.0.0.0:9094"},
+		{"listeners set in a lower source still counts", []string{"--config", writeProps(t, "listeners=PLAINTEXT://127.0.0.1:9999\n")},
+			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka:9092"},
+			"PLAINTEXT://127.0.0.1:9999"},
+		{"listeners set in a higher source", []string{"--override", "listeners=PLAINTEXT://:9092"},
+			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka:9092"},
+			"PLAINTEXT://:9092"},
+		{"no advertised listeners: default", nil, nil, broker.DefaultConfig().Listeners},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := LoadConfig(tt.args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Listeners != tt.want {
+				t.Fatalf("listeners = %q, want %q", cfg.Listeners, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetentionPriority(t *testing.T) {
+	const h, m = 3600000, 60000
+	tests := []struct {
+		name string
+		file string
+		env  []string
+		args []string
+		want int64
+	}{
+		{"default", "", nil, nil, 168 * h},
+		{"hours", "log.retention.hours=2", nil, nil, 2 * h},
+		{"minutes", "log.retention.minutes=5", nil, nil, 5 * m},
+		{"minutes beat hours in the same file", "log.retention.minutes=5\nlog.retention.hours=2", nil, nil, 5 * m},
+		{"ms in file beats hours in env", "log.retention.ms=1234", []string{"KAFKA_LOG_RETENTION_HOURS=2"}, nil, 1234},
+		{"ms in file beats minutes in override", "log.retention.ms=1234", nil, []string{"--override", "log.retention.minutes=5"}, 1234},
+		{"minutes in file beat hours in override", "log.retention.minutes=5", nil, []string{"--override", "log.retention.hours=2"}, 5 * m},
+		{"ms in override beats all", "log.retention.hours=2\nlog.retention.minutes=5", []string{"KAFKA_LOG_RETENTION_MS=99"}, []string{"--override", "log.retention.ms=77"}, 77},
+		{"negative hours keep forever", "log.retention.hours=-1", nil, nil, -1},
+		{"negative ms keep forever", "log.retention.ms=-5", nil, nil, -1},
+		{"KAFKA_LOG_RETENTION_MS", "", []string{"KAFKA_LOG_RETENTION_MS=60000"}, nil, 60000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config", writeProps(t, tt.file)}, args...)
+			}
+			cfg, err := LoadConfig(args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RetentionMs != tt.want {
+				t.Fatalf("RetentionMs = %d, want %d", cfg.RetentionMs, tt.want)
+			}
+		})
+	}
+}
+
+func TestPropertiesSyntax(t *testing.T) {
+	text := strings.Join([]string{
+		"# a comment",
+		"! another comment",
+		"   # indented comment",
+		"",
+		"   ",
+		"node.id=3",
+		"  log.dirs : /var/lib/fjord  ",
+		"num.partitions 4",
+		"cluster.id\t=\tabc  ",
+		"log.cleanup.policy = delete,\\",
+		"      compact",
+		"advertised.listeners=PLAINTEXT://a.example.com:9092,\\",
+		"   \\",
+		"   INTERNAL://b.example.com:19092",
+		"# comment ending in a backslash does not continue \\",
+		"log.segment.bytes=2048\r",
+		"log.message.timestamp.type=Log\\",
+		"AppendTime",
+		"fjord.metrics.listener=\\u003a9100",
+		"process.roles=broker",
+		"num.partitions=5",
+		"log.roll.ms=\\",
+	}, "\n")
+	props, err := parseProperties(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	lines := map[string]int{}
+	for _, p := range props {
+		got[p.key] = p.value
+		lines[p.key] = p.line
+	}
+	want := map[string]string{
+		"node.id":                    "3",
+		"log.dirs":                   "/var/lib/fjord",
+		"num.partitions":             "5",
+		"cluster.id":                 "abc",
+		"log.cleanup.policy":         "delete,compact",
+		"advertised.listeners":       "PLAINTEXT://a.example.com:9092,INTERNAL://b.example.com:19092",
+		"log.segment.bytes":          "2048",
+		"log.message.timestamp.type": "LogAppendTime",
+		"fjord.metrics.listener":     ":9100",
+		"process.roles":              "broker",
+		"log.roll.ms":                "",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if lines["advertised.listeners"] != 12 || lines["log.segment.bytes"] != 16 || lines["num.partitions"] != 21 {
+		t.Errorf("line numbers: %v", lines)
+	}
+
+	// Through LoadConfig (without the empty log.roll.ms).
+	cfg, err := LoadConfig([]string{"--config", writeProps(t, strings.TrimSuffix(text, "log.roll.ms=\\"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NodeID != 3 || cfg.CleanupPolicy != "delete,compact" || cfg.MessageTimestampType != "LogAppendTime" ||
+		cfg.AdvertisedListeners != want["advertised.listeners"] || cfg.MetricsAddr != ":9100" {
+		t.Fatalf("config %+v", cfg)
+	}
+}
+
+func TestPropertiesEscapes(t *testing.T) {
+	props, err := parseProperties("a\\=b=c\\\\d\\te\ncolon\\:key:v\nsp\\ key v\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []property{
+		{key: "a=b", value: "c\\d\te", line: 1},
+		{key: "colon:key", value: "v", line: 2},
+		{key: "sp key", value: "v", line: 3},
+	}
+	if !reflect.DeepEqual(props, want) {
+		t.Fatalf("got %+v\nwant %+v", props, want)
+	}
+	if _, err := parseProperties("\n\nk=\\u12\n"); err == nil || !strings.HasPrefix(err.Error(), "3: ") {
+		t.Fatalf("malformed \\u: err = %v", err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	file := writeProps(t, "node.id=1\n\n# comment\nlog.segmant.bytes=1024\n")
+	badFile := writeProps(t, "node.id=1\nlog.segment.bytes=abc\n")
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want []string // substrings of the error
+	}{
+		{"unknown key in file", []string{"--config", file}, nil,
+			[]string{"config: ", file + ":4: ", `unknown configuration key "log.segmant.bytes"`}},
+		{"unknown key in env", nil, []string{"KAFKA_LOG_SEGMANT_BYTES=1024"},
+			[]string{"env KAFKA_LOG_SEGMANT_BYTES: ", `"log.segmant.bytes"`}},
+		{"unknown key in env with ___", nil, []string{"KAFKA_LISTENER_NAME_X_SCRAM___SHA___256_SASL_JAAS_CONFIG=x"},
+			[]string{"env KAFKA_LISTENER_NAME_X_SCRAM___SHA___256_SASL_JAAS_CONFIG: ", `"listener.name.x.scram-sha-256.sasl.jaas.config"`}},
+		{"zookeeper is not a key", nil, []string{"KAFKA_ZOOKEEPER_CONNECT=zk:2181"},
+			[]string{`"zookeeper.connect"`}},
+		{"unknown key in override", []string{"--override", "log.segmant.bytes=1024"}, nil,
+			[]string{"--override: ", `"log.segmant.bytes"`}},
+		{"every unknown key is reported", []string{"--config", file, "--override", "foo=1"}, []string{"KAFKA_BAR=2"},
+			[]string{file + ":4", "env KAFKA_BAR", "--override: unknown configuration key \"foo\""}},
+		{"bad int in file", []string{"--config", badFile}, nil,
+			[]string{badFile + ":2: ", `log.segment.bytes: "abc" is not an integer`}},
+		{"bad int in env", nil, []string{"KAFKA_NUM_PARTITIONS=three"},
+			[]string{"env KAFKA_NUM_PARTITIONS: ", `num.partitions: "three" is not an integer`}},
+		{"out of range", nil, []string{"KAFKA_DEFAULT_REPLICATION_FACTOR=40000"},
+			[]string{`default.replication.factor: "40000" is out of range for a 16-bit integer`}},
+		{"bad bool", []string{"--override", "auto.create.topics.enable=yes"}, nil,
+			[]string{`--override: auto.create.topics.enable: "yes" is not a boolean`}},
+		{"bad hours", nil, []string{"KAFKA_LOG_RETENTION_HOURS=1.5"},
+			[]string{`log.retention.hours: "1.5" is not an integer`}},
+		{"bad no-effect int", nil, []string{"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=x"},
+			[]string{`transaction.state.log.min.isr: "x" is not an integer`}},
+		{"bad process.roles", nil, []string{"KAFKA_PROCESS_ROLES=broker,zookeeper"},
+			[]string{`process.roles: `, `"zookeeper" is not one of broker, controller`}},
+		{"bad cleanup policy", nil, []string{"KAFKA_LOG_CLEANUP_POLICY=remove"},
+			[]string{`log.cleanup.policy: `}},
+		{"bad metrics listener", nil, []string{"KAFKA_FJORD_METRICS_LISTENER=9100"},
+			[]string{`fjord.metrics.listener: "9100" is not host:port`}},
+		{"node.id and broker.id differ", []string{"--override", "node.id=1"}, []string{"KAFKA_BROKER_ID=2"},
+			[]string{"node.id 1 (--override) and broker.id 2 (env KAFKA_BROKER_ID) differ"}},
+		{"validate: num.partitions", nil, []string{"KAFKA_NUM_PARTITIONS=0"},
+			[]string{"config: num.partitions 0: must be >= 1"}},
+		{"validate: timestamp type", nil, []string{"KAFKA_LOG_MESSAGE_TIMESTAMP_TYPE=Now"},
+			[]string{"config: log.message.timestamp.type"}},
+		{"validate: bad listeners", []string{"--override", "listeners=localhost:9092"}, nil,
+			[]string{"config: listeners: "}},
+		{"validate: bad advertised listeners", nil, []string{"KAFKA_ADVERTISED_LISTENERS=kafka:9092"},
+			[]string{"config: advertised.listeners: "}},
+		{"validate: empty log.dirs", nil, []string{"KAFKA_LOG_DIRS="},
+			[]string{"config: log.dirs: must not be empty"}},
+		{"missing file", []string{"--config", filepath.Join(t.TempDir(), "nope.properties")}, nil,
+			[]string{"config: ", "nope.properties"}},
+		{"empty --config", []string{"--config="}, nil,
+			[]string{"--config: empty path"}},
+		{"unknown flag", []string{"--verbose"}, nil,
+			[]string{"config: ", "verbose"}},
+		{"positional argument", []string{"server.properties"}, nil,
+			[]string{`unexpected argument "server.properties"`}},
+		{"override without =", []string{"--override", "num.partitions"}, nil,
+			[]string{"want key=value"}},
+		{"override missing value", []string{"--override"}, nil,
+			[]string{"override"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(tt.args, tt.env)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Errorf("error %q lacks the config: prefix", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		if _, err := LoadConfig([]string{arg}, nil); !errors.Is(err, errHelp) {
+			t.Errorf("%s: err = %v, want errHelp", arg, err)
+		}
+	}
+	u := usage()
+	for _, w := range []string{"--config", "--override", "--help", "docs/configuration.md"} {
+		if !strings.Contains(u, w) {
+			t.Errorf("usage does not mention %s", w)
+		}
+	}
+}
+
+// TestTableDefaultsMatchDefaultConfig checks that applying every key's
+// documented default gives broker.DefaultConfig() back, so the table cannot
+// advertise a default the broker does not use.
+func TestTableDefaultsMatchDefaultConfig(t *testing.T) {
+	cfg := broker.DefaultConfig()
+	zero := broker.Config{}
+	for _, k := range configKeys {
+		if k.noEffect || k.def == "" {
+			continue
+		}
+		if err := k.set(&cfg, k.def); err != nil {
+			t.Errorf("%s: default %q does not parse: %v", k.name, k.def, err)
+		}
+		if err := k.set(&zero, k.def); err != nil {
+			t.Errorf("%s: %v", k.name, err)
+		}
+	}
+	if !reflect.DeepEqual(cfg, broker.DefaultConfig()) {
+		t.Errorf("applying the table's defaults changes the config: %+v", cfg)
+	}
+	// Every field but those whose default is the zero value must be
+	// reached by some key's default.
+	want := broker.DefaultConfig()
+	if !reflect.DeepEqual(zero, want) {
+		t.Errorf("the table's defaults do not cover every field:\n got %+v\nwant %+v", zero, want)
+	}
+}
+
+// TestEveryFieldHasAKey checks every broker.Config field is written by at
+// least one key, so a new field cannot be forgotten here.
+func TestEveryFieldHasAKey(t *testing.T) {
+	typ := reflect.TypeFor[broker.Config]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		found := false
+		for _, k := range configKeys {
+			if k.noEffect {
+				continue
+			}
+			var c broker.Config
+			if err := k.set(&c, sampleValue(k)); err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			if !reflect.ValueOf(c).Field(i).IsZero() {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no configuration key sets broker.Config.%s", f.Name)
+		}
+	}
+}
+
+// TestDocsCoverEveryKey checks docs/configuration.md has one row per key of
+// the table, with the same default, and no row for a key that is not in it.
+func TestDocsCoverEveryKey(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	_, section, ok := strings.Cut(text, "\n## Supported keys\n")
+	if !ok {
+		t.Fatal(`docs/configuration.md has no "## Supported keys" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+
+	rows := map[string][]string{} // key -> cells after the name
+	for line := range strings.SplitSeq(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		name := strings.Trim(cells[0], "`")
+		if _, dup := rows[name]; dup {
+			t.Errorf("docs: %s listed twice", name)
+		}
+		rows[name] = cells[1:]
+		if _, ok := keyIndex[name]; !ok {
+			t.Errorf("docs list %s, which is not a supported key", name)
+		}
+	}
+	for _, k := range configKeys {
+		wantDef := "(none)"
+		if k.def != "" {
+			wantDef = "`" + k.def + "`"
+		}
+		row, ok := rows[k.name]
+		switch {
+		case !ok:
+			t.Errorf("docs/configuration.md: no row for %s; add:\n| `%s` | %s | %s |", k.name, k.name, wantDef, k.doc)
+		case len(row) < 2:
+			t.Errorf("docs: row for %s has too few cells", k.name)
+		default:
+			if row[0] != wantDef {
+				t.Errorf("docs: %s default is %s, want %s", k.name, row[0], wantDef)
+			}
+			if noEffect := strings.Contains(strings.ToLower(row[1]), "no effect yet"); noEffect != k.noEffect {
+				t.Errorf("docs: %s marked 'no effect yet' = %v, want %v", k.name, noEffect, k.noEffect)
+			}
+		}
+	}
+}
