@@ -1,0 +1,49 @@
+# Fjord: the two commands that matter are `make run` and `make test`.
+
+GO ?= go
+BIN := bin/fjord
+FUZZTIME ?= 10s
+
+.PHONY: run build test deps vet unit fuzz compat bench docker clean
+
+run:
+	$(GO) run ./cmd/fjord
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/fjord
+
+# test runs everything CI runs: set-up, vet, unit tests (race), fuzz smoke,
+# and the black-box compatibility suite against the real binary.
+test: deps vet unit fuzz compat
+
+# deps installs what the tests need on a fresh Debian machine.
+deps:
+	@command -v kcat >/dev/null 2>&1 || { \
+		echo "installing kcat (Debian package)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+
+vet:
+	$(GO) vet ./...
+	cd compat-tests && $(GO) vet ./...
+	cd cmd/fjord-bench && $(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=$(FUZZTIME) ./protocol
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateBatch$$' -fuzztime=$(FUZZTIME) ./storage
+	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZTIME) ./storage
+
+compat: build
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 $(GO) test -count=1 -timeout 15m ./...
+
+# bench measures fjord and franz-go's in-memory kfake side by side.
+bench: build
+	cd cmd/fjord-bench && $(GO) run . -kfake -fjord-bin $(CURDIR)/$(BIN)
+
+docker:
+	docker build -f docker/Dockerfile -t fjord:dev .
+
+clean:
+	rm -rf bin
