@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/fjord
 FUZZTIME ?= 10s
 
-.PHONY: run build test deps vet unit fuzz compat bench docker clean
+.PHONY: run build test deps vet unit fuzz compat bench docker docker-test clean
 
 run:
 	$(GO) run ./cmd/fjord
@@ -14,7 +14,7 @@ build:
 
 # test runs everything CI runs: set-up, vet, unit tests (race), fuzz smoke,
 # and the black-box compatibility suite against the real binary.
-test: deps vet unit fuzz compat
+test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
@@ -42,8 +42,12 @@ compat: build
 bench: build
 	cd cmd/fjord-bench && $(GO) run . -kfake -fjord-bin $(CURDIR)/$(BIN)
 
-docker:
+docker: build
 	docker build -f docker/Dockerfile -t fjord:dev .
+
+# docker-test builds the image and checks docker/docker-compose.yml with kcat.
+docker-test:
+	bash docker/test.sh
 
 clean:
 	rm -rf bin

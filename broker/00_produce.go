@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"github.com/rs/zerolog"
+	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/storage"
@@ -129,10 +130,28 @@ func appendUnique(ps []*partition, p *partition) []*partition {
 	return append(ps, p)
 }
 
+// flushAll makes the partitions durable, concurrently: a request's wait is
+// its slowest partition's fsync, not the sum.
 func flushAll(ps []*partition, onErr func(*partition, error)) {
-	for _, p := range ps {
-		if err := p.flush(); err != nil && onErr != nil {
-			onErr(p, err)
+	if len(ps) == 1 {
+		if err := ps[0].flush(); err != nil && onErr != nil {
+			onErr(ps[0], err)
+		}
+		return
+	}
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.flush()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && onErr != nil {
+			onErr(ps[i], err)
 		}
 	}
 }
