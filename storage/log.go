@@ -322,12 +322,19 @@ func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
 		s.size+int64(n) > 1<<31-1
 }
 
-// rollLocked starts a new segment at base. The old segment's files are
-// fsynced by the next Flush (it stays in the dirty set). A producer
+// rollLocked starts a new segment at base. The old segment and its indexes
+// are fsynced first, so that after a crash only the active segment can need
+// recovery; this is the one fsync under l.mu, once per segment. A producer
 // snapshot is written so recovery replays at most the active segment.
 // REQUIRES: l.mu held.
 func (l *Log) rollLocked(base int64) (*segment, error) {
 	old := l.active()
+	for _, f := range []*os.File{old.f, old.ix.offFile, old.ix.timeFile} {
+		if err := fdatasync(f); err != nil {
+			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
+			return nil, l.mu.failed
+		}
+	}
 	s, err := createSegment(l.dir, base)
 	if err != nil {
 		return nil, err
