@@ -70,6 +70,9 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				sp.ErrorMessage = errMessage(err)
 				p.loggerOr(b).Debug().Err(err).Str("client_id", cc.clientID).Msg("produce refused")
 			}
+			if sp.ErrorCode != 0 {
+				b.metrics.errors.WithLabelValues("0", itoa(sp.ErrorCode)).Inc()
+			}
 			if sp.ErrorCode != 0 && firstErr == nil {
 				firstErr = fmt.Errorf("produce to %s-%d: error code %d", rt.Topic, rp.Partition, sp.ErrorCode)
 			}
@@ -175,6 +178,7 @@ func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, s
 	}
 	if !res.Duplicate {
 		p.unflushed.Add(int64(info.Records))
+		b.metrics.bytesIn.Add(float64(len(records)))
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

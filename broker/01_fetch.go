@@ -43,6 +43,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		respond(resp)
 		return
 	}
+	respond = b.countFetched(respond)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
@@ -163,10 +164,27 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 			}
 			if sp.ErrorCode != 0 {
 				stop = true
+				b.metrics.errors.WithLabelValues("1", itoa(sp.ErrorCode)).Inc()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, total, stop
+}
+
+// countFetched wraps respond to count the record bytes actually sent.
+func (b *Broker) countFetched(respond func(kmsg.Response)) func(kmsg.Response) {
+	return func(r kmsg.Response) {
+		if fr, ok := r.(*kmsg.FetchResponse); ok {
+			n := 0
+			for _, t := range fr.Topics {
+				for _, p := range t.Partitions {
+					n += len(p.RecordBatches)
+				}
+			}
+			b.metrics.bytesOut.Add(float64(n))
+		}
+		respond(r)
+	}
 }

@@ -47,6 +47,8 @@ type Broker struct {
 	listeners  []net.Listener
 	advertised []Listener // one per client listener, ports resolved
 
+	metrics *metrics
+
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	closing atomic.Bool
@@ -66,6 +68,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{})}
+	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
@@ -162,6 +165,11 @@ func (b *Broker) Start() {
 			Str("advertised", net.JoinHostPort(b.advertised[i].Host, strconv.Itoa(int(b.advertised[i].Port)))).
 			Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
 	}
+	if b.cfg.MetricsAddr != "" {
+		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
+			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
+		}
+	}
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 }
@@ -235,7 +243,9 @@ func (b *Broker) openTopic(name string, tm *topicMeta, create bool) (*topic, err
 			}
 			return nil, fmt.Errorf("%s-%d: %w", name, i, err)
 		}
-		t.parts = append(t.parts, newPartition(name, i, tm.ID, lg, s, plog))
+		p := newPartition(name, i, tm.ID, lg, s, plog)
+		p.flushTime = b.metrics.flushTime
+		t.parts = append(t.parts, p)
 	}
 	return t, nil
 }
@@ -343,9 +353,14 @@ type connCtx struct {
 
 func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
 	e := apis[req.Key]
+	m := h.b.metrics
+	api := apiLabel(req.Key)
+	m.requests.WithLabelValues(api).Inc()
+	start := time.Now()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }}
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
+		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
 		if resp == nil {
 			respond(nil, nil)
 			return

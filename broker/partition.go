@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
@@ -33,6 +35,7 @@ type partition struct {
 		waiters map[chan struct{}]struct{} // fetches waiting for hw to move
 	}
 	unflushed atomic.Int64 // appended records since the last flush (relaxed topics)
+	flushTime prometheus.Observer
 }
 
 func newPartition(topic string, index int32, id [16]byte, lg *storage.Log, s topicSettings, logger zerolog.Logger) *partition {
@@ -88,7 +91,12 @@ func (p *partition) unwatch(ch chan struct{}) {
 
 // flush fsyncs the log and publishes the new high watermark.
 func (p *partition) flush() error {
-	if err := p.log.Flush(); err != nil {
+	start := time.Now()
+	err := p.log.Flush()
+	if p.flushTime != nil {
+		p.flushTime.Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
 		p.logger.Error().Err(err).Msg("flush failed; partition takes no more writes")
 		return err
 	}

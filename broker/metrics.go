@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the node's Prometheus series. Only broker and cmd import
+// Prometheus; storage exposes plain numbers that the collectors read.
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // by api key
+	errors    *prometheus.CounterVec   // partition-level error codes, by api key and code
+	flushTime prometheus.Histogram     // fdatasync latency of one partition flush
+	bytesIn   prometheus.Counter       // produced record-batch bytes appended
+	bytesOut  prometheus.Counter       // record-batch bytes returned by fetches
+	latency   *prometheus.HistogramVec // handler completion time by api key
+}
+
+func newMetrics(b *Broker) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_requests_total", Help: "Requests served, by Kafka API key."}, []string{"api"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
+	m.flushTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)})
+	m.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_produce_bytes_total", Help: "Record-batch bytes appended by producers."})
+	m.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_fetch_bytes_total", Help: "Record-batch bytes returned to fetchers."})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fjord_request_seconds", Help: "Time from decoding a request to its response being ready, by API key.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"api"})
+	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
+			n := 0
+			for _, t := range b.topicsSnapshot() {
+				n += len(t.parts)
+			}
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_bytes", Help: "Bytes in all partition logs on this node."}, func() float64 {
+			var n int64
+			for _, t := range b.topicsSnapshot() {
+				for _, p := range t.parts {
+					n += p.log.Size()
+				}
+			}
+			return float64(n)
+		}),
+	)
+	return m
+}
+
+// apiLabel is the label value for an API key.
+func apiLabel(key int16) string { return strconv.Itoa(int(key)) }
+
+// serveMetrics serves /metrics and /debug/pprof on addr until the broker
+// stops.
+func (b *Broker) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.goLoop(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Warn().Err(err).Msg("metrics listener")
+		}
+	})
+	b.goLoop(func() {
+		<-b.stop
+		srv.Close()
+	})
+	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving /metrics and /debug/pprof")
+	return nil
+}
