@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/storage"
@@ -65,6 +66,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		defer timer.Stop()
 		for {
 			// Registered before reading again, so no wake-up is lost.
+			resp.Release() // the previous, insufficient read
 			resp, n, stop = b.fetchOnce(req)
 			if stop || n >= int(max(req.MinBytes, 1)) {
 				respond(resp)
@@ -79,6 +81,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 				respond(resp)
 				return
 			case <-cc.ctx.Done():
+				resp.Release()
 				respond(nil)
 				return
 			}
@@ -113,8 +116,9 @@ func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) 
 // fetchOnce builds a response from what is readable now. It returns the
 // response, the record bytes in it, and whether an error means the client
 // should hear back at once rather than wait.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	pooled := &pooledFetch{FetchResponse: resp}
 	budget := int(req.MaxBytes)
 	if req.MaxBytes <= 0 {
 		budget = 1 << 30
@@ -149,7 +153,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				if limit <= 0 && total > 0 {
 					break
 				}
-				data, err := p.log.Read(rp.FetchOffset, max(limit, 1), hw)
+				data, err := p.log.Read(rp.FetchOffset, max(limit, 1), hw, getReadBuf())
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					if !errors.Is(err, storage.ErrOffsetOutOfRange) {
@@ -159,6 +163,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 				}
 				if data != nil {
 					sp.RecordBatches = data
+					pooled.bufs = append(pooled.bufs, data)
 				}
 				total += len(data)
 			}
@@ -170,13 +175,46 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bo
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, total, stop
+	return pooled, total, stop
+}
+
+// pooledFetch is a fetch response whose record bytes live in pooled read
+// buffers, returned once the front end has encoded the response.
+type pooledFetch struct {
+	*kmsg.FetchResponse
+	bufs [][]byte
+}
+
+func (f *pooledFetch) Release() {
+	for _, b := range f.bufs {
+		putReadBuf(b)
+	}
+	f.bufs = nil
+}
+
+// readBufs recycles partition read buffers (typically 1 MiB each).
+var readBufs sync.Pool
+
+// getReadBuf returns a buffer to read into, or nil.
+func getReadBuf() []byte {
+	if b, ok := readBufs.Get().(*[]byte); ok {
+		return *b
+	}
+	return nil
+}
+
+func putReadBuf(b []byte) {
+	if cap(b) < 64<<10 || cap(b) > 16<<20 {
+		return
+	}
+	b = b[:0]
+	readBufs.Put(&b)
 }
 
 // countFetched wraps respond to count the record bytes actually sent.
 func (b *Broker) countFetched(respond func(kmsg.Response)) func(kmsg.Response) {
 	return func(r kmsg.Response) {
-		if fr, ok := r.(*kmsg.FetchResponse); ok {
+		if fr, ok := r.(*pooledFetch); ok {
 			n := 0
 			for _, t := range fr.Topics {
 				for _, p := range t.Partitions {

@@ -21,6 +21,13 @@ import (
 // closes the connection after the responses before it have been written.
 type Responder func(resp kmsg.Response, err error)
 
+// Releaser is implemented by responses that borrow pooled buffers: the
+// writer calls Release once the response has been encoded, after which the
+// buffers may be reused.
+type Releaser interface {
+	Release()
+}
+
 // Handler serves decoded requests. Handle is called on the connection's reader
 // goroutine in request order, so it must not block on anything slow: work that
 // waits (acks=all, long-poll fetch) finishes on another goroutine and calls
@@ -269,7 +276,7 @@ func (c *conn) writeLoop() {
 		c.s.mu.Unlock()
 	}()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	var buf []byte
+	buf := getBuf()
 	var next *slot // read ahead from c.slots, not yet written
 	for {
 		sl := next
@@ -294,12 +301,19 @@ func (c *conn) writeLoop() {
 		}
 		if sl.resp != nil {
 			buf = AppendResponse(buf[:0], sl.key, sl.corr, sl.resp)
-			if _, err := bw.Write(buf); err != nil {
+			if r, ok := sl.resp.(Releaser); ok {
+				r.Release()
+			}
+			_, err := bw.Write(buf)
+			if cap(buf) > 1<<20 {
+				// Big (fetch) response buffers go back to a shared pool
+				// rather than stay pinned to this connection.
+				putBuf(buf)
+				buf = nil
+			}
+			if err != nil {
 				c.drain()
 				return
-			}
-			if cap(buf) > 1<<20 {
-				buf = nil // don't pin a big fetch response's buffer
 			}
 		}
 		// Pipelined responses that are already done share one write; anything
@@ -339,4 +353,22 @@ func (c *conn) drain() {
 	c.nc.Close()
 	for range c.slots {
 	}
+}
+
+// bigBufs recycles large response buffers between connections.
+var bigBufs sync.Pool
+
+func getBuf() []byte {
+	if b, ok := bigBufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 16<<10)
+}
+
+func putBuf(b []byte) {
+	if cap(b) > 64<<20 {
+		return
+	}
+	b = b[:0]
+	bigBufs.Put(&b)
 }

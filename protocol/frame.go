@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,10 +19,13 @@ var ErrFrameSize = errors.New("protocol: invalid frame size")
 // version and correlation id.
 const minRequestFrame = 8
 
-// readChunk bounds how much buffer a frame may claim before its bytes arrive.
-// A peer announcing 100 MiB and sending nothing gets 64 KiB of memory, not 100
-// MiB (KAFKA-4090: a TLS record header read as a size prefix).
-const readChunk = 64 << 10
+// firstRead bounds how much buffer a frame may claim before its bytes
+// arrive. A peer announcing 100 MiB and sending nothing holds 1 MiB, not 100
+// MiB (KAFKA-4090: a TLS record header read as a size prefix). Once the first
+// MiB has arrived, the rest is read into a buffer of the exact size, so a
+// large produce request costs one extra copy of its first MiB and no
+// repeated growth.
+const firstRead = 1 << 20
 
 // ReadFrame reads one size-prefixed frame from r. The returned slice is owned
 // by the caller. max bounds the size prefix.
@@ -39,21 +41,19 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	if n > max {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
-	if n <= readChunk {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, truncated(err)
-		}
-		return buf, nil
-	}
-	// Large frames grow with the bytes that actually arrive.
-	var b bytes.Buffer
-	b.Grow(readChunk)
-	got, err := io.CopyN(&b, r, int64(n))
-	if err != nil || got != int64(n) {
+	first := make([]byte, min(int(n), firstRead))
+	if _, err := io.ReadFull(r, first); err != nil {
 		return nil, truncated(err)
 	}
-	return b.Bytes(), nil
+	if int(n) == len(first) {
+		return first, nil
+	}
+	buf := make([]byte, n)
+	copy(buf, first)
+	if _, err := io.ReadFull(r, buf[len(first):]); err != nil {
+		return nil, truncated(err)
+	}
+	return buf, nil
 }
 
 func truncated(err error) error {

@@ -401,17 +401,13 @@ func fdatasync(f *os.File) error {
 	}
 }
 
-// ReadResult is a read's outcome. Batches holds whole batches; the caller
-// owns it.
-type ReadResult struct {
-	Batches []byte
-}
-
 // Read returns whole batches starting with the one containing offset and
 // ending before limit (the high watermark, for consumers). It returns at most
 // maxBytes, except that the first batch is always returned whole so a batch
 // larger than maxBytes cannot stall a consumer. Reads stay within one segment.
-func (l *Log) Read(offset int64, maxBytes int, limit int64) ([]byte, error) {
+// The result uses dst's storage when it is large enough (dst may be nil);
+// the caller owns it.
+func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte, error) {
 	if offset < l.startOffset.Load() || offset > l.end.Load() {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset.Load(), l.end.Load())
 	}
@@ -434,16 +430,16 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64) ([]byte, error) {
 		if pos >= size {
 			continue // offset is past this segment's end: try the next one
 		}
-		return s.readBatches(pos, size, maxBytes, limit)
+		return s.readBatches(dst, pos, size, maxBytes, limit)
 	}
 	return nil, nil
 }
 
 // readBatches reads whole batches from pos, stopping before limit, at size,
 // or once maxBytes is exceeded (the first batch always whole).
-func (s *segment) readBatches(pos, size int64, maxBytes int, limit int64) ([]byte, error) {
+func (s *segment) readBatches(dst []byte, pos, size int64, maxBytes int, limit int64) ([]byte, error) {
 	n := int(min(int64(max(maxBytes, BatchHeaderLen)), size-pos))
-	buf, err := s.readAt(pos, n)
+	buf, err := s.readInto(dst, pos, n)
 	if err != nil {
 		return nil, err
 	}
@@ -458,7 +454,7 @@ func (s *segment) readBatches(pos, size int64, maxBytes int, limit int64) ([]byt
 		}
 		if out+info.Bytes > len(buf) {
 			if out == 0 && pos+int64(info.Bytes) <= size {
-				return s.readAt(pos, info.Bytes) // one oversized batch, whole
+				return s.readInto(dst, pos, info.Bytes) // one oversized batch, whole
 			}
 			break
 		}

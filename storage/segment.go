@@ -213,7 +213,16 @@ func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval
 
 // readAt reads n bytes at pos, fewer at the end of the file.
 func (s *segment) readAt(pos int64, n int) ([]byte, error) {
-	buf := make([]byte, n)
+	return s.readInto(nil, pos, n)
+}
+
+// readInto reads n bytes at pos into dst's storage when it is large enough.
+func (s *segment) readInto(dst []byte, pos int64, n int) ([]byte, error) {
+	buf := dst[:0]
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	got, err := s.f.ReadAt(buf, pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("segment %d: read at %d: %w", s.base, pos, err)
