@@ -70,9 +70,9 @@ func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
 	case -2, -4:
 		return p.log.StartOffset(), -1, nil
 	case -3:
-		off, mts, ok := p.log.MaxTimestamp()
-		if !ok || off >= hw {
-			return -1, -1, nil
+		off, mts, ok, err := p.log.MaxTimestamp()
+		if err != nil || !ok || off >= hw {
+			return -1, -1, err
 		}
 		return off, mts, nil
 	}

@@ -272,6 +272,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 		info.MaxTimestamp = now
 	}
 	StampBatch(batch, base, leaderEpoch, lat)
+	s.ensureSpace(len(batch), max(l.cfg.SegmentBytes, s.size+int64(len(batch))))
 	if _, err := s.f.WriteAt(batch, s.size); err != nil {
 		// The file may hold part of the batch: cut it off, and stop taking
 		// appends if even that fails, so nothing is written after garbage.
@@ -292,7 +293,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 		s.bytesSinceIndex = 0
 	}
 	if info.MaxTimestamp > s.maxTS {
-		s.maxTS, s.maxTSOffset = info.MaxTimestamp, base
+		s.maxTS, s.maxTSOffset = info.MaxTimestamp, last
 		s.ix.appendTime(info.MaxTimestamp, int32(last-s.base))
 	}
 	s.next = last + 1
@@ -329,6 +330,10 @@ func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
 // REQUIRES: l.mu held.
 func (l *Log) rollLocked(base int64) (*segment, error) {
 	old := l.active()
+	if err := old.trimTail(); err != nil {
+		l.mu.failed = err
+		return nil, err
+	}
 	for _, f := range []*os.File{old.f, old.ix.offFile, old.ix.timeFile} {
 		if err := fdatasync(f); err != nil {
 			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)

@@ -68,21 +68,58 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 	return 0, 0, false, nil
 }
 
-// MaxTimestamp returns the offset and timestamp of the batch holding the
-// largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734); ok is
-// false for an empty log.
-func (l *Log) MaxTimestamp() (offset, ts int64, ok bool) {
+// MaxTimestamp returns the offset and timestamp of the first record holding
+// the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734, with
+// KAFKA-16310's record-level offset); ok is false for an empty log. Segments
+// remember which batch carried their maximum; that one batch is read to find
+// the record.
+func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.view.RLock()
-	defer l.view.RUnlock()
+	var best *segment
 	ts = -1
-	for _, s := range l.view.segs {
+	l.view.RLock()
+	segs, sizes, offs := l.view.segs, l.view.sizes, l.view.offs
+	var size int64
+	var idx []offsetEntry
+	for i, s := range segs {
 		if s.maxTS > ts {
-			ts, offset, ok = s.maxTS, s.maxTSOffset, true
+			best, ts, offset, size, idx = s, s.maxTS, s.maxTSOffset, sizes[i], offs[i]
 		}
 	}
-	return offset, ts, ok
+	l.view.RUnlock()
+	l.mu.Unlock()
+	if best == nil {
+		return 0, 0, false, nil
+	}
+	pos, err := best.findBatch(idx, offset, size)
+	if err != nil || pos >= size {
+		return offset, ts, true, err
+	}
+	hdr, err := best.readAt(pos, BatchHeaderLen)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	info, err := ParseHeader(hdr)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	base := BaseOffset(hdr)
+	if info.LogAppendTimed {
+		return base, ts, true, nil
+	}
+	b, err := best.readAt(pos, info.Bytes)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	found := base
+	err = EachRecord(b, info, func(r Record) bool {
+		if info.BaseTimestamp+r.TimestampDelta == info.MaxTimestamp {
+			found = base + int64(r.OffsetDelta)
+			return false
+		}
+		return true
+	})
+	return found, ts, true, err
 }
 
 // DeleteOldSegments applies time and size retention at wall-clock time now
@@ -167,6 +204,11 @@ func (l *Log) Close() error {
 	var err error
 	if flushErr == nil && l.mu.failed == nil {
 		end := l.end.Load()
+		if active := segs[len(segs)-1]; active.allocated > active.size {
+			if err = active.trimTail(); err == nil {
+				err = fdatasync(active.f)
+			}
+		}
 		for _, s := range segs {
 			for _, f := range []interface{ Sync() error }{s.ix.offFile, s.ix.timeFile} {
 				if e := f.Sync(); e != nil && err == nil {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // segment is one .log file and its indexes.
@@ -28,9 +30,49 @@ type segment struct {
 	size            int64 // bytes of complete batches
 	bytesSinceIndex int32
 	maxTS           int64 // largest batch max timestamp, -1 when empty
-	maxTSOffset     int64 // offset of the batch that carried maxTS
+	maxTSOffset     int64 // last offset of the batch that carried maxTS (as in the time index)
 	firstAppend     time.Time
 	ix              index
+	// allocated is the file's length on disk, which runs ahead of size in
+	// preallocated chunks: an fdatasync after a write that grows the file
+	// must also commit the new length, and costs several times more than
+	// one after a write into space already allocated (measured here: p50
+	// 95 µs vs 58 µs, p99 0.3-1.4 ms vs 0.2 ms). The zeroed tail beyond size
+	// is never read (readers stop at size), recovery stops at it (a zero
+	// batch length is invalid), and it is cut off at roll and at close.
+	// Invariant: size <= allocated.
+	allocated  int64
+	noPrealloc bool // the filesystem refused fallocate
+}
+
+// preallocChunk is how far ahead of the data a segment file is extended.
+const preallocChunk = 4 << 20
+
+// ensureSpace extends the file so that n more bytes fit without growing it.
+// A filesystem without fallocate just grows the file with each write.
+func (s *segment) ensureSpace(n int, limit int64) {
+	if s.noPrealloc || s.size+int64(n) <= s.allocated {
+		return
+	}
+	want := max(s.size+int64(n), min(s.allocated+preallocChunk, limit))
+	if err := unix.Fallocate(int(s.f.Fd()), 0, s.allocated, want-s.allocated); err != nil {
+		s.noPrealloc = true
+		return
+	}
+	s.allocated = want
+}
+
+// trimTail cuts the preallocated tail so the file holds exactly its batches,
+// as Kafka's tools expect.
+func (s *segment) trimTail() error {
+	if s.allocated == s.size {
+		return nil
+	}
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("segment %d: trim preallocated tail: %w", s.base, err)
+	}
+	s.allocated = s.size
+	return nil
 }
 
 func segmentPath(dir string, base int64, ext string) string {
@@ -124,7 +166,7 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 			return nil, fmt.Errorf("segment %d: sync after truncate: %w", base, err)
 		}
 	}
-	s.size = good
+	s.size, s.allocated = good, good
 	if !rebuild {
 		s.ix.offs, s.ix.times = offs, times
 	}
@@ -200,7 +242,7 @@ func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval
 			}
 		}
 		if info.MaxTimestamp > s.maxTS {
-			s.maxTS, s.maxTSOffset = info.MaxTimestamp, base
+			s.maxTS, s.maxTSOffset = info.MaxTimestamp, last
 		}
 		if onBatch != nil {
 			onBatch(batch, info)
