@@ -18,9 +18,10 @@ test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
-	@command -v kcat >/dev/null 2>&1 || { \
-		echo "installing kcat (Debian package)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+	@if ! command -v kcat >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1; then \
+		echo "installing kcat and python3-kafka (Debian packages)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat python3-kafka >/dev/null; \
+	fi
 
 vet:
 	$(GO) vet ./...
@@ -36,7 +37,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZTIME) ./storage
 
 compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 $(GO) test -count=1 -timeout 15m ./...
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 $(GO) test -count=1 -timeout 15m ./...
 
 # bench measures fjord and franz-go's in-memory kfake side by side.
 bench: build
