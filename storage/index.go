@@ -32,8 +32,8 @@ const (
 //
 // Invariant: offsets and positions increase strictly along offs; timestamps
 // increase strictly along times.
-// Owner: the log's writer (under Log.mu) appends; readers take a snapshot of
-// the slices under Log.mu and may search them without it, since appends never
+// Owner: the log's writer (under Log.mu) appends; readers get the slices
+// through segment.publish and search them without locks, since appends never
 // modify existing elements.
 type index struct {
 	offs      []offsetEntry

@@ -65,13 +65,12 @@ type Log struct {
 		closed    bool
 	}
 
+	// view is the segment list readers see. The slice is replaced, never
+	// modified in place, so a reader may keep using the one it loaded; each
+	// segment's own readable state is in segment.pub.
 	view struct {
 		sync.RWMutex
 		segs []*segment
-		// per-segment published state, parallel to segs
-		sizes []int64
-		offs  [][]offsetEntry
-		times [][]timeEntry
 	}
 
 	end         atomic.Int64 // log end offset; written under mu
@@ -204,24 +203,19 @@ func removeTempFiles(dir string) {
 // publishSegs makes the segment list and each segment's state visible to
 // readers. REQUIRES: l.mu held (or no concurrent access, during Open).
 func (l *Log) publishSegs(segs []*segment) {
-	sizes := make([]int64, len(segs))
-	offs := make([][]offsetEntry, len(segs))
-	times := make([][]timeEntry, len(segs))
-	for i, s := range segs {
-		sizes[i], offs[i], times[i] = s.size, s.ix.offs, s.ix.times
+	for _, s := range segs {
+		s.publish()
 	}
 	l.view.Lock()
-	l.view.segs, l.view.sizes, l.view.offs, l.view.times = segs, sizes, offs, times
+	l.view.segs = segs
 	l.view.Unlock()
 }
 
-// publishActive publishes the active segment's new size and indexes.
-// REQUIRES: l.mu held.
-func (l *Log) publishActive(s *segment) {
-	l.view.Lock()
-	i := len(l.view.segs) - 1
-	l.view.sizes[i], l.view.offs[i], l.view.times[i] = s.size, s.ix.offs, s.ix.times
-	l.view.Unlock()
+// segments returns the current segment list; the caller must not modify it.
+func (l *Log) segments() []*segment {
+	l.view.RLock()
+	defer l.view.RUnlock()
+	return l.view.segs
 }
 
 // EndOffset is the offset the next appended record gets (the LEO).
@@ -299,7 +293,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 	s.next = last + 1
 	l.mu.producers.record(info, base, last)
 	l.mu.dirty[s] = struct{}{}
-	l.publishActive(s)
+	s.publish()
 	l.end.Store(last + 1)
 	return AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: lat}, nil
 }
@@ -419,16 +413,16 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte,
 	if offset >= limit {
 		return nil, nil
 	}
-	l.view.RLock()
-	segs, sizes, offs := l.view.segs, l.view.sizes, l.view.offs
-	l.view.RUnlock()
+	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %d before first segment", ErrOffsetOutOfRange, offset)
 	}
 	for ; i < len(segs); i++ {
-		s, size := segs[i], sizes[i]
-		pos, err := s.findBatch(offs[i], offset, size)
+		s := segs[i]
+		st := s.pub.Load()
+		size := st.size
+		pos, err := s.findBatch(st.offs, offset, size)
 		if err != nil {
 			return nil, err
 		}

@@ -11,22 +11,20 @@ import (
 // The time index narrows the search to a segment position; the batches from
 // there are read to find the record.
 func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64, ok bool, err error) {
-	l.view.RLock()
-	segs, sizes, offs, times := l.view.segs, l.view.sizes, l.view.offs, l.view.times
-	l.view.RUnlock()
-	for i, s := range segs {
-		t := times[i]
+	for _, s := range l.segments() {
+		st := s.pub.Load()
+		t := st.times
 		if len(t) == 0 || t[len(t)-1].ts < ts {
 			continue // nothing in this segment reaches ts
 		}
 		from := s.base + int64(lookupTime(t, ts))
 		pos := int64(0)
 		if from > s.base {
-			if pos, err = s.findBatch(offs[i], from, sizes[i]); err != nil {
+			if pos, err = s.findBatch(st.offs, from, st.size); err != nil {
 				return 0, 0, false, err
 			}
 		}
-		for pos < sizes[i] {
+		for pos < st.size {
 			hdr, err := s.readAt(pos, BatchHeaderLen)
 			if err != nil {
 				return 0, 0, false, err
@@ -77,16 +75,14 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 	l.mu.Lock()
 	var best *segment
 	ts = -1
-	l.view.RLock()
-	segs, sizes, offs := l.view.segs, l.view.sizes, l.view.offs
 	var size int64
 	var idx []offsetEntry
-	for i, s := range segs {
+	for _, s := range l.segments() {
 		if s.maxTS > ts {
-			best, ts, offset, size, idx = s, s.maxTS, s.maxTSOffset, sizes[i], offs[i]
+			st := s.pub.Load()
+			best, ts, offset, size, idx = s, s.maxTS, s.maxTSOffset, st.size, st.offs
 		}
 	}
-	l.view.RUnlock()
 	l.mu.Unlock()
 	if best == nil {
 		return 0, 0, false, nil
@@ -179,11 +175,9 @@ func (l *Log) SetConfig(cfg Config) {
 
 // Size is the log's total bytes.
 func (l *Log) Size() int64 {
-	l.view.RLock()
-	defer l.view.RUnlock()
 	var n int64
-	for _, sz := range l.view.sizes {
-		n += sz
+	for _, s := range l.segments() {
+		n += s.pub.Load().size
 	}
 	return n
 }

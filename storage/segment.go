@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,23 @@ type segment struct {
 	// Invariant: size <= allocated.
 	allocated  int64
 	noPrealloc bool // the filesystem refused fallocate
+
+	pub atomic.Pointer[segState] // what readers may see; replaced by publish
+}
+
+// segState is a segment's readable state at one moment. Index slices are
+// shared with the writer, which only ever appends to them, so the prefix a
+// reader holds never changes.
+type segState struct {
+	size  int64
+	offs  []offsetEntry
+	times []timeEntry
+}
+
+// publish makes the writer's current state visible to readers.
+// REQUIRES: Log.mu held (or the segment not yet shared).
+func (s *segment) publish() {
+	s.pub.Store(&segState{size: s.size, offs: s.ix.offs, times: s.ix.times})
 }
 
 // preallocChunk is how far ahead of the data a segment file is extended.
