@@ -135,21 +135,27 @@ func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
 	if info.Codec > CodecZstd {
 		return info, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, info.Codec)
 	}
-	if info.Records <= 0 && !info.Control {
+	if info.Records <= 0 {
 		return info, fmt.Errorf("%w: record count %d", ErrCorruptBatch, info.Records)
 	}
-	if info.LastDelta < 0 || (info.Records > 0 && info.LastDelta < info.Records-1) {
+	if info.LastDelta != info.Records-1 {
+		// A producer's batch numbers its records 0..n-1; Kafka refuses any
+		// other range ("inconsistent batch offset range").
 		return info, fmt.Errorf("%w: last offset delta %d for %d records", ErrCorruptBatch, info.LastDelta, info.Records)
 	}
 	var n int32
+	var recErr error
 	err = EachRecord(b, info, func(r Record) bool {
-		if r.OffsetDelta < 0 || r.OffsetDelta > info.LastDelta {
-			err = fmt.Errorf("%w: record offset delta %d outside [0, %d]", ErrCorruptBatch, r.OffsetDelta, info.LastDelta)
+		if r.OffsetDelta != n {
+			recErr = fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptBatch, n, r.OffsetDelta)
 			return false
 		}
 		n++
 		return true
 	})
+	if err == nil {
+		err = recErr
+	}
 	if err != nil {
 		return info, err
 	}

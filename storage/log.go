@@ -83,6 +83,10 @@ type Log struct {
 // shutdown: the active segment is read batch by batch, a torn or corrupt
 // tail is truncated, and indexes and producer state are rebuilt.
 func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
+	return open(dir, cfg, log, false)
+}
+
+func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error) {
 	if cfg.FileDeleteDelay == 0 {
 		cfg.FileDeleteDelay = time.Minute
 	}
@@ -114,14 +118,14 @@ func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
 	var segs []*segment
 	for i, base := range bases {
 		active := i == len(bases)-1
-		var onBatch func([]byte, BatchInfo)
+		var onBatch func(int64, BatchInfo)
 		nextBase := int64(1 << 62)
 		if !active {
 			nextBase = bases[i+1]
 		}
 		if snapAt < nextBase {
-			onBatch = func(b []byte, info BatchInfo) {
-				if base := BaseOffset(b); base >= snapAt {
+			onBatch = func(base int64, info BatchInfo) {
+				if base >= snapAt {
 					prods.record(info, base, base+int64(info.LastDelta))
 				}
 			}
@@ -147,7 +151,12 @@ func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
 		segs = append(segs, s)
 	}
 	last := segs[len(segs)-1]
-	if snapAt > last.next {
+	if last.size > 0 {
+		// The time-based roll counts from when this process first could
+		// have appended, not from the zero time.
+		last.firstAppend = time.Now()
+	}
+	if snapAt > last.next && !retried {
 		// A snapshot from beyond the log (the log was truncated behind it):
 		// rebuild from scratch rather than trust it.
 		l.log.Warn().Int64("snapshot", snapAt).Int64("end", last.next).Msg("producer snapshot past log end; rebuilding")
@@ -157,7 +166,7 @@ func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
 		for _, off := range must(listSnapshots(dir)) {
 			os.Remove(segmentPath(dir, off, snapshotExt))
 		}
-		return Open(dir, cfg, log)
+		return open(dir, cfg, log, true)
 	}
 	l.mu.producers = prods
 	l.end.Store(last.next)
@@ -378,6 +387,9 @@ func (l *Log) Flush() error {
 
 	for _, s := range dirty {
 		if err := fdatasync(s.f); err != nil {
+			if s.removed.Load() {
+				continue // deleted by retention while we synced: nothing to keep
+			}
 			// After a failed fsync the page cache can't be trusted
 			// (fsyncgate): stop the log rather than ack data of unknown fate.
 			err = fmt.Errorf("segment %d: fdatasync: %w", s.base, err)

@@ -147,6 +147,9 @@ func decodeSnapshot(b []byte) (producers, int64, error) {
 	end := int64(binary.BigEndian.Uint64(body[5:]))
 	n := binary.BigEndian.Uint32(body[13:])
 	r := body[17:]
+	if uint64(n)*11 > uint64(len(r)) {
+		return nil, 0, fmt.Errorf("%w: %d producers cannot fit in %d bytes", errBadSnapshot, n, len(r))
+	}
 	p := make(producers, n)
 	for range n {
 		if len(r) < 11 {

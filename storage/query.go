@@ -56,8 +56,11 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 				if err != nil {
 					return 0, 0, false, err
 				}
-				if found {
+				if found && offset < limit {
 					return offset, recordTS, true, nil
+				}
+				if found {
+					return 0, 0, false, nil
 				}
 			}
 			pos += int64(info.Bytes)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -45,7 +46,8 @@ type segment struct {
 	allocated  int64
 	noPrealloc bool // the filesystem refused fallocate
 
-	pub atomic.Pointer[segState] // what readers may see; replaced by publish
+	pub     atomic.Pointer[segState] // what readers may see; replaced by publish
+	removed atomic.Bool              // set when retention deleted the files
 }
 
 // segState is a segment's readable state at one moment. Index slices are
@@ -107,6 +109,12 @@ func createSegment(dir string, base int64) (*segment, error) {
 		s.close()
 		return nil, err
 	}
+	// The new files' directory entries must survive a crash once data in
+	// them is acknowledged.
+	if err := syncDir(dir); err != nil {
+		s.close()
+		return nil, fmt.Errorf("segment %d: sync directory: %w", base, err)
+	}
 	return s, nil
 }
 
@@ -130,7 +138,13 @@ func (s *segment) openIndexFiles(truncate bool) error {
 // (CRC-32C included), a torn or corrupt tail is cut off, and the indexes are
 // rebuilt. Otherwise only the batch headers are walked, to find next and the
 // largest timestamp, and the index files are trusted.
-func openSegment(dir string, base int64, recover bool, indexInterval int32, onBatch func(b []byte, info BatchInfo)) (*segment, error) {
+// seenBatch is what recovery replays into the producer table.
+type seenBatch struct {
+	base int64
+	info BatchInfo
+}
+
+func openSegment(dir string, base int64, recover bool, indexInterval int32, onBatch func(base int64, info BatchInfo)) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
@@ -163,10 +177,22 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 			s.maxTS, s.maxTSOffset = times[n-1].ts, base+int64(times[n-1].rel)
 		}
 	}
-	good, err := s.scan(start, fileSize, recover, rebuild, indexInterval, onBatch)
+	// Batches are handed to onBatch only once the segment is accepted: a
+	// pass that ends in a rebuild must not replay them twice.
+	var seen []seenBatch
+	var collect func([]byte, BatchInfo)
+	if onBatch != nil {
+		collect = func(b []byte, info BatchInfo) { seen = append(seen, seenBatch{BaseOffset(b), info}) }
+	}
+	good, err := s.scan(start, fileSize, recover, rebuild, indexInterval, collect)
 	if err != nil {
 		s.close()
 		return nil, err
+	}
+	if !recover && !indexesAgree(s, offs, times) {
+		// Well-formed but wrong index files: rebuild from the log.
+		s.close()
+		return openSegment(dir, base, true, indexInterval, onBatch)
 	}
 	if good < fileSize {
 		if !recover {
@@ -185,6 +211,9 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 		}
 	}
 	s.size, s.allocated = good, good
+	for _, sb := range seen {
+		onBatch(sb.base, sb.info)
+	}
 	if !rebuild {
 		s.ix.offs, s.ix.times = offs, times
 	}
@@ -225,7 +254,13 @@ func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval
 			return pos, nil // torn header
 		}
 		info, err := ParseHeader(hdr[:])
-		if err != nil || pos+int64(info.Bytes) > fileSize || BaseOffset(hdr[:]) < s.next {
+		// The base offset is outside the CRC: check it against what the log
+		// says it must be. The active segment (check) is contiguous; an
+		// older one may have gaps once compaction exists, but never goes
+		// backwards or overflows.
+		base := BaseOffset(hdr[:])
+		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 ||
+			base < s.next || (check && base != s.next) || base > math.MaxInt64/2 {
 			return pos, nil
 		}
 		batch := hdr[:]
@@ -245,7 +280,6 @@ func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval
 		} else if _, err := r.Discard(info.Bytes - BatchHeaderLen); err != nil {
 			return pos, nil
 		}
-		base := BaseOffset(hdr[:])
 		last := base + int64(info.LastDelta)
 		if rebuild {
 			sinceIndex += int32(info.Bytes)
@@ -326,6 +360,7 @@ func (s *segment) close() {
 // remove unlinks the segment's files. The descriptors stay open for a grace
 // period so reads already under way finish (Kafka's file.delete.delay.ms).
 func (s *segment) remove(grace time.Duration) error {
+	s.removed.Store(true)
 	var errs []error
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
 		if err := os.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
@@ -334,4 +369,33 @@ func (s *segment) remove(grace time.Duration) error {
 	}
 	time.AfterFunc(grace, s.close)
 	return errors.Join(errs...)
+}
+
+// indexesAgree cross-checks trusted index files against the log after the
+// tail scan: every entry must lie inside the segment, the time index must
+// know the largest timestamp the tail holds, and its last entry must name a
+// batch that carries that timestamp.
+func indexesAgree(s *segment, offs []offsetEntry, times []timeEntry) bool {
+	span := s.next - s.base
+	if n := len(offs); n > 0 && int64(offs[n-1].rel) >= span {
+		return false
+	}
+	n := len(times)
+	if n == 0 {
+		return s.maxTS < 0
+	}
+	last := times[n-1]
+	if int64(last.rel) >= span || last.rel < 0 || s.maxTS != last.ts {
+		return false
+	}
+	pos, err := s.findBatch(offs, s.base+int64(last.rel), s.size)
+	if err != nil || pos >= s.size {
+		return false
+	}
+	hdr, err := s.readAt(pos, BatchHeaderLen)
+	if err != nil {
+		return false
+	}
+	info, err := ParseHeader(hdr)
+	return err == nil && info.MaxTimestamp == last.ts && LastOffset(hdr) == s.base+int64(last.rel)
 }
