@@ -185,6 +185,18 @@ type pooledFetch struct {
 	bufs [][]byte
 }
 
+// SizeHint is the record bytes plus a generous allowance for the rest.
+func (f *pooledFetch) SizeHint() int {
+	n := 256
+	for _, t := range f.Topics {
+		n += 64 + len(t.Topic)
+		for _, p := range t.Partitions {
+			n += 96 + len(p.RecordBatches)
+		}
+	}
+	return n
+}
+
 func (f *pooledFetch) Release() {
 	for _, b := range f.bufs {
 		putReadBuf(b)

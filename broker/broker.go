@@ -359,6 +359,9 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	start := time.Now()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }}
+	// Produce is the one handler that keeps nothing of the request once it
+	// returns: the batches are written (pwrite copies them) before that.
+	req.Recycle = req.Key == 0
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
 		if resp == nil {

@@ -28,6 +28,13 @@ type Releaser interface {
 	Release()
 }
 
+// SizeHinter is implemented by responses that know roughly how large they
+// encode (a fetch carrying megabytes of records), so the writer can size its
+// buffer once instead of growing it by doubling.
+type SizeHinter interface {
+	SizeHint() int
+}
+
 // Handler serves decoded requests. Handle is called on the connection's reader
 // goroutine in request order, so it must not block on anything slow: work that
 // waits (acks=all, long-poll fetch) finishes on another goroutine and calls
@@ -210,7 +217,7 @@ func (c *conn) readLoop() {
 		if c.s.cfg.IdleTimeout > 0 && !c.isStopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		frame, err := ReadFrame(br, c.s.cfg.MaxFrameBytes)
+		frame, err := readFrame(br, c.s.cfg.MaxFrameBytes, true)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -235,6 +242,9 @@ func (c *conn) readLoop() {
 			continue
 		}
 		c.dispatch(req, sl)
+		if req.Recycle {
+			recycleFrame(req.frame)
+		}
 	}
 }
 
@@ -276,7 +286,7 @@ func (c *conn) writeLoop() {
 		c.s.mu.Unlock()
 	}()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	buf := getBuf()
+	buf := getBuf(16 << 10)
 	var next *slot // read ahead from c.slots, not yet written
 	for {
 		sl := next
@@ -300,6 +310,10 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if sl.resp != nil {
+			if h, ok := sl.resp.(SizeHinter); ok && cap(buf) < h.SizeHint() {
+				putBuf(buf)
+				buf = getBuf(h.SizeHint())
+			}
 			buf = AppendResponse(buf[:0], sl.key, sl.corr, sl.resp)
 			if r, ok := sl.resp.(Releaser); ok {
 				r.Release()
@@ -358,15 +372,16 @@ func (c *conn) drain() {
 // bigBufs recycles large response buffers between connections.
 var bigBufs sync.Pool
 
-func getBuf() []byte {
-	if b, ok := bigBufs.Get().(*[]byte); ok {
+// getBuf returns an empty buffer with room for at least n bytes.
+func getBuf(n int) []byte {
+	if b, ok := bigBufs.Get().(*[]byte); ok && cap(*b) >= n {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, 16<<10)
+	return make([]byte, 0, n)
 }
 
 func putBuf(b []byte) {
-	if cap(b) > 64<<20 {
+	if cap(b) < 64<<10 || cap(b) > 64<<20 {
 		return
 	}
 	b = b[:0]

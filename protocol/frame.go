@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ErrFrameTooLarge is returned for a size prefix above the configured limit
@@ -30,6 +31,24 @@ const firstRead = 1 << 20
 // ReadFrame reads one size-prefixed frame from r. The returned slice is owned
 // by the caller. max bounds the size prefix.
 func ReadFrame(r io.Reader, max int32) ([]byte, error) {
+	return readFrame(r, max, false)
+}
+
+// framePool recycles large request frames whose handler said it kept no
+// reference to them (Request.Recycle): mostly produce requests of several
+// MiB, which would otherwise each cost a fresh zeroed allocation.
+var framePool sync.Pool
+
+const minPooledFrame = 64 << 10
+
+func recycleFrame(b []byte) {
+	if cap(b) >= minPooledFrame && cap(b) <= 128<<20 {
+		b = b[:0]
+		framePool.Put(&b)
+	}
+}
+
+func readFrame(r io.Reader, max int32, pooled bool) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
@@ -40,6 +59,19 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	}
 	if n > max {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+	}
+	if pooled && n >= minPooledFrame {
+		// Memory already held by the process: no allocation to guard.
+		if b, ok := framePool.Get().(*[]byte); ok {
+			if cap(*b) >= int(n) {
+				buf := (*b)[:n]
+				if _, err := io.ReadFull(r, buf); err != nil {
+					return nil, truncated(err)
+				}
+				return buf, nil
+			}
+			framePool.Put(b)
+		}
 	}
 	first := make([]byte, min(int(n), firstRead))
 	if _, err := io.ReadFull(r, first); err != nil {

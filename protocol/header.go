@@ -16,7 +16,13 @@ type Request struct {
 	ClientID      string // empty when the client sent null
 	// Body is the decoded request, nil only for an ApiVersions request of a
 	// version newer than this broker knows (answered by the front end itself).
+	// Byte fields of Body alias the frame.
 	Body kmsg.Request
+	// Recycle is set by a handler, before Handle returns, to say nothing
+	// refers to the request's bytes any more, so the frame can be reused.
+	Recycle bool
+
+	frame []byte
 }
 
 // ErrUnknownKey and ErrUnsupportedVersion close the connection, as Kafka does:
@@ -98,6 +104,7 @@ func ParseRequest(frame []byte, vs Versions) (req *Request, err error) {
 		return r, fmt.Errorf("%w: key %d v%d: %v", ErrMalformed, r.Key, r.Version, err)
 	}
 	r.Body = body
+	r.frame = frame
 	return r, nil
 }
 
