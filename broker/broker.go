@@ -48,6 +48,8 @@ type Broker struct {
 	advertised []Listener // one per client listener, ports resolved
 
 	metrics *metrics
+	offsets *offsetStore
+	groups  *coordinator
 
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -96,6 +98,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}
 	log.Info().Int("topics", len(st.Topics)).Int("partitions", nparts).Dur("took", time.Since(start)).
 		Str("cluster_id", st.ClusterID).Msg("opened logs")
+	ot, err := b.ensureOffsetsTopic()
+	if err != nil {
+		b.closeLogs()
+		return nil, fmt.Errorf("offsets topic: %w", err)
+	}
+	b.offsets = newOffsetStore(b, ot)
+	b.groups = newCoordinator(b)
 	if err := b.listen(); err != nil {
 		b.closeLogs()
 		return nil, err
@@ -170,6 +179,8 @@ func (b *Broker) Start() {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
 		}
 	}
+	b.goLoop(b.offsets.load)
+	b.goLoop(b.groups.run)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 }
@@ -342,10 +353,11 @@ type connHandler struct {
 
 // connCtx is what a handler knows of the request's connection.
 type connCtx struct {
-	ctx      context.Context
-	clientID string
-	listener int
-	version  int16
+	ctx        context.Context
+	clientID   string
+	clientHost string
+	listener   int
+	version    int16
 	// fail closes the connection after the responses already owed; for
 	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
 	fail func(error)
@@ -357,7 +369,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	api := apiLabel(req.Key)
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
-	cc := &connCtx{ctx: ctx, clientID: req.ClientID, listener: h.listener, version: req.Version,
+	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.

@@ -125,6 +125,9 @@ func (s *Server) startConn(nc net.Conn) {
 		slots:  make(chan *slot, s.cfg.MaxInFlight),
 		log:    s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
 	}
+	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
+		c.host = "/" + h
+	}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -191,6 +194,7 @@ type conn struct {
 	cancel context.CancelFunc
 	slots  chan *slot // closed by readLoop when it stops
 	log    zerolog.Logger
+	host   string // "/" + peer IP
 
 	stopping bool // set before the read deadline that ends readLoop; read only by readLoop after its read fails
 	stopMu   sync.Mutex
@@ -231,6 +235,7 @@ func (c *conn) readLoop() {
 			ev.Msg("closing connection: bad request")
 			return // the writer sends what is owed, then closes
 		}
+		req.ClientHost = c.host
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:

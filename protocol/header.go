@@ -14,6 +14,7 @@ type Request struct {
 	Version       int16
 	CorrelationID int32
 	ClientID      string // empty when the client sent null
+	ClientHost    string // the peer's address as Kafka reports it: "/" + IP
 	// Body is the decoded request, nil only for an ApiVersions request of a
 	// version newer than this broker knows (answered by the front end itself).
 	// Byte fields of Body alias the frame.

@@ -588,3 +588,19 @@ func TestDecompressLimit(t *testing.T) {
 		t.Fatalf("snappy block over maxDecompressed: %v", err)
 	}
 }
+
+func TestBuildBatchValidates(t *testing.T) {
+	b := BuildBatch([]KV{{Key: []byte("k1"), Value: []byte("v1")}, {Key: []byte("k2")}}, 1234)
+	info, err := ValidateBatch(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []KV
+	EachRecord(b, info, func(r Record) bool {
+		got = append(got, KV{r.Key, r.Value})
+		return true
+	})
+	if len(got) != 2 || string(got[0].Value) != "v1" || got[1].Value != nil || info.MaxTimestamp != 1234 || info.Idempotent() {
+		t.Fatalf("got %+v %+v", got, info)
+	}
+}

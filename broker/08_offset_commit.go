@@ -1,0 +1,81 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit: v0-8
+//
+// Behaviour:
+//   - Commits are records in the offsets topic; the response is sent only
+//     once they are durable (fsync). A failure to persist is reported per
+//     partition, never acknowledged.
+//   - A member of an active group must give its member id and current
+//     generation (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, and
+//     REBALANCE_IN_PROGRESS while the group rebalances). Generation -1 with
+//     no member id is a "simple" commit, allowed while the group has no
+//     members (manual assignment, admin tools).
+//   - Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; metadata
+//     over 4096 bytes: OFFSET_METADATA_TOO_LARGE.
+//
+// Version notes:
+//   - v1: commit timestamp; v2-4: retention time (ignored); v6: leader
+//     epoch; v7: group instance id; v8: flexible
+func init() { regKey(8, 0, 8, handleOffsetCommit) }
+
+const maxOffsetMetadata = 4096
+
+func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	groupErr := b.checkCommitter(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	now := time.Now().UnixMilli()
+	offs := map[topicPartition]*committedOffset{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case groupErr != nil:
+				sp.ErrorCode = groupErrorCode(groupErr)
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				c := &committedOffset{offset: rp.Offset, leaderEpoch: rp.LeaderEpoch, commitTime: now}
+				if rp.Metadata != nil {
+					c.metadata = *rp.Metadata
+				}
+				offs[topicPartition{rt.Topic, rp.Partition}] = c
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	b.offsets.commit(req.Group, offs, func(err error) {
+		if err != nil {
+			code := kerr.KafkaStorageError.Code
+			if errors.Is(err, errLoading) {
+				code = kerr.CoordinatorLoadInProgress.Code
+			}
+			b.log.Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
+			for i := range resp.Topics {
+				for j := range resp.Topics[i].Partitions {
+					sp := &resp.Topics[i].Partitions[j]
+					if sp.ErrorCode == 0 {
+						sp.ErrorCode = code
+					}
+				}
+			}
+		}
+		respond(resp)
+	})
+}

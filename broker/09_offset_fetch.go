@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetFetch: v0-8
+//
+// Behaviour:
+//   - Returns each requested partition's committed offset, or -1 with no
+//     error when nothing is committed. A null topic list (v2+) returns every
+//     committed offset of the group.
+//   - v8+ carries several groups per request (KIP-709), each answered on
+//     its own.
+//   - While the group's offsets partition loads: COORDINATOR_LOAD_IN_PROGRESS.
+//
+// Version notes:
+//   - v1: offsets from the log (v0 read ZooKeeper in Kafka; served the same
+//     here); v2: null topics = all, top-level error; v5: leader epoch;
+//     v6: flexible; v7: require stable; v8: many groups
+func init() { regKey(9, 0, 8, handleOffsetFetch) }
+
+func handleOffsetFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			var topics []offsetFetchTopic
+			if rg.Topics != nil {
+				topics = []offsetFetchTopic{}
+				for _, t := range rg.Topics {
+					topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
+				}
+			}
+			var code int16
+			for _, t := range b.fetchOffsets(rg.Group, topics, &code) {
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+					gt.Partitions = append(gt.Partitions, gp)
+				}
+				g.Topics = append(g.Topics, gt)
+			}
+			g.ErrorCode = code
+			resp.Groups = append(resp.Groups, g)
+		}
+		respond(resp)
+		return
+	}
+	var topics []offsetFetchTopic
+	if req.Topics != nil {
+		topics = []offsetFetchTopic{}
+		for _, t := range req.Topics {
+			topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
+		}
+	}
+	resp.Topics = b.fetchOffsets(req.Group, topics, &resp.ErrorCode)
+	if req.Version < 2 && resp.ErrorCode != 0 {
+		// No top-level error before v2: report it on every partition.
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = resp.ErrorCode
+			}
+		}
+	}
+	respond(resp)
+}
+
+type offsetFetchTopic struct {
+	topic      string
+	partitions []int32
+}
+
+// fetchOffsets answers one group; topics nil means every committed offset.
+func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, code *int16) []kmsg.OffsetFetchResponseTopic {
+	if !b.offsets.isLoaded(group) {
+		*code = kerr.CoordinatorLoadInProgress.Code
+		topics = nonNil(topics)
+	}
+	if topics == nil {
+		byTopic := map[string][]int32{}
+		for tp := range b.offsets.groupOffsets(group) {
+			byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+		}
+		for t, ps := range byTopic {
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			topics = append(topics, offsetFetchTopic{t, ps})
+		}
+		sort.Slice(topics, func(i, j int) bool { return topics[i].topic < topics[j].topic })
+	}
+	var out []kmsg.OffsetFetchResponseTopic
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.topic
+		for _, p := range t.partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			if *code == 0 {
+				if c, ok := b.offsets.fetch(group, topicPartition{t.topic, p}); ok {
+					rp.Offset, rp.LeaderEpoch = c.offset, c.leaderEpoch
+					m := c.metadata
+					rp.Metadata = &m
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func nonNil(t []offsetFetchTopic) []offsetFetchTopic {
+	if t == nil {
+		return []offsetFetchTopic{}
+	}
+	return t
+}

@@ -1,0 +1,47 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// JoinGroup: v0-9
+//
+// Behaviour: the classic group protocol, run by package group (see its
+// documentation for the state machine and every forced exit). The response
+// is held until the join phase completes, which may take up to the
+// rebalance timeout; it is sent from whichever request or timeout
+// completes the phase.
+//
+// Version notes:
+//   - v1: rebalance timeout; v4: member id required round trip (KIP-394);
+//     v5: group instance id (KIP-345); v6: flexible; v7: protocol type and
+//     name in the response; v8: reason; v9: skip assignment (KIP-814, set
+//     when a static leader restarts)
+func init() { regKey(11, 0, 9, handleJoinGroup) }
+
+func handleJoinGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.JoinGroupRequest)
+	if code := b.groupRequestCode(req.Group); code != 0 {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.LeaderID, resp.MemberID = code, -1, "", req.MemberID
+		respond(resp)
+		return
+	}
+	meta := group.JoinMeta{ClientID: cc.clientID, ClientHost: cc.clientHost}
+	b.groups.with(req.Group, true, func(g *group.Group) []group.Reply {
+		return g.Join(time.Now().UnixMilli(), req, meta, replyFn(respond))
+	})
+}
+
+// groupRequestCode is the error for a group request this node cannot take
+// now: an empty group id, or offsets still loading.
+func (b *Broker) groupRequestCode(id string) int16 {
+	if id == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	return b.loadingCode(id)
+}

@@ -1,0 +1,36 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// LeaveGroup: v0-5
+//
+// Behaviour: removes the member (v0-2) or members (v3+, by member id or
+// group instance id, each with its own error) and rebalances the rest.
+//
+// Version notes: v3: batch leave (KIP-345); v4: flexible; v5: reason
+func init() { regKey(13, 0, 5, handleLeaveGroup) }
+
+func handleLeaveGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	var resp kmsg.Response
+	code := b.groupRequestCode(req.Group)
+	if code == 0 && !b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+		replies, r := g.Leave(time.Now().UnixMilli(), req)
+		resp = r
+		return replies
+	}) {
+		code = kerr.UnknownMemberID.Code
+	}
+	if code != 0 {
+		r := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		r.ErrorCode = code
+		resp = r
+	}
+	respond(resp)
+}

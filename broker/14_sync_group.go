@@ -1,0 +1,33 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SyncGroup: v0-5
+//
+// Behaviour: followers wait until the leader sends the assignment; then all
+// get theirs and the group is Stable (package group).
+//
+// Version notes:
+//   - v3: group instance id; v4: flexible; v5: protocol type and name
+func init() { regKey(14, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	code := b.groupRequestCode(req.Group)
+	if code == 0 && !b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+		return g.Sync(time.Now().UnixMilli(), req, replyFn(respond))
+	}) {
+		code = kerr.UnknownMemberID.Code
+	}
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = code
+		respond(resp)
+	}
+}

@@ -1,0 +1,45 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeGroups: v0-5
+//
+// Behaviour: state, protocol and members (with assignments) of each group;
+// a group with only committed offsets is Empty; an unknown group is Dead
+// with no error, as Kafka answers these versions.
+//
+// Version notes: v1: throttle; v3: authorized operations; v4: group
+// instance id; v5: flexible
+func init() { regKey(15, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		var d kmsg.DescribeGroupsResponseGroup
+		if code := b.groupRequestCode(id); code != 0 {
+			d = kmsg.NewDescribeGroupsResponseGroup()
+			d.Group, d.ErrorCode = id, code
+		} else if !b.groups.with(id, false, func(g *group.Group) []group.Reply {
+			d = g.Describe()
+			return nil
+		}) {
+			d = kmsg.NewDescribeGroupsResponseGroup()
+			d.Group, d.State = id, "Dead"
+			if len(b.offsets.groupOffsets(id)) > 0 {
+				d.State = "Empty"
+			}
+		}
+		if req.IncludeAuthorizedOperations {
+			d.AuthorizedOperations = allGroupOperations
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	respond(resp)
+}
+
+// allGroupOperations: READ, DELETE, DESCRIBE (KIP-430 bits).
+const allGroupOperations = 1<<3 | 1<<6 | 1<<8

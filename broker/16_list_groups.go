@@ -1,0 +1,52 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups: v0-4
+//
+// Behaviour: every group with members or committed offsets; v4 filters by
+// state (KIP-518), case-insensitively as Kafka does.
+//
+// Version notes: v3: flexible; v4: states filter
+func init() { regKey(16, 0, 4, handleListGroups) }
+
+func handleListGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, s := range b.groups.listGroups() {
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.state) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState = s.id, s.protocolType, s.state
+		resp.Groups = append(resp.Groups, g)
+	}
+	respond(resp)
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if len(x) == len(s) && equalFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

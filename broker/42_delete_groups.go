@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups: v0-2
+//
+// Behaviour: a group with no members is deleted with all its committed
+// offsets (tombstones in the offsets topic, durable before the answer);
+// a group with members is NON_EMPTY_GROUP; an unknown group
+// GROUP_ID_NOT_FOUND.
+//
+// Version notes: v2: flexible
+func init() { regKey(42, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	pending := len(req.Groups)
+	if pending == 0 {
+		respond(resp)
+		return
+	}
+	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
+	done := make(chan struct{}, len(req.Groups))
+	for i, id := range req.Groups {
+		r := &resp.Groups[i]
+		*r = kmsg.NewDeleteGroupsResponseGroup()
+		r.Group = id
+		if code := b.groupRequestCode(id); code != 0 {
+			r.ErrorCode = code
+			done <- struct{}{}
+			continue
+		}
+		var err error
+		existed := b.groups.with(id, false, func(g *group.Group) []group.Reply {
+			err = g.Delete()
+			return nil
+		})
+		offs := b.offsets.groupOffsets(id)
+		switch {
+		case err != nil:
+			r.ErrorCode = groupErrorCode(err)
+		case !existed && len(offs) == 0:
+			r.ErrorCode = kerr.GroupIDNotFound.Code
+		}
+		if r.ErrorCode != 0 {
+			done <- struct{}{}
+			continue
+		}
+		tombs := make(map[topicPartition]*committedOffset, len(offs))
+		for tp := range offs {
+			tombs[tp] = nil
+		}
+		b.offsets.commit(id, tombs, func(err error) {
+			if err != nil {
+				r.ErrorCode = kerr.KafkaStorageError.Code
+			}
+			done <- struct{}{}
+		})
+	}
+	go func() {
+		for range req.Groups {
+			<-done
+		}
+		respond(resp)
+	}()
+}

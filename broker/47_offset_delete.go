@@ -1,0 +1,65 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/group"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetDelete: v0
+//
+// Behaviour: deletes committed offsets of a group (tombstones, durable
+// before the answer). Kafka refuses partitions of topics the group's
+// members are subscribed to; Fjord is stricter and refuses any partition
+// while the group has members (GROUP_SUBSCRIBED_TO_TOPIC), since it does not
+// parse subscriptions. Unknown group: GROUP_ID_NOT_FOUND.
+func init() { regKey(47, 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if code := b.groupRequestCode(req.Group); code != 0 {
+		resp.ErrorCode = code
+		respond(resp)
+		return
+	}
+	members := 0
+	existed := b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+		members = g.NumMembers()
+		return nil
+	})
+	have := b.offsets.groupOffsets(req.Group)
+	if !existed && len(have) == 0 {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		respond(resp)
+		return
+	}
+	tombs := map[topicPartition]*committedOffset{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition = rp.Partition
+			tp := topicPartition{rt.Topic, rp.Partition}
+			switch {
+			case members > 0:
+				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			case b.partition(rt.Topic, rp.Partition) == nil:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				if _, ok := have[tp]; ok {
+					tombs[tp] = nil
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	b.offsets.commit(req.Group, tombs, func(err error) {
+		if err != nil {
+			resp.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		respond(resp)
+	})
+}

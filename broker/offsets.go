@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// offsetsTopic is Kafka's internal topic of committed offsets. Each commit is
+// a record keyed by (group, topic, partition) in Kafka's own key and value
+// formats (kmsg.OffsetCommitKey v1, OffsetCommitValue v3), so the topic is
+// readable by Kafka's tools; a null value deletes the key.
+const offsetsTopic = "__consumer_offsets"
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type committedOffset struct {
+	offset      int64
+	leaderEpoch int32
+	metadata    string
+	commitTime  int64 // ms
+}
+
+// offsetStore keeps every group's committed offsets in memory, backed by
+// the offsets topic: a commit is appended to the group's partition
+// (hash(group) % partitions), made durable, and only then acknowledged.
+//
+// Invariant: for a loaded partition, mu.offsets equals the result of
+// applying that partition's log in order; the map is updated at append, in
+// log order, under mu.
+type offsetStore struct {
+	b      *Broker
+	t      *topic
+	loaded []atomic.Bool // per offsets-topic partition: its log has been read
+	mu     struct {
+		sync.Mutex
+		offsets map[string]map[topicPartition]committedOffset
+	}
+}
+
+var errLoading = errors.New("broker: coordinator is loading")
+
+// javaStringHash is Java's String.hashCode over UTF-16 code units, which
+// Kafka uses to map a group to its offsets partition; using the same
+// function keeps group placement identical to Kafka's.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+func (o *offsetStore) partitionFor(group string) int32 {
+	h := javaStringHash(group)
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % int32(len(o.t.parts))
+}
+
+// ensureOffsetsTopic creates the offsets topic on first start.
+func (b *Broker) ensureOffsetsTopic() (*topic, error) {
+	if t := b.lookup(offsetsTopic); t != nil {
+		return t, nil
+	}
+	return b.createTopic(createSpec{
+		name: offsetsTopic, partitions: b.cfg.OffsetsTopicPartitions, replication: -1, internal: true,
+		// Committed offsets must never age out by time. Compaction is what
+		// keeps this topic small; until it exists the topic only grows.
+		configs: map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"},
+	})
+}
+
+func newOffsetStore(b *Broker, t *topic) *offsetStore {
+	o := &offsetStore{b: b, t: t, loaded: make([]atomic.Bool, len(t.parts))}
+	o.mu.offsets = map[string]map[topicPartition]committedOffset{}
+	return o
+}
+
+// load reads every offsets partition's log; until a partition is loaded its
+// groups answer COORDINATOR_LOAD_IN_PROGRESS.
+func (o *offsetStore) load() {
+	start := time.Now()
+	n := 0
+	for i, p := range o.t.parts {
+		off := p.log.StartOffset()
+		for {
+			data, err := p.log.Read(off, 1<<20, p.log.EndOffset(), nil)
+			if err != nil {
+				o.b.log.Error().Err(err).Int("partition", i).Msg("loading committed offsets; partition stays unavailable")
+				break
+			}
+			if len(data) == 0 {
+				o.loaded[i].Store(true)
+				break
+			}
+			for len(data) > 0 {
+				info, err := storage.ParseHeader(data)
+				if err != nil || info.Bytes > len(data) {
+					o.b.log.Error().Err(err).Int("partition", i).Msg("bad batch in offsets topic")
+					return
+				}
+				base := storage.BaseOffset(data)
+				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+					o.apply(r.Key, r.Value)
+					n++
+					return true
+				})
+				off = base + int64(info.LastDelta) + 1
+				data = data[info.Bytes:]
+			}
+		}
+	}
+	o.b.log.Info().Int("records", n).Dur("took", time.Since(start)).Msg("loaded committed offsets")
+}
+
+// apply folds one offsets-topic record into the map.
+func (o *offsetStore) apply(key, value []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.applyLocked(key, value)
+}
+
+// REQUIRES: o.mu held.
+func (o *offsetStore) applyLocked(key, value []byte) {
+	var k kmsg.OffsetCommitKey
+	if len(key) < 2 || k.ReadFrom(key) != nil || k.Version > 1 {
+		return // group metadata (key version 2) is not kept yet
+	}
+	tp := topicPartition{k.Topic, k.Partition}
+	if value == nil {
+		if g := o.mu.offsets[k.Group]; g != nil {
+			delete(g, tp)
+			if len(g) == 0 {
+				delete(o.mu.offsets, k.Group)
+			}
+		}
+		return
+	}
+	var v kmsg.OffsetCommitValue
+	if v.ReadFrom(value) != nil {
+		return
+	}
+	g := o.mu.offsets[k.Group]
+	if g == nil {
+		g = map[topicPartition]committedOffset{}
+		o.mu.offsets[k.Group] = g
+	}
+	g[tp] = committedOffset{v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp}
+}
+
+func offsetKey(group string, tp topicPartition) []byte {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.topic, tp.partition
+	return k.AppendTo(nil)
+}
+
+func offsetValue(c committedOffset) []byte {
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = 3, c.offset, c.leaderEpoch, c.metadata, c.commitTime
+	return v.AppendTo(nil)
+}
+
+// commit appends the offsets (nil value: delete) for group and calls done
+// once they are durable, or with the error that stopped them.
+func (o *offsetStore) commit(group string, offs map[topicPartition]*committedOffset, done func(error)) {
+	pi := o.partitionFor(group)
+	if !o.loaded[pi].Load() {
+		done(errLoading)
+		return
+	}
+	if len(offs) == 0 {
+		done(nil)
+		return
+	}
+	p := o.t.parts[pi]
+	recs := make([]storage.KV, 0, len(offs))
+	for tp, c := range offs {
+		kv := storage.KV{Key: offsetKey(group, tp)}
+		if c != nil {
+			kv.Value = offsetValue(*c)
+		}
+		recs = append(recs, kv)
+	}
+	now := time.Now().UnixMilli()
+	batch := storage.BuildBatch(recs, now)
+	info, err := storage.ValidateBatch(batch, 0)
+	if err != nil {
+		done(fmt.Errorf("offsets batch: %w", err))
+		return
+	}
+	// Append and apply under mu, so the map changes in log order.
+	o.mu.Lock()
+	_, err = p.log.Append(batch, info, 0, now)
+	if err == nil {
+		for _, r := range recs {
+			o.applyLocked(r.Key, r.Value)
+		}
+	}
+	o.mu.Unlock()
+	if err != nil {
+		done(err)
+		return
+	}
+	go func() { done(p.flush()) }()
+}
+
+// fetch returns a group's committed offset for tp.
+func (o *offsetStore) fetch(group string, tp topicPartition) (committedOffset, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c, ok := o.mu.offsets[group][tp]
+	return c, ok
+}
+
+// groupOffsets returns a copy of all of a group's committed offsets.
+func (o *offsetStore) groupOffsets(group string) map[topicPartition]committedOffset {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[topicPartition]committedOffset, len(o.mu.offsets[group]))
+	for tp, c := range o.mu.offsets[group] {
+		out[tp] = c
+	}
+	return out
+}
+
+// groupsWithOffsets lists groups that have committed offsets.
+func (o *offsetStore) groupsWithOffsets() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.mu.offsets))
+	for g := range o.mu.offsets {
+		out = append(out, g)
+	}
+	return out
+}
+
+func (o *offsetStore) isLoaded(group string) bool { return o.loaded[o.partitionFor(group)].Load() }

@@ -1,0 +1,51 @@
+package storage
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// KV is a record to encode: a nil Value is a tombstone (null value).
+type KV struct {
+	Key, Value []byte
+}
+
+// BuildBatch encodes records as one uncompressed magic-2 batch with the
+// given timestamp and no producer id, ready for Append (which assigns the
+// offsets). The broker uses it for records it writes itself, such as
+// committed consumer offsets.
+func BuildBatch(records []KV, timestamp int64) []byte {
+	var body []byte
+	for i, r := range records {
+		var rec []byte
+		rec = append(rec, 0)                     // attributes
+		rec = binary.AppendVarint(rec, 0)        // timestamp delta
+		rec = binary.AppendVarint(rec, int64(i)) // offset delta
+		rec = putVarBytes(rec, r.Key)
+		rec = putVarBytes(rec, r.Value)
+		rec = binary.AppendVarint(rec, 0) // no headers
+		body = binary.AppendVarint(body, int64(len(rec)))
+		body = append(body, rec...)
+	}
+	b := make([]byte, BatchHeaderLen, BatchHeaderLen+len(body))
+	b = append(b, body...)
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
+	b[offMagic] = 2
+	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(len(records)-1))
+	binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(timestamp))
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(timestamp))
+	binary.BigEndian.PutUint64(b[offProducerID:], ^uint64(0)) // -1
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], ^uint16(0))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], ^uint32(0))
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(records)))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
+}
+
+func putVarBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(b, -1)
+	}
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
