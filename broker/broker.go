@@ -183,6 +183,7 @@ func (b *Broker) Start() {
 	b.goLoop(b.groups.run)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
+	b.goLoop(b.cleanerLoop)
 }
 
 func (b *Broker) goLoop(fn func()) {
@@ -293,56 +294,6 @@ func (b *Broker) clusterID() string {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.mu.state.ClusterID
-}
-
-// retentionLoop applies retention every log.retention.check.interval.ms.
-func (b *Broker) retentionLoop() {
-	t := time.NewTicker(time.Duration(max(b.cfg.RetentionCheckInterval, 10)) * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
-		now := time.Now().UnixMilli()
-		for _, tp := range b.topicsSnapshot() {
-			for _, p := range tp.parts {
-				if _, err := p.log.DeleteOldSegments(now); err != nil {
-					p.logger.Warn().Err(err).Msg("retention")
-				}
-			}
-		}
-	}
-}
-
-// flushLoop fsyncs partitions of relaxed topics (flush.messages > 1) once
-// flush.ms has passed or flush.messages records are waiting.
-func (b *Broker) flushLoop() {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	last := map[*partition]time.Time{}
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		for _, tp := range b.topicsSnapshot() {
-			for _, p := range tp.parts {
-				s := p.settings.Load()
-				n := p.unflushed.Load()
-				if s.flushMessages <= 1 || n == 0 {
-					continue
-				}
-				if n >= s.flushMessages || now.Sub(last[p]) >= time.Duration(s.flushMs)*time.Millisecond {
-					p.flush()
-					last[p] = now
-				}
-			}
-		}
-	}
 }
 
 // connHandler adapts the broker to the protocol front end for one listener.

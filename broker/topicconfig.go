@@ -45,6 +45,7 @@ func itoa[T ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatInt(int
 var topicConfigDefs = []topicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", func(c *Config) string { return c.CleanupPolicy }, oneOf("delete", "compact", "compact,delete", "delete,compact")},
 	{"compression.type", "compression.type", func(*Config) string { return "producer" }, oneOf("producer")},
+	{"delete.retention.ms", "log.cleaner.delete.retention.ms", func(*Config) string { return "86400000" }, isInt(0)},
 	{"flush.messages", "log.flush.interval.messages", func(c *Config) string { return itoa(c.FlushMessages) }, isInt(1)},
 	{"flush.ms", "log.flush.interval.ms", func(c *Config) string { return itoa(c.FlushMs) }, isInt(1)},
 	{"index.interval.bytes", "log.index.interval.bytes", func(c *Config) string { return itoa(c.IndexIntervalBytes) }, isInt(0)},
@@ -87,6 +88,9 @@ type topicSettings struct {
 	flushMs       int64
 	maxBatchBytes int
 	minISR        int32
+	// deleteRetentionMs is how long a tombstone outlives its segment's last
+	// write before compaction removes it.
+	deleteRetentionMs int64
 }
 
 // effectiveValue is a config's value for a topic and whether it is an override.
@@ -116,9 +120,10 @@ func settingsFor(c *Config, overrides map[string]string) topicSettings {
 			LogAppendTime:      get("message.timestamp.type") == "LogAppendTime",
 			FileDeleteDelay:    time.Minute,
 		},
-		flushMessages: num("flush.messages"),
-		flushMs:       num("flush.ms"),
-		maxBatchBytes: int(num("max.message.bytes")),
-		minISR:        int32(num("min.insync.replicas")),
+		flushMessages:     num("flush.messages"),
+		flushMs:           num("flush.ms"),
+		maxBatchBytes:     int(num("max.message.bytes")),
+		minISR:            int32(num("min.insync.replicas")),
+		deleteRetentionMs: num("delete.retention.ms"),
 	}
 }

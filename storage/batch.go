@@ -171,6 +171,7 @@ type Record struct {
 	TimestampDelta int64
 	OffsetDelta    int32
 	Key, Value     []byte
+	Headers        [][2][]byte
 }
 
 // maxDecompressed bounds one batch's decompressed body, against
@@ -240,12 +241,14 @@ func parseRecord(b []byte) (Record, error) {
 	}
 	b = b[n:]
 	for range nh {
-		if _, b, ok = varBytes(b); !ok {
+		var hk, hv []byte
+		if hk, b, ok = varBytes(b); !ok {
 			return bad("header key")
 		}
-		if _, b, ok = varBytes(b); !ok {
+		if hv, b, ok = varBytes(b); !ok {
 			return bad("header value")
 		}
+		r.Headers = append(r.Headers, [2][]byte{hk, hv})
 	}
 	if len(b) != 0 {
 		return bad("trailing bytes")

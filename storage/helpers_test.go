@@ -381,7 +381,7 @@ func recordsOf(t testing.TB, b []byte) []Record {
 	}
 	var out []Record
 	if err := EachRecord(b, info, func(r Record) bool {
-		out = append(out, Record{r.TimestampDelta, r.OffsetDelta, bytes.Clone(r.Key), bytes.Clone(r.Value)})
+		out = append(out, Record{TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
 		return true
 	}); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				}
 			}
 		}
-		s, err := openSegment(dir, base, active && !clean, cfg.IndexIntervalBytes, onBatch)
+		s, err := openSegment(dir, base, active && !clean, active, cfg.IndexIntervalBytes, onBatch)
 		if err != nil {
 			for _, o := range segs {
 				o.close()
@@ -203,7 +203,7 @@ func listSegments(dir string) ([]int64, error) {
 func removeTempFiles(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".tmp") {
+		if strings.HasSuffix(e.Name(), ".tmp") || strings.HasSuffix(e.Name(), cleanedExt) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

@@ -261,3 +261,6 @@ func RemoveDeletedDirs(logDir string) {
 		}
 	}
 }
+
+// SegmentCount is the number of segments, the active one included.
+func (l *Log) SegmentCount() int { return len(l.segments()) }

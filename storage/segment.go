@@ -144,7 +144,10 @@ type seenBatch struct {
 	info BatchInfo
 }
 
-func openSegment(dir string, base int64, recover bool, indexInterval int32, onBatch func(base int64, info BatchInfo)) (*segment, error) {
+// contiguous says every batch must start where the previous one ended: true
+// for the active segment, which compaction never rewrites; an older segment
+// may have gaps left by compaction.
+func openSegment(dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo)) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
@@ -184,7 +187,7 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 	if onBatch != nil {
 		collect = func(b []byte, info BatchInfo) { seen = append(seen, seenBatch{BaseOffset(b), info}) }
 	}
-	good, err := s.scan(start, fileSize, recover, rebuild, indexInterval, collect)
+	good, err := s.scan(start, fileSize, recover, contiguous, rebuild, indexInterval, collect)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -192,14 +195,14 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 	if !recover && !indexesAgree(s, offs, times) {
 		// Well-formed but wrong index files: rebuild from the log.
 		s.close()
-		return openSegment(dir, base, true, indexInterval, onBatch)
+		return openSegment(dir, base, true, contiguous, indexInterval, onBatch)
 	}
 	if good < fileSize {
 		if !recover {
 			// A clean shutdown never leaves a partial batch: the file changed
 			// behind our back. Rebuild everything from what is valid.
 			s.close()
-			return openSegment(dir, base, true, indexInterval, onBatch)
+			return openSegment(dir, base, true, contiguous, indexInterval, onBatch)
 		}
 		if err := s.f.Truncate(good); err != nil {
 			s.close()
@@ -243,7 +246,7 @@ func openSegment(dir string, base int64, recover bool, indexInterval int32, onBa
 // of the valid prefix. With check, each batch's CRC is verified; with
 // rebuild, the in-memory indexes are filled. onBatch sees each good batch
 // (its bytes only when check is set; header bytes otherwise).
-func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
+func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), 256<<10)
 	pos := start
 	var hdr [BatchHeaderLen]byte
@@ -255,12 +258,13 @@ func (s *segment) scan(start, fileSize int64, check, rebuild bool, indexInterval
 		}
 		info, err := ParseHeader(hdr[:])
 		// The base offset is outside the CRC: check it against what the log
-		// says it must be. The active segment (check) is contiguous; an
-		// older one may have gaps once compaction exists, but never goes
-		// backwards or overflows.
+		// says it must be. The active segment is contiguous; an older one
+		// may have gaps left by compaction, but never goes backwards or
+		// overflows. A scan starting mid-segment (at an index entry) takes
+		// its first batch's base as given.
 		base := BaseOffset(hdr[:])
 		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 ||
-			base < s.next || (check && base != s.next) || base > math.MaxInt64/2 {
+			base < s.next || (contiguous && base != s.next && pos != start) || base > math.MaxInt64/2 {
 			return pos, nil
 		}
 		batch := hdr[:]

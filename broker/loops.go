@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"strings"
+	"time"
+)
+
+// Background loops: retention, relaxed flushing and log compaction. Each is
+// started by Start through goLoop and ends when b.stop closes.
+
+// retentionLoop applies retention every log.retention.check.interval.ms.
+func (b *Broker) retentionLoop() {
+	t := time.NewTicker(time.Duration(max(b.cfg.RetentionCheckInterval, 10)) * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixMilli()
+		for _, tp := range b.topicsSnapshot() {
+			if !b.policyHas(tp, "delete") {
+				continue // compact-only topics keep everything the cleaner keeps
+			}
+			for _, p := range tp.parts {
+				if _, err := p.log.DeleteOldSegments(now); err != nil {
+					p.logger.Warn().Err(err).Msg("retention")
+				}
+			}
+		}
+	}
+}
+
+// flushLoop fsyncs partitions of relaxed topics (flush.messages > 1) once
+// flush.ms has passed or flush.messages records are waiting.
+func (b *Broker) flushLoop() {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	last := map[*partition]time.Time{}
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, tp := range b.topicsSnapshot() {
+			for _, p := range tp.parts {
+				s := p.settings.Load()
+				n := p.unflushed.Load()
+				if s.flushMessages <= 1 || n == 0 {
+					continue
+				}
+				if n >= s.flushMessages || now.Sub(last[p]) >= time.Duration(s.flushMs)*time.Millisecond {
+					p.flush()
+					last[p] = now
+				}
+			}
+		}
+	}
+}
+
+// policyHas reports whether the topic's effective cleanup.policy (its
+// override, else log.cleanup.policy) includes p.
+func (b *Broker) policyHas(t *topic, p string) bool {
+	v, _ := effectiveValue(&b.cfg, t.meta.Configs, findTopicConfig("cleanup.policy"))
+	return strings.Contains(v, p)
+}
+
+// cleanerBackoff is how often the cleaner looks for work
+// (log.cleaner.backoff.ms is 15 s in Kafka).
+const cleanerBackoff = 15 * time.Second
+
+// cleanerLoop compacts the partitions of topics with cleanup.policy
+// containing "compact": after each segment roll (new inactive data), and at
+// least every ten minutes so expired tombstones go. One partition at a time,
+// on this one goroutine: cleaning is background work and appends continue
+// meanwhile.
+func (b *Broker) cleanerLoop() {
+	t := time.NewTicker(cleanerBackoff)
+	defer t.Stop()
+	type mark struct {
+		segments int
+		at       time.Time
+	}
+	last := map[*partition]mark{}
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		for _, tp := range b.topicsSnapshot() {
+			if !b.policyHas(tp, "compact") {
+				continue
+			}
+			for _, p := range tp.parts {
+				n := p.log.SegmentCount()
+				m := last[p]
+				if n < 2 || (n == m.segments && time.Since(m.at) < 10*time.Minute) {
+					continue
+				}
+				st, err := p.log.Compact(time.Now().UnixMilli(), p.settings.Load().deleteRetentionMs)
+				last[p] = mark{p.log.SegmentCount(), time.Now()}
+				if err != nil {
+					p.logger.Error().Err(err).Msg("compaction failed")
+					continue
+				}
+				if st.Segments > 0 {
+					p.logger.Info().Int("segments", st.Segments).Int64("purged", st.RecordsPurged).
+						Int64("kept", st.RecordsKept).Dur("took", st.Duration).Msg("compacted")
+				}
+				select {
+				case <-b.stop:
+					return
+				default:
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"time"
+)
+
+// CompactStats reports one cleaning pass.
+type CompactStats struct {
+	Segments      int   // segments rewritten
+	BytesRead     int64 // bytes of the segments examined
+	BytesWritten  int64
+	RecordsKept   int64
+	RecordsPurged int64 // superseded records and expired tombstones
+	Duration      time.Duration
+}
+
+const cleanedExt = ".cleaned"
+
+// Compact is log compaction (cleanup.policy=compact): in every segment but
+// the active one, a record is kept only if it is the latest for its key
+// among those segments; a tombstone (null value) that is the latest for its
+// key is kept until its segment is older than deleteRetentionMs, then
+// removed too. Offsets never change: kept records keep their offsets, and
+// each rewritten batch keeps its base offset, offset range and producer
+// fields, so reads, indexes and producer state stay valid. Records without a
+// key are kept.
+//
+// Rewritten batches are uncompressed. A segment is rewritten into
+// <base>.log.cleaned, fsynced, its old index files are removed, and the
+// cleaned file is renamed over the .log (atomic), so a crash leaves either
+// the old segment or the new one; a leftover .cleaned file is removed at
+// start-up and missing indexes are rebuilt. Appends continue throughout:
+// only the final swap takes the writer's lock.
+func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
+	start := time.Now()
+	var st CompactStats
+	segs := l.segments()
+	if len(segs) < 2 {
+		return st, nil
+	}
+	inactive := segs[:len(segs)-1]
+
+	// Pass 1: the latest offset of every key.
+	latest := map[string]int64{}
+	for _, s := range inactive {
+		size := s.pub.Load().size
+		st.BytesRead += size
+		err := eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
+			base := BaseOffset(b)
+			return EachRecord(b, info, func(r Record) bool {
+				if r.Key != nil {
+					latest[string(r.Key)] = base + int64(r.OffsetDelta)
+				}
+				return true
+			})
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+
+	// Pass 2: rewrite each segment that loses something.
+	for _, s := range inactive {
+		size := s.pub.Load().size
+		expired := s.maxTS >= 0 && now-s.maxTS > deleteRetentionMs
+		var out []byte
+		purged := int64(0)
+		err := eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
+			base := BaseOffset(b)
+			var keep []Record
+			err := EachRecord(b, info, func(r Record) bool {
+				switch {
+				case r.Key == nil:
+					keep = append(keep, r)
+				case latest[string(r.Key)] != base+int64(r.OffsetDelta):
+					purged++
+				case r.Value == nil && expired:
+					purged++
+				default:
+					keep = append(keep, r)
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			st.RecordsKept += int64(len(keep))
+			if len(keep) == int(info.Records) && info.Codec == CodecNone {
+				out = append(out, b...) // untouched: copy as is
+			} else if len(keep) > 0 {
+				out = appendCompactedBatch(out, b, info, keep)
+			}
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+		st.RecordsPurged += purged
+		if purged == 0 {
+			continue
+		}
+		if err := l.swapSegment(s, out); err != nil {
+			return st, err
+		}
+		st.Segments++
+		st.BytesWritten += int64(len(out))
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// eachStoredBatch reads a segment's batches sequentially up to size.
+func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) error {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 256<<10)
+	var buf []byte
+	for pos := int64(0); pos < size; {
+		var hdr [BatchHeaderLen]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		info, err := ParseHeader(hdr[:])
+		if err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		if cap(buf) < info.Bytes {
+			buf = make([]byte, info.Bytes)
+		}
+		buf = buf[:info.Bytes]
+		copy(buf, hdr[:])
+		if _, err := io.ReadFull(r, buf[BatchHeaderLen:]); err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		if err := fn(buf, info); err != nil {
+			return err
+		}
+		pos += int64(info.Bytes)
+	}
+	return nil
+}
+
+// appendCompactedBatch writes an uncompressed batch holding keep, with the
+// original batch's base offset, offset range, timestamps and producer
+// fields.
+func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) []byte {
+	start := len(out)
+	out = append(out, orig[:BatchHeaderLen]...)
+	for _, r := range keep {
+		var rec []byte
+		rec = append(rec, 0)
+		rec = binary.AppendVarint(rec, r.TimestampDelta)
+		rec = binary.AppendVarint(rec, int64(r.OffsetDelta))
+		rec = putVarBytes(rec, r.Key)
+		rec = putVarBytes(rec, r.Value)
+		rec = binary.AppendVarint(rec, int64(len(r.Headers)))
+		for _, h := range r.Headers {
+			rec = putVarBytes(rec, h[0])
+			rec = putVarBytes(rec, h[1])
+		}
+		out = binary.AppendVarint(out, int64(len(rec)))
+		out = append(out, rec...)
+	}
+	b := out[start:]
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs&^attrCodecMask)
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(keep)))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return out
+}
+
+// swapSegment replaces segment old with one holding data, crash-safely.
+func (l *Log) swapSegment(old *segment, data []byte) error {
+	dir := l.dir
+	cleaned := segmentPath(dir, old.base, ".log"+cleanedExt)
+	if err := writeFileSync(cleaned, data); err != nil {
+		return fmt.Errorf("segment %d: write cleaned: %w", old.base, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := l.segments()
+	idx := -1
+	for i, s := range segs[:len(segs)-1] {
+		if s == old {
+			idx = i
+		}
+	}
+	if idx < 0 || l.mu.closed {
+		os.Remove(cleaned) // deleted by retention, or closing, meanwhile
+		return nil
+	}
+	// Indexes go first: a crash after the rename then finds none and
+	// rebuilds them from the new file, never trusts stale ones.
+	for _, ext := range []string{".index", ".timeindex"} {
+		if err := os.Remove(segmentPath(dir, old.base, ext)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("segment %d: %w", old.base, err)
+		}
+	}
+	if err := os.Rename(cleaned, old.path); err != nil {
+		return fmt.Errorf("segment %d: install cleaned: %w", old.base, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("segment %d: %w", old.base, err)
+	}
+	ns, err := openSegment(dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil)
+	if err != nil {
+		l.mu.failed = fmt.Errorf("segment %d: reopen after cleaning: %w", old.base, err)
+		return l.mu.failed
+	}
+	ns.next = old.next // trailing records may be gone; the range is not
+	if ns.maxTS < old.maxTS {
+		ns.maxTS, ns.maxTSOffset = old.maxTS, old.maxTSOffset
+	}
+	for _, f := range []*os.File{ns.ix.offFile, ns.ix.timeFile} {
+		f.Sync()
+	}
+	next := append([]*segment(nil), segs...)
+	next[idx] = ns
+	l.publishSegs(next)
+	delete(l.mu.dirty, old)
+	old.removed.Store(true)
+	time.AfterFunc(l.cfg.FileDeleteDelay, old.close)
+	return nil
+}
