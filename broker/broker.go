@@ -184,6 +184,7 @@ func (b *Broker) Start() {
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 	b.goLoop(b.cleanerLoop)
+	b.goLoop(b.offsetsExpiryLoop)
 }
 
 func (b *Broker) goLoop(fn func()) {

@@ -241,3 +241,79 @@ func TestTopicAdminErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestOffsetsExpireForEmptyGroups(t *testing.T) {
+	b := testBroker(t, t.TempDir(), func(c *Config) {
+		c.OffsetsRetentionMinutes = 1
+		c.OffsetsRetentionCheckMs = 20
+	})
+	rc := dial(t, b)
+	rc.createTopic("t", 1, nil)
+	waitLoaded(t, b)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(8)
+	commit.Group, commit.Generation = "old", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	if ec := rc.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; ec != 0 {
+		t.Fatal(ec)
+	}
+	// Backdate the commit past retention, as if a minute had gone by.
+	b.offsets.mu.Lock()
+	c := b.offsets.mu.offsets["old"][topicPartition{"t", 0}]
+	c.commitTime -= 2 * 60 * 1000
+	b.offsets.mu.offsets["old"][topicPartition{"t", 0}] = c
+	b.offsets.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(b.offsets.groupOffsets("old")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("expired offset not deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitLoaded(t *testing.T, b *Broker) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !b.offsets.isLoaded("old") || !b.offsets.isLoaded("g") {
+		if time.Now().After(deadline) {
+			t.Fatal("offsets never loaded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Committed offsets are durable and come back after a restart.
+func TestCommittedOffsetsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir, nil)
+	rc := dial(t, b)
+	rc.createTopic("t", 2, nil)
+	waitLoaded(t, b)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(2)
+	commit.Group, commit.Generation = "g", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}, {Partition: 1, Offset: 7}}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	rc.do(commit)
+	b.Close()
+	b2 := testBroker(t, dir, nil)
+	waitLoaded(t, b2)
+	rc2 := dial(t, b2)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.SetVersion(8)
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	fg.Group = "g"
+	fg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{fg}
+	resp := rc2.do(fetch).(*kmsg.OffsetFetchResponse)
+	ps := resp.Groups[0].Topics[0].Partitions
+	if ps[0].Offset != 42 || ps[1].Offset != 7 {
+		t.Fatalf("after restart: %+v", ps)
+	}
+}

@@ -48,6 +48,11 @@ type Config struct {
 	ConnectionsMaxIdleMs    int64  // connections.max.idle.ms
 	GroupInitialRebalanceMs int64  // group.initial.rebalance.delay.ms (accepted; used by group coordinator)
 	OffsetsTopicPartitions  int32  // offsets.topic.num.partitions
+	GroupMinSessionMs       int32  // group.min.session.timeout.ms
+	GroupMaxSessionMs       int32  // group.max.session.timeout.ms
+	OffsetsRetentionMinutes int64  // offsets.retention.minutes: committed offsets of an empty group expire after this
+	OffsetsRetentionCheckMs int64  // offsets.retention.check.interval.ms
+	CleanerBackoffMs        int64  // log.cleaner.backoff.ms: pause between compaction passes
 	OffsetsTopicReplication int16  // offsets.topic.replication.factor
 	ProcessRoles            string // process.roles
 	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
@@ -82,6 +87,11 @@ func DefaultConfig() Config {
 		ConnectionsMaxIdleMs:    600000,
 		GroupInitialRebalanceMs: 3000,
 		OffsetsTopicPartitions:  50,
+		GroupMinSessionMs:       6000,
+		GroupMaxSessionMs:       1800000,
+		OffsetsRetentionMinutes: 10080,
+		OffsetsRetentionCheckMs: 600000,
+		CleanerBackoffMs:        15000,
 		OffsetsTopicReplication: 1,
 		ProcessRoles:            "broker,controller",
 	}
@@ -127,6 +137,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MessageTimestampType != "CreateTime" && c.MessageTimestampType != "LogAppendTime" {
 		errs = append(errs, fmt.Errorf("log.message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType))
+	}
+	if c.GroupMinSessionMs < 1 || c.GroupMaxSessionMs < c.GroupMinSessionMs {
+		errs = append(errs, fmt.Errorf("group.min.session.timeout.ms %d / group.max.session.timeout.ms %d: need 1 <= min <= max", c.GroupMinSessionMs, c.GroupMaxSessionMs))
+	}
+	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 {
+		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes and offsets.retention.check.interval.ms must be >= 1"))
 	}
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))

@@ -30,8 +30,8 @@ type coordinator struct {
 
 func newCoordinator(b *Broker) *coordinator {
 	c := &coordinator{b: b, wake: make(chan struct{}, 1), cfg: group.Config{
-		MinSessionTimeoutMs:     6000,
-		MaxSessionTimeoutMs:     1800000,
+		MinSessionTimeoutMs:     b.cfg.GroupMinSessionMs,
+		MaxSessionTimeoutMs:     b.cfg.GroupMaxSessionMs,
 		InitialRebalanceDelayMs: int32(b.cfg.GroupInitialRebalanceMs),
 		MaxRebalanceAttempts:    10,
 		// Member ids must not repeat across restarts, or a client from
@@ -167,4 +167,14 @@ func (b *Broker) loadingCode(id string) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	}
 	return 0
+}
+
+// members is the group's member count (0 for an unknown group).
+func (c *coordinator) members(id string) int {
+	n := 0
+	c.with(id, false, func(g *group.Group) []group.Reply {
+		n = g.NumMembers()
+		return nil
+	})
+	return n
 }

@@ -68,17 +68,13 @@ func (b *Broker) policyHas(t *topic, p string) bool {
 	return strings.Contains(v, p)
 }
 
-// cleanerBackoff is how often the cleaner looks for work
-// (log.cleaner.backoff.ms is 15 s in Kafka).
-const cleanerBackoff = 15 * time.Second
-
 // cleanerLoop compacts the partitions of topics with cleanup.policy
 // containing "compact": after each segment roll (new inactive data), and at
 // least every ten minutes so expired tombstones go. One partition at a time,
 // on this one goroutine: cleaning is background work and appends continue
 // meanwhile.
 func (b *Broker) cleanerLoop() {
-	t := time.NewTicker(cleanerBackoff)
+	t := time.NewTicker(time.Duration(b.cfg.CleanerBackoffMs) * time.Millisecond)
 	defer t.Stop()
 	type mark struct {
 		segments int
@@ -117,6 +113,44 @@ func (b *Broker) cleanerLoop() {
 				default:
 				}
 			}
+		}
+	}
+}
+
+// offsetsExpiryLoop deletes committed offsets of groups without members once
+// offsets.retention.minutes have passed since their commit (KIP-211: an
+// active group's offsets never expire).
+func (b *Broker) offsetsExpiryLoop() {
+	t := time.NewTicker(time.Duration(b.cfg.OffsetsRetentionCheckMs) * time.Millisecond)
+	defer t.Stop()
+	retention := b.cfg.OffsetsRetentionMinutes * 60 * 1000
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixMilli()
+		for _, id := range b.offsets.groupsWithOffsets() {
+			if !b.offsets.isLoaded(id) || b.groups.members(id) > 0 {
+				continue
+			}
+			expired := map[topicPartition]*committedOffset{}
+			for tp, c := range b.offsets.groupOffsets(id) {
+				if now-c.commitTime > retention {
+					expired[tp] = nil
+				}
+			}
+			if len(expired) == 0 {
+				continue
+			}
+			b.offsets.commit(id, expired, func(err error) {
+				if err != nil {
+					b.log.Warn().Err(err).Str("group", id).Msg("expiring offsets")
+					return
+				}
+				b.log.Info().Str("group", id).Int("partitions", len(expired)).Msg("expired committed offsets")
+			})
 		}
 	}
 }
