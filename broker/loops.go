@@ -69,8 +69,9 @@ func (b *Broker) policyHas(t *topic, p string) bool {
 }
 
 // cleanerLoop compacts the partitions of topics with cleanup.policy
-// containing "compact": after each segment roll (new inactive data), and at
-// least every ten minutes so expired tombstones go. One partition at a time,
+// containing "compact": after each segment roll (new inactive data), and
+// again once delete.retention.ms (at most ten minutes) has passed, so
+// expired tombstones go. One partition at a time,
 // on this one goroutine: cleaning is background work and appends continue
 // meanwhile.
 func (b *Broker) cleanerLoop() {
@@ -94,7 +95,10 @@ func (b *Broker) cleanerLoop() {
 			for _, p := range tp.parts {
 				n := p.log.SegmentCount()
 				m := last[p]
-				if n < 2 || (n == m.segments && time.Since(m.at) < 10*time.Minute) {
+				// Tombstones expire with time, not with new segments: look
+				// again once delete.retention.ms could have passed.
+				again := min(10*time.Minute, time.Duration(p.settings.Load().deleteRetentionMs)*time.Millisecond)
+				if n < 2 || (n == m.segments && time.Since(m.at) < again) {
 					continue
 				}
 				st, err := p.log.Compact(time.Now().UnixMilli(), p.settings.Load().deleteRetentionMs)
