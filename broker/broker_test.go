@@ -317,3 +317,43 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v", ps)
 	}
 }
+
+// A Stable group is stored in the offsets topic and comes back after a
+// restart: its member's heartbeat at the same generation is accepted.
+func TestGroupSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir, func(c *Config) { c.GroupInitialRebalanceMs = 0 })
+	rc := dial(t, b)
+	rc.createTopic("t", 1, nil)
+	waitLoaded(t, b)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(5)
+	join.Group, join.ProtocolType = "g", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("m")}}
+	jr := rc.do(join).(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = jr.MemberID
+		jr = rc.do(join).(*kmsg.JoinGroupResponse)
+	}
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %d", jr.ErrorCode)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.MemberID, sync.Generation = "g", jr.MemberID, jr.Generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: []byte("a")}}
+	if sr := rc.do(sync).(*kmsg.SyncGroupResponse); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %d", sr.ErrorCode)
+	}
+	b.Close()
+	b2 := testBroker(t, dir, nil)
+	waitLoaded(t, b2)
+	rc2 := dial(t, b2)
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(3)
+	hb.Group, hb.MemberID, hb.Generation = "g", jr.MemberID, jr.Generation
+	if r := rc2.do(hb).(*kmsg.HeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("heartbeat after restart: %d", r.ErrorCode)
+	}
+}

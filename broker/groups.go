@@ -62,10 +62,9 @@ func (c *coordinator) with(id string, create bool, fn func(g *group.Group) []gro
 	}
 	var replies []group.Reply
 	if g != nil {
+		st, gen := g.State(), g.Generation()
 		replies = fn(g)
-		if g.State() == "Dead" {
-			delete(c.mu.groups, id)
-		}
+		c.afterChangeLocked(id, g, st, gen)
 	}
 	c.mu.Unlock()
 	deliver(replies)
@@ -109,14 +108,44 @@ func (c *coordinator) run() {
 		c.mu.Lock()
 		for id, g := range c.mu.groups {
 			if d := g.NextDeadline(); d >= 0 && d <= now {
+				st, gen := g.State(), g.Generation()
 				replies = append(replies, g.Tick(now)...)
-				if g.State() == "Dead" {
-					delete(c.mu.groups, id)
-				}
+				c.afterChangeLocked(id, g, st, gen)
 			}
 		}
 		c.mu.Unlock()
 		deliver(replies)
+	}
+}
+
+// afterChangeLocked stores a group whose state or generation changed once it
+// has settled (Stable or Empty), forgets a Dead one and stores its
+// tombstone. REQUIRES: c.mu held.
+func (c *coordinator) afterChangeLocked(id string, g *group.Group, state string, gen int32) {
+	now := g.State()
+	if now == state && g.Generation() == gen {
+		return
+	}
+	switch now {
+	case "Dead":
+		delete(c.mu.groups, id)
+		c.b.offsets.storeGroup(id, nil)
+	case "Stable", "Empty":
+		c.b.offsets.storeGroup(id, g.Snapshot(time.Now().UnixMilli()))
+	}
+}
+
+// restore installs a group read back from the offsets topic.
+func (c *coordinator) restore(id string, v *kmsg.GroupMetadataValue) {
+	g := group.Restore(id, c.cfg, v, time.Now().UnixMilli())
+	c.mu.Lock()
+	c.mu.groups[id] = g
+	c.mu.Unlock()
+	c.b.log.Info().Str("group", id).Str("state", g.State()).Int32("generation", g.Generation()).
+		Int("members", g.NumMembers()).Msg("restored group")
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -43,6 +43,9 @@ type offsetStore struct {
 	mu     struct {
 		sync.Mutex
 		offsets map[string]map[topicPartition]committedOffset
+		// groupMeta is each group's latest stored GroupMetadataValue, kept
+		// only while loading (restored into the coordinator, then cleared).
+		groupMeta map[string][]byte
 	}
 }
 
@@ -91,6 +94,7 @@ func (b *Broker) ensureOffsetsTopic() (*topic, error) {
 func newOffsetStore(b *Broker, t *topic) *offsetStore {
 	o := &offsetStore{b: b, t: t, loaded: make([]atomic.Bool, len(t.parts))}
 	o.mu.offsets = map[string]map[topicPartition]committedOffset{}
+	o.mu.groupMeta = map[string][]byte{}
 	return o
 }
 
@@ -108,6 +112,9 @@ func (o *offsetStore) load() {
 				break
 			}
 			if len(data) == 0 {
+				// Groups come back before the partition is served, so no
+				// new member can race a restored generation.
+				o.restoreGroups(int32(i))
 				o.loaded[i].Store(true)
 				break
 			}
@@ -140,9 +147,21 @@ func (o *offsetStore) apply(key, value []byte) {
 
 // REQUIRES: o.mu held.
 func (o *offsetStore) applyLocked(key, value []byte) {
+	if len(key) >= 2 && int16(key[0])<<8|int16(key[1]) == 2 {
+		var gk kmsg.GroupMetadataKey
+		if gk.ReadFrom(key) != nil {
+			return
+		}
+		if value == nil {
+			delete(o.mu.groupMeta, gk.Group)
+		} else {
+			o.mu.groupMeta[gk.Group] = value
+		}
+		return
+	}
 	var k kmsg.OffsetCommitKey
 	if len(key) < 2 || k.ReadFrom(key) != nil || k.Version > 1 {
-		return // group metadata (key version 2) is not kept yet
+		return
 	}
 	tp := topicPartition{k.Topic, k.Partition}
 	if value == nil {
@@ -220,6 +239,60 @@ func (o *offsetStore) commit(group string, offs map[topicPartition]*committedOff
 		return
 	}
 	go func() { done(p.flush()) }()
+}
+
+// restoreGroups hands the stored groups of offsets partition pi to the
+// coordinator.
+func (o *offsetStore) restoreGroups(pi int32) {
+	o.mu.Lock()
+	var ids []string
+	vals := map[string][]byte{}
+	for id, v := range o.mu.groupMeta {
+		if o.partitionFor(id) == pi {
+			ids = append(ids, id)
+			vals[id] = v
+			delete(o.mu.groupMeta, id)
+		}
+	}
+	o.mu.Unlock()
+	for _, id := range ids {
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(vals[id]); err != nil {
+			o.b.log.Warn().Err(err).Str("group", id).Msg("unreadable stored group; members will rejoin")
+			continue
+		}
+		o.b.groups.restore(id, &v)
+	}
+}
+
+// storeGroup appends a group's metadata (nil: a tombstone) to its offsets
+// partition, durably in the background.
+func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
+	pi := o.partitionFor(id)
+	if !o.loaded[pi].Load() {
+		return
+	}
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, id
+	kv := storage.KV{Key: k.AppendTo(nil)}
+	if v != nil {
+		kv.Value = v.AppendTo(nil)
+	}
+	now := time.Now().UnixMilli()
+	batch := storage.BuildBatch([]storage.KV{kv}, now)
+	info, err := storage.ValidateBatch(batch, 0)
+	if err != nil {
+		return
+	}
+	p := o.t.parts[pi]
+	o.mu.Lock()
+	_, err = p.log.Append(batch, info, 0, now)
+	o.mu.Unlock()
+	if err != nil {
+		o.b.log.Warn().Err(err).Str("group", id).Msg("storing group metadata")
+		return
+	}
+	go p.flush()
 }
 
 // fetch returns a group's committed offset for tp.

@@ -264,7 +264,7 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 		// its first batch's base as given.
 		base := BaseOffset(hdr[:])
 		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 ||
-			base < s.next || (contiguous && base != s.next && pos != start) || base > math.MaxInt64/2 {
+			base < s.next || (contiguous && base != s.next && (pos != start || start == 0)) || base > math.MaxInt64/2 {
 			return pos, nil
 		}
 		batch := hdr[:]
