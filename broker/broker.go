@@ -244,7 +244,7 @@ func (b *Broker) openTopic(name string, tm *topicMeta, create bool) (*topic, err
 				return nil, err
 			}
 			pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeUUID(tm.ID))
-			if err := writeFileSync(filepath.Join(dir, "partition.metadata"), []byte(pm)); err != nil {
+			if err := storage.WriteFileSync(filepath.Join(dir, "partition.metadata"), []byte(pm)); err != nil {
 				return nil, fmt.Errorf("%s-%d: %w", name, i, err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fjordlog/fjord/storage"
 	"os"
 	"path/filepath"
 	"sync"
@@ -82,37 +83,10 @@ func (ms *metastore) save(st *metaState) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(ms.path, b); err != nil {
+	if err := storage.WriteFileSync(ms.path, b); err != nil {
 		return fmt.Errorf("metadata %s: %w", ms.path, err)
 	}
 	return nil
-}
-
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // newClusterID makes a Kafka-style cluster id: 16 random bytes, base64url.

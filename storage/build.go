@@ -42,6 +42,24 @@ func BuildBatch(records []KV, timestamp int64) []byte {
 	return b
 }
 
+// appendRecord appends one record, with its varint length prefix, in the
+// record batch v2 format (see parseRecord).
+func appendRecord(dst []byte, r Record) []byte {
+	var rec []byte
+	rec = append(rec, 0) // attributes
+	rec = binary.AppendVarint(rec, r.TimestampDelta)
+	rec = binary.AppendVarint(rec, int64(r.OffsetDelta))
+	rec = putVarBytes(rec, r.Key)
+	rec = putVarBytes(rec, r.Value)
+	rec = binary.AppendVarint(rec, int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		rec = putVarBytes(rec, h[0])
+		rec = putVarBytes(rec, h[1])
+	}
+	dst = binary.AppendVarint(dst, int64(len(rec)))
+	return append(dst, rec...)
+}
+
 func putVarBytes(b, v []byte) []byte {
 	if v == nil {
 		return binary.AppendVarint(b, -1)

@@ -151,19 +151,7 @@ func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) []byt
 	start := len(out)
 	out = append(out, orig[:BatchHeaderLen]...)
 	for _, r := range keep {
-		var rec []byte
-		rec = append(rec, 0)
-		rec = binary.AppendVarint(rec, r.TimestampDelta)
-		rec = binary.AppendVarint(rec, int64(r.OffsetDelta))
-		rec = putVarBytes(rec, r.Key)
-		rec = putVarBytes(rec, r.Value)
-		rec = binary.AppendVarint(rec, int64(len(r.Headers)))
-		for _, h := range r.Headers {
-			rec = putVarBytes(rec, h[0])
-			rec = putVarBytes(rec, h[1])
-		}
-		out = binary.AppendVarint(out, int64(len(rec)))
-		out = append(out, rec...)
+		out = appendRecord(out, r)
 	}
 	b := out[start:]
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
@@ -178,7 +166,7 @@ func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) []byt
 func (l *Log) swapSegment(old *segment, data []byte) error {
 	dir := l.dir
 	cleaned := segmentPath(dir, old.base, ".log"+cleanedExt)
-	if err := writeFileSync(cleaned, data); err != nil {
+	if err := WriteFileSync(cleaned, data); err != nil {
 		return fmt.Errorf("segment %d: write cleaned: %w", old.base, err)
 	}
 	l.mu.Lock()

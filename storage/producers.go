@@ -178,7 +178,7 @@ func decodeSnapshot(b []byte) (producers, int64, error) {
 // rename) and removes all but the newest two snapshots.
 func writeSnapshot(dir string, p producers, endOffset int64) error {
 	path := segmentPath(dir, endOffset, snapshotExt)
-	if err := writeFileSync(path, p.encode(endOffset)); err != nil {
+	if err := WriteFileSync(path, p.encode(endOffset)); err != nil {
 		return fmt.Errorf("producer snapshot %d: %w", endOffset, err)
 	}
 	snaps, _ := listSnapshots(dir)
@@ -228,8 +228,9 @@ func loadLatestSnapshot(dir string, maxOffset int64) (producers, int64) {
 	return producers{}, -1
 }
 
-// writeFileSync replaces path atomically with data, durably.
-func writeFileSync(path string, data []byte) error {
+// WriteFileSync replaces path atomically with data, durably: a temporary
+// file is written and fsynced, renamed over path, and the directory fsynced.
+func WriteFileSync(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -217,7 +217,7 @@ func (l *Log) Close() error {
 			err = writeSnapshot(l.dir, l.mu.producers, end)
 		}
 		if err == nil {
-			err = writeFileSync(l.dir+"/"+cleanShutdownFile, nil)
+			err = WriteFileSync(l.dir+"/"+cleanShutdownFile, nil)
 		}
 	}
 	for _, s := range segs {
