@@ -9,10 +9,12 @@ import (
 // OffsetDelete: v0
 //
 // Behaviour: deletes committed offsets of a group (tombstones, durable
-// before the answer). Kafka refuses partitions of topics the group's
-// members are subscribed to; Fjord is stricter and refuses any partition
-// while the group has members (GROUP_SUBSCRIBED_TO_TOPIC), since it does not
-// parse subscriptions. Unknown group: GROUP_ID_NOT_FOUND.
+// before the answer). As in Kafka, partitions of topics the members of a
+// "consumer" group subscribe to are refused with GROUP_SUBSCRIBED_TO_TOPIC
+// (subscriptions are read from the members' consumer-protocol metadata).
+// While a group with members rebalances, or uses another protocol type, its
+// subscriptions are not known and every partition is refused. Unknown
+// group: GROUP_ID_NOT_FOUND.
 func init() { regKey(47, 0, 0, handleOffsetDelete) }
 
 func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -24,8 +26,12 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		return
 	}
 	members := 0
+	var subscribed map[string]bool // nil: unknown, refuse everything
 	existed := b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
 		members = g.NumMembers()
+		if members > 0 && g.State() == "Stable" && g.ProtocolType() == "consumer" {
+			subscribed = subscriptions(g.Describe())
+		}
 		return nil
 	})
 	have := b.offsets.groupOffsets(req.Group)
@@ -43,7 +49,7 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			sp.Partition = rp.Partition
 			tp := topicPartition{rt.Topic, rp.Partition}
 			switch {
-			case members > 0:
+			case members > 0 && (subscribed == nil || subscribed[rt.Topic]):
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			case b.partition(rt.Topic, rp.Partition) == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -62,4 +68,20 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+// subscriptions returns the topics a consumer group's members subscribe to,
+// or nil if any member's metadata cannot be read.
+func subscriptions(d kmsg.DescribeGroupsResponseGroup) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range d.Members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil
+		}
+		for _, t := range meta.Topics {
+			out[t] = true
+		}
+	}
+	return out
 }
