@@ -233,6 +233,7 @@ func (c *conn) readLoop() {
 				ev = ev.Int16("api_key", req.Key).Int16("api_version", req.Version).Str("client_id", req.ClientID)
 			}
 			ev.Msg("closing connection: bad request")
+			c.cancelSoon()
 			return // the writer sends what is owed, then closes
 		}
 		req.ClientHost = c.host
@@ -265,21 +266,34 @@ func (c *conn) dispatch(req *Request, sl *slot) {
 	c.s.handler.Handle(c.ctx, req, sl.respond)
 }
 
+// readFailed ends the connection after its read side failed. A peer that
+// hung up or broke the stream cannot read what is owed, so waiting work
+// (long polls, parked joins) is cancelled at once; otherwise a vanished
+// client would pin the socket and its goroutines until its MaxWait. A peer
+// that sent a bad frame gets a moment for the responses already owed.
 func (c *conn) readFailed(err error) {
 	switch {
 	case c.isStopping():
 		// Shutdown: the writer finishes what was read.
+		return
 	case errors.Is(err, io.EOF):
 		// Client hung up between requests.
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Info().Msg("closing idle connection")
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrFrameSize):
 		c.log.Warn().Err(err).Msg("closing connection: bad frame")
+		c.cancelSoon()
+		return
 	case errors.Is(err, net.ErrClosed):
 	default:
 		c.log.Debug().Err(err).Msg("connection read ended")
 	}
+	c.cancel()
 }
+
+// cancelSoon bounds how long a misbehaving peer's connection lingers for the
+// responses owed to it.
+func (c *conn) cancelSoon() { time.AfterFunc(time.Second, c.cancel) }
 
 func (c *conn) writeLoop() {
 	defer c.s.wg.Done()

@@ -231,3 +231,56 @@ func FuzzParseRequest(f *testing.F) {
 		_ = r.Body.AppendTo(nil)
 	})
 }
+
+// waitHandler parks every request until its connection's context ends, like
+// a long poll that nothing wakes.
+type waitHandler struct{}
+
+func (waitHandler) Handle(ctx context.Context, req *Request, respond Responder) {
+	go func() {
+		<-ctx.Done()
+		respond(nil, nil)
+	}()
+}
+
+// A client that hangs up while a request waits must not pin the connection
+// (and its goroutines and descriptor) until the wait would have ended.
+func TestHangUpCancelsWaitingRequests(t *testing.T) {
+	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 4}, waitHandler{}, testVersions{}, zerolog.Nop())
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv.Serve(ln)
+	defer func() { ln.Close(); srv.Close() }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(1)
+	c.Write(frame(encodeRequest(req, 1, "x")))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		srv.mu.Lock()
+		n := len(srv.mu.conns)
+		srv.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connection never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.Close()
+	for {
+		srv.mu.Lock()
+		n := len(srv.mu.conns)
+		srv.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connection still open after the client hung up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
