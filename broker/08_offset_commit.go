@@ -32,6 +32,20 @@ const maxOffsetMetadata = 4096
 func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	if code := b.groupRequestCode(req.Group); code != 0 {
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		respond(resp)
+		return
+	}
 	groupErr := b.checkCommitter(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	now := time.Now().UnixMilli()
 	offs := map[topicPartition]*committedOffset{}

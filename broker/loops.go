@@ -139,21 +139,23 @@ func (b *Broker) offsetsExpiryLoop() {
 			if !b.offsets.isLoaded(id) || b.groups.members(id) > 0 {
 				continue
 			}
-			expired := map[topicPartition]*committedOffset{}
-			for tp, c := range b.offsets.groupOffsets(id) {
-				if now-c.commitTime > retention {
-					expired[tp] = nil
-				}
+			tombs := map[topicPartition]*committedOffset{}
+			for tp := range b.offsets.groupOffsets(id) {
+				tombs[tp] = nil
 			}
-			if len(expired) == 0 {
-				continue
+			// Decided again under the store's lock: a commit acknowledged
+			// since the copy above, or still in flight, keeps its offset.
+			stillExpired := func(_ topicPartition, cur committedOffset, ok bool) bool {
+				return ok && now-cur.commitTime > retention
 			}
-			b.offsets.commit(id, expired, func(err error) {
+			b.offsets.commitIf(id, tombs, stillExpired, func(n int, err error) {
 				if err != nil {
 					b.log.Warn().Err(err).Str("group", id).Msg("expiring offsets")
 					return
 				}
-				b.log.Info().Str("group", id).Int("partitions", len(expired)).Msg("expired committed offsets")
+				if n > 0 {
+					b.log.Info().Str("group", id).Int("partitions", n).Msg("expired committed offsets")
+				}
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +45,10 @@ type offsetStore struct {
 		// groupMeta is each group's latest stored GroupMetadataValue, kept
 		// only while loading (restored into the coordinator, then cleared).
 		groupMeta map[string][]byte
+		// pending holds, per offsets partition, appended commits in log
+		// order until they are durable; inFlight counts them per group.
+		pending  map[int32][]pendingCommit
+		inFlight map[string]int
 	}
 }
 
@@ -95,6 +98,8 @@ func newOffsetStore(b *Broker, t *topic) *offsetStore {
 	o := &offsetStore{b: b, t: t, loaded: make([]atomic.Bool, len(t.parts))}
 	o.mu.offsets = map[string]map[topicPartition]committedOffset{}
 	o.mu.groupMeta = map[string][]byte{}
+	o.mu.pending = map[int32][]pendingCommit{}
+	o.mu.inFlight = map[string]int{}
 	return o
 }
 
@@ -200,45 +205,93 @@ func offsetValue(c committedOffset) []byte {
 // commit appends the offsets (nil value: delete) for group and calls done
 // once they are durable, or with the error that stopped them.
 func (o *offsetStore) commit(group string, offs map[topicPartition]*committedOffset, done func(error)) {
+	o.commitIf(group, offs, nil, func(_ int, err error) { done(err) })
+}
+
+// pendingCommit is an appended offsets batch not yet known durable. It is
+// applied to the table once the log's durable offset passes end.
+type pendingCommit struct {
+	end   int64 // log offset after the batch
+	group string
+	recs  []storage.KV
+}
+
+// commitIf is commit with a precondition: keep, if given, is asked under mu
+// for each partition whether to write it, given the committed offset the
+// table holds now. A partition with a commit in flight for the group is
+// never passed to keep. done learns how many partitions were written.
+//
+// The table changes only once a batch is durable, and in log order: an
+// OffsetFetch never sees a commit that a crash could take back, and one
+// whose fsync failed is never seen at all.
+func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedOffset,
+	keep func(tp topicPartition, cur committedOffset, ok bool) bool, done func(int, error)) {
 	pi := o.partitionFor(group)
 	if !o.loaded[pi].Load() {
-		done(errLoading)
-		return
-	}
-	if len(offs) == 0 {
-		done(nil)
+		done(0, errLoading)
 		return
 	}
 	p := o.t.parts[pi]
+	o.mu.Lock()
 	recs := make([]storage.KV, 0, len(offs))
 	for tp, c := range offs {
+		if keep != nil {
+			cur, ok := o.mu.offsets[group][tp]
+			if o.mu.inFlight[group] > 0 || !keep(tp, cur, ok) {
+				continue
+			}
+		}
 		kv := storage.KV{Key: offsetKey(group, tp)}
 		if c != nil {
 			kv.Value = offsetValue(*c)
 		}
 		recs = append(recs, kv)
 	}
+	if len(recs) == 0 {
+		o.mu.Unlock()
+		done(0, nil)
+		return
+	}
 	now := time.Now().UnixMilli()
 	batch := storage.BuildBatch(recs, now)
 	info, err := storage.ValidateBatch(batch, 0)
-	if err != nil {
-		done(fmt.Errorf("offsets batch: %w", err))
-		return
-	}
-	// Append and apply under mu, so the map changes in log order.
-	o.mu.Lock()
-	_, err = p.log.Append(batch, info, 0, now)
 	if err == nil {
-		for _, r := range recs {
-			o.applyLocked(r.Key, r.Value)
+		var res storage.AppendResult
+		res, err = p.log.Append(batch, info, 0, now)
+		if err == nil {
+			o.mu.pending[pi] = append(o.mu.pending[pi], pendingCommit{res.LastOffset + 1, group, recs})
+			o.mu.inFlight[group]++
 		}
 	}
 	o.mu.Unlock()
 	if err != nil {
-		done(err)
+		done(0, err)
 		return
 	}
-	go func() { done(p.flush()) }()
+	go func() {
+		err := p.flush()
+		o.applyDurable(pi)
+		done(len(recs), err)
+	}()
+}
+
+// applyDurable applies, in log order, the pending commits of partition pi
+// that are now durable.
+func (o *offsetStore) applyDurable(pi int32) {
+	durable := o.t.parts[pi].log.DurableOffset()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.mu.pending[pi]
+	for len(q) > 0 && q[0].end <= durable {
+		for _, r := range q[0].recs {
+			o.applyLocked(r.Key, r.Value)
+		}
+		if o.mu.inFlight[q[0].group]--; o.mu.inFlight[q[0].group] == 0 {
+			delete(o.mu.inFlight, q[0].group)
+		}
+		q = q[1:]
+	}
+	o.mu.pending[pi] = q
 }
 
 // restoreGroups hands the stored groups of offsets partition pi to the

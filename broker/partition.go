@@ -65,6 +65,11 @@ func (p *partition) advanceHW() {
 			break
 		}
 	}
+	p.wakeAll()
+}
+
+// wakeAll signals every waiting fetch once.
+func (p *partition) wakeAll() {
 	p.mu.Lock()
 	for ch := range p.mu.waiters {
 		select {

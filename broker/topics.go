@@ -85,7 +85,18 @@ func (b *Broker) createTopic(sp createSpec) (*topic, error) {
 	}
 	t, err := b.openTopic(sp.name, tm, true)
 	if err != nil {
-		return nil, err
+		// Undo, or the node could not start again: a topic in the
+		// metadata whose logs cannot be opened stops start-up.
+		b.mu.RLock()
+		prev := b.mu.state
+		b.mu.RUnlock()
+		if rerr := b.ms.save(prev); rerr != nil {
+			b.log.Error().Err(rerr).Str("topic", sp.name).Msg("could not roll back a failed topic creation")
+		}
+		for i := range sp.partitions {
+			os.RemoveAll(b.partitionDir(sp.name, i))
+		}
+		return nil, fmt.Errorf("create %q: %w", sp.name, err)
 	}
 	b.mu.Lock()
 	b.mu.state = next
@@ -133,7 +144,7 @@ func (b *Broker) deleteTopic(name string) error {
 	delete(b.mu.byID, t.meta.ID)
 	b.mu.Unlock()
 	for _, p := range t.parts {
-		p.advanceHW() // wake waiting fetches; they will find the topic gone
+		p.wakeAll() // waiting fetches look again and find the topic gone
 		if err := p.log.Delete(); err != nil && !os.IsNotExist(err) {
 			b.log.Warn().Err(err).Str("topic", name).Int32("partition", p.index).Msg("removing deleted partition's files")
 		}
