@@ -1,0 +1,367 @@
+package controller
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+)
+
+// The envelope layout (see the package doc for the picture).
+const (
+	formatV1       = 1 // byte 0: the envelope format
+	currentVersion = 1 // byte 2: every body type is at version 1
+	headerLen      = 7 // format, type, version, CRC-32C
+)
+
+// ErrCorrupt marks bytes that are not a record this code can read: bad
+// envelope, bad checksum, unknown type or version, truncated or trailing
+// body bytes. Test with errors.Is.
+var ErrCorrupt = errors.New("controller: corrupt record")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Encode serializes r at the current version of its body type. The encoding
+// is canonical: equal records give equal bytes (maps are written sorted by
+// key). It panics if r has no body, which is a programming error.
+func Encode(r Record) []byte {
+	if r.Body == nil {
+		panic("controller: Encode of a record without a body")
+	}
+	e := enc{b: make([]byte, headerLen, 64)}
+	e.b[0] = formatV1
+	e.b[1] = byte(r.Type())
+	e.b[2] = currentVersion
+	switch b := r.Body.(type) {
+	case RegisterBroker:
+		e.i32(b.ID)
+		e.b = append(e.b, b.Incarnation[:]...)
+		e.uvarint(uint64(len(b.Endpoints)))
+		for _, ep := range b.Endpoints {
+			e.str(ep.Name)
+			e.str(ep.Host)
+			e.i32(ep.Port)
+		}
+		e.str(b.Rack)
+		e.i64(b.Epoch)
+	case FenceBroker:
+		e.i32(b.ID)
+		e.i64(b.Epoch)
+	case UnfenceBroker:
+		e.i32(b.ID)
+		e.i64(b.Epoch)
+	case UnregisterBroker:
+		e.i32(b.ID)
+	case CreateTopic:
+		e.str(b.Name)
+		e.b = append(e.b, b.ID[:]...)
+		e.strMap(b.Configs)
+	case CreatePartition:
+		e.b = append(e.b, b.TopicID[:]...)
+		e.i32(b.Partition)
+		e.i32s(b.Replicas)
+		e.i32s(b.ISR)
+		e.i32(b.Leader)
+		e.i32(b.LeaderEpoch)
+		e.i32(b.PartitionEpoch)
+	case ChangePartition:
+		e.b = append(e.b, b.TopicID[:]...)
+		e.i32(b.Partition)
+		if b.ISR == nil {
+			e.b = append(e.b, 0)
+		} else {
+			e.b = append(e.b, 1)
+			e.i32s(*b.ISR)
+		}
+		if b.Leader == nil {
+			e.b = append(e.b, 0)
+		} else {
+			e.b = append(e.b, 1)
+			e.i32(*b.Leader)
+		}
+	case DeleteTopic:
+		e.b = append(e.b, b.ID[:]...)
+	case SetConfig:
+		e.b = append(e.b, byte(b.Resource.Type))
+		e.str(b.Resource.Name)
+		e.str(b.Key)
+		if b.Value == nil {
+			e.b = append(e.b, 0)
+		} else {
+			e.b = append(e.b, 1)
+			e.str(*b.Value)
+		}
+	case ProducerIDs:
+		e.i32(b.Broker)
+		e.i64(b.First)
+		e.i64(b.Count)
+	default:
+		panic(fmt.Sprintf("controller: Encode of unknown body %T", r.Body))
+	}
+	binary.BigEndian.PutUint32(e.b[3:7], checksum(e.b))
+	return e.b
+}
+
+// checksum is the CRC-32C of the type and version bytes and the body.
+func checksum(b []byte) uint32 {
+	c := crc32.Update(0, castagnoli, b[1:3])
+	return crc32.Update(c, castagnoli, b[headerLen:])
+}
+
+// Decode parses one record. It never panics, and it allocates at most in
+// proportion to len(data): every length is checked against the bytes left
+// before anything is allocated. The returned record does not alias data.
+func Decode(data []byte) (Record, error) {
+	if len(data) < headerLen {
+		return Record{}, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, len(data))
+	}
+	if data[0] != formatV1 {
+		return Record{}, fmt.Errorf("%w: unknown format %d", ErrCorrupt, data[0])
+	}
+	if want, got := binary.BigEndian.Uint32(data[3:7]), checksum(data); want != got {
+		return Record{}, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, got, want)
+	}
+	typ, ver := RecordType(data[1]), data[2]
+	if ver != currentVersion {
+		return Record{}, fmt.Errorf("%w: %s version %d unknown", ErrCorrupt, typ, ver)
+	}
+	d := dec{b: data[headerLen:]}
+	var body Body
+	switch typ {
+	case TypeRegisterBroker:
+		var b RegisterBroker
+		b.ID = d.i32()
+		d.uuid(&b.Incarnation)
+		if n := d.count(1 + 1 + 4); n > 0 {
+			b.Endpoints = make([]Endpoint, n)
+			for i := range b.Endpoints {
+				b.Endpoints[i] = Endpoint{Name: d.str(), Host: d.str(), Port: d.i32()}
+			}
+		}
+		b.Rack = d.str()
+		b.Epoch = d.i64()
+		body = b
+	case TypeFenceBroker:
+		body = FenceBroker{ID: d.i32(), Epoch: d.i64()}
+	case TypeUnfenceBroker:
+		body = UnfenceBroker{ID: d.i32(), Epoch: d.i64()}
+	case TypeUnregisterBroker:
+		body = UnregisterBroker{ID: d.i32()}
+	case TypeCreateTopic:
+		var b CreateTopic
+		b.Name = d.str()
+		d.uuid(&b.ID)
+		b.Configs = d.strMap()
+		body = b
+	case TypeCreatePartition:
+		var b CreatePartition
+		d.uuid(&b.TopicID)
+		b.Partition = d.i32()
+		b.Replicas = d.i32s()
+		b.ISR = d.i32s()
+		b.Leader = d.i32()
+		b.LeaderEpoch = d.i32()
+		b.PartitionEpoch = d.i32()
+		body = b
+	case TypeChangePartition:
+		var b ChangePartition
+		d.uuid(&b.TopicID)
+		b.Partition = d.i32()
+		if d.flag() {
+			isr := d.i32s()
+			b.ISR = &isr
+		}
+		if d.flag() {
+			l := d.i32()
+			b.Leader = &l
+		}
+		body = b
+	case TypeDeleteTopic:
+		var b DeleteTopic
+		d.uuid(&b.ID)
+		body = b
+	case TypeSetConfig:
+		var b SetConfig
+		b.Resource.Type = ResourceType(d.byte())
+		b.Resource.Name = d.str()
+		b.Key = d.str()
+		if d.flag() {
+			v := d.str()
+			b.Value = &v
+		}
+		body = b
+	case TypeProducerIDs:
+		body = ProducerIDs{Broker: d.i32(), First: d.i64(), Count: d.i64()}
+	default:
+		return Record{}, fmt.Errorf("%w: unknown type %d", ErrCorrupt, typ)
+	}
+	if d.err != nil {
+		return Record{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, typ, d.err)
+	}
+	if len(d.b) != 0 {
+		return Record{}, fmt.Errorf("%w: %s: %d trailing bytes", ErrCorrupt, typ, len(d.b))
+	}
+	return Record{Version: ver, Body: body}, nil
+}
+
+// enc appends primitives; see the package doc for their encodings.
+type enc struct{ b []byte }
+
+func (e *enc) i32(v int32)      { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
+func (e *enc) i64(v int64)      { e.b = binary.BigEndian.AppendUint64(e.b, uint64(v)) }
+func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *enc) i32s(vs []int32) {
+	e.uvarint(uint64(len(vs)))
+	for _, v := range vs {
+		e.i32(v)
+	}
+}
+func (e *enc) strMap(m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.str(k)
+		e.str(m[k])
+	}
+}
+
+// dec reads primitives. The first failure sticks in err; later reads return
+// zero values, so callers check err once at the end.
+type dec struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("truncated")
+
+func (d *dec) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *dec) byte() byte {
+	if p := d.take(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (d *dec) flag() bool {
+	switch v := d.byte(); v {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("presence byte %d, want 0 or 1", v)
+		}
+		return false
+	}
+}
+
+func (d *dec) i32() int32 {
+	if p := d.take(4); p != nil {
+		return int32(binary.BigEndian.Uint32(p))
+	}
+	return 0
+}
+
+func (d *dec) i64() int64 {
+	if p := d.take(8); p != nil {
+		return int64(binary.BigEndian.Uint64(p))
+	}
+	return 0
+}
+
+func (d *dec) uuid(u *[16]byte) {
+	if p := d.take(16); p != nil {
+		copy(u[:], p)
+	}
+}
+
+// count reads a uvarint element count and checks that n elements of at least
+// minSize bytes each can still follow, so a forged count cannot make the
+// caller allocate more than the input justifies.
+func (d *dec) count(minSize int) int {
+	if d.err != nil {
+		return 0
+	}
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 || w != varintLen(n) {
+		d.err = errors.New("bad or non-minimal varint")
+		return 0
+	}
+	d.b = d.b[w:]
+	if n > math.MaxInt32 || int(n)*minSize > len(d.b) {
+		d.err = errShort
+		return 0
+	}
+	return int(n)
+}
+
+func (d *dec) str() string {
+	n := d.count(1)
+	return string(d.take(n))
+}
+
+// i32s returns nil for an empty list, which Encode writes like an empty one.
+func (d *dec) i32s() []int32 {
+	n := d.count(4)
+	if n == 0 {
+		return nil
+	}
+	p := d.take(4 * n)
+	if p == nil {
+		return nil
+	}
+	vs := make([]int32, n)
+	for i := range vs {
+		vs[i] = int32(binary.BigEndian.Uint32(p[4*i:]))
+	}
+	return vs
+}
+
+// strMap returns nil for an empty map. Keys must be strictly increasing, so
+// each map has exactly one encoding.
+func (d *dec) strMap() map[string]string {
+	n := d.count(2)
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, n)
+	prev := ""
+	for i := range n {
+		k, v := d.str(), d.str()
+		if d.err != nil {
+			return nil
+		}
+		if i > 0 && k <= prev {
+			d.err = fmt.Errorf("map key %q not after %q", k, prev)
+			return nil
+		}
+		m[k], prev = v, k
+	}
+	return m
+}
+
+// varintLen is the length of the minimal uvarint encoding of n.
+func varintLen(n uint64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], n)
+}

@@ -1,0 +1,438 @@
+package controller
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// ErrNotApplicable is returned by Apply for a record that does not apply to
+// the image (unknown id, duplicate name, stale broker epoch, broken
+// partition invariant). Only validated records are proposed, so callers
+// treat it as a bug.
+var ErrNotApplicable = errors.New("controller: record does not apply")
+
+// Image is an immutable snapshot of the cluster metadata after applying the
+// log up to and including index Version.
+//
+// Design: copy-on-write. Apply shallow-copies the Image and replaces only the
+// maps it changes (cloned, then modified); the untouched maps, Topic values
+// and slices are shared between versions. So an *Image may be read from any
+// goroutine without locks while its owner applies the next record, and an
+// old image stays valid forever. Nothing reachable from an Image is ever
+// modified: everything accessors return is read-only for the caller.
+//
+// Cost: a partition change clones the topic's partition slice and the topic
+// map, O(partitions of the topic + topics). That is fine for thousands of
+// topics; a persistent (HAMT) map would be the next step, not a mutable
+// image with locks.
+//
+// The zero Image is the empty cluster at version 0.
+type Image struct {
+	version uint64
+
+	// brokers by id.
+	brokers map[int32]BrokerState
+	// topics by id; names maps each topic name to its id.
+	// Invariant: names and topics are inverse: len equal, names[t.Name]==t.ID.
+	topics map[[16]byte]*Topic
+	names  map[string][16]byte
+	// brokerConfigs by ConfigResource.Name of a ResourceBroker ("" is the
+	// cluster default); topic configs live in their Topic.
+	brokerConfigs map[string]map[string]string
+	// nextProducerID is the first producer id not yet handed out.
+	nextProducerID int64
+}
+
+// BrokerState is a registered broker as the image sees it.
+type BrokerState struct {
+	RegisterBroker       // the latest registration; its Epoch is set to Epoch
+	Fenced         bool  // may not lead or be in an ISR
+	Epoch          int64 // broker epoch: the log index of the registration
+}
+
+// Topic is a topic in an image. Read-only.
+type Topic struct {
+	Name    string
+	ID      [16]byte
+	Configs map[string]string // topic-level overrides; nil when none
+	// Partitions[p] is partition p. Invariant: partitions are [0, n).
+	Partitions []Partition
+}
+
+// Partition is the replication state of one partition. Read-only: the
+// slices are shared with other images.
+//
+// Invariant: Replicas is non-empty and distinct; ISR is a non-empty subset
+// of Replicas; Leader is in ISR or -1. ISR holds only unfenced brokers,
+// except that it never becomes empty: when its last member is fenced it
+// stays there with Leader -1, so that broker (the only one known to have
+// every committed record) leads again when it returns, and no unclean
+// election is ever needed.
+type Partition struct {
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32 // -1: no leader
+	LeaderEpoch    int32 // bumped on each leader change
+	PartitionEpoch int32 // bumped on each change of any field
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	TopicID   [16]byte
+	Partition int32
+}
+
+// Version is the log index of the last record applied.
+func (img *Image) Version() uint64 { return img.version }
+
+// NextProducerID is the first producer id not yet handed out.
+func (img *Image) NextProducerID() int64 { return img.nextProducerID }
+
+// Broker returns the broker's state.
+func (img *Image) Broker(id int32) (BrokerState, bool) {
+	b, ok := img.brokers[id]
+	return b, ok
+}
+
+// Brokers returns every registered broker, by id. The caller owns the slice.
+func (img *Image) Brokers() []BrokerState {
+	bs := slices.Collect(maps.Values(img.brokers))
+	slices.SortFunc(bs, func(a, b BrokerState) int { return cmp.Compare(a.ID, b.ID) })
+	return bs
+}
+
+// LiveBrokers returns the unfenced brokers, by id. The caller owns the slice.
+func (img *Image) LiveBrokers() []BrokerState {
+	return slices.DeleteFunc(img.Brokers(), func(b BrokerState) bool { return b.Fenced })
+}
+
+// live reports whether id is a registered, unfenced broker.
+func (img *Image) live(id int32) bool {
+	b, ok := img.brokers[id]
+	return ok && !b.Fenced
+}
+
+// Topic returns the named topic, or nil.
+func (img *Image) Topic(name string) *Topic {
+	id, ok := img.names[name]
+	if !ok {
+		return nil
+	}
+	return img.topics[id]
+}
+
+// TopicByID returns the topic with that id, or nil.
+func (img *Image) TopicByID(id [16]byte) *Topic { return img.topics[id] }
+
+// Topics returns every topic, by name. The caller owns the slice, not the
+// topics.
+func (img *Image) Topics() []*Topic {
+	ts := slices.Collect(maps.Values(img.topics))
+	slices.SortFunc(ts, func(a, b *Topic) int { return cmp.Compare(a.Name, b.Name) })
+	return ts
+}
+
+// Partition returns one partition's state.
+func (img *Image) Partition(topicID [16]byte, p int32) (Partition, bool) {
+	t := img.topics[topicID]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// PartitionsLedBy returns the partitions whose leader is broker, ordered by
+// topic name, then partition. The caller owns the slice.
+func (img *Image) PartitionsLedBy(broker int32) []TopicPartition {
+	var out []TopicPartition
+	for _, t := range img.Topics() {
+		for p, pt := range t.Partitions {
+			if pt.Leader == broker {
+				out = append(out, TopicPartition{t.ID, int32(p)})
+			}
+		}
+	}
+	return out
+}
+
+// Config returns a config value set for exactly that resource. It does not
+// fall back from a broker to the cluster default, or to static config:
+// layering is the reader's business.
+func (img *Image) Config(res ConfigResource, key string) (string, bool) {
+	var m map[string]string
+	switch res.Type {
+	case ResourceTopic:
+		if t := img.Topic(res.Name); t != nil {
+			m = t.Configs
+		}
+	case ResourceBroker:
+		m = img.brokerConfigs[res.Name]
+	}
+	v, ok := m[key]
+	return v, ok
+}
+
+// Apply returns the image after applying r at log index index, which must
+// be greater than img.Version. img is not modified. If r does not apply, the
+// error wraps ErrNotApplicable (or says why index is wrong) and the image is
+// nil.
+func (img *Image) Apply(index uint64, r Record) (*Image, error) {
+	if index <= img.version {
+		return nil, fmt.Errorf("%w: index %d not after version %d", ErrNotApplicable, index, img.version)
+	}
+	next := *img
+	next.version = index
+	var err error
+	switch b := r.Body.(type) {
+	case RegisterBroker:
+		err = next.registerBroker(index, b)
+	case FenceBroker:
+		err = next.setFenced(b.ID, b.Epoch, true)
+	case UnfenceBroker:
+		err = next.setFenced(b.ID, b.Epoch, false)
+	case UnregisterBroker:
+		if _, ok := img.brokers[b.ID]; !ok {
+			return nil, fmt.Errorf("%w: unregister: broker %d not registered", ErrNotApplicable, b.ID)
+		}
+		next.brokers = maps.Clone(img.brokers)
+		delete(next.brokers, b.ID)
+	case CreateTopic:
+		err = next.createTopic(b)
+	case CreatePartition:
+		err = next.createPartition(b)
+	case ChangePartition:
+		err = next.changePartition(b)
+	case DeleteTopic:
+		t := img.topics[b.ID]
+		if t == nil {
+			return nil, fmt.Errorf("%w: delete: unknown topic id %x", ErrNotApplicable, b.ID)
+		}
+		next.topics, next.names = maps.Clone(img.topics), maps.Clone(img.names)
+		delete(next.topics, b.ID)
+		delete(next.names, t.Name)
+	case SetConfig:
+		err = next.setConfig(b)
+	case ProducerIDs:
+		if b.First != img.nextProducerID || b.Count <= 0 || b.First > maxProducerID-b.Count {
+			return nil, fmt.Errorf("%w: producer ids [%d, +%d) (next is %d)", ErrNotApplicable, b.First, b.Count, img.nextProducerID)
+		}
+		next.nextProducerID = b.First + b.Count
+	default:
+		return nil, fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// maxProducerID bounds producer id blocks; ids are int64 and must stay
+// non-negative.
+const maxProducerID = 1<<63 - 1
+
+func (img *Image) registerBroker(index uint64, b RegisterBroker) error {
+	if b.ID < 0 {
+		return fmt.Errorf("%w: register: broker id %d", ErrNotApplicable, b.ID)
+	}
+	if b.Epoch != 0 && uint64(b.Epoch) != index {
+		return fmt.Errorf("%w: register: broker %d epoch %d at index %d", ErrNotApplicable, b.ID, b.Epoch, index)
+	}
+	b.Epoch = int64(index)
+	img.brokers = maps.Clone(img.brokers)
+	if img.brokers == nil {
+		img.brokers = map[int32]BrokerState{}
+	}
+	img.brokers[b.ID] = BrokerState{RegisterBroker: b, Fenced: true, Epoch: b.Epoch}
+	return nil
+}
+
+func (img *Image) setFenced(id int32, epoch int64, fenced bool) error {
+	b, ok := img.brokers[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: fence=%t: broker %d not registered", ErrNotApplicable, fenced, id)
+	case b.Epoch != epoch:
+		return fmt.Errorf("%w: fence=%t: broker %d epoch %d, record has %d", ErrNotApplicable, fenced, id, b.Epoch, epoch)
+	case b.Fenced == fenced:
+		return fmt.Errorf("%w: fence=%t: broker %d already so", ErrNotApplicable, fenced, id)
+	}
+	b.Fenced = fenced
+	img.brokers = maps.Clone(img.brokers)
+	img.brokers[id] = b
+	return nil
+}
+
+func (img *Image) createTopic(b CreateTopic) error {
+	switch {
+	case b.ID == [16]byte{}:
+		return fmt.Errorf("%w: create topic %q: zero id", ErrNotApplicable, b.Name)
+	case b.Name == "":
+		return fmt.Errorf("%w: create topic: empty name", ErrNotApplicable)
+	case img.topics[b.ID] != nil:
+		return fmt.Errorf("%w: create topic %q: id %x in use", ErrNotApplicable, b.Name, b.ID)
+	}
+	if _, ok := img.names[b.Name]; ok {
+		return fmt.Errorf("%w: create topic %q: name in use", ErrNotApplicable, b.Name)
+	}
+	var configs map[string]string
+	if len(b.Configs) > 0 {
+		configs = maps.Clone(b.Configs) // the record's map is the proposer's
+	}
+	img.putTopic(&Topic{Name: b.Name, ID: b.ID, Configs: configs})
+	img.names = maps.Clone(img.names)
+	if img.names == nil {
+		img.names = map[string][16]byte{}
+	}
+	img.names[b.Name] = b.ID
+	return nil
+}
+
+// putTopic installs t in a clone of the topic map.
+func (img *Image) putTopic(t *Topic) {
+	img.topics = maps.Clone(img.topics)
+	if img.topics == nil {
+		img.topics = map[[16]byte]*Topic{}
+	}
+	img.topics[t.ID] = t
+}
+
+func (img *Image) createPartition(b CreatePartition) error {
+	t := img.topics[b.TopicID]
+	if t == nil {
+		return fmt.Errorf("%w: create partition %d: unknown topic id %x", ErrNotApplicable, b.Partition, b.TopicID)
+	}
+	if int(b.Partition) != len(t.Partitions) {
+		return fmt.Errorf("%w: create partition %d of %q: next is %d", ErrNotApplicable, b.Partition, t.Name, len(t.Partitions))
+	}
+	p := Partition{
+		Replicas:       slices.Clone(b.Replicas),
+		ISR:            slices.Clone(b.ISR),
+		Leader:         b.Leader,
+		LeaderEpoch:    b.LeaderEpoch,
+		PartitionEpoch: b.PartitionEpoch,
+	}
+	if err := p.check(); err != nil {
+		return fmt.Errorf("%w: create partition %q-%d: %v", ErrNotApplicable, t.Name, b.Partition, err)
+	}
+	nt := *t
+	nt.Partitions = append(slices.Clip(t.Partitions), p) // Clip: never write into a shared array
+	img.putTopic(&nt)
+	return nil
+}
+
+func (img *Image) changePartition(b ChangePartition) error {
+	t := img.topics[b.TopicID]
+	if t == nil || b.Partition < 0 || int(b.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: change partition %x-%d: unknown", ErrNotApplicable, b.TopicID, b.Partition)
+	}
+	p := t.Partitions[b.Partition]
+	if b.ISR != nil {
+		p.ISR = slices.Clone(*b.ISR)
+	}
+	if b.Leader != nil && *b.Leader != p.Leader {
+		p.Leader = *b.Leader
+		p.LeaderEpoch++
+	}
+	p.PartitionEpoch++
+	if err := p.check(); err != nil {
+		return fmt.Errorf("%w: change partition %q-%d: %v", ErrNotApplicable, t.Name, b.Partition, err)
+	}
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions)
+	nt.Partitions[b.Partition] = p
+	img.putTopic(&nt)
+	return nil
+}
+
+// check verifies the structural invariants of a partition (not liveness,
+// which is the deciding controller's policy).
+func (p *Partition) check() error {
+	if len(p.Replicas) == 0 {
+		return errors.New("no replicas")
+	}
+	if dup(p.Replicas) {
+		return fmt.Errorf("duplicate replicas %v", p.Replicas)
+	}
+	if len(p.ISR) == 0 {
+		return errors.New("empty ISR")
+	}
+	if dup(p.ISR) {
+		return fmt.Errorf("duplicate ISR %v", p.ISR)
+	}
+	for _, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("ISR %v not within replicas %v", p.ISR, p.Replicas)
+		}
+	}
+	if p.Leader != -1 && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d not in ISR %v", p.Leader, p.ISR)
+	}
+	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
+		return fmt.Errorf("negative epochs %d/%d", p.LeaderEpoch, p.PartitionEpoch)
+	}
+	return nil
+}
+
+// dup reports whether ids has a repeated element; lists are short (a
+// replication factor), so quadratic is fine and allocation-free.
+func dup(ids []int32) bool {
+	for i := range ids {
+		if slices.Contains(ids[i+1:], ids[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (img *Image) setConfig(b SetConfig) error {
+	set := func(m map[string]string) map[string]string {
+		m = maps.Clone(m)
+		if b.Value == nil {
+			delete(m, b.Key)
+			if len(m) == 0 {
+				return nil
+			}
+			return m
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[b.Key] = *b.Value
+		return m
+	}
+	if b.Key == "" {
+		return fmt.Errorf("%w: set config: empty key", ErrNotApplicable)
+	}
+	switch b.Resource.Type {
+	case ResourceTopic:
+		t := img.Topic(b.Resource.Name)
+		if t == nil {
+			return fmt.Errorf("%w: set config: unknown topic %q", ErrNotApplicable, b.Resource.Name)
+		}
+		nt := *t
+		nt.Configs = set(t.Configs)
+		img.putTopic(&nt)
+	case ResourceBroker:
+		if b.Resource.Name != "" {
+			if id, err := strconv.ParseInt(b.Resource.Name, 10, 32); err != nil || id < 0 || strconv.Itoa(int(id)) != b.Resource.Name {
+				return fmt.Errorf("%w: set config: broker %q is not a broker id", ErrNotApplicable, b.Resource.Name)
+			}
+		}
+		img.brokerConfigs = maps.Clone(img.brokerConfigs)
+		if img.brokerConfigs == nil {
+			img.brokerConfigs = map[string]map[string]string{}
+		}
+		if m := set(img.brokerConfigs[b.Resource.Name]); m != nil {
+			img.brokerConfigs[b.Resource.Name] = m
+		} else {
+			delete(img.brokerConfigs, b.Resource.Name)
+		}
+	default:
+		return fmt.Errorf("%w: set config: resource type %d", ErrNotApplicable, b.Resource.Type)
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// applyErr applies r at the next index and expects ErrNotApplicable with the
+// image left as it was.
+func applyErr(t *testing.T, img *Image, r Record) {
+	t.Helper()
+	next, err := img.Apply(img.Version()+1, r)
+	if !errors.Is(err, ErrNotApplicable) || next != nil {
+		t.Errorf("apply %v: got %v, %v; want ErrNotApplicable", r, next, err)
+	}
+}
+
+func TestApplyBrokers(t *testing.T) {
+	c := newCluster(t)
+	c.apply(NewRecord(RegisterBroker{ID: 1, Incarnation: [16]byte{1}, Rack: "a"}))
+	b, ok := c.img.Broker(1)
+	if !ok || !b.Fenced || b.Epoch != 1 || b.Rack != "a" || c.img.Version() != 1 {
+		t.Fatalf("after register: %+v %v, version %d", b, ok, c.img.Version())
+	}
+	if len(c.img.LiveBrokers()) != 0 {
+		t.Fatal("a new registration must start fenced")
+	}
+	applyErr(t, c.img, NewRecord(UnfenceBroker{ID: 1, Epoch: 99}))  // stale epoch
+	applyErr(t, c.img, NewRecord(UnfenceBroker{ID: 2, Epoch: 1}))   // unknown
+	applyErr(t, c.img, NewRecord(FenceBroker{ID: 1, Epoch: 1}))     // already fenced
+	applyErr(t, c.img, NewRecord(RegisterBroker{ID: 2, Epoch: 55})) // epoch != index
+	c.apply(NewRecord(UnfenceBroker{ID: 1, Epoch: 1}))
+	if live := c.img.LiveBrokers(); len(live) != 1 || live[0].ID != 1 {
+		t.Fatalf("live %v", live)
+	}
+	c.apply(NewRecord(FenceBroker{ID: 1, Epoch: 1}))
+	if b, _ := c.img.Broker(1); !b.Fenced {
+		t.Fatal("not fenced")
+	}
+	// A new incarnation replaces the registration with a new epoch.
+	c.apply(NewRecord(RegisterBroker{ID: 1, Incarnation: [16]byte{2}}))
+	if b, _ := c.img.Broker(1); b.Epoch != 4 || b.Incarnation != [16]byte{2} || !b.Fenced {
+		t.Fatalf("re-registered: %+v", b)
+	}
+	c.apply(NewRecord(UnregisterBroker{ID: 1}))
+	if len(c.img.Brokers()) != 0 {
+		t.Fatal("not unregistered")
+	}
+	applyErr(t, c.img, NewRecord(UnregisterBroker{ID: 1}))
+	applyErr(t, c.img, NewRecord(RegisterBroker{ID: -1}))
+}
+
+func TestApplyIndexMustGrow(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("")
+	if _, err := c.img.Apply(c.img.Version(), NewRecord(UnregisterBroker{ID: 1})); err == nil {
+		t.Fatal("applied at an old index")
+	}
+	// Gaps are fine: raft indexes skip entries that are not records.
+	next, err := c.img.Apply(c.img.Version()+10, NewRecord(UnregisterBroker{ID: 1}))
+	if err != nil || next.Version() != c.img.Version()+10 {
+		t.Fatal(err)
+	}
+}
+
+func TestApplyTopicsAndPartitions(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	id := [16]byte{7}
+	c.apply(NewRecord(CreateTopic{Name: "t", ID: id, Configs: map[string]string{"retention.ms": "5"}}))
+	applyErr(t, c.img, NewRecord(CreateTopic{Name: "t", ID: [16]byte{8}}))  // name in use
+	applyErr(t, c.img, NewRecord(CreateTopic{Name: "u", ID: id}))           // id in use
+	applyErr(t, c.img, NewRecord(CreateTopic{Name: "u"}))                   // zero id
+	applyErr(t, c.img, NewRecord(CreatePartition{TopicID: [16]byte{9}}))    // unknown topic
+	applyErr(t, c.img, NewRecord(CreatePartition{TopicID: id, Partition: 1, // not next
+		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}))
+	for _, bad := range []CreatePartition{
+		{Replicas: nil, ISR: []int32{1}, Leader: 1},
+		{Replicas: []int32{1, 1}, ISR: []int32{1}, Leader: 1},
+		{Replicas: []int32{1, 2}, ISR: nil, Leader: 1},
+		{Replicas: []int32{1, 2}, ISR: []int32{3}, Leader: 3},
+		{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 2},
+	} {
+		bad.TopicID = id
+		applyErr(t, c.img, NewRecord(bad))
+	}
+	c.apply(
+		NewRecord(CreatePartition{TopicID: id, Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}),
+		NewRecord(CreatePartition{TopicID: id, Partition: 1, Replicas: []int32{2, 3, 1}, ISR: []int32{2, 3}, Leader: 2}),
+	)
+	tp := c.img.Topic("t")
+	if tp == nil || c.img.TopicByID(id) != tp || len(tp.Partitions) != 2 {
+		t.Fatalf("topic %+v", tp)
+	}
+	if v, ok := c.img.Config(TopicResource("t"), "retention.ms"); !ok || v != "5" {
+		t.Fatalf("config %q %v", v, ok)
+	}
+	if got := c.img.PartitionsLedBy(2); !reflect.DeepEqual(got, []TopicPartition{{id, 1}}) {
+		t.Fatalf("led by 2: %v", got)
+	}
+
+	// ISR only: partition epoch bumps, leader epoch does not.
+	c.apply(NewRecord(ChangePartition{TopicID: id, Partition: 0, ISR: ptr([]int32{1, 3})}))
+	if p := c.part(tp, 0); !slices.Equal(p.ISR, []int32{1, 3}) || p.Leader != 1 || p.LeaderEpoch != 0 || p.PartitionEpoch != 1 {
+		t.Fatalf("after ISR change: %+v", p)
+	}
+	// Leader change: both bump.
+	c.apply(NewRecord(ChangePartition{TopicID: id, Partition: 0, Leader: ptr(int32(3))}))
+	if p := c.part(tp, 0); p.Leader != 3 || p.LeaderEpoch != 1 || p.PartitionEpoch != 2 {
+		t.Fatalf("after leader change: %+v", p)
+	}
+	// Same leader again: leader epoch stays.
+	c.apply(NewRecord(ChangePartition{TopicID: id, Partition: 0, Leader: ptr(int32(3))}))
+	if p := c.part(tp, 0); p.LeaderEpoch != 1 || p.PartitionEpoch != 3 {
+		t.Fatalf("after no-op leader: %+v", p)
+	}
+	c.apply(NewRecord(ChangePartition{TopicID: id, Partition: 0, Leader: ptr(int32(-1))}))
+	if p := c.part(tp, 0); p.Leader != -1 || p.LeaderEpoch != 2 {
+		t.Fatalf("after leader -1: %+v", p)
+	}
+	applyErr(t, c.img, NewRecord(ChangePartition{TopicID: id, Partition: 0, Leader: ptr(int32(2))})) // not in ISR
+	applyErr(t, c.img, NewRecord(ChangePartition{TopicID: id, Partition: 0, ISR: ptr([]int32{})}))
+	applyErr(t, c.img, NewRecord(ChangePartition{TopicID: id, Partition: 5}))
+
+	c.apply(NewRecord(DeleteTopic{ID: id}))
+	if c.img.Topic("t") != nil || c.img.TopicByID(id) != nil || len(c.img.Topics()) != 0 {
+		t.Fatal("not deleted")
+	}
+	if _, ok := c.img.Config(TopicResource("t"), "retention.ms"); ok {
+		t.Fatal("configs survived the topic")
+	}
+	applyErr(t, c.img, NewRecord(DeleteTopic{ID: id}))
+	// The name is free again.
+	c.apply(NewRecord(CreateTopic{Name: "t", ID: [16]byte{8}}))
+}
+
+func TestApplyConfigs(t *testing.T) {
+	c := newCluster(t)
+	c.apply(NewRecord(CreateTopic{Name: "1", ID: [16]byte{1}}))
+	c.apply(
+		NewRecord(SetConfig{Resource: TopicResource("1"), Key: "k", Value: ptr("topic")}),
+		NewRecord(SetConfig{Resource: BrokerResource(1), Key: "k", Value: ptr("broker")}),
+		NewRecord(SetConfig{Resource: ClusterResource(), Key: "k", Value: ptr("cluster")}),
+	)
+	for res, want := range map[ConfigResource]string{TopicResource("1"): "topic", BrokerResource(1): "broker", ClusterResource(): "cluster"} {
+		if v, ok := c.img.Config(res, "k"); !ok || v != want {
+			t.Errorf("%v: %q %v, want %q", res, v, ok, want)
+		}
+	}
+	before := c.img
+	c.apply(NewRecord(SetConfig{Resource: BrokerResource(1), Key: "k"}))
+	if _, ok := c.img.Config(BrokerResource(1), "k"); ok {
+		t.Error("not deleted")
+	}
+	if v, _ := before.Config(BrokerResource(1), "k"); v != "broker" {
+		t.Error("delete changed the old image")
+	}
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: TopicResource("nope"), Key: "k", Value: ptr("v")}))
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: ConfigResource{ResourceBroker, "01"}, Key: "k"}))
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: ConfigResource{9, ""}, Key: "k"}))
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: ClusterResource(), Key: ""}))
+}
+
+func TestApplyProducerIDs(t *testing.T) {
+	c := newCluster(t)
+	c.apply(AllocateProducerIDs(c.img, 1, 1000))
+	c.apply(AllocateProducerIDs(c.img, 2, 1000))
+	if c.img.NextProducerID() != 2000 {
+		t.Fatalf("next %d", c.img.NextProducerID())
+	}
+	applyErr(t, c.img, NewRecord(ProducerIDs{Broker: 1, First: 0, Count: 1000})) // reused block
+	applyErr(t, c.img, NewRecord(ProducerIDs{Broker: 1, First: 2000, Count: 0}))
+	applyErr(t, c.img, NewRecord(ProducerIDs{Broker: 1, First: 2000, Count: math.MaxInt64}))
+}
+
+// TestApplyImmutable applies every sample kind of change and checks that the
+// image it started from reads exactly as before.
+func TestApplyImmutable(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 3, 3)
+	c.apply(NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("1")}))
+	snap := func(img *Image) string {
+		s := ""
+		for _, b := range img.Brokers() {
+			s += Record{Body: b.RegisterBroker}.String()
+			s += map[bool]string{true: "F", false: "U"}[b.Fenced]
+		}
+		for _, tt := range img.Topics() {
+			s += tt.Name
+			for _, p := range tt.Partitions {
+				s += Record{Body: CreatePartition{Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}}.String()
+			}
+			v, _ := img.Config(TopicResource(tt.Name), "a")
+			s += v
+		}
+		return s + fmt.Sprint(img.NextProducerID())
+	}
+	old := c.img
+	want := snap(old)
+	for _, r := range []Record{
+		NewRecord(RegisterBroker{ID: 4}),
+		NewRecord(FenceBroker{ID: 1, Epoch: c.epoch(1)}),
+		NewRecord(UnregisterBroker{ID: 2}),
+		NewRecord(CreateTopic{Name: "u", ID: [16]byte{0xff}}),
+		NewRecord(CreatePartition{TopicID: tp.ID, Partition: 3, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}),
+		NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, ISR: ptr([]int32{tp.Partitions[0].Leader}), Leader: ptr(tp.Partitions[0].Leader)}),
+		NewRecord(DeleteTopic{ID: tp.ID}),
+		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("2")}),
+		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a"}),
+		NewRecord(ProducerIDs{First: 0, Count: 5}),
+	} {
+		next, err := old.Apply(old.Version()+1, r)
+		if err != nil {
+			t.Fatalf("%v: %v", r, err)
+		}
+		if snap(next) == want {
+			t.Errorf("%v changed nothing", r)
+		}
+		if snap(old) != want || old.NextProducerID() != 0 {
+			t.Fatalf("%v modified the receiver", r)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Liveness tracks broker heartbeats for the active controller and turns
+// silence into fencing and leader elections. It is the controller's private
+// soft state, not part of the image: a newly active controller starts an
+// empty Liveness and every unfenced broker gets a full session from the
+// first Tick, as in Kafka.
+//
+// Time is an input: every method takes now in milliseconds from whatever
+// clock the owner reads. Liveness is not safe for concurrent use; the
+// controller's goroutine owns it.
+//
+// Elections never go outside the ISR (unclean leader election is off): a
+// partition whose ISR has no live member keeps its last ISR member and gets
+// leader -1 until that broker returns.
+type Liveness struct {
+	// lastSeen is the time of each broker's last accepted heartbeat or
+	// registration, or of the session start the first Tick gave it.
+	lastSeen map[int32]int64
+}
+
+// NewLiveness returns a Liveness that has seen no broker yet.
+func NewLiveness() *Liveness { return &Liveness{lastSeen: map[int32]int64{}} }
+
+// Register decides a BrokerRegistration. A retried registration (same
+// incarnation) needs no record: the broker's epoch is in the image. A new
+// incarnation of a broker whose previous incarnation is unfenced and still
+// inside its session is DUPLICATE_BROKER_REGISTRATION (two processes claim
+// one id). Otherwise it returns a RegisterBroker (the broker starts fenced
+// with the record's index as epoch) followed by the leader and ISR changes
+// that take the previous incarnation out of its partitions.
+func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutMs int64) ([]Record, int16) {
+	if reg.ID < 0 {
+		return nil, kerr.InvalidRequest.Code
+	}
+	old, exists := img.Broker(reg.ID)
+	if exists && old.Incarnation == reg.Incarnation {
+		l.lastSeen[reg.ID] = now
+		return nil, 0
+	}
+	if exists && !old.Fenced {
+		if seen, ok := l.lastSeen[reg.ID]; ok && now-seen < sessionTimeoutMs {
+			return nil, kerr.DuplicateBrokerRegistration.Code
+		}
+	}
+	reg.Epoch = 0
+	reg.Endpoints = slices.Clone(reg.Endpoints)
+	out := []Record{NewRecord(reg)}
+	if exists && !old.Fenced {
+		out = append(out, removeBrokers(img, []int32{reg.ID})...)
+	}
+	l.lastSeen[reg.ID] = now
+	return out, 0
+}
+
+// Heartbeat records a heartbeat from broker at brokerEpoch. An unregistered
+// broker gets BROKER_ID_NOT_REGISTERED and a wrong epoch STALE_BROKER_EPOCH.
+// A fenced broker that reports it has caught up with the metadata log is
+// unfenced: UnfenceBroker, followed by elections for the leaderless
+// partitions whose ISR it holds.
+func (l *Liveness) Heartbeat(img *Image, broker int32, brokerEpoch int64, caughtUp bool, now int64) ([]Record, int16) {
+	b, ok := img.Broker(broker)
+	if !ok {
+		return nil, kerr.BrokerIDNotRegistered.Code
+	}
+	if b.Epoch != brokerEpoch {
+		return nil, kerr.StaleBrokerEpoch.Code
+	}
+	l.lastSeen[broker] = now
+	if !b.Fenced || !caughtUp {
+		return nil, 0
+	}
+	out := []Record{NewRecord(UnfenceBroker{ID: broker, Epoch: b.Epoch})}
+	live := func(id int32) bool { return id == broker || img.live(id) }
+	forEachPartition(img, func(t *Topic, p int32, pt Partition) {
+		if pt.Leader == -1 && slices.Contains(pt.ISR, broker) {
+			if l := electFromISR(pt, live); l != -1 {
+				out = append(out, NewRecord(ChangePartition{TopicID: t.ID, Partition: p, Leader: &l}))
+			}
+		}
+	})
+	return out, 0
+}
+
+// Tick fences every unfenced broker not heard from for sessionTimeoutMs and,
+// in the same batch, removes the fenced brokers from every ISR and moves the
+// leadership of the partitions they led to a live ISR member (leader epoch
+// bumped on apply), or to -1 if there is none. Records come in a
+// deterministic order: FenceBroker by broker id, then partition changes by
+// topic name and partition.
+func (l *Liveness) Tick(img *Image, now, sessionTimeoutMs int64) []Record {
+	var expired []int32
+	for _, b := range img.LiveBrokers() {
+		seen, ok := l.lastSeen[b.ID]
+		if !ok {
+			l.lastSeen[b.ID] = now // first sight: a full session from now
+			continue
+		}
+		if now-seen >= sessionTimeoutMs {
+			expired = append(expired, b.ID)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	var out []Record
+	for _, id := range expired {
+		b, _ := img.Broker(id)
+		out = append(out, NewRecord(FenceBroker{ID: id, Epoch: b.Epoch}))
+		// If the fence is lost (the proposal dropped), retry after another
+		// session rather than every tick.
+		l.lastSeen[id] = now
+	}
+	return append(out, removeBrokers(img, expired)...)
+}
+
+// removeBrokers returns the partition changes that take the brokers gone
+// (being fenced or replaced) out of every ISR and every leadership. A
+// partition whose ISR would become empty keeps one member (its leader if in
+// the ISR, else its first member) and gets leader -1: never an unclean
+// election.
+func removeBrokers(img *Image, gone []int32) []Record {
+	live := func(id int32) bool { return img.live(id) && !slices.Contains(gone, id) }
+	var out []Record
+	forEachPartition(img, func(t *Topic, p int32, pt Partition) {
+		if !slices.ContainsFunc(pt.ISR, func(id int32) bool { return slices.Contains(gone, id) }) &&
+			!slices.Contains(gone, pt.Leader) {
+			return
+		}
+		c := ChangePartition{TopicID: t.ID, Partition: p}
+		isr := slices.DeleteFunc(slices.Clone(pt.ISR), func(id int32) bool { return slices.Contains(gone, id) })
+		if len(isr) == 0 {
+			keep := pt.ISR[0]
+			if slices.Contains(pt.ISR, pt.Leader) {
+				keep = pt.Leader
+			}
+			isr = []int32{keep}
+		}
+		if !slices.Equal(isr, pt.ISR) {
+			c.ISR = &isr
+		}
+		if pt.Leader == -1 || !live(pt.Leader) {
+			next := pt
+			next.ISR = isr
+			if l := electFromISR(next, live); l != pt.Leader {
+				c.Leader = &l
+			}
+		}
+		if c.ISR != nil || c.Leader != nil {
+			out = append(out, NewRecord(c))
+		}
+	})
+	return out
+}
+
+// ElectPreferred moves leadership back to each partition's preferred leader
+// (its first replica) where that broker is live and in the ISR and does not
+// lead already (Kafka's auto.leader.rebalance.enable, without the imbalance
+// threshold). Order: by topic name, then partition.
+func ElectPreferred(img *Image) []Record {
+	var out []Record
+	forEachPartition(img, func(t *Topic, p int32, pt Partition) {
+		pref := pt.Replicas[0]
+		if pt.Leader != pref && img.live(pref) && slices.Contains(pt.ISR, pref) {
+			out = append(out, NewRecord(ChangePartition{TopicID: t.ID, Partition: p, Leader: &pref}))
+		}
+	})
+	return out
+}
+
+// electFromISR picks the first replica, in replica order, that is in the
+// ISR and live; -1 if none. Replica order makes the preferred leader win
+// whenever it is eligible.
+func electFromISR(p Partition, live func(int32) bool) int32 {
+	for _, r := range p.Replicas {
+		if slices.Contains(p.ISR, r) && live(r) {
+			return r
+		}
+	}
+	return -1
+}
+
+// forEachPartition calls fn for every partition, by topic name then index.
+func forEachPartition(img *Image, fn func(t *Topic, p int32, pt Partition)) {
+	for _, t := range img.Topics() {
+		for p, pt := range t.Partitions {
+			fn(t, int32(p), pt)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+const session = 9000 // broker.session.timeout.ms
+
+// beat heartbeats every broker but skip at now, unfenced and caught up.
+func beat(t *testing.T, c *cluster, l *Liveness, now int64, skip ...int32) {
+	t.Helper()
+	for _, b := range c.img.Brokers() {
+		if slices.Contains(skip, b.ID) {
+			continue
+		}
+		if recs, code := l.Heartbeat(c.img, b.ID, b.Epoch, true, now); code != 0 || len(recs) != 0 {
+			t.Fatalf("heartbeat %d: %d %v", b.ID, code, recs)
+		}
+	}
+}
+
+func TestTickFencesAndElects(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 30, 3)
+	before := map[int32]Partition{}
+	for i, p := range tp.Partitions {
+		before[int32(i)] = p
+	}
+	l := NewLiveness()
+	if recs := l.Tick(c.img, 0, session); recs != nil { // first sight: session starts
+		t.Fatal(recs)
+	}
+	beat(t, c, l, 5000, 2)
+	if recs := l.Tick(c.img, 8999, session); recs != nil {
+		t.Fatalf("fenced early: %v", recs)
+	}
+	recs := l.Tick(c.img, 9000, session)
+	if len(recs) == 0 || !reflect.DeepEqual(recs[0].Body, FenceBroker{ID: 2, Epoch: c.epoch(2)}) {
+		t.Fatalf("tick: %v", recs)
+	}
+	led := c.img.PartitionsLedBy(2)
+	c.apply(recs...)
+	if b, _ := c.img.Broker(2); !b.Fenced {
+		t.Fatal("not fenced")
+	}
+	if len(led) != 10 || len(c.img.PartitionsLedBy(2)) != 0 {
+		t.Fatalf("led %d before, %d after", len(led), len(c.img.PartitionsLedBy(2)))
+	}
+	for i, p := range c.img.Topic("t").Partitions {
+		old := before[int32(i)]
+		if slices.Contains(p.ISR, 2) || len(p.ISR) != 2 {
+			t.Errorf("partition %d: ISR %v still has 2", i, p.ISR)
+		}
+		if old.Leader == 2 {
+			if p.Leader == 2 || !slices.Contains(old.ISR, p.Leader) || p.LeaderEpoch != old.LeaderEpoch+1 {
+				t.Errorf("partition %d: leader %d epoch %d, was %d epoch %d", i, p.Leader, p.LeaderEpoch, old.Leader, old.LeaderEpoch)
+			}
+		} else if p.Leader != old.Leader || p.LeaderEpoch != old.LeaderEpoch {
+			t.Errorf("partition %d: leader moved without cause", i)
+		}
+	}
+	if recs := l.Tick(c.img, 9001, session); recs != nil {
+		t.Fatalf("fenced twice: %v", recs)
+	}
+}
+
+func TestTickNoUncleanElection(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "")
+	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {1, 2}}}}, Defaults{}, c.ids)
+	c.apply(res[0].Records...)
+	tp := c.img.Topic("t")
+	// The leader shrinks the ISR to itself.
+	recs, code := AlterPartition(c.img, 1, c.epoch(1), tp.ID, 0, 0, 0, []int32{1})
+	if code != 0 {
+		t.Fatal(code)
+	}
+	c.apply(recs...)
+	l := NewLiveness()
+	l.Tick(c.img, 0, session)
+	beat(t, c, l, 1000, 1)
+	c.apply(l.Tick(c.img, session, session)...)
+	p := c.part(tp, 0)
+	if p.Leader != -1 || !slices.Equal(p.ISR, []int32{1}) || p.LeaderEpoch != 1 {
+		t.Fatalf("want leader -1 and ISR [1] (no unclean election of 2): %+v", p)
+	}
+	// Broker 2 alone, out of sync, never leads: ElectPreferred and ticks
+	// leave it alone.
+	if recs := ElectPreferred(c.img); recs != nil {
+		t.Fatal(recs)
+	}
+	// Broker 1 comes back: its caught-up heartbeat unfences it and it leads.
+	recs, code = l.Heartbeat(c.img, 1, c.epoch(1), false, 20000)
+	if code != 0 || recs != nil {
+		t.Fatalf("not caught up yet: %d %v", code, recs)
+	}
+	recs, code = l.Heartbeat(c.img, 1, c.epoch(1), true, 20001)
+	if code != 0 || len(recs) != 2 || recs[0].Type() != TypeUnfenceBroker {
+		t.Fatalf("unfence: %d %v", code, recs)
+	}
+	c.apply(recs...)
+	if p := c.part(tp, 0); p.Leader != 1 || p.LeaderEpoch != 2 {
+		t.Fatalf("after return: %+v", p)
+	}
+}
+
+func TestHeartbeatErrorsAndRegister(t *testing.T) {
+	c := newCluster(t)
+	l := NewLiveness()
+	reg := RegisterBroker{ID: 1, Incarnation: [16]byte{1}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 1}}}
+	recs, code := l.Register(c.img, reg, 0, session)
+	if code != 0 || len(recs) != 1 {
+		t.Fatal(code, recs)
+	}
+	c.apply(recs...)
+	if _, code := l.Heartbeat(c.img, 2, 1, true, 1); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatal(code)
+	}
+	if _, code := l.Heartbeat(c.img, 1, 99, true, 1); code != kerr.StaleBrokerEpoch.Code {
+		t.Fatal(code)
+	}
+	recs, code = l.Heartbeat(c.img, 1, c.epoch(1), true, 1)
+	if code != 0 || !reflect.DeepEqual(recs, []Record{NewRecord(UnfenceBroker{ID: 1, Epoch: c.epoch(1)})}) {
+		t.Fatal(code, recs)
+	}
+	c.apply(recs...)
+	c.create("t", 2, 1)
+	// A retried registration needs nothing.
+	if recs, code := l.Register(c.img, reg, 2, session); code != 0 || recs != nil {
+		t.Fatal(code, recs)
+	}
+	// Another process claiming id 1 inside the session is refused.
+	reg2 := reg
+	reg2.Incarnation = [16]byte{2}
+	if _, code := l.Register(c.img, reg2, 3, session); code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatal(code)
+	}
+	// After the session, the new incarnation replaces the old one, which
+	// loses its leaderships (ISR keeps it: it was the only member).
+	recs, code = l.Register(c.img, reg2, 3+session, session)
+	if code != 0 || len(recs) != 3 {
+		t.Fatal(code, recs)
+	}
+	c.apply(recs...)
+	if b, _ := c.img.Broker(1); !b.Fenced || b.Incarnation != reg2.Incarnation || len(c.img.PartitionsLedBy(1)) != 0 {
+		t.Fatalf("%+v", b)
+	}
+	recs, _ = l.Heartbeat(c.img, 1, c.epoch(1), true, 4+session)
+	c.apply(recs...)
+	if len(c.img.PartitionsLedBy(1)) != 2 {
+		t.Fatal("new incarnation did not take its partitions back")
+	}
+}
+
+func TestElectPreferred(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 6, 3)
+	l := NewLiveness()
+	l.Tick(c.img, 0, session)
+	beat(t, c, l, 1, 1)
+	c.apply(l.Tick(c.img, session, session)...)
+	if len(c.img.LiveBrokers()) != 2 {
+		t.Fatal("want only broker 1 fenced")
+	}
+	if n := len(c.img.PartitionsLedBy(1)); n != 0 {
+		t.Fatal(n)
+	}
+	if recs := ElectPreferred(c.img); recs != nil {
+		t.Fatalf("broker 1 is fenced: %v", recs)
+	}
+	recs, _ := l.Heartbeat(c.img, 1, c.epoch(1), true, session+2)
+	c.apply(recs...)
+	// Broker 1 is back but not in any ISR yet: no preferred election.
+	if recs := ElectPreferred(c.img); recs != nil {
+		t.Fatalf("broker 1 is out of sync: %v", recs)
+	}
+	for i, p := range c.img.Topic("t").Partitions {
+		recs, code := AlterPartition(c.img, p.Leader, c.epoch(p.Leader), tp.ID, int32(i), p.LeaderEpoch, p.PartitionEpoch, p.Replicas)
+		if code != 0 {
+			t.Fatal(code)
+		}
+		c.apply(recs...)
+	}
+	recs = ElectPreferred(c.img)
+	if len(recs) != 2 {
+		t.Fatalf("want 2 elections, got %v", recs)
+	}
+	c.apply(recs...)
+	for i, p := range c.img.Topic("t").Partitions {
+		if p.Leader != p.Replicas[0] {
+			t.Errorf("partition %d: leader %d, preferred %d", i, p.Leader, p.Replicas[0])
+		}
+	}
+	if recs := ElectPreferred(c.img); recs != nil {
+		t.Fatal(recs)
+	}
+}
+
+// TestDeterminism runs the same scenario twice and compares every record
+// byte for byte.
+func TestDeterminism(t *testing.T) {
+	run := func() (out [][]byte) {
+		c := newCluster(t)
+		c.brokers("a", "b", "a", "b", "c")
+		emit := func(recs ...Record) {
+			for _, r := range recs {
+				out = append(out, Encode(r))
+			}
+			c.apply(recs...)
+		}
+		res := CreateTopics(c.img, []TopicSpec{
+			{Name: "x", Partitions: 17, RF: 3, Configs: map[string]string{"a": "1", "b": "2", "c": "3"}},
+			{Name: "y", Partitions: 5, RF: 2},
+		}, Defaults{}, c.ids)
+		for _, r := range res {
+			emit(r.Records...)
+		}
+		l := NewLiveness()
+		l.Tick(c.img, 0, session)
+		beat(t, c, l, 10, 2, 4)
+		emit(l.Tick(c.img, session, session)...)
+		if len(c.img.LiveBrokers()) != 3 {
+			t.Fatal("want brokers 2 and 4 fenced")
+		}
+		for _, id := range []int32{2, 4} {
+			recs, _ := l.Heartbeat(c.img, id, c.epoch(id), true, session+20)
+			emit(recs...)
+		}
+		emit(ElectPreferred(c.img)...)
+		recs, _, _ := CreatePartitions(c.img, "y", 9, nil, Defaults{})
+		emit(recs...)
+		return out
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same inputs gave different records")
+	}
+	if len(a) < 30 {
+		t.Fatalf("scenario too small: %d records", len(a))
+	}
+}
