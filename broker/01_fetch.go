@@ -146,10 +146,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				p := t.parts[rp.Partition]
 				hw := p.hw.Load()
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
-				limit := int(rp.PartitionMaxBytes)
-				if total > 0 {
-					limit = min(limit, budget-total)
-				}
+				// The response budget binds every partition; only the first
+				// one with data may exceed it, by one whole batch (KIP-74).
+				limit := min(int(rp.PartitionMaxBytes), budget-total)
 				if limit <= 0 && total > 0 {
 					break
 				}
@@ -160,6 +159,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 						p.logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
 					break
+				}
+				if total > 0 && len(data) > limit {
+					putReadBuf(data) // an oversized batch waits for its own turn first
+					data = nil
 				}
 				if data != nil {
 					sp.RecordBatches = data
