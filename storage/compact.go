@@ -31,7 +31,7 @@ const cleanedExt = ".cleaned"
 // fields, so reads, indexes and producer state stay valid. Records without a
 // key are kept.
 //
-// Rewritten batches are uncompressed. A segment is rewritten into
+// Rewritten batches keep their codec. A segment is rewritten into
 // <base>.log.cleaned, fsynced, its old index files are removed, and the
 // cleaned file is renamed over the .log (atomic), so a crash leaves either
 // the old segment or the new one; a leftover .cleaned file is removed at
@@ -65,13 +65,20 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		}
 	}
 
-	// Pass 2: rewrite each segment that loses something.
+	// Pass 2: rewrite each segment that loses something, streaming into its
+	// .cleaned file so memory stays at one batch.
 	for _, s := range inactive {
 		size := s.pub.Load().size
 		expired := s.maxTS >= 0 && now-s.maxTS > deleteRetentionMs
-		var out []byte
-		purged := int64(0)
-		err := eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
+		cleaned := segmentPath(l.dir, s.base, ".log"+cleanedExt)
+		f, err := os.OpenFile(cleaned, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return st, fmt.Errorf("segment %d: %w", s.base, err)
+		}
+		w := bufio.NewWriterSize(f, 256<<10)
+		var written, purged int64
+		var scratch []byte
+		err = eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
 			base := BaseOffset(b)
 			var keep []Record
 			err := EachRecord(b, info, func(r Record) bool {
@@ -91,25 +98,42 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 				return err
 			}
 			st.RecordsKept += int64(len(keep))
-			if len(keep) == int(info.Records) && info.Codec == CodecNone {
-				out = append(out, b...) // untouched: copy as is
-			} else if len(keep) > 0 {
-				out = appendCompactedBatch(out, b, info, keep)
+			out := b // untouched: copied as is
+			if len(keep) == 0 {
+				return nil
 			}
-			return nil
+			if len(keep) < int(info.Records) {
+				if scratch, err = appendCompactedBatch(scratch[:0], b, info, keep); err != nil {
+					return err
+				}
+				out = scratch
+			}
+			written += int64(len(out))
+			_, err = w.Write(out)
+			return err
 		})
-		if err != nil {
-			return st, err
+		if err == nil {
+			err = w.Flush()
 		}
-		st.RecordsPurged += purged
-		if purged == 0 {
+		if err == nil && purged > 0 {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || purged == 0 {
+			os.Remove(cleaned)
+			if err != nil {
+				return st, fmt.Errorf("segment %d: clean: %w", s.base, err)
+			}
 			continue
 		}
-		if err := l.swapSegment(s, out); err != nil {
+		st.RecordsPurged += purged
+		if err := l.swapSegment(s, cleaned); err != nil {
 			return st, err
 		}
 		st.Segments++
-		st.BytesWritten += int64(len(out))
+		st.BytesWritten += written
 	}
 	st.Duration = time.Since(start)
 	return st, nil
@@ -144,31 +168,32 @@ func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) e
 	return nil
 }
 
-// appendCompactedBatch writes an uncompressed batch holding keep, with the
-// original batch's base offset, offset range, timestamps and producer
-// fields.
-func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) []byte {
+// appendCompactedBatch writes a batch holding keep, with the original
+// batch's base offset, offset range, timestamps, producer fields and
+// compression codec.
+func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) ([]byte, error) {
+	var body []byte
+	for _, r := range keep {
+		body = appendRecord(body, r)
+	}
+	body, err := compress(info.Codec, body)
+	if err != nil {
+		return nil, err
+	}
 	start := len(out)
 	out = append(out, orig[:BatchHeaderLen]...)
-	for _, r := range keep {
-		out = appendRecord(out, r)
-	}
+	out = append(out, body...)
 	b := out[start:]
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
-	attrs := binary.BigEndian.Uint16(b[offAttributes:])
-	binary.BigEndian.PutUint16(b[offAttributes:], attrs&^attrCodecMask)
 	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(keep)))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return out
+	return out, nil
 }
 
-// swapSegment replaces segment old with one holding data, crash-safely.
-func (l *Log) swapSegment(old *segment, data []byte) error {
+// swapSegment replaces segment old with the fsynced file cleaned,
+// crash-safely.
+func (l *Log) swapSegment(old *segment, cleaned string) error {
 	dir := l.dir
-	cleaned := segmentPath(dir, old.base, ".log"+cleanedExt)
-	if err := WriteFileSync(cleaned, data); err != nil {
-		return fmt.Errorf("segment %d: write cleaned: %w", old.base, err)
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	segs := l.segments()

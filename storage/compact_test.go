@@ -192,3 +192,52 @@ func BenchmarkCompact(b *testing.B) {
 		l.Close()
 	}
 }
+
+// A compressed batch that loses records is rewritten in its own codec,
+// with its headers and offsets kept.
+func TestCompactKeepsCodec(t *testing.T) {
+	for _, codec := range []int8{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		dir := t.TempDir()
+		cfg := DefaultConfig()
+		cfg.SegmentBytes = 1024
+		l, err := Open(dir, cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := buildBatch(t, batchOpts{Codec: codec, Records: []testRecord{
+			{OffsetDelta: 0, Key: []byte("a"), Value: []byte("1")},
+			{OffsetDelta: 1, Key: []byte("b"), Value: []byte("2"), Headers: [][2][]byte{{[]byte("h"), []byte("v")}}},
+			{OffsetDelta: 2, Key: []byte("a"), Value: []byte("3")},
+		}})
+		info, err := ValidateBatch(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Append(b, info, 0, 1)
+		appendKV(t, l, 1, KV{Key: []byte("filler"), Value: make([]byte, 2000)}) // roll
+		appendKV(t, l, 1, KV{Key: []byte("x"), Value: []byte("y")})
+		if _, err := l.Compact(2, 1<<40); err != nil {
+			t.Fatal(err)
+		}
+		data, err := l.Read(0, 1<<20, math.MaxInt64, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseHeader(data)
+		if err != nil || CheckCRC(data[:got.Bytes]) != nil {
+			t.Fatalf("codec %d: %v", codec, err)
+		}
+		if got.Codec != codec || got.Records != 2 || got.LastDelta != 2 {
+			t.Fatalf("codec %d: rewritten batch has codec %d, %d records, last delta %d", codec, got.Codec, got.Records, got.LastDelta)
+		}
+		var seen []string
+		EachRecord(data[:got.Bytes], got, func(r Record) bool {
+			seen = append(seen, fmt.Sprintf("%d:%s=%s/%d", r.OffsetDelta, r.Key, r.Value, len(r.Headers)))
+			return true
+		})
+		if fmt.Sprint(seen) != "[1:b=2/1 2:a=3/0]" {
+			t.Fatalf("codec %d: kept %v", codec, seen)
+		}
+		l.Close()
+	}
+}

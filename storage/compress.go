@@ -105,3 +105,44 @@ func unxerial(src []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+var zstdEncoders = sync.Pool{New: func() any {
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	return e
+}}
+
+// compress encodes src with a batch codec. Compaction uses it to keep a
+// rewritten batch in the codec it was produced with.
+func compress(codec int8, src []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch codec {
+	case CodecNone:
+		return src, nil
+	case CodecGzip:
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecSnappy:
+		// Raw snappy, as franz-go writes it; every client reads it.
+		return s2.EncodeSnappy(nil, src), nil
+	case CodecLZ4:
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecZstd:
+		e := zstdEncoders.Get().(*zstd.Encoder)
+		defer zstdEncoders.Put(e)
+		return e.EncodeAll(src, nil), nil
+	default:
+		return nil, fmt.Errorf("unknown codec %d", codec)
+	}
+	return buf.Bytes(), nil
+}
