@@ -35,6 +35,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=$(FUZZTIME) ./protocol
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateBatch$$' -fuzztime=$(FUZZTIME) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZTIME) ./storage
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./controller
 
 compat: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 $(GO) test -count=1 -timeout 15m ./...
