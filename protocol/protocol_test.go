@@ -257,29 +257,24 @@ func TestHangUpCancelsWaitingRequests(t *testing.T) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(1)
 	c.Write(frame(encodeRequest(req, 1, "x")))
+	waitConns(t, srv, 1)
+	c.Close()
+	waitConns(t, srv, 0)
+}
+
+// waitConns polls until srv has n open connections.
+func waitConns(t *testing.T, srv *Server, n int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		srv.mu.Lock()
-		n := len(srv.mu.conns)
+		got := len(srv.mu.conns)
 		srv.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("connection never registered")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	c.Close()
-	for {
-		srv.mu.Lock()
-		n := len(srv.mu.conns)
-		srv.mu.Unlock()
-		if n == 0 {
+		if got == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("connection still open after the client hung up")
+			t.Fatalf("%d connections open, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
