@@ -1,0 +1,607 @@
+// Package node is the I/O shell around a quorum.Member: it owns the member
+// in one goroutine, drives it with a clock, carries raft messages between
+// controllers over TCP, persists the raft log with raftlog (pebble), and
+// publishes the applied metadata image.
+//
+// # Goroutines
+//
+//   - run (the owner): the only goroutine that touches the Member and the
+//     Log. It selects over the ticker, inbound messages, transport reports
+//     (unreachable peer, snapshot sent or failed), proposals and stop, and
+//     after every event runs Ready cycles: Member.Ready saves to the Log
+//     before it returns the messages, so sending them afterwards keeps
+//     raft's persist-before-send rule.
+//   - accept, plus one reader per inbound connection: decode frames and
+//     hand the messages to run.
+//   - one writer per peer: owns the outbound connection to that peer,
+//     drains its bounded queue, redials with backoff.
+//
+// Every goroutine is started by Node.spawn and tracked by a WaitGroup;
+// Close cancels the node's context, closes the listener and every
+// connection, waits for all of them, then closes the log.
+//
+// # Wire format
+//
+// A connection carries raft messages one way (dialer → listener), each as
+// a frame:
+//
+//	+---------------------------+----------------------------------//-+
+//	| length, uint32 big-endian | raftpb.Message.Marshal() bytes       |
+//	+---------------------------+----------------------------------//-+
+//
+// A frame longer than MaxFrameSize is rejected: the reader closes the
+// connection, the writer drops the message and reports it undelivered.
+// Nothing is versioned yet; a future format would open with a magic
+// preamble on connect, which today's frames never begin with (a length
+// ≥ 2^31 is always rejected).
+//
+// # Proposals
+//
+// Raft entries carry only data, so a proposal is matched to its entry by
+// position: the owner notes the log's last index, proposes, runs one Ready
+// cycle (which saves the new entry) and finds the entry with the
+// proposal's data and the current term after the noted index. Propose
+// returns once that (index, term) entry is applied. If the leader's term
+// changes first, or the index is applied with another term (or passed over
+// by a snapshot), the outcome is unknown to this node and Propose fails
+// with ErrLeadershipLost: the record may or may not commit under the next
+// leader.
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/quorum"
+	"github.com/fjordlog/fjord/controller/raftlog"
+)
+
+var (
+	// ErrNotLeader is returned by Propose on a node that is not the leader;
+	// the error is a *NotLeaderError naming the leader it knows of.
+	ErrNotLeader = errors.New("node: not the leader")
+	// ErrLeadershipLost means a proposal's outcome is unknown: this node
+	// lost leadership before the proposal applied.
+	ErrLeadershipLost = errors.New("node: leadership lost before the proposal applied")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("node: closed")
+)
+
+// NotLeaderError is ErrNotLeader with the leader this node knows of.
+type NotLeaderError struct {
+	Leader uint64 // 0 when no leader is known
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("node: not the leader (leader is %d)", e.Leader)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Config configures a Node.
+type Config struct {
+	ID uint64 // raft id; a key of Voters or Learners
+	// Voters and Learners map every member's raft id to the host:port of
+	// its controller listener (this node's own entry is unused for
+	// dialing). They bootstrap an empty log; see quorum.Config.
+	Voters, Learners map[uint64]string
+	Dir              string // data directory; the raft log lives in Dir/raft
+	// Listen is the host:port to bind (port 0 picks one); ignored when
+	// Listener is set.
+	Listen string
+	// Listener, if set, is an already-bound listener the node takes over
+	// (and closes on Close). Tests use it to learn every port first.
+	Listener net.Listener
+	// TickInterval is the raft tick (election timeout 10 ticks, heartbeat
+	// 1). Default 100ms.
+	TickInterval time.Duration
+	// SnapshotEvery is how many applied entries trigger a new snapshot and
+	// log compaction. Default 10000.
+	SnapshotEvery uint64
+	Logger        zerolog.Logger
+}
+
+const (
+	defaultTick          = 100 * time.Millisecond
+	defaultSnapshotEvery = 10000
+)
+
+func (c *Config) validate() error {
+	if c.ID == 0 {
+		return errors.New("node: Config.ID must be non-zero")
+	}
+	if len(c.Voters) == 0 {
+		return errors.New("node: Config.Voters is empty")
+	}
+	_, v := c.Voters[c.ID]
+	_, l := c.Learners[c.ID]
+	if !v && !l {
+		return fmt.Errorf("node: id %d is neither a voter nor a learner", c.ID)
+	}
+	for id := range c.Learners {
+		if _, ok := c.Voters[id]; ok || id == 0 {
+			return fmt.Errorf("node: learner id %d is zero or also a voter", id)
+		}
+	}
+	if c.Dir == "" {
+		return errors.New("node: Config.Dir is empty")
+	}
+	if c.Listener == nil && c.Listen == "" {
+		return errors.New("node: Config needs Listen or Listener")
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = defaultTick
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = defaultSnapshotEvery
+	}
+	return nil
+}
+
+// Node is one running member of the metadata quorum (a controller, or a
+// learner broker tailing the metadata log).
+//
+// Design: the Member is a deterministic state machine and is not safe for
+// concurrent use, so exactly one goroutine (run) owns it together with the
+// Log; everything else talks to run over channels, and run publishes what
+// readers need (image, leader) through atomics. A mutex-guarded Member was
+// rejected: Ready does an fsync, which would then be held under the lock by
+// every caller.
+type Node struct {
+	cfg    Config
+	log    zerolog.Logger
+	store  *raftlog.Storage
+	member *quorum.Member // owned by run
+	ln     net.Listener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan struct{} // closed when run returns
+
+	recvc   chan raftpb.Message // inbound messages → run
+	reportc chan report         // peer writers → run
+	propc   chan *proposal      // Propose → run
+
+	peers map[uint64]*peer // immutable after Start
+
+	// Written by run only.
+	pub      atomic.Pointer[published]
+	leader   atomic.Uint64
+	isLeader atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		conns  map[net.Conn]struct{} // every open connection, in and out
+		closed bool
+	}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// published is one image publication; next is closed when a newer one
+// replaces it, which is how WaitFor wakes without polling.
+type published struct {
+	img  *controller.Image
+	next chan struct{}
+}
+
+// proposal is a Propose call in flight. Fields other than reply are owned
+// by run once sent.
+type proposal struct {
+	data  []byte
+	reply chan proposeResult // buffered(1): run never blocks on it
+	index uint64
+	term  uint64
+}
+
+type proposeResult struct {
+	index uint64
+	err   error
+}
+
+// report is a peer writer's delivery outcome for one message.
+type report struct {
+	to       uint64
+	snapshot bool // the message was a MsgSnap
+	ok       bool // only snapshots report success
+}
+
+// Start opens the log in cfg.Dir, builds the member (bootstrapping an empty
+// log from Voters and Learners), binds the listener and starts the node.
+func Start(cfg Config) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.With().Uint64("node", cfg.ID).Logger()}
+	fail := func(err error) (*Node, error) {
+		if n.ln != nil {
+			_ = n.ln.Close()
+		} else if cfg.Listener != nil {
+			_ = cfg.Listener.Close()
+		}
+		if n.store != nil {
+			_ = n.store.Close()
+		}
+		return nil, err
+	}
+	var err error
+	if n.store, err = raftlog.Open(filepath.Join(cfg.Dir, "raft")); err != nil {
+		return fail(fmt.Errorf("node: %w", err))
+	}
+	sortedIDs := func(m map[uint64]string) []uint64 {
+		ids := make([]uint64, 0, len(m))
+		for id := range m {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	catchUp := min(cfg.SnapshotEvery/2, 1000)
+	n.member, err = quorum.NewMember(quorum.Config{
+		ID: cfg.ID, Voters: sortedIDs(cfg.Voters), Learners: sortedIDs(cfg.Learners),
+		Log: n.store, CatchUpEntries: catchUp, Logger: raftLogger{n.log.With().Str("component", "raft").Logger()},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("node: %w", err))
+	}
+	if cfg.Listener != nil {
+		n.ln = cfg.Listener
+	} else if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return fail(fmt.Errorf("node: listen: %w", err))
+	}
+
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.done = make(chan struct{})
+	n.recvc = make(chan raftpb.Message, 256)
+	n.reportc = make(chan report, 256)
+	n.propc = make(chan *proposal)
+	n.mu.conns = map[net.Conn]struct{}{}
+	n.pub.Store(&published{img: n.member.Image(), next: make(chan struct{})})
+
+	n.peers = map[uint64]*peer{}
+	for _, m := range []map[uint64]string{cfg.Voters, cfg.Learners} {
+		for id, addr := range m {
+			if id != cfg.ID {
+				n.peers[id] = newPeer(n, id, addr)
+			}
+		}
+	}
+	n.log.Info().Str("addr", n.ln.Addr().String()).Uint64("applied", n.member.Applied()).Msg("controller node starting")
+	for _, p := range n.peers {
+		n.spawn(p.run)
+	}
+	n.spawn(n.accept)
+	n.spawn(n.run)
+	return n, nil
+}
+
+// spawn starts a tracked goroutine; Close waits for it.
+func (n *Node) spawn(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Addr is the bound listener address.
+func (n *Node) Addr() net.Addr { return n.ln.Addr() }
+
+// ID is the node's raft id.
+func (n *Node) ID() uint64 { return n.cfg.ID }
+
+// Image is the latest applied metadata image.
+func (n *Node) Image() *controller.Image { return n.pub.Load().img }
+
+// Leader is the leader this node knows of, 0 if none.
+func (n *Node) Leader() uint64 { return n.leader.Load() }
+
+// IsLeader reports whether this node is the raft leader.
+func (n *Node) IsLeader() bool { return n.isLeader.Load() }
+
+// WaitFor blocks until pred returns true for the latest image, ctx ends or
+// the node closes. pred runs on the caller's goroutine, once per published
+// image (it may skip images published in quick succession).
+func (n *Node) WaitFor(ctx context.Context, pred func(*controller.Image) bool) error {
+	for {
+		p := n.pub.Load()
+		if pred(p.img) {
+			return nil
+		}
+		select {
+		case <-p.next:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.done:
+			if pred(n.pub.Load().img) {
+				return nil
+			}
+			return ErrClosed
+		}
+	}
+}
+
+// Propose proposes r and returns the log index it applied at, once this
+// node has applied it. On a non-leader it fails with a *NotLeaderError. A
+// record that committed but did not apply to the image returns its index
+// and an error wrapping controller.ErrNotApplicable. If ctx ends first the
+// proposal may still commit.
+func (n *Node) Propose(ctx context.Context, r controller.Record) (uint64, error) {
+	p := &proposal{data: controller.Encode(r), reply: make(chan proposeResult, 1)}
+	select {
+	case n.propc <- p:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.done:
+		return 0, ErrClosed
+	}
+	select {
+	case res := <-p.reply:
+		return res.index, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-n.done:
+		select {
+		case res := <-p.reply:
+			return res.index, res.err
+		default:
+			return 0, ErrClosed
+		}
+	}
+}
+
+// Close stops the node and closes its log. It is idempotent; later calls
+// return the first call's result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		_ = n.ln.Close()
+		n.mu.Lock()
+		n.mu.closed = true
+		for c := range n.mu.conns {
+			_ = c.Close()
+		}
+		n.mu.Unlock()
+		n.wg.Wait()
+		n.closeErr = n.store.Close()
+		n.log.Info().Msg("controller node closed")
+	})
+	return n.closeErr
+}
+
+// track registers an open connection so Close can close it; false (and the
+// connection closed) when the node is closing.
+func (n *Node) track(c net.Conn) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.closed {
+		_ = c.Close()
+		return false
+	}
+	n.mu.conns[c] = struct{}{}
+	return true
+}
+
+func (n *Node) untrack(c net.Conn) {
+	n.mu.Lock()
+	delete(n.mu.conns, c)
+	n.mu.Unlock()
+	_ = c.Close()
+}
+
+// owner is run's state; only run and the methods it calls touch it.
+type owner struct {
+	pending  map[uint64]*proposal // by entry index
+	err      error                // sticky member error
+	lead     uint64
+	term     uint64
+	leading  bool
+	snapshot uint64 // SnapshotEvery
+}
+
+// run is the owner goroutine: the only one touching n.member and n.store
+// (besides Start and Close, before and after it).
+func (n *Node) run() {
+	defer close(n.done)
+	o := &owner{pending: map[uint64]*proposal{}, snapshot: n.cfg.SnapshotEvery}
+	t := time.NewTicker(n.cfg.TickInterval)
+	defer t.Stop()
+	n.publishLeader(o)
+	for {
+		select {
+		case <-t.C:
+			n.member.Tick()
+		case m := <-n.recvc:
+			if err := n.member.Step(m); err != nil && o.err == nil {
+				n.log.Debug().Err(err).Uint64("from", m.From).Stringer("type", m.Type).Msg("step")
+			}
+		case r := <-n.reportc:
+			if r.snapshot {
+				n.member.ReportSnapshot(r.to, r.ok)
+			}
+			if !r.ok {
+				n.member.ReportUnreachable(r.to)
+			}
+		case p := <-n.propc:
+			n.propose(o, p)
+		case <-n.ctx.Done():
+			for i, p := range o.pending {
+				p.reply <- proposeResult{err: ErrClosed}
+				delete(o.pending, i)
+			}
+			return
+		}
+		n.readyLoop(o)
+	}
+}
+
+// readyLoop runs Ready cycles until one has nothing to report (Advance can
+// leave more work, e.g. a leader's self-ack that commits entries).
+func (n *Node) readyLoop(o *owner) {
+	for i := 0; i < 16; i++ {
+		if !n.cycle(o) && i > 0 {
+			break
+		}
+	}
+	n.publishLeader(o)
+	n.checkPending(o)
+}
+
+// cycle runs one Ready cycle: save (inside Member.Ready), send, apply,
+// publish. It reports whether Ready returned messages or applied entries.
+func (n *Node) cycle(o *owner) bool {
+	if o.err != nil {
+		return false
+	}
+	msgs, applied, err := n.member.Ready()
+	if err != nil {
+		o.err = err
+		n.log.Error().Err(err).Msg("raft member stopped")
+		for i, p := range o.pending {
+			p.reply <- proposeResult{err: err}
+			delete(o.pending, i)
+		}
+		return false
+	}
+	for _, m := range msgs {
+		n.send(m)
+	}
+	if len(applied) == 0 {
+		return len(msgs) > 0
+	}
+	// Publish first: a proposer that gets its reply sees its entry in Image.
+	if img := n.member.Image(); img != n.pub.Load().img {
+		old := n.pub.Swap(&published{img: img, next: make(chan struct{})})
+		close(old.next)
+	}
+	for _, a := range applied {
+		p, ok := o.pending[a.Index]
+		if !ok {
+			continue
+		}
+		delete(o.pending, a.Index)
+		switch {
+		case a.Kind != quorum.KindRecord || a.Term != p.term || !bytes.Equal(a.Data, p.data):
+			p.reply <- proposeResult{err: ErrLeadershipLost}
+		case a.Err != nil:
+			p.reply <- proposeResult{index: a.Index, err: fmt.Errorf("node: entry %d: %w", a.Index, a.Err)}
+		default:
+			p.reply <- proposeResult{index: a.Index}
+		}
+	}
+	for _, a := range applied {
+		if a.Kind == quorum.KindSnapshot {
+			n.log.Info().Uint64("index", a.Index).Uint64("term", a.Term).Msg("image restored from snapshot")
+		}
+		if a.Err != nil {
+			n.log.Error().Err(a.Err).Uint64("index", a.Index).Msg("committed record did not apply")
+		}
+	}
+	if took, err := n.member.MaybeSnapshot(o.snapshot); err != nil {
+		n.log.Warn().Err(err).Msg("snapshot")
+	} else if took {
+		n.log.Debug().Uint64("index", n.member.Applied()).Msg("snapshot taken")
+	}
+	return true
+}
+
+// checkPending fails proposals that can no longer apply as proposed: the
+// term moved on, or their index was passed (by a snapshot) without them.
+func (n *Node) checkPending(o *owner) {
+	if len(o.pending) == 0 {
+		return
+	}
+	term, applied := n.member.Term(), n.member.Applied()
+	for i, p := range o.pending {
+		if p.term != term || i <= applied {
+			p.reply <- proposeResult{err: ErrLeadershipLost}
+			delete(o.pending, i)
+		}
+	}
+}
+
+// publishLeader publishes the leader and logs role changes.
+func (n *Node) publishLeader(o *owner) {
+	lead, term := n.member.Leader(), n.member.Term()
+	leading := lead == n.cfg.ID
+	if lead != o.lead || leading != o.leading {
+		ev := n.log.Info()
+		if leading {
+			ev.Uint64("term", term).Msg("became leader")
+		} else {
+			ev.Uint64("leader", lead).Uint64("term", term).Msg("leader changed")
+		}
+	}
+	o.lead, o.term, o.leading = lead, term, leading
+	n.leader.Store(lead)
+	n.isLeader.Store(leading)
+}
+
+// propose handles one proposal on the owner goroutine.
+func (n *Node) propose(o *owner, p *proposal) {
+	if o.err != nil {
+		p.reply <- proposeResult{err: o.err}
+		return
+	}
+	if !n.member.IsLeader() {
+		p.reply <- proposeResult{err: &NotLeaderError{Leader: n.member.Leader()}}
+		return
+	}
+	pre, err := n.store.LastIndex()
+	if err != nil {
+		p.reply <- proposeResult{err: fmt.Errorf("node: %w", err)}
+		return
+	}
+	p.term = n.member.Term()
+	if err := n.member.Propose(p.data); err != nil {
+		p.reply <- proposeResult{err: fmt.Errorf("node: propose: %w", err)}
+		return
+	}
+	// One cycle saves the new entry. Entries it applies were committed
+	// before the proposal, so none of them is ours.
+	n.cycle(o)
+	if o.err != nil {
+		p.reply <- proposeResult{err: o.err}
+		return
+	}
+	last, err := n.store.LastIndex()
+	if err != nil {
+		p.reply <- proposeResult{err: fmt.Errorf("node: %w", err)}
+		return
+	}
+	var ents []raftpb.Entry
+	if last > pre {
+		ents, err = n.store.Entries(pre+1, last+1, math.MaxUint64)
+	}
+	if err != nil {
+		p.reply <- proposeResult{err: fmt.Errorf("node: %w", err)}
+		return
+	}
+	for _, e := range ents {
+		if e.Type == raftpb.EntryNormal && e.Term == p.term && bytes.Equal(e.Data, p.data) {
+			p.index = e.Index
+			o.pending[e.Index] = p
+			return
+		}
+	}
+	// Not saved: leadership changed while proposing.
+	p.reply <- proposeResult{err: ErrLeadershipLost}
+}

@@ -1,0 +1,220 @@
+package node
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// MaxFrameSize bounds one frame's body (a marshaled raftpb.Message), in
+// bytes. A snapshot larger than this cannot be sent.
+const MaxFrameSize = 64 << 20
+
+const (
+	peerQueueLen = 1024                   // messages queued per peer before dropping
+	dialTimeout  = time.Second            // per dial attempt
+	writeTimeout = 10 * time.Second       // per flush; a stuck peer is dropped
+	backoffMin   = 20 * time.Millisecond  // first redial delay
+	backoffMax   = 500 * time.Millisecond // redial delay cap
+)
+
+var errFrameTooLarge = errors.New("node: frame too large")
+
+// writeFrame appends m as one frame to w.
+func writeFrame(w *bufio.Writer, m *raftpb.Message) error {
+	size := m.Size()
+	if size > MaxFrameSize {
+		return fmt.Errorf("%w: %d bytes", errFrameTooLarge, size)
+	}
+	b := make([]byte, 4+size)
+	binary.BigEndian.PutUint32(b, uint32(size))
+	if _, err := m.MarshalTo(b[4:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// readFrame reads one frame from r.
+func readFrame(r *bufio.Reader) (raftpb.Message, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return raftpb.Message{}, err
+	}
+	size := binary.BigEndian.Uint32(hdr[:])
+	if size > MaxFrameSize {
+		return raftpb.Message{}, fmt.Errorf("%w: %d bytes", errFrameTooLarge, size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return raftpb.Message{}, err
+	}
+	var m raftpb.Message
+	if err := m.Unmarshal(b); err != nil {
+		return raftpb.Message{}, fmt.Errorf("node: decode message: %w", err)
+	}
+	return m, nil
+}
+
+// send queues m for its peer; run calls it after Ready saved the state m
+// reflects. A full queue or unknown peer drops m and reports it undelivered
+// right away (run is the caller, so it may touch the member).
+func (n *Node) send(m raftpb.Message) {
+	if m.To == n.cfg.ID {
+		return
+	}
+	p := n.peers[m.To]
+	if p != nil {
+		select {
+		case p.queue <- m:
+			return
+		default:
+		}
+	}
+	if m.Type == raftpb.MsgSnap {
+		n.member.ReportSnapshot(m.To, false)
+	}
+	n.member.ReportUnreachable(m.To)
+}
+
+// report hands a delivery outcome to run.
+func (n *Node) report(r report) {
+	select {
+	case n.reportc <- r:
+	case <-n.ctx.Done():
+	}
+}
+
+// peer is the outbound side of one peer: a bounded queue and the writer
+// goroutine that owns the connection.
+type peer struct {
+	n     *Node
+	id    uint64
+	addr  string
+	queue chan raftpb.Message
+}
+
+func newPeer(n *Node, id uint64, addr string) *peer {
+	return &peer{n: n, id: id, addr: addr, queue: make(chan raftpb.Message, peerQueueLen)}
+}
+
+// run is the peer's writer goroutine. While the peer is down (a dial
+// failed and the backoff has not passed) messages are dropped and
+// reported, so raft slows down to probing instead of queueing.
+func (p *peer) run() {
+	var (
+		conn     net.Conn
+		w        *bufio.Writer
+		backoff  time.Duration
+		nextDial time.Time
+	)
+	log := p.n.log.With().Uint64("peer", p.id).Logger()
+	closeConn := func() {
+		if conn != nil {
+			p.n.untrack(conn)
+			conn, w = nil, nil
+		}
+	}
+	defer closeConn()
+	fail := func(m raftpb.Message) {
+		snap := m.Type == raftpb.MsgSnap
+		p.n.report(report{to: p.id, snapshot: snap})
+	}
+	for {
+		var m raftpb.Message
+		select {
+		case m = <-p.queue:
+		case <-p.n.ctx.Done():
+			return
+		}
+		if conn == nil {
+			if time.Now().Before(nextDial) {
+				fail(m)
+				continue
+			}
+			d := net.Dialer{Timeout: dialTimeout}
+			c, err := d.DialContext(p.n.ctx, "tcp", p.addr)
+			if err != nil {
+				backoff = min(max(backoff*2, backoffMin), backoffMax)
+				nextDial = time.Now().Add(backoff)
+				log.Debug().Err(err).Dur("backoff", backoff).Msg("dial peer")
+				fail(m)
+				continue
+			}
+			if !p.n.track(c) {
+				return
+			}
+			backoff = 0
+			conn, w = c, bufio.NewWriterSize(c, 64<<10)
+		}
+		err := writeFrame(w, &m)
+		if errors.Is(err, errFrameTooLarge) {
+			log.Warn().Err(err).Stringer("type", m.Type).Msg("message dropped")
+			fail(m)
+			continue
+		}
+		// Flush when the queue is empty (batching) and after a snapshot,
+		// whose success is reported only once it is written.
+		if err == nil && (len(p.queue) == 0 || m.Type == raftpb.MsgSnap) {
+			_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+			err = w.Flush()
+		}
+		if err != nil {
+			log.Debug().Err(err).Msg("write to peer")
+			closeConn()
+			fail(m)
+			continue
+		}
+		if m.Type == raftpb.MsgSnap {
+			p.n.report(report{to: p.id, snapshot: true, ok: true})
+		}
+	}
+}
+
+// accept accepts inbound connections until the listener closes.
+func (n *Node) accept() {
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			if n.ctx.Err() == nil {
+				n.log.Error().Err(err).Msg("accept stopped")
+			}
+			return
+		}
+		if !n.track(c) {
+			return
+		}
+		n.spawn(func() { n.readConn(c) })
+	}
+}
+
+// readConn decodes frames from one inbound connection and hands the
+// messages to run. Any error closes the connection; the peer redials.
+func (n *Node) readConn(c net.Conn) {
+	defer n.untrack(c)
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		m, err := readFrame(r)
+		if err != nil {
+			if n.ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				n.log.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("inbound connection closed")
+			}
+			return
+		}
+		if m.To != n.cfg.ID {
+			n.log.Warn().Uint64("to", m.To).Uint64("from", m.From).Msg("message for another node dropped")
+			continue
+		}
+		select {
+		case n.recvc <- m:
+		case <-n.ctx.Done():
+			return
+		}
+	}
+}
