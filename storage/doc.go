@@ -40,10 +40,14 @@
 // of the batch that carried it; entries are appended only when that maximum
 // grows. Indexes are derived data: recovery rebuilds them from the .log.
 //
-// A .snapshot file (Fjord's own format, version 1) is:
+// A .snapshot file (Fjord's own format, version 2; version 1 lacked
+// lastAppendMs and is still read) is:
 //
 //	"FJPS" | uint8 version | int64 endOffset | uint32 producerCount | producers... | uint32 CRC-32C of all before
-//	producer: int64 id | int16 epoch | uint8 n | n × (int32 firstSeq, int32 lastSeq, int64 firstOffset, int64 lastOffset)
+//	producer: int64 id | int16 epoch | int64 lastAppendMs | uint8 n | n × (int32 firstSeq, int32 lastSeq, int64 firstOffset, int64 lastOffset)
+//
+// Producers idle for producer.id.expiration.ms (one day) are dropped at
+// segment rolls and retention checks.
 //
 // # Durability
 //

@@ -24,6 +24,9 @@ type Config struct {
 	RetentionBytes     int64 // retention.bytes; -1 = unlimited
 	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
 	FileDeleteDelay    time.Duration
+	// ProducerExpirationMs drops idempotent-producer state idle this long
+	// (producer.id.expiration.ms); 0 means DefaultProducerExpirationMs.
+	ProducerExpirationMs int64
 }
 
 // DefaultConfig matches Kafka's defaults.
@@ -115,6 +118,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	// Producer state: the newest snapshot, then replay of the batches after
 	// it. Segments entirely below the snapshot need no replay.
 	prods, snapAt := loadLatestSnapshot(dir, 1<<62)
+	loadTime := time.Now().UnixMilli()
 	var segs []*segment
 	for i, base := range bases {
 		active := i == len(bases)-1
@@ -126,7 +130,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		if snapAt < nextBase {
 			onBatch = func(base int64, info BatchInfo) {
 				if base >= snapAt {
-					prods.record(info, base, base+int64(info.LastDelta))
+					prods.record(info, base, base+int64(info.LastDelta), loadTime)
 				}
 			}
 		}
@@ -265,7 +269,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 	s := l.active()
 	base := l.end.Load()
 	if l.shouldRoll(s, len(batch), info, now) {
-		if s, err = l.rollLocked(base); err != nil {
+		if s, err = l.rollLocked(base, now); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -300,7 +304,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 		s.ix.appendTime(info.MaxTimestamp, int32(last-s.base))
 	}
 	s.next = last + 1
-	l.mu.producers.record(info, base, last)
+	l.mu.producers.record(info, base, last, now)
 	l.mu.dirty[s] = struct{}{}
 	s.publish()
 	l.end.Store(last + 1)
@@ -331,7 +335,7 @@ func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
 // recovery; this is the one fsync under l.mu, once per segment. A producer
 // snapshot is written so recovery replays at most the active segment.
 // REQUIRES: l.mu held.
-func (l *Log) rollLocked(base int64) (*segment, error) {
+func (l *Log) rollLocked(base, now int64) (*segment, error) {
 	old := l.active()
 	if err := old.trimTail(); err != nil {
 		l.mu.failed = err
@@ -347,6 +351,7 @@ func (l *Log) rollLocked(base int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.mu.producers.expire(now, l.producerTTL())
 	if err := writeSnapshot(l.dir, l.mu.producers, base); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
 	}
@@ -475,4 +480,11 @@ func (s *segment) readBatches(dst []byte, pos, size int64, maxBytes int, limit i
 		return nil, nil
 	}
 	return buf[:out], nil
+}
+
+func (l *Log) producerTTL() int64 {
+	if l.cfg.ProducerExpirationMs > 0 {
+		return l.cfg.ProducerExpirationMs
+	}
+	return DefaultProducerExpirationMs
 }

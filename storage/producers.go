@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxProducerBatches is how many recent batches per producer are remembered
@@ -33,6 +34,13 @@ type producerBatch struct {
 type producerEntry struct {
 	epoch   int16
 	batches []producerBatch
+	// lastTS is when this broker last appended for the producer (ms, its
+	// own clock; not the batch timestamps, which clients set and may date
+	// from long ago). An entry idle for producer.id.expiration.ms is
+	// dropped, as Kafka does, so the table does not grow with every client
+	// ever seen. Entries rebuilt from the log at start-up count as written
+	// at start-up: lastTS is the one field that is not a function of the log.
+	lastTS int64
 }
 
 // producers is a partition's idempotent-producer table. It is a function of
@@ -82,8 +90,8 @@ func nextSeq(s int32) int32 {
 	return s + 1
 }
 
-// record notes an appended (or replayed) batch.
-func (p producers) record(info BatchInfo, firstOffset, lastOffset int64) {
+// record notes an appended (or replayed) batch; now is the append time (ms).
+func (p producers) record(info BatchInfo, firstOffset, lastOffset, now int64) {
 	if !info.Idempotent() {
 		return
 	}
@@ -101,11 +109,27 @@ func (p producers) record(info BatchInfo, firstOffset, lastOffset int64) {
 		e.batches = e.batches[:maxProducerBatches-1]
 	}
 	e.batches = append(e.batches, producerBatch{info.BaseSequence, info.LastSequence(), firstOffset, lastOffset})
+	e.lastTS = max(e.lastTS, now)
+}
+
+// DefaultProducerExpirationMs is Kafka's producer.id.expiration.ms.
+const DefaultProducerExpirationMs = 24 * 3600 * 1000
+
+// expire drops producers whose last batch is older than ttl at now (ms).
+func (p producers) expire(now, ttl int64) int {
+	n := 0
+	for id, e := range p {
+		if now-e.lastTS > ttl {
+			delete(p, id)
+			n++
+		}
+	}
+	return n
 }
 
 const (
 	snapshotMagic   = "FJPS"
-	snapshotVersion = 1
+	snapshotVersion = 2 // 2 added each producer's last timestamp
 	snapshotExt     = ".snapshot"
 )
 
@@ -123,6 +147,7 @@ func (p producers) encode(endOffset int64) []byte {
 		e := p[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.lastTS))
 		b = append(b, byte(len(e.batches)))
 		for _, bt := range e.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(bt.firstSeq))
@@ -137,9 +162,16 @@ func (p producers) encode(endOffset int64) []byte {
 var errBadSnapshot = errors.New("storage: bad producer snapshot")
 
 func decodeSnapshot(b []byte) (producers, int64, error) {
-	if len(b) < 4+1+8+4+4 || string(b[:4]) != snapshotMagic || b[4] != snapshotVersion {
+	return decodeSnapshotAt(b, 0)
+}
+
+// decodeSnapshotAt decodes versions 1 and 2; version 1 did not record when a
+// producer last wrote, so its producers count as having written at loadTime.
+func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
+	if len(b) < 4+1+8+4+4 || string(b[:4]) != snapshotMagic || (b[4] != 1 && b[4] != 2) {
 		return nil, 0, fmt.Errorf("%w: header", errBadSnapshot)
 	}
+	version := b[4]
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, 0, fmt.Errorf("%w: crc", errBadSnapshot)
@@ -147,18 +179,27 @@ func decodeSnapshot(b []byte) (producers, int64, error) {
 	end := int64(binary.BigEndian.Uint64(body[5:]))
 	n := binary.BigEndian.Uint32(body[13:])
 	r := body[17:]
-	if uint64(n)*11 > uint64(len(r)) {
+	fixed := 11
+	if version >= 2 {
+		fixed += 8
+	}
+	if uint64(n)*uint64(fixed) > uint64(len(r)) {
 		return nil, 0, fmt.Errorf("%w: %d producers cannot fit in %d bytes", errBadSnapshot, n, len(r))
 	}
 	p := make(producers, n)
 	for range n {
-		if len(r) < 11 {
+		if len(r) < fixed {
 			return nil, 0, fmt.Errorf("%w: short producer", errBadSnapshot)
 		}
 		id := int64(binary.BigEndian.Uint64(r))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(r[8:]))}
-		k := int(r[10])
-		r = r[11:]
+		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(r[8:])), lastTS: loadTime}
+		r = r[10:]
+		if version >= 2 {
+			e.lastTS = int64(binary.BigEndian.Uint64(r))
+			r = r[8:]
+		}
+		k := int(r[0])
+		r = r[1:]
 		if k > maxProducerBatches || len(r) < k*24 {
 			return nil, 0, fmt.Errorf("%w: short batches", errBadSnapshot)
 		}
@@ -221,7 +262,7 @@ func loadLatestSnapshot(dir string, maxOffset int64) (producers, int64) {
 		if err != nil {
 			continue
 		}
-		if p, end, err := decodeSnapshot(b); err == nil && end == snaps[i] {
+		if p, end, err := decodeSnapshotAt(b, time.Now().UnixMilli()); err == nil && end == snaps[i] {
 			return p, end
 		}
 	}

@@ -264,7 +264,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 				seq := rng.Int31()
 				info := BatchInfo{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, LastDelta: n - 1}
 				off := rng.Int63n(1 << 40)
-				p.record(info, off, off+int64(n-1))
+				p.record(info, off, off+int64(n-1), 0)
 			}
 		}
 		end := rng.Int63n(1 << 50)
@@ -359,5 +359,43 @@ func TestDecodeSnapshotBoundsAllocation(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Fatalf("regression: decodeSnapshot allocated %d MiB for a %d-byte snapshot claiming 2^22 producers: producers.go decodeSnapshot does make(producers, n) with n straight from the file before checking that n*11 bytes follow (2^32-1 would exhaust memory at Open)", alloc>>20, len(b))
+	}
+}
+
+// Producers idle longer than the expiration are forgotten at the next
+// retention check; active ones stay. Version-1 snapshots still load.
+func TestProducerExpiry(t *testing.T) {
+	cfg := testConfig()
+	cfg.ProducerExpirationMs = 1000
+	l := openLog(t, t.TempDir(), cfg)
+	if _, err := appendRaw(l, pbatch(t, 7, 0, 0, 1), 10_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendRaw(l, pbatch(t, 8, 0, 0, 1), 10_900); err != nil {
+		t.Fatal(err)
+	}
+	l.DeleteOldSegments(11_500)
+	l.mu.Lock()
+	_, has7 := l.mu.producers[7]
+	_, has8 := l.mu.producers[8]
+	l.mu.Unlock()
+	if has7 || !has8 {
+		t.Fatalf("after expiry: producer 7 kept=%v (want false), 8 kept=%v (want true)", has7, has8)
+	}
+
+	v1 := append([]byte(snapshotMagic), 1)
+	v1 = binary.BigEndian.AppendUint64(v1, 42)
+	v1 = binary.BigEndian.AppendUint32(v1, 1)
+	v1 = binary.BigEndian.AppendUint64(v1, 5)  // producer id
+	v1 = binary.BigEndian.AppendUint16(v1, 3)  // epoch
+	v1 = append(v1, 1)                         // one batch
+	v1 = binary.BigEndian.AppendUint32(v1, 0)  // first seq
+	v1 = binary.BigEndian.AppendUint32(v1, 4)  // last seq
+	v1 = binary.BigEndian.AppendUint64(v1, 10) // first offset
+	v1 = binary.BigEndian.AppendUint64(v1, 14) // last offset
+	v1 = binary.BigEndian.AppendUint32(v1, crc32.Checksum(v1, castagnoli))
+	p, end, err := decodeSnapshotAt(v1, 777)
+	if err != nil || end != 42 || p[5] == nil || p[5].epoch != 3 || p[5].lastTS != 777 || len(p[5].batches) != 1 {
+		t.Fatalf("v1 snapshot: %v %d %+v", err, end, p[5])
 	}
 }

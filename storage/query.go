@@ -149,6 +149,8 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 		total -= s.size
 		n++
 	}
+	// Idle producers go too; this runs on every retention check.
+	l.mu.producers.expire(now, l.producerTTL())
 	if n == 0 {
 		return 0, nil
 	}
