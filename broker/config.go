@@ -53,6 +53,7 @@ type Config struct {
 	OffsetsRetentionMinutes int64  // offsets.retention.minutes: committed offsets of an empty group expire after this
 	OffsetsRetentionCheckMs int64  // offsets.retention.check.interval.ms
 	CleanerBackoffMs        int64  // log.cleaner.backoff.ms: pause between compaction passes
+	ProducerIDExpirationMs  int64  // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
 	OffsetsTopicReplication int16  // offsets.topic.replication.factor
 	ProcessRoles            string // process.roles
 	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
@@ -92,6 +93,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionMinutes: 10080,
 		OffsetsRetentionCheckMs: 600000,
 		CleanerBackoffMs:        15000,
+		ProducerIDExpirationMs:  86400000,
 		OffsetsTopicReplication: 1,
 		ProcessRoles:            "broker,controller",
 	}
@@ -141,8 +143,8 @@ func (c *Config) Validate() error {
 	if c.GroupMinSessionMs < 1 || c.GroupMaxSessionMs < c.GroupMinSessionMs {
 		errs = append(errs, fmt.Errorf("group.min.session.timeout.ms %d / group.max.session.timeout.ms %d: need 1 <= min <= max", c.GroupMinSessionMs, c.GroupMaxSessionMs))
 	}
-	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 {
-		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes and offsets.retention.check.interval.ms must be >= 1"))
+	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
+		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
 	}
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))

@@ -112,13 +112,14 @@ func settingsFor(c *Config, overrides map[string]string) topicSettings {
 	}
 	return topicSettings{
 		storage: storage.Config{
-			SegmentBytes:       num("segment.bytes"),
-			SegmentMs:          num("segment.ms"),
-			IndexIntervalBytes: int32(num("index.interval.bytes")),
-			RetentionMs:        num("retention.ms"),
-			RetentionBytes:     num("retention.bytes"),
-			LogAppendTime:      get("message.timestamp.type") == "LogAppendTime",
-			FileDeleteDelay:    time.Minute,
+			SegmentBytes:         num("segment.bytes"),
+			SegmentMs:            num("segment.ms"),
+			IndexIntervalBytes:   int32(num("index.interval.bytes")),
+			RetentionMs:          num("retention.ms"),
+			RetentionBytes:       num("retention.bytes"),
+			LogAppendTime:        get("message.timestamp.type") == "LogAppendTime",
+			FileDeleteDelay:      time.Minute,
+			ProducerExpirationMs: c.ProducerIDExpirationMs,
 		},
 		flushMessages:     num("flush.messages"),
 		flushMs:           num("flush.ms"),

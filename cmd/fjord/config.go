@@ -167,6 +167,8 @@ func newConfigKeys() []configKey {
 			set: setInt(func(c *broker.Config) *int64 { return &c.OffsetsRetentionMinutes })},
 		{name: "offsets.retention.check.interval.ms", def: itoa(d.OffsetsRetentionCheckMs), doc: "How often expired offsets are looked for.",
 			set: setInt(func(c *broker.Config) *int64 { return &c.OffsetsRetentionCheckMs })},
+		{name: "producer.id.expiration.ms", def: itoa(d.ProducerIDExpirationMs), doc: "Idempotent-producer state idle this long is dropped.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.ProducerIDExpirationMs })},
 		{name: "log.cleaner.backoff.ms", def: itoa(d.CleanerBackoffMs), doc: "Pause between log compaction passes.",
 			set: setInt(func(c *broker.Config) *int64 { return &c.CleanerBackoffMs })},
 		{name: "offsets.topic.num.partitions", def: itoa(int64(d.OffsetsTopicPartitions)), doc: "Partitions of the committed offsets topic.",
