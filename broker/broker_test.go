@@ -250,14 +250,7 @@ func TestOffsetsExpireForEmptyGroups(t *testing.T) {
 	rc := dial(t, b)
 	rc.createTopic("t", 1, nil)
 	waitLoaded(t, b)
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.SetVersion(8)
-	commit.Group, commit.Generation = "old", -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "t"
-	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}}
-	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
-	if ec := rc.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; ec != 0 {
+	if ec := rc.commitOffsets(8, "old", "t", 5); ec[0] != 0 {
 		t.Fatal(ec)
 	}
 	// Backdate the commit past retention, as if a minute had gone by.
@@ -293,14 +286,9 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 	rc := dial(t, b)
 	rc.createTopic("t", 2, nil)
 	waitLoaded(t, b)
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.SetVersion(2)
-	commit.Group, commit.Generation = "g", -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "t"
-	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}, {Partition: 1, Offset: 7}}
-	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
-	rc.do(commit)
+	if ec := rc.commitOffsets(2, "g", "t", 42, 7); ec[0] != 0 || ec[1] != 0 {
+		t.Fatal(ec)
+	}
 	b.Close()
 	b2 := testBroker(t, dir, nil)
 	waitLoaded(t, b2)
@@ -356,4 +344,24 @@ func TestGroupSurvivesRestart(t *testing.T) {
 	if r := rc2.do(hb).(*kmsg.HeartbeatResponse); r.ErrorCode != 0 {
 		t.Fatalf("heartbeat after restart: %d", r.ErrorCode)
 	}
+}
+
+// commitOffsets makes a simple (generation -1) commit of offsets[i] for
+// partition i of topic and returns the partitions' error codes.
+func (rc *rawClient) commitOffsets(version int16, group, topic string, offsets ...int64) []int16 {
+	rc.t.Helper()
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.SetVersion(version)
+	commit.Group, commit.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	for i, off := range offsets {
+		rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: int32(i), Offset: off, LeaderEpoch: -1})
+	}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	var codes []int16
+	for _, p := range rc.do(commit).(*kmsg.OffsetCommitResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	return codes
 }

@@ -123,13 +123,7 @@ func (slowHandler) Handle(ctx context.Context, req *Request, respond Responder) 
 }
 
 func TestResponsesInRequestOrder(t *testing.T) {
-	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 8}, slowHandler{}, testVersions{}, zerolog.Nop())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Serve(ln)
-	defer func() { ln.Close(); srv.Close() }()
+	_, ln := startServer(t, slowHandler{}, 8)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -162,10 +156,7 @@ func TestResponsesInRequestOrder(t *testing.T) {
 }
 
 func TestUnsupportedApiVersionsAnswer(t *testing.T) {
-	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 2}, slowHandler{}, testVersions{}, zerolog.Nop())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv.Serve(ln)
-	defer func() { ln.Close(); srv.Close() }()
+	_, ln := startServer(t, slowHandler{}, 2)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -190,10 +181,7 @@ func TestUnsupportedApiVersionsAnswer(t *testing.T) {
 }
 
 func TestBadFrameClosesConnection(t *testing.T) {
-	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 2}, slowHandler{}, testVersions{}, zerolog.Nop())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv.Serve(ln)
-	defer func() { ln.Close(); srv.Close() }()
+	_, ln := startServer(t, slowHandler{}, 2)
 	for _, junk := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n"), {0x16, 0x03, 0x01, 0x00, 0x10}, {0, 0, 0, 1, 0}} {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
@@ -246,10 +234,7 @@ func (waitHandler) Handle(ctx context.Context, req *Request, respond Responder) 
 // A client that hangs up while a request waits must not pin the connection
 // (and its goroutines and descriptor) until the wait would have ended.
 func TestHangUpCancelsWaitingRequests(t *testing.T) {
-	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 4}, waitHandler{}, testVersions{}, zerolog.Nop())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv.Serve(ln)
-	defer func() { ln.Close(); srv.Close() }()
+	srv, ln := startServer(t, waitHandler{}, 4)
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -278,4 +263,17 @@ func waitConns(t *testing.T, srv *Server, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// startServer serves h on a loopback port until the test ends.
+func startServer(t *testing.T, h Handler, inFlight int) (*Server, net.Listener) {
+	t.Helper()
+	srv := NewServer(ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: inFlight}, h, testVersions{}, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Serve(ln)
+	t.Cleanup(func() { ln.Close(); srv.Close() })
+	return srv, ln
 }
