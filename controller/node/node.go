@@ -22,8 +22,9 @@
 //
 // # Wire format
 //
-// A connection carries raft messages one way (dialer → listener), each as
-// a frame:
+// A connection carries raft messages one way (dialer → listener). It opens
+// with the 8-byte Preamble (0xFF "FJRAFT" 0x01), then each message is a
+// frame:
 //
 //	+---------------------------+----------------------------------//-+
 //	| length, uint32 big-endian | raftpb.Message.Marshal() bytes       |
@@ -31,9 +32,10 @@
 //
 // A frame longer than MaxFrameSize is rejected: the reader closes the
 // connection, the writer drops the message and reports it undelivered.
-// Nothing is versioned yet; a future format would open with a magic
-// preamble on connect, which today's frames never begin with (a length
-// ≥ 2^31 is always rejected).
+// The preamble's last byte is the format version. Its first byte lets the
+// CONTROLLER listener carry raft connections and Kafka requests (broker
+// registration, heartbeats, admin forwarding) side by side: a Kafka frame
+// length never has the high bit set.
 //
 // # Proposals
 //

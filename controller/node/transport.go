@@ -26,6 +26,17 @@ const (
 
 var errFrameTooLarge = errors.New("node: frame too large")
 
+// Preamble opens every raft connection, before the first frame. Its first
+// byte has the high bit set, which no Kafka request frame's length can
+// have, so a listener shared with Kafka's protocol (the CONTROLLER
+// listener) tells the two apart by the first byte; the rest guards against
+// a stray client speaking something else.
+var Preamble = [8]byte{0xFF, 'F', 'J', 'R', 'A', 'F', 'T', 1}
+
+// IsPreamble reports whether b (at least one byte) can begin a raft
+// connection rather than a Kafka one.
+func IsPreamble(b []byte) bool { return len(b) > 0 && b[0] == Preamble[0] }
+
 // writeFrame appends m as one frame to w.
 func writeFrame(w *bufio.Writer, m *raftpb.Message) error {
 	size := m.Size()
@@ -152,6 +163,7 @@ func (p *peer) run() {
 			}
 			backoff = 0
 			conn, w = c, bufio.NewWriterSize(c, 64<<10)
+			_, _ = w.Write(Preamble[:]) // flushed with the first frame
 		}
 		err := writeFrame(w, &m)
 		if errors.Is(err, errFrameTooLarge) {
@@ -199,6 +211,11 @@ func (n *Node) accept() {
 func (n *Node) readConn(c net.Conn) {
 	defer n.untrack(c)
 	r := bufio.NewReaderSize(c, 64<<10)
+	var pre [len(Preamble)]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil || pre != Preamble {
+		n.log.Warn().Str("remote", c.RemoteAddr().String()).Msg("inbound connection without the raft preamble closed")
+		return
+	}
 	for {
 		m, err := readFrame(r)
 		if err != nil {
