@@ -25,7 +25,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Encode serializes r at the current version of its body type. The encoding
 // is canonical: equal records give equal bytes (maps are written sorted by
-// key). It panics if r has no body, which is a programming error.
+// key). It panics if r has no body, or is an empty or nested Batch, which
+// are programming errors.
 func Encode(r Record) []byte {
 	if r.Body == nil {
 		panic("controller: Encode of a record without a body")
@@ -97,6 +98,19 @@ func Encode(r Record) []byte {
 		e.i32(b.Broker)
 		e.i64(b.First)
 		e.i64(b.Count)
+	case Batch:
+		if len(b.Records) == 0 {
+			panic("controller: Encode of an empty Batch")
+		}
+		e.uvarint(uint64(len(b.Records)))
+		for _, in := range b.Records {
+			if in.Type() == TypeBatch {
+				panic("controller: Encode of a nested Batch")
+			}
+			inner := Encode(in)
+			e.uvarint(uint64(len(inner)))
+			e.b = append(e.b, inner...)
+		}
 	default:
 		panic(fmt.Sprintf("controller: Encode of unknown body %T", r.Body))
 	}
@@ -113,7 +127,16 @@ func checksum(b []byte) uint32 {
 // Decode parses one record. It never panics, and it allocates at most in
 // proportion to len(data): every length is checked against the bytes left
 // before anything is allocated. The returned record does not alias data.
-func Decode(data []byte) (Record, error) {
+func Decode(data []byte) (Record, error) { return decode(data, false) }
+
+// minRecordLen is the least a record inside a Batch takes: a one-byte
+// length and a header.
+const minRecordLen = 1 + headerLen
+
+// decode is Decode; inBatch says data is a record inside a Batch, which
+// must not be a Batch itself (so decoding never recurses deeper than one
+// level).
+func decode(data []byte, inBatch bool) (Record, error) {
 	if len(data) < headerLen {
 		return Record{}, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, len(data))
 	}
@@ -194,6 +217,27 @@ func Decode(data []byte) (Record, error) {
 		body = b
 	case TypeProducerIDs:
 		body = ProducerIDs{Broker: d.i32(), First: d.i64(), Count: d.i64()}
+	case TypeBatch:
+		if inBatch {
+			return Record{}, fmt.Errorf("%w: Batch inside a Batch", ErrCorrupt)
+		}
+		n := d.count(minRecordLen)
+		if d.err == nil && n == 0 {
+			return Record{}, fmt.Errorf("%w: empty Batch", ErrCorrupt)
+		}
+		b := Batch{Records: make([]Record, n)}
+		for i := range b.Records {
+			p := d.take(d.count(1))
+			if d.err != nil {
+				break
+			}
+			in, err := decode(p, true)
+			if err != nil {
+				return Record{}, fmt.Errorf("%w (Batch record %d)", err, i) // err is ErrCorrupt's
+			}
+			b.Records[i] = in
+		}
+		body = b
 	default:
 		return Record{}, fmt.Errorf("%w: unknown type %d", ErrCorrupt, typ)
 	}

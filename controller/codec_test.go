@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +35,8 @@ func sampleRecords() []Record {
 	for i, b := range bodies {
 		out[i] = NewRecord(b)
 	}
+	// Batches: of one record, and of every other sample.
+	out = append(out, NewRecord(Batch{Records: []Record{out[2]}}), NewRecord(Batch{Records: slices.Clone(out)}))
 	return out
 }
 
@@ -90,6 +94,72 @@ func TestDecodeRejects(t *testing.T) {
 		if _, err := Decode(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: err %v, want ErrCorrupt", name, err)
 		}
+	}
+}
+
+func TestBatchCodec(t *testing.T) {
+	fence := NewRecord(FenceBroker{ID: 1, Epoch: 2})
+	create := NewRecord(CreateTopic{Name: "t", ID: [16]byte{1}})
+	good := Encode(NewRecord(Batch{Records: []Record{fence, create}}))
+
+	// The body is the count, then each record's length and whole encoding.
+	var want []byte
+	want = append(want, 2)
+	for _, r := range []Record{fence, create} {
+		e := Encode(r)
+		want = append(append(want, byte(len(e))), e...)
+	}
+	if !bytes.Equal(good[headerLen:], want) {
+		t.Fatalf("body %x, want %x", good[headerLen:], want)
+	}
+	if good[1] != byte(TypeBatch) || TypeBatch.String() != "Batch" {
+		t.Fatalf("type byte %d, %q", good[1], TypeBatch)
+	}
+	if s := NewRecord(Batch{Records: []Record{fence, create}}).String(); !strings.HasPrefix(s, "Batch{Records:[FenceBroker{") {
+		t.Errorf("String: %s", s)
+	}
+
+	body := func(parts ...[]byte) []byte {
+		return fixCRC(append([]byte{formatV1, byte(TypeBatch), currentVersion, 0, 0, 0, 0}, bytes.Join(parts, nil)...))
+	}
+	fenceEnc := Encode(fence)
+	badInner := bytes.Clone(fenceEnc)
+	badInner[len(badInner)-1] ^= 1 // the inner record's own checksum catches it
+	cases := map[string][]byte{
+		"empty batch":        body([]byte{0}),
+		"no count":           body(),
+		"nested batch":       body([]byte{1, byte(len(good))}, good),
+		"inner checksum":     body([]byte{1, byte(len(badInner))}, badInner),
+		"inner length short": body([]byte{1, byte(len(fenceEnc) - 1)}, fenceEnc),
+		"inner length long":  body([]byte{1, byte(len(fenceEnc) + 1)}, fenceEnc),
+		"count high":         body([]byte{2, byte(len(fenceEnc))}, fenceEnc),
+		"count low":          body([]byte{1, byte(len(fenceEnc))}, fenceEnc, []byte{byte(len(fenceEnc))}, fenceEnc),
+		"non-minimal count":  body([]byte{0x81, 0, byte(len(fenceEnc))}, fenceEnc),
+		"non-minimal length": body([]byte{1, byte(len(fenceEnc)) | 0x80, 0}, fenceEnc),
+		"huge count":         body([]byte{0xff, 0xff, 0xff, 0xff, 0x07, byte(len(fenceEnc))}, fenceEnc),
+	}
+	for name, b := range cases {
+		if _, err := Decode(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: err %v, want ErrCorrupt", name, err)
+		}
+	}
+	// The same bytes with a minimal count decode.
+	if _, err := Decode(body([]byte{1, byte(len(fenceEnc))}, fenceEnc)); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, r := range map[string]Record{
+		"empty":  NewRecord(Batch{}),
+		"nested": NewRecord(Batch{Records: []Record{fence, NewRecord(Batch{Records: []Record{create}})}}),
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Encode of a %s batch did not panic", name)
+				}
+			}()
+			Encode(r)
+		}()
 	}
 }
 

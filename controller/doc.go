@@ -11,7 +11,8 @@
 //   - records.go: the record types and the Record envelope.
 //   - codec.go: Encode and Decode, the log format drawn below.
 //   - image.go: Image, an immutable snapshot; Apply(index, record) returns a
-//     new image whose Version is index.
+//     new image whose Version is index. A Batch record applies several
+//     records atomically; NewBatch makes one entry of a decision's records.
 //   - decide.go, place.go, liveness.go: the pure decisions of the active
 //     controller (topic admin, AlterPartition, placement, broker liveness and
 //     leader election).
@@ -50,6 +51,13 @@
 //	[]Endpoint       uvarint count, then per endpoint: Name, Host, Port
 //	map[string]string uvarint count, then key, value pairs, keys strictly increasing
 //	*T (optional)    presence byte 0 (nil) or 1, then T
+//	[]Record (Batch) uvarint count (> 0), then per record a uvarint length
+//	                 and that record's whole encoding: envelope, checksum, body
+//
+// A Batch (type 11) carries several records in one entry, applied all or
+// nothing at the entry's index. Each record in it is a complete record,
+// checked against its own checksum; none may be a Batch (Decode rejects
+// nesting and empty batches).
 //
 // Varints must be minimal and presence bytes 0 or 1, so the encoding is
 // canonical: Decode accepts exactly the bytes Encode produces, and
@@ -60,4 +68,5 @@
 // reading every older version into the current struct. A new type gets a new
 // tag; old code rejects it with ErrCorrupt, so a mixed-version cluster must
 // not emit it before every node can read it (gate on a metadata version).
+// Batch is such a type: code from before it stops on a Batch entry.
 package controller

@@ -180,6 +180,10 @@ func (img *Image) Config(res ConfigResource, key string) (string, bool) {
 // be greater than img.Version. img is not modified. If r does not apply, the
 // error wraps ErrNotApplicable (or says why index is wrong) and the image is
 // nil.
+//
+// A Batch applies all or nothing: its records apply in order, each at
+// index, to one new image; if any does not apply, Apply returns nil and
+// that record's error (and img, as always, is as it was).
 func (img *Image) Apply(index uint64, r Record) (*Image, error) {
 	if index <= img.version {
 		return nil, fmt.Errorf("%w: index %d not after version %d", ErrNotApplicable, index, img.version)
@@ -187,47 +191,89 @@ func (img *Image) Apply(index uint64, r Record) (*Image, error) {
 	next := *img
 	next.version = index
 	var err error
-	switch b := r.Body.(type) {
-	case RegisterBroker:
-		err = next.registerBroker(index, b)
-	case FenceBroker:
-		err = next.setFenced(b.ID, b.Epoch, true)
-	case UnfenceBroker:
-		err = next.setFenced(b.ID, b.Epoch, false)
-	case UnregisterBroker:
-		if _, ok := img.brokers[b.ID]; !ok {
-			return nil, fmt.Errorf("%w: unregister: broker %d not registered", ErrNotApplicable, b.ID)
-		}
-		next.brokers = maps.Clone(img.brokers)
-		delete(next.brokers, b.ID)
-	case CreateTopic:
-		err = next.createTopic(b)
-	case CreatePartition:
-		err = next.createPartition(b)
-	case ChangePartition:
-		err = next.changePartition(b)
-	case DeleteTopic:
-		t := img.topics[b.ID]
-		if t == nil {
-			return nil, fmt.Errorf("%w: delete: unknown topic id %x", ErrNotApplicable, b.ID)
-		}
-		next.topics, next.names = maps.Clone(img.topics), maps.Clone(img.names)
-		delete(next.topics, b.ID)
-		delete(next.names, t.Name)
-	case SetConfig:
-		err = next.setConfig(b)
-	case ProducerIDs:
-		if b.First != img.nextProducerID || b.Count <= 0 || b.First > maxProducerID-b.Count {
-			return nil, fmt.Errorf("%w: producer ids [%d, +%d) (next is %d)", ErrNotApplicable, b.First, b.Count, img.nextProducerID)
-		}
-		next.nextProducerID = b.First + b.Count
-	default:
-		return nil, fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
+	if b, ok := r.Body.(Batch); ok {
+		err = next.applyBatch(index, b)
+	} else {
+		err = next.apply(index, r)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &next, nil
+}
+
+// applyBatch applies b's records in order to img, a shallow copy of an
+// image that Apply made; see apply. On an error img may be half-changed;
+// Apply drops it.
+func (img *Image) applyBatch(index uint64, b Batch) error {
+	if len(b.Records) == 0 {
+		return fmt.Errorf("%w: empty batch", ErrNotApplicable)
+	}
+	regs := 0
+	for i, r := range b.Records {
+		switch r.Body.(type) {
+		case Batch:
+			return fmt.Errorf("%w: batch record %d is a batch", ErrNotApplicable, i)
+		case RegisterBroker:
+			if regs++; regs > 1 {
+				return fmt.Errorf("%w: batch has more than one RegisterBroker", ErrNotApplicable)
+			}
+		}
+	}
+	for i, r := range b.Records {
+		if err := img.apply(index, r); err != nil {
+			return fmt.Errorf("%w (batch record %d of %d)", err, i, len(b.Records))
+		}
+	}
+	return nil
+}
+
+// apply applies one record (not a Batch) at index to img, a shallow copy
+// of an image that Apply made. Like every method that changes an image, it
+// replaces img's fields and maps with changed clones and never writes into
+// a map, slice or Topic reachable from img: those may be shared with the
+// image img was copied from, which must stay as it was (for a Batch, even
+// when a later record fails). On an error img may be half-changed; Apply
+// drops it.
+func (img *Image) apply(index uint64, r Record) error {
+	switch b := r.Body.(type) {
+	case RegisterBroker:
+		return img.registerBroker(index, b)
+	case FenceBroker:
+		return img.setFenced(b.ID, b.Epoch, true)
+	case UnfenceBroker:
+		return img.setFenced(b.ID, b.Epoch, false)
+	case UnregisterBroker:
+		if _, ok := img.brokers[b.ID]; !ok {
+			return fmt.Errorf("%w: unregister: broker %d not registered", ErrNotApplicable, b.ID)
+		}
+		img.brokers = maps.Clone(img.brokers)
+		delete(img.brokers, b.ID)
+	case CreateTopic:
+		return img.createTopic(b)
+	case CreatePartition:
+		return img.createPartition(b)
+	case ChangePartition:
+		return img.changePartition(b)
+	case DeleteTopic:
+		t := img.topics[b.ID]
+		if t == nil {
+			return fmt.Errorf("%w: delete: unknown topic id %x", ErrNotApplicable, b.ID)
+		}
+		img.topics, img.names = maps.Clone(img.topics), maps.Clone(img.names)
+		delete(img.topics, b.ID)
+		delete(img.names, t.Name)
+	case SetConfig:
+		return img.setConfig(b)
+	case ProducerIDs:
+		if b.First != img.nextProducerID || b.Count <= 0 || b.First > maxProducerID-b.Count {
+			return fmt.Errorf("%w: producer ids [%d, +%d) (next is %d)", ErrNotApplicable, b.First, b.Count, img.nextProducerID)
+		}
+		img.nextProducerID = b.First + b.Count
+	default:
+		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
+	}
+	return nil
 }
 
 // maxProducerID bounds producer id blocks; ids are int64 and must stay

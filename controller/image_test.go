@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -225,4 +226,194 @@ func TestApplyImmutable(t *testing.T) {
 			t.Fatalf("%v modified the receiver", r)
 		}
 	}
+}
+
+// dump renders everything in an image, through its unexported fields, so
+// tests can check that an image did not change.
+func dump(img *Image) string {
+	s := fmt.Sprintf("v%d next%d brokers%+v names%v configs%v", img.version, img.nextProducerID, img.brokers, img.names, img.brokerConfigs)
+	for _, t := range img.Topics() {
+		s += fmt.Sprintf(" %+v", *t)
+	}
+	return s
+}
+
+// TestApplyBatch: a topic and its 1000 partitions apply as one entry, at one
+// index, and the image it started from is untouched.
+func TestApplyBatch(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("a", "b", "c")
+	res := CreateTopics(c.img, []TopicSpec{{Name: "big", Partitions: 1000, RF: 3}}, Defaults{}, c.ids)
+	if res[0].ErrorCode != 0 || len(res[0].Records) != 1001 {
+		t.Fatalf("create: %d %s, %d records", res[0].ErrorCode, res[0].Message, len(res[0].Records))
+	}
+	old, before := c.img, dump(c.img)
+	c.apply(NewBatch(res[0].Records)) // through Encode and Decode
+	if c.img.Version() != old.Version()+1 {
+		t.Fatalf("version %d after %d", c.img.Version(), old.Version())
+	}
+	tp := c.img.Topic("big")
+	if tp == nil || len(tp.Partitions) != 1000 {
+		t.Fatalf("topic %v", tp)
+	}
+	for p := range int32(1000) {
+		want := res[0].Records[1+p].Body.(CreatePartition)
+		if got := c.part(tp, p); !slices.Equal(got.Replicas, want.Replicas) || got.Leader != want.Leader {
+			t.Fatalf("partition %d: %+v, want %+v", p, got, want)
+		}
+	}
+	if dump(old) != before {
+		t.Fatal("the batch modified the image it was applied to")
+	}
+
+	// A registration in a batch gets the entry's index as its epoch, and
+	// later records in the batch see the earlier ones.
+	idx := c.img.Version() + 1
+	c.apply(NewBatch([]Record{
+		NewRecord(RegisterBroker{ID: 4, Incarnation: [16]byte{4}}),
+		NewRecord(UnfenceBroker{ID: 4, Epoch: int64(idx)}),
+		NewRecord(SetConfig{Resource: BrokerResource(4), Key: "k", Value: ptr("v")}),
+		NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, ISR: ptr([]int32{tp.Partitions[0].Leader}), Leader: ptr(tp.Partitions[0].Leader)}),
+		NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, Leader: ptr(int32(-1))}),
+	}))
+	if b, ok := c.img.Broker(4); !ok || b.Epoch != int64(idx) || b.Fenced || c.img.Version() != idx {
+		t.Fatalf("broker 4 %+v %t at version %d, want epoch %d", b, ok, c.img.Version(), idx)
+	}
+	if p := c.part(c.img.Topic("big"), 0); p.Leader != -1 || p.PartitionEpoch != 2 || p.LeaderEpoch != 1 || len(p.ISR) != 1 {
+		t.Fatalf("partition 0: %+v", p)
+	}
+}
+
+// TestApplyBatchFails: when the last record of a batch does not apply,
+// nothing does: Apply returns nil and that record's error, and the
+// receiver, which every earlier record of the batch changed in a copy, is
+// exactly as it was.
+func TestApplyBatchFails(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 3, 3)
+	c.apply(
+		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("1")}),
+		NewRecord(SetConfig{Resource: BrokerResource(1), Key: "b", Value: ptr("1")}),
+		AllocateProducerIDs(c.img, 1, 10),
+	)
+	img, before := c.img, dump(c.img)
+	l0 := tp.Partitions[0].Leader
+	changes := []Record{ // every kind of change, to every part of the image
+		NewRecord(RegisterBroker{ID: 4}),
+		NewRecord(FenceBroker{ID: 1, Epoch: c.epoch(1)}),
+		NewRecord(UnregisterBroker{ID: 2}),
+		NewRecord(CreateTopic{Name: "u", ID: [16]byte{0xff}, Configs: map[string]string{"x": "y"}}),
+		NewRecord(CreatePartition{TopicID: tp.ID, Partition: 3, Replicas: []int32{3}, ISR: []int32{3}, Leader: 3}),
+		NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, ISR: ptr([]int32{l0}), Leader: ptr(l0)}),
+		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("2")}),
+		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "c", Value: ptr("3")}),
+		NewRecord(SetConfig{Resource: BrokerResource(1), Key: "b"}),
+		NewRecord(SetConfig{Resource: ClusterResource(), Key: "d", Value: ptr("4")}),
+		AllocateProducerIDs(img, 2, 10),
+		NewRecord(DeleteTopic{ID: tp.ID}),
+	}
+	// The changes do apply, as a batch.
+	ok, err := img.Apply(img.Version()+1, NewBatch(changes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump(ok) == before || dump(img) != before {
+		t.Fatal("the batch changed nothing, or changed the receiver")
+	}
+	// Each change first in a failing batch: the first change to a part of
+	// the copy is the one that must not write into the receiver's.
+	fail := NewRecord(DeleteTopic{ID: [16]byte{0xee}})
+	for _, ch := range changes {
+		if _, err := img.Apply(img.Version()+1, ch); err != nil {
+			t.Fatalf("%v alone: %v", ch, err)
+		}
+		next, err := img.Apply(img.Version()+1, NewBatch([]Record{ch, fail}))
+		if !errors.Is(err, ErrNotApplicable) || next != nil || !strings.Contains(err.Error(), "(batch record 1 of 2)") {
+			t.Fatalf("%v then a failure: got %v, %v", ch, next, err)
+		}
+		if dump(img) != before {
+			t.Fatalf("%v then a failure: the batch changed the receiver", ch)
+		}
+	}
+	for _, last := range []Record{
+		NewRecord(DeleteTopic{ID: tp.ID}),                                        // deleted earlier in the batch
+		NewRecord(CreateTopic{Name: "u", ID: [16]byte{0xfe}}),                    // name taken earlier in the batch
+		NewRecord(ProducerIDs{Broker: 1, First: img.NextProducerID(), Count: 1}), // block taken earlier in the batch
+		NewRecord(UnfenceBroker{ID: 2, Epoch: c.epoch(2)}),                       // unregistered earlier in the batch
+	} {
+		b := NewBatch(append(slices.Clone(changes), last))
+		next, err := img.Apply(img.Version()+1, b)
+		if !errors.Is(err, ErrNotApplicable) || next != nil {
+			t.Fatalf("last %v: got %v, %v; want nil, ErrNotApplicable", last, next, err)
+		}
+		if want := fmt.Sprintf("(batch record %d of %d)", len(changes), len(changes)+1); !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+		if dump(img) != before || img.Version() != c.index {
+			t.Fatalf("last %v: the failed batch changed the receiver", last)
+		}
+	}
+	// The same through the harness: the image stays, and later records
+	// apply to it.
+	if dump(img) != before {
+		t.Fatal("receiver changed")
+	}
+	c.apply(NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("3")}))
+	if v, _ := c.img.Config(TopicResource("t"), "a"); v != "3" {
+		t.Fatal(v)
+	}
+}
+
+func TestApplyBatchInvalid(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("")
+	fence := NewRecord(FenceBroker{ID: 1, Epoch: c.epoch(1)})
+	before := dump(c.img)
+	for _, b := range []Batch{
+		{},
+		{Records: []Record{fence, NewRecord(Batch{Records: []Record{fence}})}},
+		{Records: []Record{NewRecord(RegisterBroker{ID: 2}), NewRecord(RegisterBroker{ID: 3})}},
+		{Records: []Record{fence, {}}},
+	} {
+		applyErr(t, c.img, NewRecord(b))
+	}
+	if dump(c.img) != before {
+		t.Fatal("an invalid batch changed the image")
+	}
+	// The index check covers the whole batch.
+	if _, err := c.img.Apply(c.img.Version(), NewRecord(Batch{Records: []Record{fence, fence}})); !errors.Is(err, ErrNotApplicable) {
+		t.Fatalf("batch at an old index: %v", err)
+	}
+}
+
+func TestNewBatch(t *testing.T) {
+	a := NewRecord(UnregisterBroker{ID: 1})
+	b := NewRecord(UnregisterBroker{ID: 2})
+	c := NewRecord(UnregisterBroker{ID: 3})
+	if got := NewBatch([]Record{a}); !reflect.DeepEqual(got, a) {
+		t.Fatalf("one record: %v", got)
+	}
+	recs := []Record{a, b}
+	got := NewBatch(recs)
+	if want := NewRecord(Batch{Records: []Record{a, b}}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("two records: %v", got)
+	}
+	recs[0] = c
+	if got.Body.(Batch).Records[0] != a {
+		t.Fatal("NewBatch retained its argument")
+	}
+	// Batches flatten.
+	if got := NewBatch([]Record{NewBatch([]Record{a, b}), c}); !reflect.DeepEqual(got, NewRecord(Batch{Records: []Record{a, b, c}})) {
+		t.Fatalf("flattened: %v", got)
+	}
+	if got := NewBatch([]Record{NewRecord(Batch{Records: []Record{a}})}); !reflect.DeepEqual(got, a) {
+		t.Fatalf("flattened single: %v", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewBatch(nil) did not panic")
+		}
+	}()
+	NewBatch(nil)
 }

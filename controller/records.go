@@ -20,6 +20,7 @@ const (
 	TypeDeleteTopic      RecordType = 8
 	TypeSetConfig        RecordType = 9
 	TypeProducerIDs      RecordType = 10
+	TypeBatch            RecordType = 11
 )
 
 // String names the type for logs and test output.
@@ -45,6 +46,8 @@ func (t RecordType) String() string {
 		return "SetConfig"
 	case TypeProducerIDs:
 		return "ProducerIDs"
+	case TypeBatch:
+		return "Batch"
 	}
 	return "RecordType(" + strconv.Itoa(int(t)) + ")"
 }
@@ -206,6 +209,42 @@ type ProducerIDs struct {
 	Count  int64
 }
 
+// Batch is several records in one log entry, applied all or nothing: Apply
+// applies them in order, all at the entry's index, and if any of them does
+// not apply, none does. It is how a decision that yields several records
+// (a CreateTopic and its CreatePartitions) commits atomically.
+//
+// Invariant: Records is non-empty, holds no Batch, and holds at most one
+// RegisterBroker (a broker's epoch is the index of its registration, so two
+// registrations in one entry would share an epoch). Encode panics on an
+// empty or nested batch; Decode rejects one; Apply rejects all three.
+type Batch struct {
+	Records []Record
+}
+
+// NewBatch makes one record of recs, to propose as one entry: recs[0] itself
+// when there is a single record, otherwise a Batch of them. Batches in recs
+// are flattened into it (applying a batch of batches would mean the same
+// thing), so the result never nests. recs must not be empty (after
+// flattening); it is not retained.
+func NewBatch(recs []Record) Record {
+	flat := make([]Record, 0, len(recs))
+	for _, r := range recs {
+		if b, ok := r.Body.(Batch); ok {
+			flat = append(flat, b.Records...)
+		} else {
+			flat = append(flat, r)
+		}
+	}
+	switch len(flat) {
+	case 0:
+		panic("controller: NewBatch of no records")
+	case 1:
+		return flat[0]
+	}
+	return NewRecord(Batch{Records: flat})
+}
+
 func (RegisterBroker) Type() RecordType   { return TypeRegisterBroker }
 func (FenceBroker) Type() RecordType      { return TypeFenceBroker }
 func (UnfenceBroker) Type() RecordType    { return TypeUnfenceBroker }
@@ -216,6 +255,7 @@ func (ChangePartition) Type() RecordType  { return TypeChangePartition }
 func (DeleteTopic) Type() RecordType      { return TypeDeleteTopic }
 func (SetConfig) Type() RecordType        { return TypeSetConfig }
 func (ProducerIDs) Type() RecordType      { return TypeProducerIDs }
+func (Batch) Type() RecordType            { return TypeBatch }
 
 // String shows the pointers of a ChangePartition by value.
 func (c ChangePartition) String() string {

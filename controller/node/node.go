@@ -426,6 +426,13 @@ func (n *Node) run() {
 	o := &owner{pending: map[uint64]*proposal{}, snapshot: n.cfg.SnapshotEvery}
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
+	if _, self := n.cfg.Voters[n.cfg.ID]; self && len(n.cfg.Voters) == 1 {
+		// A quorum of one need not wait an election timeout to lead.
+		if err := n.member.Campaign(); err != nil {
+			n.log.Warn().Err(err).Msg("campaign")
+		}
+		n.readyLoop(o)
+	}
 	n.publishLeader(o)
 	for {
 		select {

@@ -73,11 +73,12 @@ type Applied struct {
 	Index, Term uint64
 	Kind        Kind
 	Data        []byte            // the entry's data; for KindSnapshot the snapshot's
-	Record      controller.Record // KindRecord: the decoded record
+	Record      controller.Record // KindRecord: the decoded record (maybe a controller.Batch)
 	// Err is set when a KindRecord did not apply (it wraps
 	// controller.ErrNotApplicable). Apply is deterministic, so every member
 	// skips the record alike and the images stay equal; only the version
-	// advances. Validated proposals never do this: log it as a bug.
+	// advances. A Batch is skipped whole. Validated proposals never do
+	// this: log it as a bug.
 	Err error
 }
 
@@ -204,6 +205,15 @@ func (m *Member) Err() error { return m.err }
 // ticks, heartbeat 1).
 func (m *Member) Tick() { m.rn.Tick() }
 
+// Campaign starts an election now instead of after an election timeout. A
+// quorum of one uses it to lead from its first moment.
+func (m *Member) Campaign() error {
+	if m.err != nil {
+		return m.err
+	}
+	return m.rn.Campaign()
+}
+
 // Step hands the member a message received from a peer.
 func (m *Member) Step(msg raftpb.Message) error {
 	if m.err != nil {
@@ -224,8 +234,14 @@ func (m *Member) Propose(data []byte) error {
 	if err != nil {
 		return err
 	}
-	if s, ok := r.Body.(controller.SetConfig); ok && s.Key == noopKey {
-		return fmt.Errorf("quorum: config key %q is reserved", noopKey)
+	recs := []controller.Record{r}
+	if b, ok := r.Body.(controller.Batch); ok {
+		recs = b.Records
+	}
+	for _, r := range recs {
+		if s, ok := r.Body.(controller.SetConfig); ok && s.Key == noopKey {
+			return fmt.Errorf("quorum: config key %q is reserved", noopKey)
+		}
 	}
 	return m.rn.Propose(data)
 }

@@ -31,9 +31,14 @@ import (
 //
 // The records are placed at strictly increasing indexes no greater than the
 // snapshot index: registrations at their epochs, the others greedily in the
-// free indexes (an unfence only after its registration). The original log
-// proves a placement exists: it held at least these records (the others
-// are folded into them), in an order that respects the same constraints.
+// free indexes (an unfence only after its registration). If the log had no
+// controller.Batch entries, it proves such a placement exists: it held at
+// least these records (the others are folded into them), one per index, in
+// an order that respects the same constraints. A Batch puts many records at
+// one index (a topic's CreatePartitions), so they may not fit; then every
+// record but the registrations before the snapshot index goes into one
+// Batch at the snapshot index. So a snapshot holds a Batch only when the
+// log it summarizes did, and older code reads every other snapshot.
 // Finally the version is brought to the snapshot index with noop.
 //
 // Encoding: byte 1 (format), uvarint count, then per record uvarint index,
@@ -63,8 +68,15 @@ func noop(img *controller.Image, index uint64) (*controller.Image, error) {
 // resource name ("" = cluster default) → key → value.
 type brokerConfigs map[string]map[string]string
 
-// apply mirrors a SetConfig on a broker resource that Image.Apply accepted.
+// apply mirrors a record that Image.Apply accepted: a SetConfig on a broker
+// resource, or each of a Batch's records.
 func (bc brokerConfigs) apply(r controller.Record) {
+	if b, ok := r.Body.(controller.Batch); ok {
+		for _, in := range b.Records {
+			bc.apply(in)
+		}
+		return
+	}
 	s, ok := r.Body.(controller.SetConfig)
 	if !ok || s.Resource.Type != controller.ResourceBroker || s.Key == noopKey {
 		return
@@ -132,13 +144,22 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 		free = append(free, controller.NewRecord(controller.ProducerIDs{Broker: -1, First: 0, Count: n}))
 	}
 
-	// Unit jobs with release times and a common deadline: filling every
-	// index with any ready record is optimal.
+	if out, ok := placeGreedy(regs, unfences, free, v); ok {
+		return out, nil
+	}
+	return placeBatched(regs, unfences, free, v)
+}
+
+// placeGreedy places one record per index. Unit jobs with release times and
+// a common deadline: filling every index with any ready record is optimal.
+// It reports false if the records do not fit below v, which happens only
+// when the log applied several of them in one Batch entry.
+func placeGreedy(regs, unfences []placed, free []controller.Record, v uint64) ([]placed, bool) {
 	out := make([]placed, 0, len(regs)+len(unfences)+len(free))
 	k := uint64(1)
 	for len(regs)+len(unfences)+len(free) > 0 {
 		if k > v {
-			return nil, fmt.Errorf("quorum: snapshot: %d records do not fit below version %d", len(regs)+len(unfences)+len(free), v)
+			return nil, false
 		}
 		switch {
 		case len(regs) > 0 && regs[0].index == k:
@@ -152,6 +173,33 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 			continue
 		}
 		k++
+	}
+	return out, true
+}
+
+// placeBatched places the registrations before v at their epochs and every
+// other record in one Batch at v: the registration at epoch v if there is
+// one (a Batch holds at most one, and brokers' epochs are distinct), then
+// the unfences, then the free records.
+func placeBatched(regs, unfences []placed, free []controller.Record, v uint64) ([]placed, error) {
+	if v == 0 {
+		return nil, errors.New("quorum: snapshot: records in an image at version 0")
+	}
+	out := make([]placed, 0, len(regs)+1)
+	var last []controller.Record
+	for _, r := range regs {
+		if r.index < v {
+			out = append(out, r)
+		} else {
+			last = append(last, r.rec)
+		}
+	}
+	for _, u := range unfences {
+		last = append(last, u.rec)
+	}
+	last = append(last, free...)
+	if len(last) > 0 {
+		out = append(out, placed{v, controller.NewBatch(last)})
 	}
 	return out, nil
 }
