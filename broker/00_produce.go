@@ -57,13 +57,12 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case req.TransactionID != nil:
 				err = errTransactional
 			default:
-				p = t.parts[rp.Partition]
-				err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
+				if p, sp.ErrorCode = b.leaderPartition(t, rp.Partition); p != nil {
+					err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
+				}
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
@@ -162,8 +161,18 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 // appendTo validates and appends one partition's batch, filling sp.
 func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) error {
 	s := p.settings.Load()
-	if acks == -1 && s.minISR > 1 {
-		return fmt.Errorf("%w: in-sync replicas 1 < min.insync.replicas %d", errNotEnoughReplicas, s.minISR)
+	st := p.state.Load()
+	if st == nil || !st.leader {
+		return errNotLeader
+	}
+	if len(st.isr) > 1 {
+		// Followers do not replicate yet, so nothing here could honestly
+		// acknowledge a write the other replicas must hold: refuse, with
+		// nothing appended, rather than accept it unsafely.
+		return fmt.Errorf("%w: ISR %v: replication between brokers is not implemented yet", errNotEnoughReplicas, st.isr)
+	}
+	if acks == -1 && int32(len(st.isr)) < s.minISR {
+		return fmt.Errorf("%w: in-sync replicas %d < min.insync.replicas %d", errNotEnoughReplicas, len(st.isr), s.minISR)
 	}
 	info, err := storage.ValidateBatch(records, s.maxBatchBytes)
 	if err != nil {

@@ -98,8 +98,8 @@ func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*partition {
 			continue
 		}
 		for _, rp := range rt.Partitions {
-			if rp.Partition >= 0 && int(rp.Partition) < len(t.parts) {
-				out = append(out, t.parts[rp.Partition])
+			if p, _ := b.leaderPartition(t, rp.Partition); p != nil {
+				out = append(out, p)
 			}
 		}
 	}
@@ -138,12 +138,15 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 			switch {
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				p := t.parts[rp.Partition]
+				p, code := b.leaderPartition(t, rp.Partition)
+				if code == 0 {
+					code = p.checkEpoch(rp.CurrentLeaderEpoch)
+				}
+				if code != 0 {
+					sp.ErrorCode = code
+					break
+				}
 				hw := p.hw.Load()
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
 				// The response budget binds every partition; only the first

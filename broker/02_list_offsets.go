@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,12 +34,16 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 			sp.Partition = rp.Partition
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, 0
 			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.CurrentLeaderEpoch > 0:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			default:
-				p := t.parts[rp.Partition]
+				p, code := b.leaderPartition(t, rp.Partition)
+				if code == 0 {
+					code = p.checkEpoch(rp.CurrentLeaderEpoch)
+				}
+				if code != 0 {
+					sp.ErrorCode = code
+					break
+				}
+				sp.LeaderEpoch = p.leaderEpoch()
 				off, ts, err := listOffset(p, rp.Timestamp)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)

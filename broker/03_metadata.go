@@ -1,8 +1,7 @@
 package broker
 
 import (
-	"sort"
-
+	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -10,14 +9,20 @@ import (
 // Metadata: v0-12
 //
 // Behaviour:
-//   - Brokers: this node, at the advertised address of the listener the
-//     request arrived on.
+//   - Answered from this broker's own metadata image: every broker of the
+//     cluster is equally able to answer.
+//   - Brokers: the unfenced brokers, at their advertised address on the
+//     listener the request arrived on.
 //   - Topics: all topics when the list is null (v1+) or empty (v0); else the
 //     named ones (by name, or by id from v10 with a null name).
-//   - An unknown topic is created when auto.create.topics.enable is on and
-//     the request allows it (always before v4), like Kafka; the new topic is
-//     returned at once. Invalid names get INVALID_TOPIC_EXCEPTION.
-//   - Every partition is led by this node at leader epoch 0; ISR = replicas.
+//   - An unknown topic is created through the active controller when
+//     auto.create.topics.enable is on and the request allows it (always
+//     before v4), like Kafka; the new topic is returned at once. Invalid
+//     names get INVALID_TOPIC_EXCEPTION.
+//   - Partitions: leader (-1 while none: LEADER_NOT_AVAILABLE), leader
+//     epoch, replicas, ISR and the replicas on fenced brokers as offline.
+//   - ControllerID: the active controller's node id (it is a broker too in
+//     combined mode).
 //
 // Version notes:
 //   - v1: null topics = all, controller id, rack, internal flag
@@ -28,38 +33,70 @@ func init() { regKey(3, 0, 12, handleMetadata) }
 
 func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	adv := b.advertised[cc.listener]
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: adv.Host, Port: adv.Port}}
-	cid := b.clusterID()
-	resp.ClusterID = &cid
-	resp.ControllerID = b.cfg.NodeID
-
-	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	if all {
-		topics := b.topicsSnapshot()
-		names := make([]string, 0, len(topics))
-		for n := range topics {
-			names = append(names, n)
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	var missing []string
+	if img := b.image(); req.Topics != nil && autoCreate {
+		for _, rt := range req.Topics {
+			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && validTopicName(*rt.Topic) == nil {
+				missing = append(missing, *rt.Topic)
+			}
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			resp.Topics = append(resp.Topics, b.describeTopic(topics[n], req))
-		}
-		respond(resp)
+	}
+	if len(missing) == 0 {
+		respond(b.metadata(cc, req, nil))
 		return
 	}
-	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	// Creating waits for the controller; the reader goroutine must not.
+	go func() {
+		codes := map[string]int16{}
+		for _, name := range missing {
+			codes[name] = b.autoCreate(cc.ctx, name)
+		}
+		respond(b.metadata(cc, req, codes))
+	}()
+}
+
+// metadata builds the response from the current image; createCodes holds
+// the outcome of topics just auto-created.
+func (b *Broker) metadata(cc *connCtx, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	img := b.image()
+	listener := b.advertised[cc.listener].Name
+	for _, bs := range img.LiveBrokers() {
+		e, ok := endpoint(img, bs.ID, listener)
+		if !ok {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = bs.ID, e.Host, e.Port
+		if bs.Rack != "" {
+			r := bs.Rack
+			mb.Rack = &r
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	cid := b.clusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = -1
+	if l := b.node.Leader(); l != 0 {
+		resp.ControllerID = nodeID(l)
+	}
+
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		for _, t := range img.Topics() {
+			resp.Topics = append(resp.Topics, describeTopic(img, t, req))
+		}
+		return resp
+	}
 	for _, rt := range req.Topics {
-		var t *topic
+		var t *controller.Topic
 		var name string
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
-			t = b.lookup(name)
+			t = img.Topic(name)
 		case rt.TopicID != [16]byte{}:
-			t = b.lookupID(rt.TopicID)
-			if t == nil {
+			if t = img.TopicByID(rt.TopicID); t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -70,48 +107,49 @@ func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
-			if err := validTopicName(name); err != nil {
+			switch code, tried := createCodes[name]; {
+			case validTopicName(name) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			} else if !autoCreate {
+			case tried && code != 0:
+				mt.ErrorCode = code
+			case tried:
+				// Created, but this image predates it: retry shortly.
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			default:
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				created, err := b.createTopic(createSpec{name: name, partitions: -1, replication: -1})
-				switch {
-				case err == nil:
-					t = created
-				case errorCode(err) == kerr.TopicAlreadyExists.Code:
-					t = b.lookup(name) // created concurrently
-				default:
-					b.log.Warn().Err(err).Str("topic", name).Msg("auto-creating topic")
-					mt.ErrorCode = errorCode(err)
-				}
 			}
-			if t == nil {
-				resp.Topics = append(resp.Topics, mt)
-				continue
-			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
-		resp.Topics = append(resp.Topics, b.describeTopic(t, req))
+		resp.Topics = append(resp.Topics, describeTopic(img, t, req))
 	}
-	respond(resp)
+	return resp
 }
 
-func (b *Broker) describeTopic(t *topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+func describeTopic(img *controller.Image, t *controller.Topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.name
+	name := t.Name
 	mt.Topic = &name
-	mt.TopicID = t.meta.ID
-	mt.IsInternal = t.meta.Internal
+	mt.TopicID = t.ID
+	mt.IsInternal = t.Name == offsetsTopic
 	if req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = allTopicOperations
 	}
-	for _, p := range t.parts {
+	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		mp.Partition = int32(i)
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
+		for _, r := range p.Replicas {
+			if bs, ok := img.Broker(r); !ok || bs.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if p.Leader == -1 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -77,8 +77,8 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	b.offsets.commit(req.Group, offs, func(err error) {
 		if err != nil {
 			code := kerr.KafkaStorageError.Code
-			if errors.Is(err, errLoading) {
-				code = kerr.CoordinatorLoadInProgress.Code
+			if errors.Is(err, errLoading) || errors.Is(err, errNotCoordinator) {
+				code = errorCode(err)
 			}
 			b.log.Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
 			for i := range resp.Topics {

@@ -10,8 +10,11 @@ import (
 // Behaviour:
 //   - Groups (key type 0): the coordinator is the leader of the group's
 //     offsets-topic partition (Java hashCode of the group id modulo the
-//     partition count, as Kafka computes it) — on a single node, this node.
-//     While that partition's offsets are loading: COORDINATOR_LOAD_IN_PROGRESS.
+//     partition count, as Kafka computes it), read from this broker's image.
+//     While that partition's offsets load on this node:
+//     COORDINATOR_LOAD_IN_PROGRESS. Without an offsets topic (it is created
+//     on first need, with offsets.topic.replication.factor replicas) or a
+//     leader for the partition: COORDINATOR_NOT_AVAILABLE.
 //   - Transactions (key type 1): COORDINATOR_NOT_AVAILABLE; Fjord has no
 //     transaction coordinator.
 //
@@ -22,16 +25,29 @@ func init() { regKey(10, 0, 4, handleFindCoordinator) }
 func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	adv := b.advertised[cc.listener]
+	img := b.image()
+	listener := b.advertised[cc.listener].Name
+	ot := img.Topic(offsetsTopic)
+	if ot == nil && req.CoordinatorType == 0 {
+		go b.ensureOffsetsTopic() // clients retry COORDINATOR_NOT_AVAILABLE
+	}
 	find := func(key string) (node int32, host string, port int32, code int16, msg *string) {
 		if req.CoordinatorType != 0 {
 			m := "transactions are not supported"
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &m
 		}
-		if !b.offsets.isLoaded(key) {
+		if ot == nil || len(ot.Partitions) == 0 {
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
+		}
+		leader := ot.Partitions[b.offsets.partitionFor(key)].Leader
+		e, ok := endpoint(img, leader, listener)
+		if leader < 0 || !ok {
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
+		}
+		if leader == b.cfg.NodeID && errorCode(b.offsets.status(key)) == kerr.CoordinatorLoadInProgress.Code {
 			return -1, "", -1, kerr.CoordinatorLoadInProgress.Code, nil
 		}
-		return b.cfg.NodeID, adv.Host, adv.Port, 0, nil
+		return leader, e.Host, e.Port, 0, nil
 	}
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {

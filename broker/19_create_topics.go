@@ -1,19 +1,20 @@
 package broker
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // CreateTopics: v0-7
 //
 // Behaviour:
-//   - Each topic is validated (name, partitions, replication factor, replica
-//     assignment, configs) and created durably before the response.
+//   - Forwarded to the active controller, which validates each topic (name,
+//     partitions, replication factor against the live brokers, replica
+//     assignment, configs) and commits it to the metadata log; the answer
+//     comes once this broker's own image has the topic.
 //   - An existing name is TOPIC_ALREADY_EXISTS whatever the partition count:
 //     never merged. A name given twice in one request is INVALID_REQUEST for
-//     both, as in Kafka.
+//     both, as in Kafka. Replication factor above the live brokers is
+//     INVALID_REPLICATION_FACTOR.
 //   - ValidateOnly (v1+) checks everything and creates nothing.
 //
 // Version notes:
@@ -23,55 +24,28 @@ func init() { regKey(19, 0, 7, handleCreateTopics) }
 
 func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	seen := map[string]int{}
-	for _, rt := range req.Topics {
-		seen[rt.Topic]++
-	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewCreateTopicsResponseTopic()
-		st.Topic = rt.Topic
-		st.NumPartitions, st.ReplicationFactor = -1, -1
-		sp := createSpec{name: rt.Topic, partitions: rt.NumPartitions, replication: rt.ReplicationFactor, configs: map[string]string{}}
-		var err error
-		if seen[rt.Topic] > 1 {
-			err = fmt.Errorf("%w: topic %q appears more than once", errInvalidRequest, rt.Topic)
+	go func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		resp := b.createTopics(ctx, req)
+		byName := map[string]*kmsg.CreateTopicsRequestTopic{}
+		for i := range req.Topics {
+			byName[req.Topics[i].Topic] = &req.Topics[i]
 		}
-		for _, a := range rt.ReplicaAssignment {
-			if sp.assignment == nil {
-				sp.assignment = map[int32][]int32{}
+		for i := range resp.Topics {
+			st := &resp.Topics[i]
+			rt := byName[st.Topic]
+			if st.ErrorCode != 0 || rt == nil {
+				continue
 			}
-			sp.assignment[a.Partition] = a.Replicas
-		}
-		for _, c := range rt.Configs {
-			if c.Value == nil {
-				err = fmt.Errorf("%w: config %q has a null value", errInvalidConfig, c.Name)
-				break
-			}
-			sp.configs[c.Name] = *c.Value
-		}
-		if len(sp.configs) == 0 {
-			sp.configs = nil
-		}
-		var t *topic
-		if err == nil {
-			if req.ValidateOnly {
-				err = b.checkCreate(&sp)
-			} else {
-				t, err = b.createTopic(sp)
-			}
-		}
-		if err != nil {
-			st.ErrorCode = errorCode(err)
-			st.ErrorMessage = errMessage(err)
-		} else {
-			st.NumPartitions = sp.partitions
-			st.ReplicationFactor = sp.replication
-			if t != nil {
-				st.TopicID = t.meta.ID
+			overrides := map[string]string{}
+			for _, c := range rt.Configs {
+				if c.Value != nil {
+					overrides[c.Name] = *c.Value
+				}
 			}
 			for _, d := range topicConfigDefs {
-				v, override := effectiveValue(&b.cfg, sp.configs, &d)
+				v, override := effectiveValue(&b.cfg, overrides, &d)
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = d.name
 				c.Value = &v
@@ -82,7 +56,6 @@ func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 				st.Configs = append(st.Configs, c)
 			}
 		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	respond(resp)
+		respond(resp)
+	}()
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -8,9 +9,11 @@ import (
 // DeleteTopics: v0-6
 //
 // Behaviour:
-//   - Deletes each named topic (v0-5 by name; v6 by name or by id) durably
-//     before answering; unknown names are UNKNOWN_TOPIC_OR_PARTITION and
-//     unknown ids UNKNOWN_TOPIC_ID. delete.topic.enable=false gives
+//   - Forwarded to the active controller, which commits the deletion to the
+//     metadata log; the answer comes once this broker's image no longer has
+//     the topic (every broker then deletes its replicas' files). Unknown
+//     names are UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID;
+//     delete.topic.enable=false (on the controller) gives
 //     TOPIC_DELETION_DISABLED.
 //
 // Version notes:
@@ -19,46 +22,24 @@ func init() { regKey(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	type target struct {
-		name *string
-		id   [16]byte
-	}
-	var targets []target
-	if req.Version < 6 {
-		for _, n := range req.TopicNames {
-			targets = append(targets, target{name: &n})
-		}
-	} else {
-		for _, t := range req.Topics {
-			targets = append(targets, target{name: t.Topic, id: t.TopicID})
-		}
-	}
-	for _, tg := range targets {
-		st := kmsg.NewDeleteTopicsResponseTopic()
-		st.Topic, st.TopicID = tg.name, tg.id
-		var name string
-		switch {
-		case tg.name != nil:
-			name = *tg.name
-		default:
-			t := b.lookupID(tg.id)
-			if t == nil {
-				st.ErrorCode = kerr.UnknownTopicID.Code
-				resp.Topics = append(resp.Topics, st)
-				continue
+	go func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			kresp = notControllerResponse(req)
+			for i := range kresp.(*kmsg.DeleteTopicsResponse).Topics {
+				kresp.(*kmsg.DeleteTopicsResponse).Topics[i].ErrorCode = kerr.RequestTimedOut.Code
 			}
-			name = t.name
-			st.Topic = &name
 		}
-		if t := b.lookup(name); t != nil {
-			st.TopicID = t.meta.ID
+		resp := kresp.(*kmsg.DeleteTopicsResponse)
+		resp.Version = req.Version
+		for _, st := range resp.Topics {
+			if st.ErrorCode == 0 {
+				id := st.TopicID
+				b.waitImage(ctx, func(img *controller.Image) bool { return img.TopicByID(id) == nil })
+			}
 		}
-		if err := b.deleteTopic(name); err != nil {
-			st.ErrorCode = errorCode(err)
-			st.ErrorMessage = errMessage(err)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	respond(resp)
+		respond(resp)
+	}()
 }

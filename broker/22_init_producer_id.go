@@ -13,6 +13,8 @@ import (
 //     durably, so they are unique across restarts. An idempotent client that
 //     must bump its epoch does so itself, per partition (KIP-360); the broker
 //     keeps the epoch per (producer id, partition).
+//     Blocks of ids come from the active controller, through the metadata
+//     log, so ids are unique across the cluster.
 //   - With a transactional id: refused (no transaction coordinator), with
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients do not retry.
 //
@@ -30,13 +32,17 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		respond(resp)
 		return
 	}
-	id, err := b.allocProducerID()
-	if err != nil {
-		b.log.Error().Err(err).Msg("allocating producer id")
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	go func() {
+		ctx, cancel := adminCtx(cc.ctx, 0)
+		defer cancel()
+		id, err := b.allocProducerID(ctx)
+		if err != nil {
+			b.log.Error().Err(err).Msg("allocating producer id")
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			respond(resp)
+			return
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
 		respond(resp)
-		return
-	}
-	resp.ProducerID, resp.ProducerEpoch = id, 0
-	respond(resp)
+	}()
 }

@@ -13,30 +13,46 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Broker is one Fjord node.
+// Broker is one Fjord node: a member of the metadata quorum (a voter when
+// it has the controller role, and then possibly the active controller),
+// and a broker serving the partitions the metadata places on it.
 //
-// Topic metadata lives in mu.topics, a copy-on-write map: readers take mu
-// for reading just long enough to look a topic up; admin operations
-// (create, delete) are serialised by adminMu, do their disk work without mu,
-// and take mu for writing only to publish the result.
+// The local replicas live in mu.topics, a copy-on-write map written only by
+// publishLoop as metadata images arrive: readers take mu for reading just
+// long enough to look a topic up.
 type Broker struct {
-	cfg    Config
-	log    zerolog.Logger
-	logDir string
-	ms     *metastore
+	cfg       Config
+	log       zerolog.Logger
+	logDir    string
+	clusterID string
 
-	adminMu sync.Mutex // serialises metadata changes; held across their disk I/O
-	mu      struct {
+	node      *node.Node        // this node's quorum member
+	actl      *activeController // nil without the controller role
+	ctl       *ctlClient        // requests to the active controller
+	ctlLn     net.Listener      // the CONTROLLER listener, if any
+	ctlKafka  *chanListener     // its Kafka half
+	ctlServer *protocol.Server
+
+	brokerEpoch    atomic.Int64  // from the last registration
+	fenced         atomic.Bool   // as the last heartbeat said
+	appliedVersion atomic.Uint64 // version of the image the replicas match
+	ready          chan struct{} // closed once first unfenced
+
+	mu struct {
 		sync.RWMutex
-		state  *metaState          // persisted part; replaced, never mutated, once published
-		topics map[string]*topic   // live topics by name
-		byID   map[[16]byte]*topic // and by id
+		image   *controller.Image   // the image the replicas match
+		changed chan struct{}       // closed when image changes
+		topics  map[string]*topic   // topics by name; parts[i] nil where not a replica
+		byID    map[[16]byte]*topic // and by id
 	}
 	pidMu struct {
 		sync.Mutex
@@ -56,59 +72,72 @@ type Broker struct {
 	closing atomic.Bool
 }
 
-// topic is a live topic: its metadata and its partitions on this node.
+// topic is a topic of the current image with this node's replicas of it.
 type topic struct {
 	name  string
 	meta  *topicMeta
-	parts []*partition
+	parts []*partition // by partition index; nil where this node holds no replica
 }
 
-// New opens the node's data (recovering logs as needed) and binds its
-// listeners; Start begins serving.
+// local returns the partitions this node holds a replica of.
+func (t *topic) local() []*partition {
+	out := make([]*partition, 0, len(t.parts))
+	for _, p := range t.parts {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// topicMeta is the part of a topic's metadata the data path needs.
+type topicMeta struct {
+	ID       [16]byte
+	Configs  map[string]string // read-only
+	Internal bool
+}
+
+// New checks the data directory, binds the listeners and starts the
+// node's quorum member; Start begins serving.
 func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{}), ready: make(chan struct{})}
 	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
 	}
 	storage.RemoveDeletedDirs(b.logDir)
-	ms, st, err := loadMeta(b.logDir, cfg.NodeID, cfg.ClusterID)
+	id, err := loadIdentity(b.logDir, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	b.ms = ms
-	b.mu.state = st
+	b.clusterID = id
 	b.mu.topics = map[string]*topic{}
 	b.mu.byID = map[[16]byte]*topic{}
-	start := time.Now()
-	nparts := 0
-	for name, tm := range st.Topics {
-		t, err := b.openTopic(name, tm, false)
-		if err != nil {
-			b.closeLogs()
-			return nil, err
-		}
-		b.mu.topics[name] = t
-		b.mu.byID[tm.ID] = t
-		nparts += len(t.parts)
-	}
-	log.Info().Int("topics", len(st.Topics)).Int("partitions", nparts).Dur("took", time.Since(start)).
-		Str("cluster_id", st.ClusterID).Msg("opened logs")
-	ot, err := b.ensureOffsetsTopic()
-	if err != nil {
-		b.closeLogs()
-		return nil, fmt.Errorf("offsets topic: %w", err)
-	}
-	b.offsets = newOffsetStore(b, ot)
+	b.mu.changed = make(chan struct{})
+	b.offsets = newOffsetStore(b)
 	b.groups = newCoordinator(b)
+	b.ctl = newCtlClient(b)
 	if err := b.listen(); err != nil {
-		b.closeLogs()
 		return nil, err
 	}
+	if err := b.startQuorum(b.ctlLn); err != nil {
+		b.closeListeners()
+		return nil, err
+	}
+	if cfg.HasRole("controller") {
+		b.actl = newActiveController(&b.cfg, b.node, b.log)
+	}
+	// Open the replicas the log already places here before serving, so a
+	// restarted node recovers its logs first.
+	start := time.Now()
+	b.applyImage(b.node.Image())
+	b.appliedVersion.Store(b.node.Image().Version())
+	log.Info().Int("topics", len(b.topicsSnapshot())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
+		Uint64("metadata_version", b.node.Image().Version()).Msg("opened logs")
 	return b, nil
 }
 
@@ -121,15 +150,19 @@ func (b *Broker) listen() error {
 		adv, _ = ParseListeners(b.cfg.AdvertisedListeners)
 	}
 	for _, l := range ls {
-		if l.Name == "CONTROLLER" {
-			continue
-		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 		if err != nil {
-			for _, o := range b.listeners {
-				o.Close()
-			}
+			b.closeListeners()
 			return fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		if b.cfg.isControllerListener(l.Name) {
+			if b.ctlLn != nil {
+				ln.Close()
+				b.closeListeners()
+				return fmt.Errorf("listener %s: only one controller listener is supported", l.Name)
+			}
+			b.ctlLn = ln
+			continue
 		}
 		b.listeners = append(b.listeners, ln)
 		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port)}
@@ -144,9 +177,19 @@ func (b *Broker) listen() error {
 		b.advertised = append(b.advertised, a)
 	}
 	if len(b.listeners) == 0 {
+		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
 	}
 	return nil
+}
+
+func (b *Broker) closeListeners() {
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	if b.ctlLn != nil {
+		b.ctlLn.Close()
+	}
 }
 
 // Addrs returns the bound client addresses, for tests and logs.
@@ -158,8 +201,47 @@ func (b *Broker) Addrs() []string {
 	return out
 }
 
-// Start serves clients and runs the background loops.
+// Start joins the cluster and, once the controller has unfenced this
+// broker, serves clients. It does not block; Ready reports when serving
+// begins. Client connections made before then wait in the accept backlog.
 func (b *Broker) Start() {
+	b.serveController()
+	if b.actl != nil {
+		b.goLoop(func() { b.actl.run(b.stop) })
+	}
+	b.goLoop(b.publishLoop)
+	b.goLoop(b.lifecycle)
+	if b.cfg.MetricsAddr != "" {
+		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
+			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
+		}
+	}
+	b.goLoop(func() {
+		select {
+		case <-b.ready:
+		case <-b.stop:
+			return
+		}
+		b.serveClients()
+		b.ensureOffsetsTopic()
+	})
+	b.goLoop(b.groups.run)
+	b.goLoop(b.retentionLoop)
+	b.goLoop(b.flushLoop)
+	b.goLoop(b.cleanerLoop)
+	b.goLoop(b.offsetsExpiryLoop)
+}
+
+// Ready is closed once the broker serves clients.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// serveClients starts the client listeners' servers.
+func (b *Broker) serveClients() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing.Load() {
+		return
+	}
 	for i, ln := range b.listeners {
 		h := &connHandler{b: b, listener: i}
 		s := protocol.NewServer(protocol.ServerConfig{
@@ -174,17 +256,6 @@ func (b *Broker) Start() {
 			Str("advertised", net.JoinHostPort(b.advertised[i].Host, strconv.Itoa(int(b.advertised[i].Port)))).
 			Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
 	}
-	if b.cfg.MetricsAddr != "" {
-		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
-			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
-		}
-	}
-	b.goLoop(b.offsets.load)
-	b.goLoop(b.groups.run)
-	b.goLoop(b.retentionLoop)
-	b.goLoop(b.flushLoop)
-	b.goLoop(b.cleanerLoop)
-	b.goLoop(b.offsetsExpiryLoop)
 }
 
 func (b *Broker) goLoop(fn func()) {
@@ -196,20 +267,29 @@ func (b *Broker) goLoop(fn func()) {
 }
 
 // Close shuts down cleanly: stop accepting, let in-flight requests finish,
-// flush and close every log.
+// leave the quorum, flush and close every log.
 func (b *Broker) Close() error {
 	if !b.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	for _, ln := range b.listeners {
-		ln.Close()
-	}
-	for _, s := range b.servers {
+	b.closeListeners()
+	b.mu.Lock()
+	servers := b.servers
+	b.mu.Unlock()
+	for _, s := range servers {
 		s.Close()
 	}
 	close(b.stop)
 	b.wg.Wait()
-	return b.closeLogs()
+	if b.ctlServer != nil {
+		b.ctlServer.Close()
+	}
+	b.ctl.close()
+	var errs []error
+	if err := b.node.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("metadata quorum: %w", err))
+	}
+	return errors.Join(append(errs, b.closeLogs())...)
 }
 
 func (b *Broker) closeLogs() error {
@@ -218,6 +298,9 @@ func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, t := range b.mu.topics {
 		for _, p := range t.parts {
+			if p == nil {
+				continue
+			}
 			if err := p.log.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
 			}
@@ -233,36 +316,6 @@ func (b *Broker) partitionDir(topic string, p int32) string {
 	return filepath.Join(b.logDir, fmt.Sprintf("%s-%d", topic, p))
 }
 
-// openTopic opens (creating when asked) the logs of a topic's partitions.
-func (b *Broker) openTopic(name string, tm *topicMeta, create bool) (*topic, error) {
-	t := &topic{name: name, meta: tm}
-	s := settingsFor(&b.cfg, tm.Configs)
-	for i := range tm.Partitions {
-		dir := b.partitionDir(name, i)
-		if create {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, err
-			}
-			pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeUUID(tm.ID))
-			if err := storage.WriteFileSync(filepath.Join(dir, "partition.metadata"), []byte(pm)); err != nil {
-				return nil, fmt.Errorf("%s-%d: %w", name, i, err)
-			}
-		}
-		plog := b.log.With().Str("topic", name).Int32("partition", i).Logger()
-		lg, err := storage.Open(dir, s.storage, plog)
-		if err != nil {
-			for _, p := range t.parts {
-				p.log.Close()
-			}
-			return nil, fmt.Errorf("%s-%d: %w", name, i, err)
-		}
-		p := newPartition(name, i, tm.ID, lg, s, plog)
-		p.flushTime = b.metrics.flushTime
-		t.parts = append(t.parts, p)
-	}
-	return t, nil
-}
-
 // lookup returns a live topic.
 func (b *Broker) lookup(name string) *topic {
 	b.mu.RLock()
@@ -276,12 +329,25 @@ func (b *Broker) lookupID(id [16]byte) *topic {
 	return b.mu.byID[id]
 }
 
-func (b *Broker) partition(name string, idx int32) *partition {
+// partitionExists reports whether the image has the partition, wherever
+// its replicas are.
+func (b *Broker) partitionExists(name string, idx int32) bool {
 	t := b.lookup(name)
+	return t != nil && idx >= 0 && int(idx) < len(t.parts)
+}
+
+// leaderPartition finds a partition this broker leads, or the error code
+// for a client: UNKNOWN_TOPIC_OR_PARTITION when the image has no such
+// partition, NOT_LEADER_OR_FOLLOWER when another broker leads it.
+func (b *Broker) leaderPartition(t *topic, idx int32) (*partition, int16) {
 	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
-		return nil
+		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	return t.parts[idx]
+	p := t.parts[idx]
+	if !p.leads() {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return p, 0
 }
 
 // topicsSnapshot returns the live topics.
@@ -289,12 +355,6 @@ func (b *Broker) topicsSnapshot() map[string]*topic {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.mu.topics
-}
-
-func (b *Broker) clusterID() string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.state.ClusterID
 }
 
 // connHandler adapts the broker to the protocol front end for one listener.

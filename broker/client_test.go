@@ -31,6 +31,11 @@ func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
 	}
 	b.Start()
 	t.Cleanup(func() { b.Close() })
+	select {
+	case <-b.Ready():
+	case <-time.After(20 * time.Second):
+		t.Fatal("broker not ready after 20s")
+	}
 	return b
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,46 +57,57 @@ type Config struct {
 	ProducerIDExpirationMs  int64  // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
 	OffsetsTopicReplication int16  // offsets.topic.replication.factor
 	ProcessRoles            string // process.roles
-	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// ControllerQuorumVoters lists the metadata quorum's voters as
+	// "id@host:port" (controller.quorum.voters). Empty means a quorum of
+	// one: this node, which must have the controller role.
+	ControllerQuorumVoters    string
+	ControllerListenerNames   string // controller.listener.names
+	BrokerSessionTimeoutMs    int64  // broker.session.timeout.ms: a broker silent this long is fenced
+	BrokerHeartbeatIntervalMs int64  // broker.heartbeat.interval.ms
+	BrokerRack                string // broker.rack
+	MetricsAddr               string // fjord.metrics.listener: host:port for /metrics, empty = off
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
 // data in ./fjord-data and fsyncs before acknowledging.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                  1,
-		Listeners:               "PLAINTEXT://127.0.0.1:9092",
-		ClusterID:               "",
-		LogDirs:                 "./fjord-data",
-		NumPartitions:           1,
-		DefaultReplication:      1,
-		AutoCreateTopics:        true,
-		DeleteTopicEnable:       true,
-		MessageMaxBytes:         1048588,
-		SocketRequestMaxBytes:   104857600,
-		SegmentBytes:            1 << 30,
-		SegmentMs:               7 * 24 * 3600 * 1000,
-		RetentionMs:             7 * 24 * 3600 * 1000,
-		RetentionBytes:          -1,
-		RetentionCheckInterval:  300000,
-		IndexIntervalBytes:      4096,
-		FlushMessages:           1,
-		FlushMs:                 1000,
-		MessageTimestampType:    "CreateTime",
-		CleanupPolicy:           "delete",
-		MinInsyncReplicas:       1,
-		NumIOThreads:            8,
-		ConnectionsMaxIdleMs:    600000,
-		GroupInitialRebalanceMs: 3000,
-		OffsetsTopicPartitions:  50,
-		GroupMinSessionMs:       6000,
-		GroupMaxSessionMs:       1800000,
-		OffsetsRetentionMinutes: 10080,
-		OffsetsRetentionCheckMs: 600000,
-		CleanerBackoffMs:        15000,
-		ProducerIDExpirationMs:  86400000,
-		OffsetsTopicReplication: 1,
-		ProcessRoles:            "broker,controller",
+		NodeID:                    1,
+		Listeners:                 "PLAINTEXT://127.0.0.1:9092",
+		ClusterID:                 "",
+		LogDirs:                   "./fjord-data",
+		NumPartitions:             1,
+		DefaultReplication:        1,
+		AutoCreateTopics:          true,
+		DeleteTopicEnable:         true,
+		MessageMaxBytes:           1048588,
+		SocketRequestMaxBytes:     104857600,
+		SegmentBytes:              1 << 30,
+		SegmentMs:                 7 * 24 * 3600 * 1000,
+		RetentionMs:               7 * 24 * 3600 * 1000,
+		RetentionBytes:            -1,
+		RetentionCheckInterval:    300000,
+		IndexIntervalBytes:        4096,
+		FlushMessages:             1,
+		FlushMs:                   1000,
+		MessageTimestampType:      "CreateTime",
+		CleanupPolicy:             "delete",
+		MinInsyncReplicas:         1,
+		NumIOThreads:              8,
+		ConnectionsMaxIdleMs:      600000,
+		GroupInitialRebalanceMs:   3000,
+		OffsetsTopicPartitions:    50,
+		GroupMinSessionMs:         6000,
+		GroupMaxSessionMs:         1800000,
+		OffsetsRetentionMinutes:   10080,
+		OffsetsRetentionCheckMs:   600000,
+		CleanerBackoffMs:          15000,
+		ProducerIDExpirationMs:    86400000,
+		OffsetsTopicReplication:   1,
+		ProcessRoles:              "broker,controller",
+		ControllerListenerNames:   "CONTROLLER",
+		BrokerSessionTimeoutMs:    9000,
+		BrokerHeartbeatIntervalMs: 2000,
 	}
 }
 
@@ -146,10 +158,105 @@ func (c *Config) Validate() error {
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
 	}
+	if err := c.validateQuorum(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))
 	}
 	return errors.Join(errs...)
+}
+
+// Voter is one entry of controller.quorum.voters.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of its controller listener
+}
+
+// ParseVoters parses "id@host:port,..." (controller.quorum.voters).
+func ParseVoters(s string) ([]Voter, error) {
+	var out []Voter
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "@")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want id@host:port with id >= 0", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%q: %w", part, err)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("voter id %d given twice", n)
+		}
+		seen[int32(n)] = true
+		out = append(out, Voter{ID: int32(n), Addr: addr})
+	}
+	return out, nil
+}
+
+// HasRole reports whether process.roles includes role.
+func (c *Config) HasRole(role string) bool {
+	for _, r := range strings.Split(c.ProcessRoles, ",") {
+		if strings.TrimSpace(r) == role {
+			return true
+		}
+	}
+	return false
+}
+
+// isControllerListener reports whether name is one of
+// controller.listener.names.
+func (c *Config) isControllerListener(name string) bool {
+	for _, n := range strings.Split(c.ControllerListenerNames, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// validateQuorum checks the KRaft settings against each other.
+func (c *Config) validateQuorum() error {
+	if !c.HasRole("broker") && !c.HasRole("controller") {
+		return fmt.Errorf("process.roles %q: want broker, controller or both", c.ProcessRoles)
+	}
+	if c.BrokerSessionTimeoutMs < 1 || c.BrokerHeartbeatIntervalMs < 1 || c.BrokerHeartbeatIntervalMs >= c.BrokerSessionTimeoutMs {
+		return fmt.Errorf("broker.heartbeat.interval.ms %d / broker.session.timeout.ms %d: need 1 <= interval < timeout",
+			c.BrokerHeartbeatIntervalMs, c.BrokerSessionTimeoutMs)
+	}
+	voters, err := ParseVoters(c.ControllerQuorumVoters)
+	if err != nil {
+		return fmt.Errorf("controller.quorum.voters: %w", err)
+	}
+	isVoter := slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == c.NodeID })
+	switch {
+	case len(voters) == 0 && !c.HasRole("controller"):
+		return errors.New("controller.quorum.voters is empty, so this node is a quorum of one, which needs process.roles to include controller")
+	case len(voters) > 0 && c.HasRole("controller") && !isVoter:
+		return fmt.Errorf("node.id %d has the controller role but is not in controller.quorum.voters %q", c.NodeID, c.ControllerQuorumVoters)
+	case isVoter && !c.HasRole("controller"):
+		return fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles %q lacks controller", c.NodeID, c.ProcessRoles)
+	case !c.HasRole("controller"):
+		// A broker-only node would tail the log as a raft learner, which
+		// needs the quorum to learn learners' addresses at run time.
+		return errors.New("process.roles=broker (without controller) is not supported yet: run combined nodes (broker,controller)")
+	}
+	ls, err := ParseListeners(c.Listeners)
+	if err != nil {
+		return nil // reported by Validate
+	}
+	if len(voters) > 0 && !slices.ContainsFunc(ls, func(l Listener) bool { return c.isControllerListener(l.Name) }) {
+		return fmt.Errorf("listeners %q has no listener named in controller.listener.names %q", c.Listeners, c.ControllerListenerNames)
+	}
+	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.isControllerListener(l.Name) }) {
+		return fmt.Errorf("listeners %q: the broker role needs a listener not named in controller.listener.names", c.Listeners)
+	}
+	return nil
 }
 
 // Listener is one parsed "NAME://host:port" entry.

@@ -23,6 +23,7 @@ var (
 	errPartitionFailed   = errors.New("broker: partition storage failed")
 	errTransactional     = errors.New("broker: transactions are not supported")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	errNotLeader         = errors.New("broker: not the leader of this partition")
 )
 
 // errorCode is the one place a Go error becomes a Kafka error code.
@@ -49,7 +50,7 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown):
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown), errors.Is(err, errNotLeader):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code
@@ -71,6 +72,10 @@ func errorCode(err error) int16 {
 		return kerr.TopicDeletionDisabled.Code
 	case errors.Is(err, errInvalidRequest):
 		return kerr.InvalidRequest.Code
+	case errors.Is(err, errLoading):
+		return kerr.CoordinatorLoadInProgress.Code
+	case errors.Is(err, errNotCoordinator):
+		return kerr.NotCoordinator.Code
 	case errors.Is(err, errPartitionFailed):
 		return kerr.KafkaStorageError.Code
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -189,13 +188,23 @@ func (c *coordinator) listGroups() []groupSummary {
 	return out
 }
 
-// loadingCode is COORDINATOR_LOAD_IN_PROGRESS while the group's offsets
-// partition loads, else 0.
+// loadingCode is NOT_COORDINATOR when another node coordinates the group,
+// COORDINATOR_LOAD_IN_PROGRESS while its offsets partition loads here, else
+// 0.
 func (b *Broker) loadingCode(id string) int16 {
-	if !b.offsets.isLoaded(id) {
-		return kerr.CoordinatorLoadInProgress.Code
+	return errorCode(b.offsets.status(id))
+}
+
+// unload forgets the groups for which drop is true: this node no longer
+// coordinates them. Their members rediscover the coordinator.
+func (c *coordinator) unload(drop func(id string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.mu.groups {
+		if drop(id) {
+			delete(c.mu.groups, id)
+		}
 	}
-	return 0
 }
 
 // members is the group's member count (0 for an unknown group).

@@ -23,7 +23,7 @@ func (b *Broker) retentionLoop() {
 			if !b.policyHas(tp, "delete") {
 				continue // compact-only topics keep everything the cleaner keeps
 			}
-			for _, p := range tp.parts {
+			for _, p := range tp.local() {
 				if _, err := p.log.DeleteOldSegments(now); err != nil {
 					p.logger.Warn().Err(err).Msg("retention")
 				}
@@ -46,7 +46,7 @@ func (b *Broker) flushLoop() {
 		}
 		now := time.Now()
 		for _, tp := range b.topicsSnapshot() {
-			for _, p := range tp.parts {
+			for _, p := range tp.local() {
 				s := p.settings.Load()
 				n := p.unflushed.Load()
 				if s.flushMessages <= 1 || n == 0 {
@@ -92,7 +92,7 @@ func (b *Broker) cleanerLoop() {
 			if !b.policyHas(tp, "compact") {
 				continue
 			}
-			for _, p := range tp.parts {
+			for _, p := range tp.local() {
 				n := p.log.SegmentCount()
 				m := last[p]
 				// Tombstones expire with time, not with new segments: look

@@ -40,14 +40,14 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
 			n := 0
 			for _, t := range b.topicsSnapshot() {
-				n += len(t.parts)
+				n += len(t.local())
 			}
 			return float64(n)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_bytes", Help: "Bytes in all partition logs on this node."}, func() float64 {
 			var n int64
 			for _, t := range b.topicsSnapshot() {
-				for _, p := range t.parts {
+				for _, p := range t.local() {
 					n += p.log.Size()
 				}
 			}

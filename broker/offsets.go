@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,19 +30,25 @@ type committedOffset struct {
 	commitTime  int64 // ms
 }
 
-// offsetStore keeps every group's committed offsets in memory, backed by
-// the offsets topic: a commit is appended to the group's partition
-// (hash(group) % partitions), made durable, and only then acknowledged.
+// offsetStore keeps the committed offsets of the groups this node
+// coordinates, in memory, backed by the offsets topic: a commit is appended
+// to the group's partition (hash(group) % partitions), made durable, and
+// only then acknowledged. This node coordinates the groups of the offsets
+// partitions it leads; it reads a partition's log when it gains the
+// leadership and forgets its groups when it loses it.
 //
-// Invariant: for a loaded partition, mu.offsets equals the result of
-// applying that partition's log in order; the map is updated at append, in
-// log order, under mu.
+// Invariant: for a loaded partition, mu.offsets restricted to its groups
+// equals the result of applying that partition's log in order; the map is
+// updated in log order, under mu.
 type offsetStore struct {
-	b      *Broker
-	t      *topic
-	loaded []atomic.Bool // per offsets-topic partition: its log has been read
-	mu     struct {
+	b     *Broker
+	count atomic.Int32 // partitions of the offsets topic; 0 until it exists
+	mu    struct {
 		sync.Mutex
+		// parts[i] is offsets partition i where this node leads it, else
+		// nil; loaded[i] says its log has been read since.
+		parts   []*partition
+		loaded  []bool
 		offsets map[string]map[topicPartition]committedOffset
 		// groupMeta is each group's latest stored GroupMetadataValue, kept
 		// only while loading (restored into the coordinator, then cleared).
@@ -52,7 +60,10 @@ type offsetStore struct {
 	}
 }
 
-var errLoading = errors.New("broker: coordinator is loading")
+var (
+	errLoading        = errors.New("broker: coordinator is loading")
+	errNotCoordinator = errors.New("broker: not the coordinator of this group")
+)
 
 // javaStringHash is Java's String.hashCode over UTF-16 code units, which
 // Kafka uses to map a group to its offsets partition; using the same
@@ -72,30 +83,54 @@ func javaStringHash(s string) int32 {
 }
 
 func (o *offsetStore) partitionFor(group string) int32 {
+	n := o.count.Load()
+	if n == 0 {
+		return 0
+	}
 	h := javaStringHash(group)
 	if h == -1<<31 {
 		h = 0
 	} else if h < 0 {
 		h = -h
 	}
-	return h % int32(len(o.t.parts))
+	return h % n
 }
 
-// ensureOffsetsTopic creates the offsets topic on first start.
-func (b *Broker) ensureOffsetsTopic() (*topic, error) {
-	if t := b.lookup(offsetsTopic); t != nil {
-		return t, nil
+// ensureOffsetsTopic asks the controller for the offsets topic if the image
+// lacks it. Failure (e.g. fewer live brokers than
+// offsets.topic.replication.factor) is retried by the next FindCoordinator.
+func (b *Broker) ensureOffsetsTopic() {
+	if b.image().Topic(offsetsTopic) != nil {
+		return
 	}
-	return b.createTopic(createSpec{
-		name: offsetsTopic, partitions: b.cfg.OffsetsTopicPartitions, replication: -1, internal: true,
-		// Committed offsets must never age out by time. Compaction is what
-		// keeps this topic small; until it exists the topic only grows.
-		configs: map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"},
-	})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplication
+	// Committed offsets must never age out by time; compaction keeps the
+	// topic small.
+	for k, v := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := adminCtx(context.Background(), 10000)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp := b.createTopics(ctx, req)
+	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		b.log.Warn().Int16("code", code).Msg("cannot create the offsets topic yet; FindCoordinator will retry")
+	}
 }
 
-func newOffsetStore(b *Broker, t *topic) *offsetStore {
-	o := &offsetStore{b: b, t: t, loaded: make([]atomic.Bool, len(t.parts))}
+func newOffsetStore(b *Broker) *offsetStore {
+	o := &offsetStore{b: b}
 	o.mu.offsets = map[string]map[topicPartition]committedOffset{}
 	o.mu.groupMeta = map[string][]byte{}
 	o.mu.pending = map[int32][]pendingCommit{}
@@ -103,44 +138,137 @@ func newOffsetStore(b *Broker, t *topic) *offsetStore {
 	return o
 }
 
-// load reads every offsets partition's log; until a partition is loaded its
-// groups answer COORDINATOR_LOAD_IN_PROGRESS.
-func (o *offsetStore) load() {
-	start := time.Now()
-	n := 0
-	for i, p := range o.t.parts {
-		off := p.log.StartOffset()
-		for {
-			data, err := p.log.Read(off, 1<<20, p.log.EndOffset(), nil)
-			if err != nil {
-				o.b.log.Error().Err(err).Int("partition", i).Msg("loading committed offsets; partition stays unavailable")
-				break
-			}
-			if len(data) == 0 {
-				// Groups come back before the partition is served, so no
-				// new member can race a restored generation.
-				o.restoreGroups(int32(i))
-				o.loaded[i].Store(true)
-				break
-			}
-			for len(data) > 0 {
-				info, err := storage.ParseHeader(data)
-				if err != nil || info.Bytes > len(data) {
-					o.b.log.Error().Err(err).Int("partition", i).Msg("bad batch in offsets topic")
-					return
-				}
-				base := storage.BaseOffset(data)
-				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
-					o.apply(r.Key, r.Value)
-					n++
-					return true
-				})
-				off = base + int64(info.LastDelta) + 1
-				data = data[info.Bytes:]
-			}
+// follow matches the store to the offsets topic in a new image: it loads
+// the partitions this node has begun to lead and forgets those it no longer
+// leads. Called by publishLoop only.
+func (o *offsetStore) follow(t *topic) {
+	if t == nil {
+		return
+	}
+	o.mu.Lock()
+	if len(o.mu.parts) < len(t.parts) {
+		o.mu.parts = append(o.mu.parts, make([]*partition, len(t.parts)-len(o.mu.parts))...)
+		o.mu.loaded = append(o.mu.loaded, make([]bool, len(t.parts)-len(o.mu.loaded))...)
+		o.count.Store(int32(len(t.parts)))
+	}
+	var gained []int32
+	var lost []int32
+	for i, p := range t.parts {
+		cur := o.mu.parts[i]
+		switch {
+		case p.leads() && cur != p:
+			o.mu.parts[i], o.mu.loaded[i] = p, false
+			gained = append(gained, int32(i))
+		case !p.leads() && cur != nil:
+			o.mu.parts[i], o.mu.loaded[i] = nil, false
+			lost = append(lost, int32(i))
 		}
 	}
-	o.b.log.Info().Int("records", n).Dur("took", time.Since(start)).Msg("loaded committed offsets")
+	for _, pi := range lost {
+		o.forgetLocked(pi)
+	}
+	o.mu.Unlock()
+	for _, pi := range lost {
+		o.b.groups.unload(func(id string) bool { return o.partitionFor(id) == pi })
+		o.b.log.Info().Int32("partition", pi).Msg("no longer coordinator for this offsets partition")
+	}
+	for _, pi := range gained {
+		o.b.goLoop(func() { o.load(pi, t.parts[pi]) })
+	}
+}
+
+// forgetLocked drops what the store holds for offsets partition pi.
+// REQUIRES: o.mu held.
+func (o *offsetStore) forgetLocked(pi int32) {
+	for g := range o.mu.offsets {
+		if o.partitionFor(g) == pi {
+			delete(o.mu.offsets, g)
+		}
+	}
+	for g := range o.mu.groupMeta {
+		if o.partitionFor(g) == pi {
+			delete(o.mu.groupMeta, g)
+		}
+	}
+	for _, pc := range o.mu.pending[pi] {
+		delete(o.mu.inFlight, pc.group)
+	}
+	delete(o.mu.pending, pi)
+}
+
+// leader returns offsets partition pi if this node leads it and has loaded
+// it, or the error to answer with.
+func (o *offsetStore) leader(pi int32) (*partition, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if int(pi) >= len(o.mu.parts) || o.mu.parts[pi] == nil {
+		return nil, errNotCoordinator
+	}
+	if !o.mu.loaded[pi] {
+		return nil, errLoading
+	}
+	return o.mu.parts[pi], nil
+}
+
+// allLoaded reports whether the offsets topic exists and every partition of
+// it is led and loaded here (a single node's steady state).
+func (o *offsetStore) allLoaded() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.mu.loaded) == 0 {
+		return false
+	}
+	for _, l := range o.mu.loaded {
+		if !l {
+			return false
+		}
+	}
+	return true
+}
+
+// load reads offsets partition pi's log, which this node has begun to lead;
+// until it is loaded its groups answer COORDINATOR_LOAD_IN_PROGRESS.
+func (o *offsetStore) load(pi int32, p *partition) {
+	start := time.Now()
+	n := 0
+	off := p.log.StartOffset()
+	for {
+		data, err := p.log.Read(off, 1<<20, p.log.EndOffset(), nil)
+		if err != nil {
+			o.b.log.Error().Err(err).Int32("partition", pi).Msg("loading committed offsets; partition stays unavailable")
+			return
+		}
+		if len(data) == 0 {
+			break
+		}
+		for len(data) > 0 {
+			info, err := storage.ParseHeader(data)
+			if err != nil || info.Bytes > len(data) {
+				o.b.log.Error().Err(err).Int32("partition", pi).Msg("bad batch in offsets topic")
+				return
+			}
+			base := storage.BaseOffset(data)
+			storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+				o.apply(r.Key, r.Value)
+				n++
+				return true
+			})
+			off = base + int64(info.LastDelta) + 1
+			data = data[info.Bytes:]
+		}
+	}
+	// Groups come back before the partition is served, so no new member
+	// can race a restored generation.
+	o.restoreGroups(pi)
+	o.mu.Lock()
+	ok := int(pi) < len(o.mu.parts) && o.mu.parts[pi] == p
+	if ok {
+		o.mu.loaded[pi] = true
+	}
+	o.mu.Unlock()
+	if n > 0 || time.Since(start) > 100*time.Millisecond {
+		o.b.log.Info().Int32("partition", pi).Int("records", n).Dur("took", time.Since(start)).Msg("loaded committed offsets")
+	}
 }
 
 // apply folds one offsets-topic record into the map.
@@ -227,11 +355,11 @@ type pendingCommit struct {
 func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedOffset,
 	keep func(tp topicPartition, cur committedOffset, ok bool) bool, done func(int, error)) {
 	pi := o.partitionFor(group)
-	if !o.loaded[pi].Load() {
-		done(0, errLoading)
+	p, err := o.leader(pi)
+	if err != nil {
+		done(0, err)
 		return
 	}
-	p := o.t.parts[pi]
 	o.mu.Lock()
 	recs := make([]storage.KV, 0, len(offs))
 	for tp, c := range offs {
@@ -270,15 +398,15 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 	}
 	go func() {
 		err := p.flush()
-		o.applyDurable(pi)
+		o.applyDurable(pi, p)
 		done(len(recs), err)
 	}()
 }
 
 // applyDurable applies, in log order, the pending commits of partition pi
 // that are now durable.
-func (o *offsetStore) applyDurable(pi int32) {
-	durable := o.t.parts[pi].log.DurableOffset()
+func (o *offsetStore) applyDurable(pi int32, p *partition) {
+	durable := p.log.DurableOffset()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.mu.pending[pi]
@@ -322,7 +450,8 @@ func (o *offsetStore) restoreGroups(pi int32) {
 // partition, durably in the background.
 func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 	pi := o.partitionFor(id)
-	if !o.loaded[pi].Load() {
+	p, err := o.leader(pi)
+	if err != nil {
 		return
 	}
 	k := kmsg.NewGroupMetadataKey()
@@ -337,7 +466,6 @@ func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 	if err != nil {
 		return
 	}
-	p := o.t.parts[pi]
 	o.mu.Lock()
 	_, err = p.log.Append(batch, info, 0, now)
 	o.mu.Unlock()
@@ -378,4 +506,14 @@ func (o *offsetStore) groupsWithOffsets() []string {
 	return out
 }
 
-func (o *offsetStore) isLoaded(group string) bool { return o.loaded[o.partitionFor(group)].Load() }
+// status is nil when this node coordinates group and has loaded its
+// offsets, else errNotCoordinator or errLoading.
+func (o *offsetStore) status(group string) error {
+	if o.count.Load() == 0 {
+		return errNotCoordinator
+	}
+	_, err := o.leader(o.partitionFor(group))
+	return err
+}
+
+func (o *offsetStore) isLoaded(group string) bool { return o.status(group) == nil }

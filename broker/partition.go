@@ -6,12 +6,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// partition is this node's replica of one topic partition; on a single node
-// it is always the leader.
+// partition is this node's replica of one topic partition. The metadata
+// image says whether it leads (publishLoop calls setState on every image);
+// only a leader takes produce requests and serves consumers.
 //
 // The log has one writer at a time (storage.Log serialises appends). The high
 // watermark is what consumers may see and what acks wait for: on a topic that
@@ -29,6 +32,9 @@ type partition struct {
 
 	settings atomic.Pointer[topicSettings]
 	hw       atomic.Int64 // written by advanceHW only
+	// state is the partition's replication state in the image this broker
+	// last applied; nil once the replica is dropped.
+	state atomic.Pointer[replicaState]
 
 	mu struct {
 		sync.Mutex
@@ -44,6 +50,62 @@ func newPartition(topic string, index int32, id [16]byte, lg *storage.Log, s top
 	p.mu.waiters = make(map[chan struct{}]struct{})
 	p.hw.Store(lg.EndOffset()) // all of a recovered log is durable
 	return p
+}
+
+// replicaState is what the image says about this replica's partition.
+type replicaState struct {
+	leader      bool // this broker leads
+	leaderID    int32
+	leaderEpoch int32
+	isr         []int32 // read-only
+}
+
+// setState records the image's view of the partition.
+func (p *partition) setState(ip controller.Partition, me int32) {
+	prev := p.state.Load()
+	st := &replicaState{leader: ip.Leader == me, leaderID: ip.Leader, leaderEpoch: ip.LeaderEpoch, isr: ip.ISR}
+	p.state.Store(st)
+	if prev == nil || prev.leader != st.leader || prev.leaderEpoch != st.leaderEpoch {
+		p.logger.Info().Bool("leader", st.leader).Int32("leader_id", st.leaderID).Int32("leader_epoch", st.leaderEpoch).
+			Ints32("isr", st.isr).Msg("replica state")
+	}
+	p.wakeAll()
+}
+
+// setOffline marks a replica this broker no longer holds.
+func (p *partition) setOffline() { p.state.Store(nil) }
+
+// leads reports whether this broker leads the partition now.
+func (p *partition) leads() bool {
+	if p == nil {
+		return false
+	}
+	st := p.state.Load()
+	return st != nil && st.leader
+}
+
+// checkEpoch compares a client's current leader epoch (-1: unchecked)
+// with this leader's, as Kafka does (KIP-320): older is
+// FENCED_LEADER_EPOCH, newer (this broker is behind) UNKNOWN_LEADER_EPOCH.
+func (p *partition) checkEpoch(clientEpoch int32) int16 {
+	st := p.state.Load()
+	switch {
+	case clientEpoch < 0 || st == nil:
+		return 0
+	case clientEpoch < st.leaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	case clientEpoch > st.leaderEpoch:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// leaderEpoch is the current leader epoch (0 before any state).
+func (p *partition) leaderEpoch() int32 {
+	if st := p.state.Load(); st != nil {
+		return st.leaderEpoch
+	}
+	return 0
 }
 
 // syncOnAck reports whether acknowledgements wait for fsync.

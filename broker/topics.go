@@ -1,19 +1,28 @@
 package broker
 
 import (
+	"context"
 	"fmt"
-	"maps"
-	"os"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// createSpec is a request to create one topic.
-type createSpec struct {
-	name        string
-	partitions  int32 // -1: num.partitions
-	replication int16 // -1: default.replication.factor
-	assignment  map[int32][]int32
-	configs     map[string]string
-	internal    bool
+// Topic administration goes through the active controller; this file is
+// the broker's side: forward, then wait until this broker's own image shows
+// the outcome, so the client that asked here sees it here at once.
+
+// adminTimeout bounds an admin request whose client gave no timeout.
+const adminTimeout = 30 * time.Second
+
+func adminCtx(parent context.Context, timeoutMs int32) (context.Context, context.CancelFunc) {
+	d := adminTimeout
+	if timeoutMs > 0 && time.Duration(timeoutMs)*time.Millisecond < d {
+		d = time.Duration(timeoutMs) * time.Millisecond
+	}
+	return context.WithTimeout(parent, d)
 }
 
 // validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
@@ -30,153 +39,86 @@ func validTopicName(name string) error {
 	return nil
 }
 
-// checkCreate validates a creation and fills defaults; it changes nothing.
-func (b *Broker) checkCreate(sp *createSpec) error {
-	if err := validTopicName(sp.name); err != nil {
-		return err
-	}
-	if b.lookup(sp.name) != nil {
-		return fmt.Errorf("%w: %q", errTopicExists, sp.name)
-	}
-	if len(sp.assignment) > 0 {
-		if sp.partitions != -1 || sp.replication != -1 {
-			return fmt.Errorf("%w: give either a replica assignment or partitions and replication factor", errInvalidRequest)
-		}
-		sp.partitions = int32(len(sp.assignment))
-		for p := range sp.partitions {
-			rs, ok := sp.assignment[p]
-			if !ok || len(rs) != 1 || rs[0] != b.cfg.NodeID {
-				return fmt.Errorf("%w: partition %d: replicas %v (this cluster has the single node %d)", errInvalidAssign, p, rs, b.cfg.NodeID)
-			}
-		}
-		sp.replication = 1
-	}
-	if sp.partitions == -1 {
-		sp.partitions = b.cfg.NumPartitions
-	}
-	if sp.replication == -1 {
-		sp.replication = b.cfg.DefaultReplication
-	}
-	if sp.partitions < 1 || sp.partitions > 100000 {
-		return fmt.Errorf("%w: %d", errInvalidParts, sp.partitions)
-	}
-	if sp.replication < 1 || sp.replication > 1 {
-		return fmt.Errorf("%w: %d (1 live broker)", errInvalidRF, sp.replication)
-	}
-	return validateTopicConfigs(sp.configs)
-}
-
-// createTopic creates a topic durably: metadata first, then the logs, so a
-// crash in between leaves a topic whose missing logs are created empty on
-// start-up, never a log no metadata knows.
-func (b *Broker) createTopic(sp createSpec) (*topic, error) {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	if b.closing.Load() {
-		return nil, errShuttingDown
-	}
-	if err := b.checkCreate(&sp); err != nil {
-		return nil, err
-	}
-	tm := &topicMeta{ID: newTopicID(), Partitions: sp.partitions, Configs: sp.configs, Internal: sp.internal}
-	next := b.nextState(func(st *metaState) { st.Topics[sp.name] = tm })
-	if err := b.ms.save(next); err != nil {
-		return nil, err
-	}
-	t, err := b.openTopic(sp.name, tm, true)
+// createTopics forwards req to the active controller and waits until the
+// topics it created are in this broker's image. A controller that cannot
+// be reached makes every topic REQUEST_TIMED_OUT.
+func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	kresp, err := b.ctl.call(ctx, req)
 	if err != nil {
-		// Undo, or the node could not start again: a topic in the
-		// metadata whose logs cannot be opened stops start-up.
-		b.mu.RLock()
-		prev := b.mu.state
-		b.mu.RUnlock()
-		if rerr := b.ms.save(prev); rerr != nil {
-			b.log.Error().Err(rerr).Str("topic", sp.name).Msg("could not roll back a failed topic creation")
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, t := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode = t.Topic, kerr.RequestTimedOut.Code
+			st.NumPartitions, st.ReplicationFactor = -1, -1
+			msg := "active controller unreachable: " + err.Error()
+			st.ErrorMessage = &msg
+			resp.Topics = append(resp.Topics, st)
 		}
-		for i := range sp.partitions {
-			os.RemoveAll(b.partitionDir(sp.name, i))
-		}
-		return nil, fmt.Errorf("create %q: %w", sp.name, err)
+		return resp
 	}
-	b.mu.Lock()
-	b.mu.state = next
-	topics := maps.Clone(b.mu.topics)
-	topics[sp.name] = t
-	b.mu.topics = topics
-	b.mu.byID[tm.ID] = t
-	b.mu.Unlock()
-	b.log.Info().Str("topic", sp.name).Str("topic_id", encodeUUID(tm.ID)).Int32("partitions", sp.partitions).Msg("created topic")
-	return t, nil
-}
-
-// nextState copies the persisted state and applies fn to the copy.
-// REQUIRES: b.adminMu held.
-func (b *Broker) nextState(fn func(*metaState)) *metaState {
-	b.mu.RLock()
-	cur := b.mu.state
-	b.mu.RUnlock()
-	next := *cur
-	next.Topics = maps.Clone(cur.Topics)
-	fn(&next)
-	return &next
-}
-
-// deleteTopic removes a topic: metadata first, then its logs.
-func (b *Broker) deleteTopic(name string) error {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	if !b.cfg.DeleteTopicEnable {
-		return errDeleteDisabled
-	}
-	t := b.lookup(name)
-	if t == nil {
-		return fmt.Errorf("%w: %q", errUnknownTopic, name)
-	}
-	next := b.nextState(func(st *metaState) { delete(st.Topics, name) })
-	if err := b.ms.save(next); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.mu.state = next
-	topics := maps.Clone(b.mu.topics)
-	delete(topics, name)
-	b.mu.topics = topics
-	delete(b.mu.byID, t.meta.ID)
-	b.mu.Unlock()
-	for _, p := range t.parts {
-		p.wakeAll() // waiting fetches look again and find the topic gone
-		if err := p.log.Delete(); err != nil && !os.IsNotExist(err) {
-			b.log.Warn().Err(err).Str("topic", name).Int32("partition", p.index).Msg("removing deleted partition's files")
+	resp := kresp.(*kmsg.CreateTopicsResponse)
+	resp.Version = req.Version
+	if !req.ValidateOnly {
+		for _, st := range resp.Topics {
+			if st.ErrorCode != 0 {
+				continue
+			}
+			id := st.TopicID
+			b.waitImage(ctx, func(img *controller.Image) bool { return img.TopicByID(id) != nil })
 		}
 	}
-	b.log.Info().Str("topic", name).Msg("deleted topic")
-	return nil
+	return resp
 }
 
-// allocProducerID hands out a producer id. Blocks of ids are reserved
-// durably before use, so ids are never reused after a crash.
-func (b *Broker) allocProducerID() (int64, error) {
+// autoCreate creates name with the default partitions and replication
+// factor, as a client's first Metadata or Produce for it asks. It returns
+// 0 when the topic exists afterwards (created here or concurrently).
+func (b *Broker) autoCreate(ctx context.Context, name string) int16 {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	ctx, cancel := adminCtx(ctx, req.TimeoutMillis)
+	defer cancel()
+	resp := b.createTopics(ctx, req)
+	code := resp.Topics[0].ErrorCode
+	if code == kerr.TopicAlreadyExists.Code {
+		b.waitImage(ctx, func(img *controller.Image) bool { return img.Topic(name) != nil })
+		return 0
+	}
+	if code != 0 {
+		b.log.Warn().Str("topic", name).Int16("code", code).Msg("auto-creating topic")
+	}
+	return code
+}
+
+// allocProducerID hands out a producer id. Ids come in blocks from the
+// controller, recorded in the metadata log before use, so they are unique
+// across the cluster and never reused after a crash.
+func (b *Broker) allocProducerID(ctx context.Context) (int64, error) {
 	b.pidMu.Lock()
-	defer b.pidMu.Unlock()
 	if b.pidMu.next < b.pidMu.limit {
 		id := b.pidMu.next
 		b.pidMu.next++
+		b.pidMu.Unlock()
 		return id, nil
 	}
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	const block = 1000
-	var start int64
-	next := b.nextState(func(st *metaState) {
-		start = st.NextProducerID
-		st.NextProducerID += block
-	})
-	if err := b.ms.save(next); err != nil {
+	b.pidMu.Unlock()
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
+	kresp, err := b.ctl.call(ctx, req)
+	if err != nil {
 		return 0, err
 	}
-	b.mu.Lock()
-	b.mu.state = next
-	b.mu.Unlock()
-	b.pidMu.next, b.pidMu.limit = start+1, start+block
-	return start, nil
+	resp := kresp.(*kmsg.AllocateProducerIDsResponse)
+	if resp.ErrorCode != 0 {
+		return 0, fmt.Errorf("allocating producer ids: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	b.pidMu.Lock()
+	defer b.pidMu.Unlock()
+	// Concurrent callers may each fetch a block; the later one wins and
+	// the rest of the earlier block is skipped, never reused.
+	b.pidMu.next, b.pidMu.limit = resp.ProducerIDStart+1, resp.ProducerIDStart+int64(resp.ProducerIDLen)
+	return resp.ProducerIDStart, nil
 }

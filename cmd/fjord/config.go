@@ -176,11 +176,19 @@ func newConfigKeys() []configKey {
 		{name: "offsets.topic.replication.factor", def: itoa(int64(d.OffsetsTopicReplication)), doc: "Replication factor of the committed offsets topic.",
 			set: setInt(func(c *broker.Config) *int16 { return &c.OffsetsTopicReplication })},
 
+		// The metadata quorum.
+		{name: "controller.quorum.voters", def: d.ControllerQuorumVoters, doc: "Voters of the KRaft metadata quorum as id@host:port (their CONTROLLER listeners), comma separated; empty = this node alone.",
+			set: setString(func(c *broker.Config) *string { return &c.ControllerQuorumVoters })},
+		{name: "controller.listener.names", def: d.ControllerListenerNames, doc: "Names of the listeners that carry the metadata quorum and broker-to-controller requests.",
+			set: setString(func(c *broker.Config) *string { return &c.ControllerListenerNames })},
+		{name: "broker.session.timeout.ms", def: itoa(d.BrokerSessionTimeoutMs), doc: "A broker whose heartbeats stop for this long is fenced and loses its leaderships.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.BrokerSessionTimeoutMs })},
+		{name: "broker.heartbeat.interval.ms", def: itoa(d.BrokerHeartbeatIntervalMs), doc: "Interval between a broker's heartbeats to the active controller.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.BrokerHeartbeatIntervalMs })},
+		{name: "broker.rack", def: d.BrokerRack, doc: "Rack of this broker; placement spreads replicas across racks.",
+			set: setString(func(c *broker.Config) *string { return &c.BrokerRack })},
+
 		// Accepted so that usual Kafka configurations start; no effect yet.
-		{name: "controller.quorum.voters", noEffect: true, doc: "KRaft controller quorum (id@host:port list).",
-			set: checkAny},
-		{name: "controller.listener.names", noEffect: true, doc: "Names of the listeners used by KRaft controllers.",
-			set: checkAny},
 		{name: "inter.broker.listener.name", noEffect: true, doc: "Listener brokers use to reach each other.",
 			set: checkAny},
 		{name: "listener.security.protocol.map", noEffect: true, doc: "Security protocol of each listener name (NAME:PROTOCOL list).",

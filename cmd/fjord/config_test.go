@@ -140,6 +140,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.NumPartitions = 3
 	want.LogDirs = "/tmp/kraft-combined-logs"
 	want.ClusterID = "4L6g3nShT-eMCtK--X86sw"
+	want.ControllerQuorumVoters = "1@localhost:9093"
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}
@@ -212,7 +213,11 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 		if got := envToKey(env); got != k.name {
 			t.Errorf("%s -> %s -> %s", k.name, env, got)
 		}
-		if _, err := LoadConfig(nil, []string{env + "=" + sampleValue(k)}); err != nil {
+		environ := []string{env + "=" + sampleValue(k)}
+		if k.name == "controller.quorum.voters" { // needs its listener
+			environ = append(environ, "KAFKA_LISTENERS=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093")
+		}
+		if _, err := LoadConfig(nil, environ); err != nil {
 			t.Errorf("%s: %v", env, err)
 		}
 	}
@@ -230,6 +235,8 @@ func sampleValue(k configKey) string {
 		return "127.0.0.1:9100"
 	case "controller.quorum.voters":
 		return "1@localhost:9093"
+	case "broker.rack":
+		return "rack-a"
 	}
 	return "1"
 }
@@ -326,7 +333,7 @@ func TestPropertiesSyntax(t *testing.T) {
 		"log.message.timestamp.type=Log\\",
 		"AppendTime",
 		"fjord.metrics.listener=\\u003a9100",
-		"process.roles=broker",
+		"process.roles=broker,controller",
 		"num.partitions=5",
 		"log.roll.ms=\\",
 	}, "\n")
@@ -350,7 +357,7 @@ func TestPropertiesSyntax(t *testing.T) {
 		"log.segment.bytes":          "2048",
 		"log.message.timestamp.type": "LogAppendTime",
 		"fjord.metrics.listener":     ":9100",
-		"process.roles":              "broker",
+		"process.roles":              "broker,controller",
 		"log.roll.ms":                "",
 	}
 	if !reflect.DeepEqual(got, want) {

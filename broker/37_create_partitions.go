@@ -1,0 +1,57 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreatePartitions: v0-3
+//
+// Behaviour:
+//   - Forwarded to the active controller, which grows each topic to Count
+//     partitions, placed automatically or by the request's assignment of
+//     the new partitions, and commits them; the answer comes once this
+//     broker's image has them. Errors as Kafka: UNKNOWN_TOPIC_OR_PARTITION,
+//     INVALID_PARTITIONS when Count is not above the current count,
+//     INVALID_REPLICATION_FACTOR when the topic's replication factor exceeds
+//     the live brokers, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST for a
+//     topic named twice.
+//   - ValidateOnly checks and changes nothing.
+//
+// Version notes:
+//   - v2: flexible; v3: same as v2 (KIP-1075 bump)
+func init() { regKey(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	go func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			kresp = notControllerResponse(req)
+			for i := range kresp.(*kmsg.CreatePartitionsResponse).Topics {
+				kresp.(*kmsg.CreatePartitionsResponse).Topics[i].ErrorCode = kerr.RequestTimedOut.Code
+			}
+		}
+		resp := kresp.(*kmsg.CreatePartitionsResponse)
+		resp.Version = req.Version
+		if !req.ValidateOnly {
+			want := map[string]int32{}
+			for _, rt := range req.Topics {
+				want[rt.Topic] = rt.Count
+			}
+			for _, st := range resp.Topics {
+				if st.ErrorCode == 0 {
+					name, n := st.Topic, want[st.Topic]
+					b.waitImage(ctx, func(img *controller.Image) bool {
+						t := img.Topic(name)
+						return t == nil || int32(len(t.Partitions)) >= n
+					})
+				}
+			}
+		}
+		respond(resp)
+	}()
+}

@@ -1,0 +1,393 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/node"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// activeController is the cluster's only decider while this node leads
+// the metadata quorum. It runs on every node with the controller role and
+// answers NOT_CONTROLLER while another node leads.
+//
+// One goroutine (run) owns it: requests arrive on calls and are decided one
+// at a time against the applied image, and each decision's records are
+// proposed as one atomic batch and waited for (applied) before the next
+// decision. So every decision sees every earlier one, without the
+// speculative image Kafka's controller keeps; the price is one quorum
+// round trip per decision, which metadata traffic affords.
+//
+// Liveness (heartbeat times) is soft state: a new leader starts with an
+// empty one, so every broker gets a full session from its first tick.
+type activeController struct {
+	cfg   *Config
+	node  *node.Node
+	log   zerolog.Logger
+	calls chan ctlCall
+
+	// Owned by run.
+	live       *controller.Liveness
+	wasLeader  bool
+	lastRebal  time.Time
+	proposeTTL time.Duration
+}
+
+// ctlCall is one request for the active controller.
+type ctlCall struct {
+	ctx   context.Context
+	req   kmsg.Request
+	reply chan kmsg.Response // buffered 1
+}
+
+// errNotController means this node does not lead the quorum (now).
+var errNotController = errors.New("broker: not the active controller")
+
+func newActiveController(cfg *Config, n *node.Node, log zerolog.Logger) *activeController {
+	return &activeController{cfg: cfg, node: n, log: log.With().Str("component", "controller").Logger(),
+		calls: make(chan ctlCall, 64), proposeTTL: 10 * time.Second}
+}
+
+// call hands req to run and waits for its response. A nil response means
+// this node is not the active controller.
+func (c *activeController) call(ctx context.Context, req kmsg.Request) kmsg.Response {
+	call := ctlCall{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1)}
+	select {
+	case c.calls <- call:
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case r := <-call.reply:
+		return r
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// run decides requests and fences silent brokers until stop closes.
+func (c *activeController) run(stop <-chan struct{}) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if !c.leading() {
+				continue
+			}
+			now := time.Now().UnixMilli()
+			if recs := c.live.Tick(c.node.Image(), now, c.cfg.BrokerSessionTimeoutMs); len(recs) > 0 {
+				for _, r := range recs {
+					c.log.Info().Stringer("record", r).Msg("broker session expired")
+				}
+				c.propose(context.Background(), recs)
+			}
+		case call := <-c.calls:
+			if call.ctx.Err() != nil {
+				call.reply <- nil
+				continue
+			}
+			if !c.leading() {
+				call.reply <- nil
+				continue
+			}
+			call.reply <- c.decide(call.ctx, call.req)
+		}
+	}
+}
+
+// leading reports whether this node leads, resetting liveness when it has
+// just become the leader.
+func (c *activeController) leading() bool {
+	if !c.node.IsLeader() {
+		c.wasLeader, c.live = false, nil
+		return false
+	}
+	if !c.wasLeader {
+		c.wasLeader, c.live = true, controller.NewLiveness()
+		c.log.Info().Uint64("image_version", c.node.Image().Version()).Msg("became the active controller")
+	}
+	return true
+}
+
+// propose commits recs as one atomic entry and returns its index.
+func (c *activeController) propose(ctx context.Context, recs []controller.Record) (uint64, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.proposeTTL)
+	defer cancel()
+	idx, err := c.node.Propose(ctx, controller.NewBatch(recs))
+	if err != nil {
+		c.log.Warn().Err(err).Int("records", len(recs)).Msg("proposal failed")
+	}
+	return idx, err
+}
+
+// proposeCode maps a failed proposal to the error a broker retries.
+func proposeCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrLeadershipLost):
+		return kerr.NotController.Code
+	}
+	return kerr.RequestTimedOut.Code
+}
+
+func (c *activeController) defaults() controller.Defaults {
+	return controller.Defaults{
+		Partitions: c.cfg.NumPartitions,
+		RF:         c.cfg.DefaultReplication,
+		ValidateConfig: func(k, v string) error {
+			return validateTopicConfigs(map[string]string{k: v})
+		},
+	}
+}
+
+// decide answers one request. REQUIRES: leading.
+func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+	now := time.Now().UnixMilli()
+	img := c.node.Image()
+	switch req := kreq.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		reg := controller.RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID}
+		for _, l := range req.Listeners {
+			reg.Endpoints = append(reg.Endpoints, controller.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+		}
+		if req.Rack != nil {
+			reg.Rack = *req.Rack
+		}
+		recs, code := c.live.Register(img, reg, now, c.cfg.BrokerSessionTimeoutMs)
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
+		if _, err := c.propose(ctx, recs); err != nil {
+			resp.ErrorCode = proposeCode(err)
+			return resp
+		}
+		if bs, ok := c.node.Image().Broker(req.BrokerID); ok && bs.Incarnation == req.IncarnationID {
+			resp.BrokerEpoch = bs.Epoch
+			c.log.Info().Int32("broker", req.BrokerID).Int64("epoch", bs.Epoch).Msg("broker registered")
+		} else {
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+		}
+		return resp
+
+	case *kmsg.BrokerHeartbeatRequest:
+		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		bs, ok := img.Broker(req.BrokerID)
+		caughtUp := ok && req.CurrentMetadataOffset >= bs.Epoch
+		recs, code := c.live.Heartbeat(img, req.BrokerID, req.BrokerEpoch, caughtUp, now)
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
+		if _, err := c.propose(ctx, recs); err != nil {
+			resp.ErrorCode = proposeCode(err)
+			return resp
+		}
+		if len(recs) > 0 {
+			c.log.Info().Int32("broker", req.BrokerID).Int("records", len(recs)).Msg("broker unfenced")
+		}
+		bs, _ = c.node.Image().Broker(req.BrokerID)
+		resp.IsCaughtUp, resp.IsFenced = caughtUp, bs.Fenced
+		return resp
+
+	case *kmsg.AllocateProducerIDsRequest:
+		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		if bs, ok := img.Broker(req.BrokerID); !ok || bs.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return resp
+		}
+		const block = 1000
+		r := controller.AllocateProducerIDs(img, req.BrokerID, block)
+		if _, err := c.propose(ctx, []controller.Record{r}); err != nil {
+			resp.ErrorCode = proposeCode(err)
+			return resp
+		}
+		pids := r.Body.(controller.ProducerIDs)
+		resp.ProducerIDStart, resp.ProducerIDLen = pids.First, int32(pids.Count)
+		return resp
+
+	case *kmsg.CreateTopicsRequest:
+		return c.createTopics(ctx, img, req)
+	case *kmsg.DeleteTopicsRequest:
+		return c.deleteTopics(ctx, img, req)
+	case *kmsg.CreatePartitionsRequest:
+		return c.createPartitions(ctx, req)
+	}
+	return nil
+}
+
+func newUUID() [16]byte {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80
+	return b
+}
+
+func (c *activeController) createTopics(ctx context.Context, img *controller.Image, req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	specs := make([]controller.TopicSpec, len(req.Topics))
+	nullConfig := map[int]string{}
+	for i, rt := range req.Topics {
+		s := controller.TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, RF: rt.ReplicationFactor}
+		for _, a := range rt.ReplicaAssignment {
+			if s.Assignment == nil {
+				s.Assignment = map[int32][]int32{}
+			}
+			s.Assignment[a.Partition] = a.Replicas
+		}
+		for _, cf := range rt.Configs {
+			if s.Configs == nil {
+				s.Configs = map[string]string{}
+			}
+			if cf.Value == nil {
+				nullConfig[i] = cf.Name
+				continue
+			}
+			s.Configs[cf.Name] = *cf.Value
+		}
+		specs[i] = s
+	}
+	results := controller.CreateTopics(img, specs, c.defaults(), newUUID)
+	var recs []controller.Record
+	for i := range results {
+		if k, ok := nullConfig[i]; ok && results[i].ErrorCode == 0 {
+			// Dropping a topic's records leaves the others valid: each
+			// topic's records apply on their own.
+			results[i].Records, results[i].ErrorCode = nil, kerr.InvalidConfig.Code
+			results[i].Message = "config " + k + " has a null value"
+		}
+		recs = append(recs, results[i].Records...)
+	}
+	var perr error
+	if !req.ValidateOnly {
+		_, perr = c.propose(ctx, recs)
+	}
+	for _, r := range results {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic, st.NumPartitions, st.ReplicationFactor = r.Name, -1, -1
+		switch {
+		case r.ErrorCode != 0:
+			st.ErrorCode = r.ErrorCode
+			if r.Message != "" {
+				m := r.Message
+				st.ErrorMessage = &m
+			}
+		case perr != nil:
+			st.ErrorCode = proposeCode(perr)
+		default:
+			st.TopicID, st.NumPartitions, st.ReplicationFactor = r.ID, r.Partitions, r.RF
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for _, r := range results {
+		if r.ErrorCode == 0 && perr == nil && !req.ValidateOnly {
+			c.log.Info().Str("topic", r.Name).Int32("partitions", r.Partitions).Int16("rf", r.RF).Msg("created topic")
+		}
+	}
+	return resp
+}
+
+func (c *activeController) deleteTopics(ctx context.Context, img *controller.Image, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	var refs []controller.TopicRef
+	if req.Version < 6 {
+		for _, n := range req.TopicNames {
+			refs = append(refs, controller.TopicRef{Name: n})
+		}
+	} else {
+		for _, t := range req.Topics {
+			r := controller.TopicRef{ID: t.TopicID}
+			if t.Topic != nil {
+				r.Name = *t.Topic
+			}
+			refs = append(refs, r)
+		}
+	}
+	results := controller.DeleteTopics(img, refs)
+	var recs []controller.Record
+	if c.cfg.DeleteTopicEnable {
+		for _, r := range results {
+			recs = append(recs, r.Records...)
+		}
+	}
+	_, perr := c.propose(ctx, recs)
+	for i, r := range results {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		if r.Name != "" {
+			n := r.Name
+			st.Topic = &n
+		} else if refs[i].Name != "" {
+			n := refs[i].Name
+			st.Topic = &n
+		}
+		st.TopicID = r.ID
+		switch {
+		case r.ErrorCode != 0:
+			st.ErrorCode = r.ErrorCode
+			if r.Message != "" {
+				m := r.Message
+				st.ErrorMessage = &m
+			}
+		case !c.cfg.DeleteTopicEnable:
+			st.ErrorCode = kerr.TopicDeletionDisabled.Code
+		case perr != nil:
+			st.ErrorCode = proposeCode(perr)
+		default:
+			c.log.Info().Str("topic", r.Name).Msg("deleted topic")
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (c *activeController) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		if seen[rt.Topic] > 1 {
+			st.ErrorCode = kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		var assignment [][]int32
+		for _, a := range rt.Assignment {
+			assignment = append(assignment, a.Replicas)
+		}
+		// Each topic decides against the image with the previous topics'
+		// partitions applied, so placement continues evenly.
+		recs, code, msg := controller.CreatePartitions(c.node.Image(), rt.Topic, rt.Count, assignment, c.defaults())
+		if code == 0 && !req.ValidateOnly {
+			if _, err := c.propose(ctx, recs); err != nil {
+				code = proposeCode(err)
+			} else {
+				c.log.Info().Str("topic", rt.Topic).Int32("partitions", rt.Count).Msg("created partitions")
+			}
+		}
+		st.ErrorCode = code
+		if msg != "" {
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

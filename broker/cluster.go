@@ -1,0 +1,300 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A broker's life in the cluster:
+//
+//	register ──► heartbeat (fenced) ──► caught up: unfenced ──► serving
+//	   ▲                                       │
+//	   └──── STALE_BROKER_EPOCH / not registered (e.g. fenced by silence)
+//
+// Meanwhile publishLoop applies every new metadata image to the local
+// replicas: it is the one writer of b.mu.topics.
+
+// lifecycle registers this broker and heartbeats until the broker stops;
+// ready closes the first time the controller reports it unfenced.
+func (b *Broker) lifecycle() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-b.stop; cancel() }()
+	var incarnation [16]byte
+	rand.Read(incarnation[:])
+	interval := time.Duration(b.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
+	// Until unfenced, heartbeat faster: unfencing is what start-up waits on.
+	fast := min(interval, 100*time.Millisecond)
+	readyOnce := false
+	for ctx.Err() == nil {
+		epoch, err := b.register(ctx, incarnation)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.Warn().Err(err).Msg("broker registration failed; retrying")
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		b.brokerEpoch.Store(epoch)
+		b.log.Info().Int64("broker_epoch", epoch).Msg("registered with the controller")
+		for ctx.Err() == nil {
+			resp, err := b.heartbeat(ctx, epoch)
+			if err != nil {
+				if ctx.Err() == nil {
+					b.log.Warn().Err(err).Msg("heartbeat failed")
+				}
+				sleepCtx(ctx, fast)
+				continue
+			}
+			if resp.ErrorCode == kerr.StaleBrokerEpoch.Code || resp.ErrorCode == kerr.BrokerIDNotRegistered.Code {
+				b.log.Warn().Int16("code", resp.ErrorCode).Msg("controller no longer knows this registration; registering again")
+				break
+			}
+			if resp.ErrorCode != 0 {
+				sleepCtx(ctx, fast)
+				continue
+			}
+			b.fenced.Store(resp.IsFenced)
+			if !resp.IsFenced && !readyOnce {
+				readyOnce = true
+				b.log.Info().Uint64("metadata_version", b.node.Image().Version()).Msg("unfenced: serving clients")
+				close(b.ready)
+			}
+			if resp.IsFenced {
+				sleepCtx(ctx, fast)
+			} else {
+				sleepCtx(ctx, interval)
+			}
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (b *Broker) register(ctx context.Context, incarnation [16]byte) (int64, error) {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = b.cfg.NodeID
+	req.ClusterID = b.clusterID
+	req.IncarnationID = incarnation
+	for _, a := range b.advertised {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port = a.Name, a.Host, uint16(a.Port)
+		req.Listeners = append(req.Listeners, l)
+	}
+	if b.cfg.BrokerRack != "" {
+		r := b.cfg.BrokerRack
+		req.Rack = &r
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	kresp, err := b.ctl.call(rctx, req)
+	if err != nil {
+		return 0, err
+	}
+	resp := kresp.(*kmsg.BrokerRegistrationResponse)
+	if resp.ErrorCode != 0 {
+		return 0, fmt.Errorf("broker registration: %w", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.BrokerEpoch, nil
+}
+
+func (b *Broker) heartbeat(ctx context.Context, epoch int64) (*kmsg.BrokerHeartbeatResponse, error) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
+	req.CurrentMetadataOffset = int64(b.appliedVersion.Load())
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+	defer cancel()
+	kresp, err := b.ctl.call(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return kresp.(*kmsg.BrokerHeartbeatResponse), nil
+}
+
+// publishLoop applies each new image to the local replicas until stop.
+func (b *Broker) publishLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-b.stop; cancel() }()
+	var last uint64
+	for {
+		err := b.node.WaitFor(ctx, func(img *controller.Image) bool { return img.Version() > last })
+		if err != nil {
+			return
+		}
+		img := b.node.Image()
+		b.applyImage(img)
+		last = img.Version()
+		b.appliedVersion.Store(last)
+	}
+}
+
+// applyImage makes the local replicas match img: open the partitions this
+// broker now holds, delete the ones it no longer does (topic deleted, or
+// deleted and re-created under the same name), and set each partition's
+// leadership. REQUIRES: called only from publishLoop (or before Start).
+func (b *Broker) applyImage(img *controller.Image) {
+	b.mu.RLock()
+	cur := b.mu.topics
+	b.mu.RUnlock()
+	next := make(map[string]*topic, len(cur))
+	var gone []*topic
+	me := b.cfg.NodeID
+	for _, it := range img.Topics() {
+		old := cur[it.Name]
+		if old != nil && old.meta.ID != it.ID {
+			gone = append(gone, old)
+			old = nil
+		}
+		var parts []*partition
+		for i, ip := range it.Partitions {
+			var p *partition
+			if old != nil && i < len(old.parts) {
+				p = old.parts[i]
+			}
+			replica := slices.Contains(ip.Replicas, me)
+			switch {
+			case replica && p == nil:
+				var err error
+				if p, err = b.openPartition(it, int32(i)); err != nil {
+					b.log.Error().Err(err).Str("topic", it.Name).Int("partition", i).Msg("opening replica; it stays offline here")
+				}
+			case !replica && p != nil:
+				b.dropPartition(p)
+				p = nil
+			}
+			if p != nil {
+				p.setState(ip, me)
+			}
+			parts = append(parts, p)
+		}
+		if old != nil && len(old.parts) > len(it.Partitions) {
+			for _, p := range old.parts[len(it.Partitions):] {
+				if p != nil {
+					b.dropPartition(p)
+				}
+			}
+		}
+		next[it.Name] = &topic{name: it.Name, meta: &topicMeta{ID: it.ID, Configs: it.Configs, Internal: it.Name == offsetsTopic}, parts: parts}
+	}
+	for name, t := range cur {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, t)
+		}
+	}
+	byID := make(map[[16]byte]*topic, len(next))
+	for _, t := range next {
+		byID[t.meta.ID] = t
+	}
+	b.mu.Lock()
+	b.mu.topics, b.mu.byID, b.mu.image = next, byID, img
+	close(b.mu.changed)
+	b.mu.changed = make(chan struct{})
+	b.mu.Unlock()
+	for _, t := range gone {
+		for _, p := range t.parts {
+			if p != nil {
+				b.dropPartition(p)
+			}
+		}
+		b.log.Info().Str("topic", t.name).Msg("deleted topic's local replicas")
+	}
+	b.offsets.follow(next[offsetsTopic])
+}
+
+// openPartition opens (creating if needed) this broker's replica of
+// partition p of t. A directory left by an earlier topic of the same name
+// (its topic id differs) is removed first: that topic was deleted.
+func (b *Broker) openPartition(t *controller.Topic, p int32) (*partition, error) {
+	dir := b.partitionDir(t.Name, p)
+	pmPath := filepath.Join(dir, "partition.metadata")
+	if data, err := os.ReadFile(pmPath); err == nil && !strings.Contains(string(data), "topic_id: "+encodeUUID(t.ID)+"\n") {
+		b.log.Warn().Str("dir", dir).Msg("replica directory belongs to a deleted topic of the same name; removing it")
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(pmPath); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeUUID(t.ID))
+		if err := storage.WriteFileSync(pmPath, []byte(pm)); err != nil {
+			return nil, fmt.Errorf("%s-%d: %w", t.Name, p, err)
+		}
+	}
+	s := settingsFor(&b.cfg, t.Configs)
+	plog := b.log.With().Str("topic", t.Name).Int32("partition", p).Logger()
+	lg, err := storage.Open(dir, s.storage, plog)
+	if err != nil {
+		return nil, fmt.Errorf("%s-%d: %w", t.Name, p, err)
+	}
+	part := newPartition(t.Name, p, t.ID, lg, s, plog)
+	part.flushTime = b.metrics.flushTime
+	return part, nil
+}
+
+// dropPartition closes a replica this broker no longer holds and deletes
+// its files.
+func (b *Broker) dropPartition(p *partition) {
+	p.setOffline()
+	p.wakeAll() // waiting fetches look again and find it gone
+	if err := p.log.Delete(); err != nil && !os.IsNotExist(err) {
+		b.log.Warn().Err(err).Str("topic", p.topic).Int32("partition", p.index).Msg("removing a dropped replica's files")
+	}
+}
+
+// image returns the metadata image the local replicas were last matched to.
+func (b *Broker) image() *controller.Image {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.image
+}
+
+// endpoint returns broker id's address on the named listener.
+func endpoint(img *controller.Image, id int32, listener string) (controller.Endpoint, bool) {
+	bs, ok := img.Broker(id)
+	if !ok {
+		return controller.Endpoint{}, false
+	}
+	for _, e := range bs.Endpoints {
+		if e.Name == listener {
+			return e, true
+		}
+	}
+	return controller.Endpoint{}, false
+}
+
+// waitImage waits until the local replicas reflect an image satisfying
+// pred, so a client that created a topic here sees it here at once.
+func (b *Broker) waitImage(ctx context.Context, pred func(*controller.Image) bool) bool {
+	for {
+		b.mu.RLock()
+		img, changed := b.mu.image, b.mu.changed
+		b.mu.RUnlock()
+		if img != nil && pred(img) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+}
