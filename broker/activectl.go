@@ -85,9 +85,14 @@ func (c *activeController) run(stop <-chan struct{}) {
 			}
 			now := time.Now().UnixMilli()
 			if recs := c.live.Tick(c.node.Image(), now, c.cfg.BrokerSessionTimeoutMs); len(recs) > 0 {
+				var fenced []int32
 				for _, r := range recs {
-					c.log.Info().Stringer("record", r).Msg("broker session expired")
+					if f, ok := r.Body.(controller.FenceBroker); ok {
+						fenced = append(fenced, f.ID)
+					}
 				}
+				c.log.Warn().Ints32("brokers", fenced).Int("partition_changes", len(recs)-len(fenced)).
+					Msg("broker session expired: fencing, moving its leaderships")
 				c.propose(context.Background(), recs)
 			}
 		case call := <-c.calls:

@@ -103,7 +103,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckMs:   600000,
 		CleanerBackoffMs:          15000,
 		ProducerIDExpirationMs:    86400000,
-		OffsetsTopicReplication:   1,
+		OffsetsTopicReplication:   3,
 		ProcessRoles:              "broker,controller",
 		ControllerListenerNames:   "CONTROLLER",
 		BrokerSessionTimeoutMs:    9000,

@@ -105,7 +105,13 @@ func (b *Broker) ensureOffsetsTopic() {
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplication
+	// Kafka's default of 3 replicas, capped at the number of voters so that
+	// a single node (a quorum of one) works unconfigured.
+	rf := b.cfg.OffsetsTopicReplication
+	if vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
+		rf = int16(max(len(vs), 1))
+	}
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsTopicPartitions, rf
 	// Committed offsets must never age out by time; compaction keeps the
 	// topic small.
 	for k, v := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"} {

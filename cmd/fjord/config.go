@@ -173,7 +173,7 @@ func newConfigKeys() []configKey {
 			set: setInt(func(c *broker.Config) *int64 { return &c.CleanerBackoffMs })},
 		{name: "offsets.topic.num.partitions", def: itoa(int64(d.OffsetsTopicPartitions)), doc: "Partitions of the committed offsets topic.",
 			set: setInt(func(c *broker.Config) *int32 { return &c.OffsetsTopicPartitions })},
-		{name: "offsets.topic.replication.factor", def: itoa(int64(d.OffsetsTopicReplication)), doc: "Replication factor of the committed offsets topic.",
+		{name: "offsets.topic.replication.factor", def: itoa(int64(d.OffsetsTopicReplication)), doc: "Replication factor of the committed offsets topic, capped at the number of controller.quorum.voters (1 for a single node); the topic is created once that many brokers are live.",
 			set: setInt(func(c *broker.Config) *int16 { return &c.OffsetsTopicReplication })},
 
 		// The metadata quorum.

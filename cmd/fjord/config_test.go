@@ -141,6 +141,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.LogDirs = "/tmp/kraft-combined-logs"
 	want.ClusterID = "4L6g3nShT-eMCtK--X86sw"
 	want.ControllerQuorumVoters = "1@localhost:9093"
+	want.OffsetsTopicReplication = 1
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}

@@ -194,7 +194,7 @@ func (n *Node) accept() {
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
-			if n.ctx.Err() == nil {
+			if n.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				n.log.Error().Err(err).Msg("accept stopped")
 			}
 			return
