@@ -201,6 +201,23 @@ func (b *Broker) Addrs() []string {
 	return out
 }
 
+// ControllerAddr is the bound CONTROLLER listener's address, "" without one.
+func (b *Broker) ControllerAddr() string {
+	if b.ctlLn == nil {
+		return ""
+	}
+	return b.ctlLn.Addr().String()
+}
+
+// ActiveController is the node id of the quorum's leader as this node
+// knows it, or -1.
+func (b *Broker) ActiveController() int32 {
+	if l := b.node.Leader(); l != 0 {
+		return nodeID(l)
+	}
+	return -1
+}
+
 // Start joins the cluster and, once the controller has unfenced this
 // broker, serves clients. It does not block; Ready reports when serving
 // begins. Client connections made before then wait in the accept backlog.

@@ -1,0 +1,312 @@
+// Package brokertest starts a real Fjord cluster inside one process, for
+// tests of code that talks to Kafka: N combined nodes (broker and
+// controller), real raft, real log files in a directory of your choice,
+// loopback ports. Nothing is mocked; clients connect to Addrs() as to any
+// Kafka cluster.
+//
+//	c, err := brokertest.Start(brokertest.Options{Nodes: 3, Dir: t.TempDir()})
+//	if err != nil { t.Fatal(err) }
+//	defer c.Close()
+//	cl, _ := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+//
+// Fault hooks act on one node:
+//   - Stop and Restart: a clean shutdown, then a start on the same data
+//     and ports (a restarted process).
+//   - Cut and Heal: the node's links to the other nodes (raft and
+//     broker-to-controller traffic) are severed: connections reset, new
+//     ones refused. Clients can still reach it, as in a partial network
+//     partition.
+//   - Pause and Resume: the links stay open but carry nothing, as the
+//     other nodes see a stopped (SIGSTOP) process. Clients can still reach
+//     it; for a process that truly stops, run fjord processes.
+//
+// Every inter-node link goes through a small TCP proxy owned by the
+// cluster: node i reaches node j through proxy (i→j), so a hook only flips
+// proxies.
+package brokertest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/rs/zerolog"
+)
+
+// Options configures a cluster.
+type Options struct {
+	Nodes int    // number of combined nodes, ids 1..Nodes; default 3
+	Dir   string // data directory root; node i uses Dir/node-i. Required.
+	// Configure, if set, adjusts each node's config before it starts
+	// (called again on every Restart).
+	Configure func(id int32, c *broker.Config)
+	Logger    zerolog.Logger // default: discard
+	// ReadyTimeout bounds Start and Restart waiting for nodes to serve;
+	// default 30s.
+	ReadyTimeout time.Duration
+}
+
+// Cluster is a running in-process cluster. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	opts Options
+	mu   sync.Mutex
+	// nodes by id (1-based; nodes[0] unused).
+	nodes []*member
+	// links[i][j] carries node i's connections to node j's CONTROLLER
+	// listener.
+	links map[[2]int32]*proxy
+}
+
+type member struct {
+	id         int32
+	b          *broker.Broker // nil while stopped
+	clientPort int
+	ctlAddr    string // node's own CONTROLLER listener, fixed across restarts
+}
+
+// Start starts opts.Nodes nodes and waits until every one serves clients.
+func Start(opts Options) (*Cluster, error) {
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("brokertest: Options.Dir is required")
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 30 * time.Second
+	}
+	c := &Cluster{opts: opts, nodes: make([]*member, opts.Nodes+1), links: map[[2]int32]*proxy{}}
+	// Controller listeners first: the proxies must know where to forward.
+	for id := int32(1); id <= int32(opts.Nodes); id++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		c.nodes[id] = &member{id: id, ctlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	}
+	for i := int32(1); i <= int32(opts.Nodes); i++ {
+		for j := int32(1); j <= int32(opts.Nodes); j++ {
+			if i == j {
+				continue
+			}
+			p, err := newProxy(c.nodes[j].ctlAddr)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			c.links[[2]int32{i, j}] = p
+		}
+	}
+	// All nodes start together: none is ready before a quorum exists.
+	errs := make(chan error, opts.Nodes)
+	for id := int32(1); id <= int32(opts.Nodes); id++ {
+		go func() { errs <- c.start(id) }()
+	}
+	var first error
+	for range opts.Nodes {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		c.Close()
+		return nil, first
+	}
+	return c, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// config builds node id's configuration: its voter list names the other
+// nodes by the proxies in front of them.
+func (c *Cluster) config(m *member) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.NodeID = m.id
+	cfg.ClusterID = "brokertest-cluster-0001"
+	cfg.LogDirs = filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", m.id))
+	cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", m.clientPort, m.ctlAddr)
+	var voters []string
+	for j := int32(1); j < int32(len(c.nodes)); j++ {
+		addr := m.ctlAddr
+		if j != m.id {
+			addr = c.links[[2]int32{m.id, j}].addr()
+		}
+		voters = append(voters, fmt.Sprintf("%d@%s", j, addr))
+	}
+	cfg.ControllerQuorumVoters = strings.Join(voters, ",")
+	cfg.BrokerSessionTimeoutMs = 3000
+	cfg.BrokerHeartbeatIntervalMs = 250
+	cfg.GroupInitialRebalanceMs = 0
+	cfg.NumPartitions = 1
+	if c.opts.Configure != nil {
+		c.opts.Configure(m.id, &cfg)
+	}
+	return cfg
+}
+
+// start starts node id and waits until it serves clients.
+func (c *Cluster) start(id int32) error {
+	c.mu.Lock()
+	m := c.nodes[id]
+	if m.b != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("brokertest: node %d is running", id)
+	}
+	cfg := c.config(m)
+	c.mu.Unlock()
+	b, err := broker.New(cfg, c.opts.Logger.With().Int32("node", id).Logger())
+	if err != nil {
+		return fmt.Errorf("brokertest: node %d: %w", id, err)
+	}
+	b.Start()
+	select {
+	case <-b.Ready():
+	case <-time.After(c.opts.ReadyTimeout):
+		b.Close()
+		return fmt.Errorf("brokertest: node %d not serving after %v", id, c.opts.ReadyTimeout)
+	}
+	_, port, _ := net.SplitHostPort(b.Addrs()[0])
+	c.mu.Lock()
+	m.b = b
+	m.clientPort, _ = strconv.Atoi(port)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Cluster) member(id int32) (*member, error) {
+	if id < 1 || int(id) >= len(c.nodes) {
+		return nil, fmt.Errorf("brokertest: no node %d", id)
+	}
+	return c.nodes[id], nil
+}
+
+// Addrs returns the client addresses of the running nodes, by id.
+func (c *Cluster) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.nodes[1:] {
+		if m.b != nil {
+			out = append(out, m.b.Addrs()[0])
+		}
+	}
+	return out
+}
+
+// Addr returns node id's client address ("" while stopped).
+func (c *Cluster) Addr(id int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, err := c.member(id); err == nil && m.b != nil {
+		return m.b.Addrs()[0]
+	}
+	return ""
+}
+
+// Broker returns node id's running broker, or nil while it is stopped.
+func (c *Cluster) Broker(id int32) *broker.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, err := c.member(id); err == nil {
+		return m.b
+	}
+	return nil
+}
+
+// Controller returns the active controller's id as the running nodes
+// agree on it, or -1 while they do not.
+func (c *Cluster) Controller() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leader := int32(-1)
+	for _, m := range c.nodes[1:] {
+		if m.b == nil {
+			continue
+		}
+		l := m.b.ActiveController()
+		if leader == -1 {
+			leader = l
+		}
+		if l != leader || l == -1 {
+			return -1
+		}
+	}
+	return leader
+}
+
+// Stop shuts node id down cleanly.
+func (c *Cluster) Stop(id int32) error {
+	c.mu.Lock()
+	m, err := c.member(id)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	b := m.b
+	m.b = nil
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	return b.Close()
+}
+
+// Restart starts a stopped node on its data and ports.
+func (c *Cluster) Restart(id int32) error {
+	if _, err := c.member(id); err != nil {
+		return err
+	}
+	return c.start(id)
+}
+
+// Cut severs node id's links to every other node; Heal restores them.
+func (c *Cluster) Cut(id int32) { c.setLinks(id, linkCut) }
+
+// Heal undoes Cut and Pause.
+func (c *Cluster) Heal(id int32) { c.setLinks(id, linkUp) }
+
+// Pause freezes node id's links (open, silent); Resume is Heal.
+func (c *Cluster) Pause(id int32) { c.setLinks(id, linkPaused) }
+
+// Resume undoes Pause.
+func (c *Cluster) Resume(id int32) { c.setLinks(id, linkUp) }
+
+func (c *Cluster) setLinks(id int32, s linkState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.links {
+		if k[0] == id || k[1] == id {
+			p.set(s)
+		}
+	}
+}
+
+// Close stops every node and proxy.
+func (c *Cluster) Close() error {
+	var errs []error
+	for id := int32(1); id < int32(len(c.nodes)); id++ {
+		if c.nodes[id] != nil {
+			errs = append(errs, c.Stop(id))
+		}
+	}
+	c.mu.Lock()
+	for _, p := range c.links {
+		p.close()
+	}
+	c.mu.Unlock()
+	return errors.Join(errs...)
+}
