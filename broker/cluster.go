@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
@@ -156,6 +157,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	next := make(map[string]*topic, len(cur))
 	var gone []*topic
 	me := b.cfg.NodeID
+	opened := b.openNew(img, cur)
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		if old != nil && old.meta.ID != it.ID {
@@ -171,10 +173,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 			replica := slices.Contains(ip.Replicas, me)
 			switch {
 			case replica && p == nil:
-				var err error
-				if p, err = b.openPartition(it, int32(i)); err != nil {
-					b.log.Error().Err(err).Str("topic", it.Name).Int("partition", i).Msg("opening replica; it stays offline here")
-				}
+				p = opened[replicaKey{it.ID, int32(i)}]
 			case !replica && p != nil:
 				b.dropPartition(p)
 				p = nil
@@ -218,24 +217,93 @@ func (b *Broker) applyImage(img *controller.Image) {
 	b.offsets.follow(next[offsetsTopic])
 }
 
+type replicaKey struct {
+	topic     [16]byte
+	partition int32
+}
+
+// openNew opens, in parallel (creating 1,000 partitions is 1,000 directory
+// creations and log opens), the replicas img places here that cur lacks.
+// A replica that fails to open is logged and stays offline here.
+func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[replicaKey]*partition {
+	type job struct {
+		t *controller.Topic
+		p int32
+	}
+	var jobs []job
+	for _, it := range img.Topics() {
+		old := cur[it.Name]
+		for i, ip := range it.Partitions {
+			if !slices.Contains(ip.Replicas, b.cfg.NodeID) {
+				continue
+			}
+			if old != nil && old.meta.ID == it.ID && i < len(old.parts) && old.parts[i] != nil {
+				continue
+			}
+			jobs = append(jobs, job{it, int32(i)})
+		}
+	}
+	out := make(map[replicaKey]*partition, len(jobs))
+	if len(jobs) == 0 {
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	work := make(chan job)
+	for range min(len(jobs), 16) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				p, err := b.openPartition(j.t, j.p)
+				if err != nil {
+					b.log.Error().Err(err).Str("topic", j.t.Name).Int32("partition", j.p).Msg("opening replica; it stays offline here")
+					continue
+				}
+				mu.Lock()
+				out[replicaKey{j.t.ID, j.p}] = p
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
 // openPartition opens (creating if needed) this broker's replica of
-// partition p of t. A directory left by an earlier topic of the same name
-// (its topic id differs) is removed first: that topic was deleted.
+// partition p of t. A directory whose partition.metadata names another
+// topic id belongs to an earlier topic of the same name, since deleted: it
+// is removed first. An unreadable partition.metadata (a crash while writing
+// it; it is not fsynced) is rewritten, never taken as a reason to delete.
 func (b *Broker) openPartition(t *controller.Topic, p int32) (*partition, error) {
 	dir := b.partitionDir(t.Name, p)
 	pmPath := filepath.Join(dir, "partition.metadata")
-	if data, err := os.ReadFile(pmPath); err == nil && !strings.Contains(string(data), "topic_id: "+encodeUUID(t.ID)+"\n") {
-		b.log.Warn().Str("dir", dir).Msg("replica directory belongs to a deleted topic of the same name; removing it")
+	want := encodeUUID(t.ID)
+	data, err := os.ReadFile(pmPath)
+	id, parsed := parseTopicID(data)
+	if err == nil && parsed && id != want {
+		b.log.Warn().Str("dir", dir).Str("found_topic_id", id).Str("topic_id", want).
+			Msg("replica directory belongs to a deleted topic of the same name; removing it")
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
 		}
+		parsed = false
 	}
-	if _, err := os.Stat(pmPath); err != nil {
+	if err != nil || !parsed {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeUUID(t.ID))
-		if err := storage.WriteFileSync(pmPath, []byte(pm)); err != nil {
+		// Written without fsync: the metadata log, not this file, is the
+		// record of which topic owns the directory.
+		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", want)
+		if err := os.WriteFile(pmPath+".tmp", []byte(pm), 0o644); err != nil {
+			return nil, fmt.Errorf("%s-%d: %w", t.Name, p, err)
+		}
+		if err := os.Rename(pmPath+".tmp", pmPath); err != nil {
 			return nil, fmt.Errorf("%s-%d: %w", t.Name, p, err)
 		}
 	}
@@ -248,6 +316,16 @@ func (b *Broker) openPartition(t *controller.Topic, p int32) (*partition, error)
 	part := newPartition(t.Name, p, t.ID, lg, s, plog)
 	part.flushTime = b.metrics.flushTime
 	return part, nil
+}
+
+// parseTopicID reads the topic_id line of a partition.metadata file.
+func parseTopicID(data []byte) (string, bool) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "topic_id: "); ok && len(v) == 22 {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // dropPartition closes a replica this broker no longer holds and deletes

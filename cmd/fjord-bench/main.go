@@ -48,6 +48,7 @@ type config struct {
 	rate        float64
 	duration    time.Duration
 	compression string
+	cluster     bool
 	timeout     time.Duration
 	json        bool
 }
@@ -77,6 +78,14 @@ func run() int {
 		os.Exit(3)
 	})
 	defer watchdog.Stop()
+
+	if cfg.cluster {
+		if cfg.fjordBin == "" {
+			fmt.Fprintln(os.Stderr, "fjord-bench: -cluster needs -fjord-bin")
+			return 2
+		}
+		return runCluster(ctx, cfg, os.Stdout)
+	}
 
 	rep := newReport(cfg)
 	if !cfg.json {
@@ -127,6 +136,7 @@ func parseFlags(args []string) (*config, error) {
 	compression := fs.String("compression", "none", "producer compression: none, snappy, lz4, zstd, gzip")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run; it stops by itself after this")
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results instead of tables")
+	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -147,6 +157,7 @@ func parseFlags(args []string) (*config, error) {
 		compression: *compression,
 		timeout:     *timeout,
 		json:        *jsonOut,
+		cluster:     *cluster,
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {

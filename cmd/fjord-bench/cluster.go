@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The cluster benchmark (-cluster) measures the metadata quorum of a
+// three-node fjord cluster on loopback: how long a created topic takes to
+// reach every node's Metadata, how long 1,000 partitions take to create,
+// and how long the cluster is without an active controller after the one
+// it has is killed with SIGKILL (kill to first successful CreateTopics).
+
+// clusterNode is one fjord process of the benchmark cluster.
+type clusterNode struct {
+	id         int
+	addr, ctl  string // client and controller listener addresses
+	dir        string
+	proc       *fjordProc // nil while killed
+	bin, voter string
+}
+
+// ClusterResult is the outcome of the cluster benchmark.
+type ClusterResult struct {
+	Nodes               int       `json:"nodes"`
+	PropagationMs       []float64 `json:"propagation_ms"`         // CreateTopics sent → visible in every node's Metadata
+	Create1000Ms        float64   `json:"create_1000_ms"`         // CreateTopics(1,000 partitions, RF 3) answered
+	Create1000VisibleMs float64   `json:"create_1000_visible_ms"` // ... and visible on every node
+	FailoverMs          []float64 `json:"failover_ms"`            // SIGKILL of the controller → first successful CreateTopics
+	Error               string    `json:"error,omitempty"`
+}
+
+func runCluster(ctx context.Context, cfg *config, w io.Writer) int {
+	res := &ClusterResult{Nodes: 3}
+	err := benchCluster(ctx, cfg, res)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if cfg.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		printCluster(w, res)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func printCluster(w io.Writer, r *ClusterResult) {
+	ms := func(v []float64) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return fmt.Sprintf("p50 %.0f ms, max %.0f ms (n=%d)", s[len(s)/2], s[len(s)-1], len(s))
+	}
+	fmt.Fprintf(w, "fjord cluster of %d nodes on loopback\n", r.Nodes)
+	fmt.Fprintf(w, "  topic visible on every node after CreateTopics: %s\n", ms(r.PropagationMs))
+	fmt.Fprintf(w, "  create 1,000 partitions (RF 3): answered %.0f ms, on every node %.0f ms\n", r.Create1000Ms, r.Create1000VisibleMs)
+	fmt.Fprintf(w, "  controller failover (SIGKILL → CreateTopics ok): %s\n", ms(r.FailoverMs))
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+}
+
+func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
+	bin, err := filepath.Abs(cfg.fjordBin)
+	if err != nil {
+		return err
+	}
+	root, err := os.MkdirTemp("", "fjord-bench-cluster-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	nodes := make([]*clusterNode, 3)
+	var voters []string
+	for i := range nodes {
+		cp, err1 := freePort()
+		kp, err2 := freePort()
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("free ports: %v %v", err1, err2)
+		}
+		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
+			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
+		nodes[i] = n
+		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctl))
+	}
+	for _, n := range nodes {
+		n.voter = strings.Join(voters, ",")
+		if err := n.start(); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+	}()
+	if err := waitBrokers(ctx, nodes, 3); err != nil {
+		return err
+	}
+
+	// Propagation.
+	for i := range 20 {
+		name := fmt.Sprintf("prop-%d", i)
+		start := time.Now()
+		if code := createTopic(ctx, nodes[i%3].addr, name, 1, 3); code != 0 {
+			return fmt.Errorf("create %s: %v", name, kerr.ErrorForCode(code))
+		}
+		if err := waitVisible(ctx, nodes, name, 1); err != nil {
+			return err
+		}
+		res.PropagationMs = append(res.PropagationMs, msSince(start))
+	}
+	logf("[cluster] propagation measured")
+
+	// 1,000 partitions.
+	start := time.Now()
+	if code := createTopic(ctx, nodes[0].addr, "thousand", 1000, 3); code != 0 {
+		return fmt.Errorf("create 1000 partitions: %v", kerr.ErrorForCode(code))
+	}
+	res.Create1000Ms = msSince(start)
+	if err := waitVisible(ctx, nodes, "thousand", 1000); err != nil {
+		return err
+	}
+	res.Create1000VisibleMs = msSince(start)
+	logf("[cluster] 1000 partitions measured")
+
+	// Failover, three times.
+	for round := range 3 {
+		ctl, err := controllerOf(ctx, nodes)
+		if err != nil {
+			return err
+		}
+		victim := nodes[ctl-1]
+		var survivor *clusterNode
+		for _, n := range nodes {
+			if n != victim {
+				survivor = n
+				break
+			}
+		}
+		victim.kill()
+		start := time.Now()
+		for k := 0; ; k++ {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			name := fmt.Sprintf("failover-%d-%d", round, k)
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			code := createTopic(rctx, survivor.addr, name, 1, 1)
+			cancel()
+			if code == 0 || code == kerr.TopicAlreadyExists.Code {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		res.FailoverMs = append(res.FailoverMs, msSince(start))
+		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[round])
+		if err := victim.start(); err != nil {
+			return err
+		}
+		if err := waitBrokers(ctx, nodes, 3); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+func (n *clusterNode) start() error {
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return err
+	}
+	p := &fjordProc{addr: n.addr, dir: n.dir, done: make(chan struct{})}
+	var err error
+	if p.log, err = os.OpenFile(filepath.Join(n.dir, "fjord.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return err
+	}
+	p.cmd = exec.Command(n.bin,
+		"--override", "node.id="+strconv.Itoa(n.id),
+		"--override", "controller.quorum.voters="+n.voter,
+		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, n.ctl),
+		"--override", "log.dirs="+filepath.Join(n.dir, "data"),
+		"--override", "broker.session.timeout.ms=3000",
+		"--override", "broker.heartbeat.interval.ms=500",
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = childSysProcAttr()
+	if err := p.cmd.Start(); err != nil {
+		p.log.Close()
+		return fmt.Errorf("start fjord node %d: %w", n.id, err)
+	}
+	childrenMu.Lock()
+	children[p] = true
+	childrenMu.Unlock()
+	go func() { p.cmd.Wait(); close(p.done) }()
+	n.proc = p
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (n *clusterNode) kill() {
+	if n.proc == nil {
+		return
+	}
+	n.proc.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.proc.done
+	childrenMu.Lock()
+	delete(children, n.proc)
+	childrenMu.Unlock()
+	n.proc.log.Close()
+	n.proc = nil
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 10s), keeping data.
+func (n *clusterNode) stop() {
+	if n.proc == nil {
+		return
+	}
+	n.proc.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.proc.done:
+	case <-time.After(10 * time.Second):
+		n.proc.cmd.Process.Kill()
+		<-n.proc.done
+	}
+	childrenMu.Lock()
+	delete(children, n.proc)
+	childrenMu.Unlock()
+	n.proc.log.Close()
+	n.proc = nil
+}
+
+// direct sends req to the node at addr itself (not routed by kgo).
+func direct(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cl.SeedBrokers()[0].Request(rctx, req)
+}
+
+func createTopic(ctx context.Context, addr, name string, partitions int32, rf int16) int16 {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, rf
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 30000
+	resp, err := direct(ctx, addr, req)
+	if err != nil {
+		return kerr.RequestTimedOut.Code
+	}
+	return resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+}
+
+func metadata(ctx context.Context, addr string, topic string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	if topic != "" {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := direct(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// waitVisible polls every running node until its Metadata has topic with
+// the given partition count.
+func waitVisible(ctx context.Context, nodes []*clusterNode, topic string, partitions int) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if n.proc == nil {
+			continue
+		}
+		for {
+			m, err := metadata(ctx, n.addr, topic)
+			if err == nil && len(m.Topics) == 1 && m.Topics[0].ErrorCode == 0 && len(m.Topics[0].Partitions) == partitions {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("topic %s not visible on node %d: %v", topic, n.id, ctx.Err())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// waitBrokers waits until every running node lists want brokers.
+func waitBrokers(ctx context.Context, nodes []*clusterNode, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, startupWait)
+	defer cancel()
+	for _, n := range nodes {
+		for {
+			m, err := metadata(ctx, n.addr, "")
+			if err == nil && len(m.Brokers) == want {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("node %d does not list %d brokers: %v; log: %s", n.id, want, err, n.proc.logTail())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// controllerOf asks the nodes which of them is the active controller.
+func controllerOf(ctx context.Context, nodes []*clusterNode) (int, error) {
+	for _, n := range nodes {
+		if m, err := metadata(ctx, n.addr, ""); err == nil && m.ControllerID > 0 {
+			return int(m.ControllerID), nil
+		}
+	}
+	return 0, fmt.Errorf("no node names an active controller")
+}
