@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
@@ -231,8 +232,61 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 		return c.deleteTopics(ctx, img, req)
 	case *kmsg.CreatePartitionsRequest:
 		return c.createPartitions(ctx, req)
+	case *kmsg.AlterPartitionRequest:
+		return c.alterPartition(ctx, req)
 	}
 	return nil
+}
+
+// alterPartition decides each partition's ISR change against the image
+// with the earlier partitions' changes applied. A new ISR without the
+// leader itself is Fjord's resignation: the leader cannot serve the
+// partition (controller.Resign).
+func (c *activeController) alterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.TopidID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
+			img := c.node.Image()
+			isr := rp.NewISR
+			if req.Version >= 3 {
+				isr = nil
+				for _, m := range rp.NewEpochISR {
+					if bs, ok := img.Broker(m.BrokerID); ok && m.BrokerEpoch != -1 && bs.Epoch != m.BrokerEpoch {
+						sp.ErrorCode = kerr.IneligibleReplica.Code
+					}
+					isr = append(isr, m.BrokerID)
+				}
+			}
+			var recs []controller.Record
+			if sp.ErrorCode == 0 {
+				if slices.Contains(isr, req.BrokerID) {
+					recs, sp.ErrorCode = controller.AlterPartition(img, req.BrokerID, req.BrokerEpoch, rt.TopicID, rp.Partition,
+						rp.LeaderEpoch, rp.PartitionEpoch, isr)
+				} else {
+					recs, sp.ErrorCode = controller.Resign(img, req.BrokerID, req.BrokerEpoch, rt.TopicID, rp.Partition,
+						rp.LeaderEpoch, rp.PartitionEpoch)
+					if sp.ErrorCode == 0 {
+						c.log.Warn().Int32("broker", req.BrokerID).Int32("partition", rp.Partition).Msg("leader resigned a partition it cannot serve")
+					}
+				}
+			}
+			if sp.ErrorCode == 0 {
+				if _, err := c.propose(ctx, recs); err != nil {
+					sp.ErrorCode = proposeCode(err)
+				}
+			}
+			if p, ok := c.node.Image().Partition(rt.TopicID, rp.Partition); ok && sp.ErrorCode == 0 {
+				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 func newUUID() [16]byte {

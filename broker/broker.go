@@ -42,6 +42,16 @@ type Broker struct {
 	ctlKafka  *chanListener     // its Kafka half
 	ctlServer *protocol.Server
 
+	// Replicas being opened (see openNew): owned under openMu; openSem
+	// bounds concurrent opens; kick asks publishLoop to re-apply.
+	openMu  sync.Mutex
+	opening map[replicaKey]*openTask
+	openSem chan struct{}
+	kick    chan struct{}
+	// openHook, if set (tests only), runs at the start of every replica
+	// open: it simulates a slow or hung log recovery.
+	openHook atomic.Pointer[func(topic string, partition int32)]
+
 	brokerEpoch    atomic.Int64  // from the last registration
 	fenced         atomic.Bool   // as the last heartbeat said
 	appliedVersion atomic.Uint64 // version of the image the replicas match
@@ -103,7 +113,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{}), ready: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{}), ready: make(chan struct{}),
+		opening: map[replicaKey]*openTask{}, openSem: make(chan struct{}, openSlots), kick: make(chan struct{}, 1)}
 	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {

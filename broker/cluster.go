@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
@@ -135,11 +134,24 @@ func (b *Broker) publishLoop() {
 	go func() { <-b.stop; cancel() }()
 	var last uint64
 	for {
-		err := b.node.WaitFor(ctx, func(img *controller.Image) bool { return img.Version() > last })
-		if err != nil {
+		// Wake at least every second to adopt replicas whose slow open has
+		// finished since (openNew kicks).
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		b.node.WaitFor(wctx, func(img *controller.Image) bool { return img.Version() > last })
+		wcancel()
+		if ctx.Err() != nil {
 			return
 		}
+		kicked := false
+		select {
+		case <-b.kick:
+			kicked = true
+		default:
+		}
 		img := b.node.Image()
+		if img.Version() == last && !kicked {
+			continue
+		}
 		b.applyImage(img)
 		last = img.Version()
 		b.appliedVersion.Store(last)
@@ -222,15 +234,30 @@ type replicaKey struct {
 	partition int32
 }
 
+// openTask is one replica being opened. It may outlive the image that
+// asked for it: a replica whose open overruns the deadline is left to
+// finish in the background and adopted by a later applyImage.
+type openTask struct {
+	t        *controller.Topic
+	index    int32
+	done     chan struct{}
+	p        *partition // set before done closes
+	err      error
+	reported bool // the overrun was logged and the leadership resigned
+}
+
+// openSlots bounds the replicas opened at once.
+const openSlots = 16
+
 // openNew opens, in parallel (creating 1,000 partitions is 1,000 directory
 // creations and log opens), the replicas img places here that cur lacks.
-// A replica that fails to open is logged and stays offline here.
+// It waits at most fjord.partition.open.timeout.ms: a replica still
+// opening then (log recovery hangs, a disk stalls) stays offline here, and
+// if img makes this broker its leader, the broker resigns the leadership
+// so the controller moves it to another in-sync replica — the forced exit
+// from becoming leader. The metadata pipeline never waits on it again.
 func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[replicaKey]*partition {
-	type job struct {
-		t *controller.Topic
-		p int32
-	}
-	var jobs []job
+	need := map[replicaKey]*openTask{}
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		for i, ip := range it.Partitions {
@@ -240,38 +267,125 @@ func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[repli
 			if old != nil && old.meta.ID == it.ID && i < len(old.parts) && old.parts[i] != nil {
 				continue
 			}
-			jobs = append(jobs, job{it, int32(i)})
+			need[replicaKey{it.ID, int32(i)}] = &openTask{t: it, index: int32(i)}
 		}
 	}
-	out := make(map[replicaKey]*partition, len(jobs))
-	if len(jobs) == 0 {
-		return out
+	b.openMu.Lock()
+	for k, task := range b.opening {
+		if _, ok := need[k]; !ok && isDone(task) {
+			// No longer wanted (topic deleted meanwhile): close it.
+			delete(b.opening, k)
+			if task.p != nil {
+				task.p.log.Close()
+			}
+		}
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	work := make(chan job)
-	for range min(len(jobs), 16) {
-		wg.Add(1)
+	for k, fresh := range need {
+		if task := b.opening[k]; task != nil {
+			need[k] = task
+			continue
+		}
+		fresh.done = make(chan struct{})
+		b.opening[k] = fresh
 		go func() {
-			defer wg.Done()
-			for j := range work {
-				p, err := b.openPartition(j.t, j.p)
-				if err != nil {
-					b.log.Error().Err(err).Str("topic", j.t.Name).Int32("partition", j.p).Msg("opening replica; it stays offline here")
-					continue
-				}
-				mu.Lock()
-				out[replicaKey{j.t.ID, j.p}] = p
-				mu.Unlock()
+			b.openSem <- struct{}{}
+			fresh.p, fresh.err = b.openPartition(fresh.t, fresh.index)
+			<-b.openSem
+			close(fresh.done)
+			select {
+			case b.kick <- struct{}{}:
+			default:
 			}
 		}()
 	}
-	for _, j := range jobs {
-		work <- j
+	b.openMu.Unlock()
+
+	out := make(map[replicaKey]*partition, len(need))
+	deadline := time.NewTimer(time.Duration(b.cfg.PartitionOpenTimeoutMs) * time.Millisecond)
+	defer deadline.Stop()
+	expired := false
+	for k, task := range need {
+		if !expired {
+			select {
+			case <-task.done:
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		if !isDone(task) {
+			if !task.reported {
+				task.reported = true
+				b.log.Error().Str("topic", task.t.Name).Int32("partition", task.index).
+					Int64("timeout_ms", b.cfg.PartitionOpenTimeoutMs).
+					Msg("replica did not open in time; it stays offline here until it does")
+				b.resignIfLeader(img, task.t.ID, task.index)
+			}
+			continue
+		}
+		b.openMu.Lock()
+		delete(b.opening, k)
+		b.openMu.Unlock()
+		if task.err != nil {
+			b.log.Error().Err(task.err).Str("topic", task.t.Name).Int32("partition", task.index).Msg("opening replica; it stays offline here")
+			b.resignIfLeader(img, task.t.ID, task.index)
+			continue
+		}
+		out[k] = task.p
 	}
-	close(work)
-	wg.Wait()
 	return out
+}
+
+func isDone(t *openTask) bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// resignIfLeader asks the controller, in the background, to move the
+// leadership of a partition this broker leads in img but cannot serve.
+func (b *Broker) resignIfLeader(img *controller.Image, topicID [16]byte, index int32) {
+	ip, ok := img.Partition(topicID, index)
+	if !ok || ip.Leader != b.cfg.NodeID {
+		return
+	}
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = index, ip.LeaderEpoch, ip.PartitionEpoch
+	for _, id := range ip.ISR {
+		if id == b.cfg.NodeID {
+			continue
+		}
+		rp.NewISR = append(rp.NewISR, id)
+		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		m.BrokerID, m.BrokerEpoch = id, -1
+		rp.NewEpochISR = append(rp.NewEpochISR, m)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	b.goLoop(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		go func() {
+			select {
+			case <-b.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			b.log.Error().Err(err).Int32("partition", index).Msg("resigning leadership")
+			return
+		}
+		code := kresp.(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0].ErrorCode
+		b.log.Warn().Int32("partition", index).Int16("code", code).Msg("resigned the leadership of a replica that cannot open")
+	})
 }
 
 // openPartition opens (creating if needed) this broker's replica of
@@ -280,6 +394,9 @@ func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[repli
 // is removed first. An unreadable partition.metadata (a crash while writing
 // it; it is not fsynced) is rewritten, never taken as a reason to delete.
 func (b *Broker) openPartition(t *controller.Topic, p int32) (*partition, error) {
+	if h := b.openHook.Load(); h != nil {
+		(*h)(t.Name, p)
+	}
 	dir := b.partitionDir(t.Name, p)
 	pmPath := filepath.Join(dir, "partition.metadata")
 	want := encodeUUID(t.ID)

@@ -65,7 +65,10 @@ type Config struct {
 	BrokerSessionTimeoutMs    int64  // broker.session.timeout.ms: a broker silent this long is fenced
 	BrokerHeartbeatIntervalMs int64  // broker.heartbeat.interval.ms
 	BrokerRack                string // broker.rack
-	MetricsAddr               string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// PartitionOpenTimeoutMs bounds how long applying a metadata change
+	// waits for new replicas to open (fjord.partition.open.timeout.ms).
+	PartitionOpenTimeoutMs int64
+	MetricsAddr            string // fjord.metrics.listener: host:port for /metrics, empty = off
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
@@ -108,6 +111,7 @@ func DefaultConfig() Config {
 		ControllerListenerNames:   "CONTROLLER",
 		BrokerSessionTimeoutMs:    9000,
 		BrokerHeartbeatIntervalMs: 2000,
+		PartitionOpenTimeoutMs:    120000,
 	}
 }
 
@@ -157,6 +161,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
+	}
+	if c.PartitionOpenTimeoutMs < 1 {
+		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))
 	}
 	if err := c.validateQuorum(); err != nil {
 		errs = append(errs, err)

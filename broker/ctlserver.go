@@ -21,6 +21,7 @@ var ctlAPIs = map[int16][2]int16{
 	19: {0, 7}, // CreateTopics
 	20: {0, 6}, // DeleteTopics
 	37: {0, 3}, // CreatePartitions
+	56: {2, 3}, // AlterPartition (topic ids)
 	62: {0, 4}, // BrokerRegistration
 	63: {0, 1}, // BrokerHeartbeat
 	67: {0, 0}, // AllocateProducerIDs
@@ -118,6 +119,10 @@ func notControllerResponse(kreq kmsg.Request) kmsg.Response {
 			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, nc
 			r.Topics = append(r.Topics, st)
 		}
+		return r
+	case *kmsg.AlterPartitionRequest:
+		r := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+		r.ErrorCode = nc
 		return r
 	case *kmsg.CreatePartitionsRequest:
 		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

@@ -78,3 +78,41 @@ func sameSet(a, b []int32) bool {
 	}
 	return true
 }
+
+// Resign decides a leader's request to give up leading a partition it
+// cannot serve (its replica failed to open in time: the broker's forced
+// exit from becoming leader). The checks are AlterPartition's 1-5. The new
+// leader is the first other live ISR member in replica order, and the
+// resigning broker leaves the ISR. If no other member is eligible the
+// partition keeps its ISR (the resigning broker is the only one known to
+// hold every committed record) and gets leader -1: never an unclean
+// election.
+func Resign(img *Image, brokerID int32, brokerEpoch int64, topicID [16]byte, partition int32,
+	leaderEpoch, partitionEpoch int32) ([]Record, int16) {
+	if b, ok := img.Broker(brokerID); !ok || b.Epoch != brokerEpoch {
+		return nil, kerr.StaleBrokerEpoch.Code
+	}
+	if img.TopicByID(topicID) == nil {
+		return nil, kerr.UnknownTopicID.Code
+	}
+	p, ok := img.Partition(topicID, partition)
+	switch {
+	case !ok:
+		return nil, kerr.UnknownTopicOrPartition.Code
+	case leaderEpoch != p.LeaderEpoch:
+		return nil, kerr.FencedLeaderEpoch.Code
+	case brokerID != p.Leader:
+		return nil, kerr.NotLeaderForPartition.Code
+	case partitionEpoch != p.PartitionEpoch:
+		return nil, kerr.InvalidUpdateVersion.Code
+	}
+	live := func(id int32) bool { return id != brokerID && img.live(id) }
+	next := p
+	next.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return id == brokerID })
+	leader := electFromISR(next, live)
+	c := ChangePartition{TopicID: topicID, Partition: partition, Leader: &leader}
+	if leader != -1 {
+		c.ISR = &next.ISR
+	}
+	return []Record{NewRecord(c)}, 0
+}

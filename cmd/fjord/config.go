@@ -188,6 +188,9 @@ func newConfigKeys() []configKey {
 		{name: "broker.rack", def: d.BrokerRack, doc: "Rack of this broker; placement spreads replicas across racks.",
 			set: setString(func(c *broker.Config) *string { return &c.BrokerRack })},
 
+		{name: "fjord.partition.open.timeout.ms", def: itoa(d.PartitionOpenTimeoutMs), doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",
+			set: setInt(func(c *broker.Config) *int64 { return &c.PartitionOpenTimeoutMs })},
+
 		// Accepted so that usual Kafka configurations start; no effect yet.
 		{name: "inter.broker.listener.name", noEffect: true, doc: "Listener brokers use to reach each other.",
 			set: checkAny},
