@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/fjord
 FUZZTIME ?= 10s
 
-.PHONY: run build test deps vet unit fuzz compat bench docker docker-test clean
+.PHONY: run build test deps vet unit fuzz compat bench bench-cluster docker docker-test clean
 
 run:
 	$(GO) run ./cmd/fjord
@@ -43,6 +43,10 @@ compat: build
 # bench measures fjord and franz-go's in-memory kfake side by side.
 bench: build
 	cd cmd/fjord-bench && $(GO) run . -kfake -fjord-bin $(CURDIR)/$(BIN)
+
+# bench-cluster measures the metadata quorum of a three-process cluster.
+bench-cluster: build
+	cd cmd/fjord-bench && $(GO) run . -cluster -fjord-bin $(CURDIR)/$(BIN)
 
 docker: build
 	docker build -f docker/Dockerfile -t fjord:dev .
