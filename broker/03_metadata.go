@@ -21,8 +21,9 @@ import (
 //     names get INVALID_TOPIC_EXCEPTION.
 //   - Partitions: leader (-1 while none: LEADER_NOT_AVAILABLE), leader
 //     epoch, replicas, ISR and the replicas on fenced brokers as offline.
-//   - ControllerID: the active controller's node id (it is a broker too in
-//     combined mode).
+//   - ControllerID: the active controller's node id when it is a live broker
+//     (a combined node), else this broker's: admin requests sent to it are
+//     forwarded to the active controller either way.
 //
 // Version notes:
 //   - v1: null topics = all, controller id, rack, internal flag
@@ -77,10 +78,7 @@ func (b *Broker) metadata(cc *connCtx, req *kmsg.MetadataRequest, createCodes ma
 	}
 	cid := b.clusterID
 	resp.ClusterID = &cid
-	resp.ControllerID = -1
-	if l := b.node.Leader(); l != 0 {
-		resp.ControllerID = nodeID(l)
-	}
+	resp.ControllerID = b.clientControllerID(img)
 
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range img.Topics() {

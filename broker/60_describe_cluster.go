@@ -8,7 +8,7 @@ import (
 //
 // Behaviour:
 //   - Answered from this broker's image: cluster id, the active controller
-//     (its node id; every controller is a broker too in combined mode), and
+//     (its node id if it is a live broker, else this broker's), and
 //     the brokers at their address on the listener the request came in on —
 //     the unfenced ones, plus the fenced ones when v2 asks for them.
 //   - EndpointType 2 (controllers, KIP-919) is not served:
@@ -29,10 +29,7 @@ func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	}
 	img := b.image()
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = -1
-	if l := b.node.Leader(); l != 0 {
-		resp.ControllerID = nodeID(l)
-	}
+	resp.ControllerID = b.clientControllerID(img)
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = allClusterOperations
 	}

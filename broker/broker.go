@@ -35,7 +35,8 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	node      *node.Node        // this node's quorum member
+	meta      metadataLog       // the metadata log: node, or a follower on a broker-only node
+	node      *node.Node        // this node's quorum member; nil on a broker-only node
 	actl      *activeController // nil without the controller role
 	ctl       *ctlClient        // requests to the active controller
 	ctlLn     net.Listener      // the CONTROLLER listener, if any
@@ -142,13 +143,17 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if cfg.HasRole("controller") {
 		b.actl = newActiveController(&b.cfg, b.node, b.log)
 	}
+	if !cfg.HasRole("broker") {
+		log.Info().Str("cluster_id", b.clusterID).Msg("controller-only node: no client listener, no replicas")
+		return b, nil
+	}
 	// Open the replicas the log already places here before serving, so a
 	// restarted node recovers its logs first.
 	start := time.Now()
-	b.applyImage(b.node.Image())
-	b.appliedVersion.Store(b.node.Image().Version())
+	b.applyImage(b.meta.Image())
+	b.appliedVersion.Store(b.meta.Image().Version())
 	log.Info().Int("topics", len(b.topicsSnapshot())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
-		Uint64("metadata_version", b.node.Image().Version()).Msg("opened logs")
+		Uint64("metadata_version", b.meta.Image().Version()).Msg("opened logs")
 	return b, nil
 }
 
@@ -187,7 +192,7 @@ func (b *Broker) listen() error {
 		}
 		b.advertised = append(b.advertised, a)
 	}
-	if len(b.listeners) == 0 {
+	if len(b.listeners) == 0 && b.cfg.HasRole("broker") {
 		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
 	}
@@ -223,10 +228,23 @@ func (b *Broker) ControllerAddr() string {
 // ActiveController is the node id of the quorum's leader as this node
 // knows it, or -1.
 func (b *Broker) ActiveController() int32 {
-	if l := b.node.Leader(); l != 0 {
+	if l := b.meta.Leader(); l != 0 {
 		return nodeID(l)
 	}
 	return -1
+}
+
+// clientControllerID is the controller id told to clients: the active
+// controller when it is also a live broker, else this broker. Clients send
+// admin requests to that id, and every broker forwards them, so it only
+// has to be a broker they can reach (Kafka answers a random live broker).
+func (b *Broker) clientControllerID(img *controller.Image) int32 {
+	if l := b.meta.Leader(); l != 0 {
+		if bs, ok := img.Broker(nodeID(l)); ok && !bs.Fenced {
+			return bs.ID
+		}
+	}
+	return b.cfg.NodeID
 }
 
 // Start joins the cluster and, once the controller has unfenced this
@@ -236,6 +254,10 @@ func (b *Broker) Start() {
 	b.serveController()
 	if b.actl != nil {
 		b.goLoop(func() { b.actl.run(b.stop) })
+	}
+	if !b.cfg.HasRole("broker") {
+		close(b.ready) // a controller serves only the CONTROLLER listener
+		return
 	}
 	b.goLoop(b.publishLoop)
 	b.goLoop(b.lifecycle)
@@ -314,7 +336,7 @@ func (b *Broker) Close() error {
 	}
 	b.ctl.close()
 	var errs []error
-	if err := b.node.Close(); err != nil {
+	if err := b.meta.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("metadata quorum: %w", err))
 	}
 	return errors.Join(append(errs, b.closeLogs())...)

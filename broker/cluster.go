@@ -67,7 +67,7 @@ func (b *Broker) lifecycle() {
 			b.fenced.Store(resp.IsFenced)
 			if !resp.IsFenced && !readyOnce {
 				readyOnce = true
-				b.log.Info().Uint64("metadata_version", b.node.Image().Version()).Msg("unfenced: serving clients")
+				b.log.Info().Uint64("metadata_version", b.meta.Image().Version()).Msg("unfenced: serving clients")
 				close(b.ready)
 			}
 			if resp.IsFenced {
@@ -137,7 +137,7 @@ func (b *Broker) publishLoop() {
 		// Wake at least every second to adopt replicas whose slow open has
 		// finished since (openNew kicks).
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
-		b.node.WaitFor(wctx, func(img *controller.Image) bool { return img.Version() > last })
+		b.meta.WaitFor(wctx, func(img *controller.Image) bool { return img.Version() > last })
 		wcancel()
 		if ctx.Err() != nil {
 			return
@@ -148,7 +148,7 @@ func (b *Broker) publishLoop() {
 			kicked = true
 		default:
 		}
-		img := b.node.Image()
+		img := b.meta.Image()
 		if img.Version() == last && !kicked {
 			continue
 		}

@@ -248,16 +248,12 @@ func (c *Config) validateQuorum() error {
 		return fmt.Errorf("node.id %d has the controller role but is not in controller.quorum.voters %q", c.NodeID, c.ControllerQuorumVoters)
 	case isVoter && !c.HasRole("controller"):
 		return fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles %q lacks controller", c.NodeID, c.ProcessRoles)
-	case !c.HasRole("controller"):
-		// A broker-only node would tail the log as a raft learner, which
-		// needs the quorum to learn learners' addresses at run time.
-		return errors.New("process.roles=broker (without controller) is not supported yet: run combined nodes (broker,controller)")
 	}
 	ls, err := ParseListeners(c.Listeners)
 	if err != nil {
 		return nil // reported by Validate
 	}
-	if len(voters) > 0 && !slices.ContainsFunc(ls, func(l Listener) bool { return c.isControllerListener(l.Name) }) {
+	if len(voters) > 0 && c.HasRole("controller") && !slices.ContainsFunc(ls, func(l Listener) bool { return c.isControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q has no listener named in controller.listener.names %q", c.Listeners, c.ControllerListenerNames)
 	}
 	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.isControllerListener(l.Name) }) {

@@ -82,7 +82,7 @@ func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 }
 
 func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	leader := c.b.node.Leader()
+	leader := c.b.meta.Leader()
 	if leader == 0 {
 		return nil, errNotController
 	}
@@ -93,6 +93,12 @@ func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		}
 		return nil, errNotController
 	}
+	// A kmsg request is reused across attempts; kgo sets its version.
+	return c.request(ctx, id, req)
+}
+
+// request sends req to voter id's controller listener itself.
+func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
 	cl, err := c.client(id)
 	if err != nil {
 		return nil, err
@@ -103,7 +109,6 @@ func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	// A kmsg request is reused across attempts; kgo sets its version.
 	return seeds[0].Request(rctx, req)
 }
 

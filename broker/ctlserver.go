@@ -17,14 +17,16 @@ import (
 
 // ctlAPIs are the keys and versions the controller listener serves.
 var ctlAPIs = map[int16][2]int16{
-	18: {0, 4}, // ApiVersions
-	19: {0, 7}, // CreateTopics
-	20: {0, 6}, // DeleteTopics
-	37: {0, 3}, // CreatePartitions
-	56: {2, 3}, // AlterPartition (topic ids)
-	62: {0, 4}, // BrokerRegistration
-	63: {0, 1}, // BrokerHeartbeat
-	67: {0, 0}, // AllocateProducerIDs
+	1:  {12, 12}, // Fetch of the metadata log (broker-only nodes)
+	59: {0, 1},   // FetchSnapshot of the metadata image
+	18: {0, 4},   // ApiVersions
+	19: {0, 7},   // CreateTopics
+	20: {0, 6},   // DeleteTopics
+	37: {0, 3},   // CreatePartitions
+	56: {2, 3},   // AlterPartition (topic ids)
+	62: {0, 4},   // BrokerRegistration
+	63: {0, 1},   // BrokerHeartbeat
+	67: {0, 0},   // AllocateProducerIDs
 }
 
 type ctlVersions struct{}
@@ -56,6 +58,14 @@ func (h ctlHandler) Handle(ctx context.Context, req *protocol.Request, respond p
 	}
 	// Decisions wait for the quorum; the reader goroutine must not.
 	go func() {
+		switch r := req.Body.(type) {
+		case *kmsg.FetchRequest:
+			respond(h.b.serveMetadataFetch(ctx, r), nil)
+			return
+		case *kmsg.FetchSnapshotRequest:
+			respond(h.b.serveMetadataSnapshot(r), nil)
+			return
+		}
 		var resp kmsg.Response
 		if h.b.actl != nil {
 			resp = h.b.actl.call(ctx, req.Body)

@@ -24,6 +24,8 @@ var (
 	errTransactional     = errors.New("broker: transactions are not supported")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	errNotLeader         = errors.New("broker: not the leader of this partition")
+	errMalformedShip     = errors.New("broker: malformed metadata log response")
+	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
 )
 
 // errorCode is the one place a Go error becomes a Kafka error code.

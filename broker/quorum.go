@@ -89,10 +89,15 @@ func newClusterID() string {
 	return encodeUUID(b)
 }
 
-// startQuorum starts this node's quorum member. ctl is the bound
-// controller listener, or nil for a quorum of one without one (the member
-// then listens on a loopback port nobody dials).
+// startQuorum starts this node's quorum member, or on a broker-only node
+// its follower of the metadata log. ctl is the bound controller listener,
+// or nil for a quorum of one without one (the member then listens on a
+// loopback port nobody dials).
 func (b *Broker) startQuorum(ctl net.Listener) error {
+	if !b.cfg.HasRole("controller") {
+		b.meta = startFollower(b)
+		return nil
+	}
 	voters := map[uint64]string{}
 	vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
@@ -120,7 +125,7 @@ func (b *Broker) startQuorum(ctl net.Listener) error {
 	if err != nil {
 		return fmt.Errorf("metadata quorum: %w", err)
 	}
-	b.node = n
+	b.node, b.meta = n, n
 	return nil
 }
 

@@ -86,6 +86,16 @@ type TopicPartition struct {
 	Partition int32
 }
 
+// BrokerConfigs returns every broker-level config by resource name ("" is
+// the cluster default). The caller owns the maps.
+func (img *Image) BrokerConfigs() map[string]map[string]string {
+	out := make(map[string]map[string]string, len(img.brokerConfigs))
+	for k, m := range img.brokerConfigs {
+		out[k] = maps.Clone(m)
+	}
+	return out
+}
+
 // Version is the log index of the last record applied.
 func (img *Image) Version() uint64 { return img.version }
 

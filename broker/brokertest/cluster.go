@@ -41,8 +41,11 @@ import (
 
 // Options configures a cluster.
 type Options struct {
-	Nodes int    // number of combined nodes, ids 1..Nodes; default 3
-	Dir   string // data directory root; node i uses Dir/node-i. Required.
+	Nodes int // number of combined nodes (broker and controller), ids 1..Nodes; default 3
+	// Brokers is the number of extra broker-only nodes, ids Nodes+1...; they
+	// follow the metadata log from the controllers without voting.
+	Brokers int
+	Dir     string // data directory root; node i uses Dir/node-i. Required.
 	// Configure, if set, adjusts each node's config before it starts
 	// (called again on every Restart).
 	Configure func(id int32, c *broker.Config)
@@ -67,8 +70,9 @@ type Cluster struct {
 type member struct {
 	id         int32
 	b          *broker.Broker // nil while stopped
+	voter      bool           // combined node; else broker-only
 	clientPort int
-	ctlAddr    string // node's own CONTROLLER listener, fixed across restarts
+	ctlAddr    string // a voter's own CONTROLLER listener, fixed across restarts
 }
 
 // Start starts opts.Nodes nodes and waits until every one serves clients.
@@ -82,16 +86,22 @@ func Start(opts Options) (*Cluster, error) {
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 30 * time.Second
 	}
-	c := &Cluster{opts: opts, nodes: make([]*member, opts.Nodes+1), links: map[[2]int32]*proxy{}}
+	total := opts.Nodes + opts.Brokers
+	c := &Cluster{opts: opts, nodes: make([]*member, total+1), links: map[[2]int32]*proxy{}}
 	// Controller listeners first: the proxies must know where to forward.
-	for id := int32(1); id <= int32(opts.Nodes); id++ {
+	for id := int32(1); id <= int32(total); id++ {
+		c.nodes[id] = &member{id: id, voter: id <= int32(opts.Nodes)}
+		if !c.nodes[id].voter {
+			continue
+		}
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		c.nodes[id] = &member{id: id, ctlAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		c.nodes[id].ctlAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
-	for i := int32(1); i <= int32(opts.Nodes); i++ {
+	// Every node reaches every voter through its own proxy.
+	for i := int32(1); i <= int32(total); i++ {
 		for j := int32(1); j <= int32(opts.Nodes); j++ {
 			if i == j {
 				continue
@@ -105,12 +115,12 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	// All nodes start together: none is ready before a quorum exists.
-	errs := make(chan error, opts.Nodes)
-	for id := int32(1); id <= int32(opts.Nodes); id++ {
+	errs := make(chan error, total)
+	for id := int32(1); id <= int32(total); id++ {
 		go func() { errs <- c.start(id) }()
 	}
 	var first error
-	for range opts.Nodes {
+	for range total {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
@@ -139,8 +149,12 @@ func (c *Cluster) config(m *member) broker.Config {
 	cfg.ClusterID = "brokertest-cluster-0001"
 	cfg.LogDirs = filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", m.id))
 	cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", m.clientPort, m.ctlAddr)
+	if !m.voter {
+		cfg.ProcessRoles = "broker"
+		cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", m.clientPort)
+	}
 	var voters []string
-	for j := int32(1); j < int32(len(c.nodes)); j++ {
+	for j := int32(1); j <= int32(c.opts.Nodes); j++ {
 		addr := m.ctlAddr
 		if j != m.id {
 			addr = c.links[[2]int32{m.id, j}].addr()

@@ -209,3 +209,53 @@ func TestClusterStopRestart(t *testing.T) {
 		return len(ps) == 2 && slices.Equal(brokers, []int32{1, 2, 3})
 	})
 }
+
+// A broker-only node follows the metadata log without voting: it answers
+// Metadata like the others, is given replicas and leaderships, and keeps
+// following when the active controller changes.
+func TestClusterBrokerOnlyNode(t *testing.T) {
+	c, err := Start(Options{Nodes: 3, Brokers: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if code := createTopic(t, c.Addr(4), "spread", 8, 2); code != 0 {
+		t.Fatalf("create through the broker-only node: %v", kerr.ErrorForCode(code))
+	}
+	var want []kmsg.MetadataResponseTopicPartition
+	eventually(t, 5*time.Second, "controller node sees the topic", func() bool {
+		want, _ = layout(t, c.Addr(1), "spread")
+		return len(want) == 8
+	})
+	leads4 := 0
+	for _, p := range want {
+		if p.Leader == 4 {
+			leads4++
+		}
+	}
+	if leads4 != 2 {
+		t.Fatalf("broker-only node leads %d of 8 partitions, want 2: %s", leads4, describe(want))
+	}
+	eventually(t, 5*time.Second, "broker-only node answers the same", func() bool {
+		got, brokers := layout(t, c.Addr(4), "spread")
+		return describe(got) == describe(want) && slices.Equal(brokers, []int32{1, 2, 3, 4})
+	})
+	old := c.Controller()
+	if old == 4 || old == -1 {
+		t.Fatalf("controller %d", old)
+	}
+	if err := c.Stop(old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "a topic created after the controller stopped reaches the broker-only node", func() bool {
+		other := int32(1)
+		for other == old {
+			other++
+		}
+		if code := createTopic(t, c.Addr(other), "later", 1, 1); code != 0 && code != kerr.TopicAlreadyExists.Code {
+			return false
+		}
+		ps, _ := layout(t, c.Addr(4), "later")
+		return len(ps) == 1
+	})
+}

@@ -191,6 +191,13 @@ type Node struct {
 		conns  map[net.Conn]struct{} // every open connection, in and out
 		closed bool
 	}
+	// ship keeps the latest applied entries for followers outside the
+	// quorum (see Since). Written by run.
+	ship struct {
+		sync.Mutex
+		first   uint64   // index of entries[0]
+		entries [][]byte // record bytes; nil for an entry without a record
+	}
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -496,6 +503,7 @@ func (n *Node) cycle(o *owner) bool {
 	if len(applied) == 0 {
 		return len(msgs) > 0
 	}
+	n.keep(applied)
 	// Publish first: a proposer that gets its reply sees its entry in Image.
 	if img := n.member.Image(); img != n.pub.Load().img {
 		old := n.pub.Swap(&published{img: img, next: make(chan struct{})})
@@ -530,6 +538,55 @@ func (n *Node) cycle(o *owner) bool {
 		n.log.Debug().Uint64("index", n.member.Applied()).Msg("snapshot taken")
 	}
 	return true
+}
+
+// shipKeep bounds the entries kept for followers; one further behind
+// gets a snapshot of the image instead.
+const shipKeep = 8192
+
+// keep records applied entries for Since.
+func (n *Node) keep(applied []quorum.Applied) {
+	n.ship.Lock()
+	defer n.ship.Unlock()
+	for _, a := range applied {
+		if a.Kind == quorum.KindSnapshot || a.Index != n.ship.first+uint64(len(n.ship.entries)) {
+			n.ship.first, n.ship.entries = a.Index+1, nil
+			if a.Kind == quorum.KindSnapshot {
+				continue
+			}
+			n.ship.first = a.Index
+		}
+		var data []byte
+		if a.Kind == quorum.KindRecord {
+			data = a.Data
+		}
+		n.ship.entries = append(n.ship.entries, data)
+	}
+	if len(n.ship.entries) > shipKeep {
+		drop := len(n.ship.entries) - shipKeep/2
+		n.ship.first += uint64(drop)
+		n.ship.entries = append([][]byte(nil), n.ship.entries[drop:]...)
+	}
+}
+
+// Since returns up to max applied entries from index from on, for a node
+// that follows the log outside the quorum (quorum.ApplyEntry applies
+// them): each entry's record bytes, or nil for an entry without one. ok is
+// false when from is no longer kept: the follower needs a snapshot of
+// Image first (quorum.EncodeImage). An empty slice with ok means nothing
+// past from-1 is applied yet.
+func (n *Node) Since(from uint64, max int) (entries [][]byte, ok bool) {
+	n.ship.Lock()
+	defer n.ship.Unlock()
+	end := n.ship.first + uint64(len(n.ship.entries))
+	if from < n.ship.first || from > end {
+		return nil, false
+	}
+	out := n.ship.entries[from-n.ship.first:]
+	if len(out) > max {
+		out = out[:max]
+	}
+	return slices.Clone(out), true
 }
 
 // checkPending fails proposals that can no longer apply as proposed: the
