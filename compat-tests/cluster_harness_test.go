@@ -1,10 +1,13 @@
 package compattests
 
-// A multi-node fjord cluster for the TestCluster... tests: n processes that
-// are each broker and controller (KRaft combined mode) and form one
-// metadata quorum. Each node is a *Broker from harness_test.go, launched on
-// fixed ports (the voter list names every node's CONTROLLER listener, so a
-// node must come back on the same ports after a restart).
+// A multi-node fjord cluster for the TestCluster... tests: n processes, by
+// default each broker and controller (KRaft combined mode), forming one
+// metadata quorum. startClusterRoles mixes in controller-only nodes (a
+// voter with only a CONTROLLER listener) and broker-only nodes (a client
+// listener only; not a voter, it follows the metadata log). Each node is a
+// *Broker from harness_test.go, launched on fixed ports (the voter list
+// names every voter's CONTROLLER listener, so a node must come back on the
+// same ports after a restart).
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,26 +35,49 @@ const (
 	clusterHeartbeatPeriod = 500 * time.Millisecond
 )
 
+// process.roles of a cluster node.
+const (
+	roleCombined   = "broker,controller"
+	roleController = "controller" // a voter serving no clients
+	roleBroker     = "broker"     // not a voter: follows the metadata log
+)
+
 // Cluster is n fjord nodes forming one metadata quorum.
 type Cluster struct {
 	t           testing.TB
 	nodes       []*Broker // nodes[id-1]
-	clientPorts []string  // PLAINTEXT listener of node id at [id-1]
-	ctlPorts    []string  // CONTROLLER listener of node id at [id-1]
+	roles       []string  // process.roles of node id at [id-1]
+	clientPorts []string  // PLAINTEXT listener of node id at [id-1] (unused on a controller-only node)
+	ctlPorts    []string  // CONTROLLER listener of node id at [id-1] (unused on a broker-only node)
 
 	mu      sync.Mutex
 	clients map[int]*kgo.Client // pinned clients by node id
 }
 
-// startCluster starts n nodes (ids 1..n) with extra --override settings,
-// all at once (they need each other to elect a controller), and waits until
-// every node answers Metadata listing all n brokers. A node that could not
-// bind its ports (taken between picking and binding) makes the whole
-// cluster start again on new ports.
+// startCluster starts n combined nodes (ids 1..n) with extra --override
+// settings, all at once (they need each other to elect a controller), and
+// waits until every node answers Metadata listing all n brokers. A node
+// that could not bind its ports (taken between picking and binding) makes
+// the whole cluster start again on new ports.
 func startCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
+	roles := make([]string, n)
+	for i := range roles {
+		roles[i] = roleCombined
+	}
+	return startClusterRoles(t, roles, overrides...)
+}
+
+// startClusterRoles is startCluster with node id's process.roles at
+// roles[id-1] (roleCombined, roleController or roleBroker). The voters are
+// the nodes with the controller role. It waits until every node with the
+// broker role answers Metadata listing exactly the broker-role nodes; a
+// controller-only node serves no Metadata and is ready once it logs that
+// it started as one.
+func startClusterRoles(t testing.TB, roles []string, overrides ...string) *Cluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := launchCluster(t, n, overrides)
+		c, err := launchCluster(t, roles, overrides)
 		if err == nil {
 			c.waitAllListed(t, 30*time.Second)
 			return c
@@ -60,26 +87,40 @@ func startCluster(t testing.TB, n int, overrides ...string) *Cluster {
 			t.Logf("cluster start attempt %d: %v; retrying on new ports", attempt, err)
 			continue
 		}
-		t.Fatalf("starting a %d-node cluster: %v", n, err)
+		t.Fatalf("starting a %d-node cluster (roles %q): %v", len(roles), roles, err)
 	}
 }
 
-func launchCluster(t testing.TB, n int, overrides []string) (*Cluster, error) {
+func hasRole(roles, role string) bool {
+	return slices.Contains(strings.Split(roles, ","), role)
+}
+
+func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, error) {
 	t.Helper()
+	n := len(roles)
 	ports := freePorts(t, 2*n)
-	c := &Cluster{t: t, clientPorts: ports[:n], ctlPorts: ports[n:], clients: map[int]*kgo.Client{}}
+	c := &Cluster{t: t, roles: roles, clientPorts: ports[:n], ctlPorts: ports[n:], clients: map[int]*kgo.Client{}}
 	var voters []string
 	for i := 0; i < n; i++ {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%s", i+1, c.ctlPorts[i]))
+		if hasRole(roles[i], "controller") {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%s", i+1, c.ctlPorts[i]))
+		}
 	}
 	for i := 0; i < n; i++ {
 		id := i + 1
+		var listeners []string
+		if hasRole(roles[i], "broker") {
+			listeners = append(listeners, "PLAINTEXT://127.0.0.1:"+c.clientPorts[i])
+		}
+		if hasRole(roles[i], "controller") {
+			listeners = append(listeners, "CONTROLLER://127.0.0.1:"+c.ctlPorts[i])
+		}
 		ov := []string{
 			"node.id=" + strconv.Itoa(id),
-			"process.roles=broker,controller",
+			"process.roles=" + roles[i],
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 			// Given after the harness's own listeners override, so it wins.
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%s,CONTROLLER://127.0.0.1:%s", c.clientPorts[i], c.ctlPorts[i]),
+			"listeners=" + strings.Join(listeners, ","),
 			fmt.Sprintf("broker.session.timeout.ms=%d", clusterSessionTimeout.Milliseconds()),
 			fmt.Sprintf("broker.heartbeat.interval.ms=%d", clusterHeartbeatPeriod.Milliseconds()),
 		}
@@ -100,11 +141,11 @@ func launchCluster(t testing.TB, n int, overrides []string) (*Cluster, error) {
 	start := time.Now()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, b := range c.nodes {
+	for i := range c.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.launch(c.clientPorts[i])
+			errs[i] = c.launchNode(i + 1)
 		}()
 	}
 	wg.Wait()
@@ -113,9 +154,86 @@ func launchCluster(t testing.TB, n int, overrides []string) (*Cluster, error) {
 			return c, fmt.Errorf("node %d: %w", i+1, err)
 		}
 	}
-	t.Logf("cluster of %d nodes serving after %v (client ports %v, controller ports %v)",
-		n, time.Since(start).Round(time.Millisecond), c.clientPorts, c.ctlPorts)
+	t.Logf("cluster of %d nodes (roles %q) serving after %v (client ports %v, controller ports %v)",
+		n, roles, time.Since(start).Round(time.Millisecond), c.clientPorts, c.ctlPorts)
 	return c, nil
+}
+
+// launchNode starts node id's process on its ports and waits until it is
+// ready: answering Metadata with the broker role, else (controller-only)
+// having logged that it started as one.
+func (c *Cluster) launchNode(id int) error {
+	if c.IsBroker(id) {
+		return c.nodes[id-1].launch(c.clientPorts[id-1])
+	}
+	return c.nodes[id-1].launchController(c.ctlPorts[id-1])
+}
+
+// controllerOnlyLine is what a controller-only node logs once its
+// CONTROLLER listener is bound and its quorum member started.
+const controllerOnlyLine = "controller-only node"
+
+// launchController is Broker.launch for a controller-only node, which has
+// no client listener to probe: it waits for controllerOnlyLine in the log
+// this process writes, then for its CONTROLLER listener (ctlPort) to
+// accept TCP.
+func (b *Broker) launchController(ctlPort string) error {
+	addr := net.JoinHostPort("127.0.0.1", ctlPort)
+	args := []string{"--override", "log.dirs=" + b.DataDir}
+	for _, o := range b.overrides {
+		args = append(args, "--override", o)
+	}
+	b.mu.Lock()
+	b.starts++
+	fmt.Fprintf(b.logFile, "=== compat-tests: start #%d (controller only) on %s: %s %s\n", b.starts, addr, fjordBin, strings.Join(args, " "))
+	var from int64 // where this start's lines begin
+	if st, err := b.logFile.Stat(); err == nil {
+		from = st.Size()
+	}
+	cmd := exec.Command(fjordBin, args...)
+	cmd.Stdout = b.logFile
+	cmd.Stderr = b.logFile
+	if err := cmd.Start(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	done := make(chan struct{})
+	b.cmd, b.done, b.waitErr, b.Addr = cmd, done, nil, addr
+	b.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		b.mu.Lock()
+		b.waitErr = err
+		b.mu.Unlock()
+		close(done)
+	}()
+
+	deadline := time.Now().Add(30 * time.Second)
+	last := errors.New("no " + strconv.Quote(controllerOnlyLine) + " log line yet")
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			b.mu.Lock()
+			werr := b.waitErr
+			b.mu.Unlock()
+			if strings.Contains(b.tailLog(20), "address already in use") {
+				return fmt.Errorf("%w: %v", errBindFailed, werr)
+			}
+			return fmt.Errorf("controller exited during start-up: %v\n%s", werr, b.tailLog(50))
+		default:
+		}
+		if log := b.readLog(); int64(len(log)) > from && strings.Contains(log[from:], controllerOnlyLine) {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				conn.Close()
+				return nil
+			}
+			last = err
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	b.Kill()
+	return fmt.Errorf("controller-only node at %s not ready after 30s (last: %v)", addr, last)
 }
 
 // newClusterNode is startBroker without the start: the same log file and
@@ -176,6 +294,28 @@ func (c *Cluster) IDs() []int {
 	return ids
 }
 
+// Roles returns node id's process.roles.
+func (c *Cluster) Roles(id int) string {
+	c.Node(id)
+	return c.roles[id-1]
+}
+
+// IsBroker reports whether node id has the broker role (serves clients).
+func (c *Cluster) IsBroker(id int) bool { return hasRole(c.Roles(id), "broker") }
+
+// IsVoter reports whether node id has the controller role (votes).
+func (c *Cluster) IsVoter(id int) bool { return hasRole(c.Roles(id), "controller") }
+
+// BrokerIDs returns the ids of the nodes with the broker role.
+func (c *Cluster) BrokerIDs() []int {
+	return slices.DeleteFunc(c.IDs(), func(id int) bool { return !c.IsBroker(id) })
+}
+
+// VoterIDs returns the ids of the nodes with the controller role.
+func (c *Cluster) VoterIDs() []int {
+	return slices.DeleteFunc(c.IDs(), func(id int) bool { return !c.IsVoter(id) })
+}
+
 // Node returns node id's process handle (Stop, Kill, logs). Restart a node
 // with c.Restart, not Broker.Restart: the latter may move to a new port,
 // which the voter list would not know.
@@ -186,9 +326,21 @@ func (c *Cluster) Node(id int) *Broker {
 	return c.nodes[id-1]
 }
 
-// Addr is node id's client address (the same across restarts).
+// Addr is node id's client address (the same across restarts). A
+// controller-only node has none.
 func (c *Cluster) Addr(id int) string {
+	if !c.IsBroker(id) {
+		c.t.Fatalf("node %d (process.roles=%s) has no client address", id, c.Roles(id))
+	}
 	return net.JoinHostPort("127.0.0.1", c.clientPorts[id-1])
+}
+
+// CtlAddr is a voter's CONTROLLER listener address.
+func (c *Cluster) CtlAddr(id int) string {
+	if !c.IsVoter(id) {
+		c.t.Fatalf("node %d (process.roles=%s) has no CONTROLLER listener", id, c.Roles(id))
+	}
+	return net.JoinHostPort("127.0.0.1", c.ctlPorts[id-1])
 }
 
 // Running reports whether node id has a live process.
@@ -210,10 +362,15 @@ func (c *Cluster) LiveIDs() []int {
 	return out
 }
 
-// Addrs returns the client addresses of the running nodes.
+// LiveBrokerIDs returns the ids of the running nodes with the broker role.
+func (c *Cluster) LiveBrokerIDs() []int {
+	return slices.DeleteFunc(c.LiveIDs(), func(id int) bool { return !c.IsBroker(id) })
+}
+
+// Addrs returns the client addresses of the running brokers.
 func (c *Cluster) Addrs() []string {
 	var out []string
-	for _, id := range c.LiveIDs() {
+	for _, id := range c.LiveBrokerIDs() {
 		out = append(out, c.Addr(id))
 	}
 	return out
@@ -241,17 +398,17 @@ func (c *Cluster) killAll() {
 
 // Restart starts node id again on its data directory and its own ports,
 // and waits until it answers metadata (so until the controller has
-// registered and unfenced it). A port still held (bind failure) is retried
+// registered and unfenced it), or for a controller-only node until it
+// logged its start. A port still held (bind failure) is retried
 // for a few seconds: the ports cannot change, the voter list names them.
 func (c *Cluster) Restart(id int) {
 	c.t.Helper()
 	if c.Running(id) {
 		c.t.Fatalf("Restart(%d) with the node still running", id)
 	}
-	b := c.Node(id)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := b.launch(c.clientPorts[id-1])
+		err := c.launchNode(id)
 		if err == nil {
 			return
 		}
@@ -269,12 +426,12 @@ func (c *Cluster) Restart(id int) {
 // is that node's own answer and admin requests are forwarded by that node.
 // Its requests fail (after a short retry) while the node is down.
 func (c *Cluster) Client(id int) *kgo.Client {
+	addr := c.Addr(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[id]; ok {
 		return cl
 	}
-	addr := c.Addr(id)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -310,10 +467,11 @@ func (c *Cluster) Metadata(id int, topics ...string) (kadm.Metadata, error) {
 	return c.Admin(id).Metadata(kadm.WithAuthorizedOps(ctx), topics...)
 }
 
-// Controller returns the node id of the active controller as reported by
-// the first live node that knows one, or -1.
+// Controller returns the controller id reported by the first live broker
+// that knows one, or -1. With controller-only voters that is the answering
+// broker itself while the active controller is not a broker.
 func (c *Cluster) Controller() int {
-	for _, id := range c.LiveIDs() {
+	for _, id := range c.LiveBrokerIDs() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		m, err := c.Admin(id).BrokerMetadata(kadm.WithAuthorizedOps(ctx))
 		cancel()
@@ -361,15 +519,15 @@ func brokerIDs(m kadm.Metadata) []int32 {
 	return ids
 }
 
-// waitBrokers waits until every running node's Metadata lists exactly the
-// brokers want (ids), returning how long that took.
+// waitBrokers waits until every running broker's Metadata lists exactly
+// the brokers want (ids), returning how long that took.
 func (c *Cluster) waitBrokers(t testing.TB, timeout time.Duration, want []int32) time.Duration {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
 	return c.Await(t, timeout, fmt.Sprintf("every live node lists brokers %v", want), func() (bool, string) {
 		var states []string
 		ok := true
-		for _, id := range c.LiveIDs() {
+		for _, id := range c.LiveBrokerIDs() {
 			m, err := c.Metadata(id)
 			if err != nil {
 				ok = false
@@ -388,11 +546,7 @@ func (c *Cluster) waitBrokers(t testing.TB, timeout time.Duration, want []int32)
 
 func (c *Cluster) waitAllListed(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	var all []int32
-	for _, id := range c.IDs() {
-		all = append(all, int32(id))
-	}
-	c.waitBrokers(t, timeout, all)
+	c.waitBrokers(t, timeout, toInt32s(c.BrokerIDs()))
 }
 
 // noisyLogLines are per-partition messages that drown everything else in a
