@@ -105,6 +105,18 @@ func LastOffset(b []byte) int64 {
 	return BaseOffset(b) + int64(int32(binary.BigEndian.Uint32(b[offLastDelta:])))
 }
 
+// PartitionLeaderEpoch reads the leader epoch the broker stamped on a
+// stored batch (-1: none). b must hold at least 16 bytes.
+func PartitionLeaderEpoch(b []byte) int32 {
+	return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:]))
+}
+
+// batchLen reads the whole length of a batch (prefix included) from its
+// first 12 bytes; it may be nonsense for a corrupt batch.
+func batchLen(b []byte) int64 {
+	return int64(int32(binary.BigEndian.Uint32(b[offLength:]))) + lengthFieldEnd
+}
+
 // CheckCRC verifies the CRC-32C over the batch's covered bytes.
 func CheckCRC(b []byte) error {
 	want := binary.BigEndian.Uint32(b[offCRC:])
@@ -181,6 +193,10 @@ const maxDecompressed = 256 << 20
 // EachRecord walks the records of a batch, decompressing if needed, calling
 // fn until it returns false. Malformed records end the walk with an error.
 func EachRecord(b []byte, info BatchInfo, fn func(Record) bool) error {
+	if len(b) < BatchHeaderLen {
+		// A short read: the segment was truncated under a reader.
+		return fmt.Errorf("%w: %d bytes, need %d for a header", ErrCorruptBatch, len(b), BatchHeaderLen)
+	}
 	body := b[BatchHeaderLen:]
 	if info.Codec != CodecNone {
 		var err error

@@ -3,6 +3,7 @@ package storage
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -40,6 +41,9 @@ const cleanedExt = ".cleaned"
 func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 	start := time.Now()
 	var st CompactStats
+	// Read before the segment list: a truncation after this point makes
+	// every swap below give up.
+	gen := l.truncations.Load()
 	segs := l.segments()
 	if len(segs) < 2 {
 		return st, nil
@@ -129,7 +133,11 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 			continue
 		}
 		st.RecordsPurged += purged
-		if err := l.swapSegment(s, cleaned); err != nil {
+		if err := l.swapSegment(s, cleaned, gen); err != nil {
+			if errors.Is(err, errCompactionAborted) {
+				st.RecordsPurged -= purged
+				break
+			}
 			return st, err
 		}
 		st.Segments++
@@ -190,12 +198,21 @@ func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) ([]by
 	return out, nil
 }
 
+// errCompactionAborted: the log was truncated while Compact worked; what it
+// decided from the records that are gone must not be installed.
+var errCompactionAborted = errors.New("storage: compaction aborted by a truncation")
+
 // swapSegment replaces segment old with the fsynced file cleaned,
-// crash-safely.
-func (l *Log) swapSegment(old *segment, cleaned string) error {
+// crash-safely, unless the log was truncated since Compact read generation
+// gen of it (errCompactionAborted).
+func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	dir := l.dir
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.truncations.Load() != gen {
+		os.Remove(cleaned)
+		return errCompactionAborted
+	}
 	segs := l.segments()
 	idx := -1
 	for i, s := range segs[:len(segs)-1] {

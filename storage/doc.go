@@ -1,7 +1,10 @@
 // Package storage is one partition's log on disk: segment files of record
 // batches, each with a sparse offset index and a time index, recovery after a
 // crash, retention, and the idempotent-producer state that must agree with the
-// log. It knows nothing of networking or replication.
+// log. For replication it keeps the leader-epoch cache, appends batches
+// fetched from a leader verbatim (AppendReplica) and truncates to a
+// divergence point (Truncate); it knows nothing of networking, or of how
+// replicas agree.
 //
 // # On-disk layout
 //
@@ -13,6 +16,7 @@
 //	00000000000000000000.index      sparse offset index: 8-byte entries
 //	00000000000000000000.timeindex  sparse time index: 12-byte entries
 //	00000000000000001234.snapshot   producer state as of offset 1234
+//	leader-epoch-checkpoint         leader epochs and where each began
 //	partition.metadata              topic id (written by the broker)
 //	clean-shutdown                  present only after a clean close
 //
@@ -48,6 +52,13 @@
 //
 // Producers idle for producer.id.expiration.ms (one day) are dropped at
 // segment rolls and retention checks.
+//
+// leader-epoch-checkpoint is Kafka's own text format (version 0), so Kafka's
+// tools read it: lines "0", the entry count, then one "<epoch> <startOffset>"
+// per leader epoch that wrote the log, both strictly increasing. It is
+// derived data (each batch carries its partitionLeaderEpoch): written
+// atomically before a new epoch's first batch, rebuilt from the batch
+// headers when missing, unreadable or behind the log (see epochs.go).
 //
 // # Durability
 //

@@ -13,4 +13,13 @@ var (
 	ErrInvalidEpoch     = errors.New("storage: invalid producer epoch")
 	ErrClosed           = errors.New("storage: log closed")
 	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
+	// ErrStaleLeaderEpoch: a batch's leader epoch is older than the latest
+	// one already in the log. On a leader it is a write from a leadership
+	// that has ended (NOT_LEADER_OR_FOLLOWER); on a follower, fetched data
+	// that diverges from its log, which must be truncated first.
+	ErrStaleLeaderEpoch = errors.New("storage: stale leader epoch")
+	// ErrUnexpectedOffset: fetched batches do not continue the log (a gap,
+	// or an overlap with what is already there), Kafka's
+	// UnexpectedAppendOffsetException.
+	ErrUnexpectedOffset = errors.New("storage: batch does not follow the log end")
 )

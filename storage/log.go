@@ -46,15 +46,24 @@ const cleanShutdownFile = "clean-shutdown"
 // Log is one partition's log: an ordered list of segments, the last of
 // which takes appends.
 //
-// Concurrency: appends, rolls, retention and producer state are serialised by
-// mu (one writer at a time; the write syscall is the only I/O under it).
-// Readers never take mu: the writer publishes what they may see (segment
-// list, each segment's size and index slices, the end offset) under view,
-// which is held only to copy or swap those few fields. Flush serialises fsyncs
-// on flushMu and holds neither mu nor view while syncing.
+// Concurrency: appends, rolls, retention, truncation, producer state and the
+// leader-epoch cache are serialised by mu (one writer at a time). Readers
+// never take mu: the writer publishes what they may see (segment list, each
+// segment's size and index slices, the end offset, the epoch cache) under
+// view or in atomics, held only to copy or swap those few fields. Flush
+// serialises fsyncs on flushMu and holds neither mu nor view while syncing.
+//
+// I/O under mu is the write syscall of an append, plus a few rare fsyncs
+// that must happen before the writer goes on: the old segment's at a roll,
+// the epoch checkpoint's when a new leader epoch first appears (epochs.go),
+// and everything Truncate does, which also holds flushMu (flushMu -> mu) so
+// that no Flush can publish a durable offset from before the cut.
 //
 // Invariants: segs is non-empty and sorted by base; segs[i].next ==
-// segs[i+1].base; startOffset == segs[0].base; durable <= end.
+// segs[i+1].base (after a restart, compaction may leave it below);
+// startOffset == segs[0].base; durable <= end; every entry of the epoch
+// cache starts below end, except the latest, which may start at end (an
+// epoch recorded before its first batch is written, or whose write failed).
 type Log struct {
 	dir string
 	cfg Config
@@ -66,6 +75,10 @@ type Log struct {
 		dirty     map[*segment]struct{} // segments with writes not yet synced
 		failed    error                 // sticky: after a failed write or sync the log takes no appends
 		closed    bool
+		// epochsUnsaved: the cache differs from the checkpoint file, which
+		// only retention causes (entries below the new start; Open drops
+		// those anyway). Close writes it.
+		epochsUnsaved bool
 	}
 
 	// view is the segment list readers see. The slice is replaced, never
@@ -80,6 +93,16 @@ type Log struct {
 	startOffset atomic.Int64 // log start offset; written under mu
 	durable     atomic.Int64 // offsets below this are fsynced
 	flushMu     sync.Mutex
+
+	// epochs is the leader-epoch cache (epochs.go); never nil after Open.
+	// Replaced, never modified, under mu; readers load it without locks.
+	epochs atomic.Pointer[epochCache]
+	// truncations counts Truncate calls; Compact, which works mostly
+	// without mu, compares it before installing a cleaned segment: a
+	// truncation meanwhile may have removed the newer records that made it
+	// drop older ones (Kafka pauses its cleaner for the same reason).
+	// Written under mu.
+	truncations atomic.Uint64
 }
 
 // Open opens or creates the log in dir, recovering after an unclean
@@ -172,6 +195,12 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 		return open(dir, cfg, log, true)
 	}
+	if err := l.loadEpochs(segs, segs[0].base, last.next); err != nil {
+		for _, s := range segs {
+			s.close()
+		}
+		return nil, fmt.Errorf("log %s: %w", dir, err)
+	}
 	l.mu.producers = prods
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
@@ -247,17 +276,20 @@ type AppendResult struct {
 	Duplicate              bool  // a retry of a batch already in the log
 }
 
-// Append appends one batch that ValidateBatch accepted. The bytes are
+// Append appends one batch that ValidateBatch accepted, as the leader: it
+// assigns the offsets and stamps leaderEpoch (-1: none). The bytes are
 // modified in place (offsets, leader epoch, maybe the timestamp) and must not
 // be used by the caller afterwards. now is the append wall-clock time in ms.
+//
+// The first batch of a leader epoch above every cached one records
+// (leaderEpoch, its base offset) in the epoch cache; a leaderEpoch below the
+// latest cached one is ErrStaleLeaderEpoch (a write from a leadership that
+// has ended, which would break followers' truncation).
 func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return AppendResult{}, ErrClosed
-	}
-	if l.mu.failed != nil {
-		return AppendResult{}, l.mu.failed
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, err
 	}
 	dup, err := l.mu.producers.check(info)
 	if err != nil {
@@ -268,8 +300,18 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 	}
 	s := l.active()
 	base := l.end.Load()
+	epochs, newEpoch, err := l.epochCache().next(leaderEpoch, base, false)
+	if err != nil {
+		return AppendResult{}, err
+	}
 	if l.shouldRoll(s, len(batch), info, now) {
 		if s, err = l.rollLocked(base, now); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	if newEpoch {
+		// The epoch is on disk before any batch of it (epochs.go).
+		if err := l.saveEpochsLocked(epochs); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -289,21 +331,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 		return AppendResult{}, fmt.Errorf("segment %d: append: %w", s.base, err)
 	}
 	last := base + int64(info.LastDelta)
-	pos := s.size
-	s.size += int64(len(batch))
-	if s.firstAppend.IsZero() {
-		s.firstAppend = time.UnixMilli(now)
-	}
-	s.bytesSinceIndex += int32(len(batch))
-	if s.bytesSinceIndex >= l.cfg.IndexIntervalBytes || len(s.ix.offs) == 0 {
-		s.ix.appendOffset(int32(last-s.base), int32(pos))
-		s.bytesSinceIndex = 0
-	}
-	if info.MaxTimestamp > s.maxTS {
-		s.maxTS, s.maxTSOffset = info.MaxTimestamp, last
-		s.ix.appendTime(info.MaxTimestamp, int32(last-s.base))
-	}
-	s.next = last + 1
+	s.noteAppended(s.size, len(batch), last, info.MaxTimestamp, leaderEpoch, now, l.cfg.IndexIntervalBytes)
 	l.mu.producers.record(info, base, last, now)
 	l.mu.dirty[s] = struct{}{}
 	s.publish()
@@ -320,14 +348,30 @@ func (l *Log) active() *segment {
 
 // REQUIRES: l.mu held.
 func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
-	if s.size == 0 {
+	return l.rollNeeded(s, s.size, l.end.Load(), s.firstAppend.UnixMilli(), n, info.LastDelta, now)
+}
+
+// rollNeeded says whether a batch of n bytes and lastDelta, appended at
+// offset end, must go to a new segment when s holds size bytes and took its
+// first append at firstAppendMs.
+func (l *Log) rollNeeded(s *segment, size, end, firstAppendMs int64, n int, lastDelta int32, now int64) bool {
+	if size == 0 {
 		return false
 	}
-	return s.size+int64(n) > l.cfg.SegmentBytes ||
-		now-s.firstAppend.UnixMilli() >= l.cfg.SegmentMs ||
+	return size+int64(n) > l.cfg.SegmentBytes ||
+		now-firstAppendMs >= l.cfg.SegmentMs ||
 		// relative offsets in the indexes are int32
-		l.end.Load()+int64(info.LastDelta)-s.base > 1<<31-2 ||
-		s.size+int64(n) > 1<<31-1
+		end+int64(lastDelta)-s.base > 1<<31-2 ||
+		size+int64(n) > 1<<31-1
+}
+
+// writableLocked reports why the log cannot be changed, if it cannot.
+// REQUIRES: l.mu held.
+func (l *Log) writableLocked() error {
+	if l.mu.closed {
+		return ErrClosed
+	}
+	return l.mu.failed
 }
 
 // rollLocked starts a new segment at base. The old segment and its indexes

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -157,6 +158,13 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	dead := segs[:n]
 	l.publishSegs(append([]*segment(nil), segs[n:]...))
 	l.startOffset.Store(segs[n].base)
+	// Epochs wholly below the new start go from the cache, in memory only:
+	// Open drops them too, so the checkpoint can wait for Close (no fsync
+	// under mu here).
+	if c, nc := l.epochCache(), l.epochCache().truncateFromStart(segs[n].base); !slices.Equal(c, nc) {
+		l.epochs.Store(&nc)
+		l.mu.epochsUnsaved = true
+	}
 	var firstErr error
 	for _, s := range dead {
 		delete(l.mu.dirty, s)
@@ -217,6 +225,9 @@ func (l *Log) Close() error {
 		}
 		if err == nil {
 			err = writeSnapshot(l.dir, l.mu.producers, end)
+		}
+		if err == nil && l.mu.epochsUnsaved {
+			err = writeEpochCheckpoint(l.dir, l.epochCache())
 		}
 		if err == nil {
 			err = WriteFileSync(l.dir+"/"+cleanShutdownFile, nil)

@@ -21,8 +21,8 @@ import (
 // length of the complete batches in the file (the file may be longer only
 // transiently during a failed write, which the log truncates back).
 // Writer-owned fields (next, size, bytesSinceIndex, maxTS, maxTSOffset,
-// firstAppend, ix) change under Log.mu and are published to readers under
-// Log.view (see Log).
+// firstAppend, lastEpoch, ix) change under Log.mu and are published to
+// readers under Log.view (see Log).
 type segment struct {
 	base int64
 	path string // the .log file
@@ -34,6 +34,7 @@ type segment struct {
 	maxTS           int64 // largest batch max timestamp, -1 when empty
 	maxTSOffset     int64 // last offset of the batch that carried maxTS (as in the time index)
 	firstAppend     time.Time
+	lastEpoch       int32 // leader epoch of the last batch, -1 when empty or unstamped
 	ix              index
 	// allocated is the file's length on disk, which runs ahead of size in
 	// preallocated chunks: an fdatasync after a write that grows the file
@@ -100,7 +101,7 @@ func segmentPath(dir string, base int64, ext string) string {
 }
 
 func createSegment(dir string, base int64) (*segment, error) {
-	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
@@ -148,7 +149,7 @@ type seenBatch struct {
 // for the active segment, which compaction never rewrites; an older segment
 // may have gaps left by compaction.
 func openSegment(dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo)) (*segment, error) {
-	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1}
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
@@ -304,9 +305,54 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			onBatch(batch, info)
 		}
 		s.next = last + 1
+		s.lastEpoch = PartitionLeaderEpoch(hdr[:])
 		pos += int64(info.Bytes)
 	}
 	return pos, nil
+}
+
+// noteAppended updates the writer's state for a batch of n bytes just
+// written at pos: size, indexes, largest timestamp, next offset.
+// REQUIRES: Log.mu held.
+func (s *segment) noteAppended(pos int64, n int, last, maxTS int64, epoch int32, now int64, indexInterval int32) {
+	s.size = pos + int64(n)
+	if s.firstAppend.IsZero() {
+		s.firstAppend = time.UnixMilli(now)
+	}
+	s.bytesSinceIndex += int32(n)
+	if s.bytesSinceIndex >= indexInterval || len(s.ix.offs) == 0 {
+		s.ix.appendOffset(int32(last-s.base), int32(pos))
+		s.bytesSinceIndex = 0
+	}
+	if maxTS > s.maxTS {
+		s.maxTS, s.maxTSOffset = maxTS, last
+		s.ix.appendTime(maxTS, int32(last-s.base))
+	}
+	s.next = last + 1
+	s.lastEpoch = epoch
+}
+
+// walkHeaders reads the headers of the batches in [pos, size), in order,
+// and calls fn with each batch's position and header (BatchHeaderLen bytes,
+// valid during the call only) until fn returns false or an error. pos must
+// be a batch boundary; a length that cannot be a batch, or runs past size,
+// is ErrCorruptBatch.
+func (s *segment) walkHeaders(pos, size int64, fn func(pos int64, hdr []byte) (bool, error)) error {
+	var hdr [BatchHeaderLen]byte
+	for pos < size {
+		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+			return fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
+		}
+		n := batchLen(hdr[:])
+		if n < BatchHeaderLen || pos+n > size {
+			return fmt.Errorf("%w: segment %d: batch length %d at %d of %d", ErrCorruptBatch, s.base, n, pos, size)
+		}
+		if more, err := fn(pos, hdr[:]); err != nil || !more {
+			return err
+		}
+		pos += n
+	}
+	return nil
 }
 
 // readAt reads n bytes at pos, fewer at the end of the file.
