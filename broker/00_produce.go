@@ -43,6 +43,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := time.Now().UnixMilli()
 	var toFlush []*partition
+	var waits []ackWait
 	var firstErr error
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -54,6 +55,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			var p *partition
 			var err error
+			var w ackWait
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
@@ -61,7 +63,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				err = errTransactional
 			default:
 				if p, sp.ErrorCode = b.leaderPartition(t, rp.Partition); p != nil {
-					err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
+					w, err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
 				}
 			}
 			if err != nil {
@@ -81,6 +83,10 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				} else {
 					p.advanceHW()
 				}
+				if req.Acks == -1 {
+					w.topic, w.index = len(resp.Topics), len(st.Partitions)
+					waits = append(waits, w)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -97,12 +103,13 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		respond(nil)
 		return
 	}
-	if len(toFlush) == 0 {
+	if len(toFlush) == 0 && len(waits) == 0 {
 		respond(resp)
 		return
 	}
-	// The fsync happens off the connection's reader so pipelined requests
-	// keep arriving and share it (group commit).
+	// The fsync and the wait for the replicas happen off the connection's
+	// reader, so pipelined requests keep arriving and share them (group
+	// commit); nothing is held while waiting.
 	go func() {
 		flushAll(toFlush, func(p *partition, err error) {
 			for i := range resp.Topics {
@@ -119,8 +126,30 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				}
 			}
 		})
+		if len(waits) > 0 {
+			timer := time.NewTimer(time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond)
+			defer timer.Stop()
+			for _, w := range waits {
+				sp := &resp.Topics[w.topic].Partitions[w.index]
+				if sp.ErrorCode != 0 {
+					continue
+				}
+				if err := w.p.waitCommitted(cc.ctx, w.target, w.epoch, timer.C); err != nil {
+					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = errorCode(err), errMessage(err), -1
+					w.p.logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
+				}
+			}
+		}
 		respond(resp)
 	}()
+}
+
+// ackWait is an acks=all batch waiting for the high watermark.
+type ackWait struct {
+	p            *partition
+	target       int64 // the high watermark that commits the batch
+	epoch        int32 // the leader epoch it was appended at
+	topic, index int   // its place in the response
 }
 
 func appendUnique(ps []*partition, p *partition) []*partition {
@@ -158,32 +187,28 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 	}
 }
 
-// appendTo validates and appends one partition's batch, filling sp.
-func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) error {
+// appendTo validates and appends one partition's batch, filling sp. For
+// acks=all it refuses, appending nothing, when the ISR is smaller than
+// min.insync.replicas, and returns what to wait for.
+func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
 	s := p.settings.Load()
 	st := p.state.Load()
 	if st == nil || !st.leader {
-		return errNotLeader
-	}
-	if len(st.isr) > 1 {
-		// Followers do not replicate yet, so nothing here could honestly
-		// acknowledge a write the other replicas must hold: refuse, with
-		// nothing appended, rather than accept it unsafely.
-		return fmt.Errorf("%w: ISR %v: replication between brokers is not implemented yet", errNotEnoughReplicas, st.isr)
+		return ackWait{}, errNotLeader
 	}
 	if acks == -1 && int32(len(st.isr)) < s.minISR {
-		return fmt.Errorf("%w: in-sync replicas %d < min.insync.replicas %d", errNotEnoughReplicas, len(st.isr), s.minISR)
+		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, st.isr, s.minISR)
 	}
 	info, err := storage.ValidateBatch(records, s.maxBatchBytes)
 	if err != nil {
-		return err
+		return ackWait{}, err
 	}
 	if info.Transactional || info.Control {
-		return errTransactional
+		return ackWait{}, errTransactional
 	}
-	res, err := p.log.Append(records, info, 0, now)
+	res, st, err := p.appendAsLeader(records, info, now)
 	if err != nil {
-		return err
+		return ackWait{}, err
 	}
 	if !res.Duplicate {
 		p.unflushed.Add(int64(info.Records))
@@ -192,7 +217,7 @@ func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, s
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = p.log.StartOffset()
-	return nil
+	return ackWait{p: p, target: res.LastOffset + 1, epoch: st.leaderEpoch}, nil
 }
 
 // loggerOr returns the partition's logger, or the broker's for a nil

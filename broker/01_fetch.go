@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,10 @@ import (
 //     watermark (no transactions, so the last stable offset is the HW).
 //   - PreferredReadReplica is always -1 (librdkafka fails to parse anything
 //     else from a leader).
+//   - Replica fetches (a follower's, ReplicaID or ReplicaState.ID >= 0)
+//     read up to the log end rather than the high watermark, record the
+//     follower's fetch offset as its log end (which moves the high
+//     watermark), and wait for appends rather than for the high watermark.
 //
 // Version notes:
 //   - v4: isolation level, last stable offset; v5: log start offset;
@@ -45,6 +50,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	respond = b.countFetched(respond)
+	replica := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
@@ -54,12 +60,16 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 	parts := b.fetchPartitions(req)
 	go func() {
 		ch := make(chan struct{}, 1)
+		watch, unwatch := (*partition).watch, (*partition).unwatch
+		if replica >= 0 {
+			watch, unwatch = (*partition).watchAppend, (*partition).unwatchAppend
+		}
 		for _, p := range parts {
-			p.watch(ch)
+			watch(p, ch)
 		}
 		defer func() {
 			for _, p := range parts {
-				p.unwatch(ch)
+				unwatch(p, ch)
 			}
 		}()
 		timer := time.NewTimer(wait)
@@ -75,7 +85,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 			select {
 			case <-ch:
 				for _, p := range parts {
-					p.watch(ch)
+					watch(p, ch)
 				}
 			case <-timer.C:
 				respond(resp)
@@ -117,6 +127,7 @@ func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) 
 // response, the record bytes in it, and whether an error means the client
 // should hear back at once rather than wait.
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
+	replica := replicaOf(req)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	pooled := &pooledFetch{FetchResponse: resp}
 	budget := int(req.MaxBytes)
@@ -147,15 +158,25 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					sp.ErrorCode = code
 					break
 				}
+				limit := p.hw.Load()
+				if replica >= 0 {
+					if st := p.state.Load(); st == nil || !slices.Contains(st.replicas, replica) {
+						sp.ErrorCode = kerr.NotLeaderForPartition.Code
+						break
+					}
+					// The follower's fetch offset is its durable log end.
+					p.followerFetched(replica, rp.FetchOffset, time.Now())
+					limit = p.log.EndOffset()
+				}
 				hw := p.hw.Load()
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
 				// The response budget binds every partition; only the first
 				// one with data may exceed it, by one whole batch (KIP-74).
-				limit := min(int(rp.PartitionMaxBytes), budget-total)
-				if limit <= 0 && total > 0 {
+				budgetLimit := min(int(rp.PartitionMaxBytes), budget-total)
+				if budgetLimit <= 0 && total > 0 {
 					break
 				}
-				data, err := p.log.Read(rp.FetchOffset, max(limit, 1), hw, getReadBuf())
+				data, err := p.log.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					if !errors.Is(err, storage.ErrOffsetOutOfRange) {
@@ -163,7 +184,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					}
 					break
 				}
-				if total > 0 && len(data) > limit {
+				if total > 0 && len(data) > budgetLimit {
 					putReadBuf(data) // an oversized batch waits for its own turn first
 					data = nil
 				}
@@ -182,6 +203,15 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return pooled, total, stop
+}
+
+// replicaOf returns the follower id of a replica fetch, or -1 for a
+// consumer's.
+func replicaOf(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 // pooledFetch is a fetch response whose record bytes live in pooled read

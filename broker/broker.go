@@ -53,10 +53,11 @@ type Broker struct {
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
 
-	brokerEpoch    atomic.Int64  // from the last registration
-	fenced         atomic.Bool   // as the last heartbeat said
-	appliedVersion atomic.Uint64 // version of the image the replicas match
-	ready          chan struct{} // closed once first unfenced
+	brokerEpoch     atomic.Int64  // from the last registration
+	underReplicated atomic.Int64  // partitions led here with ISR < replicas, as of isrLoop's last pass
+	fenced          atomic.Bool   // as the last heartbeat said
+	appliedVersion  atomic.Uint64 // version of the image the replicas match
+	ready           chan struct{} // closed once first unfenced
 
 	mu struct {
 		sync.RWMutex
@@ -75,6 +76,7 @@ type Broker struct {
 	advertised []Listener // one per client listener, ports resolved
 
 	metrics *metrics
+	fetch   *fetchers // follower replication
 	offsets *offsetStore
 	groups  *coordinator
 
@@ -133,6 +135,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.offsets = newOffsetStore(b)
 	b.groups = newCoordinator(b)
 	b.ctl = newCtlClient(b)
+	b.fetch = newFetchers(b)
 	if err := b.listen(); err != nil {
 		return nil, err
 	}
@@ -276,6 +279,7 @@ func (b *Broker) Start() {
 		b.ensureOffsetsTopic()
 	})
 	b.goLoop(b.groups.run)
+	b.goLoop(b.isrLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 	b.goLoop(b.cleanerLoop)
@@ -331,6 +335,7 @@ func (b *Broker) Close() error {
 	}
 	close(b.stop)
 	b.wg.Wait()
+	b.fetch.closeAll()
 	if b.ctlServer != nil {
 		b.ctlServer.Close()
 	}

@@ -66,6 +66,15 @@ func (b *Broker) lifecycle() {
 			}
 			b.fenced.Store(resp.IsFenced)
 			if !resp.IsFenced && !readyOnce {
+				// Serve once the local replicas reflect the unfencing (and
+				// the leaderships it brought back), not merely once the
+				// controller has decided it.
+				if !b.waitImage(ctx, func(img *controller.Image) bool {
+					bs, ok := img.Broker(b.cfg.NodeID)
+					return ok && !bs.Fenced && bs.Epoch == epoch
+				}) {
+					continue
+				}
 				readyOnce = true
 				b.log.Info().Uint64("metadata_version", b.meta.Image().Version()).Msg("unfenced: serving clients")
 				close(b.ready)
@@ -170,6 +179,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	var gone []*topic
 	me := b.cfg.NodeID
 	opened := b.openNew(img, cur)
+	follow := map[int32][]*partition{}
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		if old != nil && old.meta.ID != it.ID {
@@ -190,8 +200,11 @@ func (b *Broker) applyImage(img *controller.Image) {
 				b.dropPartition(p)
 				p = nil
 			}
-			if p != nil {
-				p.setState(ip, me)
+			if p != nil && p.setState(ip) && !p.leads() {
+				p.needTruncate.Store(true)
+			}
+			if p != nil && !p.leads() && ip.Leader >= 0 {
+				follow[ip.Leader] = append(follow[ip.Leader], p)
 			}
 			parts = append(parts, p)
 		}
@@ -226,6 +239,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		}
 		b.log.Info().Str("topic", t.name).Msg("deleted topic's local replicas")
 	}
+	b.fetch.update(follow)
 	b.offsets.follow(next[offsetsTopic])
 }
 
@@ -430,7 +444,7 @@ func (b *Broker) openPartition(t *controller.Topic, p int32) (*partition, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", t.Name, p, err)
 	}
-	part := newPartition(t.Name, p, t.ID, lg, s, plog)
+	part := newPartition(b.cfg.NodeID, t.Name, p, t.ID, lg, s, plog)
 	part.flushTime = b.metrics.flushTime
 	return part, nil
 }

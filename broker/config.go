@@ -68,7 +68,10 @@ type Config struct {
 	// PartitionOpenTimeoutMs bounds how long applying a metadata change
 	// waits for new replicas to open (fjord.partition.open.timeout.ms).
 	PartitionOpenTimeoutMs int64
-	MetricsAddr            string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
+	// the ISR (replica.lag.time.max.ms).
+	ReplicaLagTimeMaxMs int64
+	MetricsAddr         string // fjord.metrics.listener: host:port for /metrics, empty = off
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
@@ -112,6 +115,7 @@ func DefaultConfig() Config {
 		BrokerSessionTimeoutMs:    9000,
 		BrokerHeartbeatIntervalMs: 2000,
 		PartitionOpenTimeoutMs:    120000,
+		ReplicaLagTimeMaxMs:       30000,
 	}
 }
 
@@ -161,6 +165,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
+	}
+	if c.ReplicaLagTimeMaxMs < 1 {
+		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: must be >= 1", c.ReplicaLagTimeMaxMs))
 	}
 	if c.PartitionOpenTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))

@@ -9,23 +9,25 @@ import (
 
 // Broker-level failures that map to Kafka error codes.
 var (
-	errUnknownTopic      = errors.New("broker: unknown topic or partition")
-	errUnknownTopicID    = errors.New("broker: unknown topic id")
-	errTopicExists       = errors.New("broker: topic already exists")
-	errInvalidTopic      = errors.New("broker: invalid topic name")
-	errInvalidParts      = errors.New("broker: invalid number of partitions")
-	errInvalidRF         = errors.New("broker: invalid replication factor")
-	errInvalidConfig     = errors.New("broker: invalid config")
-	errInvalidAssign     = errors.New("broker: invalid replica assignment")
-	errDeleteDisabled    = errors.New("broker: topic deletion disabled")
-	errShuttingDown      = errors.New("broker: shutting down")
-	errInvalidRequest    = errors.New("broker: invalid request")
-	errPartitionFailed   = errors.New("broker: partition storage failed")
-	errTransactional     = errors.New("broker: transactions are not supported")
-	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
-	errNotLeader         = errors.New("broker: not the leader of this partition")
-	errMalformedShip     = errors.New("broker: malformed metadata log response")
-	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
+	errUnknownTopic         = errors.New("broker: unknown topic or partition")
+	errUnknownTopicID       = errors.New("broker: unknown topic id")
+	errTopicExists          = errors.New("broker: topic already exists")
+	errInvalidTopic         = errors.New("broker: invalid topic name")
+	errInvalidParts         = errors.New("broker: invalid number of partitions")
+	errInvalidRF            = errors.New("broker: invalid replication factor")
+	errInvalidConfig        = errors.New("broker: invalid config")
+	errInvalidAssign        = errors.New("broker: invalid replica assignment")
+	errDeleteDisabled       = errors.New("broker: topic deletion disabled")
+	errShuttingDown         = errors.New("broker: shutting down")
+	errInvalidRequest       = errors.New("broker: invalid request")
+	errPartitionFailed      = errors.New("broker: partition storage failed")
+	errTransactional        = errors.New("broker: transactions are not supported")
+	errNotEnoughReplicas    = errors.New("broker: not enough in-sync replicas")
+	errNotLeader            = errors.New("broker: not the leader of this partition")
+	errNotEnoughAfterAppend = errors.New("broker: not enough in-sync replicas after append")
+	errTimedOut             = errors.New("broker: request timed out")
+	errMalformedShip        = errors.New("broker: malformed metadata log response")
+	errStaleShip            = errors.New("broker: voter is behind this broker's metadata")
 )
 
 // errorCode is the one place a Go error becomes a Kafka error code.
@@ -42,6 +44,10 @@ func errorCode(err error) int16 {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	case errors.Is(err, errNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, errNotEnoughAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
+	case errors.Is(err, errTimedOut):
+		return kerr.RequestTimedOut.Code
 	case errors.Is(err, storage.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
@@ -52,7 +58,8 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown), errors.Is(err, errNotLeader):
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown), errors.Is(err, errNotLeader),
+		errors.Is(err, storage.ErrStaleLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errUnknownTopic):
 		return kerr.UnknownTopicOrPartition.Code

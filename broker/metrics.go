@@ -16,13 +16,15 @@ import (
 // metrics are the node's Prometheus series. Only broker and cmd import
 // Prometheus; storage exposes plain numbers that the collectors read.
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec   // by api key
-	errors    *prometheus.CounterVec   // partition-level error codes, by api key and code
-	flushTime prometheus.Histogram     // fdatasync latency of one partition flush
-	bytesIn   prometheus.Counter       // produced record-batch bytes appended
-	bytesOut  prometheus.Counter       // record-batch bytes returned by fetches
-	latency   *prometheus.HistogramVec // handler completion time by api key
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec   // by api key
+	errors     *prometheus.CounterVec   // partition-level error codes, by api key and code
+	flushTime  prometheus.Histogram     // fdatasync latency of one partition flush
+	bytesIn    prometheus.Counter       // produced record-batch bytes appended
+	bytesOut   prometheus.Counter       // record-batch bytes returned by fetches
+	latency    *prometheus.HistogramVec // handler completion time by api key
+	isrShrinks prometheus.Counter       // ISR shrinks proposed by this leader
+	isrExpands prometheus.Counter       // ISR expansions proposed by this leader
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -35,7 +37,12 @@ func newMetrics(b *Broker) *metrics {
 	m.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_fetch_bytes_total", Help: "Record-batch bytes returned to fetchers."})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fjord_request_seconds", Help: "Time from decoding a request to its response being ready, by API key.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"api"})
-	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency,
+	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_shrinks_total", Help: "ISR shrinks this broker proposed as a leader."})
+	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_expands_total", Help: "ISR expansions this broker proposed as a leader."})
+	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
+			return float64(b.underReplicated.Load())
+		}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
 			n := 0

@@ -389,9 +389,10 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 	now := time.Now().UnixMilli()
 	batch := storage.BuildBatch(recs, now)
 	info, err := storage.ValidateBatch(batch, 0)
+	var res storage.AppendResult
+	var st *replicaState
 	if err == nil {
-		var res storage.AppendResult
-		res, err = p.log.Append(batch, info, 0, now)
+		res, st, err = p.appendAsLeader(batch, info, now)
 		if err == nil {
 			o.mu.pending[pi] = append(o.mu.pending[pi], pendingCommit{res.LastOffset + 1, group, recs})
 			o.mu.inFlight[group]++
@@ -403,16 +404,27 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 		return
 	}
 	go func() {
+		// Committed like an acks=all produce: durable here and on every
+		// in-sync replica of the offsets partition.
 		err := p.flush()
+		if err == nil {
+			expire := time.NewTimer(commitTimeout)
+			err = p.waitCommitted(context.Background(), res.LastOffset+1, st.leaderEpoch, expire.C)
+			expire.Stop()
+		}
 		o.applyDurable(pi, p)
 		done(len(recs), err)
 	}()
 }
 
+// commitTimeout bounds how long a commit waits for the offsets partition's
+// replicas.
+const commitTimeout = 15 * time.Second
+
 // applyDurable applies, in log order, the pending commits of partition pi
-// that are now durable.
+// that are now committed (below the high watermark).
 func (o *offsetStore) applyDurable(pi int32, p *partition) {
-	durable := p.log.DurableOffset()
+	durable := p.hw.Load()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.mu.pending[pi]
@@ -473,7 +485,7 @@ func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 		return
 	}
 	o.mu.Lock()
-	_, err = p.log.Append(batch, info, 0, now)
+	_, _, err = p.appendAsLeader(batch, info, now)
 	o.mu.Unlock()
 	if err != nil {
 		o.b.log.Warn().Err(err).Str("group", id).Msg("storing group metadata")

@@ -188,6 +188,8 @@ func newConfigKeys() []configKey {
 		{name: "broker.rack", def: d.BrokerRack, doc: "Rack of this broker; placement spreads replicas across racks.",
 			set: setString(func(c *broker.Config) *string { return &c.BrokerRack })},
 
+		{name: "replica.lag.time.max.ms", def: itoa(d.ReplicaLagTimeMaxMs), doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
 		{name: "fjord.partition.open.timeout.ms", def: itoa(d.PartitionOpenTimeoutMs), doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",
 			set: setInt(func(c *broker.Config) *int64 { return &c.PartitionOpenTimeoutMs })},
 

@@ -1,0 +1,51 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetForLeaderEpoch: v0-4
+//
+// Behaviour:
+//   - Answered by the partition's leader from its leader-epoch cache
+//     (KIP-101/KIP-279): for the requested epoch, the largest epoch it knows
+//     at or below it and that epoch's end offset (the start of the next
+//     epoch, or the log end for the current one); an epoch older than any
+//     it knows gives epoch -1 and offset -1. Followers use it to find where
+//     their log diverges from the leader's and truncate exactly there;
+//     consumers use it to detect truncation after a leader change (KIP-320).
+//   - CurrentLeaderEpoch (v2+) is checked like Fetch's: older is
+//     FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH; a non-leader answers
+//     NOT_LEADER_OR_FOLLOWER.
+//
+// Version notes:
+//   - v1: leader epoch in the response; v2: current leader epoch;
+//     v3: replica id; v4: flexible
+func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
+
+func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			p, code := b.leaderPartition(t, rp.Partition)
+			if code == 0 && req.Version >= 2 {
+				code = p.checkEpoch(rp.CurrentLeaderEpoch)
+			}
+			if code != 0 {
+				sp.ErrorCode = code
+			} else {
+				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}
