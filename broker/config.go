@@ -71,7 +71,10 @@ type Config struct {
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).
 	ReplicaLagTimeMaxMs int64
-	MetricsAddr         string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// InterBrokerListenerName names the listener followers fetch through
+	// (inter.broker.listener.name); "" = the first client listener.
+	InterBrokerListenerName string
+	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
@@ -262,6 +265,9 @@ func (c *Config) validateQuorum() error {
 	}
 	if len(voters) > 0 && c.HasRole("controller") && !slices.ContainsFunc(ls, func(l Listener) bool { return c.isControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q has no listener named in controller.listener.names %q", c.Listeners, c.ControllerListenerNames)
+	}
+	if n := c.InterBrokerListenerName; n != "" && (c.isControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
+		return fmt.Errorf("inter.broker.listener.name %q: not a client listener of %q", n, c.Listeners)
 	}
 	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.isControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q: the broker role needs a listener not named in controller.listener.names", c.Listeners)

@@ -352,10 +352,13 @@ func (f *fetcher) apply(p *partition, sp *kmsg.FetchResponseTopicPartition) {
 	p.followerHW(sp.HighWatermark)
 }
 
-// interBrokerListener names the listener brokers use to reach each other:
-// this broker's first client listener (inter.broker.listener.name is not
-// read yet; every broker is configured alike in practice).
+// interBrokerListener names the listener this broker fetches through: the
+// leader's advertised endpoint of that name (inter.broker.listener.name,
+// else this broker's first client listener).
 func (b *Broker) interBrokerListener() string {
+	if b.cfg.InterBrokerListenerName != "" {
+		return b.cfg.InterBrokerListenerName
+	}
 	if len(b.advertised) == 0 {
 		return ""
 	}

@@ -22,7 +22,10 @@
 //
 // Every inter-node link goes through a small TCP proxy owned by the
 // cluster: node i reaches node j through proxy (i→j), so a hook only flips
-// proxies.
+// proxies. That covers both the metadata quorum (each node's voter list
+// names the proxies) and replication: node j has one listener R<i> per
+// node i, advertised at proxy (i→j), and node i fetches through
+// inter.broker.listener.name=R<i>.
 package brokertest
 
 import (
@@ -63,8 +66,9 @@ type Cluster struct {
 	// nodes by id (1-based; nodes[0] unused).
 	nodes []*member
 	// links[i][j] carries node i's connections to node j's CONTROLLER
-	// listener.
+	// listener; repl[i][j] its replication fetches from node j.
 	links map[[2]int32]*proxy
+	repl  map[[2]int32]*proxy
 }
 
 type member struct {
@@ -73,6 +77,9 @@ type member struct {
 	voter      bool           // combined node; else broker-only
 	clientPort int
 	ctlAddr    string // a voter's own CONTROLLER listener, fixed across restarts
+	// replAddr[i] is the bound address of listener R<i>, which node i's
+	// fetches reach through proxy (i→this).
+	replAddr map[int32]string
 }
 
 // Start starts opts.Nodes nodes and waits until every one serves clients.
@@ -87,10 +94,17 @@ func Start(opts Options) (*Cluster, error) {
 		opts.ReadyTimeout = 30 * time.Second
 	}
 	total := opts.Nodes + opts.Brokers
-	c := &Cluster{opts: opts, nodes: make([]*member, total+1), links: map[[2]int32]*proxy{}}
+	c := &Cluster{opts: opts, nodes: make([]*member, total+1), links: map[[2]int32]*proxy{}, repl: map[[2]int32]*proxy{}}
 	// Controller listeners first: the proxies must know where to forward.
 	for id := int32(1); id <= int32(total); id++ {
-		c.nodes[id] = &member{id: id, voter: id <= int32(opts.Nodes)}
+		c.nodes[id] = &member{id: id, voter: id <= int32(opts.Nodes), replAddr: map[int32]string{}}
+		for i := int32(1); i <= int32(total); i++ {
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			c.nodes[id].replAddr[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
 		if !c.nodes[id].voter {
 			continue
 		}
@@ -112,6 +126,19 @@ func Start(opts Options) (*Cluster, error) {
 				return nil, err
 			}
 			c.links[[2]int32{i, j}] = p
+		}
+	}
+	for i := int32(1); i <= int32(total); i++ {
+		for j := int32(1); j <= int32(total); j++ {
+			if i == j {
+				continue
+			}
+			p, err := newProxy(c.nodes[j].replAddr[i])
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			c.repl[[2]int32{i, j}] = p
 		}
 	}
 	// All nodes start together: none is ready before a quorum exists.
@@ -148,11 +175,22 @@ func (c *Cluster) config(m *member) broker.Config {
 	cfg.NodeID = m.id
 	cfg.ClusterID = "brokertest-cluster-0001"
 	cfg.LogDirs = filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", m.id))
-	cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", m.clientPort, m.ctlAddr)
-	if !m.voter {
-		cfg.ProcessRoles = "broker"
-		cfg.Listeners = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", m.clientPort)
+	listeners := []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", m.clientPort)}
+	var advertised []string
+	for i := int32(1); i < int32(len(c.nodes)); i++ {
+		listeners = append(listeners, fmt.Sprintf("R%d://%s", i, m.replAddr[i]))
+		if i != m.id {
+			advertised = append(advertised, fmt.Sprintf("R%d://%s", i, c.repl[[2]int32{i, m.id}].addr()))
+		}
 	}
+	if m.voter {
+		listeners = append(listeners, "CONTROLLER://"+m.ctlAddr)
+	} else {
+		cfg.ProcessRoles = "broker"
+	}
+	cfg.Listeners = strings.Join(listeners, ",")
+	cfg.AdvertisedListeners = strings.Join(advertised, ",")
+	cfg.InterBrokerListenerName = fmt.Sprintf("R%d", m.id)
 	var voters []string
 	for j := int32(1); j <= int32(c.opts.Nodes); j++ {
 		addr := m.ctlAddr
@@ -302,9 +340,11 @@ func (c *Cluster) Resume(id int32) { c.setLinks(id, linkUp) }
 func (c *Cluster) setLinks(id int32, s linkState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, p := range c.links {
-		if k[0] == id || k[1] == id {
-			p.set(s)
+	for _, links := range []map[[2]int32]*proxy{c.links, c.repl} {
+		for k, p := range links {
+			if k[0] == id || k[1] == id {
+				p.set(s)
+			}
 		}
 	}
 }
@@ -319,6 +359,9 @@ func (c *Cluster) Close() error {
 	}
 	c.mu.Lock()
 	for _, p := range c.links {
+		p.close()
+	}
+	for _, p := range c.repl {
 		p.close()
 	}
 	c.mu.Unlock()

@@ -194,8 +194,8 @@ func newConfigKeys() []configKey {
 			set: setInt(func(c *broker.Config) *int64 { return &c.PartitionOpenTimeoutMs })},
 
 		// Accepted so that usual Kafka configurations start; no effect yet.
-		{name: "inter.broker.listener.name", noEffect: true, doc: "Listener brokers use to reach each other.",
-			set: checkAny},
+		{name: "inter.broker.listener.name", def: d.InterBrokerListenerName, doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
+			set: setString(func(c *broker.Config) *string { return &c.InterBrokerListenerName })},
 		{name: "listener.security.protocol.map", noEffect: true, doc: "Security protocol of each listener name (NAME:PROTOCOL list).",
 			set: checkAny},
 		{name: "transaction.state.log.replication.factor", noEffect: true, doc: "Replication factor of the transaction state topic.",

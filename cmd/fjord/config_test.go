@@ -142,6 +142,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.ClusterID = "4L6g3nShT-eMCtK--X86sw"
 	want.ControllerQuorumVoters = "1@localhost:9093"
 	want.OffsetsTopicReplication = 1
+	want.InterBrokerListenerName = "PLAINTEXT"
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}
@@ -238,6 +239,8 @@ func sampleValue(k configKey) string {
 		return "1@localhost:9093"
 	case "broker.rack":
 		return "rack-a"
+	case "inter.broker.listener.name":
+		return "PLAINTEXT"
 	}
 	return "1"
 }
