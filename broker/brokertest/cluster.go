@@ -331,6 +331,20 @@ func (c *Cluster) Cut(id int32) { c.setLinks(id, linkCut) }
 // Heal undoes Cut and Pause.
 func (c *Cluster) Heal(id int32) { c.setLinks(id, linkUp) }
 
+// CutReplication severs only node id's replication links (fetches to and
+// from it), leaving its quorum links up: it stays registered and keeps its
+// leaderships while its followers stop receiving its writes. Heal undoes
+// it.
+func (c *Cluster) CutReplication(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, p := range c.repl {
+		if k[0] == id || k[1] == id {
+			p.set(linkCut)
+		}
+	}
+}
+
 // Pause freezes node id's links (open, silent); Resume is Heal.
 func (c *Cluster) Pause(id int32) { c.setLinks(id, linkPaused) }
 
