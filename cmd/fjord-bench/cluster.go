@@ -42,6 +42,7 @@ type ClusterResult struct {
 	Create1000Ms        float64   `json:"create_1000_ms"`         // CreateTopics(1,000 partitions, RF 3) answered
 	Create1000VisibleMs float64   `json:"create_1000_visible_ms"` // ... and visible on every node
 	FailoverMs          []float64 `json:"failover_ms"`            // SIGKILL of the controller → first successful CreateTopics
+	LeaderFailoverMs    []float64 `json:"leader_failover_ms"`     // SIGKILL of a partition leader → first acks=all write acknowledged by the new leader
 	Error               string    `json:"error,omitempty"`
 }
 
@@ -77,6 +78,7 @@ func printCluster(w io.Writer, r *ClusterResult) {
 	fmt.Fprintf(w, "  topic visible on every node after CreateTopics: %s\n", ms(r.PropagationMs))
 	fmt.Fprintf(w, "  create 1,000 partitions (RF 3): answered %.0f ms, on every node %.0f ms\n", r.Create1000Ms, r.Create1000VisibleMs)
 	fmt.Fprintf(w, "  controller failover (SIGKILL → CreateTopics ok): %s\n", ms(r.FailoverMs))
+	fmt.Fprintf(w, "  partition leader failover (SIGKILL → acks=all write acked, RF 3, min.insync 2): %s\n", ms(r.LeaderFailoverMs))
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
@@ -177,6 +179,94 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 		}
 		res.FailoverMs = append(res.FailoverMs, msSince(start))
 		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[round])
+		if err := victim.start(); err != nil {
+			return err
+		}
+		if err := waitBrokers(ctx, nodes, 3); err != nil {
+			return err
+		}
+	}
+	return leaderFailover(ctx, nodes, res)
+}
+
+// leaderFailover kills the leader of a replicated partition under acks=all
+// load three times and measures the time to the first write the new leader
+// acknowledges.
+func leaderFailover(ctx context.Context, nodes []*clusterNode, res *ClusterResult) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = "failover", 1, 3
+	two := "2"
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "min.insync.replicas", &two
+	t.Configs = append(t.Configs, c)
+	req.Topics = append(req.Topics, t)
+	if _, err := direct(ctx, nodes[0].addr, req); err != nil {
+		return err
+	}
+	if err := waitVisible(ctx, nodes, "failover", 1); err != nil {
+		return err
+	}
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("failover"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.MetadataMinAge(50*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.ProduceRequestTimeout(3*time.Second), kgo.RecordDeliveryTimeout(30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	leaderOf := func() (int32, int) {
+		m, err := metadata(ctx, nodes[0].addr, "failover")
+		if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
+			for _, n := range nodes[1:] {
+				if n.proc != nil {
+					if m, err = metadata(ctx, n.addr, "failover"); err == nil && len(m.Topics) == 1 && len(m.Topics[0].Partitions) == 1 {
+						break
+					}
+				}
+			}
+		}
+		if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
+			return -1, 0
+		}
+		p := m.Topics[0].Partitions[0]
+		return p.Leader, len(p.ISR)
+	}
+	for round := range 3 {
+		// Steady state: full ISR, writes acknowledged.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if l, isr := leaderOf(); l > 0 && isr == 3 {
+				if err := cl.ProduceSync(ctx, kgo.StringRecord("warm")).FirstErr(); err == nil {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("partition never back to a full ISR")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		leader, _ := leaderOf()
+		victim := nodes[leader-1]
+		victim.kill()
+		start := time.Now()
+		for {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := cl.ProduceSync(pctx, kgo.StringRecord("after")).FirstErr()
+			cancel()
+			if err == nil {
+				break
+			}
+		}
+		res.LeaderFailoverMs = append(res.LeaderFailoverMs, msSince(start))
+		logf("[cluster] leader failover %d: node %d killed, acks=all write acked after %.0f ms", round, victim.id, res.LeaderFailoverMs[round])
 		if err := victim.start(); err != nil {
 			return err
 		}
@@ -342,4 +432,66 @@ func controllerOf(ctx context.Context, nodes []*clusterNode) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no node names an active controller")
+}
+
+// startBenchCluster starts three combined nodes in a temp dir and waits
+// until each lists all three brokers. stop ends them and removes the dir.
+func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNode, stop func(), err error) {
+	bin, err := filepath.Abs(binPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := os.MkdirTemp("", "fjord-bench-cluster-")
+	if err != nil {
+		return nil, nil, err
+	}
+	var voters []string
+	for i := range 3 {
+		cp, err1 := freePort()
+		kp, err2 := freePort()
+		if err1 != nil || err2 != nil {
+			os.RemoveAll(root)
+			return nil, nil, fmt.Errorf("free ports: %v %v", err1, err2)
+		}
+		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
+			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
+		nodes = append(nodes, n)
+		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctl))
+	}
+	stop = func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+		os.RemoveAll(root)
+	}
+	for _, n := range nodes {
+		n.voter = strings.Join(voters, ",")
+		if err := n.start(); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	if err := waitBrokers(ctx, nodes, 3); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return nodes, stop, nil
+}
+
+// benchFjordCluster runs the client suites against a 3-node fjord cluster
+// with replication factor 3: every byte written three times, by three
+// processes sharing the machine.
+func benchFjordCluster(ctx context.Context, cfg *config) *TargetResult {
+	nodes, stop, err := startBenchCluster(ctx, cfg.fjordBin)
+	if err != nil {
+		return &TargetResult{Target: "fjord x3 rf3", Error: err.Error()}
+	}
+	defer stop()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.addr)
+	}
+	c := *cfg
+	c.rf = 3
+	return benchBrokers(ctx, &c, "fjord x3 rf3", addrs, false)
 }

@@ -49,6 +49,7 @@ type config struct {
 	duration    time.Duration
 	compression string
 	cluster     bool
+	fjordRF3    bool
 	timeout     time.Duration
 	json        bool
 }
@@ -99,6 +100,9 @@ func run() int {
 	if cfg.fjordBin != "" && ctx.Err() == nil {
 		rep.add(benchFjord(ctx, cfg))
 	}
+	if cfg.fjordRF3 && cfg.fjordBin != "" && ctx.Err() == nil {
+		rep.add(benchFjordCluster(ctx, cfg))
+	}
 	if cfg.kfake && ctx.Err() == nil {
 		rep.add(benchKfake(ctx, cfg))
 	}
@@ -136,6 +140,7 @@ func parseFlags(args []string) (*config, error) {
 	compression := fs.String("compression", "none", "producer compression: none, snappy, lz4, zstd, gzip")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run; it stops by itself after this")
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results instead of tables")
+	fjordRF3 := fs.Bool("fjord-rf3", false, "also start a 3-node fjord cluster from -fjord-bin and bench it with replication factor 3 (min.insync.replicas=2)")
 	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -158,6 +163,7 @@ func parseFlags(args []string) (*config, error) {
 		timeout:     *timeout,
 		json:        *jsonOut,
 		cluster:     *cluster,
+		fjordRF3:    *fjordRF3,
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {

@@ -57,7 +57,12 @@ func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 // newTopic creates a fresh topic for one suite.
 func (b *bench) newTopic(ctx context.Context, suite string) (string, error) {
 	topic := fmt.Sprintf("fjord-bench-%s-%s", suite, b.runID)
-	if _, err := b.adm.CreateTopic(ctx, int32(b.cfg.partitions), int16(b.cfg.rf), nil, topic); err != nil {
+	var configs map[string]*string
+	if b.cfg.rf >= 3 {
+		two := "2" // the usual durable setting: one failure neither loses nor stops writes
+		configs = map[string]*string{"min.insync.replicas": &two}
+	}
+	if _, err := b.adm.CreateTopic(ctx, int32(b.cfg.partitions), int16(b.cfg.rf), configs, topic); err != nil {
 		return "", fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	b.topics = append(b.topics, topic)
