@@ -85,6 +85,14 @@ func (c *activeController) run(stop <-chan struct{}) {
 				continue
 			}
 			now := time.Now().UnixMilli()
+			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= time.Duration(c.cfg.LeaderImbalanceCheckSecs)*time.Second {
+				c.lastRebal = time.Now()
+				if recs := controller.ElectPreferred(c.node.Image()); len(recs) > 0 {
+					if _, err := c.propose(context.Background(), recs); err == nil {
+						c.log.Info().Int("partitions", len(recs)).Msg("leadership moved back to preferred replicas")
+					}
+				}
+			}
 			if recs := c.live.Tick(c.node.Image(), now, c.cfg.BrokerSessionTimeoutMs); len(recs) > 0 {
 				var fenced []int32
 				for _, r := range recs {
@@ -118,7 +126,7 @@ func (c *activeController) leading() bool {
 		return false
 	}
 	if !c.wasLeader {
-		c.wasLeader, c.live = true, controller.NewLiveness()
+		c.wasLeader, c.live, c.lastRebal = true, controller.NewLiveness(), time.Now()
 		c.log.Info().Uint64("image_version", c.node.Image().Version()).Msg("became the active controller")
 	}
 	return true
@@ -234,8 +242,71 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 		return c.createPartitions(ctx, req)
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, req)
+	case *kmsg.ElectLeadersRequest:
+		return c.electLeaders(ctx, img, req)
 	}
 	return nil
+}
+
+// electLeaders decides an operator's ElectLeaders: preferred elections for
+// the named (or all) partitions, unclean ones refused.
+func (c *activeController) electLeaders(ctx context.Context, img *controller.Image, req *kmsg.ElectLeadersRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	topics := req.Topics
+	if topics == nil {
+		for _, t := range img.Topics() {
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic = t.Name
+			for p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, int32(p))
+			}
+			topics = append(topics, rt)
+		}
+	}
+	var recs []controller.Record
+	codes := map[string]map[int32]int16{}
+	for _, rt := range topics {
+		if req.ElectionType == 1 {
+			codes[rt.Topic] = map[int32]int16{}
+			t := img.Topic(rt.Topic)
+			for _, p := range rt.Partitions {
+				switch {
+				case t == nil || p < 0 || int(p) >= len(t.Partitions):
+					codes[rt.Topic][p] = kerr.UnknownTopicOrPartition.Code
+				case t.Partitions[p].Leader >= 0:
+					codes[rt.Topic][p] = kerr.ElectionNotNeeded.Code
+				default:
+					codes[rt.Topic][p] = kerr.EligibleLeadersNotAvailable.Code
+				}
+			}
+			continue
+		}
+		r, cs := controller.ElectPreferredFor(img, rt.Topic, rt.Partitions)
+		recs = append(recs, r...)
+		codes[rt.Topic] = cs
+	}
+	_, perr := c.propose(ctx, recs)
+	for _, rt := range topics {
+		st := kmsg.NewElectLeadersResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewElectLeadersResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, codes[rt.Topic][p]
+			if sp.ErrorCode == 0 && perr != nil {
+				sp.ErrorCode = proposeCode(perr)
+			}
+			if req.ElectionType == 1 && sp.ErrorCode == kerr.EligibleLeadersNotAvailable.Code {
+				m := "unclean leader election is disabled: only an in-sync replica may lead"
+				sp.ErrorMessage = &m
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if len(recs) > 0 && perr == nil {
+		c.log.Info().Int("partitions", len(recs)).Msg("preferred leaders elected on request")
+	}
+	return resp
 }
 
 // alterPartition decides each partition's ISR change against the image

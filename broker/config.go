@@ -74,7 +74,12 @@ type Config struct {
 	// InterBrokerListenerName names the listener followers fetch through
 	// (inter.broker.listener.name); "" = the first client listener.
 	InterBrokerListenerName string
-	MetricsAddr             string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// AutoLeaderRebalance moves leadership back to preferred replicas
+	// every LeaderImbalanceCheckSecs (auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds).
+	AutoLeaderRebalance      bool
+	LeaderImbalanceCheckSecs int64
+	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
@@ -119,6 +124,8 @@ func DefaultConfig() Config {
 		BrokerHeartbeatIntervalMs: 2000,
 		PartitionOpenTimeoutMs:    120000,
 		ReplicaLagTimeMaxMs:       30000,
+		AutoLeaderRebalance:       true,
+		LeaderImbalanceCheckSecs:  300,
 	}
 }
 
@@ -168,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
+	}
+	if c.LeaderImbalanceCheckSecs < 1 {
+		errs = append(errs, fmt.Errorf("leader.imbalance.check.interval.seconds %d: must be >= 1", c.LeaderImbalanceCheckSecs))
 	}
 	if c.ReplicaLagTimeMaxMs < 1 {
 		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: must be >= 1", c.ReplicaLagTimeMaxMs))

@@ -125,6 +125,8 @@ func notController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.AlterPartitionResponse:
 		return r.ErrorCode == nc
+	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == nc
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			if t.ErrorCode == nc {

@@ -23,6 +23,7 @@ var ctlAPIs = map[int16][2]int16{
 	19: {0, 7},   // CreateTopics
 	20: {0, 6},   // DeleteTopics
 	37: {0, 3},   // CreatePartitions
+	43: {0, 2},   // ElectLeaders
 	56: {2, 3},   // AlterPartition (topic ids)
 	62: {0, 4},   // BrokerRegistration
 	63: {0, 1},   // BrokerHeartbeat
@@ -132,6 +133,10 @@ func notControllerResponse(kreq kmsg.Request) kmsg.Response {
 		return r
 	case *kmsg.AlterPartitionRequest:
 		r := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+		r.ErrorCode = nc
+		return r
+	case *kmsg.ElectLeadersRequest:
+		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		r.ErrorCode = nc
 		return r
 	case *kmsg.CreatePartitionsRequest:

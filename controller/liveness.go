@@ -194,3 +194,34 @@ func forEachPartition(img *Image, fn func(t *Topic, p int32, pt Partition)) {
 		}
 	}
 }
+
+// ElectPreferredFor decides an operator's preferred-leader election
+// (Kafka's ElectLeaders with election type PREFERRED) for the named
+// partitions: one record per partition that moves, and a Kafka error code
+// per partition that does not — UNKNOWN_TOPIC_OR_PARTITION,
+// ELECTION_NOT_NEEDED when the preferred replica already leads, and
+// PREFERRED_LEADER_NOT_AVAILABLE when it is fenced or out of the ISR (it is
+// never made leader without every committed record).
+func ElectPreferredFor(img *Image, topic string, partitions []int32) ([]Record, map[int32]int16) {
+	codes := map[int32]int16{}
+	t := img.Topic(topic)
+	var out []Record
+	for _, p := range partitions {
+		if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+			codes[p] = kerr.UnknownTopicOrPartition.Code
+			continue
+		}
+		pt := t.Partitions[p]
+		pref := pt.Replicas[0]
+		switch {
+		case pt.Leader == pref:
+			codes[p] = kerr.ElectionNotNeeded.Code
+		case !img.live(pref) || !slices.Contains(pt.ISR, pref):
+			codes[p] = kerr.PreferredLeaderNotAvailable.Code
+		default:
+			out = append(out, NewRecord(ChangePartition{TopicID: t.ID, Partition: p, Leader: &pref}))
+			codes[p] = 0
+		}
+	}
+	return out, codes
+}

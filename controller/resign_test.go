@@ -55,3 +55,28 @@ func TestResign(t *testing.T) {
 		t.Fatalf("solo after resign: %+v", q2)
 	}
 }
+
+func TestElectPreferredFor(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 3, 3)
+	// Move partition 0's leadership off its preferred replica.
+	p0 := c.part(tp, 0)
+	other := p0.Replicas[1]
+	c.apply(NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, Leader: &other}))
+	// Partition 1's preferred replica leaves the ISR.
+	p1 := c.part(tp, 1)
+	isr := slices.DeleteFunc(slices.Clone(p1.ISR), func(id int32) bool { return id == p1.Replicas[0] })
+	newLeader := isr[0]
+	c.apply(NewRecord(ChangePartition{TopicID: tp.ID, Partition: 1, ISR: &isr, Leader: &newLeader}))
+
+	recs, codes := ElectPreferredFor(c.img, "t", []int32{0, 1, 2, 7})
+	if codes[0] != 0 || codes[1] != kerr.PreferredLeaderNotAvailable.Code || codes[2] != kerr.ElectionNotNeeded.Code ||
+		codes[7] != kerr.UnknownTopicOrPartition.Code || len(recs) != 1 {
+		t.Fatalf("codes %v, %d records", codes, len(recs))
+	}
+	c.apply(recs...)
+	if got := c.part(tp, 0); got.Leader != p0.Replicas[0] || got.LeaderEpoch != p0.LeaderEpoch+2 {
+		t.Fatalf("partition 0 after election: %+v", got)
+	}
+}

@@ -18,6 +18,7 @@ func replicatedCluster(t *testing.T) *Cluster {
 	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *broker.Config) {
 		cfg.ReplicaLagTimeMaxMs = 2000
 		cfg.MinInsyncReplicas = 2
+		cfg.LeaderImbalanceCheckSecs = 1
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +138,74 @@ func TestReplicationSurvivesLeaderLoss(t *testing.T) {
 		ps := isrOf(t, c, c.Addr(other), "r")
 		return len(ps) == 1 && len(ps[0].ISR) == 3
 	})
+	// It was the preferred replica: leadership moves back to it.
+	eventually(t, 10*time.Second, "leadership back on the preferred replica", func() bool {
+		ps := isrOf(t, c, c.Addr(other), "r")
+		return len(ps) == 1 && ps[0].Leader == leader
+	})
+	if ok, err := produce(t, cl, 300, 50); err != nil || ok != 50 {
+		t.Fatalf("produce after rebalance: %d acked, %v", ok, err)
+	}
+	checkAll(t, consumeValues(t, c, "r", 350), 350)
+}
+
+// ElectLeaders: a preferred election moves leadership where it can and
+// says why where it cannot; unclean elections are refused.
+func TestElectLeaders(t *testing.T) {
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *broker.Config) {
+		cfg.AutoLeaderRebalance = false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if code := createTopic(t, c.Addr(1), "e", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "e", 1)
+	pref := isrOf(t, c, c.Addr(1), "e")[0].Replicas[0]
+	if err := c.Stop(pref); err != nil {
+		t.Fatal(err)
+	}
+	other := int32(1)
+	for other == pref {
+		other++
+	}
+	eventually(t, 15*time.Second, "leadership moved off the stopped preferred replica", func() bool {
+		ps := isrOf(t, c, c.Addr(other), "e")
+		return len(ps) == 1 && ps[0].Leader >= 0 && ps[0].Leader != pref
+	})
+	if err := c.Restart(pref); err != nil {
+		t.Fatal(err)
+	}
+	elect := func(typ int8) int16 {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.ElectionType = typ
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = "e", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := request(t, c.Addr(other), req)
+		if err != nil {
+			return -1
+		}
+		r := resp.(*kmsg.ElectLeadersResponse)
+		if r.ErrorCode != 0 {
+			return r.ErrorCode
+		}
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := elect(1); code != kerr.ElectionNotNeeded.Code {
+		t.Fatalf("unclean election: code %d", code)
+	}
+	eventually(t, 20*time.Second, "preferred election succeeds once the replica is back in sync", func() bool {
+		return elect(0) == 0
+	})
+	if ps := isrOf(t, c, c.Addr(other), "e"); ps[0].Leader != pref {
+		t.Fatalf("leader %d after election, want %d", ps[0].Leader, pref)
+	}
+	if code := elect(0); code != kerr.ElectionNotNeeded.Code {
+		t.Fatalf("second election: code %d", code)
+	}
 }
 
 // checkAll asserts values 0..n-1 each appear exactly once.

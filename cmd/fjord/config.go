@@ -190,6 +190,10 @@ func newConfigKeys() []configKey {
 
 		{name: "replica.lag.time.max.ms", def: itoa(d.ReplicaLagTimeMaxMs), doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR.",
 			set: setInt(func(c *broker.Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
+		{name: "auto.leader.rebalance.enable", def: strconv.FormatBool(d.AutoLeaderRebalance), doc: "Move leadership back to each partition's preferred replica when it is live and in sync.",
+			set: setBool(func(c *broker.Config) *bool { return &c.AutoLeaderRebalance })},
+		{name: "leader.imbalance.check.interval.seconds", def: itoa(d.LeaderImbalanceCheckSecs), doc: "How often the active controller moves leadership back to preferred replicas.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.LeaderImbalanceCheckSecs })},
 		{name: "fjord.partition.open.timeout.ms", def: itoa(d.PartitionOpenTimeoutMs), doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",
 			set: setInt(func(c *broker.Config) *int64 { return &c.PartitionOpenTimeoutMs })},
 

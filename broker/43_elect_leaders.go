@@ -1,0 +1,44 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ElectLeaders: v0-2
+//
+// Behaviour:
+//   - Forwarded to the active controller. Preferred elections (type 0)
+//     move each named partition's leadership to its first replica when that
+//     broker is live and in the ISR: ELECTION_NOT_NEEDED if it leads
+//     already, PREFERRED_LEADER_NOT_AVAILABLE if it is fenced or out of
+//     sync. Null topics means every partition.
+//   - Unclean elections (type 1) are refused: Fjord never makes an
+//     out-of-sync replica leader (ELIGIBLE_LEADERS_NOT_AVAILABLE, or
+//     ELECTION_NOT_NEEDED where a leader exists).
+//   - The answer comes once this broker's own image shows the elections.
+//
+// Version notes:
+//   - v1: election type, top-level error; v2: flexible
+func init() { regKey(43, 0, 2, handleElectLeaders) }
+
+func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ElectLeadersRequest)
+	go func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+			respond(resp)
+			return
+		}
+		resp := kresp.(*kmsg.ElectLeadersResponse)
+		resp.Version = req.Version
+		version := b.meta.Image().Version()
+		b.waitImage(ctx, func(img *controller.Image) bool { return img.Version() >= version })
+		respond(resp)
+	}()
+}
