@@ -9,6 +9,10 @@ package brokertest
 // Writes go as raw Produce requests (one batch each, to one chosen node,
 // with the acks the step needs), so which node appends what is part of the
 // script rather than up to a client's metadata and retries.
+//
+// A failed scenario prints the brokers' log lines about its topic, fencing
+// and the controller; FJORD_SCENARIO_LOGS=1 prints them always, =all
+// prints every line.
 
 import (
 	"bytes"
@@ -16,6 +20,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -29,8 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// logBuf collects the brokers' logs; a failed test prints the lines about
-// its topic and about fencing.
+// logBuf collects the brokers' logs, each line stamped with the time.
 type logBuf struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -39,6 +43,7 @@ type logBuf struct {
 func (l *logBuf) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.buf.WriteString(time.Now().Format("15:04:05.000 "))
 	return l.buf.Write(p)
 }
 
@@ -47,7 +52,8 @@ func (l *logBuf) lines(topic string) []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(l.buf.String(), "\n") {
-		if strings.Contains(line, `"topic":"`+topic+`"`) || strings.Contains(line, "fenc") {
+		if os.Getenv("FJORD_SCENARIO_LOGS") == "all" || strings.Contains(line, `"topic":"`+topic+`"`) ||
+			strings.Contains(line, "fenc") || strings.Contains(line, "controller") {
 			out = append(out, line)
 		}
 	}
@@ -61,21 +67,35 @@ func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32) *Clu
 	t.Helper()
 	logs := &logBuf{}
 	t.Cleanup(func() { // runs after the cluster's Close, registered below
-		if t.Failed() {
+		if t.Failed() || os.Getenv("FJORD_SCENARIO_LOGS") != "" {
 			for _, line := range logs.lines(topic) {
 				t.Log(line)
 			}
 		}
 	})
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Logger: zerolog.New(logs).Level(zerolog.InfoLevel).With().Timestamp().Logger(),
-		Configure: func(_ int32, cfg *broker.Config) {
-			cfg.ReplicaLagTimeMaxMs = lagMs
-			cfg.MinInsyncReplicas = minISR
-		}})
+	var c *Cluster
+	var err error
+	for try := 0; ; try++ {
+		c, err = Start(Options{Nodes: 3, Dir: t.TempDir(), Logger: zerolog.New(logs).Level(zerolog.InfoLevel),
+			Configure: func(_ int32, cfg *broker.Config) {
+				cfg.ReplicaLagTimeMaxMs = lagMs
+				cfg.MinInsyncReplicas = minISR
+			}})
+		// Start picks free ports by binding and closing them, so another
+		// listener may take one before its node binds it: try again.
+		if err == nil || try == 2 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		t.Logf("starting the cluster: %v; again", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		start := time.Now()
+		c.Close()
+		t.Logf("cluster closed in %v", time.Since(start))
+	})
 	if code := createTopic(t, c.Addr(1), topic, 1, 3); code != 0 {
 		t.Fatalf("create %s: %v", topic, kerr.ErrorForCode(code))
 	}
@@ -134,8 +154,8 @@ func waitLeads(t *testing.T, c *Cluster, id int32, topic string, epoch int32) {
 	})
 }
 
-// others returns the node ids of a three-node cluster other than ids.
-func others(ids ...int32) []int32 {
+// otherNodes returns the node ids of a three-node cluster other than ids.
+func otherNodes(ids ...int32) []int32 {
 	var out []int32
 	for id := int32(1); id <= 3; id++ {
 		if !slices.Contains(ids, id) {
@@ -162,8 +182,8 @@ func concat(parts ...[]string) []string {
 	return out
 }
 
-// rawBatch builds one uncommitted-looking (non-idempotent, uncompressed)
-// magic-2 record batch holding values, keyless.
+// rawBatch builds one magic-2 record batch holding values: keyless,
+// uncompressed, not idempotent.
 func rawBatch(values ...string) []byte {
 	now := time.Now().UnixMilli()
 	var recs []byte
@@ -194,10 +214,10 @@ func rawBatch(values ...string) []byte {
 	return b
 }
 
-// send produces values as one batch to node id's topic-0 with acks and the
+// produceTo produces values as one batch to node id's topic-0 with acks and the
 // request timeout given, and returns the partition's error code (-1 when
 // the request itself failed: no answer at all).
-func send(t *testing.T, c *Cluster, id int32, topic string, acks int16, timeoutMs int32, values ...string) int16 {
+func produceTo(t *testing.T, c *Cluster, id int32, topic string, acks int16, timeoutMs int32, values ...string) int16 {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, timeoutMs
@@ -216,7 +236,7 @@ func send(t *testing.T, c *Cluster, id int32, topic string, acks int16, timeoutM
 	case -1:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	default:
-		t.Fatalf("send: acks=%d not supported", acks)
+		t.Fatalf("produceTo: acks=%d not supported", acks)
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -237,10 +257,10 @@ func send(t *testing.T, c *Cluster, id int32, topic string, acks int16, timeoutM
 	return r.Topics[0].Partitions[0].ErrorCode
 }
 
-// mustSend is send that must be acknowledged.
+// mustSend is produceTo that must be acknowledged.
 func mustSend(t *testing.T, c *Cluster, id int32, topic string, acks int16, values ...string) {
 	t.Helper()
-	if code := send(t, c, id, topic, acks, 8000, values...); code != 0 {
+	if code := produceTo(t, c, id, topic, acks, 8000, values...); code != 0 {
 		t.Fatalf("produce %v with acks=%d to node %d: %v", values, acks, id, kerr.ErrorForCode(code))
 	}
 }
@@ -318,6 +338,36 @@ func waitLogs(t *testing.T, c *Cluster, topic string, want []string, d time.Dura
 	}
 }
 
+// stopNode stops node id, noting a slow shutdown.
+func stopNode(t *testing.T, c *Cluster, id int32) {
+	t.Helper()
+	start := time.Now()
+	if err := c.Stop(id); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("stopping node %d took %v", id, d)
+	}
+}
+
+// restartNode restarts node id on its data and ports. A port it had may have
+// been taken meanwhile (Start picks free ports by binding and closing
+// them; an outgoing connection can land on one): try again shortly.
+func restartNode(t *testing.T, c *Cluster, id int32) {
+	t.Helper()
+	for try := 0; ; try++ {
+		err := c.Restart(id)
+		if err == nil {
+			return
+		}
+		if try == 4 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("restarting node %d: %v; again", id, err)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // stepper logs each step of a scenario with the time since the previous.
 func stepper(t *testing.T) func(format string, args ...any) {
 	last := time.Now()
@@ -363,15 +413,13 @@ func TestScenarioKIP101Divergence(t *testing.T) {
 	c.CutReplication(l)
 	mustSend(t, c, l, topic, 1, b...) // only the leader has these
 	checkLog(t, c, l, topic, concat(a, b))
-	for _, f := range others(l) {
+	for _, f := range otherNodes(l) {
 		checkLog(t, c, f, topic, a)
 	}
 
 	step("A on every replica; B on leader %d only", l)
-	if err := c.Stop(l); err != nil {
-		t.Fatal(err)
-	}
-	fs := others(l)
+	stopNode(t, c, l)
+	fs := otherNodes(l)
 	np := waitPartition(t, c, fs[0], topic, 15*time.Second, "a follower leads at a higher epoch",
 		func(p kmsg.MetadataResponseTopicPartition) bool {
 			return p.Leader > 0 && p.Leader != l && p.LeaderEpoch > e0 && !slices.Contains(p.ISR, l)
@@ -385,9 +433,7 @@ func TestScenarioKIP101Divergence(t *testing.T) {
 
 	step("C committed by the new leader")
 	c.Heal(l)
-	if err := c.Restart(l); err != nil {
-		t.Fatal(err)
-	}
+	restartNode(t, c, l)
 	step("node %d restarted", l)
 	waitLogs(t, c, topic, concat(a, cc), 15*time.Second)
 	step("every replica holds A C, committed; ISR of 3")
@@ -437,9 +483,7 @@ func TestScenarioKIP279DoubleFailover(t *testing.T) {
 
 	// r1 fails: r2, first in preference order among the rest of the
 	// ISR, leads at e1 and appends C, which nobody can copy.
-	if err := c.Stop(r1); err != nil {
-		t.Fatal(err)
-	}
+	stopNode(t, c, r1)
 	p1 := waitPartition(t, c, r3, topic, 15*time.Second, "r2 leads after r1 stops", func(p kmsg.MetadataResponseTopicPartition) bool {
 		return p.Leader == r2 && p.LeaderEpoch > e0 && slices.Equal(sorted(p.ISR), sorted([]int32{r2, r3}))
 	})
@@ -450,17 +494,13 @@ func TestScenarioKIP279DoubleFailover(t *testing.T) {
 
 	// r1 returns (its links to r2 and r3 are still cut: it stays out of
 	// the ISR) so the quorum survives r2's failure; r3 then leads at e2.
-	if err := c.Restart(r1); err != nil {
-		t.Fatal(err)
-	}
+	restartNode(t, c, r1)
 	eventually(t, 10*time.Second, "r1 unfenced again", func() bool {
 		_, brokers := layout(t, c.Addr(r3), topic)
 		return slices.Contains(brokers, r1)
 	})
 	step("r1 restarted and unfenced, still cut off")
-	if err := c.Stop(r2); err != nil {
-		t.Fatal(err)
-	}
+	stopNode(t, c, r2)
 	p2 := waitPartition(t, c, r3, topic, 15*time.Second, "r3 leads after r2 stops", func(p kmsg.MetadataResponseTopicPartition) bool {
 		return p.Leader == r3 && p.LeaderEpoch > p1.LeaderEpoch
 	})
@@ -475,9 +515,7 @@ func TestScenarioKIP279DoubleFailover(t *testing.T) {
 	c.Heal(r1)
 	c.Heal(r2)
 	c.Heal(r3)
-	if err := c.Restart(r2); err != nil {
-		t.Fatal(err)
-	}
+	restartNode(t, c, r2)
 	step("healed, r2 restarted")
 	waitLogs(t, c, topic, concat(a, b1, d), 15*time.Second)
 	step("every replica holds A B1 D, committed; ISR of 3")
@@ -502,13 +540,13 @@ func TestScenarioIsolatedLeader(t *testing.T) {
 	step("cluster up, %s created", topic)
 	p := partitionVia(t, c, 1, topic)
 	l, e0 := p.Leader, p.LeaderEpoch
-	fs := others(l)
+	fs := otherNodes(l)
 	a, b, b2, cc, d := vals("a", 5), vals("b", 2), vals("bb", 2), vals("c", 3), vals("d", 2)
 
 	mustSend(t, c, l, topic, -1, a...)
 
 	c.Cut(l)
-	if code := send(t, c, l, topic, -1, 2000, b...); code == 0 {
+	if code := produceTo(t, c, l, topic, -1, 2000, b...); code == 0 {
 		t.Fatalf("isolated leader %d acknowledged an acks=all write; replicas:%s", l, describeLogs(c, topic))
 	} else {
 		t.Logf("isolated leader answered acks=all with %v", kerr.ErrorForCode(code))
@@ -524,7 +562,7 @@ func TestScenarioIsolatedLeader(t *testing.T) {
 	mustSend(t, c, np.Leader, topic, -1, cc...)
 	// The deposed leader, still cut off, still takes writes it cannot
 	// commit.
-	if code := send(t, c, l, topic, -1, 1000, b2...); code == 0 {
+	if code := produceTo(t, c, l, topic, -1, 1000, b2...); code == 0 {
 		t.Fatalf("deposed leader %d acknowledged an acks=all write; replicas:%s", l, describeLogs(c, topic))
 	}
 
@@ -535,7 +573,7 @@ func TestScenarioIsolatedLeader(t *testing.T) {
 	// ISR {leader}: both followers stop fetching until the leader drops
 	// them; acks=all is then refused before anything is appended.
 	n := np.Leader
-	for _, f := range others(n) {
+	for _, f := range otherNodes(n) {
 		c.CutReplication(f)
 	}
 	waitPartition(t, c, fs[0], topic, 10*time.Second, "the ISR shrinks to the leader", func(p kmsg.MetadataResponseTopicPartition) bool {
@@ -547,7 +585,7 @@ func TestScenarioIsolatedLeader(t *testing.T) {
 	})
 	step("ISR shrunk to [%d]", n)
 	before, _, _ := replicaLog(c, n, topic)
-	if code := send(t, c, n, topic, -1, 2000, vals("x", 2)...); code != kerr.NotEnoughReplicas.Code {
+	if code := produceTo(t, c, n, topic, -1, 2000, vals("x", 2)...); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with ISR [%d] and min.insync.replicas=2: got %v, want NOT_ENOUGH_REPLICAS", n, kerr.ErrorForCode(code))
 	}
 	checkLog(t, c, n, topic, concat(a, cc))
@@ -555,7 +593,7 @@ func TestScenarioIsolatedLeader(t *testing.T) {
 		t.Fatalf("log end moved from %d to %d on a refused write", before.LogEnd, after.LogEnd)
 	}
 
-	for _, f := range others(n) {
+	for _, f := range otherNodes(n) {
 		c.Heal(f)
 	}
 	waitPartition(t, c, n, topic, 15*time.Second, "the followers rejoin the ISR", func(p kmsg.MetadataResponseTopicPartition) bool {
@@ -579,7 +617,7 @@ func TestScenarioLastReplicaStanding(t *testing.T) {
 	step("cluster up, %s created", topic)
 	p := partitionVia(t, c, 1, topic)
 	l := p.Leader
-	fs := others(l)
+	fs := otherNodes(l)
 	a, b, cc := vals("a", 4), vals("b", 3), vals("c", 2)
 
 	mustSend(t, c, l, topic, -1, a...)
@@ -599,9 +637,7 @@ func TestScenarioLastReplicaStanding(t *testing.T) {
 		checkLog(t, c, f, topic, a)
 	}
 
-	if err := c.Stop(l); err != nil {
-		t.Fatal(err)
-	}
+	stopNode(t, c, l)
 	leaderless := func(p kmsg.MetadataResponseTopicPartition) bool {
 		return p.Leader == -1 && p.ErrorCode == kerr.LeaderNotAvailable.Code && slices.Equal(p.ISR, []int32{l})
 	}
@@ -619,9 +655,7 @@ func TestScenarioLastReplicaStanding(t *testing.T) {
 	}
 
 	step("still leaderless with the followers healed")
-	if err := c.Restart(l); err != nil {
-		t.Fatal(err)
-	}
+	restartNode(t, c, l)
 	step("node %d restarted", l)
 	rp := waitPartition(t, c, fs[0], topic, 15*time.Second, "the last in-sync replica leads again", func(p kmsg.MetadataResponseTopicPartition) bool {
 		return p.Leader == l && p.LeaderEpoch > ps.LeaderEpoch
@@ -648,7 +682,7 @@ func TestScenarioZombieLeaderFenced(t *testing.T) {
 	mustSend(t, c, l, topic, -1, a...)
 
 	c.Cut(l)
-	fs := others(l)
+	fs := otherNodes(l)
 	np := waitPartition(t, c, fs[0], topic, 15*time.Second, "a new leader", func(p kmsg.MetadataResponseTopicPartition) bool {
 		return p.Leader > 0 && p.Leader != l && p.LeaderEpoch > e0
 	})
@@ -689,7 +723,7 @@ func TestScenarioZombieLeaderFenced(t *testing.T) {
 	})
 	step("healed: node %d follows at epoch %d", l, e1)
 	for _, acks := range []int16{-1, 1} {
-		if got := send(t, c, l, topic, acks, 2000, "zombie"); got != kerr.NotLeaderForPartition.Code {
+		if got := produceTo(t, c, l, topic, acks, 2000, "zombie"); got != kerr.NotLeaderForPartition.Code {
 			t.Errorf("produce acks=%d to the old leader: %v, want NOT_LEADER_OR_FOLLOWER", acks, kerr.ErrorForCode(got))
 		}
 	}
