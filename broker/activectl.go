@@ -32,6 +32,7 @@ type activeController struct {
 	node  *node.Node
 	log   zerolog.Logger
 	calls chan ctlCall
+	done  chan struct{} // closed when run returns: callers stop waiting
 
 	// Owned by run.
 	live       *controller.Liveness
@@ -52,7 +53,7 @@ var errNotController = errors.New("broker: not the active controller")
 
 func newActiveController(cfg *Config, n *node.Node, log zerolog.Logger) *activeController {
 	return &activeController{cfg: cfg, node: n, log: log.With().Str("component", "controller").Logger(),
-		calls: make(chan ctlCall, 64), proposeTTL: 10 * time.Second}
+		calls: make(chan ctlCall, 64), done: make(chan struct{}), proposeTTL: 10 * time.Second}
 }
 
 // call hands req to run and waits for its response. A nil response means
@@ -63,17 +64,22 @@ func (c *activeController) call(ctx context.Context, req kmsg.Request) kmsg.Resp
 	case c.calls <- call:
 	case <-ctx.Done():
 		return nil
+	case <-c.done:
+		return nil
 	}
 	select {
 	case r := <-call.reply:
 		return r
 	case <-ctx.Done():
 		return nil
+	case <-c.done:
+		return nil
 	}
 }
 
 // run decides requests and fences silent brokers until stop closes.
 func (c *activeController) run(stop <-chan struct{}) {
+	defer close(c.done)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {

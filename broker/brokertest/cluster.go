@@ -159,6 +159,39 @@ func Start(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
+// repickLocked gives node m new listener ports and points the proxies in
+// front of it at them. REQUIRES: c.mu held, m stopped.
+func (c *Cluster) repickLocked(m *member) error {
+	pick := func() (string, error) {
+		port, err := freePort()
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
+	}
+	m.clientPort = 0
+	for i := range m.replAddr {
+		addr, err := pick()
+		if err != nil {
+			return err
+		}
+		m.replAddr[i] = addr
+		if p := c.repl[[2]int32{i, m.id}]; p != nil {
+			p.retarget(addr)
+		}
+	}
+	if m.voter {
+		addr, err := pick()
+		if err != nil {
+			return err
+		}
+		m.ctlAddr = addr
+		for k, p := range c.links {
+			if k[1] == m.id {
+				p.retarget(addr)
+			}
+		}
+	}
+	return nil
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -210,18 +243,34 @@ func (c *Cluster) config(m *member) broker.Config {
 	return cfg
 }
 
-// start starts node id and waits until it serves clients.
+// start starts node id and waits until it serves clients. A port taken
+// by someone else since it was picked (free ports are only free a moment)
+// is picked again: peers reach the node through proxies, which follow.
 func (c *Cluster) start(id int32) error {
-	c.mu.Lock()
-	m := c.nodes[id]
-	if m.b != nil {
+	var b *broker.Broker
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		m := c.nodes[id]
+		if m.b != nil {
+			c.mu.Unlock()
+			return fmt.Errorf("brokertest: node %d is running", id)
+		}
+		if attempt > 0 {
+			if err := c.repickLocked(m); err != nil {
+				c.mu.Unlock()
+				return err
+			}
+		}
+		cfg := c.config(m)
 		c.mu.Unlock()
-		return fmt.Errorf("brokertest: node %d is running", id)
-	}
-	cfg := c.config(m)
-	c.mu.Unlock()
-	b, err := broker.New(cfg, c.opts.Logger.With().Int32("node", id).Logger())
-	if err != nil {
+		var err error
+		b, err = broker.New(cfg, c.opts.Logger.With().Int32("node", id).Logger())
+		if err == nil {
+			break
+		}
+		if attempt < 5 && strings.Contains(err.Error(), "address already in use") {
+			continue
+		}
 		return fmt.Errorf("brokertest: node %d: %w", id, err)
 	}
 	b.Start()
@@ -233,6 +282,7 @@ func (c *Cluster) start(id int32) error {
 	}
 	_, port, _ := net.SplitHostPort(b.Addrs()[0])
 	c.mu.Lock()
+	m := c.nodes[id]
 	m.b = b
 	m.clientPort, _ = strconv.Atoi(port)
 	c.mu.Unlock()

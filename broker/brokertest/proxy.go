@@ -19,10 +19,10 @@ const (
 // Invariant: while state is linkCut, conns is empty (set closes them and
 // accept refuses new ones).
 type proxy struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
 	mu     sync.Mutex
+	target string     // where connections go; changes if the node re-binds
 	moved  *sync.Cond // broadcast on every state change
 	state  linkState
 	closed bool
@@ -41,6 +41,12 @@ func newProxy(target string) (*proxy, error) {
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) retarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
+}
 
 func (p *proxy) set(s linkState) {
 	p.mu.Lock()
@@ -101,7 +107,10 @@ func (p *proxy) accept() {
 			return
 		}
 		go func() {
-			out, err := net.Dial("tcp", p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			out, err := net.Dial("tcp", target)
 			if err != nil {
 				in.Close()
 				return
