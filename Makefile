@@ -40,6 +40,14 @@ fuzz:
 compat: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 $(GO) test -count=1 -timeout 15m ./...
 
+# faults runs every fault-injection scenario of compat-tests at full length
+# (kill, freeze and isolate leaders, lose two of three nodes under an acks=all
+# workload, then check nothing acknowledged was lost); `make compat` runs the
+# short ones.
+.PHONY: faults
+faults: build
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_FAULTS=full $(GO) test -count=1 -timeout 20m -run TestFault -v ./...
+
 # bench measures fjord and franz-go's in-memory kfake side by side.
 bench: build
 	cd cmd/fjord-bench && $(GO) run . -kfake -fjord-bin $(CURDIR)/$(BIN)

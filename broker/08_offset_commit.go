@@ -77,8 +77,15 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	b.offsets.commit(req.Group, offs, func(err error) {
 		if err != nil {
 			code := kerr.KafkaStorageError.Code
-			if errors.Is(err, errLoading) || errors.Is(err, errNotCoordinator) {
+			switch {
+			case errors.Is(err, errLoading), errors.Is(err, errNotCoordinator):
 				code = errorCode(err)
+			case errors.Is(err, errNotLeader):
+				code = kerr.NotCoordinator.Code
+			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, errNotEnoughAfterAppend), errors.Is(err, errTimedOut):
+				// As Kafka: the offsets partition's replicas did not all
+				// confirm; the client finds the coordinator again and retries.
+				code = kerr.CoordinatorNotAvailable.Code
 			}
 			b.log.Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
 			for i := range resp.Topics {
