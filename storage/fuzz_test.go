@@ -229,8 +229,15 @@ func FuzzRecovery(f *testing.F) {
 			t.Logf("OffsetForTimestamp: %v", err)
 		}
 
-		// The log takes appends right after what was kept.
-		res, err := appendRaw(l, buildBatch(t, batchOpts{N: 2, Idempotent: true, PID: 9, Seq: 0}), 1)
+		// The log takes appends right after what was kept, from a leader at
+		// an epoch no older than the recovered log's (an older one is
+		// refused as stale, which is right).
+		nb := buildBatch(t, batchOpts{N: 2, Idempotent: true, PID: 9, Seq: 0})
+		info, err := ValidateBatch(nb, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.Append(nb, info, max(l.LatestEpoch(), 7), 1)
 		if err != nil {
 			t.Fatalf("append after recovery: %v", err)
 		}
