@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,6 +130,17 @@ func (c *Cluster) createOn(t testing.TB, id int, topic string, partitions int32,
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	resp, err := c.Admin(id).CreateTopic(ctx, partitions, rf, nil, topic)
+	if err != nil && errors.Is(err, io.EOF) {
+		// The connection dropped with the request's outcome unknown, which
+		// a client retries; a retry that finds the topic created is the
+		// first attempt's success. (Seen once in ~30 CI runs; not yet
+		// explained — logged so it stays visible.)
+		t.Logf("create %q through node %d: connection dropped (%v); retrying", topic, id, err)
+		resp, err = c.Admin(id).CreateTopic(ctx, partitions, rf, nil, topic)
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			err = nil
+		}
+	}
 	if err != nil {
 		t.Fatalf("create %q (%d partitions, rf %d) through node %d: %v (%s)", topic, partitions, rf, id, err, resp.ErrMessage)
 	}
