@@ -37,8 +37,26 @@ func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		resp := kresp.(*kmsg.ElectLeadersResponse)
 		resp.Version = req.Version
-		version := b.meta.Image().Version()
-		b.waitImage(ctx, func(img *controller.Image) bool { return img.Version() >= version })
+		if req.ElectionType == 0 {
+			// Answer once this broker's image shows every election made.
+			b.waitImage(ctx, func(img *controller.Image) bool {
+				for _, rt := range resp.Topics {
+					t := img.Topic(rt.Topic)
+					for _, rp := range rt.Partitions {
+						if rp.ErrorCode != 0 {
+							continue
+						}
+						if t == nil || int(rp.Partition) >= len(t.Partitions) {
+							return true // deleted meanwhile
+						}
+						if p := t.Partitions[rp.Partition]; p.Leader != p.Replicas[0] {
+							return false
+						}
+					}
+				}
+				return true
+			})
+		}
 		respond(resp)
 	}()
 }
