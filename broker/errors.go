@@ -9,18 +9,8 @@ import (
 
 // Broker-level failures that map to Kafka error codes.
 var (
-	errUnknownTopic         = errors.New("broker: unknown topic or partition")
-	errUnknownTopicID       = errors.New("broker: unknown topic id")
-	errTopicExists          = errors.New("broker: topic already exists")
 	errInvalidTopic         = errors.New("broker: invalid topic name")
-	errInvalidParts         = errors.New("broker: invalid number of partitions")
-	errInvalidRF            = errors.New("broker: invalid replication factor")
 	errInvalidConfig        = errors.New("broker: invalid config")
-	errInvalidAssign        = errors.New("broker: invalid replica assignment")
-	errDeleteDisabled       = errors.New("broker: topic deletion disabled")
-	errShuttingDown         = errors.New("broker: shutting down")
-	errInvalidRequest       = errors.New("broker: invalid request")
-	errPartitionFailed      = errors.New("broker: partition storage failed")
 	errTransactional        = errors.New("broker: transactions are not supported")
 	errNotEnoughReplicas    = errors.New("broker: not enough in-sync replicas")
 	errNotLeader            = errors.New("broker: not the leader of this partition")
@@ -58,35 +48,17 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, errShuttingDown), errors.Is(err, errNotLeader),
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, errNotLeader),
 		errors.Is(err, storage.ErrStaleLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, errUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, errUnknownTopicID):
-		return kerr.UnknownTopicID.Code
-	case errors.Is(err, errTopicExists):
-		return kerr.TopicAlreadyExists.Code
 	case errors.Is(err, errInvalidTopic):
 		return kerr.InvalidTopicException.Code
-	case errors.Is(err, errInvalidParts):
-		return kerr.InvalidPartitions.Code
-	case errors.Is(err, errInvalidRF):
-		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, errInvalidConfig):
 		return kerr.InvalidConfig.Code
-	case errors.Is(err, errInvalidAssign):
-		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, errDeleteDisabled):
-		return kerr.TopicDeletionDisabled.Code
-	case errors.Is(err, errInvalidRequest):
-		return kerr.InvalidRequest.Code
 	case errors.Is(err, errLoading):
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, errNotCoordinator):
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, errPartitionFailed):
-		return kerr.KafkaStorageError.Code
 	}
 	return kerr.UnknownServerError.Code
 }
