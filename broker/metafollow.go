@@ -187,6 +187,9 @@ func (f *metaFollower) snapshot(ctx context.Context, voter int32) error {
 	if sp.ErrorCode != 0 {
 		return kerr.ErrorForCode(sp.ErrorCode)
 	}
+	if sp.SnapshotID.EndOffset < 0 {
+		return errMalformedShip
+	}
 	idx := uint64(sp.SnapshotID.EndOffset)
 	if idx < f.Image().Version() {
 		return errStaleShip // this voter is behind us: ask another
