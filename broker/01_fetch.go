@@ -33,6 +33,8 @@ import (
 //     read up to the log end rather than the high watermark, record the
 //     follower's fetch offset as its log end (which moves the high
 //     watermark), and wait for appends rather than for the high watermark.
+//   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
+//     up to that replica's high watermark: a way to read one broker's copy.
 //
 // Version notes:
 //   - v4: isolation level, last stable offset; v5: log start offset;
@@ -151,6 +153,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			default:
 				p, code := b.leaderPartition(t, rp.Partition)
+				if replica == debugReplicaID {
+					p, code = b.localPartition(t, rp.Partition)
+				}
 				if code == 0 {
 					code = p.checkEpoch(rp.CurrentLeaderEpoch)
 				}
@@ -205,8 +210,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 	return pooled, total, stop
 }
 
-// replicaOf returns the follower id of a replica fetch, or -1 for a
-// consumer's.
+// debugReplicaID is Kafka's debugging consumer: its fetches are served by
+// any replica, leader or follower, up to that replica's own high
+// watermark, so a tool (or a test) can read what one broker holds.
+const debugReplicaID = -2
+
+// replicaOf returns the follower id of a replica fetch, -1 for a
+// consumer's, -2 for the debugging consumer's.
 func replicaOf(req *kmsg.FetchRequest) int32 {
 	if req.Version >= 15 {
 		return req.ReplicaState.ID

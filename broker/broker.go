@@ -405,6 +405,18 @@ func (b *Broker) leaderPartition(t *topic, idx int32) (*partition, int16) {
 	return p, 0
 }
 
+// localPartition returns this broker's replica of partition idx, leader
+// or follower.
+func (b *Broker) localPartition(t *topic, idx int32) (*partition, int16) {
+	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if p := t.parts[idx]; p != nil && p.state.Load() != nil {
+		return p, 0
+	}
+	return nil, kerr.NotLeaderForPartition.Code
+}
+
 // topicsSnapshot returns the live topics.
 func (b *Broker) topicsSnapshot() map[string]*topic {
 	b.mu.RLock()
