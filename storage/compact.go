@@ -237,7 +237,7 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("segment %d: %w", old.base, err)
 	}
-	ns, err := openSegment(dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil)
+	ns, err := openSegment(dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil, nil)
 	if err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: reopen after cleaning: %w", old.base, err)
 		return l.mu.failed

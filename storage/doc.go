@@ -60,6 +60,21 @@
 // atomically before a new epoch's first batch, rebuilt from the batch
 // headers when missing, unreadable or behind the log (see epochs.go).
 //
+// # Offsets and gaps
+//
+// Offsets strictly increase from batch to batch, within a segment and
+// across segments, but need not be contiguous: compaction (Compact)
+// removes records, and whole batches, from sealed segments, and a follower
+// copies its leader's log as it is, gaps included (AppendReplica), where
+// they may land in its active segment and between its segments. So any
+// segment may have gaps, and the log end offset is the last batch's last
+// offset + 1. A Read of an offset inside a gap returns the batch after it,
+// as Kafka does; Truncate to an offset inside one ends the log after the
+// batch before it. Recovery accepts gaps and checks only what a gap cannot
+// excuse: a base offset (not under the CRC) must go forward and end within
+// the int32 offsets relative to the segment base that the indexes hold
+// (see plausibleBase in segment.go).
+//
 // # Durability
 //
 // Append writes to the page cache; Flush makes everything appended so far

@@ -1,6 +1,9 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors a caller classifies with errors.Is. Each maps to one Kafka error code
 // in the broker.
@@ -18,8 +21,29 @@ var (
 	// that has ended (NOT_LEADER_OR_FOLLOWER); on a follower, fetched data
 	// that diverges from its log, which must be truncated first.
 	ErrStaleLeaderEpoch = errors.New("storage: stale leader epoch")
-	// ErrUnexpectedOffset: fetched batches do not continue the log (a gap,
-	// or an overlap with what is already there), Kafka's
-	// UnexpectedAppendOffsetException.
+	// ErrUnexpectedOffset: a fetched batch overlaps what is already in the
+	// log, or its offsets go back (Kafka's UnexpectedAppendOffsetException
+	// and OffsetsOutOfOrderException). A gap before a batch is not an
+	// error: compaction on the leader leaves them (see AppendReplica).
 	ErrUnexpectedOffset = errors.New("storage: batch does not follow the log end")
+	// ErrCorruptLog: bytes already in the log fail their CRC or do not
+	// follow the batches before them (bit rot, a damaged sealed segment);
+	// returned as a *CorruptLogError, which says where.
+	ErrCorruptLog = errors.New("storage: corrupt data in the log")
 )
+
+// CorruptLogError is a read that found a stored batch it will not return.
+// Offset is where the log stops being trustworthy: Truncate(Offset)
+// removes the bad batch and everything after it, and nothing before.
+type CorruptLogError struct {
+	Segment  int64 // base offset of the segment holding the bad batch
+	Position int64 // its byte position in the segment file
+	Offset   int64
+	Reason   string
+}
+
+func (e *CorruptLogError) Error() string {
+	return fmt.Sprintf("%v: segment %d at byte %d (offset %d): %s", ErrCorruptLog, e.Segment, e.Position, e.Offset, e.Reason)
+}
+
+func (e *CorruptLogError) Unwrap() error { return ErrCorruptLog }

@@ -24,6 +24,13 @@ type Config struct {
 	RetentionBytes     int64 // retention.bytes; -1 = unlimited
 	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
 	FileDeleteDelay    time.Duration
+	// Compacted: cleanup.policy includes compact, so offsets may have gaps
+	// (compaction here, or on the leader a follower copies). Otherwise
+	// recovery demands that the active segment's batches be contiguous:
+	// the base offset is outside the CRC, and a gap there is damage. A
+	// topic that stops being compacted may be cut back at an old gap by
+	// its next recovery; a follower then fetches the rest again.
+	Compacted bool
 	// ProducerExpirationMs drops idempotent-producer state idle this long
 	// (producer.id.expiration.ms); 0 means DefaultProducerExpirationMs.
 	ProducerExpirationMs int64
@@ -59,8 +66,9 @@ const cleanShutdownFile = "clean-shutdown"
 // and everything Truncate does, which also holds flushMu (flushMu -> mu) so
 // that no Flush can publish a durable offset from before the cut.
 //
-// Invariants: segs is non-empty and sorted by base; segs[i].next ==
-// segs[i+1].base (after a restart, compaction may leave it below);
+// Invariants: segs is non-empty and sorted by base; segs[i].next <=
+// segs[i+1].base (below it when compaction, here or on the leader a
+// follower copied, removed the segment's last offsets);
 // startOffset == segs[0].base; durable <= end; every entry of the epoch
 // cache starts below end, except the latest, which may start at end (an
 // epoch recorded before its first batch is written, or whose write failed).
@@ -157,16 +165,47 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				}
 			}
 		}
-		s, err := openSegment(dir, base, active && !clean, active, cfg.IndexIntervalBytes, onBatch)
+		// A sealed segment found damaged is cut like the active one, but
+		// the log must then end there: keeping the segments after it
+		// would leave a hole that looks like a whole log. They go first,
+		// newest first, so a crash part way never leaves one; this
+		// replica fetches them again from its leader.
+		cut := false
+		var beforeCut func(int64) error
+		if !active {
+			later := bases[i+1:]
+			beforeCut = func(pos int64) error {
+				log.Error().Int64("segment", base).Int64("position", pos).Int64("dropped_from", later[0]).
+					Int("dropped_segments", len(later)).
+					Msg("sealed segment is damaged: the log now ends at the damage; the segments after it are removed and must be fetched again from the leader")
+				for k := len(later) - 1; k >= 0; k-- {
+					for _, ext := range []string{".log", ".index", ".timeindex"} {
+						if err := os.Remove(segmentPath(dir, later[k], ext)); err != nil && !os.IsNotExist(err) {
+							return err
+						}
+					}
+					if err := syncDir(dir); err != nil {
+						return err
+					}
+				}
+				cut = true
+				return nil
+			}
+		}
+		s, err := openSegment(dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
 		if err != nil {
 			for _, o := range segs {
 				o.close()
 			}
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
-		if !active && s.next != bases[i+1] {
+		if cut {
+			segs = append(segs, s)
+			break
+		}
+		if !active && s.next > bases[i+1] {
 			log.Warn().Int64("segment", base).Int64("next", s.next).Int64("following", bases[i+1]).
-				Msg("segment does not end where the next begins")
+				Msg("segment runs past where the next begins")
 		}
 		segs = append(segs, s)
 	}
@@ -467,6 +506,11 @@ func fdatasync(f *os.File) error {
 // larger than maxBytes cannot stall a consumer. Reads stay within one segment.
 // The result uses dst's storage when it is large enough (dst may be nil);
 // the caller owns it.
+//
+// Every batch returned has passed its CRC and follows the one before it:
+// bytes damaged on disk after they were written (a sealed segment is not
+// re-checked at startup) are never handed out. Batches before a bad one are
+// returned; a read that starts at a bad one fails with a *CorruptLogError.
 func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte, error) {
 	if offset < l.startOffset.Load() || offset > l.end.Load() {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset.Load(), l.end.Load())
@@ -490,40 +534,68 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte,
 		if pos >= size {
 			continue // offset is past this segment's end: try the next one
 		}
-		return s.readBatches(dst, pos, size, maxBytes, limit)
+		return s.readBatches(dst, offset, pos, size, maxBytes, limit)
 	}
 	return nil, nil
 }
 
-// readBatches reads whole batches from pos, stopping before limit, at size,
-// or once maxBytes is exceeded (the first batch always whole).
-func (s *segment) readBatches(dst []byte, pos, size int64, maxBytes int, limit int64) ([]byte, error) {
+// readBatches reads whole, verified batches from pos (the batch holding
+// offset), stopping before limit, at size, or once maxBytes is exceeded (the
+// first batch always whole).
+func (s *segment) readBatches(dst []byte, offset, pos, size int64, maxBytes int, limit int64) ([]byte, error) {
 	n := int(min(int64(max(maxBytes, BatchHeaderLen)), size-pos))
 	buf, err := s.readInto(dst, pos, n)
 	if err != nil {
 		return nil, err
 	}
 	var out int
+	next := s.base // the lowest base offset the next batch may have
 	for out+BatchHeaderLen <= len(buf) {
 		info, err := ParseHeader(buf[out:])
 		if err != nil {
-			return nil, fmt.Errorf("segment %d at %d: %w", s.base, pos+int64(out), err)
+			return s.corruptAt(buf, out, pos, offset, next, err.Error())
 		}
-		if BaseOffset(buf[out:]) >= limit || LastOffset(buf[out:]) >= limit {
+		base := BaseOffset(buf[out:])
+		if base < next || (out == 0 && LastOffset(buf) < offset) {
+			return s.corruptAt(buf, out, pos, offset, next, fmt.Sprintf("base offset %d out of sequence", base))
+		}
+		if base >= limit || LastOffset(buf[out:]) >= limit {
 			break
 		}
 		if out+info.Bytes > len(buf) {
 			if out == 0 && pos+int64(info.Bytes) <= size {
-				return s.readInto(dst, pos, info.Bytes) // one oversized batch, whole
+				// One oversized batch, whole.
+				if buf, err = s.readInto(dst, pos, info.Bytes); err != nil {
+					return nil, err
+				}
+				if err := CheckCRC(buf); err != nil {
+					return s.corruptAt(buf, 0, pos, offset, next, err.Error())
+				}
+				return buf, nil
 			}
 			break
 		}
+		if err := CheckCRC(buf[out : out+info.Bytes]); err != nil {
+			return s.corruptAt(buf, out, pos, offset, next, err.Error())
+		}
+		next = LastOffset(buf[out:]) + 1
 		out += info.Bytes
 	}
 	if out == 0 && len(buf) > 0 && len(buf) < BatchHeaderLen {
 		return nil, nil
 	}
 	return buf[:out], nil
+}
+
+// corruptAt ends a read at a bad batch found at buf[out:]: the good batches
+// before it are the result; if there are none, the read fails and says the
+// log is untrustworthy from the requested offset (the first batch) or from
+// next (where a later one should have started).
+func (s *segment) corruptAt(buf []byte, out int, pos, offset, next int64, reason string) ([]byte, error) {
+	if out > 0 {
+		return buf[:out], nil
+	}
+	return nil, &CorruptLogError{Segment: s.base, Position: pos, Offset: max(offset, next), Reason: reason}
 }
 
 func (l *Log) producerTTL() int64 {

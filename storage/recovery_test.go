@@ -3,13 +3,16 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -336,7 +339,14 @@ func TestRecoveryWholeActiveSegmentTorn(t *testing.T) {
 }
 
 func TestRecoveryFlippedByte(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) { testRecoveryFlippedByte(t, compacted) })
+	}
+}
+
+func testRecoveryFlippedByte(t *testing.T, compacted bool) {
 	cfg := testConfig()
+	cfg.Compacted = compacted
 	src := openLog(t, t.TempDir(), cfg)
 	batches := idemLog(t, src, 6)
 	active := filepath.Base(activeSegmentPath(t, src.dir))
@@ -356,10 +366,23 @@ func TestRecoveryFlippedByte(t *testing.T) {
 				t.Fatalf("flip in leader epoch byte %d: end %d", i, l.EndOffset())
 			}
 		case i < offLength:
-			// The base offset is not under the CRC either; a batch whose
-			// base offset is not the log end offset is corrupt.
-			if l.EndOffset() != batches[len(batches)-1].base && baseOffsetBug == "" {
-				baseOffsetBug = fmt.Sprintf("flipping byte %d of the last batch's base offset: recovered end offset %d, want %d", i, l.EndOffset(), batches[len(batches)-1].base)
+			// The base offset is not under the CRC either. A log that is
+			// never compacted has no gaps: any other base offset than its
+			// end is damage. In a compacted log gaps are legal, so recovery
+			// can only refuse a base offset going backwards or past the
+			// segment's int32 relative offsets (plausibleBase); a flip that
+			// still goes forward within them is taken as a gap, as in Kafka.
+			lastB := batches[len(batches)-1]
+			flipped := lastB.base ^ 0x20<<(8*(7-i))
+			want := lastB.base // cut before the batch
+			if refused := flipped < lastB.base || flipped+(lastB.last-lastB.base) > maxRelOffset; compacted && !refused {
+				want = flipped + (lastB.last - lastB.base) + 1
+			}
+			if i < 4 && want != lastB.base {
+				t.Fatalf("setup: flip at byte %d should be refused", i)
+			}
+			if l.EndOffset() != want && baseOffsetBug == "" {
+				baseOffsetBug = fmt.Sprintf("flipping byte %d of the last batch's base offset (to %d): recovered end offset %d, want %d", i, flipped, l.EndOffset(), want)
 			}
 		default:
 			if l.EndOffset() != batches[len(batches)-1].base {
@@ -373,7 +396,7 @@ func TestRecoveryFlippedByte(t *testing.T) {
 		l.Close()
 	}
 	if baseOffsetBug != "" {
-		t.Fatalf("regression: recovery keeps a batch whose base offset (not covered by the CRC) is corrupt: %s. segment.scan (segment.go) only rejects BaseOffset < s.next; it accepts any larger base, so the log end offset jumps (and index relative offsets overflow int32)", baseOffsetBug)
+		t.Fatalf("recovery misjudges a batch whose base offset (not covered by the CRC) is corrupt: %s. segment.scan (plausibleBase and the contiguity check, segment.go) must refuse a base other than the log end in a log that is not compacted; in a compacted one, a base below the previous batch's end or past the segment's int32 relative offsets", baseOffsetBug)
 	}
 }
 
@@ -773,9 +796,9 @@ func TestRecoveryTruncatedBehindSnapshot(t *testing.T) {
 	}
 }
 
-// TestRecoveryInactiveSegmentTorn: a crash right after a roll can leave the
-// previous segment's tail unsynced. Open must cope without error and serve
-// what survived.
+// TestRecoveryInactiveSegmentTorn: a sealed segment found torn (a roll
+// fsyncs it, so this is damage, not a crash) is cut without error, what
+// survived is served, and the log ends there.
 func TestRecoveryInactiveSegmentTorn(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1000
@@ -789,8 +812,13 @@ func TestRecoveryInactiveSegmentTorn(t *testing.T) {
 	first := filepath.Join(dir, logs[0])
 	truncateFile(t, first, fileSize(t, first)-10)
 	l := openLog(t, dir, cfg)
-	if l.EndOffset() != src.EndOffset() {
-		t.Fatalf("end %d, want %d", l.EndOffset(), src.EndOffset())
+	// The log ends at the tear: the segments after it are gone too, so no
+	// hole is left behind a log that looks whole.
+	if second := baseOf(t, logs[1]); l.EndOffset() >= second {
+		t.Fatalf("end %d, want below the second segment's base %d", l.EndOffset(), second)
+	}
+	if got := filesWithExt(t, dir, ".log"); len(got) != 1 {
+		t.Fatalf("segments after recovery: %v, want the torn one only", got)
 	}
 	data, err := l.Read(0, 1<<20, l.EndOffset(), nil)
 	if err != nil {
@@ -852,5 +880,146 @@ func TestRecoveryBaseOffsetOverflow(t *testing.T) {
 			how += ", stack full of recursive Open calls (`return Open(dir, cfg, log)` in log.go)"
 		}
 		t.Fatalf("regression: Open of a segment whose last batch's base offset field (not under the CRC) reads MaxInt64-1, 3 records: %s (%v). segment.scan accepts any base offset >= next, so next = base+lastOffsetDelta+1 overflows to a negative end offset; Open then finds snapshot offset -1 > end (`if snapAt > last.next`), deletes the snapshots and calls itself again (`return Open(dir, cfg, log)`), forever", how, err)
+	}
+}
+
+// TestReadRefusesCorruptSealedSegment: a clean open trusts sealed
+// segments (only their tail after the last index entry is walked), so a
+// byte flipped in one is found by the read path instead: batches before the
+// bad one are served, the bad one never; Read at it reports where the log
+// stops being trustworthy, and truncating there leaves a clean log that
+// appends continue.
+func TestReadRefusesCorruptSealedSegment(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500     // a few batches per segment
+	cfg.IndexIntervalBytes = 1 // every batch indexed: open walks only the last
+	dir := t.TempDir()
+	src := openLog(t, dir, cfg)
+	batches := idemLog(t, src, 12)
+	src.Close()
+	logs := filesWithExt(t, dir, ".log")
+	if len(logs) < 3 {
+		t.Fatalf("want at least 3 segments, have %v", logs)
+	}
+	segBase := baseOf(t, logs[1])
+	bad := -1
+	for i, a := range batches {
+		if a.base == segBase {
+			bad = i + 1 // the second batch of the segment
+		}
+	}
+	if bad <= 0 || bad >= len(batches) || batches[bad].base >= baseOf(t, logs[2]) {
+		t.Fatalf("no second batch in segment %d", segBase)
+	}
+	mutateFile(t, filepath.Join(dir, logs[1]), func(b []byte) []byte { b[len(batches[bad-1].orig)+70] ^= 1; return b })
+
+	l := openLog(t, dir, cfg)
+	if l.EndOffset() != batches[len(batches)-1].last+1 {
+		t.Fatalf("end %d: a clean open was not expected to look at a sealed segment", l.EndOffset())
+	}
+	// A read spanning the bad batch stops before it.
+	data, err := l.Read(segBase, 1<<20, l.EndOffset(), nil)
+	if err != nil {
+		t.Fatalf("Read(%d): %v", segBase, err)
+	}
+	if got := splitBatches(t, data); len(got) != 1 || LastOffset(got[0]) != batches[bad-1].last {
+		t.Fatalf("Read(%d) returned %d batches, want only the one before the corrupt batch", segBase, len(got))
+	}
+	// A read starting at it fails, and says where.
+	for _, off := range []int64{batches[bad].base, batches[bad].last} {
+		_, err := l.Read(off, 1<<20, l.EndOffset(), nil)
+		var ce *CorruptLogError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCorruptLog) {
+			t.Fatalf("Read(%d) = %v, want a *CorruptLogError", off, err)
+		}
+		if ce.Offset != off || ce.Segment != segBase {
+			t.Fatalf("Read(%d): %+v", off, ce)
+		}
+	}
+	if err := l.Truncate(batches[bad].base); err != nil {
+		t.Fatal(err)
+	}
+	if l.EndOffset() != batches[bad].base {
+		t.Fatalf("end after truncate %d, want %d", l.EndOffset(), batches[bad].base)
+	}
+	checkReadsMatch(t, l, batches[:bad])
+	appendOpts(t, l, batchOpts{N: 2, ValueSize: 10}, 20_000)
+	if l.EndOffset() != batches[bad].base+2 {
+		t.Fatalf("append after truncate: end %d", l.EndOffset())
+	}
+}
+
+// TestRecoveryDamagedSealedSegmentEndsTheLog: when recovery does find a
+// sealed segment damaged (here its index is gone, so it is scanned with
+// CRCs), the log ends at the damage: the later segments go too, so no hole
+// is left that would pass for a whole log.
+func TestRecoveryDamagedSealedSegmentEndsTheLog(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	dir := t.TempDir()
+	src := openLog(t, dir, cfg)
+	batches := idemLog(t, src, 12)
+	src.Close()
+	logs := filesWithExt(t, dir, ".log")
+	if len(logs) < 3 {
+		t.Fatalf("want at least 3 segments, have %v", logs)
+	}
+	segBase := baseOf(t, logs[1])
+	bad := -1
+	for i, a := range batches {
+		if a.base == segBase {
+			bad = i + 1
+		}
+	}
+	mutateFile(t, filepath.Join(dir, logs[1]), func(b []byte) []byte { b[len(batches[bad-1].orig)+70] ^= 1; return b })
+	removeFile(t, dir, strings.TrimSuffix(logs[1], ".log")+".index")
+	l := checkRecoveredTo(t, dir, cfg, batches, bad)
+	if got := filesWithExt(t, dir, ".log"); len(got) != 2 {
+		t.Fatalf("segments after recovery: %v, want the first two", got)
+	}
+	l.Close()
+	// The next open finds the log as left: the damage's batches gone, the
+	// retried batch (checkRecoveredTo appends it) in their place.
+	l = openLog(t, dir, cfg)
+	if l.EndOffset() != batches[bad].last+1 {
+		t.Fatalf("reopened end %d, want %d", l.EndOffset(), batches[bad].last+1)
+	}
+	checkReadsMatch(t, l, batches[:bad+1])
+}
+
+// TestOpenTrustsGoodIndexes: opening (clean or not) walks a sealed
+// segment's tail only and keeps its index files; it once rebuilt every
+// index, CRC-scanning every segment, on every start.
+func TestOpenTrustsGoodIndexes(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	for _, clean := range []bool{true, false} {
+		dir := t.TempDir()
+		src := openLog(t, dir, cfg)
+		idemLog(t, src, 12)
+		if clean {
+			src.Close()
+		} else {
+			dir = crashCopy(t, src)
+		}
+		logs := filesWithExt(t, dir, ".log")
+		old := time.Unix(1_000_000, 0)
+		for _, name := range filesWithExt(t, dir, ".index") {
+			if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := openLog(t, dir, cfg)
+		for _, name := range logs[:len(logs)-1] {
+			ix := strings.TrimSuffix(name, ".log") + ".index"
+			st, err := os.Stat(filepath.Join(dir, ix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.ModTime().Equal(old) {
+				t.Fatalf("clean=%v: sealed segment %s's index was rewritten at open", clean, ix)
+			}
+		}
+		l.Close()
 	}
 }

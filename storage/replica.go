@@ -32,24 +32,41 @@ type replicaBatch struct {
 // read; the caller keeps it.
 //
 // Leading batches that end below the log end are skipped (a refetch of what
-// is here). The first batch kept must start exactly at the log end and each
-// next one where the previous ended; a gap or an overlap is
-// ErrUnexpectedOffset. Each kept batch is checked like a stored one: magic,
-// length, CRC-32C, codec, offset range (not the records inside: the CRC
-// proves these are the bytes the leader validated, and decompressing every
-// replicated batch would double the follower's work, as Kafka's follower
-// also declines to). A bad batch is ErrCorruptBatch, a leader epoch older
-// than the log's ErrStaleLeaderEpoch. On any of these, the batches before
-// the bad one are appended and the error returned with the result; the
-// caller should find the divergence point again (OffsetForLeaderEpoch).
-// A partial batch at the very end of the input is ignored: Fetch responses
-// may end mid-batch.
+// is here). The batches kept must have strictly increasing offsets, none
+// below the log end: each starts at or after the offset following the
+// previous one (the log end, for the first). Gaps are allowed, as Kafka's
+// followers allow them: log compaction on the leader removes whole batches
+// from older segments, so a fetch from the log end may start with a batch
+// past it and skip offsets between batches. The log end afterwards is the
+// last batch's last offset + 1, and a Read of an offset inside a gap
+// returns the batch after it. A batch overlapping what is already here (or
+// an earlier batch of the same input), or going backwards, is
+// ErrUnexpectedOffset. Nothing bounds a gap: the base offset is not under
+// the CRC, so a corrupted one that lands past the log end is taken as a
+// gap, as in Kafka; if it takes the log end past the leader's, the leader
+// answers the next fetch with OFFSET_OUT_OF_RANGE and the follower
+// truncates back (OffsetForLeaderEpoch).
 //
-// Producer state is updated as on the leader but never refuses a batch (the
-// leader decided), so that this replica deduplicates correctly if it
-// becomes leader. A batch of a leader epoch above the cached ones extends
-// the epoch cache (durably, before the batch is written). Durability is as
-// for Append: Flush makes the data durable and advances DurableOffset.
+// Each kept batch is checked like a stored one: magic, length, CRC-32C,
+// codec, offset range (not the records inside: the CRC proves these are
+// the bytes the leader validated, and decompressing every replicated batch
+// would double the follower's work, as Kafka's follower also declines to).
+// A bad batch is ErrCorruptBatch, a leader epoch older than the log's
+// ErrStaleLeaderEpoch. On any of these, the batches before the bad one are
+// appended and the error returned with the result; the caller should find
+// the divergence point again (OffsetForLeaderEpoch). A partial batch at the
+// very end of the input is ignored: Fetch responses may end mid-batch.
+//
+// Segments roll where Append would roll them, judged at each batch's own
+// offsets, and also when a batch after a gap would not fit the active
+// segment's int32 relative offsets (even an empty segment: the new one
+// starts at the batch's base). Producer state is updated as on the leader
+// but never refuses a batch (the leader decided), so that this replica
+// deduplicates correctly if it becomes leader. A batch of a leader epoch
+// above the cached ones extends the epoch cache at the batch's base offset
+// (durably, before the batch is written), as Kafka's follower assigns it.
+// Durability is as for Append: Flush makes the data durable and advances
+// DurableOffset.
 func (l *Log) AppendReplica(batches []byte) (AppendReplicaResult, error) {
 	now := time.Now().UnixMilli()
 	l.mu.Lock()
@@ -96,20 +113,20 @@ func parseReplicaBatches(in []byte, end int64, epochs epochCache, res *AppendRep
 			at += int(n)
 			continue
 		}
-		if base != end {
-			what := "a gap"
-			if base < end {
-				what = "an overlap"
+		if base < end {
+			after := "the log ends"
+			if len(kept) > 0 {
+				after = "the previous batch ends"
 			}
-			return kept, fmt.Errorf("%w: batch at byte %d has offsets [%d, %d], the log ends at %d (%s)",
-				ErrUnexpectedOffset, at, base, LastOffset(b), end, what)
+			return kept, fmt.Errorf("%w: batch at byte %d has offsets [%d, %d], overlapping or going back: %s at %d",
+				ErrUnexpectedOffset, at, base, LastOffset(b), after, end)
 		}
 		info, err := checkStoredBatch(b)
 		if err != nil {
 			return kept, fmt.Errorf("batch at offset %d: %w", base, err)
 		}
 		epoch := PartitionLeaderEpoch(b)
-		if epochs, _, err = epochs.next(epoch, base, true); err != nil {
+		if epochs, _, err = replicaEpochs(epochs, epoch, base, end); err != nil {
 			return kept, err
 		}
 		kept = append(kept, replicaBatch{at: at, b: b, info: info, base: base, epoch: epoch})
@@ -151,15 +168,46 @@ func checkStoredBatch(b []byte) (BatchInfo, error) {
 // cannot overflow (recovery applies the same bound).
 const maxBaseOffset = 1<<62 - 1
 
-// writeReplicaLocked appends kept (slices of in, in order and contiguous)
-// in runs: each run is the batches of one leader epoch that fit in the
-// active segment, written with one pwrite.
+// replicaEpochs is epochCache.next for a follower's batch of leader epoch
+// epoch at base, appended to a log ending at end <= base (base > end after
+// a gap left by compaction on the leader). The entry a new epoch adds
+// starts at base, as Kafka's follower assigns it. An entry at end (an epoch
+// this replica recorded as leader and never wrote; see epochCache.next)
+// covers no batch and gives way to any other epoch, as it does when base
+// is end.
+func replicaEpochs(c epochCache, epoch int32, base, end int64) (epochCache, bool, error) {
+	cur := c
+	if l, ok := c.latest(); ok && epoch >= 0 && epoch != l.epoch {
+		cur = c.truncateFromEnd(end)
+	}
+	next, changed, err := cur.next(epoch, base, true)
+	if err != nil {
+		return c, false, err
+	}
+	return next, changed || len(cur) != len(c), nil
+}
+
+// maxRelOffset is the largest offset, relative to its segment's base, that
+// a batch may end at: the indexes store relative offsets as int32. Writers
+// roll before it (see rollNeeded); recovery refuses anything beyond it.
+const maxRelOffset = 1<<31 - 1
+
+// writeReplicaLocked appends kept (slices of in, adjacent and in order, with
+// increasing offsets that may leave gaps) in runs: each run is the batches
+// of one leader epoch that fit in the active segment, written with one
+// pwrite.
 // REQUIRES: l.mu held.
 func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res *AppendReplicaResult) error {
 	for i := 0; i < len(kept); {
 		s := l.active()
 		first := kept[i]
-		if l.shouldRoll(s, len(first.b), first.info, now) {
+		// Judged at the batch's own base offset, not the log end: after a
+		// gap the batch may not fit the segment's relative offsets. An empty
+		// segment whose base is too far behind is left empty; the new one
+		// starts at the batch (Kafka rolls there too).
+		firstLast := first.base + int64(first.info.LastDelta)
+		if l.rollNeeded(s, s.size, first.base, s.firstAppend.UnixMilli(), len(first.b), first.info.LastDelta, now) ||
+			(s.size == 0 && first.base > s.base && firstLast-s.base > maxRelOffset-1) {
 			var err error
 			if s, err = l.rollLocked(first.base, now); err != nil {
 				return err
@@ -186,7 +234,7 @@ func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res 
 		run := kept[i:j]
 
 		// parseReplicaBatches has checked the epoch against the cache.
-		if c, changed, _ := l.epochCache().next(first.epoch, first.base, true); changed {
+		if c, changed, _ := replicaEpochs(l.epochCache(), first.epoch, first.base, l.end.Load()); changed {
 			if err := l.saveEpochsLocked(c); err != nil {
 				return err
 			}

@@ -134,21 +134,26 @@ func (s *segment) openIndexFiles(truncate bool) error {
 	return nil
 }
 
-// openSegment opens an existing segment. When recover is set (an unclean
-// shutdown, or the index files are unusable) every batch is read and checked
-// (CRC-32C included), a torn or corrupt tail is cut off, and the indexes are
-// rebuilt. Otherwise only the batch headers are walked, to find next and the
-// largest timestamp, and the index files are trusted.
 // seenBatch is what recovery replays into the producer table.
 type seenBatch struct {
 	base int64
 	info BatchInfo
 }
 
-// contiguous says every batch must start where the previous one ended: true
-// for the active segment, which compaction never rewrites; an older segment
-// may have gaps left by compaction.
-func openSegment(dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo)) (*segment, error) {
+// openSegment opens an existing segment. When recover is set (an unclean
+// shutdown, or the index files are unusable) every batch is read and checked
+// (CRC-32C included), a torn or corrupt tail is cut off, and the indexes are
+// rebuilt. Otherwise only the batch headers are walked, to find next and the
+// largest timestamp, and the index files are trusted.
+//
+// contiguous says every batch must start exactly where the previous one
+// ended: the active segment of a log that is never compacted (see
+// Config.Compacted). Elsewhere gaps are legitimate (plausibleBase).
+//
+// beforeCut, if not nil, runs before recovery cuts a damaged tail off the
+// file (with the position of the cut); an error from it leaves the file
+// as it is and fails the open.
+func openSegment(dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo), beforeCut func(pos int64) error) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
 	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
@@ -193,17 +198,24 @@ func openSegment(dir string, base int64, recover, contiguous bool, indexInterval
 		s.close()
 		return nil, err
 	}
+	s.size = good // indexesAgree reads up to it
 	if !recover && !indexesAgree(s, offs, times) {
 		// Well-formed but wrong index files: rebuild from the log.
 		s.close()
-		return openSegment(dir, base, true, contiguous, indexInterval, onBatch)
+		return openSegment(dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
 	}
 	if good < fileSize {
 		if !recover {
 			// A clean shutdown never leaves a partial batch: the file changed
 			// behind our back. Rebuild everything from what is valid.
 			s.close()
-			return openSegment(dir, base, true, contiguous, indexInterval, onBatch)
+			return openSegment(dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
+		}
+		if beforeCut != nil {
+			if err := beforeCut(good); err != nil {
+				s.close()
+				return nil, fmt.Errorf("segment %d: %w", base, err)
+			}
 		}
 		if err := s.f.Truncate(good); err != nil {
 			s.close()
@@ -258,14 +270,11 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			return pos, nil // torn header
 		}
 		info, err := ParseHeader(hdr[:])
-		// The base offset is outside the CRC: check it against what the log
-		// says it must be. The active segment is contiguous; an older one
-		// may have gaps left by compaction, but never goes backwards or
-		// overflows. A scan starting mid-segment (at an index entry) takes
-		// its first batch's base as given.
 		base := BaseOffset(hdr[:])
-		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 ||
-			base < s.next || (contiguous && base != s.next && (pos != start || start == 0)) || base > math.MaxInt64/2 {
+		// A scan starting mid-segment (at an index entry) takes its first
+		// batch's base as given.
+		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 || !plausibleBase(s, base, info.LastDelta) ||
+			(contiguous && base != s.next && (pos != start || start == 0)) {
 			return pos, nil
 		}
 		batch := hdr[:]
@@ -309,6 +318,34 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 		pos += int64(info.Bytes)
 	}
 	return pos, nil
+}
+
+// plausibleBase says whether a batch at base ending lastDelta later may
+// follow the batches scanned so far in s. The base offset is not under the
+// CRC, so this is all that guards it: offsets must go strictly forward
+// (base >= s.next), and the batch must end within the offsets, relative
+// to the segment base, that the indexes can hold as int32 (every writer
+// rolls before that; Kafka's recovery checks the same). The absolute bound
+// keeps base + lastDelta + 1 from overflowing. A batch that fails ends the
+// valid prefix: recovery cuts it off with everything after it.
+//
+// Where a log may hold gaps (its topic is compacted: Config.Compacted),
+// they are accepted anywhere, in the active segment too, as Kafka accepts
+// them: a follower copies the gaps compaction leaves in its leader's log
+// (AppendReplica), and Truncate can make a compacted segment the active
+// one, so a gap is no sign of damage. A tighter bound on gaps would have
+// recovery cut valid data (and every batch after it) whenever compaction
+// removed more offsets than the bound, on a leader as much as a follower,
+// since a follower keeps its log when promoted. What it gives up is a
+// corrupt base offset that still goes forward and stays in the segment's
+// range: such a batch is kept at the wrong offsets. A follower's log end
+// pushed past the leader's that way is OFFSET_OUT_OF_RANGE at its next
+// fetch and is truncated back (OffsetForLeaderEpoch); one that stays below
+// it is not detected, as in Kafka. A log that is never compacted has no
+// gaps, so its active segment must also be contiguous (scan's contiguous
+// flag), which catches a base offset that jumps forward as well.
+func plausibleBase(s *segment, base int64, lastDelta int32) bool {
+	return base >= s.next && base <= maxBaseOffset && base+int64(lastDelta)-s.base <= maxRelOffset
 }
 
 // noteAppended updates the writer's state for a batch of n bytes just
@@ -377,7 +414,9 @@ func (s *segment) readInto(dst []byte, pos int64, n int) ([]byte, error) {
 // findBatch returns the position of the batch containing offset, scanning
 // batch headers forward from the index's hint. size bounds the scan.
 func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64, error) {
-	pos := int64(lookupPos(offs, int32(offset-s.base)))
+	// An offset below the base (a read walking on across a gap between
+	// segments, perhaps wider than an int32) starts at the first batch.
+	pos := int64(lookupPos(offs, int32(min(max(offset-s.base, 0), math.MaxInt32))))
 	var hdr [BatchHeaderLen]byte
 	for pos < size {
 		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
@@ -385,7 +424,8 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 		}
 		length := int64(int32(binary.BigEndian.Uint32(hdr[offLength:])))
 		if length < BatchHeaderLen-lengthFieldEnd {
-			return 0, fmt.Errorf("%w: segment %d: batch length %d at %d", ErrCorruptBatch, s.base, length, pos)
+			return 0, &CorruptLogError{Segment: s.base, Position: pos, Offset: offset,
+				Reason: fmt.Sprintf("batch length %d", length)}
 		}
 		if LastOffset(hdr[:]) >= offset {
 			return pos, nil
