@@ -554,4 +554,3 @@ func TestRecoveryGapInUncompactedLog(t *testing.T) {
 		t.Fatalf("end after refetch %d, want 14", crashed.EndOffset())
 	}
 }
-
