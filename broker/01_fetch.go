@@ -184,7 +184,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				data, err := p.log.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
-					if !errors.Is(err, storage.ErrOffsetOutOfRange) {
+					switch {
+					case errors.Is(err, storage.ErrCorruptLog):
+						b.readFailed(p, err)
+					case !errors.Is(err, storage.ErrOffsetOutOfRange):
 						p.logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
 					break

@@ -332,7 +332,7 @@ func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[repli
 				b.log.Error().Str("topic", task.t.Name).Int32("partition", task.index).
 					Int64("timeout_ms", b.cfg.PartitionOpenTimeoutMs).
 					Msg("replica did not open in time; it stays offline here until it does")
-				b.resignIfLeader(img, task.t.ID, task.index)
+				b.resignIfLeader(img, task.t.ID, task.index, "its replica cannot open")
 			}
 			continue
 		}
@@ -341,7 +341,7 @@ func (b *Broker) openNew(img *controller.Image, cur map[string]*topic) map[repli
 		b.openMu.Unlock()
 		if task.err != nil {
 			b.log.Error().Err(task.err).Str("topic", task.t.Name).Int32("partition", task.index).Msg("opening replica; it stays offline here")
-			b.resignIfLeader(img, task.t.ID, task.index)
+			b.resignIfLeader(img, task.t.ID, task.index, "its replica cannot open")
 			continue
 		}
 		out[k] = task.p
@@ -360,7 +360,7 @@ func isDone(t *openTask) bool {
 
 // resignIfLeader asks the controller, in the background, to move the
 // leadership of a partition this broker leads in img but cannot serve.
-func (b *Broker) resignIfLeader(img *controller.Image, topicID [16]byte, index int32) {
+func (b *Broker) resignIfLeader(img *controller.Image, topicID [16]byte, index int32, why string) {
 	ip, ok := img.Partition(topicID, index)
 	if !ok || ip.Leader != b.cfg.NodeID {
 		return
@@ -398,7 +398,7 @@ func (b *Broker) resignIfLeader(img *controller.Image, topicID [16]byte, index i
 			return
 		}
 		code := kresp.(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0].ErrorCode
-		b.log.Warn().Int32("partition", index).Int16("code", code).Msg("resigned the leadership of a replica that cannot open")
+		b.log.Warn().Int32("partition", index).Int16("code", code).Str("reason", why).Msg("resigned the leadership of a replica")
 	})
 }
 

@@ -25,6 +25,10 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, storage.ErrCorruptLog):
+		// Damaged on this broker's disk: retriable, the client refreshes
+		// metadata and finds the replica that takes over.
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, storage.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, storage.ErrUnsupportedMagic):

@@ -138,6 +138,9 @@ func (f *fetcher) run() {
 		}
 		var ready []*partition
 		for _, p := range ours {
+			if !p.repairDamaged(p.state.Load()) {
+				continue
+			}
 			if p.needTruncate.Load() {
 				if err := f.truncate(p); err != nil {
 					p.logger.Debug().Err(err).Msg("finding the divergence point; retrying")
@@ -327,6 +330,9 @@ func (f *fetcher) apply(p *partition, sp *kmsg.FetchResponseTopicPartition) {
 		} else {
 			p.needTruncate.Store(true)
 		}
+		return
+	case kerr.KafkaStorageError.Code:
+		p.leaderDamaged()
 		return
 	default:
 		// Not (or no longer) the leader, stale epochs: the next image

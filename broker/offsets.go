@@ -242,6 +242,7 @@ func (o *offsetStore) load(pi int32, p *partition) {
 		data, err := p.log.Read(off, 1<<20, p.log.EndOffset(), nil)
 		if err != nil {
 			o.b.log.Error().Err(err).Int32("partition", pi).Msg("loading committed offsets; partition stays unavailable")
+			o.b.readFailed(p, err) // a damaged log: hand the partition to a sound replica
 			return
 		}
 		if len(data) == 0 {

@@ -69,7 +69,14 @@ type partition struct {
 	// needTruncate is set when this broker becomes a follower at a new
 	// leader epoch: its fetcher must find the divergence point first.
 	needTruncate atomic.Bool
-	flushTime    prometheus.Observer
+	// damagedFrom is the first offset a read found damaged (corrupt.go);
+	// noCorruption while none is known. Only lowered, except by the
+	// fetcher's repair, which truncates the damage away.
+	damagedFrom atomic.Int64
+	// fetchPausedUntil (unix ns) holds this follower's fetches of the
+	// partition back after its leader reported its own copy damaged.
+	fetchPausedUntil atomic.Int64
+	flushTime        prometheus.Observer
 }
 
 func newPartition(me int32, topic string, index int32, id [16]byte, lg *storage.Log, s topicSettings, logger zerolog.Logger) *partition {
@@ -78,6 +85,7 @@ func newPartition(me int32, topic string, index int32, id [16]byte, lg *storage.
 	p.mu.waiters = make(map[chan struct{}]struct{})
 	p.mu.appendWaiters = make(map[chan struct{}]struct{})
 	p.mu.followers = map[int32]*followerState{}
+	p.damagedFrom.Store(noCorruption)
 	// The high watermark is not on disk: start from the log start and let
 	// the leader (this broker, once its ISR allows) move it. Starting at the
 	// log end could show consumers records a failover is about to drop.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fjordlog/fjord/storage"
@@ -118,6 +119,7 @@ func settingsFor(c *Config, overrides map[string]string) topicSettings {
 			RetentionMs:          num("retention.ms"),
 			RetentionBytes:       num("retention.bytes"),
 			LogAppendTime:        get("message.timestamp.type") == "LogAppendTime",
+			Compacted:            strings.Contains(get("cleanup.policy"), "compact"),
 			FileDeleteDelay:      time.Minute,
 			ProducerExpirationMs: c.ProducerIDExpirationMs,
 		},
