@@ -61,9 +61,10 @@ func (l *logBuf) lines(topic string) []string {
 }
 
 // scenarioCluster starts three combined nodes with the given
-// replica.lag.time.max.ms and min.insync.replicas and creates topic: one
-// partition, replication factor 3, full ISR on every node.
-func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32) *Cluster {
+// replica.lag.time.max.ms and min.insync.replicas (and any more settings)
+// and creates topic: one partition, replication factor 3, full ISR on every
+// node.
+func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*broker.Config)) *Cluster {
 	t.Helper()
 	logs := &logBuf{}
 	t.Cleanup(func() { // runs after the cluster's Close, registered below
@@ -80,6 +81,9 @@ func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32) *Clu
 			Configure: func(_ int32, cfg *broker.Config) {
 				cfg.ReplicaLagTimeMaxMs = lagMs
 				cfg.MinInsyncReplicas = minISR
+				for _, f := range more {
+					f(cfg)
+				}
 			}})
 		// Start picks free ports by binding and closing them, so another
 		// listener may take one before its node binds it: try again.

@@ -1,0 +1,141 @@
+package brokertest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker"
+)
+
+// T4 (c), the case startup recovery cannot see: a byte flipped in a
+// middle batch of a sealed segment of the preferred leader's replica while
+// it was down (startup re-checks only the active segment). Once it leads
+// again, the damaged batch must never be served: the first read that meets
+// it marks the replica damaged, the replica hands the leadership to another
+// ISR member, truncates its log at the damage as a follower outside the
+// ISR, and copies the rest again. Consumers read every record once, in
+// order; every replica ends identical.
+func TestScenarioDamagedSealedSegment(t *testing.T) {
+	const topic = "damaged"
+	step := stepper(t)
+	c := scenarioCluster(t, topic, 10000, 2, func(cfg *broker.Config) {
+		cfg.SegmentBytes = 1024
+		cfg.AutoLeaderRebalance = true
+		cfg.LeaderImbalanceCheckSecs = 1
+	})
+	p := partitionVia(t, c, 1, topic)
+	victim := p.Replicas[0] // the preferred leader: rebalancing gives it the partition back
+	waitPartition(t, c, 1, topic, 10*time.Second, "the preferred replica leads", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return p.Leader == victim
+	})
+	waitLeads(t, c, victim, topic, partitionVia(t, c, 1, topic).LeaderEpoch)
+
+	var want []string
+	for i := range 30 {
+		vs := make([]string, 3)
+		for j := range vs {
+			vs[j] = fmt.Sprintf("value-%03d-%d-%s", i, j, strings.Repeat("x", 24))
+		}
+		mustSend(t, c, victim, topic, -1, vs...)
+		want = append(want, vs...)
+	}
+	waitLogs(t, c, topic, want, 10*time.Second)
+	step("%d records on every replica; node %d leads", len(want), victim)
+
+	stopNode(t, c, victim)
+	dir := filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", victim), topic+"-0")
+	damaged := damageSealedSegment(t, dir)
+	step("node %d stopped; flipped a byte in the batch at offset %d, in a sealed segment", victim, damaged)
+
+	restartNode(t, c, victim)
+	// Asked of the victim itself, which answers once it applied the change
+	// (Broker.Replica would read the damaged log).
+	np := waitPartition(t, c, victim, topic, 20*time.Second, "the restarted node rejoins the ISR and leads again",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == victim && len(p.ISR) == 3 })
+	step("node %d leads again at epoch %d (its damage unseen so far)", victim, np.LeaderEpoch)
+
+	got := consumeAll(t, c, topic, len(want), 30*time.Second)
+	if !slices.Equal(got, want) {
+		t.Fatalf("consumed %d records, want %d in order:\n got %v\nwant %v", len(got), len(want), got, want)
+	}
+	step("a consumer read all %d records in order", len(got))
+	after := partitionVia(t, c, 1, topic)
+	if after.LeaderEpoch == np.LeaderEpoch {
+		t.Fatalf("node %d still leads at epoch %d: reading past the damage should have made it resign", victim, np.LeaderEpoch)
+	}
+	waitLogs(t, c, topic, want, 30*time.Second)
+	step("every replica holds all %d records again, committed; ISR of 3", len(want))
+}
+
+// damageSealedSegment flips one byte inside the records of the second batch
+// of the second segment in dir and returns that batch's base offset.
+func damageSealedSegment(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			logs = append(logs, e.Name())
+		}
+	}
+	sort.Strings(logs)
+	if len(logs) < 3 {
+		t.Fatalf("%s: want at least 3 segments, have %v", dir, logs)
+	}
+	path := filepath.Join(dir, logs[1])
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := 12 + int(binary.BigEndian.Uint32(data[8:12]))
+	if len(data) < first+12 {
+		t.Fatalf("%s holds one batch only", path)
+	}
+	second := 12 + int(binary.BigEndian.Uint32(data[first+8:first+12]))
+	if len(data) < first+second || second < 80 {
+		t.Fatalf("%s: second batch of %d bytes", path, second)
+	}
+	data[first+70] ^= 0x01
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return int64(binary.BigEndian.Uint64(data[first:]))
+}
+
+// consumeAll reads topic-0 from the start with franz-go (which follows
+// leadership moves) until n records or d, and returns their values.
+func consumeAll(t *testing.T, c *Cluster, topic string, n int, d time.Duration) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records in %v", len(got), n, d)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
