@@ -353,6 +353,9 @@ func testRecoveryFlippedByte(t *testing.T, compacted bool) {
 	pos, n := lastBatchPos(t, filepath.Join(src.dir, active))
 	var baseOffsetBug string
 	for i := range n {
+		if compacted && i >= offLength {
+			break // only the base offset is judged differently in a compacted log
+		}
 		dir := crashCopy(t, src)
 		mutateFile(t, filepath.Join(dir, active), func(b []byte) []byte { b[pos+int64(i)] ^= 0x20; return b })
 		l, err := Open(dir, cfg, nopLogger())
