@@ -886,26 +886,23 @@ func TestRecoveryBaseOffsetOverflow(t *testing.T) {
 	}
 }
 
-// TestReadRefusesCorruptSealedSegment: a clean open trusts sealed
-// segments (only their tail after the last index entry is walked), so a
-// byte flipped in one is found by the read path instead: batches before the
-// bad one are served, the bad one never; Read at it reports where the log
-// stops being trustworthy, and truncating there leaves a clean log that
-// appends continue.
-func TestReadRefusesCorruptSealedSegment(t *testing.T) {
-	cfg := testConfig()
-	cfg.SegmentBytes = 500     // a few batches per segment
-	cfg.IndexIntervalBytes = 1 // every batch indexed: open walks only the last
-	dir := t.TempDir()
+// damagedSealedLog writes 12 batches into segments of 500 bytes, closes
+// the log cleanly and flips a byte in the records of the second batch of
+// the second segment. It returns the log's directory, the batches, the
+// segment files and the index of the damaged batch.
+func damagedSealedLog(t *testing.T, cfg Config) (dir string, batches []appended, logs []string, bad int) {
+	t.Helper()
+	cfg.SegmentBytes = 500 // a few batches per segment
+	dir = t.TempDir()
 	src := openLog(t, dir, cfg)
-	batches := idemLog(t, src, 12)
+	batches = idemLog(t, src, 12)
 	src.Close()
-	logs := filesWithExt(t, dir, ".log")
+	logs = filesWithExt(t, dir, ".log")
 	if len(logs) < 3 {
 		t.Fatalf("want at least 3 segments, have %v", logs)
 	}
 	segBase := baseOf(t, logs[1])
-	bad := -1
+	bad = -1
 	for i, a := range batches {
 		if a.base == segBase {
 			bad = i + 1 // the second batch of the segment
@@ -915,6 +912,21 @@ func TestReadRefusesCorruptSealedSegment(t *testing.T) {
 		t.Fatalf("no second batch in segment %d", segBase)
 	}
 	mutateFile(t, filepath.Join(dir, logs[1]), func(b []byte) []byte { b[len(batches[bad-1].orig)+70] ^= 1; return b })
+	return dir, batches, logs, bad
+}
+
+// TestReadRefusesCorruptSealedSegment: a clean open trusts sealed
+// segments (only their tail after the last index entry is walked), so a
+// byte flipped in one is found by the read path instead: batches before the
+// bad one are served, the bad one never; Read at it reports where the log
+// stops being trustworthy, and truncating there leaves a clean log that
+// appends continue.
+func TestReadRefusesCorruptSealedSegment(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	cfg.IndexIntervalBytes = 1 // every batch indexed: open walks only the last
+	dir, batches, logs, bad := damagedSealedLog(t, cfg)
+	segBase := baseOf(t, logs[1])
 
 	l := openLog(t, dir, cfg)
 	if l.EndOffset() != batches[len(batches)-1].last+1 {
@@ -959,22 +971,7 @@ func TestReadRefusesCorruptSealedSegment(t *testing.T) {
 func TestRecoveryDamagedSealedSegmentEndsTheLog(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 500
-	dir := t.TempDir()
-	src := openLog(t, dir, cfg)
-	batches := idemLog(t, src, 12)
-	src.Close()
-	logs := filesWithExt(t, dir, ".log")
-	if len(logs) < 3 {
-		t.Fatalf("want at least 3 segments, have %v", logs)
-	}
-	segBase := baseOf(t, logs[1])
-	bad := -1
-	for i, a := range batches {
-		if a.base == segBase {
-			bad = i + 1
-		}
-	}
-	mutateFile(t, filepath.Join(dir, logs[1]), func(b []byte) []byte { b[len(batches[bad-1].orig)+70] ^= 1; return b })
+	dir, batches, logs, bad := damagedSealedLog(t, cfg)
 	removeFile(t, dir, strings.TrimSuffix(logs[1], ".log")+".index")
 	l := checkRecoveredTo(t, dir, cfg, batches, bad)
 	if got := filesWithExt(t, dir, ".log"); len(got) != 2 {

@@ -29,25 +29,7 @@ func compactedLeader(t *testing.T, cfg Config, n int) *Log {
 	l := openLog(t, t.TempDir(), cfg)
 	var seq int32
 	for i := range n {
-		epoch := int32(0)
-		switch {
-		case i == n/3:
-			if err := l.AssignEpoch(3, l.EndOffset()); err != nil {
-				t.Fatal(err)
-			}
-		case i == 2*n/3:
-			for _, e := range []int32{4, 6} {
-				if err := l.AssignEpoch(e, l.EndOffset()); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if i >= n/3 {
-			epoch = 3
-		}
-		if i >= 2*n/3 {
-			epoch = 6
-		}
+		epoch := leaderEpochFor(t, l, i, n)
 		var recs []testRecord
 		for j := range 1 + i%3 {
 			recs = append(recs, testRecord{TSDelta: int64(j), OffsetDelta: int32(j),

@@ -38,25 +38,7 @@ func buildLeaderWith(t *testing.T, l *Log, n int, codecs []codecCase) []leaderBa
 	seq := map[int64]int32{}
 	var pepoch int16
 	for i := range n {
-		epoch := int32(0)
-		switch {
-		case i == n/3:
-			if err := l.AssignEpoch(3, l.EndOffset()); err != nil {
-				t.Fatal(err)
-			}
-		case i == 2*n/3:
-			for _, e := range []int32{4, 6} {
-				if err := l.AssignEpoch(e, l.EndOffset()); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if i >= n/3 {
-			epoch = 3
-		}
-		if i >= 2*n/3 {
-			epoch = 6
-		}
+		epoch := leaderEpochFor(t, l, i, n)
 		c := codecs[i%len(codecs)]
 		o := batchOpts{N: 1 + i%4, ValueSize: 30 + (i*53)%200, Codec: c.codec, Xerial: c.xerial,
 			BaseTS: 10_000 + int64(i*7%23)*10, TSDeltas: []int64{0, 3, -2, 5}}
@@ -76,6 +58,33 @@ func buildLeaderWith(t *testing.T, l *Log, n int, codecs []codecCase) []leaderBa
 		out = append(out, leaderBatch{a, epoch, o})
 	}
 	return out
+}
+
+// leaderEpochFor is the leader epoch of batch i of n in a test leader's
+// log: 0 for the first third, 3 for the second, 6 for the last, with epoch
+// 4 assigned before 6 and never written. It assigns each epoch as its
+// first batch comes up.
+func leaderEpochFor(t *testing.T, l *Log, i, n int) int32 {
+	t.Helper()
+	switch {
+	case i == n/3:
+		if err := l.AssignEpoch(3, l.EndOffset()); err != nil {
+			t.Fatal(err)
+		}
+	case i == 2*n/3:
+		for _, e := range []int32{4, 6} {
+			if err := l.AssignEpoch(e, l.EndOffset()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	switch {
+	case i >= 2*n/3:
+		return 6
+	case i >= n/3:
+		return 3
+	}
+	return 0
 }
 
 // fetchChunk is what a Fetch from offset might return: whole batches up to

@@ -17,27 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// createTopicWithConfigs creates topic with the given topic configs and
-// returns the topic's error code.
-func createTopicWithConfigs(t *testing.T, addr, name string, partitions int32, rf int16, configs map[string]string) int16 {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10000
-	resp, err := request(t, addr, req)
-	if err != nil {
-		return kerr.RequestTimedOut.Code
-	}
-	return resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
-}
-
 // storedRecord is one record of a replica's log.
 type storedRecord struct {
 	offset     int64

@@ -1,7 +1,6 @@
 package brokertest
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker"
@@ -65,7 +63,7 @@ func TestScenarioDamagedSealedSegment(t *testing.T) {
 		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == victim && len(p.ISR) == 3 })
 	step("node %d leads again at epoch %d (its damage unseen so far)", victim, np.LeaderEpoch)
 
-	got := consumeAll(t, c, topic, len(want), 30*time.Second)
+	got := consumeValues(t, c, topic, len(want))
 	if !slices.Equal(got, want) {
 		t.Fatalf("consumed %d records, want %d in order:\n got %v\nwant %v", len(got), len(want), got, want)
 	}
@@ -114,28 +112,4 @@ func damageSealedSegment(t *testing.T, dir string) int64 {
 		t.Fatal(err)
 	}
 	return int64(binary.BigEndian.Uint64(data[first:]))
-}
-
-// consumeAll reads topic-0 from the start with franz-go (which follows
-// leadership moves) until n records or d, and returns their values.
-func consumeAll(t *testing.T, c *Cluster, topic string, n int, d time.Duration) []string {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	var got []string
-	for len(got) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of %d records in %v", len(got), n, d)
-		}
-		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-	}
-	return got
 }
