@@ -299,20 +299,29 @@ func damageFlipMiddleActive(dir string) ([]string, diskExpect, string, error) {
 	return []string{fmt.Sprintf("%s (batch %d of %d)", ch, len(s.batches)/2+1, len(s.batches))}, diskExpect{end: b.base, truncate: true}, "", err
 }
 
-func damageFlipMiddleSealed(dir string) ([]string, diskExpect, string, error) {
+// flipNewestSealed flips a record byte in the middle batch of the newest
+// sealed segment (the one a lagging follower is likeliest to fetch from).
+// skip says why it could not, if it could not.
+func flipNewestSealed(dir string) (s diskSegment, b diskBatch, active diskSegment, change, skip string, err error) {
 	segs, active, err := activeSegment(dir)
 	if err != nil {
-		return nil, diskExpect{}, "", err
+		return s, b, active, "", "", err
 	}
-	// The newest sealed segment: the one a lagging follower is likeliest
-	// to fetch from.
 	if len(segs) < 2 || len(segs[len(segs)-2].batches) == 0 {
-		return nil, diskExpect{}, fmt.Sprintf("no sealed segment with batches (%d segments)", len(segs)), nil
+		return s, b, active, "", fmt.Sprintf("no sealed segment with batches (%d segments)", len(segs)), nil
 	}
-	s := segs[len(segs)-2]
-	b := s.batches[len(s.batches)/2]
-	ch, err := flipRecordByte(s, b)
-	return []string{fmt.Sprintf("%s (sealed; batch %d of %d)", ch, len(s.batches)/2+1, len(s.batches))}, diskExpect{end: active.end()}, "", err
+	s = segs[len(segs)-2]
+	b = s.batches[len(s.batches)/2]
+	change, err = flipRecordByte(s, b)
+	return s, b, active, change, "", err
+}
+
+func damageFlipMiddleSealed(dir string) ([]string, diskExpect, string, error) {
+	s, _, active, ch, skip, err := flipNewestSealed(dir)
+	if skip != "" || err != nil {
+		return nil, diskExpect{}, skip, err
+	}
+	return []string{fmt.Sprintf("%s (sealed; batch %d of %d)", ch, len(s.batches)/2+1, len(s.batches))}, diskExpect{end: active.end()}, "", nil
 }
 
 // damageFlipMiddleSealedNoIndex is c2 with the damaged segment's index
@@ -320,18 +329,9 @@ func damageFlipMiddleSealed(dir string) ([]string, diskExpect, string, error) {
 // cut the log at the damage (dropping the later segments, which would
 // otherwise leave a hole) and fetch the rest back from the leader.
 func damageFlipMiddleSealedNoIndex(dir string) ([]string, diskExpect, string, error) {
-	segs, _, err := activeSegment(dir)
-	if err != nil {
-		return nil, diskExpect{}, "", err
-	}
-	if len(segs) < 2 || len(segs[len(segs)-2].batches) == 0 {
-		return nil, diskExpect{}, fmt.Sprintf("no sealed segment with batches (%d segments)", len(segs)), nil
-	}
-	s := segs[len(segs)-2]
-	b := s.batches[len(s.batches)/2]
-	ch, err := flipRecordByte(s, b)
-	if err != nil {
-		return nil, diskExpect{}, "", err
+	s, b, _, ch, skip, err := flipNewestSealed(dir)
+	if skip != "" || err != nil {
+		return nil, diskExpect{}, skip, err
 	}
 	for _, ext := range []string{".index", ".timeindex"} {
 		if err := os.Remove(strings.TrimSuffix(s.path, ".log") + ext); err != nil && !errors.Is(err, os.ErrNotExist) {
