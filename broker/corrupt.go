@@ -31,6 +31,9 @@ import (
 // noCorruption is damagedFrom's value while the replica reads clean.
 const noCorruption = math.MaxInt64
 
+// resignRetry spaces a damaged leader's requests to resign.
+const resignRetry = 5 * time.Second
+
 // noteDamaged records that p's log cannot be trusted from offset on. It
 // reports whether this is news (the first damage seen, or an earlier one).
 func (p *partition) noteDamaged(offset int64) bool {
@@ -52,16 +55,22 @@ func (b *Broker) readFailed(p *partition, err error) {
 	if !errors.As(err, &ce) {
 		return
 	}
-	if !p.noteDamaged(ce.Offset) {
-		return
-	}
 	st := p.state.Load()
-	p.logger.Error().Err(err).Int64("damaged_from", ce.Offset).Bool("leader", st != nil && st.leader).
-		Msg("log is damaged: nothing at or past this offset will be served; the replica gives up leading it and re-fetches it from another replica")
-	if st == nil || !st.leader {
-		if st != nil && slices.Contains(st.isr, p.me) {
+	if p.noteDamaged(ce.Offset) {
+		p.logger.Error().Err(err).Int64("damaged_from", ce.Offset).Bool("leader", st != nil && st.leader).
+			Msg("log is damaged: nothing at or past this offset will be served; the replica gives up leading it and re-fetches it from another replica")
+		if st != nil && !st.leader && slices.Contains(st.isr, p.me) {
 			p.logger.Warn().Msg("damaged follower stops fetching until its leader drops it from the ISR; then it truncates at the damage and fetches again")
 		}
+	}
+	if st == nil || !st.leader {
+		return
+	}
+	// A leader asks to resign again while reads keep meeting the damage,
+	// at most every resignRetry: a request may fail (no controller), or
+	// another ISR member may have come back since.
+	now := time.Now().UnixNano()
+	if last := p.lastResign.Load(); now-last < int64(resignRetry) || !p.lastResign.CompareAndSwap(last, now) {
 		return
 	}
 	img := b.image()

@@ -76,7 +76,10 @@ type partition struct {
 	// fetchPausedUntil (unix ns) holds this follower's fetches of the
 	// partition back after its leader reported its own copy damaged.
 	fetchPausedUntil atomic.Int64
-	flushTime        prometheus.Observer
+	// lastResign (unix ns) is when this leader last asked to resign a
+	// damaged replica's leadership.
+	lastResign atomic.Int64
+	flushTime  prometheus.Observer
 }
 
 func newPartition(me int32, topic string, index int32, id [16]byte, lg *storage.Log, s topicSettings, logger zerolog.Logger) *partition {
