@@ -58,6 +58,13 @@ type Broker struct {
 	fenced          atomic.Bool   // as the last heartbeat said
 	appliedVersion  atomic.Uint64 // version of the image the replicas match
 	ready           chan struct{} // closed once first unfenced
+	// Controlled shutdown (cluster.go): Close sets shuttingDown and closes
+	// shutdownWake; lifecycle, the one sender of heartbeats, then asks the
+	// controller to fence this broker and closes shutdownDone once it is
+	// (or once there is nothing to ask).
+	shuttingDown atomic.Bool
+	shutdownWake chan struct{}
+	shutdownDone chan struct{}
 
 	mu struct {
 		sync.RWMutex
@@ -117,6 +124,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{}), ready: make(chan struct{}),
+		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
 		opening: map[replicaKey]*openTask{}, openSem: make(chan struct{}, openSlots), kick: make(chan struct{}, 1)}
 	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
@@ -326,6 +334,7 @@ func (b *Broker) Close() error {
 	if !b.closing.CompareAndSwap(false, true) {
 		return nil
 	}
+	b.controlledShutdown()
 	b.closeListeners()
 	b.mu.Lock()
 	servers := b.servers

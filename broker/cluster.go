@@ -36,7 +36,8 @@ func (b *Broker) lifecycle() {
 	// Until unfenced, heartbeat faster: unfencing is what start-up waits on.
 	fast := min(interval, 100*time.Millisecond)
 	readyOnce := false
-	for ctx.Err() == nil {
+	defer b.finishShutdown()
+	for ctx.Err() == nil && !b.shuttingDown.Load() {
 		epoch, err := b.register(ctx, incarnation)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -48,20 +49,32 @@ func (b *Broker) lifecycle() {
 		b.brokerEpoch.Store(epoch)
 		b.log.Info().Int64("broker_epoch", epoch).Msg("registered with the controller")
 		for ctx.Err() == nil {
-			resp, err := b.heartbeat(ctx, epoch)
+			shutdown := b.shuttingDown.Load()
+			resp, err := b.heartbeat(ctx, epoch, shutdown)
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn().Err(err).Msg("heartbeat failed")
 				}
-				sleepCtx(ctx, fast)
+				b.sleepHeartbeat(ctx, fast)
 				continue
 			}
 			if resp.ErrorCode == kerr.StaleBrokerEpoch.Code || resp.ErrorCode == kerr.BrokerIDNotRegistered.Code {
+				if shutdown {
+					return // nothing left to fence
+				}
 				b.log.Warn().Int16("code", resp.ErrorCode).Msg("controller no longer knows this registration; registering again")
 				break
 			}
-			if resp.ErrorCode != 0 {
-				sleepCtx(ctx, fast)
+			if shutdown && resp.ErrorCode == 0 && resp.ShouldShutdown {
+				// Stop once the local replicas have stepped down too.
+				b.waitImage(ctx, func(img *controller.Image) bool {
+					bs, ok := img.Broker(b.cfg.NodeID)
+					return !ok || bs.Fenced || bs.Epoch != epoch
+				})
+				return
+			}
+			if resp.ErrorCode != 0 || shutdown {
+				b.sleepHeartbeat(ctx, fast)
 				continue
 			}
 			b.fenced.Store(resp.IsFenced)
@@ -80,11 +93,57 @@ func (b *Broker) lifecycle() {
 				close(b.ready)
 			}
 			if resp.IsFenced {
-				sleepCtx(ctx, fast)
+				b.sleepHeartbeat(ctx, fast)
 			} else {
-				sleepCtx(ctx, interval)
+				b.sleepHeartbeat(ctx, interval)
 			}
 		}
+	}
+}
+
+// sleepHeartbeat waits d between heartbeats, less if a controlled
+// shutdown begins meanwhile.
+func (b *Broker) sleepHeartbeat(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-b.shutdownWake:
+		if d > 100*time.Millisecond {
+			sleepCtx(ctx, 20*time.Millisecond) // shutdown heartbeats: a short pause
+		}
+	}
+}
+
+// controlledShutdown is Kafka's controlled shutdown, run first by Close:
+// a heartbeat asking to shut down makes the controller fence this broker
+// and move its leaderships to other ISR members at once, so clients
+// re-route now instead of after broker.session.timeout.ms, and the next
+// start registers without waiting out the old session. Bounded by the
+// session timeout and 5 s (docker stop allows 10 s before SIGKILL): a
+// broker that cannot reach a controller (the last nodes of a cluster
+// stopping together) stops anyway, as if it had crashed.
+func (b *Broker) controlledShutdown() {
+	if !b.cfg.HasRole("broker") || b.brokerEpoch.Load() <= 0 {
+		return
+	}
+	start := time.Now()
+	b.shuttingDown.Store(true)
+	close(b.shutdownWake)
+	limit := min(time.Duration(b.cfg.BrokerSessionTimeoutMs)*time.Millisecond, 5*time.Second)
+	select {
+	case <-b.shutdownDone:
+		b.log.Info().Dur("took", time.Since(start)).Msg("controlled shutdown: fenced; leaderships moved to other replicas")
+	case <-time.After(limit):
+		b.log.Warn().Dur("waited", limit).Msg("controlled shutdown: the controller did not confirm; stopping anyway")
+	}
+}
+
+// finishShutdown tells a waiting controlledShutdown that lifecycle is done.
+func (b *Broker) finishShutdown() {
+	if b.shuttingDown.Load() {
+		close(b.shutdownDone)
 	}
 }
 
@@ -124,9 +183,10 @@ func (b *Broker) register(ctx context.Context, incarnation [16]byte) (int64, err
 	return resp.BrokerEpoch, nil
 }
 
-func (b *Broker) heartbeat(ctx context.Context, epoch int64) (*kmsg.BrokerHeartbeatResponse, error) {
+func (b *Broker) heartbeat(ctx context.Context, epoch int64, wantShutDown bool) (*kmsg.BrokerHeartbeatResponse, error) {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
+	req.WantShutdown = wantShutDown
 	req.CurrentMetadataOffset = int64(b.appliedVersion.Load())
 	rctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
 	defer cancel()

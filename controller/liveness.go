@@ -88,6 +88,29 @@ func (l *Liveness) Heartbeat(img *Image, broker int32, brokerEpoch int64, caught
 	return out, 0
 }
 
+// Shutdown decides a heartbeat from a broker asking to shut down
+// (Kafka's controlled shutdown): the broker is fenced at once and, in the
+// same batch, taken out of every ISR and every leadership, as a session
+// expiry would do seconds later; a broker already fenced needs nothing and
+// is never unfenced here. Once the image shows it fenced the broker may
+// stop (ShouldShutDown): it leads nothing any more but partitions whose ISR
+// it alone holds, which wait, leaderless, for it to return. Its next
+// registration is accepted at once (no DUPLICATE_BROKER_REGISTRATION).
+func (l *Liveness) Shutdown(img *Image, broker int32, brokerEpoch int64, now int64) ([]Record, int16) {
+	b, ok := img.Broker(broker)
+	if !ok {
+		return nil, kerr.BrokerIDNotRegistered.Code
+	}
+	if b.Epoch != brokerEpoch {
+		return nil, kerr.StaleBrokerEpoch.Code
+	}
+	l.lastSeen[broker] = now
+	if b.Fenced {
+		return nil, 0
+	}
+	return append([]Record{NewRecord(FenceBroker{ID: broker, Epoch: b.Epoch})}, removeBrokers(img, []int32{broker})...), 0
+}
+
 // Tick fences every unfenced broker not heard from for sessionTimeoutMs and,
 // in the same batch, removes the fenced brokers from every ISR and moves the
 // leadership of the partitions they led to a live ISR member (leader epoch

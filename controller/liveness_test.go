@@ -245,3 +245,66 @@ func TestDeterminism(t *testing.T) {
 		t.Fatalf("scenario too small: %d records", len(a))
 	}
 }
+
+// TestControlledShutdown: a broker asking to shut down is fenced at once,
+// leaves every ISR and leadership (leaders move inside the ISR, epochs
+// bumped), is never unfenced by that heartbeat again, and its next
+// incarnation registers without waiting out a session.
+func TestControlledShutdown(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 12, 3)
+	solo := c.create("solo", 3, 1)
+	l := NewLiveness()
+	l.Tick(c.img, 0, session)
+	beat(t, c, l, 1000)
+	led := c.img.PartitionsLedBy(2)
+	soloLed := 0
+	for _, p := range solo.Partitions {
+		if p.Leader == 2 {
+			soloLed++
+		}
+	}
+
+	recs, code := l.Shutdown(c.img, 2, c.epoch(2), 2000)
+	if code != 0 || len(recs) == 0 || !reflect.DeepEqual(recs[0].Body, FenceBroker{ID: 2, Epoch: c.epoch(2)}) {
+		t.Fatalf("shutdown: %d %v", code, recs)
+	}
+	c.apply(recs...)
+	if b, _ := c.img.Broker(2); !b.Fenced {
+		t.Fatal("not fenced")
+	}
+	if len(led) == 0 || len(c.img.PartitionsLedBy(2)) != 0 {
+		t.Fatalf("led %d before, %d after", len(led), len(c.img.PartitionsLedBy(2)))
+	}
+	for i, p := range c.img.Topic(tp.Name).Partitions {
+		if slices.Contains(p.ISR, 2) || p.Leader == 2 || p.Leader < 0 {
+			t.Errorf("%s-%d: %+v", tp.Name, i, p)
+		}
+	}
+	left := 0
+	for _, p := range c.img.Topic(solo.Name).Partitions {
+		if slices.Equal(p.ISR, []int32{2}) {
+			left++
+			if p.Leader != -1 {
+				t.Errorf("solo partition kept leader %d", p.Leader)
+			}
+		}
+	}
+	if left != soloLed {
+		t.Errorf("%d single-replica partitions of broker 2 kept it as their ISR, want %d", left, soloLed)
+	}
+	// Asked again (the broker waits for ShouldShutDown): nothing more, and
+	// a caught-up heartbeat would unfence, but a shutdown one does not.
+	if recs, code := l.Shutdown(c.img, 2, c.epoch(2), 2100); code != 0 || recs != nil {
+		t.Fatalf("repeated shutdown: %d %v", code, recs)
+	}
+	if _, code := l.Shutdown(c.img, 2, 99, 2100); code != kerr.StaleBrokerEpoch.Code {
+		t.Fatalf("stale epoch: %d", code)
+	}
+	// The next incarnation registers at once, well inside the old session.
+	recs, code = l.Register(c.img, RegisterBroker{ID: 2, Incarnation: [16]byte{42}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 2}}}, 2200, session)
+	if code != 0 || len(recs) != 1 {
+		t.Fatalf("re-register: %d %v", code, recs)
+	}
+}

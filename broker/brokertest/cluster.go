@@ -415,12 +415,21 @@ func (c *Cluster) setLinks(id int32, s linkState) {
 
 // Close stops every node and proxy.
 func (c *Cluster) Close() error {
-	var errs []error
+	// All at once, as a whole cluster is stopped: each node's controlled
+	// shutdown then finds the quorum still up, where one by one the last
+	// nodes would wait for a controller that is gone.
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
 	for id := int32(1); id < int32(len(c.nodes)); id++ {
 		if c.nodes[id] != nil {
-			errs = append(errs, c.Stop(id))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[id] = c.Stop(id)
+			}()
 		}
 	}
+	wg.Wait()
 	c.mu.Lock()
 	for _, p := range c.links {
 		p.close()

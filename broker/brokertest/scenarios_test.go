@@ -47,6 +47,13 @@ func (l *logBuf) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// count returns how many lines contain sub.
+func (l *logBuf) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), sub)
+}
+
 func (l *logBuf) lines(topic string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -65,6 +72,13 @@ func (l *logBuf) lines(topic string) []string {
 // and creates topic: one partition, replication factor 3, full ISR on every
 // node.
 func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*broker.Config)) *Cluster {
+	t.Helper()
+	c, _ := scenarioClusterLogs(t, topic, lagMs, minISR, more...)
+	return c
+}
+
+// scenarioClusterLogs is scenarioCluster that also returns the nodes' logs.
+func scenarioClusterLogs(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*broker.Config)) (*Cluster, *logBuf) {
 	t.Helper()
 	logs := &logBuf{}
 	t.Cleanup(func() { // runs after the cluster's Close, registered below
@@ -114,7 +128,7 @@ func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32, more
 		rs, err := c.Broker(p.Leader).Replica(topic, 0)
 		return err == nil && rs.Leader && rs.LeaderEpoch == p.LeaderEpoch
 	})
-	return c
+	return c, logs
 }
 
 // partitionVia is partition 0 of topic as node via's Metadata shows it.
