@@ -287,18 +287,26 @@ func (b *Broker) dumpLog(n int) {
 // wrote, so they show up with -v.
 func (b *Broker) reportErrorLines() {
 	var hits []string
+	stack := 0 // lines of a Go panic's stack still to keep
 	sc := bufio.NewScanner(bytes.NewReader([]byte(b.readLog())))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.Contains(l, `"level":"error"`) || strings.Contains(l, `"level":"fatal"`) ||
-			strings.Contains(l, `"level":"panic"`) || strings.HasPrefix(l, "panic:") {
+		switch {
+		case strings.HasPrefix(l, "panic:"):
+			hits = append(hits, l)
+			stack = 60 // the crash's stack, which the deleted log dir would lose
+		case stack > 0:
+			hits = append(hits, l)
+			stack--
+		case strings.Contains(l, `"level":"error"`) || strings.Contains(l, `"level":"fatal"`) ||
+			strings.Contains(l, `"level":"panic"`):
 			hits = append(hits, l)
 		}
 	}
 	if len(hits) > 0 {
-		if len(hits) > 20 {
-			hits = append(hits[:20], fmt.Sprintf("... and %d more", len(hits)-20))
+		if len(hits) > 100 {
+			hits = append(hits[:100], fmt.Sprintf("... and %d more", len(hits)-100))
 		}
 		b.t.Logf("broker logged %d error lines:\n%s", len(hits), strings.Join(hits, "\n"))
 	}
