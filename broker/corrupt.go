@@ -57,6 +57,7 @@ func (b *Broker) readFailed(p *partition, err error) {
 	}
 	st := p.state.Load()
 	if p.noteDamaged(ce.Offset) {
+		b.metrics.logDamage.Inc()
 		p.logger.Error().Err(err).Int64("damaged_from", ce.Offset).Bool("leader", st != nil && st.leader).
 			Msg("log is damaged: nothing at or past this offset will be served; the replica gives up leading it and re-fetches it from another replica")
 		if st != nil && !st.leader && slices.Contains(st.isr, p.me) {
@@ -93,7 +94,8 @@ func (b *Broker) readFailed(p *partition, err error) {
 // repairDamaged truncates a damaged follower's log to the damage once
 // this broker is out of the ISR, so the fetcher copies the rest again. It
 // reports whether p may be fetched now: not while damaged and in the ISR.
-func (p *partition) repairDamaged(st *replicaState) bool {
+func (b *Broker) repairDamaged(p *partition) bool {
+	st := p.state.Load()
 	if st == nil {
 		return false
 	}
@@ -113,6 +115,7 @@ func (p *partition) repairDamaged(st *replicaState) bool {
 	}
 	p.damagedFrom.CompareAndSwap(from, noCorruption)
 	p.needTruncate.Store(true)
+	b.metrics.logRepairs.Inc()
 	p.logger.Warn().Int64("log_end", p.log.EndOffset()).Msg("damaged log truncated; fetching the rest again from the leader")
 	return true
 }

@@ -138,7 +138,7 @@ func (f *fetcher) run() {
 		}
 		var ready []*partition
 		for _, p := range ours {
-			if !p.repairDamaged(p.state.Load()) {
+			if !f.b.repairDamaged(p) {
 				continue
 			}
 			if p.needTruncate.Load() {

@@ -25,6 +25,8 @@ type metrics struct {
 	latency    *prometheus.HistogramVec // handler completion time by api key
 	isrShrinks prometheus.Counter       // ISR shrinks proposed by this leader
 	isrExpands prometheus.Counter       // ISR expansions proposed by this leader
+	logDamage  prometheus.Counter       // reads that found a partition's log newly damaged
+	logRepairs prometheus.Counter       // damaged follower logs truncated for re-fetching
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -39,7 +41,9 @@ func newMetrics(b *Broker) *metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"api"})
 	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_shrinks_total", Help: "ISR shrinks this broker proposed as a leader."})
 	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_expands_total", Help: "ISR expansions this broker proposed as a leader."})
-	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands,
+	m.logDamage = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_damage_total", Help: "Times a read found stored log bytes damaged (failing their CRC) in a partition; they are never served."})
+	m.logRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_repairs_total", Help: "Damaged replica logs truncated at the damage to be fetched again from the leader."})
+	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands, m.logDamage, m.logRepairs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
 			return float64(b.underReplicated.Load())
 		}),

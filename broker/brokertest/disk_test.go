@@ -3,11 +3,14 @@ package brokertest
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,10 +30,21 @@ import (
 func TestScenarioDamagedSealedSegment(t *testing.T) {
 	const topic = "damaged"
 	step := stepper(t)
+	var metricsMu sync.Mutex
+	metricsAddr := map[int32]string{} // each node's metrics listener, as of its last start
 	c := scenarioCluster(t, topic, 10000, 2, func(cfg *broker.Config) {
 		cfg.SegmentBytes = 1024
 		cfg.AutoLeaderRebalance = true
 		cfg.LeaderImbalanceCheckSecs = 1
+		port, err := freePort()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		cfg.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		metricsMu.Lock()
+		metricsAddr[cfg.NodeID] = cfg.MetricsAddr
+		metricsMu.Unlock()
 	})
 	p := partitionVia(t, c, 1, topic)
 	victim := p.Replicas[0] // the preferred leader: rebalancing gives it the partition back
@@ -74,6 +88,29 @@ func TestScenarioDamagedSealedSegment(t *testing.T) {
 	}
 	waitLogs(t, c, topic, want, 30*time.Second)
 	step("every replica holds all %d records again, committed; ISR of 3", len(want))
+	metricsMu.Lock()
+	addr := metricsAddr[victim]
+	metricsMu.Unlock()
+	for _, m := range []string{"fjord_log_damage_total 1", "fjord_log_repairs_total 1"} {
+		if got := scrape(t, addr); !strings.Contains(got, "\n"+m+"\n") {
+			t.Errorf("node %d metrics lack %q", victim, m)
+		}
+	}
+}
+
+// scrape returns the Prometheus text served at addr.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 // damageSealedSegment flips one byte inside the records of the second batch
