@@ -425,39 +425,12 @@ func (b *Broker) resignIfLeader(img *controller.Image, topicID [16]byte, index i
 	if !ok || ip.Leader != b.cfg.NodeID {
 		return
 	}
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = index, ip.LeaderEpoch, ip.PartitionEpoch
-	for _, id := range ip.ISR {
-		if id == b.cfg.NodeID {
-			continue
-		}
-		rp.NewISR = append(rp.NewISR, id)
-		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		m.BrokerID, m.BrokerEpoch = id, -1
-		rp.NewEpochISR = append(rp.NewEpochISR, m)
-	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	b.goLoop(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		go func() {
-			select {
-			case <-b.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		kresp, err := b.ctl.call(ctx, req)
+	isr := slices.DeleteFunc(slices.Clone(ip.ISR), func(id int32) bool { return id == b.cfg.NodeID })
+	b.alterPartition(img, topicID, index, ip.LeaderEpoch, ip.PartitionEpoch, isr, 30*time.Second, func(code int16, err error) {
 		if err != nil {
 			b.log.Error().Err(err).Int32("partition", index).Msg("resigning leadership")
 			return
 		}
-		code := kresp.(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0].ErrorCode
 		b.log.Warn().Int32("partition", index).Int16("code", code).Str("reason", why).Msg("resigned the leadership of a replica")
 	})
 }

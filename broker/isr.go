@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // The leader keeps the ISR honest (Kafka's ISR management, KIP-497): a
@@ -111,13 +114,32 @@ func (b *Broker) proposeISR(p *partition, st *replicaState, isr []int32) {
 		b.metrics.isrExpands.Inc()
 	}
 	p.logger.Info().Ints32("isr", st.isr).Ints32("proposed", isr).Msg("proposing an ISR change")
-	img := b.image()
+	b.alterPartition(b.image(), p.topicID, p.index, st.leaderEpoch, st.partitionEpoch, isr, 10*time.Second, func(code int16, _ error) {
+		if code != 0 {
+			p.logger.Info().Int16("code", code).Ints32("proposed", isr).Msg("ISR change not accepted")
+			p.mu.Lock()
+			if slices.Equal(p.mu.pendingISR, isr) {
+				p.mu.pendingISR = nil
+			}
+			p.mu.Unlock()
+		}
+	})
+}
+
+// alterPartition sends the active controller, in the background, an
+// AlterPartition from this leader for partition index of topicID at the
+// given epochs, proposing isr (members' broker epochs as img knows them),
+// and calls done with the partition's error code (-1 and the error when no
+// answer came within timeout or the broker stopped). An isr without this
+// broker is a resignation (controller.Resign).
+func (b *Broker) alterPartition(img *controller.Image, topicID [16]byte, index, leaderEpoch, partitionEpoch int32,
+	isr []int32, timeout time.Duration, done func(code int16, err error)) {
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
 	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = p.topicID
+	rt.TopicID = topicID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.index, st.leaderEpoch, st.partitionEpoch
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = index, leaderEpoch, partitionEpoch
 	for _, id := range isr {
 		rp.NewISR = append(rp.NewISR, id)
 		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
@@ -130,7 +152,7 @@ func (b *Broker) proposeISR(p *partition, st *replicaState, isr []int32) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	b.goLoop(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		go func() {
 			select {
@@ -139,20 +161,19 @@ func (b *Broker) proposeISR(p *partition, st *replicaState, isr []int32) {
 			case <-ctx.Done():
 			}
 		}()
-		code := int16(-1)
-		if kresp, err := b.ctl.call(ctx, req); err == nil {
-			r := kresp.(*kmsg.AlterPartitionResponse)
-			if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-				code = r.Topics[0].Partitions[0].ErrorCode
-			}
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			done(-1, err)
+			return
 		}
-		if code != 0 {
-			p.logger.Info().Int16("code", code).Ints32("proposed", isr).Msg("ISR change not accepted")
-			p.mu.Lock()
-			if slices.Equal(p.mu.pendingISR, isr) {
-				p.mu.pendingISR = nil
-			}
-			p.mu.Unlock()
+		r := kresp.(*kmsg.AlterPartitionResponse)
+		switch {
+		case r.ErrorCode != 0:
+			done(r.ErrorCode, nil)
+		case len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1:
+			done(-1, errors.New("malformed AlterPartition response"))
+		default:
+			done(r.Topics[0].Partitions[0].ErrorCode, nil)
 		}
 	})
 }
