@@ -208,25 +208,15 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		bs, ok := img.Broker(req.BrokerID)
 		caughtUp := ok && req.CurrentMetadataOffset >= bs.Epoch
+		var recs []controller.Record
+		var code int16
+		what := "broker unfenced"
 		if req.WantShutdown {
-			recs, code := c.live.Shutdown(img, req.BrokerID, req.BrokerEpoch, now)
-			if code != 0 {
-				resp.ErrorCode = code
-				return resp
-			}
-			if _, err := c.propose(ctx, recs); err != nil {
-				resp.ErrorCode = proposeCode(err)
-				return resp
-			}
-			if len(recs) > 0 {
-				c.log.Info().Int32("broker", req.BrokerID).Int("partition_changes", len(recs)-1).
-					Msg("controlled shutdown: broker fenced, its leaderships moved")
-			}
-			bs, _ = c.node.Image().Broker(req.BrokerID)
-			resp.IsCaughtUp, resp.IsFenced, resp.ShouldShutdown = caughtUp, bs.Fenced, bs.Fenced
-			return resp
+			recs, code = c.live.Shutdown(img, req.BrokerID, req.BrokerEpoch, now)
+			what = "controlled shutdown: broker fenced, its leaderships moved"
+		} else {
+			recs, code = c.live.Heartbeat(img, req.BrokerID, req.BrokerEpoch, caughtUp, now)
 		}
-		recs, code := c.live.Heartbeat(img, req.BrokerID, req.BrokerEpoch, caughtUp, now)
 		if code != 0 {
 			resp.ErrorCode = code
 			return resp
@@ -236,10 +226,12 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 			return resp
 		}
 		if len(recs) > 0 {
-			c.log.Info().Int32("broker", req.BrokerID).Int("records", len(recs)).Msg("broker unfenced")
+			c.log.Info().Int32("broker", req.BrokerID).Int("records", len(recs)).Msg(what)
 		}
 		bs, _ = c.node.Image().Broker(req.BrokerID)
 		resp.IsCaughtUp, resp.IsFenced = caughtUp, bs.Fenced
+		// A broker asking to stop may once the image shows it fenced.
+		resp.ShouldShutdown = req.WantShutdown && bs.Fenced
 		return resp
 
 	case *kmsg.AllocateProducerIDsRequest:
