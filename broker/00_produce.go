@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,8 +63,10 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			case req.TransactionID != nil:
 				err = errTransactional
 			default:
-				if p, sp.ErrorCode = b.leaderPartition(t, rp.Partition); p != nil {
-					w, err = b.appendTo(p, rp.Records, req.Acks, now, &sp)
+				var lg *storage.Log
+				var v *replica.View
+				if p, lg, v, sp.ErrorCode = b.servingPartition(t, rp.Partition, replica.Produce); p != nil {
+					w, err = b.appendTo(p, lg, v, rp.Records, req.Acks, now, &sp)
 				}
 			}
 			if err != nil {
@@ -80,8 +83,6 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			if sp.ErrorCode == 0 && p != nil {
 				if p.syncOnAck() {
 					toFlush = appendUnique(toFlush, p)
-				} else {
-					p.advanceHW()
 				}
 				if req.Acks == -1 {
 					w.topic, w.index = len(resp.Topics), len(st.Partitions)
@@ -94,7 +95,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 	}
 	if req.Acks == 0 {
 		if len(toFlush) > 0 {
-			go flushAll(toFlush, nil)
+			b.goLoop(func() { flushAll(toFlush, nil) })
 		}
 		if firstErr != nil {
 			cc.fail(firstErr)
@@ -110,7 +111,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 	// The fsync and the wait for the replicas happen off the connection's
 	// reader, so pipelined requests keep arriving and share them (group
 	// commit); nothing is held while waiting.
-	go func() {
+	b.goLoop(func() {
 		flushAll(toFlush, func(p *partition, err error) {
 			for i := range resp.Topics {
 				if resp.Topics[i].Topic != p.topic {
@@ -141,7 +142,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			}
 		}
 		respond(resp)
-	}()
+	})
 }
 
 // ackWait is an acks=all batch waiting for the high watermark.
@@ -174,7 +175,7 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 	var wg sync.WaitGroup
 	for i, p := range ps {
 		wg.Add(1)
-		go func() {
+		go func() { // joined below: scoped to this call
 			defer wg.Done()
 			errs[i] = p.flush()
 		}()
@@ -190,14 +191,10 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 // appendTo validates and appends one partition's batch, filling sp. For
 // acks=all it refuses, appending nothing, when the ISR is smaller than
 // min.insync.replicas, and returns what to wait for.
-func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
+func (b *Broker) appendTo(p *partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
 	s := p.settings.Load()
-	st := p.state.Load()
-	if st == nil || !st.leader {
-		return ackWait{}, errNotLeader
-	}
-	if acks == -1 && int32(len(st.isr)) < s.minISR {
-		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, st.isr, s.minISR)
+	if acks == -1 && int32(len(v.ISR)) < s.minISR {
+		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.minISR)
 	}
 	info, err := storage.ValidateBatch(records, s.maxBatchBytes)
 	if err != nil {
@@ -206,7 +203,7 @@ func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, s
 	if info.Transactional || info.Control {
 		return ackWait{}, errTransactional
 	}
-	res, st, err := p.appendAsLeader(records, info, now)
+	res, v, err := p.appendAsLeader(records, info, now)
 	if err != nil {
 		return ackWait{}, err
 	}
@@ -216,8 +213,8 @@ func (b *Broker) appendTo(p *partition, records []byte, acks int16, now int64, s
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
-	sp.LogStartOffset = p.log.StartOffset()
-	return ackWait{p: p, target: res.LastOffset + 1, epoch: st.leaderEpoch}, nil
+	sp.LogStartOffset = lg.StartOffset()
+	return ackWait{p: p, target: res.LastOffset + 1, epoch: v.LeaderEpoch}, nil
 }
 
 // loggerOr returns the partition's logger, or the broker's for a nil

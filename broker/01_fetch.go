@@ -2,10 +2,10 @@ package broker
 
 import (
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,7 +52,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	respond = b.countFetched(respond)
-	replica := replicaOf(req)
+	replicaID := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
@@ -60,10 +60,10 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	parts := b.fetchPartitions(req)
-	go func() {
+	b.goLoop(func() {
 		ch := make(chan struct{}, 1)
 		watch, unwatch := (*partition).watch, (*partition).unwatch
-		if replica >= 0 {
+		if replicaID >= 0 {
 			watch, unwatch = (*partition).watchAppend, (*partition).unwatchAppend
 		}
 		for _, p := range parts {
@@ -98,7 +98,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 				return
 			}
 		}
-	}()
+	})
 }
 
 // fetchPartitions resolves the request's partitions that exist.
@@ -110,8 +110,8 @@ func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*partition {
 			continue
 		}
 		for _, rp := range rt.Partitions {
-			if p, _ := b.leaderPartition(t, rp.Partition); p != nil {
-				out = append(out, p)
+			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.parts) && t.parts[rp.Partition] != nil {
+				out = append(out, t.parts[rp.Partition])
 			}
 		}
 	}
@@ -129,7 +129,7 @@ func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) 
 // response, the record bytes in it, and whether an error means the client
 // should hear back at once rather than wait.
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
-	replica := replicaOf(req)
+	replicaID := replicaOf(req)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	pooled := &pooledFetch{FetchResponse: resp}
 	budget := int(req.MaxBytes)
@@ -152,42 +152,45 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 			case t == nil && req.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			default:
-				p, code := b.leaderPartition(t, rp.Partition)
-				if replica == debugReplicaID {
-					p, code = b.localPartition(t, rp.Partition)
+				op := replica.ConsumerRead
+				switch {
+				case replicaID == debugReplicaID:
+					op = replica.LocalRead
+				case replicaID >= 0:
+					op = replica.ReplicaRead
 				}
+				p, lg, v, code := b.servingPartition(t, rp.Partition, op)
 				if code == 0 {
-					code = p.checkEpoch(rp.CurrentLeaderEpoch)
+					code = v.CheckEpoch(rp.CurrentLeaderEpoch)
+				}
+				if code == 0 && replicaID >= 0 && !v.HasReplica(replicaID) {
+					code = kerr.NotLeaderForPartition.Code
 				}
 				if code != 0 {
 					sp.ErrorCode = code
 					break
 				}
 				limit := p.hw.Load()
-				if replica >= 0 {
-					if st := p.state.Load(); st == nil || !slices.Contains(st.replicas, replica) {
-						sp.ErrorCode = kerr.NotLeaderForPartition.Code
-						break
-					}
+				if replicaID >= 0 {
 					// The follower's fetch offset is its durable log end.
-					p.followerFetched(replica, rp.FetchOffset, time.Now())
-					limit = p.log.EndOffset()
+					p.followerFetched(replicaID, rp.FetchOffset)
+					limit = lg.EndOffset()
 				}
 				hw := p.hw.Load()
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, lg.StartOffset()
 				// The response budget binds every partition; only the first
 				// one with data may exceed it, by one whole batch (KIP-74).
 				budgetLimit := min(int(rp.PartitionMaxBytes), budget-total)
 				if budgetLimit <= 0 && total > 0 {
 					break
 				}
-				data, err := p.log.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
+				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					switch {
 					case errors.Is(err, storage.ErrCorruptLog):
 						b.readFailed(p, err)
-					case !errors.Is(err, storage.ErrOffsetOutOfRange):
+					case !errors.Is(err, storage.ErrOffsetOutOfRange) && sp.ErrorCode != kerr.NotLeaderForPartition.Code:
 						p.logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
 					break

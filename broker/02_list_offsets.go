@@ -2,6 +2,9 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // ListOffsets: v0-8
@@ -35,16 +38,16 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, 0
 			switch {
 			default:
-				p, code := b.leaderPartition(t, rp.Partition)
+				p, lg, v, code := b.servingPartition(t, rp.Partition, replica.ConsumerRead)
 				if code == 0 {
-					code = p.checkEpoch(rp.CurrentLeaderEpoch)
+					code = v.CheckEpoch(rp.CurrentLeaderEpoch)
 				}
 				if code != 0 {
 					sp.ErrorCode = code
 					break
 				}
-				sp.LeaderEpoch = p.leaderEpoch()
-				off, ts, err := listOffset(p, rp.Timestamp)
+				sp.LeaderEpoch = v.LeaderEpoch
+				off, ts, err := listOffset(lg, p.hw.Load(), rp.Timestamp)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					p.logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
@@ -65,21 +68,20 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 	respond(resp)
 }
 
-func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
-	hw := p.hw.Load()
+func listOffset(lg *storage.Log, hw, ts int64) (offset, timestamp int64, err error) {
 	switch ts {
 	case -1:
 		return hw, -1, nil
 	case -2, -4:
-		return p.log.StartOffset(), -1, nil
+		return lg.StartOffset(), -1, nil
 	case -3:
-		off, mts, ok, err := p.log.MaxTimestamp()
+		off, mts, ok, err := lg.MaxTimestamp()
 		if err != nil || !ok || off >= hw {
 			return -1, -1, err
 		}
 		return off, mts, nil
 	}
-	off, rts, ok, err := p.log.OffsetForTimestamp(ts, hw)
+	off, rts, ok, err := lg.OffsetForTimestamp(ts, hw)
 	if err != nil || !ok {
 		return -1, -1, err
 	}

@@ -48,13 +48,13 @@ func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg
 		return
 	}
 	// Creating waits for the controller; the reader goroutine must not.
-	go func() {
+	b.goLoop(func() {
 		codes := map[string]int16{}
 		for _, name := range missing {
 			codes[name] = b.autoCreate(cc.ctx, name)
 		}
 		respond(b.metadata(cc, req, codes))
-	}()
+	})
 }
 
 // metadata builds the response from the current image; createCodes holds

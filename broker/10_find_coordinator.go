@@ -29,7 +29,7 @@ func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	listener := b.advertised[cc.listener].Name
 	ot := img.Topic(offsetsTopic)
 	if ot == nil && req.CoordinatorType == 0 {
-		go b.ensureOffsetsTopic() // clients retry COORDINATOR_NOT_AVAILABLE
+		b.goLoop(b.ensureOffsetsTopic) // clients retry COORDINATOR_NOT_AVAILABLE
 	}
 	find := func(key string) (node int32, host string, port int32, code int16, msg *string) {
 		if req.CoordinatorType != 0 {

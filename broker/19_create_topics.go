@@ -24,7 +24,7 @@ func init() { regKey(19, 0, 7, handleCreateTopics) }
 
 func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	go func() {
+	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
 		resp := b.createTopics(ctx, req)
@@ -57,5 +57,5 @@ func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			}
 		}
 		respond(resp)
-	}()
+	})
 }

@@ -22,7 +22,7 @@ func init() { regKey(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	go func() {
+	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
@@ -41,5 +41,5 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			}
 		}
 		respond(resp)
-	}()
+	})
 }

@@ -32,7 +32,7 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		respond(resp)
 		return
 	}
-	go func() {
+	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, 0)
 		defer cancel()
 		id, err := b.allocProducerID(ctx)
@@ -44,5 +44,5 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		}
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		respond(resp)
-	}()
+	})
 }

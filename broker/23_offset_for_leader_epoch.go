@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -34,14 +35,14 @@ func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p, code := b.leaderPartition(t, rp.Partition)
+			_, lg, v, code := b.servingPartition(t, rp.Partition, replica.ConsumerRead)
 			if code == 0 && req.Version >= 2 {
-				code = p.checkEpoch(rp.CurrentLeaderEpoch)
+				code = v.CheckEpoch(rp.CurrentLeaderEpoch)
 			}
 			if code != 0 {
 				sp.ErrorCode = code
 			} else {
-				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				sp.LeaderEpoch, sp.EndOffset = lg.EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

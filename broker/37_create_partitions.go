@@ -25,7 +25,7 @@ func init() { regKey(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
-	go func() {
+	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
@@ -53,5 +53,5 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 			}
 		}
 		respond(resp)
-	}()
+	})
 }

@@ -62,10 +62,10 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			done <- struct{}{}
 		})
 	}
-	go func() {
+	b.goLoop(func() {
 		for range req.Groups {
 			<-done
 		}
 		respond(resp)
-	}()
+	})
 }

@@ -25,7 +25,7 @@ func init() { regKey(43, 0, 2, handleElectLeaders) }
 
 func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	go func() {
+	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
@@ -58,5 +58,5 @@ func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			})
 		}
 		respond(resp)
-	}()
+	})
 }

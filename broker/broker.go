@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
@@ -43,12 +44,10 @@ type Broker struct {
 	ctlKafka  *chanListener     // its Kafka half
 	ctlServer *protocol.Server
 
-	// Replicas being opened (see openNew): owned under openMu; openSem
-	// bounds concurrent opens; kick asks publishLoop to re-apply.
-	openMu  sync.Mutex
-	opening map[replicaKey]*openTask
-	openSem chan struct{}
-	kick    chan struct{}
+	// replicas tracks every local replica driver until its log is
+	// deleted (replicas.go); openSem bounds concurrent log opens.
+	replicas replicaRegistry
+	openSem  chan struct{}
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
@@ -87,9 +86,16 @@ type Broker struct {
 	offsets *offsetStore
 	groups  *coordinator
 
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	closing atomic.Bool
+	// ctx is the root context: cancelled by Close, it stops every loop
+	// and background task. stop closes with it, for select statements.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   <-chan struct{}
+	// goMu guards starting goroutines against Close's wait (goLoop).
+	goMu      sync.Mutex
+	goStopped bool
+	wg        sync.WaitGroup
+	closing   atomic.Bool
 }
 
 // topic is a topic of the current image with this node's replicas of it.
@@ -123,9 +129,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, stop: make(chan struct{}), ready: make(chan struct{}),
+	b := &Broker{cfg: cfg, log: log, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
-		opening: map[replicaKey]*openTask{}, openSem: make(chan struct{}, openSlots), kick: make(chan struct{}, 1)}
+		openSem: make(chan struct{}, openSlots)}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.stop = b.ctx.Done()
+	b.replicas.live = map[*partition]struct{}{}
+	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
@@ -287,7 +297,7 @@ func (b *Broker) Start() {
 		b.ensureOffsetsTopic()
 	})
 	b.goLoop(b.groups.run)
-	b.goLoop(b.isrLoop)
+	b.goLoop(b.tickLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 	b.goLoop(b.cleanerLoop)
@@ -320,12 +330,22 @@ func (b *Broker) serveClients() {
 	}
 }
 
-func (b *Broker) goLoop(fn func()) {
+// goLoop is how the broker starts every goroutine of its own: tracked,
+// so Close waits for all of them. After Close has begun it starts nothing
+// and reports false.
+func (b *Broker) goLoop(fn func()) bool {
+	b.goMu.Lock()
+	if b.goStopped {
+		b.goMu.Unlock()
+		return false
+	}
 	b.wg.Add(1)
+	b.goMu.Unlock()
 	go func() {
 		defer b.wg.Done()
 		fn()
 	}()
+	return true
 }
 
 // Close shuts down cleanly: stop accepting, let in-flight requests finish,
@@ -342,7 +362,10 @@ func (b *Broker) Close() error {
 	for _, s := range servers {
 		s.Close()
 	}
-	close(b.stop)
+	b.cancel()
+	b.goMu.Lock()
+	b.goStopped = true
+	b.goMu.Unlock()
 	b.wg.Wait()
 	b.fetch.closeAll()
 	if b.ctlServer != nil {
@@ -356,18 +379,17 @@ func (b *Broker) Close() error {
 	return errors.Join(append(errs, b.closeLogs())...)
 }
 
+// closeLogs closes every open log, those of replicas being deleted
+// included. REQUIRES: every goroutine stopped (no open still running).
 func (b *Broker) closeLogs() error {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
 	var errs []error
-	for _, t := range b.mu.topics {
-		for _, p := range t.parts {
-			if p == nil {
-				continue
-			}
-			if err := p.log.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("%s-%d: %w", t.name, p.index, err))
-			}
+	for _, p := range b.liveReplicas() {
+		lg := p.log()
+		if lg == nil {
+			continue
+		}
+		if err := lg.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s-%d: %w", p.topic, p.index, err))
 		}
 	}
 	if len(errs) == 0 {
@@ -400,30 +422,24 @@ func (b *Broker) partitionExists(name string, idx int32) bool {
 	return t != nil && idx >= 0 && int(idx) < len(t.parts)
 }
 
-// leaderPartition finds a partition this broker leads, or the error code
-// for a client: UNKNOWN_TOPIC_OR_PARTITION when the image has no such
-// partition, NOT_LEADER_OR_FOLLOWER when another broker leads it.
-func (b *Broker) leaderPartition(t *topic, idx int32) (*partition, int16) {
+// servingPartition finds this broker's replica of partition idx of t if
+// it serves op now, with its log and view; else the Kafka error code for
+// the client: UNKNOWN_TOPIC_OR_PARTITION when the image has no such
+// partition, NOT_LEADER_OR_FOLLOWER when another broker holds it, and
+// whatever the replica's phase says (replica.View.Check) otherwise.
+func (b *Broker) servingPartition(t *topic, idx int32, op replica.Op) (*partition, *storage.Log, *replica.View, int16) {
 	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
-		return nil, kerr.UnknownTopicOrPartition.Code
+		return nil, nil, nil, kerr.UnknownTopicOrPartition.Code
 	}
 	p := t.parts[idx]
-	if !p.leads() {
-		return nil, kerr.NotLeaderForPartition.Code
+	if p == nil {
+		return nil, nil, nil, kerr.NotLeaderForPartition.Code
 	}
-	return p, 0
-}
-
-// localPartition returns this broker's replica of partition idx, leader
-// or follower.
-func (b *Broker) localPartition(t *topic, idx int32) (*partition, int16) {
-	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
-		return nil, kerr.UnknownTopicOrPartition.Code
+	lg, v, code := p.serve(op)
+	if code != 0 {
+		return nil, nil, v, code
 	}
-	if p := t.parts[idx]; p != nil && p.state.Load() != nil {
-		return p, 0
-	}
-	return nil, kerr.NotLeaderForPartition.Code
+	return p, lg, v, 0
 }
 
 // topicsSnapshot returns the live topics.

@@ -25,7 +25,7 @@ func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := New(cfg, zerolog.Nop())
+	b, err := New(cfg, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"os"
 
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,11 +21,20 @@ var (
 	errStaleShip            = errors.New("broker: voter is behind this broker's metadata")
 )
 
+// codeError carries a Kafka error code decided elsewhere (a replica's
+// phase, by replica.View.Check) through paths that return errors.
+type codeError int16
+
+func (c codeError) Error() string { return kerr.ErrorForCode(int16(c)).Error() }
+
 // errorCode is the one place a Go error becomes a Kafka error code.
 func errorCode(err error) int16 {
+	var ce codeError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ce):
+		return int16(ce)
 	case errors.Is(err, storage.ErrCorruptLog):
 		// Damaged on this broker's disk: retriable, the client refreshes
 		// metadata and finds the replica that takes over.
@@ -52,7 +62,7 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, errNotLeader),
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, os.ErrClosed), errors.Is(err, errNotLeader),
 		errors.Is(err, storage.ErrStaleLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errInvalidTopic):

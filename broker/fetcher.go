@@ -2,12 +2,15 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,9 +85,11 @@ type fetcher struct {
 }
 
 func newFetcher(b *Broker, leader int32) *fetcher {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.ctx)
 	f := &fetcher{b: b, leader: leader, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	go f.run()
+	if !b.goLoop(f.run) {
+		close(f.done) // the broker is stopping
+	}
 	return f
 }
 
@@ -118,17 +123,43 @@ func (f *fetcher) run() {
 		}
 	}()
 	for f.ctx.Err() == nil {
-		var ours []*partition
+		now := nowMs()
+		var ready []*partition
+		waiting := false // a partition of ours that may fetch later
 		for _, p := range f.partitions() {
-			if st := p.state.Load(); st != nil && !st.leader && st.leaderID == f.leader {
-				ours = append(ours, p)
+			v, lg := p.view.Load(), p.log()
+			if v.Leader != f.leader || lg == nil {
+				waiting = waiting || v.Phase == replica.Opening
+				continue
 			}
+			if v.Phase == replica.Damaged && !v.InISR {
+				f.b.repairDamaged(p, lg, v)
+				v = p.view.Load()
+			}
+			if !v.Fetches(f.leader) {
+				waiting = waiting || v.Phase == replica.Damaged
+				continue
+			}
+			if now < p.pausedUntil.Load() {
+				waiting = true
+				continue
+			}
+			ready = append(ready, p)
 		}
-		if len(ours) == 0 {
+		if len(ready) == 0 {
+			// Nothing to fetch now: wait for a new partition set, or look
+			// again shortly if some partition may become fetchable.
+			var again <-chan time.Time
+			t := time.NewTimer(200 * time.Millisecond)
+			if waiting {
+				again = t.C
+			}
 			select {
 			case <-f.wake:
+			case <-again:
 			case <-f.ctx.Done():
 			}
+			t.Stop()
 			continue
 		}
 		if err := f.connect(); err != nil {
@@ -136,24 +167,21 @@ func (f *fetcher) run() {
 			sleepCtx(f.ctx, 200*time.Millisecond)
 			continue
 		}
-		var ready []*partition
-		for _, p := range ours {
-			if !f.b.repairDamaged(p) {
-				continue
-			}
-			if p.needTruncate.Load() {
-				if err := f.truncate(p); err != nil {
+		fetchable := ready[:0]
+		for _, p := range ready {
+			if p.view.Load().Phase == replica.Reconciling {
+				if err := f.reconcile(p); err != nil {
 					p.logger.Debug().Err(err).Msg("finding the divergence point; retrying")
 					continue
 				}
 			}
-			ready = append(ready, p)
+			fetchable = append(fetchable, p)
 		}
-		if len(ready) == 0 {
+		if len(fetchable) == 0 {
 			sleepCtx(f.ctx, 200*time.Millisecond)
 			continue
 		}
-		if err := f.fetch(ready); err != nil && f.ctx.Err() == nil {
+		if err := f.fetch(fetchable); err != nil && f.ctx.Err() == nil {
 			f.b.log.Debug().Err(err).Int32("leader", f.leader).Msg("replica fetch failed")
 			sleepCtx(f.ctx, 100*time.Millisecond)
 		}
@@ -193,22 +221,24 @@ func (f *fetcher) request(req kmsg.Request, timeout time.Duration) (kmsg.Respons
 	return seeds[0].Request(ctx, req)
 }
 
-// truncate finds where p's log diverges from the leader's and cuts it
+// reconcile finds where p's log diverges from the leader's and cuts it
 // there (KIP-279): ask the leader for the end of our latest epoch; if the
 // leader's answer is an older epoch, our log is cut at the smaller of its
 // end for that epoch and ours, and we ask again with our new latest epoch,
-// until the leader answers with the epoch we asked for.
-func (f *fetcher) truncate(p *partition) error {
-	st := p.state.Load()
-	if st == nil {
+// until the leader answers with the epoch we asked for. It tells the core
+// which leader epoch it reconciled against, so an answer that a newer
+// leadership overtook does not count.
+func (f *fetcher) reconcile(p *partition) error {
+	v, lg := p.view.Load(), p.log()
+	if lg == nil || !v.Fetches(f.leader) {
 		return nil
 	}
 	for range 32 {
-		latest := p.log.LatestEpoch()
+		latest := lg.LatestEpoch()
 		if latest < 0 {
 			// No epochs (an empty log, or one written before epochs): the
 			// high watermark is the last offset known to be committed.
-			if err := p.truncateTo(p.hw.Load()); err != nil {
+			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.hw.Load(), false); err != nil {
 				return err
 			}
 			break
@@ -218,7 +248,7 @@ func (f *fetcher) truncate(p *partition) error {
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 		rt.Topic = p.topic
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, st.leaderEpoch, latest
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, v.LeaderEpoch, latest
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		kresp, err := f.request(req, 10*time.Second)
@@ -234,30 +264,40 @@ func (f *fetcher) truncate(p *partition) error {
 			return kerr.ErrorForCode(r.ErrorCode)
 		}
 		if r.LeaderEpoch < 0 || r.EndOffset < 0 {
-			if err := p.truncateTo(p.hw.Load()); err != nil {
+			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.hw.Load(), false); err != nil {
 				return err
 			}
 			break
 		}
 		target := r.EndOffset
 		if r.LeaderEpoch != latest {
-			_, mine := p.log.EndOffsetForEpoch(r.LeaderEpoch)
+			_, mine := lg.EndOffsetForEpoch(r.LeaderEpoch)
 			if mine >= 0 {
 				target = min(target, mine)
 			} else {
 				target = min(target, p.hw.Load())
 			}
 		}
-		if err := p.truncateTo(target); err != nil {
+		if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, target, false); err != nil {
 			return err
 		}
 		if r.LeaderEpoch == latest {
 			break // the leader knows our latest epoch and where it ends
 		}
 	}
-	p.needTruncate.Store(false)
-	p.logger.Info().Int64("log_end", p.log.EndOffset()).Int32("leader", f.leader).Msg("follower log matches the leader's; fetching")
+	p.step(replica.Reconciled{LeaderEpoch: v.LeaderEpoch})
+	if p.view.Load().Phase == replica.Following {
+		p.logger.Info().Int64("log_end", lg.EndOffset()).Int32("leader", f.leader).Int32("leader_epoch", v.LeaderEpoch).
+			Msg("follower log matches the leader's; fetching")
+	}
 	return nil
+}
+
+// fetched is one partition of a Fetch: what it was asked at.
+type fetched struct {
+	p     *partition
+	lg    *storage.Log
+	epoch int32
 }
 
 // fetch sends one Fetch for the ready partitions and applies the answer.
@@ -268,8 +308,14 @@ func (f *fetcher) fetch(parts []*partition) error {
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 500, 1, 16<<20
 	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
+	var asked []fetched
 	for _, p := range parts {
-		st := p.state.Load()
+		// The view and log are read once: a partition deleted or moved
+		// meanwhile is skipped here, or refused at append.
+		v, lg := p.view.Load(), p.log()
+		if lg == nil || !v.Fetches(f.leader) {
+			continue
+		}
 		i, ok := topicAt[p.topic]
 		if !ok {
 			nt := kmsg.NewFetchRequestTopic()
@@ -280,10 +326,14 @@ func (f *fetcher) fetch(parts []*partition) error {
 		}
 		t := &req.Topics[i]
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.LogStartOffset = p.index, p.log.EndOffset(), p.log.StartOffset()
-		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, st.leaderEpoch
+		rp.Partition, rp.FetchOffset, rp.LogStartOffset = p.index, lg.EndOffset(), lg.StartOffset()
+		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, v.LeaderEpoch
 		rp.LastFetchedEpoch = -1
 		t.Partitions = append(t.Partitions, rp)
+		asked = append(asked, fetched{p, lg, v.LeaderEpoch})
+	}
+	if len(asked) == 0 {
+		return nil
 	}
 	kresp, err := f.request(req, 10*time.Second)
 	if err != nil {
@@ -293,10 +343,11 @@ func (f *fetcher) fetch(parts []*partition) error {
 	if resp.ErrorCode != 0 {
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
-	find := func(rt *kmsg.FetchResponseTopic, idx int32) *partition {
-		for _, p := range parts {
-			if p.index == idx && (p.topic == rt.Topic || (rt.Topic == "" && p.topicID == rt.TopicID)) {
-				return p
+	find := func(rt *kmsg.FetchResponseTopic, idx int32) *fetched {
+		for i := range asked {
+			a := &asked[i]
+			if a.p.index == idx && (a.p.topic == rt.Topic || (rt.Topic == "" && a.p.topicID == rt.TopicID)) {
+				return a
 			}
 		}
 		return nil
@@ -305,34 +356,35 @@ func (f *fetcher) fetch(parts []*partition) error {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			sp := &rt.Partitions[j]
-			p := find(rt, sp.Partition)
-			if p == nil {
-				continue
+			if a := find(rt, sp.Partition); a != nil {
+				f.apply(a, sp)
 			}
-			f.apply(p, sp)
 		}
 	}
 	return nil
 }
 
 // apply appends one partition's fetched batches.
-func (f *fetcher) apply(p *partition, sp *kmsg.FetchResponseTopicPartition) {
+func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
+	p, lg := a.p, a.lg
 	switch sp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
-		if p.log.EndOffset() < sp.LogStartOffset {
+		if lg.EndOffset() < sp.LogStartOffset {
 			// Behind the leader's retention: start again at its start.
-			p.logger.Warn().Int64("log_end", p.log.EndOffset()).Int64("leader_start", sp.LogStartOffset).
+			p.logger.Warn().Int64("log_end", lg.EndOffset()).Int64("leader_start", sp.LogStartOffset).
 				Msg("follower is behind the leader's log start; starting over there")
-			if err := p.log.TruncateFullyAndStartAt(sp.LogStartOffset); err != nil {
+			if err := lg.TruncateFullyAndStartAt(sp.LogStartOffset); err != nil {
 				p.logger.Error().Err(err).Msg("restarting the follower log")
+				return
 			}
+			p.step(replica.Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
 		} else {
-			p.needTruncate.Store(true)
+			p.step(replica.Diverged{LeaderEpoch: a.epoch})
 		}
 		return
 	case kerr.KafkaStorageError.Code:
-		p.leaderDamaged()
+		p.step(replica.LeaderDamaged{})
 		return
 	default:
 		// Not (or no longer) the leader, stale epochs: the next image
@@ -340,22 +392,24 @@ func (f *fetcher) apply(p *partition, sp *kmsg.FetchResponseTopicPartition) {
 		return
 	}
 	if len(sp.RecordBatches) > 0 {
-		if st := p.state.Load(); st == nil || st.leader || st.leaderID != f.leader {
-			return // the partition moved while the fetch was in flight
-		}
-		if _, err := p.log.AppendReplica(sp.RecordBatches); err != nil {
-			p.logger.Error().Err(err).Msg("appending fetched batches; finding the divergence point again")
-			p.needTruncate.Store(true)
+		ok, err := p.appendAsFollower(f.leader, a.epoch, sp.RecordBatches)
+		if err != nil {
+			if !errors.Is(err, storage.ErrClosed) {
+				p.logger.Error().Err(err).Msg("appending fetched batches; finding the divergence point again")
+				p.step(replica.Diverged{LeaderEpoch: a.epoch})
+			}
 			return
 		}
+		if !ok {
+			return // the partition moved while the fetch was in flight
+		}
 		if p.syncOnAck() {
-			if err := p.log.Flush(); err != nil {
-				p.logger.Error().Err(err).Msg("flushing fetched batches")
+			if err := p.flush(); err != nil {
 				return
 			}
 		}
 	}
-	p.followerHW(sp.HighWatermark)
+	p.step(replica.LeaderHW{HW: sp.HighWatermark})
 }
 
 // interBrokerListener names the listener this broker fetches through: the

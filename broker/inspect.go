@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -29,13 +30,15 @@ func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
 		return ReplicaState{}, fmt.Errorf("%s-%d: no replica on broker %d", topic, partition, b.cfg.NodeID)
 	}
 	p := t.parts[partition]
-	rs := ReplicaState{LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(), HighWater: p.hw.Load()}
-	if st := p.state.Load(); st != nil {
-		rs.Leader, rs.LeaderEpoch, rs.ISR = st.leader, st.leaderEpoch, st.isr
+	lg, v, code := p.serve(replica.LocalRead)
+	if code != 0 {
+		return ReplicaState{}, fmt.Errorf("%s-%d: replica on broker %d is %s", topic, partition, b.cfg.NodeID, v.Phase)
 	}
+	rs := ReplicaState{LogStart: lg.StartOffset(), LogEnd: lg.EndOffset(), HighWater: p.hw.Load()}
+	rs.Leader, rs.LeaderEpoch, rs.ISR = v.Leads(), v.LeaderEpoch, v.ISR
 	off := rs.LogStart
 	for off < rs.LogEnd {
-		data, err := p.log.Read(off, 1<<20, rs.LogEnd, nil)
+		data, err := lg.Read(off, 1<<20, rs.LogEnd, nil)
 		if err != nil {
 			return rs, err
 		}

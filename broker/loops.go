@@ -1,8 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"strings"
 	"time"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Background loops: retention, relaxed flushing and log compaction. Each is
@@ -24,7 +28,11 @@ func (b *Broker) retentionLoop() {
 				continue // compact-only topics keep everything the cleaner keeps
 			}
 			for _, p := range tp.local() {
-				if _, err := p.log.DeleteOldSegments(now); err != nil {
+				lg, _, code := p.serve(replica.LocalRead)
+				if code != 0 {
+					continue
+				}
+				if _, err := lg.DeleteOldSegments(now); err != nil && !errors.Is(err, storage.ErrClosed) {
 					p.logger.Warn().Err(err).Msg("retention")
 				}
 			}
@@ -93,7 +101,11 @@ func (b *Broker) cleanerLoop() {
 				continue
 			}
 			for _, p := range tp.local() {
-				n := p.log.SegmentCount()
+				lg, _, code := p.serve(replica.LocalRead)
+				if code != 0 {
+					continue
+				}
+				n := lg.SegmentCount()
 				m := last[p]
 				// Tombstones expire with time, not with new segments: look
 				// again once delete.retention.ms could have passed.
@@ -101,9 +113,9 @@ func (b *Broker) cleanerLoop() {
 				if n < 2 || (n == m.segments && time.Since(m.at) < again) {
 					continue
 				}
-				st, err := p.log.Compact(time.Now().UnixMilli(), p.settings.Load().deleteRetentionMs)
-				last[p] = mark{p.log.SegmentCount(), time.Now()}
-				if err != nil {
+				st, err := lg.Compact(time.Now().UnixMilli(), p.settings.Load().deleteRetentionMs)
+				last[p] = mark{lg.SegmentCount(), time.Now()}
+				if err != nil && !errors.Is(err, storage.ErrClosed) {
 					p.logger.Error().Err(err).Msg("compaction failed")
 					continue
 				}

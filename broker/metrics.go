@@ -59,7 +59,9 @@ func newMetrics(b *Broker) *metrics {
 			var n int64
 			for _, t := range b.topicsSnapshot() {
 				for _, p := range t.local() {
-					n += p.log.Size()
+					if lg := p.log(); lg != nil {
+						n += lg.Size()
+					}
 				}
 			}
 			return float64(n)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/fjordlog/fjord/broker/replica"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,15 +121,8 @@ func (b *Broker) ensureOffsetsTopic() {
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := adminCtx(context.Background(), 10000)
+	ctx, cancel := adminCtx(b.ctx, 10000)
 	defer cancel()
-	go func() {
-		select {
-		case <-b.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	resp := b.createTopics(ctx, req)
 	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
 		b.log.Warn().Int16("code", code).Msg("cannot create the offsets topic yet; FindCoordinator will retry")
@@ -237,9 +231,13 @@ func (o *offsetStore) allLoaded() bool {
 func (o *offsetStore) load(pi int32, p *partition) {
 	start := time.Now()
 	n := 0
-	off := p.log.StartOffset()
+	lg, _, code := p.serve(replica.ConsumerRead)
+	if code != 0 {
+		return // no longer leading here, or deleted: the next leader loads it
+	}
+	off := lg.StartOffset()
 	for {
-		data, err := p.log.Read(off, 1<<20, p.log.EndOffset(), nil)
+		data, err := lg.Read(off, 1<<20, lg.EndOffset(), nil)
 		if err != nil {
 			o.b.log.Error().Err(err).Int32("partition", pi).Msg("loading committed offsets; partition stays unavailable")
 			o.b.readFailed(p, err) // a damaged log: hand the partition to a sound replica
@@ -391,9 +389,9 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 	batch := storage.BuildBatch(recs, now)
 	info, err := storage.ValidateBatch(batch, 0)
 	var res storage.AppendResult
-	var st *replicaState
+	var v *replica.View
 	if err == nil {
-		res, st, err = p.appendAsLeader(batch, info, now)
+		res, v, err = p.appendAsLeader(batch, info, now)
 		if err == nil {
 			o.mu.pending[pi] = append(o.mu.pending[pi], pendingCommit{res.LastOffset + 1, group, recs})
 			o.mu.inFlight[group]++
@@ -404,18 +402,18 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 		done(0, err)
 		return
 	}
-	go func() {
+	o.b.goLoop(func() {
 		// Committed like an acks=all produce: durable here and on every
 		// in-sync replica of the offsets partition.
 		err := p.flush()
 		if err == nil {
 			expire := time.NewTimer(commitTimeout)
-			err = p.waitCommitted(context.Background(), res.LastOffset+1, st.leaderEpoch, expire.C)
+			err = p.waitCommitted(context.Background(), res.LastOffset+1, v.LeaderEpoch, expire.C)
 			expire.Stop()
 		}
 		o.applyDurable(pi, p)
 		done(len(recs), err)
-	}()
+	})
 }
 
 // commitTimeout bounds how long a commit waits for the offsets partition's
@@ -492,7 +490,7 @@ func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 		o.b.log.Warn().Err(err).Str("group", id).Msg("storing group metadata")
 		return
 	}
-	go p.flush()
+	o.b.goLoop(func() { p.flush() })
 }
 
 // fetch returns a group's committed offset for tp.

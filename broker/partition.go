@@ -2,304 +2,268 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/storage"
 )
 
-// partition is this node's replica of one topic partition. The metadata
-// image says whether it leads (publishLoop calls setState on every image);
-// only a leader takes produce requests and serves consumers; a follower's
-// log is written by its replica fetcher only.
+// partition is this node's replica of one topic partition: the driver of
+// its replica.Core. The core decides (role, ISR, high watermark, the
+// replica's phase); the driver feeds it events, publishes what it decides
+// for lock-free readers, and does the I/O it asks for.
 //
-// The high watermark is what consumers may see and what acks=all waits for.
-// On the leader it is the minimum, over the in-sync replicas, of each one's
-// log end: its own durable end on a topic that fsyncs before acknowledging
-// (flush.messages=1), else its log end; a follower's fetch offset, which it
-// sends only once what it fetched before is durable. Followers learn the
-// high watermark from the leader's fetch responses.
+// Ownership: the core is written only by step, under mu, one event at a
+// time. A goroutine per partition was the alternative; it was rejected
+// because every produce, flush and follower fetch is an event, and a hop
+// to another goroutine on each would cost the hot path a wake-up, while
+// mu is held only for the pure Step and the in-memory publications (no
+// I/O). The published values are:
 //
-// Invariant: hw <= log end; hw only grows while this broker leads at one
-// leader epoch (a follower's may drop with a truncation, never below what
-// the leader had committed).
+//   - view: the phase, leadership, epochs and ISR (replica.View), which
+//     every request checks first (View.Check) — a replica that is not
+//     open yet, being deleted or damaged answers with a Kafka error code;
+//   - hw: the high watermark, what consumers may read and acks=all waits
+//     for; written under mu only, so it moves exactly as the core's does;
+//   - lg: the log, set once by the opener before the OpenDone step that
+//     makes the view serve it; never cleared (a deleted log's operations
+//     fail with storage.ErrClosed).
+//
+// roleMu fences the log against a stale role: leader appends and a
+// follower's replica appends hold it for reading and check the view under
+// it; steps that may change the role (Assign, Unassign, OpenDone) hold it
+// for writing, and a new leader records its epoch's start in the log
+// before releasing it. So no append of an old role or epoch lands after a
+// change (a follower's truncation must not race a stale leader append).
+// Lock order: roleMu, then mu.
 type partition struct {
 	topic   string
 	index   int32
 	topicID [16]byte
 	me      int32 // this broker's id
-	log     *storage.Log
+	dir     string
 	logger  zerolog.Logger
+	host    *Broker // does the I/O the core asks for (open, AlterPartition, delete)
 
-	settings atomic.Pointer[topicSettings]
-	hw       atomic.Int64 // written by advanceHW only
-	// state is the partition's replication state in the image this broker
-	// last applied; nil once the replica is dropped. It changes under
-	// roleMu's write lock, and leader appends hold its read lock, so once a
-	// broker stops leading no append of its own lands after (a follower's
-	// truncation must not race a stale leader append).
-	state  atomic.Pointer[replicaState]
-	roleMu sync.RWMutex
-
-	mu struct {
-		sync.Mutex
-		waiters map[chan struct{}]struct{} // fetches and acks waiting for hw or state to move
-		// appendWaiters are replica fetches waiting for the log end to move.
-		appendWaiters map[chan struct{}]struct{}
-		// followers tracks each other replica's fetches while this broker
-		// leads (reset when the leader epoch changes).
-		followers map[int32]*followerState
-		// pendingISR is an ISR change proposed to the controller and not
-		// yet seen in the image; nil when none is in flight.
-		pendingISR []int32
-		// leaderSince and epochStart are when and at which log end this
-		// broker began leading at the current epoch.
-		leaderSince time.Time
-		epochStart  int64
-	}
+	settings  atomic.Pointer[topicSettings]
+	lg        atomic.Pointer[storage.Log]
+	view      atomic.Pointer[replica.View]
+	hw        atomic.Int64
 	unflushed atomic.Int64 // appended records since the last flush (relaxed topics)
-	// needTruncate is set when this broker becomes a follower at a new
-	// leader epoch: its fetcher must find the divergence point first.
-	needTruncate atomic.Bool
-	// damagedFrom is the first offset a read found damaged (corrupt.go);
-	// noCorruption while none is known. Only lowered, except by the
-	// fetcher's repair, which truncates the damage away.
-	damagedFrom atomic.Int64
-	// fetchPausedUntil (unix ns) holds this follower's fetches of the
-	// partition back after its leader reported its own copy damaged.
-	fetchPausedUntil atomic.Int64
-	// lastResign (unix ns) is when this leader last asked to resign a
-	// damaged replica's leadership.
-	lastResign atomic.Int64
-	flushTime  prometheus.Observer
+	// repairTo is the offset a damaged follower's fetcher must truncate
+	// to (the core's TruncateTo), -1 when none: the fetcher is the one
+	// writer of a follower's log.
+	repairTo atomic.Int64
+	// pausedUntil (unix ms) holds this follower's fetches back after its
+	// leader reported its own copy damaged.
+	pausedUntil atomic.Int64
+	// dir is claimed from creation until the log is deleted, so a replica
+	// of a re-created topic of the same name opens only after the old one
+	// is gone (claim.prev).
+	claim *dirClaim
+	// firstOpen closes once the first open attempt has answered.
+	firstOpen     chan struct{}
+	firstOpenOnce sync.Once
+
+	roleMu sync.RWMutex
+	mu     struct {
+		sync.Mutex
+		core *replica.Core
+		// waiters are fetches and acks waiting for hw or the view to move;
+		// appendWaiters are replica fetches waiting for the log end.
+		waiters       map[chan struct{}]struct{}
+		appendWaiters map[chan struct{}]struct{}
+		released      bool // claim released (the replica reached Deleted)
+	}
+	flushTime prometheus.Observer
 }
 
-func newPartition(me int32, topic string, index int32, id [16]byte, lg *storage.Log, s topicSettings, logger zerolog.Logger) *partition {
-	p := &partition{me: me, topic: topic, index: index, topicID: id, log: lg, logger: logger}
+// newPartition returns the driver of a replica in its Opening phase; the
+// caller assigns it (Assign) and then starts it (start).
+func newPartition(b *Broker, topic string, index int32, id [16]byte, s topicSettings) *partition {
+	p := &partition{me: b.cfg.NodeID, topic: topic, index: index, topicID: id, host: b,
+		dir:    b.partitionDir(topic, index),
+		logger: b.log.With().Str("topic", topic).Int32("partition", index).Logger()}
 	p.settings.Store(&s)
+	p.repairTo.Store(-1)
+	p.firstOpen = make(chan struct{})
 	p.mu.waiters = make(map[chan struct{}]struct{})
 	p.mu.appendWaiters = make(map[chan struct{}]struct{})
-	p.mu.followers = map[int32]*followerState{}
-	p.damagedFrom.Store(noCorruption)
-	// The high watermark is not on disk: start from the log start and let
-	// the leader (this broker, once its ISR allows) move it. Starting at the
-	// log end could show consumers records a failover is about to drop.
-	p.hw.Store(lg.StartOffset())
+	p.mu.core = replica.New(b.replicaConfig(s))
+	p.view.Store(p.mu.core.View())
+	p.flushTime = b.metrics.flushTime
+	p.claim = b.claimDir(p.dir)
 	return p
 }
 
-// followerState is the leader's view of one follower.
-type followerState struct {
-	leo           int64     // the follower's fetch offset: its durable log end
-	lastFetch     time.Time // last fetch request
-	lastCaughtUp  time.Time // last time its fetch offset reached the leader's log end
-	lastLeaderEnd int64     // the leader's log end at lastFetch
-}
+// log returns the replica's log: non-nil whenever the view serves
+// (View.Check returned 0).
+func (p *partition) log() *storage.Log { return p.lg.Load() }
 
-// replicaState is what the image says about this replica's partition.
-type replicaState struct {
-	leader         bool // this broker leads
-	leaderID       int32
-	leaderEpoch    int32
-	partitionEpoch int32
-	replicas, isr  []int32 // read-only
-}
+func nowMs() int64 { return time.Now().UnixMilli() }
 
-// setState records the image's view of the partition. It reports whether
-// this broker just became the leader or a follower at a new leader epoch
-// (the caller then starts leading, or truncates and fetches).
-func (p *partition) setState(ip controller.Partition) (changed bool) {
-	prev := p.state.Load()
-	st := &replicaState{leader: ip.Leader == p.me, leaderID: ip.Leader, leaderEpoch: ip.LeaderEpoch,
-		partitionEpoch: ip.PartitionEpoch, replicas: ip.Replicas, isr: ip.ISR}
-	changed = prev == nil || prev.leader != st.leader || prev.leaderEpoch != st.leaderEpoch
+// start begins the replica's life: its log opens in the background.
+func (p *partition) start() {
 	p.mu.Lock()
-	if changed {
-		clear(p.mu.followers)
-		p.mu.pendingISR = nil
-		p.mu.leaderSince, p.mu.epochStart = time.Now(), p.log.EndOffset()
-	}
-	if p.mu.pendingISR != nil && (prev == nil || prev.partitionEpoch != st.partitionEpoch) {
-		p.mu.pendingISR = nil // the proposal was decided, one way or the other
-	}
+	rd := p.mu.core.Start(nowMs())
 	p.mu.Unlock()
-	p.roleMu.Lock()
-	if changed && st.leader {
-		// A new leader records where its epoch starts before it takes
-		// writes, so followers can find their divergence point. Under the
-		// write lock: no append of the old epoch can land in between.
-		if err := p.log.AssignEpoch(st.leaderEpoch, p.log.EndOffset()); err != nil {
+	p.act(rd)
+}
+
+// step feeds the core one event and carries out what it decides.
+func (p *partition) step(ev any) {
+	switch ev.(type) {
+	case replica.Assign, replica.Unassign, replica.OpenDone:
+		p.roleMu.Lock()
+		defer p.roleMu.Unlock()
+	}
+	p.mu.Lock()
+	rd := p.mu.core.Step(nowMs(), ev)
+	p.publishLocked(rd)
+	p.mu.Unlock()
+	if rd.StartEpoch >= 0 {
+		// Under roleMu's write lock: no append of the old epoch can land
+		// between the view saying "leading" and the epoch's start.
+		if err := p.log().AssignEpoch(rd.StartEpoch, rd.StartOffset); err != nil {
 			p.logger.Error().Err(err).Msg("recording the leader epoch")
 		}
 	}
-	p.state.Store(st)
-	p.roleMu.Unlock()
-	if changed || prev == nil || !slices.Equal(prev.isr, st.isr) {
-		p.logger.Info().Bool("leader", st.leader).Int32("leader_id", st.leaderID).Int32("leader_epoch", st.leaderEpoch).
-			Ints32("isr", st.isr).Int64("log_end", p.log.EndOffset()).Int64("hw", p.hw.Load()).Msg("replica state")
-	}
-	if st.leader {
-		p.advanceHW()
-	}
-	p.wakeAll()
-	p.wakeAppend()
-	return changed
+	p.act(rd)
 }
 
-// setOffline marks a replica this broker no longer holds.
-func (p *partition) setOffline() {
-	p.roleMu.Lock()
-	p.state.Store(nil)
-	p.roleMu.Unlock()
+// tick lets time pass for the core: retries and timeouts fire.
+func (p *partition) tick(now int64) {
+	p.mu.Lock()
+	rd := p.mu.core.Tick(now)
+	p.publishLocked(rd)
+	p.mu.Unlock()
+	p.act(rd)
+}
+
+// publishLocked makes rd's new state visible and wakes waiters.
+// REQUIRES: p.mu held.
+func (p *partition) publishLocked(rd replica.Ready) {
+	if rd.ViewChanged {
+		p.view.Store(p.mu.core.View())
+	}
+	if rd.HWMoved {
+		p.hw.Store(rd.HW)
+	}
+	if rd.TruncateTo >= 0 {
+		p.repairTo.Store(rd.TruncateTo)
+	}
+	p.pausedUntil.Store(p.mu.core.PausedUntil())
+	if rd.WakeHW || rd.ViewChanged {
+		wakeLocked(p.mu.waiters)
+	}
+	if rd.WakeAppend || rd.ViewChanged {
+		wakeLocked(p.mu.appendWaiters)
+	}
+	if p.view.Load().Phase == replica.Deleted && !p.mu.released {
+		p.mu.released = true
+		p.host.releaseDir(p.dir, p.claim)
+	}
+}
+
+// act logs rd's state changes and starts the I/O it asks for; each I/O
+// answers with its own step.
+func (p *partition) act(rd replica.Ready) {
+	for _, n := range rd.Notes {
+		p.logger.Info().Msg(n)
+	}
+	if rd.ViewChanged && p.topic == offsetsTopic {
+		// Coordinators follow the offsets partitions' leaderships, which
+		// may change after an image (a slow open finishing).
+		p.host.offsets.follow(p.host.lookup(offsetsTopic))
+	}
+	if rd.Open {
+		p.host.openReplica(p)
+	}
+	if rd.Propose != nil {
+		p.host.proposeAlter(p, *rd.Propose)
+	}
+	if rd.Delete {
+		p.host.deleteReplica(p)
+	}
+}
+
+func wakeLocked(ws map[chan struct{}]struct{}) {
+	for ch := range ws {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		delete(ws, ch)
+	}
+}
+
+// serve returns the replica's log and view if it serves op now, else the
+// Kafka error code for the client (never a nil log with a 0 code).
+func (p *partition) serve(op replica.Op) (*storage.Log, *replica.View, int16) {
+	v := p.view.Load()
+	if code := v.Check(op); code != 0 {
+		return nil, v, code
+	}
+	lg := p.log()
+	if lg == nil {
+		return nil, v, kerr.NotLeaderForPartition.Code
+	}
+	return lg, v, 0
 }
 
 // appendAsLeader appends a validated batch if, and while, this broker
-// leads, stamping the leader epoch; it wakes replica fetches.
-func (p *partition) appendAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *replicaState, error) {
+// leads, stamping the leader epoch, and tells the core the log end moved.
+func (p *partition) appendAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *replica.View, error) {
 	p.roleMu.RLock()
-	st := p.state.Load()
-	if st == nil || !st.leader {
+	lg, v, code := p.serve(replica.Produce)
+	if code != 0 {
 		p.roleMu.RUnlock()
-		return storage.AppendResult{}, st, errNotLeader
+		return storage.AppendResult{}, v, codeError(code)
 	}
-	res, err := p.log.Append(batch, info, st.leaderEpoch, now)
+	res, err := lg.Append(batch, info, v.LeaderEpoch, now)
 	p.roleMu.RUnlock()
 	if err == nil && !res.Duplicate {
-		p.wakeAppend()
+		p.step(replica.Appended{End: lg.EndOffset()})
 	}
-	return res, st, err
+	return res, v, err
+}
+
+// appendAsFollower appends batches fetched from leader at epoch, if the
+// replica still follows it there.
+func (p *partition) appendAsFollower(leader, epoch int32, batches []byte) (bool, error) {
+	p.roleMu.RLock()
+	v, lg := p.view.Load(), p.log()
+	if !v.Fetches(leader) || v.LeaderEpoch != epoch || lg == nil {
+		p.roleMu.RUnlock()
+		return false, nil // the partition moved while the fetch was in flight
+	}
+	_, err := lg.AppendReplica(batches)
+	p.roleMu.RUnlock()
+	if err != nil {
+		return false, err
+	}
+	p.step(replica.Appended{End: lg.EndOffset()})
+	return true, nil
 }
 
 // leads reports whether this broker leads the partition now.
-func (p *partition) leads() bool {
-	if p == nil {
-		return false
-	}
-	st := p.state.Load()
-	return st != nil && st.leader
-}
-
-// checkEpoch compares a client's current leader epoch (-1: unchecked)
-// with this leader's, as Kafka does (KIP-320): older is
-// FENCED_LEADER_EPOCH, newer (this broker is behind) UNKNOWN_LEADER_EPOCH.
-func (p *partition) checkEpoch(clientEpoch int32) int16 {
-	st := p.state.Load()
-	switch {
-	case clientEpoch < 0 || st == nil:
-		return 0
-	case clientEpoch < st.leaderEpoch:
-		return kerr.FencedLeaderEpoch.Code
-	case clientEpoch > st.leaderEpoch:
-		return kerr.UnknownLeaderEpoch.Code
-	}
-	return 0
-}
-
-// leaderEpoch is the current leader epoch (0 before any state).
-func (p *partition) leaderEpoch() int32 {
-	if st := p.state.Load(); st != nil {
-		return st.leaderEpoch
-	}
-	return 0
-}
+func (p *partition) leads() bool { return p != nil && p.view.Load().Leads() }
 
 // syncOnAck reports whether acknowledgements wait for fsync.
 func (p *partition) syncOnAck() bool { return p.settings.Load().flushMessages <= 1 }
 
-// localEnd is this replica's log end as the high watermark counts it: the
-// durable end when acknowledgements wait for fsync.
-func (p *partition) localEnd() int64 {
-	if p.syncOnAck() {
-		return p.log.DurableOffset()
-	}
-	return p.log.EndOffset()
-}
-
-// advanceHW recomputes a leader's high watermark (the minimum log end over
-// the ISR, counting a member whose expansion is in flight, as KIP-497's
-// maximal ISR does) and wakes waiters when it grows. A member that has not
-// fetched since this broker became leader holds it where it is.
-func (p *partition) advanceHW() {
-	st := p.state.Load()
-	if st == nil || !st.leader {
-		return
-	}
-	next := p.localEnd()
-	p.mu.Lock()
-	count := func(id int32) {
-		if id == p.me {
-			return
-		}
-		if f := p.mu.followers[id]; f != nil {
-			next = min(next, f.leo)
-		} else {
-			next = min(next, p.hw.Load())
-		}
-	}
-	for _, id := range st.isr {
-		count(id)
-	}
-	for _, id := range p.mu.pendingISR {
-		if !slices.Contains(st.isr, id) {
-			count(id)
-		}
-	}
-	p.mu.Unlock()
-	if !p.raiseHW(next) {
-		return
-	}
-	p.wakeAll()
-}
-
-// raiseHW moves hw up to next; it reports whether it moved.
-func (p *partition) raiseHW(next int64) bool {
-	for {
-		cur := p.hw.Load()
-		if next <= cur {
-			return false
-		}
-		if p.hw.CompareAndSwap(cur, next) {
-			return true
-		}
-	}
-}
-
-// followerHW takes the leader's high watermark from a fetch response,
-// bounded by this follower's own log end.
-func (p *partition) followerHW(leaderHW int64) {
-	next := min(leaderHW, p.log.EndOffset())
-	p.hw.Store(max(next, 0))
-}
-
 // followerFetched records a follower's fetch at offset (its durable log
-// end) and advances the high watermark. A follower is caught up when it
-// asks for the leader's log end, or for at least what the leader's end was
-// at its previous fetch (Kafka's rule, so a steady stream of appends does
-// not make a keeping-up follower look behind).
-func (p *partition) followerFetched(id int32, offset int64, now time.Time) {
-	leaderEnd := p.log.EndOffset()
-	p.mu.Lock()
-	f := p.mu.followers[id]
-	if f == nil {
-		f = &followerState{lastCaughtUp: now}
-		p.mu.followers[id] = f
-	}
-	if offset >= leaderEnd {
-		f.lastCaughtUp = now
-	} else if offset >= f.lastLeaderEnd && !f.lastFetch.IsZero() {
-		f.lastCaughtUp = f.lastFetch
-	}
-	f.leo, f.lastFetch, f.lastLeaderEnd = offset, now, leaderEnd
-	p.mu.Unlock()
-	p.advanceHW()
+// end); the core moves the high watermark.
+func (p *partition) followerFetched(id int32, offset int64) {
+	p.step(replica.FollowerFetched{ID: id, Offset: offset})
 }
 
 // waitCommitted waits until the high watermark reaches target (the batch
@@ -314,20 +278,20 @@ func (p *partition) waitCommitted(ctx context.Context, target int64, epoch int32
 	defer p.unwatch(ch)
 	for {
 		p.watch(ch)
-		st := p.state.Load()
-		if st == nil || !st.leader || st.leaderEpoch != epoch {
+		v := p.view.Load()
+		if !v.Leads() || v.LeaderEpoch != epoch {
 			return fmt.Errorf("%w: leadership moved while waiting for the replicas", errNotLeader)
 		}
 		if p.hw.Load() >= target {
-			if minISR := p.settings.Load().minISR; int32(len(st.isr)) < minISR {
-				return fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughAfterAppend, st.isr, minISR)
+			if minISR := p.settings.Load().minISR; int32(len(v.ISR)) < minISR {
+				return fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughAfterAppend, v.ISR, minISR)
 			}
 			return nil
 		}
 		select {
 		case <-ch:
 		case <-expire:
-			return fmt.Errorf("%w: in-sync replicas %v did not all confirm offset %d in time", errTimedOut, st.isr, target-1)
+			return fmt.Errorf("%w: in-sync replicas %v did not all confirm offset %d in time", errTimedOut, v.ISR, target-1)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -335,21 +299,34 @@ func (p *partition) waitCommitted(ctx context.Context, target int64, epoch int32
 }
 
 // truncateTo cuts a follower's log back to offset (no-op at or past its
-// end) and keeps the high watermark within it.
-func (p *partition) truncateTo(offset int64) error {
-	end := p.log.EndOffset()
-	if offset >= end {
-		return nil
+// end) and tells the core. Called by the fetcher of leader, the follower
+// log's one writer, for a divergence found at epoch or (repaired) a
+// damage repair; it does nothing once the replica no longer follows that
+// leader at that epoch (a newer role's log is not the old fetcher's to
+// cut). Under roleMu's read lock, like appends, so no role change lands
+// in the middle.
+func (p *partition) truncateTo(lg *storage.Log, leader, epoch int32, offset int64, repaired bool) error {
+	p.roleMu.RLock()
+	v := p.view.Load()
+	if v.Leader != leader || v.LeaderEpoch != epoch || !(v.Fetches(leader) || (repaired && v.Phase == replica.Damaged)) {
+		p.roleMu.RUnlock()
+		return errMoved
 	}
-	if err := p.log.Truncate(offset); err != nil {
-		return fmt.Errorf("truncate to %d: %w", offset, err)
+	end := lg.EndOffset()
+	if offset < end {
+		if err := lg.Truncate(offset); err != nil {
+			p.roleMu.RUnlock()
+			return fmt.Errorf("truncate to %d: %w", offset, err)
+		}
+		p.logger.Warn().Int64("from", end).Int64("to", lg.EndOffset()).Msg("follower truncated its log")
 	}
-	p.logger.Warn().Int64("from", end).Int64("to", p.log.EndOffset()).Msg("follower truncated its log to the leader's")
-	if hw := p.hw.Load(); hw > p.log.EndOffset() {
-		p.hw.Store(p.log.EndOffset())
-	}
+	p.roleMu.RUnlock()
+	p.step(replica.Truncated{Start: lg.StartOffset(), End: lg.EndOffset(), Repaired: repaired})
 	return nil
 }
+
+// errMoved: the replica's role changed under a fetcher's feet.
+var errMoved = errors.New("broker: the replica moved while the fetcher worked on it")
 
 // watchAppend registers ch to be signalled once when the log end moves.
 func (p *partition) watchAppend(ch chan struct{}) {
@@ -364,33 +341,8 @@ func (p *partition) unwatchAppend(ch chan struct{}) {
 	p.mu.Unlock()
 }
 
-// wakeAppend signals every replica fetch waiting for new records.
-func (p *partition) wakeAppend() {
-	p.mu.Lock()
-	for ch := range p.mu.appendWaiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-		delete(p.mu.appendWaiters, ch)
-	}
-	p.mu.Unlock()
-}
-
-// wakeAll signals every waiting fetch once.
-func (p *partition) wakeAll() {
-	p.mu.Lock()
-	for ch := range p.mu.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-		delete(p.mu.waiters, ch)
-	}
-	p.mu.Unlock()
-}
-
-// watch registers ch to be signalled once when hw moves; unwatch removes it.
+// watch registers ch to be signalled once when hw or the view moves;
+// unwatch removes it.
 func (p *partition) watch(ch chan struct{}) {
 	p.mu.Lock()
 	p.mu.waiters[ch] = struct{}{}
@@ -403,18 +355,25 @@ func (p *partition) unwatch(ch chan struct{}) {
 	p.mu.Unlock()
 }
 
-// flush fsyncs the log and publishes the new high watermark.
+// flush fsyncs the log and tells the core what is durable.
 func (p *partition) flush() error {
+	lg := p.log()
+	if lg == nil {
+		return nil
+	}
 	start := time.Now()
-	err := p.log.Flush()
+	err := lg.Flush()
 	if p.flushTime != nil {
 		p.flushTime.Observe(time.Since(start).Seconds())
+	}
+	if err != nil && (errors.Is(err, storage.ErrClosed) || p.view.Load().Phase >= replica.Deleting) {
+		return err // deleted or shut down meanwhile: nothing to report
 	}
 	if err != nil {
 		p.logger.Error().Err(err).Msg("flush failed; partition takes no more writes")
 		return err
 	}
 	p.unflushed.Store(0)
-	p.advanceHW()
+	p.step(replica.Flushed{Durable: lg.DurableOffset()})
 	return nil
 }

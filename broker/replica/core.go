@@ -525,7 +525,8 @@ func (c *Core) maybeResign(now int64, rd *Ready) {
 // maybeResignUnserved resigns a leadership placed here while the log is
 // not open: once the open overran its timeout or failed.
 func (c *Core) maybeResignUnserved(now int64, rd *Ready) {
-	if !c.assigned || c.asg.Leader != c.cfg.ID || (c.opening && !c.openOverrun) {
+	unserved := c.phase == Offline || (c.opening && c.openOverrun)
+	if !c.assigned || c.asg.Leader != c.cfg.ID || !unserved {
 		return
 	}
 	if c.proposal != nil || now < c.alterNext {

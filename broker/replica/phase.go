@@ -142,5 +142,5 @@ func (v *View) HasReplica(id int32) bool { return v != nil && slices.Contains(v.
 // Fetches reports whether a follower's fetcher should fetch it from
 // leader now (the divergence check included).
 func (v *View) Fetches(leader int32) bool {
-	return v != nil && (v.Phase == Reconciling || v.Phase == Following) && v.Leader == leader && v.DamagedFrom == NoDamage
+	return v != nil && leader >= 0 && (v.Phase == Reconciling || v.Phase == Following) && v.Leader == leader && v.DamagedFrom == NoDamage
 }

@@ -1,0 +1,415 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
+)
+
+// The local replicas follow the metadata image: publishLoop applies each
+// new image (applyImage), creating a partition driver for every replica
+// the image places here, assigning every driver its partition's state, and
+// unassigning the ones it no longer places here. Everything that can take
+// time — opening a log, deleting one, asking the controller to change an
+// ISR — runs in the background and answers the driver with a step, so the
+// metadata pipeline never blocks on a disk or a peer.
+
+// replicaRegistry tracks every partition driver not yet Deleted (the
+// published topic maps drop a replica the moment it is unassigned; its
+// log may still be opening or being deleted), and which driver owns each
+// partition directory.
+type replicaRegistry struct {
+	mu   sync.Mutex
+	live map[*partition]struct{}
+	dirs map[string]*dirClaim // the newest claim of each directory
+	// fds estimates the file descriptors the open logs hold.
+	fds int
+}
+
+// dirClaim is one driver's hold on a partition directory, from its
+// creation until its log is deleted. A replica of a topic re-created under
+// the same name claims the same directory; it opens only once prev (the
+// deleted topic's replica) has released it, so a deletion never renames
+// or removes the new replica's files.
+type dirClaim struct {
+	prev     *dirClaim
+	released chan struct{}
+	fds      int // descriptors its open log holds, as estimated at open
+}
+
+func (b *Broker) claimDir(dir string) *dirClaim {
+	r := &b.replicas
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := &dirClaim{prev: r.dirs[dir], released: make(chan struct{})}
+	r.dirs[dir] = c
+	return c
+}
+
+func (b *Broker) releaseDir(dir string, c *dirClaim) {
+	r := &b.replicas
+	r.mu.Lock()
+	if r.dirs[dir] == c {
+		delete(r.dirs, dir)
+	}
+	r.fds -= c.fds
+	c.fds = 0
+	for p := range r.live {
+		if p.claim == c {
+			delete(r.live, p)
+		}
+	}
+	r.mu.Unlock()
+	close(c.released)
+}
+
+// liveReplicas returns every driver not yet Deleted.
+func (b *Broker) liveReplicas() []*partition {
+	r := &b.replicas
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*partition, 0, len(r.live))
+	for p := range r.live {
+		out = append(out, p)
+	}
+	return out
+}
+
+// replicaConfig is the core's configuration for a topic's replicas.
+func (b *Broker) replicaConfig(s topicSettings) replica.Config {
+	return replica.Config{
+		ID:             b.cfg.NodeID,
+		SyncOnAck:      s.flushMessages <= 1,
+		LagMs:          b.cfg.ReplicaLagTimeMaxMs,
+		OpenTimeoutMs:  b.cfg.PartitionOpenTimeoutMs,
+		AlterTimeoutMs: 10_000,
+		// A failed open is retried at 1, 2, 4 … 60 s, 8 times (about 4
+		// minutes in all), then the replica stays offline until restart:
+		// long enough to outlast a burst of descriptor exhaustion.
+		Open: replica.Backoff{InitialMs: 1000, MaxMs: 60_000, Attempts: 8},
+		// Refused ISR changes and resignations: 100 ms doubling to 5 s.
+		Alter: replica.Backoff{InitialMs: 100, MaxMs: 5000, Attempts: 10},
+	}
+}
+
+// publishLoop applies each new image to the local replicas until stop.
+func (b *Broker) publishLoop() {
+	var last uint64
+	for {
+		if b.meta.WaitFor(b.ctx, func(img *controller.Image) bool { return img.Version() > last }) != nil {
+			return
+		}
+		img := b.meta.Image()
+		b.applyImage(img)
+		last = img.Version()
+		b.appliedVersion.Store(last)
+	}
+}
+
+// applyImage makes the local replicas match img. REQUIRES: called only
+// from publishLoop (or before Start): it is the one writer of b.mu.topics.
+func (b *Broker) applyImage(img *controller.Image) {
+	b.mu.RLock()
+	cur := b.mu.topics
+	b.mu.RUnlock()
+	me := b.cfg.NodeID
+	next := make(map[string]*topic, len(cur))
+	var gone []*topic
+	var created []*partition
+	follow := map[int32][]*partition{}
+	for _, it := range img.Topics() {
+		old := cur[it.Name]
+		if old != nil && old.meta.ID != it.ID {
+			gone = append(gone, old) // deleted and re-created under its name
+			old = nil
+		}
+		parts := make([]*partition, len(it.Partitions))
+		for i, ip := range it.Partitions {
+			var p *partition
+			if old != nil && i < len(old.parts) {
+				p = old.parts[i]
+			}
+			placed := slices.Contains(ip.Replicas, me)
+			switch {
+			case placed && p == nil:
+				p = newPartition(b, it.Name, int32(i), it.ID, settingsFor(&b.cfg, it.Configs))
+				b.replicas.mu.Lock()
+				b.replicas.live[p] = struct{}{}
+				b.replicas.mu.Unlock()
+				created = append(created, p)
+			case !placed && p != nil:
+				p.step(replica.Unassign{})
+				p = nil
+			}
+			if p != nil {
+				p.step(replica.Assign{Assignment: assignment(img, ip)})
+				if ip.Leader >= 0 && ip.Leader != me {
+					follow[ip.Leader] = append(follow[ip.Leader], p)
+				}
+			}
+			parts[i] = p
+		}
+		if old != nil {
+			for _, p := range old.parts[min(len(old.parts), len(it.Partitions)):] {
+				if p != nil {
+					p.step(replica.Unassign{})
+				}
+			}
+		}
+		next[it.Name] = &topic{name: it.Name, meta: &topicMeta{ID: it.ID, Configs: it.Configs, Internal: it.Name == offsetsTopic}, parts: parts}
+	}
+	for name, t := range cur {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, t)
+		}
+	}
+	for _, t := range gone {
+		n := 0
+		for _, p := range t.parts {
+			if p != nil {
+				p.step(replica.Unassign{TopicDeleted: true})
+				n++
+			}
+		}
+		if n > 0 {
+			b.log.Info().Str("topic", t.name).Int("replicas", n).Msg("deleting a deleted topic's local replicas")
+		}
+	}
+	for _, p := range created {
+		p.start()
+	}
+	b.waitOpened(created)
+	byID := make(map[[16]byte]*topic, len(next))
+	for _, t := range next {
+		byID[t.meta.ID] = t
+	}
+	b.mu.Lock()
+	b.mu.topics, b.mu.byID, b.mu.image = next, byID, img
+	close(b.mu.changed)
+	b.mu.changed = make(chan struct{})
+	b.mu.Unlock()
+	b.fetch.update(follow)
+	b.offsets.follow(next[offsetsTopic])
+}
+
+// assignment is what img says of a partition, for its core.
+func assignment(img *controller.Image, ip controller.Partition) replica.Assignment {
+	a := replica.Assignment{Leader: ip.Leader, LeaderEpoch: ip.LeaderEpoch, PartitionEpoch: ip.PartitionEpoch,
+		Replicas: ip.Replicas, ISR: ip.ISR}
+	for _, id := range ip.Replicas {
+		if bs, ok := img.Broker(id); ok && !bs.Fenced {
+			a.Live = append(a.Live, id)
+		}
+	}
+	return a
+}
+
+// waitOpened waits, at most fjord.partition.open.timeout.ms, for the new
+// replicas' first open to finish, so a client that created a topic finds
+// it serving as soon as it shows in this broker's metadata. One that
+// takes longer stays Opening (its core resigns a leadership placed here)
+// and is adopted when it opens; the pipeline moves on.
+func (b *Broker) waitOpened(ps []*partition) {
+	if len(ps) == 0 {
+		return
+	}
+	deadline := time.NewTimer(time.Duration(b.cfg.PartitionOpenTimeoutMs) * time.Millisecond)
+	defer deadline.Stop()
+	for _, p := range ps {
+		select {
+		case <-p.firstOpen:
+		case <-deadline.C:
+			return
+		case <-b.ctx.Done():
+			return
+		}
+	}
+}
+
+// openSlots bounds the logs opened at once (creating 1,000 partitions is
+// 1,000 directory creations and log opens).
+const openSlots = 16
+
+// fdReserve is the part of the descriptor limit kept for connections,
+// the metadata quorum and everything else that is not a log.
+const fdReserve = 1024
+
+// fdsPerLog estimates a log's descriptors: three per segment (.log,
+// .index, .timeindex) plus one for directory work.
+func fdsPerLog(segments int) int { return 3*segments + 1 }
+
+// errFDBudget refuses an open that would exhaust the descriptor limit.
+var errFDBudget = errors.New("broker: file descriptor budget exhausted")
+
+// openReplica opens p's log in the background: after the directory's
+// previous owner released it, one of openSlots at a time, within the
+// descriptor budget. The answer is p's OpenDone step.
+func (b *Broker) openReplica(p *partition) {
+	ok := b.goLoop(func() {
+		if prev := p.claim.prev; prev != nil {
+			select {
+			case <-prev.released:
+			case <-b.ctx.Done():
+				return
+			}
+		}
+		select {
+		case b.openSem <- struct{}{}:
+		case <-b.ctx.Done():
+			return
+		}
+		lg, err := b.openLog(p)
+		<-b.openSem
+		ev := replica.OpenDone{Err: err}
+		if err == nil {
+			p.lg.Store(lg)
+			ev.Start, ev.End, ev.Durable = lg.StartOffset(), lg.EndOffset(), lg.DurableOffset()
+		}
+		p.step(ev)
+		p.firstOpenOnce.Do(func() { close(p.firstOpen) })
+	})
+	if !ok {
+		p.firstOpenOnce.Do(func() { close(p.firstOpen) })
+	}
+}
+
+// openLog opens (creating if needed) p's log. A directory whose
+// partition.metadata names another topic id belongs to an earlier topic
+// of the same name whose deletion a crash interrupted: it is removed
+// first. An unreadable partition.metadata (a crash while writing it; it is
+// not fsynced) is rewritten, never taken as a reason to delete.
+func (b *Broker) openLog(p *partition) (*storage.Log, error) {
+	if h := b.openHook.Load(); h != nil {
+		(*h)(p.topic, p.index)
+	}
+	limit := b.fdLimit()
+	b.replicas.mu.Lock()
+	inUse := b.replicas.fds
+	b.replicas.mu.Unlock()
+	if inUse+fdsPerLog(1) > limit-fdReserve {
+		return nil, fmt.Errorf("%w: about %d of %d descriptors held by logs (%d kept for connections)", errFDBudget, inUse, limit, fdReserve)
+	}
+	dir := p.dir
+	pmPath := filepath.Join(dir, "partition.metadata")
+	want := encodeUUID(p.topicID)
+	data, err := os.ReadFile(pmPath)
+	id, parsed := parseTopicID(data)
+	if err == nil && parsed && id != want {
+		b.log.Warn().Str("dir", dir).Str("found_topic_id", id).Str("topic_id", want).
+			Msg("replica directory belongs to a deleted topic of the same name; removing it")
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		parsed = false
+	}
+	if err != nil || !parsed {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		// Written without fsync: the metadata log, not this file, is the
+		// record of which topic owns the directory.
+		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", want)
+		if err := os.WriteFile(pmPath+".tmp", []byte(pm), 0o644); err != nil {
+			return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+		}
+		if err := os.Rename(pmPath+".tmp", pmPath); err != nil {
+			return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+		}
+	}
+	lg, err := storage.Open(dir, p.settings.Load().storage, p.logger)
+	if err != nil {
+		return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+	}
+	b.replicas.mu.Lock()
+	p.claim.fds = fdsPerLog(lg.SegmentCount())
+	b.replicas.fds += p.claim.fds
+	b.replicas.mu.Unlock()
+	return lg, nil
+}
+
+// fdLimit is the process's descriptor limit (Go raises the soft limit to
+// the hard one at start-up).
+func (b *Broker) fdLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return 1 << 30
+	}
+	return int(rl.Cur)
+}
+
+// parseTopicID reads the topic_id line of a partition.metadata file.
+func parseTopicID(data []byte) (string, bool) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "topic_id: "); ok && len(v) == 22 {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// deleteReplica closes and removes p's log in the background; the answer
+// is p's LogDeleted step, which releases the directory.
+func (b *Broker) deleteReplica(p *partition) {
+	b.goLoop(func() {
+		if lg := p.log(); lg != nil {
+			if err := lg.Delete(); err != nil && !os.IsNotExist(err) {
+				p.logger.Warn().Err(err).Msg("removing a dropped replica's files")
+			}
+		}
+		p.step(replica.LogDeleted{})
+	})
+}
+
+// proposeAlter sends the core's AlterPartition in the background; the
+// answer is p's AlterAnswered step.
+func (b *Broker) proposeAlter(p *partition, prop replica.Proposal) {
+	if !prop.Resign {
+		if v := p.view.Load(); len(prop.ISR) < len(v.ISR) {
+			b.metrics.isrShrinks.Inc()
+		} else {
+			b.metrics.isrExpands.Inc()
+		}
+	}
+	b.alterPartition(b.meta.Image(), p.topicID, p.index, prop.LeaderEpoch, prop.PartitionEpoch, prop.ISR,
+		10*time.Second, func(code int16, err error) {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				p.logger.Debug().Err(err).Msg("AlterPartition got no answer")
+			}
+			p.step(replica.AlterAnswered{Proposal: prop, Code: code})
+		})
+}
+
+// tickLoop lets time pass for every local replica: ISR checks, retried
+// opens, resignations and proposals, and timeouts.
+func (b *Broker) tickLoop() {
+	every := time.Duration(min(max(b.cfg.ReplicaLagTimeMaxMs/4, 50), 250)) * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := nowMs()
+		under := 0
+		for _, p := range b.liveReplicas() {
+			p.tick(now)
+			if v := p.view.Load(); v.Leads() && len(v.ISR) < len(v.Replicas) {
+				under++
+			}
+		}
+		b.underReplicated.Store(int64(under))
+	}
+}
