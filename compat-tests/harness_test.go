@@ -69,8 +69,10 @@ type Broker struct {
 	DataDir   string
 	Addr      string // host:port of the current process
 	overrides []string
-	logPath   string
-	logFile   *os.File
+	// nofile, if set, caps the process's open file descriptors (prlimit).
+	nofile  int
+	logPath string
+	logFile *os.File
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -83,8 +85,15 @@ type Broker struct {
 // extra --override key=value settings, and waits until it answers metadata.
 func startBroker(t testing.TB, dataDir string, overrides ...string) *Broker {
 	t.Helper()
+	return startBrokerLimited(t, dataDir, 0, overrides...)
+}
+
+// startBrokerLimited is startBroker with at most nofile open descriptors
+// (0: the default).
+func startBrokerLimited(t testing.TB, dataDir string, nofile int, overrides ...string) *Broker {
+	t.Helper()
 	logDir := t.TempDir()
-	b := &Broker{t: t, DataDir: dataDir, overrides: overrides, logPath: filepath.Join(logDir, "fjord.log")}
+	b := &Broker{t: t, DataDir: dataDir, overrides: overrides, nofile: nofile, logPath: filepath.Join(logDir, "fjord.log")}
 	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatalf("broker log: %v", err)
@@ -148,6 +157,9 @@ func (b *Broker) launch(port string) error {
 	b.starts++
 	fmt.Fprintf(b.logFile, "=== compat-tests: start #%d on %s: %s %s\n", b.starts, addr, fjordBin, strings.Join(args, " "))
 	cmd := exec.Command(fjordBin, args...)
+	if b.nofile > 0 {
+		cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d", b.nofile), fjordBin}, args...)...)
+	}
 	cmd.Stdout = b.logFile
 	cmd.Stderr = b.logFile
 	if err := cmd.Start(); err != nil {

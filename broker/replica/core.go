@@ -523,10 +523,13 @@ func (c *Core) maybeResign(now int64, rd *Ready) {
 }
 
 // maybeResignUnserved resigns a leadership placed here while the log is
-// not open: once the open overran its timeout or failed.
+// not open — once the open overran its timeout or failed — to another live
+// ISR member. With none, it keeps the leadership (clients get
+// KAFKA_STORAGE_ERROR and retry) and leads once a later try opens the log:
+// resigning then would leave the partition leaderless for good.
 func (c *Core) maybeResignUnserved(now int64, rd *Ready) {
 	unserved := c.phase == Offline || (c.opening && c.openOverrun)
-	if !c.assigned || c.asg.Leader != c.cfg.ID || !unserved {
+	if !c.assigned || c.asg.Leader != c.cfg.ID || !unserved || !c.otherLiveISR() {
 		return
 	}
 	if c.proposal != nil || now < c.alterNext {
