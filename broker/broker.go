@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
@@ -35,12 +36,12 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta      metadataLog       // the metadata log: node, or a follower on a broker-only node
-	node      *node.Node        // this node's quorum member; nil on a broker-only node
-	actl      *activeController // nil without the controller role
-	ctl       *ctlClient        // requests to the active controller
-	ctlLn     net.Listener      // the CONTROLLER listener, if any
-	ctlKafka  *chanListener     // its Kafka half
+	meta      metadataLog        // the metadata log: node, or a follower on a broker-only node
+	node      *node.Node         // this node's quorum member; nil on a broker-only node
+	actl      *active.Controller // nil without the controller role
+	ctl       *ctlClient         // requests to the active controller
+	ctlLn     net.Listener       // the CONTROLLER listener, if any
+	ctlKafka  *chanListener      // its Kafka half
 	ctlServer *protocol.Server
 
 	// Replicas being opened (see openNew): owned under openMu; openSem
@@ -152,7 +153,11 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	if cfg.HasRole("controller") {
-		b.actl = newActiveController(&b.cfg, b.node, b.log)
+		if b.actl, err = active.New(b.activeConfig(), b.node); err != nil {
+			b.meta.Close()
+			b.closeListeners()
+			return nil, err
+		}
 	}
 	if !cfg.HasRole("broker") {
 		log.Info().Str("cluster_id", b.clusterID).Msg("controller-only node: no client listener, no replicas")
@@ -264,7 +269,7 @@ func (b *Broker) clientControllerID(img *controller.Image) int32 {
 func (b *Broker) Start() {
 	b.serveController()
 	if b.actl != nil {
-		b.goLoop(func() { b.actl.run(b.stop) })
+		b.actl.Serve()
 	}
 	if !b.cfg.HasRole("broker") {
 		close(b.ready) // a controller serves only the CONTROLLER listener
@@ -345,6 +350,9 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.wg.Wait()
 	b.fetch.closeAll()
+	if b.actl != nil {
+		b.actl.Close()
+	}
 	if b.ctlServer != nil {
 		b.ctlServer.Close()
 	}

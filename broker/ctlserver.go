@@ -69,7 +69,7 @@ func (h ctlHandler) Handle(ctx context.Context, req *protocol.Request, respond p
 		}
 		var resp kmsg.Response
 		if h.b.actl != nil {
-			resp = h.b.actl.call(ctx, req.Body)
+			resp = h.b.actl.Call(ctx, req.Body)
 		}
 		if resp == nil {
 			resp = notControllerResponse(req.Body)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
@@ -127,6 +128,22 @@ func (b *Broker) startQuorum(ctl net.Listener) error {
 	}
 	b.node, b.meta = n, n
 	return nil
+}
+
+// activeConfig is what the active controller decides with, from cfg.
+func (b *Broker) activeConfig() active.Config {
+	return active.Config{
+		BrokerSessionTimeout:         time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		NumPartitions:                b.cfg.NumPartitions,
+		DefaultReplication:           b.cfg.DefaultReplication,
+		DeleteTopicEnable:            b.cfg.DeleteTopicEnable,
+		AutoLeaderRebalance:          b.cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval: time.Duration(b.cfg.LeaderImbalanceCheckSecs) * time.Second,
+		ValidateTopicConfig: func(name, value string) error {
+			return validateTopicConfigs(map[string]string{name: value})
+		},
+		Logger: b.log,
+	}
 }
 
 // connMux splits the CONTROLLER listener in two by each connection's first
