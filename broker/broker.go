@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
-	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
@@ -36,13 +34,10 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta      metadataLog        // the metadata log: node, or a follower on a broker-only node
-	node      *node.Node         // this node's quorum member; nil on a broker-only node
-	actl      *active.Controller // nil without the controller role
-	ctl       *ctlClient         // requests to the active controller
-	ctlLn     net.Listener       // the CONTROLLER listener, if any
-	ctlKafka  *chanListener      // its Kafka half
-	ctlServer *protocol.Server
+	meta  metadataLog      // the metadata log: actl, or a follower on a broker-only node
+	actl  activeController // this node's controller role; nil without it
+	ctl   *ctlClient       // requests to the active controller
+	ctlLn net.Listener     // the CONTROLLER listener, if any (actl serves it)
 
 	// Replicas being opened (see openNew): owned under openMu; openSem
 	// bounds concurrent opens; kick asks publishLoop to re-apply.
@@ -152,13 +147,6 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		b.closeListeners()
 		return nil, err
 	}
-	if cfg.HasRole("controller") {
-		if b.actl, err = active.New(b.activeConfig(), b.node); err != nil {
-			b.meta.Close()
-			b.closeListeners()
-			return nil, err
-		}
-	}
 	if !cfg.HasRole("broker") {
 		log.Info().Str("cluster_id", b.clusterID).Msg("controller-only node: no client listener, no replicas")
 		return b, nil
@@ -244,10 +232,7 @@ func (b *Broker) ControllerAddr() string {
 // ActiveController is the node id of the quorum's leader as this node
 // knows it, or -1.
 func (b *Broker) ActiveController() int32 {
-	if l := b.meta.Leader(); l != 0 {
-		return nodeID(l)
-	}
-	return -1
+	return b.meta.Leader()
 }
 
 // clientControllerID is the controller id told to clients: the active
@@ -255,8 +240,8 @@ func (b *Broker) ActiveController() int32 {
 // admin requests to that id, and every broker forwards them, so it only
 // has to be a broker they can reach (Kafka answers a random live broker).
 func (b *Broker) clientControllerID(img *controller.Image) int32 {
-	if l := b.meta.Leader(); l != 0 {
-		if bs, ok := img.Broker(nodeID(l)); ok && !bs.Fenced {
+	if l := b.meta.Leader(); l >= 0 {
+		if bs, ok := img.Broker(l); ok && !bs.Fenced {
 			return bs.ID
 		}
 	}
@@ -267,7 +252,6 @@ func (b *Broker) clientControllerID(img *controller.Image) int32 {
 // broker, serves clients. It does not block; Ready reports when serving
 // begins. Client connections made before then wait in the accept backlog.
 func (b *Broker) Start() {
-	b.serveController()
 	if b.actl != nil {
 		b.actl.Serve()
 	}
@@ -350,12 +334,6 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.wg.Wait()
 	b.fetch.closeAll()
-	if b.actl != nil {
-		b.actl.Close()
-	}
-	if b.ctlServer != nil {
-		b.ctlServer.Close()
-	}
 	b.ctl.close()
 	var errs []error
 	if err := b.meta.Close(); err != nil {

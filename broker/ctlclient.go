@@ -87,11 +87,10 @@ func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 }
 
 func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	leader := c.b.meta.Leader()
-	if leader == 0 {
+	id := c.b.meta.Leader()
+	if id < 0 {
 		return nil, errNotController
 	}
-	id := nodeID(leader)
 	if id == c.b.cfg.NodeID && c.b.actl != nil {
 		if resp := c.b.actl.Call(ctx, req); resp != nil {
 			return resp, nil

@@ -3,12 +3,10 @@ package active
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/node"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,39 +30,6 @@ const tickInterval = 200 * time.Millisecond
 // proposeTimeout bounds one decision's wait for its records to apply.
 const proposeTimeout = 10 * time.Second
 
-// Controller is the cluster's only decider while this node leads the
-// metadata quorum. It runs on every node with the controller role and
-// answers nothing (Call returns nil: NOT_CONTROLLER) while another node
-// leads.
-//
-// One goroutine (run) owns it: requests arrive on calls and are decided one
-// at a time against the applied image, and each decision's records are
-// proposed as one atomic batch and waited for (applied) before the next
-// decision. So every decision sees every earlier one, without the
-// speculative image Kafka's controller keeps; the price is one quorum
-// round trip per decision, which metadata traffic affords.
-//
-// Liveness (heartbeat times) is soft state: a new leader starts with an
-// empty one, so every broker gets a full session from its first tick.
-type Controller struct {
-	cfg   Config
-	m     member
-	log   zerolog.Logger
-	calls chan call
-	// ctx ends at Close: run returns, proposals in flight give up.
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns: callers stop waiting
-	serve  sync.Once
-	wg     sync.WaitGroup
-
-	// Owned by run.
-	live       *controller.Liveness
-	wasLeader  bool
-	lastRebal  time.Time
-	proposeTTL time.Duration
-}
-
 // call is one request for the active controller.
 type call struct {
 	ctx   context.Context
@@ -72,12 +37,8 @@ type call struct {
 	reply chan kmsg.Response // buffered 1
 }
 
-// New returns the active controller over quorum member n. It decides
-// nothing until Serve.
-func New(cfg Config, n *node.Node) (*Controller, error) {
-	return newController(cfg, n)
-}
-
+// newController returns a Controller deciding through m that is not yet
+// serving; Start gives it a node, tests a fake.
 func newController(cfg Config, m member) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -86,26 +47,6 @@ func newController(cfg Config, m member) (*Controller, error) {
 		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
-}
-
-// Serve starts deciding. Later calls do nothing.
-func (c *Controller) Serve() {
-	c.serve.Do(func() {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.run()
-		}()
-	})
-}
-
-// Close stops deciding and waits for the loop to return; calls waiting get
-// nil. It is idempotent.
-func (c *Controller) Close() error {
-	c.cancel()
-	c.serve.Do(func() { close(c.done) }) // never served: nothing to wait for
-	c.wg.Wait()
-	return nil
 }
 
 // Call hands req to the loop and waits for its response: one of the
