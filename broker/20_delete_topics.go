@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -27,10 +28,7 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
 		if err != nil {
-			kresp = notControllerResponse(req)
-			for i := range kresp.(*kmsg.DeleteTopicsResponse).Topics {
-				kresp.(*kmsg.DeleteTopicsResponse).Topics[i].ErrorCode = kerr.RequestTimedOut.Code
-			}
+			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
 		}
 		resp := kresp.(*kmsg.DeleteTopicsResponse)
 		resp.Version = req.Version

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,10 +31,7 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
 		if err != nil {
-			kresp = notControllerResponse(req)
-			for i := range kresp.(*kmsg.CreatePartitionsResponse).Topics {
-				kresp.(*kmsg.CreatePartitionsResponse).Topics[i].ErrorCode = kerr.RequestTimedOut.Code
-			}
+			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
 		}
 		resp := kresp.(*kmsg.CreatePartitionsResponse)
 		resp.Version = req.Version

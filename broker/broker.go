@@ -15,7 +15,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
@@ -36,13 +35,10 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta      metadataLog       // the metadata log: node, or a follower on a broker-only node
-	node      *node.Node        // this node's quorum member; nil on a broker-only node
-	actl      *activeController // nil without the controller role
-	ctl       *ctlClient        // requests to the active controller
-	ctlLn     net.Listener      // the CONTROLLER listener, if any
-	ctlKafka  *chanListener     // its Kafka half
-	ctlServer *protocol.Server
+	meta  metadataLog      // the metadata log: actl, or a follower on a broker-only node
+	actl  activeController // this node's controller role; nil without it
+	ctl   *ctlClient       // requests to the active controller
+	ctlLn net.Listener     // the CONTROLLER listener, if any (actl serves it)
 
 	// replicas tracks every local replica driver until its log is
 	// deleted (replicas.go); openSem bounds concurrent log opens.
@@ -161,9 +157,6 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		b.closeListeners()
 		return nil, err
 	}
-	if cfg.HasRole("controller") {
-		b.actl = newActiveController(&b.cfg, b.node, b.log)
-	}
 	if !cfg.HasRole("broker") {
 		log.Info().Str("cluster_id", b.clusterID).Msg("controller-only node: no client listener, no replicas")
 		return b, nil
@@ -249,10 +242,7 @@ func (b *Broker) ControllerAddr() string {
 // ActiveController is the node id of the quorum's leader as this node
 // knows it, or -1.
 func (b *Broker) ActiveController() int32 {
-	if l := b.meta.Leader(); l != 0 {
-		return nodeID(l)
-	}
-	return -1
+	return b.meta.Leader()
 }
 
 // clientControllerID is the controller id told to clients: the active
@@ -260,8 +250,8 @@ func (b *Broker) ActiveController() int32 {
 // admin requests to that id, and every broker forwards them, so it only
 // has to be a broker they can reach (Kafka answers a random live broker).
 func (b *Broker) clientControllerID(img *controller.Image) int32 {
-	if l := b.meta.Leader(); l != 0 {
-		if bs, ok := img.Broker(nodeID(l)); ok && !bs.Fenced {
+	if l := b.meta.Leader(); l >= 0 {
+		if bs, ok := img.Broker(l); ok && !bs.Fenced {
 			return bs.ID
 		}
 	}
@@ -272,9 +262,8 @@ func (b *Broker) clientControllerID(img *controller.Image) int32 {
 // broker, serves clients. It does not block; Ready reports when serving
 // begins. Client connections made before then wait in the accept backlog.
 func (b *Broker) Start() {
-	b.serveController()
 	if b.actl != nil {
-		b.goLoop(func() { b.actl.run(b.stop) })
+		b.actl.Serve()
 	}
 	if !b.cfg.HasRole("broker") {
 		close(b.ready) // a controller serves only the CONTROLLER listener
@@ -368,9 +357,6 @@ func (b *Broker) Close() error {
 	b.goMu.Unlock()
 	b.wg.Wait()
 	b.fetch.closeAll()
-	if b.ctlServer != nil {
-		b.ctlServer.Close()
-	}
 	b.ctl.close()
 	var errs []error
 	if err := b.meta.Close(); err != nil {

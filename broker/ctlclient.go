@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,7 +15,7 @@ import (
 // ctlClient carries this broker's requests to the active controller:
 // in-process when this node leads the quorum, else over Kafka's protocol to
 // the leader's CONTROLLER listener. Both paths reach the same
-// activeController.decide, so a single node and a cluster run one code path.
+// active.Controller, so a single node and a cluster run one code path.
 type ctlClient struct {
 	b  *Broker
 	mu struct {
@@ -22,6 +23,10 @@ type ctlClient struct {
 		clients map[int32]*kgo.Client // by voter node id; dialled lazily
 	}
 }
+
+// errNotController means no node is known to be the active controller, or
+// the one asked no longer is.
+var errNotController = errors.New("broker: not the active controller")
 
 func newCtlClient(b *Broker) *ctlClient {
 	c := &ctlClient{b: b}
@@ -82,13 +87,12 @@ func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 }
 
 func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	leader := c.b.meta.Leader()
-	if leader == 0 {
+	id := c.b.meta.Leader()
+	if id < 0 {
 		return nil, errNotController
 	}
-	id := nodeID(leader)
 	if id == c.b.cfg.NodeID && c.b.actl != nil {
-		if resp := c.b.actl.call(ctx, req); resp != nil {
+		if resp := c.b.actl.Call(ctx, req); resp != nil {
 			return resp, nil
 		}
 		return nil, errNotController

@@ -6,26 +6,28 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/quorum"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// metadataLog is the broker's view of the metadata log: a quorum member
-// (*node.Node) on a node with the controller role, a metaFollower on a
-// broker-only node.
+// metadataLog is the broker's view of the metadata log: the controller role
+// (active.Controller, whose quorum member applies the log) on a node with
+// the controller role, a metaFollower on a broker-only node.
 type metadataLog interface {
 	// Image is the latest applied image.
 	Image() *controller.Image
 	// WaitFor blocks until pred holds for the latest image or ctx ends.
 	WaitFor(ctx context.Context, pred func(*controller.Image) bool) error
-	// Leader is the raft id of the active controller, 0 if unknown.
-	Leader() uint64
+	// Leader is the node id of the active controller, -1 if unknown.
+	Leader() int32
 	Close() error
 }
 
-// metaFollower follows the metadata log from the voters (see metalog.go):
+// metaFollower follows the metadata log from the voters, as served by
+// controller/active (see its metalog.go):
 // one goroutine fetches, applies with quorum.ApplyEntry (exactly as the
 // members apply) and publishes each new image. It keeps nothing on disk: it
 // starts from a snapshot of a voter's image, then follows entries, and
@@ -34,7 +36,7 @@ type metadataLog interface {
 type metaFollower struct {
 	b      *Broker
 	pub    atomic.Pointer[followed]
-	leader atomic.Uint64
+	leader atomic.Int32 // node id; -1 if unknown
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -49,12 +51,13 @@ func startFollower(b *Broker) *metaFollower {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &metaFollower{b: b, cancel: cancel, done: make(chan struct{})}
 	f.pub.Store(&followed{img: new(controller.Image), next: make(chan struct{})})
+	f.leader.Store(-1)
 	go f.run(ctx)
 	return f
 }
 
 func (f *metaFollower) Image() *controller.Image { return f.pub.Load().img }
-func (f *metaFollower) Leader() uint64           { return f.leader.Load() }
+func (f *metaFollower) Leader() int32            { return f.leader.Load() }
 
 func (f *metaFollower) WaitFor(ctx context.Context, pred func(*controller.Image) bool) error {
 	for {
@@ -113,7 +116,7 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 	req.ReplicaID = f.b.cfg.NodeID
 	req.MaxWaitMillis, req.MaxBytes = 500, 64<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = metadataTopic
+	rt.Topic = active.MetadataTopic
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.PartitionMaxBytes = int64(img.Version())+1, 64<<20
 	rt.Partitions = append(rt.Partitions, rp)
@@ -127,11 +130,7 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 		return false, errMalformedShip
 	}
 	sp := resp.Topics[0].Partitions[0]
-	if sp.CurrentLeader.LeaderID >= 0 {
-		f.leader.Store(raftID(sp.CurrentLeader.LeaderID))
-	} else {
-		f.leader.Store(0)
-	}
+	f.leader.Store(max(sp.CurrentLeader.LeaderID, -1))
 	switch {
 	case sp.ErrorCode == kerr.OffsetOutOfRange.Code:
 		return true, nil
@@ -172,7 +171,7 @@ func (f *metaFollower) snapshot(ctx context.Context, voter int32) error {
 	req := kmsg.NewPtrFetchSnapshotRequest()
 	req.ReplicaID, req.MaxBytes = f.b.cfg.NodeID, 1<<30
 	rt := kmsg.NewFetchSnapshotRequestTopic()
-	rt.Topic = metadataTopic
+	rt.Topic = active.MetadataTopic
 	rt.Partitions = append(rt.Partitions, kmsg.NewFetchSnapshotRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
 	kresp, err := f.b.ctl.request(ctx, voter, req)

@@ -1,30 +1,23 @@
 package broker
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/controller/node"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
-	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// Every node runs a member of the metadata quorum: a voter when it has the
-// controller role. Raft ids are node.id+1, because raft reserves id 0 and
-// Kafka allows node.id 0.
-func raftID(nodeID int32) uint64 { return uint64(nodeID) + 1 }
-func nodeID(raftID uint64) int32 { return int32(raftID - 1) }
 
 // metadataDir is where the raft log (pebble) lives, named as Kafka names
 // its metadata log directory.
@@ -89,142 +82,62 @@ func newClusterID() string {
 	return encodeUUID(b)
 }
 
-// startQuorum starts this node's quorum member, or on a broker-only node
-// its follower of the metadata log. ctl is the bound controller listener,
-// or nil for a quorum of one without one (the member then listens on a
-// loopback port nobody dials).
+// activeController is this node's controller role (active.Controller):
+// its member of the metadata quorum, which is also its metadataLog, the
+// active controller that decides while that member leads, and the
+// CONTROLLER listener, raft and Kafka halves.
+type activeController interface {
+	metadataLog
+	// Serve starts deciding and serving the listener's Kafka half.
+	Serve()
+	// Call decides req in-process: the controller's answer, or nil when
+	// this node is not the active controller (now) or ctx ended first.
+	Call(ctx context.Context, req kmsg.Request) kmsg.Response
+}
+
+// startQuorum starts this node's controller role, or on a broker-only node
+// its follower of the metadata log. ctl is the bound CONTROLLER listener,
+// which the controller takes over, or nil for a quorum of one without one
+// (the member then listens on a loopback port nobody dials).
 func (b *Broker) startQuorum(ctl net.Listener) error {
 	if !b.cfg.HasRole("controller") {
 		b.meta = startFollower(b)
 		return nil
 	}
-	voters := map[uint64]string{}
+	cfg := b.activeConfig()
+	cfg.Listener = ctl
+	c, err := active.Start(cfg)
+	if err != nil {
+		return err
+	}
+	b.actl, b.meta = c, c
+	return nil
+}
+
+// activeConfig is this node's controller role's configuration, from cfg.
+func (b *Broker) activeConfig() active.Config {
+	voters := map[int32]string{}
 	vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
-		voters[raftID(v.ID)] = v.Addr
+		voters[v.ID] = v.Addr
 	}
-	if len(voters) == 0 {
-		voters[raftID(b.cfg.NodeID)] = "127.0.0.1:0"
-	}
-	nc := node.Config{
-		ID:           raftID(b.cfg.NodeID),
-		Voters:       voters,
-		Dir:          filepath.Join(b.logDir, metadataDir),
-		TickInterval: 100 * time.Millisecond,
-		Logger:       b.log.With().Str("component", "quorum").Logger(),
-	}
-	if ctl != nil {
-		mux := newConnMux(ctl, b.log)
-		nc.Listener = mux.raft
-		b.ctlKafka = mux.kafka
-		b.goLoop(mux.run)
-	} else {
-		nc.Listen = "127.0.0.1:0"
-	}
-	n, err := node.Start(nc)
-	if err != nil {
-		return fmt.Errorf("metadata quorum: %w", err)
-	}
-	b.node, b.meta = n, n
-	return nil
-}
+	return active.Config{
+		NodeID:        b.cfg.NodeID,
+		Voters:        voters,
+		Dir:           filepath.Join(b.logDir, metadataDir),
+		TickInterval:  100 * time.Millisecond,
+		MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
+		IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 
-// connMux splits the CONTROLLER listener in two by each connection's first
-// byte: raft connections open with node.Preamble, whose first byte no Kafka
-// frame can start with; everything else is Kafka's protocol (broker
-// registration, heartbeats, forwarded admin requests).
-type connMux struct {
-	ln          net.Listener
-	raft, kafka *chanListener
-	log         zerolog.Logger
-}
-
-func newConnMux(ln net.Listener, log zerolog.Logger) *connMux {
-	return &connMux{ln: ln, raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr()), log: log}
-}
-
-// run accepts until the listener closes, then closes both halves.
-func (m *connMux) run() {
-	defer m.raft.Close()
-	defer m.kafka.Close()
-	for {
-		c, err := m.ln.Accept()
-		if err != nil {
-			return
-		}
-		go m.route(c)
+		BrokerSessionTimeout:         time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		NumPartitions:                b.cfg.NumPartitions,
+		DefaultReplication:           b.cfg.DefaultReplication,
+		DeleteTopicEnable:            b.cfg.DeleteTopicEnable,
+		AutoLeaderRebalance:          b.cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval: time.Duration(b.cfg.LeaderImbalanceCheckSecs) * time.Second,
+		ValidateTopicConfig: func(name, value string) error {
+			return validateTopicConfigs(map[string]string{name: value})
+		},
+		Logger: b.log,
 	}
 }
-
-// route reads the first byte (a silent connection gets 10 s) and hands the
-// connection, first byte replayed, to the matching half.
-func (m *connMux) route(c net.Conn) {
-	var first [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadFull(c, first[:]); err != nil {
-		m.log.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: connection closed before its first byte")
-		c.Close()
-		return
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	pc := &prefixConn{Conn: c, prefix: first[:]}
-	dst := m.kafka
-	if node.IsPreamble(first[:]) {
-		dst = m.raft
-	}
-	if !dst.deliver(pc) {
-		c.Close()
-	}
-}
-
-// prefixConn replays bytes already read before the connection's own.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// chanListener is a net.Listener fed connections by a connMux.
-type chanListener struct {
-	addr net.Addr
-	c    chan net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{addr: addr, c: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *chanListener) deliver(c net.Conn) bool {
-	select {
-	case l.c <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.c:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return l.addr }

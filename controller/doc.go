@@ -2,9 +2,23 @@
 // machine: metadata records, applied in log order, produce immutable images,
 // and the active controller's decisions read an image and return records to
 // propose. Nothing here starts a goroutine, reads a clock, touches a socket
-// or a file, or logs; time comes in as `now` in milliseconds. A later layer
-// puts the records behind etcd raft (the raft log is the metadata log) and
-// owns the one goroutine that drives all of this.
+// or a file, or logs; time comes in as `now` in milliseconds.
+//
+// # Packages
+//
+// This package is the bottom of the metadata quorum; each layer above adds
+// one kind of I/O and imports only the layers below it:
+//
+//   - controller/raftlog: raft's log, hard state and snapshots in pebble.
+//   - controller/quorum: one raft member (etcd raft's RawNode) whose state
+//     machine is an Image; no sockets, disks, goroutines or clocks. It also
+//     applies the log as shipped to nodes that follow it outside the quorum.
+//   - controller/node: the I/O shell around a member: its owner goroutine,
+//     the clock, raft messages over TCP, proposals, the published image.
+//   - controller/active: a node's controller role: it builds the node, runs
+//     the active controller (Kafka's controller requests in, decisions of
+//     this package proposed through the node, answers out) and serves the
+//     CONTROLLER listener. The broker holds it through interfaces of its own.
 //
 // # Pieces
 //
@@ -13,21 +27,26 @@
 //   - image.go: Image, an immutable snapshot; Apply(index, record) returns a
 //     new image whose Version is index. A Batch record applies several
 //     records atomically; NewBatch makes one entry of a decision's records.
-//   - decide.go, place.go, liveness.go: the pure decisions of the active
-//     controller (topic admin, AlterPartition, placement, broker liveness and
-//     leader election).
+//   - decide.go, alter.go, place.go, liveness.go: the pure decisions of the
+//     active controller (topic admin and producer-id blocks; AlterPartition
+//     and resignation; placement; broker liveness and leader election,
+//     preferred leaders).
 //
 // # Flow
 //
 //	request ─► decision(img) ─► []Record ─► propose ─► commit ─► img.Apply ─► img'
 //
-// The active controller decides against its latest image, which already
-// includes its own proposed-but-uncommitted records (it applies them
-// speculatively, as Kafka's controller does). Raft commits a leader's
-// proposals in order or the leader steps down and rebuilds from the
-// committed image, so every decided record applies cleanly. Apply still
-// re-checks each record and returns an error if one does not apply; callers
-// treat that as a bug.
+// The active controller decides one request at a time against the applied
+// image and waits until the decision's records have applied before it
+// decides the next, so every decision sees every earlier one; there is no
+// speculative image of proposed-but-uncommitted records (Kafka's controller
+// keeps one). A decided record can still meet an image it was not decided
+// against: a new leader may decide before it has applied every entry its
+// predecessor proposed, and those then commit ahead of its own. Apply
+// therefore re-checks every record and returns an error wrapping
+// ErrNotApplicable if it does not apply; the quorum skips such an entry
+// (the image's version still advances to its index) and its proposer gets
+// the error.
 //
 // # Record format (version 1)
 //

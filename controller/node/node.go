@@ -154,8 +154,8 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Node is one running member of the metadata quorum (a controller, or a
-// learner broker tailing the metadata log).
+// Node is one running member of the metadata quorum: a voter (a node with
+// the controller role; controller/active builds it), or a learner.
 //
 // Design: the Member is a deterministic state machine and is not safe for
 // concurrent use, so exactly one goroutine (run) owns it together with the

@@ -5,9 +5,11 @@
 // and sends what Ready returns, so tests drive whole clusters
 // deterministically.
 //
-// Voters are the controllers; brokers that only tail the metadata log are
-// raft learners: they receive and apply every committed entry but never
-// vote or campaign (raft does not let a learner campaign).
+// Voters are the controllers. A member may also be a raft learner, which
+// receives and applies every committed entry but never votes or campaigns
+// (raft does not let a learner campaign); Fjord's broker-only nodes are not
+// members at all, though: they follow the log outside the quorum, applying
+// what voters ship them (follow.go).
 package quorum
 
 import (

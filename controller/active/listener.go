@@ -1,9 +1,9 @@
-package broker
+package active
 
 import (
 	"context"
+	"fmt"
 	"sort"
-	"time"
 
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,11 +12,13 @@ import (
 
 // The CONTROLLER listener's Kafka half serves brokers, not clients: broker
 // registration and heartbeats, producer-id blocks, and the admin requests
-// brokers forward. A node that does not lead the quorum answers
-// NOT_CONTROLLER and the broker retries at the leader.
+// brokers forward, all decided by the Controller (Call); and, on any voter,
+// the metadata log for broker-only nodes to follow (metalog.go). A node
+// that does not lead the quorum answers NOT_CONTROLLER and the broker
+// retries at the leader.
 
-// ctlAPIs are the keys and versions the controller listener serves.
-var ctlAPIs = map[int16][2]int16{
+// apis are the keys and versions the CONTROLLER listener serves.
+var apis = map[int16][2]int16{
 	1:  {12, 12}, // Fetch of the metadata log (broker-only nodes)
 	59: {0, 1},   // FetchSnapshot of the metadata image
 	18: {0, 4},   // ApiVersions
@@ -30,29 +32,30 @@ var ctlAPIs = map[int16][2]int16{
 	67: {0, 0},   // AllocateProducerIDs
 }
 
-type ctlVersions struct{}
+// versions is apis as a protocol.Versions.
+type versions struct{}
 
-func (ctlVersions) Supported(key int16) (int16, int16, bool) {
-	r, ok := ctlAPIs[key]
+func (versions) Supported(key int16) (int16, int16, bool) {
+	r, ok := apis[key]
 	return r[0], r[1], ok
 }
 
-func (ctlVersions) All() []kmsg.ApiVersionsResponseApiKey {
-	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(ctlAPIs))
-	for k, r := range ctlAPIs {
+func (versions) All() []kmsg.ApiVersionsResponseApiKey {
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for k, r := range apis {
 		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r[0], MaxVersion: r[1]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
 	return out
 }
 
-// ctlHandler serves the controller listener's Kafka connections.
-type ctlHandler struct{ b *Broker }
+// kafkaHandler serves the CONTROLLER listener's Kafka connections.
+type kafkaHandler struct{ c *Controller }
 
-func (h ctlHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
+func (h kafkaHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
 	if api, ok := req.Body.(*kmsg.ApiVersionsRequest); ok {
 		resp := api.ResponseKind().(*kmsg.ApiVersionsResponse)
-		resp.ApiKeys = ctlVersions{}.All()
+		resp.ApiKeys = versions{}.All()
 		resp.FinalizedFeaturesEpoch = -1
 		respond(resp, nil)
 		return
@@ -61,60 +64,48 @@ func (h ctlHandler) Handle(ctx context.Context, req *protocol.Request, respond p
 	go func() {
 		switch r := req.Body.(type) {
 		case *kmsg.FetchRequest:
-			respond(h.b.serveMetadataFetch(ctx, r), nil)
+			respond(h.c.serveMetadataFetch(ctx, r), nil)
 			return
 		case *kmsg.FetchSnapshotRequest:
-			respond(h.b.serveMetadataSnapshot(r), nil)
+			respond(h.c.serveMetadataSnapshot(r), nil)
 			return
 		}
-		var resp kmsg.Response
-		if h.b.actl != nil {
-			resp = h.b.actl.call(ctx, req.Body)
+		resp := h.c.Call(ctx, req.Body)
+		if resp == nil {
+			resp = ErrorResponse(req.Body, kerr.NotController.Code)
 		}
 		if resp == nil {
-			resp = notControllerResponse(req.Body)
+			respond(nil, fmt.Errorf("active: no answer for api key %d", req.Key)) // closes the connection
+			return
 		}
 		respond(resp, nil)
 	}()
 }
 
-// serveController starts the controller listener's Kafka half.
-func (b *Broker) serveController() {
-	if b.ctlKafka == nil {
-		return
-	}
-	s := protocol.NewServer(protocol.ServerConfig{
-		MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
-		MaxInFlight:   16,
-		IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		DrainTimeout:  5 * time.Second,
-	}, ctlHandler{b}, ctlVersions{}, b.log.With().Str("listener", "CONTROLLER").Logger())
-	s.Serve(b.ctlKafka)
-	b.ctlServer = s
-}
-
-// notControllerResponse answers req with NOT_CONTROLLER everywhere it has
-// an error code.
-func notControllerResponse(kreq kmsg.Request) kmsg.Response {
-	nc := kerr.NotController.Code
+// ErrorResponse answers req, one of the requests a Controller decides,
+// with code everywhere its response has an error code: the top level, or
+// every topic the request names. It is nil for any other request. The
+// CONTROLLER listener answers NOT_CONTROLLER with it; a broker that could
+// not reach the controller answers its client REQUEST_TIMED_OUT.
+func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 	switch req := kreq.(type) {
 	case *kmsg.BrokerRegistrationRequest:
 		r := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-		r.ErrorCode = nc
+		r.ErrorCode = code
 		return r
 	case *kmsg.BrokerHeartbeatRequest:
 		r := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-		r.ErrorCode = nc
+		r.ErrorCode = code
 		return r
 	case *kmsg.AllocateProducerIDsRequest:
 		r := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-		r.ErrorCode = nc
+		r.ErrorCode = code
 		return r
 	case *kmsg.CreateTopicsRequest:
 		r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, t := range req.Topics {
 			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic, st.ErrorCode = t.Topic, nc
+			st.Topic, st.ErrorCode = t.Topic, code
 			r.Topics = append(r.Topics, st)
 		}
 		return r
@@ -122,28 +113,28 @@ func notControllerResponse(kreq kmsg.Request) kmsg.Response {
 		r := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 		for _, n := range req.TopicNames {
 			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic, st.ErrorCode = &n, nc
+			st.Topic, st.ErrorCode = &n, code
 			r.Topics = append(r.Topics, st)
 		}
 		for _, t := range req.Topics {
 			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, nc
+			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, code
 			r.Topics = append(r.Topics, st)
 		}
 		return r
 	case *kmsg.AlterPartitionRequest:
 		r := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-		r.ErrorCode = nc
+		r.ErrorCode = code
 		return r
 	case *kmsg.ElectLeadersRequest:
 		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-		r.ErrorCode = nc
+		r.ErrorCode = code
 		return r
 	case *kmsg.CreatePartitionsRequest:
 		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 		for _, t := range req.Topics {
 			st := kmsg.NewCreatePartitionsResponseTopic()
-			st.Topic, st.ErrorCode = t.Topic, nc
+			st.Topic, st.ErrorCode = t.Topic, code
 			r.Topics = append(r.Topics, st)
 		}
 		return r

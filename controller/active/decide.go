@@ -1,182 +1,27 @@
-package broker
+package active
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/node"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// activeController is the cluster's only decider while this node leads
-// the metadata quorum. It runs on every node with the controller role and
-// answers NOT_CONTROLLER while another node leads.
-//
-// One goroutine (run) owns it: requests arrive on calls and are decided one
-// at a time against the applied image, and each decision's records are
-// proposed as one atomic batch and waited for (applied) before the next
-// decision. So every decision sees every earlier one, without the
-// speculative image Kafka's controller keeps; the price is one quorum
-// round trip per decision, which metadata traffic affords.
-//
-// Liveness (heartbeat times) is soft state: a new leader starts with an
-// empty one, so every broker gets a full session from its first tick.
-type activeController struct {
-	cfg   *Config
-	node  *node.Node
-	log   zerolog.Logger
-	calls chan ctlCall
-	done  chan struct{} // closed when run returns: callers stop waiting
-
-	// Owned by run.
-	live       *controller.Liveness
-	wasLeader  bool
-	lastRebal  time.Time
-	proposeTTL time.Duration
-}
-
-// ctlCall is one request for the active controller.
-type ctlCall struct {
-	ctx   context.Context
-	req   kmsg.Request
-	reply chan kmsg.Response // buffered 1
-}
-
-// errNotController means this node does not lead the quorum (now).
-var errNotController = errors.New("broker: not the active controller")
-
-func newActiveController(cfg *Config, n *node.Node, log zerolog.Logger) *activeController {
-	return &activeController{cfg: cfg, node: n, log: log.With().Str("component", "controller").Logger(),
-		calls: make(chan ctlCall, 64), done: make(chan struct{}), proposeTTL: 10 * time.Second}
-}
-
-// call hands req to run and waits for its response. A nil response means
-// this node is not the active controller.
-func (c *activeController) call(ctx context.Context, req kmsg.Request) kmsg.Response {
-	call := ctlCall{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1)}
-	select {
-	case c.calls <- call:
-	case <-ctx.Done():
-		return nil
-	case <-c.done:
-		return nil
-	}
-	select {
-	case r := <-call.reply:
-		return r
-	case <-ctx.Done():
-		return nil
-	case <-c.done:
-		return nil
-	}
-}
-
-// run decides requests and fences silent brokers until stop closes.
-func (c *activeController) run(stop <-chan struct{}) {
-	defer close(c.done)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			if !c.leading() {
-				continue
-			}
-			now := time.Now().UnixMilli()
-			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= time.Duration(c.cfg.LeaderImbalanceCheckSecs)*time.Second {
-				c.lastRebal = time.Now()
-				if recs := controller.ElectPreferred(c.node.Image()); len(recs) > 0 {
-					if _, err := c.propose(context.Background(), recs); err == nil {
-						c.log.Info().Int("partitions", len(recs)).Msg("leadership moved back to preferred replicas")
-					}
-				}
-			}
-			if recs := c.live.Tick(c.node.Image(), now, c.cfg.BrokerSessionTimeoutMs); len(recs) > 0 {
-				var fenced []int32
-				for _, r := range recs {
-					if f, ok := r.Body.(controller.FenceBroker); ok {
-						fenced = append(fenced, f.ID)
-					}
-				}
-				c.log.Warn().Ints32("brokers", fenced).Int("partition_changes", len(recs)-len(fenced)).
-					Msg("broker session expired: fencing, moving its leaderships")
-				c.propose(context.Background(), recs)
-			}
-		case call := <-c.calls:
-			if call.ctx.Err() != nil {
-				call.reply <- nil
-				continue
-			}
-			if !c.leading() {
-				call.reply <- nil
-				continue
-			}
-			call.reply <- c.decide(call.ctx, call.req)
-		}
-	}
-}
-
-// leading reports whether this node leads, resetting liveness when it has
-// just become the leader.
-func (c *activeController) leading() bool {
-	if !c.node.IsLeader() {
-		c.wasLeader, c.live = false, nil
-		return false
-	}
-	if !c.wasLeader {
-		c.wasLeader, c.live, c.lastRebal = true, controller.NewLiveness(), time.Now()
-		c.log.Info().Uint64("image_version", c.node.Image().Version()).Msg("became the active controller")
-	}
-	return true
-}
-
-// propose commits recs as one atomic entry and returns its index.
-func (c *activeController) propose(ctx context.Context, recs []controller.Record) (uint64, error) {
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.proposeTTL)
-	defer cancel()
-	idx, err := c.node.Propose(ctx, controller.NewBatch(recs))
-	if err != nil {
-		c.log.Warn().Err(err).Int("records", len(recs)).Msg("proposal failed")
-	}
-	return idx, err
-}
-
-// proposeCode maps a failed proposal to the error a broker retries.
-func proposeCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrLeadershipLost):
-		return kerr.NotController.Code
-	}
-	return kerr.RequestTimedOut.Code
-}
-
-func (c *activeController) defaults() controller.Defaults {
-	return controller.Defaults{
-		Partitions: c.cfg.NumPartitions,
-		RF:         c.cfg.DefaultReplication,
-		ValidateConfig: func(k, v string) error {
-			return validateTopicConfigs(map[string]string{k: v})
-		},
-	}
-}
+// The kmsg adapter: each controller request becomes the inputs of a pure
+// decision in package controller, its records are proposed (propose), and
+// the answer is read back from the image they applied to. AlterPartition
+// and CreatePartitions propose per partition or topic, so each decides
+// against the image with the earlier ones applied; the others propose one
+// batch for the whole request.
 
 // decide answers one request. REQUIRES: leading.
-func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	now := time.Now().UnixMilli()
-	img := c.node.Image()
+	img := c.m.Image()
 	switch req := kreq.(type) {
 	case *kmsg.BrokerRegistrationRequest:
 		resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -187,7 +32,7 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 		if req.Rack != nil {
 			reg.Rack = *req.Rack
 		}
-		recs, code := c.live.Register(img, reg, now, c.cfg.BrokerSessionTimeoutMs)
+		recs, code := c.live.Register(img, reg, now, c.sessionMs())
 		if code != 0 {
 			resp.ErrorCode = code
 			return resp
@@ -196,7 +41,7 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 			resp.ErrorCode = proposeCode(err)
 			return resp
 		}
-		if bs, ok := c.node.Image().Broker(req.BrokerID); ok && bs.Incarnation == req.IncarnationID {
+		if bs, ok := c.m.Image().Broker(req.BrokerID); ok && bs.Incarnation == req.IncarnationID {
 			resp.BrokerEpoch = bs.Epoch
 			c.log.Info().Int32("broker", req.BrokerID).Int64("epoch", bs.Epoch).Msg("broker registered")
 		} else {
@@ -228,7 +73,7 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 		if len(recs) > 0 {
 			c.log.Info().Int32("broker", req.BrokerID).Int("records", len(recs)).Msg(what)
 		}
-		bs, _ = c.node.Image().Broker(req.BrokerID)
+		bs, _ = c.m.Image().Broker(req.BrokerID)
 		resp.IsCaughtUp, resp.IsFenced = caughtUp, bs.Fenced
 		// A broker asking to stop may once the image shows it fenced.
 		resp.ShouldShutdown = req.WantShutdown && bs.Fenced
@@ -266,7 +111,7 @@ func (c *activeController) decide(ctx context.Context, kreq kmsg.Request) kmsg.R
 
 // electLeaders decides an operator's ElectLeaders: preferred elections for
 // the named (or all) partitions, unclean ones refused.
-func (c *activeController) electLeaders(ctx context.Context, img *controller.Image, req *kmsg.ElectLeadersRequest) kmsg.Response {
+func (c *Controller) electLeaders(ctx context.Context, img *controller.Image, req *kmsg.ElectLeadersRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	topics := req.Topics
 	if topics == nil {
@@ -329,7 +174,7 @@ func (c *activeController) electLeaders(ctx context.Context, img *controller.Ima
 // with the earlier partitions' changes applied. A new ISR without the
 // leader itself is Fjord's resignation: the leader cannot serve the
 // partition (controller.Resign).
-func (c *activeController) alterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) kmsg.Response {
+func (c *Controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionResponseTopic()
@@ -337,7 +182,7 @@ func (c *activeController) alterPartition(ctx context.Context, req *kmsg.AlterPa
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition
-			img := c.node.Image()
+			img := c.m.Image()
 			isr := rp.NewISR
 			if req.Version >= 3 {
 				isr = nil
@@ -366,7 +211,7 @@ func (c *activeController) alterPartition(ctx context.Context, req *kmsg.AlterPa
 					sp.ErrorCode = proposeCode(err)
 				}
 			}
-			if p, ok := c.node.Image().Partition(rt.TopicID, rp.Partition); ok && sp.ErrorCode == 0 {
+			if p, ok := c.m.Image().Partition(rt.TopicID, rp.Partition); ok && sp.ErrorCode == 0 {
 				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -384,7 +229,7 @@ func newUUID() [16]byte {
 	return b
 }
 
-func (c *activeController) createTopics(ctx context.Context, img *controller.Image, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (c *Controller) createTopics(ctx context.Context, img *controller.Image, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	specs := make([]controller.TopicSpec, len(req.Topics))
 	nullConfig := map[int]string{}
@@ -448,7 +293,7 @@ func (c *activeController) createTopics(ctx context.Context, img *controller.Ima
 	return resp
 }
 
-func (c *activeController) deleteTopics(ctx context.Context, img *controller.Image, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (c *Controller) deleteTopics(ctx context.Context, img *controller.Image, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	var refs []controller.TopicRef
 	if req.Version < 6 {
@@ -501,7 +346,7 @@ func (c *activeController) deleteTopics(ctx context.Context, img *controller.Ima
 	return resp
 }
 
-func (c *activeController) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func (c *Controller) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
@@ -521,7 +366,7 @@ func (c *activeController) createPartitions(ctx context.Context, req *kmsg.Creat
 		}
 		// Each topic decides against the image with the previous topics'
 		// partitions applied, so placement continues evenly.
-		recs, code, msg := controller.CreatePartitions(c.node.Image(), rt.Topic, rt.Count, assignment, c.defaults())
+		recs, code, msg := controller.CreatePartitions(c.m.Image(), rt.Topic, rt.Count, assignment, c.defaults())
 		if code == 0 && !req.ValidateOnly {
 			if _, err := c.propose(ctx, recs); err != nil {
 				code = proposeCode(err)

@@ -1,0 +1,110 @@
+package active
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a node's controller role: where its quorum member
+// keeps its log and listens, and what the active controller decides with.
+// It is a plain struct the broker fills from its own configuration (the
+// Kafka property each field comes from is named); this package reads no
+// flags or files.
+type Config struct {
+	// The quorum member and the CONTROLLER listener.
+
+	// NodeID is this node's node.id.
+	NodeID int32
+	// Voters maps every voter's node.id to the host:port of its CONTROLLER
+	// listener (controller.quorum.voters), this node included. Empty means
+	// a quorum of one: this node alone.
+	Voters map[int32]string
+	// Dir is the metadata log's directory (raft's log, hard state and
+	// snapshots, in pebble).
+	Dir string
+	// Listener is the bound CONTROLLER listener, which Start takes over
+	// (Close closes it; the caller may close it earlier to stop accepting).
+	// Raft connections and Kafka's share it. nil only for a quorum of one:
+	// the member then listens on a loopback port nobody dials, and there is
+	// no Kafka half.
+	Listener net.Listener
+	// TickInterval is the raft tick; 0 means 100ms.
+	TickInterval time.Duration
+	// MaxFrameBytes bounds a request on the listener's Kafka half
+	// (socket.request.max.bytes; 0 means Kafka's default, 100 MiB);
+	// IdleTimeout closes its idle connections (connections.max.idle.ms; 0
+	// never does).
+	MaxFrameBytes int32
+	IdleTimeout   time.Duration
+
+	// The decisions.
+
+	// BrokerSessionTimeout is how long a broker may go without a heartbeat
+	// before it is fenced (broker.session.timeout.ms). > 0.
+	BrokerSessionTimeout time.Duration
+	// NumPartitions and DefaultReplication are what a CreateTopics asking
+	// for -1 gets (num.partitions, default.replication.factor). >= 1.
+	NumPartitions      int32
+	DefaultReplication int16
+	// DeleteTopicEnable allows DeleteTopics (delete.topic.enable); false
+	// answers TOPIC_DELETION_DISABLED.
+	DeleteTopicEnable bool
+	// AutoLeaderRebalance moves leaderships back to preferred replicas
+	// every LeaderImbalanceCheckInterval (auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds; the interval is > 0 when
+	// rebalancing is on).
+	AutoLeaderRebalance          bool
+	LeaderImbalanceCheckInterval time.Duration
+	// ValidateTopicConfig checks one topic config given at creation; an
+	// error makes the topic INVALID_CONFIG. nil accepts every config.
+	ValidateTopicConfig func(name, value string) error
+	// Logger gets role changes and decisions (Info), fencing (Warn), and
+	// the quorum member's and the listener's own lines.
+	Logger zerolog.Logger
+}
+
+// validateQuorum checks the fields Start needs, then the rest, and fills
+// in defaults.
+func (c *Config) validateQuorum() error {
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = 100 << 20
+	}
+	var errs []error
+	if c.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("active: NodeID %d: must be >= 0", c.NodeID))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("active: Dir is empty"))
+	}
+	if _, ok := c.Voters[c.NodeID]; len(c.Voters) > 0 && !ok {
+		errs = append(errs, fmt.Errorf("active: node %d is not a voter", c.NodeID))
+	}
+	if c.Listener == nil && len(c.Voters) > 1 {
+		errs = append(errs, errors.New("active: a quorum of several voters needs a Listener"))
+	}
+	if c.MaxFrameBytes < 0 || c.IdleTimeout < 0 || c.TickInterval < 0 {
+		errs = append(errs, errors.New("active: MaxFrameBytes, IdleTimeout and TickInterval must be >= 0"))
+	}
+	return errors.Join(append(errs, c.validate())...)
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.BrokerSessionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("active: BrokerSessionTimeout %v: must be > 0", c.BrokerSessionTimeout))
+	}
+	if c.NumPartitions < 1 {
+		errs = append(errs, fmt.Errorf("active: NumPartitions %d: must be >= 1", c.NumPartitions))
+	}
+	if c.DefaultReplication < 1 {
+		errs = append(errs, fmt.Errorf("active: DefaultReplication %d: must be >= 1", c.DefaultReplication))
+	}
+	if c.AutoLeaderRebalance && c.LeaderImbalanceCheckInterval <= 0 {
+		errs = append(errs, fmt.Errorf("active: LeaderImbalanceCheckInterval %v: must be > 0", c.LeaderImbalanceCheckInterval))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,174 @@
+package active
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/node"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// member is what the active controller needs of its quorum member: a
+// *node.Node, or a fake in tests.
+type member interface {
+	// Image is the latest applied image.
+	Image() *controller.Image
+	// IsLeader reports whether this member leads the quorum.
+	IsLeader() bool
+	// Propose commits r and returns its index once this member has applied
+	// it; see node.Node.Propose for its errors.
+	Propose(ctx context.Context, r controller.Record) (uint64, error)
+}
+
+// tickInterval is how often the loop checks broker sessions and, when it
+// is due, preferred leadership.
+const tickInterval = 200 * time.Millisecond
+
+// proposeTimeout bounds one decision's wait for its records to apply.
+const proposeTimeout = 10 * time.Second
+
+// call is one request for the active controller.
+type call struct {
+	ctx   context.Context
+	req   kmsg.Request
+	reply chan kmsg.Response // buffered 1
+}
+
+// newController returns a Controller deciding through m that is not yet
+// serving; Start gives it a node, tests a fake.
+func newController(cfg Config, m member) (*Controller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, m: m, log: cfg.Logger.With().Str("component", "controller").Logger(),
+		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Call hands req to the loop and waits for its response: one of the
+// controller requests (BrokerRegistration, BrokerHeartbeat, CreateTopics,
+// DeleteTopics, CreatePartitions, ElectLeaders, AlterPartition,
+// AllocateProducerIDs) answered as Kafka's controller answers it. A nil
+// response means this node is not the active controller (now), or ctx
+// ended first; the caller answers NOT_CONTROLLER or retries elsewhere.
+// The caller keeps req; the response is the caller's.
+func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
+	cl := call{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1)}
+	select {
+	case c.calls <- cl:
+	case <-ctx.Done():
+		return nil
+	case <-c.done:
+		return nil
+	}
+	select {
+	case r := <-cl.reply:
+		return r
+	case <-ctx.Done():
+		return nil
+	case <-c.done:
+		return nil
+	}
+}
+
+// run decides requests and fences silent brokers until Close.
+func (c *Controller) run() {
+	defer close(c.done)
+	tick := time.NewTicker(tickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+			if !c.leading() {
+				continue
+			}
+			now := time.Now().UnixMilli()
+			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= c.cfg.LeaderImbalanceCheckInterval {
+				c.lastRebal = time.Now()
+				if recs := controller.ElectPreferred(c.m.Image()); len(recs) > 0 {
+					if _, err := c.propose(c.ctx, recs); err == nil {
+						c.log.Info().Int("partitions", len(recs)).Msg("leadership moved back to preferred replicas")
+					}
+				}
+			}
+			if recs := c.live.Tick(c.m.Image(), now, c.sessionMs()); len(recs) > 0 {
+				var fenced []int32
+				for _, r := range recs {
+					if f, ok := r.Body.(controller.FenceBroker); ok {
+						fenced = append(fenced, f.ID)
+					}
+				}
+				c.log.Warn().Ints32("brokers", fenced).Int("partition_changes", len(recs)-len(fenced)).
+					Msg("broker session expired: fencing, moving its leaderships")
+				c.propose(c.ctx, recs)
+			}
+		case cl := <-c.calls:
+			if cl.ctx.Err() != nil {
+				cl.reply <- nil
+				continue
+			}
+			if !c.leading() {
+				cl.reply <- nil
+				continue
+			}
+			cl.reply <- c.decide(cl.ctx, cl.req)
+		}
+	}
+}
+
+func (c *Controller) sessionMs() int64 { return c.cfg.BrokerSessionTimeout.Milliseconds() }
+
+// leading reports whether this node leads, resetting liveness when it has
+// just become the leader.
+func (c *Controller) leading() bool {
+	if !c.m.IsLeader() {
+		c.wasLeader, c.live = false, nil
+		return false
+	}
+	if !c.wasLeader {
+		c.wasLeader, c.live, c.lastRebal = true, controller.NewLiveness(), time.Now()
+		c.log.Info().Uint64("image_version", c.m.Image().Version()).Msg("became the active controller")
+	}
+	return true
+}
+
+// propose commits recs as one atomic entry and returns its index. It gives
+// up after proposeTTL, or at Close.
+func (c *Controller) propose(ctx context.Context, recs []controller.Record) (uint64, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.proposeTTL)
+	defer cancel()
+	defer context.AfterFunc(c.ctx, cancel)()
+	idx, err := c.m.Propose(ctx, controller.NewBatch(recs))
+	if err != nil {
+		c.log.Warn().Err(err).Int("records", len(recs)).Msg("proposal failed")
+	}
+	return idx, err
+}
+
+// proposeCode maps a failed proposal to the error a broker retries.
+func proposeCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrLeadershipLost):
+		return kerr.NotController.Code
+	}
+	return kerr.RequestTimedOut.Code
+}
+
+func (c *Controller) defaults() controller.Defaults {
+	return controller.Defaults{
+		Partitions:     c.cfg.NumPartitions,
+		RF:             c.cfg.DefaultReplication,
+		ValidateConfig: c.cfg.ValidateTopicConfig,
+	}
+}

@@ -1,0 +1,316 @@
+package active
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/node"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fakeMember is a quorum of one in memory: Propose applies the record at
+// the next index at once (through Encode and Decode, as raft would carry
+// it), unless fail is set.
+type fakeMember struct {
+	mu      sync.Mutex
+	img     *controller.Image
+	leader  bool
+	fail    error // returned by Propose instead of applying
+	propose int   // Propose calls
+}
+
+func newFakeMember() *fakeMember { return &fakeMember{img: new(controller.Image), leader: true} }
+
+func (f *fakeMember) Image() *controller.Image {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.img
+}
+
+func (f *fakeMember) IsLeader() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leader
+}
+
+func (f *fakeMember) Propose(ctx context.Context, r controller.Record) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.propose++
+	if f.fail != nil {
+		return 0, f.fail
+	}
+	d, err := controller.Decode(controller.Encode(r))
+	if err != nil {
+		return 0, err
+	}
+	idx := f.img.Version() + 1
+	next, err := f.img.Apply(idx, d)
+	if err != nil {
+		return idx, err
+	}
+	f.img = next
+	return idx, nil
+}
+
+func (f *fakeMember) set(fn func(f *fakeMember)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func testConfig() Config {
+	return Config{
+		BrokerSessionTimeout: 9 * time.Second,
+		NumPartitions:        3,
+		DefaultReplication:   1,
+		DeleteTopicEnable:    true,
+		Logger:               zerolog.Nop(),
+	}
+}
+
+// start serves a Controller over m until the test ends.
+func start(t *testing.T, cfg Config, m member) *Controller {
+	t.Helper()
+	c, err := newController(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Serve()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// join registers broker id and heartbeats it unfenced; it returns the
+// broker epoch.
+func join(t *testing.T, c *Controller, id int32) int64 {
+	t.Helper()
+	reg := kmsg.NewPtrBrokerRegistrationRequest()
+	reg.BrokerID, reg.IncarnationID = id, [16]byte{byte(id)}
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port = "PLAINTEXT", "localhost", uint16(9092+id)
+	reg.Listeners = append(reg.Listeners, l)
+	rr, ok := c.Call(t.Context(), reg).(*kmsg.BrokerRegistrationResponse)
+	if !ok || rr.ErrorCode != 0 || rr.BrokerEpoch <= 0 {
+		t.Fatalf("register %d: %+v", id, rr)
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, rr.BrokerEpoch, rr.BrokerEpoch
+	hr, ok := c.Call(t.Context(), hb).(*kmsg.BrokerHeartbeatResponse)
+	if !ok || hr.ErrorCode != 0 || hr.IsFenced || !hr.IsCaughtUp {
+		t.Fatalf("heartbeat %d: %+v", id, hr)
+	}
+	return rr.BrokerEpoch
+}
+
+func createTopic(t *testing.T, c *Controller, name string) *kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	req.Topics = append(req.Topics, rt)
+	resp, ok := c.Call(t.Context(), req).(*kmsg.CreateTopicsResponse)
+	if !ok || len(resp.Topics) != 1 {
+		t.Fatalf("create %s: %+v", name, resp)
+	}
+	return &resp.Topics[0]
+}
+
+func TestConfigValidate(t *testing.T) {
+	if _, err := newController(Config{}, newFakeMember()); err == nil {
+		t.Fatal("zero Config accepted")
+	}
+	cfg := testConfig()
+	cfg.AutoLeaderRebalance = true
+	if _, err := newController(cfg, newFakeMember()); err == nil {
+		t.Fatal("AutoLeaderRebalance without an interval accepted")
+	}
+}
+
+func TestRegisterHeartbeatCreateTopic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		c := start(t, testConfig(), m)
+		join(t, c, 1)
+		st := createTopic(t, c, "t")
+		if st.ErrorCode != 0 || st.NumPartitions != 3 || st.ReplicationFactor != 1 {
+			t.Fatalf("create: %+v", st)
+		}
+		if tp := m.Image().Topic("t"); tp == nil || tp.ID != st.TopicID || len(tp.Partitions) != 3 {
+			t.Fatalf("image topic: %+v", tp)
+		}
+		if st := createTopic(t, c, "t"); st.ErrorCode != kerr.TopicAlreadyExists.Code {
+			t.Fatalf("second create: %v", kerr.ErrorForCode(st.ErrorCode))
+		}
+	})
+}
+
+func TestTopicConfigValidated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.ValidateTopicConfig = func(name, value string) error {
+			if name != "retention.ms" {
+				return errors.New("unknown")
+			}
+			return nil
+		}
+		c := start(t, cfg, newFakeMember())
+		join(t, c, 1)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		for _, name := range []string{"good", "bad"} {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 1, 1
+			k, v := "retention.ms", "1000"
+			if name == "bad" {
+				k = "no.such.config"
+			}
+			rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: &v})
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := c.Call(t.Context(), req).(*kmsg.CreateTopicsResponse)
+		if resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != kerr.InvalidConfig.Code {
+			t.Fatalf("codes %d, %d", resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode)
+		}
+	})
+}
+
+func TestDeleteTopicDisabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.DeleteTopicEnable = false
+		m := newFakeMember()
+		c := start(t, cfg, m)
+		join(t, c, 1)
+		createTopic(t, c, "t")
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version = 5
+		req.TopicNames = []string{"t"}
+		resp := c.Call(t.Context(), req).(*kmsg.DeleteTopicsResponse)
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.TopicDeletionDisabled.Code {
+			t.Fatalf("delete: %+v", resp.Topics)
+		}
+		if m.Image().Topic("t") == nil {
+			t.Fatal("topic deleted")
+		}
+	})
+}
+
+// A node that does not lead answers nothing: the caller says
+// NOT_CONTROLLER, and nothing is proposed.
+func TestNotLeaderAnswersNil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		m.leader = false
+		c := start(t, testConfig(), m)
+		if resp := c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); resp != nil {
+			t.Fatalf("follower answered %+v", resp)
+		}
+		m.set(func(f *fakeMember) {
+			if f.propose != 0 {
+				t.Error("follower proposed")
+			}
+		})
+	})
+}
+
+// A proposal whose leadership is lost is NOT_CONTROLLER (the broker
+// retries at the new leader); any other failure is REQUEST_TIMED_OUT.
+func TestProposalFailureCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int16
+	}{
+		{node.ErrLeadershipLost, kerr.NotController.Code},
+		{&node.NotLeaderError{Leader: 2}, kerr.NotController.Code},
+		{context.DeadlineExceeded, kerr.RequestTimedOut.Code},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := newFakeMember()
+				c := start(t, testConfig(), m)
+				join(t, c, 1)
+				m.set(func(f *fakeMember) { f.fail = tc.err })
+				if st := createTopic(t, c, "t"); st.ErrorCode != tc.code {
+					t.Errorf("code %v, want %v", kerr.ErrorForCode(st.ErrorCode), kerr.ErrorForCode(tc.code))
+				}
+			})
+		})
+	}
+}
+
+// A broker silent for a session is fenced by the loop's tick; one that
+// keeps heartbeating is not.
+func TestSessionExpiryFences(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		cfg := testConfig()
+		c := start(t, cfg, m)
+		join(t, c, 1)
+		e2 := join(t, c, 2)
+		for range 3 * int(cfg.BrokerSessionTimeout/time.Second) {
+			time.Sleep(time.Second)
+			hb := kmsg.NewPtrBrokerHeartbeatRequest()
+			hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = 2, e2, e2
+			if r := c.Call(t.Context(), hb).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || r.IsFenced {
+				t.Fatalf("broker 2 heartbeat: %+v", r)
+			}
+		}
+		if b, _ := m.Image().Broker(1); !b.Fenced {
+			t.Fatal("silent broker 1 not fenced")
+		}
+		if b, _ := m.Image().Broker(2); b.Fenced {
+			t.Fatal("live broker 2 fenced")
+		}
+	})
+}
+
+// Losing leadership forgets liveness; leading again gives every broker a
+// full session from the first tick instead of fencing it at once.
+func TestNewLeaderGivesAFullSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		cfg := testConfig()
+		c := start(t, cfg, m)
+		join(t, c, 1)
+		m.set(func(f *fakeMember) { f.leader = false })
+		time.Sleep(2 * cfg.BrokerSessionTimeout)
+		m.set(func(f *fakeMember) { f.leader = true })
+		time.Sleep(cfg.BrokerSessionTimeout - time.Second)
+		if b, _ := m.Image().Broker(1); b.Fenced {
+			t.Fatal("broker fenced before a full session under the new leader")
+		}
+		time.Sleep(2 * time.Second)
+		if b, _ := m.Image().Broker(1); !b.Fenced {
+			t.Fatal("broker not fenced after a full session")
+		}
+	})
+}
+
+// Close answers callers still waiting, and calls after it, with nil.
+func TestCloseReleasesCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := newController(testConfig(), newFakeMember())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Never served: the call waits in the queue until Close.
+		got := make(chan kmsg.Response, 1)
+		go func() { got <- c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()) }()
+		synctest.Wait()
+		c.Close()
+		if r := <-got; r != nil {
+			t.Fatalf("answered %+v after Close", r)
+		}
+		if r := c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); r != nil {
+			t.Fatalf("answered %+v after Close", r)
+		}
+		c.Serve() // after Close: does nothing
+	})
+}

@@ -1,0 +1,111 @@
+package active
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/fjordlog/fjord/controller/node"
+	"github.com/rs/zerolog"
+)
+
+// connMux splits the CONTROLLER listener in two by each connection's first
+// byte: raft connections open with node.Preamble, whose first byte no Kafka
+// frame can start with; everything else is Kafka's protocol (broker
+// registration, heartbeats, forwarded admin requests).
+type connMux struct {
+	ln          net.Listener
+	raft, kafka *chanListener
+	log         zerolog.Logger
+}
+
+func newConnMux(ln net.Listener, log zerolog.Logger) *connMux {
+	return &connMux{ln: ln, raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr()), log: log}
+}
+
+// run accepts until the listener closes, then closes both halves.
+func (m *connMux) run() {
+	defer m.raft.Close()
+	defer m.kafka.Close()
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			return
+		}
+		go m.route(c)
+	}
+}
+
+// route reads the first byte (a silent connection gets 10 s) and hands the
+// connection, first byte replayed, to the matching half.
+func (m *connMux) route(c net.Conn) {
+	var first [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		m.log.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: connection closed before its first byte")
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	pc := &prefixConn{Conn: c, prefix: first[:]}
+	dst := m.kafka
+	if node.IsPreamble(first[:]) {
+		dst = m.raft
+	}
+	if !dst.deliver(pc) {
+		c.Close()
+	}
+}
+
+// prefixConn replays bytes already read before the connection's own.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// chanListener is a net.Listener fed connections by a connMux.
+type chanListener struct {
+	addr net.Addr
+	c    chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, c: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) deliver(c net.Conn) bool {
+	select {
+	case l.c <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.c:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
