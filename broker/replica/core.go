@@ -288,7 +288,10 @@ func (c *Core) Tick(now int64) Ready {
 			rd.note("log did not open within %d ms; it stays offline here until it does", c.cfg.OpenTimeoutMs)
 		}
 		if !c.opening && c.phase == Offline && c.openRetriesLeft() && now >= c.openNext {
-			c.startOpen(now, &rd)
+			// A retry keeps the phase (and clients' KAFKA_STORAGE_ERROR):
+			// only its outcome is news.
+			c.opening, c.openSince, c.openOverrun = true, now, false
+			rd.Open = true
 		}
 		c.maybeResignUnserved(now, &rd)
 	case Leading:
@@ -341,11 +344,14 @@ func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
 	if e.Err != nil {
 		c.openFails++
 		c.phase = Offline
+		switch {
+		case !c.openRetriesLeft():
+			rd.note("open failed %d times in a row; giving up until restart: %v", c.openFails, e.Err)
+		case c.openFails == 1:
+			rd.note("open failed; retrying with backoff (%d tries at most): %v", c.cfg.Open.Attempts, e.Err)
+		}
 		if c.openRetriesLeft() {
 			c.openNext = now + c.cfg.Open.delay(c.openFails)
-			rd.note("open failed (%d in a row; next try in %d ms): %v", c.openFails, c.openNext-now, e.Err)
-		} else {
-			rd.note("open failed %d times in a row; giving up until restart: %v", c.openFails, e.Err)
 		}
 		c.maybeResignUnserved(now, rd)
 		return
@@ -542,6 +548,9 @@ func (c *Core) maybeResignUnserved(now int64, rd *Ready) {
 func (c *Core) propose(now int64, p Proposal, rd *Ready) {
 	c.proposal, c.proposedAt = &p, now
 	rd.Propose = &p
+	if c.alterFails > 0 {
+		return // a retry: its first try and its refusals were noted
+	}
 	if p.Resign {
 		rd.note("resigning the leadership at epoch %d: %s", p.LeaderEpoch, p.Why)
 	} else {
