@@ -1,20 +1,26 @@
 package broker
 
 import (
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // A replica whose open hangs does not stall the metadata pipeline: after
-// fjord.partition.open.timeout.ms the broker resigns its leadership (here,
-// with no other replica, the partition goes leaderless rather than be led
-// by a broker that cannot serve it), later metadata changes still apply,
-// and the replica is adopted once its open finishes.
+// fjord.partition.open.timeout.ms the topic shows in metadata while its
+// replica stays Opening (produce gets the retriable
+// NOT_LEADER_OR_FOLLOWER; with no other replica to take over, the broker
+// keeps the leadership rather than leave the partition leaderless), later
+// metadata changes still apply, and the replica serves once its open
+// finishes.
 func TestHungReplicaOpenIsAForcedExit(t *testing.T) {
 	release := make(chan struct{})
 	b := testBroker(t, t.TempDir(), func(c *Config) { c.PartitionOpenTimeoutMs = 300 })
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the broker's Close, which waits for the open
 	hook := func(topic string, _ int32) {
 		if topic == "slow" {
 			<-release
@@ -29,38 +35,26 @@ func TestHungReplicaOpenIsAForcedExit(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("create waited %v for a hung open", d)
 	}
-	leaderOf := func(name string) int32 {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(name)
-		req.Topics = append(req.Topics, rt)
-		resp := rc.do(req).(*kmsg.MetadataResponse)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return -2
-		}
-		return resp.Topics[0].Partitions[0].Leader
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for leaderOf("slow") != -1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("hung replica still leads: leader %d", leaderOf("slow"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	batch := makeBatch(batchSpec{values: []string{"x"}})
+	if ec, _ := rc.produce("slow", 0, batch); ec != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a replica still opening: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(ec))
 	}
 	// The pipeline moves on.
 	if ec := rc.createTopic("fast", 1, nil); ec != 0 {
 		t.Fatalf("create fast: %d", ec)
 	}
-	if leaderOf("fast") != b.cfg.NodeID {
-		t.Fatalf("fast topic not led here")
+	if ec, _ := rc.produce("fast", 0, batch); ec != 0 {
+		t.Fatalf("produce to fast: %v", kerr.ErrorForCode(ec))
 	}
-	close(release)
+	unblock()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if tp := b.lookup("slow"); tp != nil && tp.parts[0] != nil {
+		ec, _ := rc.produce("slow", 0, batch)
+		if ec == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("late replica never adopted")
+			t.Fatalf("late replica never served: %v", kerr.ErrorForCode(ec))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
