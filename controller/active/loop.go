@@ -97,6 +97,19 @@ func (c *Controller) run() {
 					}
 				}
 			}
+			// Heartbeats already queued (behind a slow proposal, say) are
+			// heard before anyone is fenced for silence: select picks at
+			// random among ready cases, and the tick must not win over
+			// them. At most a channel's worth.
+			for range cap(c.calls) {
+				select {
+				case cl := <-c.calls:
+					c.handle(cl)
+					continue
+				default:
+				}
+				break
+			}
 			if recs := c.live.Tick(c.m.Image(), now, c.sessionMs()); len(recs) > 0 {
 				var fenced []int32
 				for _, r := range recs {
@@ -109,17 +122,19 @@ func (c *Controller) run() {
 				c.propose(c.ctx, recs)
 			}
 		case cl := <-c.calls:
-			if cl.ctx.Err() != nil {
-				cl.reply <- nil
-				continue
-			}
-			if !c.leading() {
-				cl.reply <- nil
-				continue
-			}
-			cl.reply <- c.decide(cl.ctx, cl.req)
+			c.handle(cl)
 		}
 	}
+}
+
+// handle decides one call, if this node still leads and its caller still
+// waits.
+func (c *Controller) handle(cl call) {
+	if cl.ctx.Err() != nil || !c.leading() {
+		cl.reply <- nil
+		return
+	}
+	cl.reply <- c.decide(cl.ctx, cl.req)
 }
 
 func (c *Controller) sessionMs() int64 { return c.cfg.BrokerSessionTimeout.Milliseconds() }

@@ -3,6 +3,7 @@ package active
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -24,6 +25,8 @@ type fakeMember struct {
 	leader  bool
 	fail    error // returned by Propose instead of applying
 	propose int   // Propose calls
+	// slow, if set, is how long each Propose takes (a busy disk).
+	slow time.Duration
 }
 
 func newFakeMember() *fakeMember { return &fakeMember{img: new(controller.Image), leader: true} }
@@ -41,6 +44,12 @@ func (f *fakeMember) IsLeader() bool {
 }
 
 func (f *fakeMember) Propose(ctx context.Context, r controller.Record) (uint64, error) {
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	if slow > 0 {
+		time.Sleep(slow)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.propose++
@@ -267,6 +276,43 @@ func TestSessionExpiryFences(t *testing.T) {
 		}
 		if b, _ := m.Image().Broker(2); b.Fenced {
 			t.Fatal("live broker 2 fenced")
+		}
+	})
+}
+
+// Brokers heartbeating on time while the loop is stuck behind proposals
+// slower than a session are not fenced for silence: heartbeats queued
+// meanwhile are heard before the silence check.
+func TestHeartbeatsQueuedBehindASlowProposal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		cfg := testConfig()
+		cfg.BrokerSessionTimeout = 3 * time.Second
+		c := start(t, cfg, m)
+		epochs := map[int32]int64{1: join(t, c, 1), 2: join(t, c, 2)}
+		// Every proposal now takes longer than a session.
+		m.set(func(f *fakeMember) { f.slow = 3500 * time.Millisecond })
+		var wg sync.WaitGroup
+		for id, e := range epochs {
+			wg.Go(func() {
+				for range 14 {
+					hb := kmsg.NewPtrBrokerHeartbeatRequest()
+					hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, e, e
+					c.Call(t.Context(), hb)
+					time.Sleep(time.Second)
+				}
+			})
+		}
+		wg.Go(func() {
+			for i := range 3 {
+				createTopic(t, c, fmt.Sprintf("slow-%d", i))
+			}
+		})
+		wg.Wait()
+		for id := range epochs {
+			if b, _ := m.Image().Broker(id); b.Fenced {
+				t.Fatalf("broker %d fenced though it heartbeat every second", id)
+			}
 		}
 	})
 }
