@@ -2,9 +2,10 @@ package broker
 
 import (
 	"fmt"
-	"github.com/rs/zerolog"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
@@ -43,7 +44,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	now := time.Now().UnixMilli()
-	var toFlush []*partition
+	var toFlush []*replica.Partition
 	var waits []ackWait
 	var firstErr error
 	for _, rt := range req.Topics {
@@ -54,7 +55,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			var p *partition
+			var p *replica.Partition
 			var err error
 			var w ackWait
 			switch {
@@ -72,7 +73,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				sp.ErrorMessage = errMessage(err)
-				p.loggerOr(b).Debug().Err(err).Str("client_id", cc.clientID).Msg("produce refused")
+				loggerOr(p, b).Debug().Err(err).Str("client_id", cc.clientID).Msg("produce refused")
 			}
 			if sp.ErrorCode != 0 {
 				b.metrics.errors.WithLabelValues("0", itoa(sp.ErrorCode)).Inc()
@@ -81,7 +82,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				firstErr = fmt.Errorf("produce to %s-%d: error code %d", rt.Topic, rp.Partition, sp.ErrorCode)
 			}
 			if sp.ErrorCode == 0 && p != nil {
-				if p.syncOnAck() {
+				if p.SyncOnAck() {
 					toFlush = appendUnique(toFlush, p)
 				}
 				if req.Acks == -1 {
@@ -112,14 +113,14 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 	// reader, so pipelined requests keep arriving and share them (group
 	// commit); nothing is held while waiting.
 	b.goLoop(func() {
-		flushAll(toFlush, func(p *partition, err error) {
+		flushAll(toFlush, func(p *replica.Partition, err error) {
 			for i := range resp.Topics {
-				if resp.Topics[i].Topic != p.topic {
+				if resp.Topics[i].Topic != p.Topic {
 					continue
 				}
 				for j := range resp.Topics[i].Partitions {
 					sp := &resp.Topics[i].Partitions[j]
-					if sp.Partition == p.index && sp.ErrorCode == 0 {
+					if sp.Partition == p.Index && sp.ErrorCode == 0 {
 						sp.ErrorCode = kerr.KafkaStorageError.Code
 						sp.ErrorMessage = errMessage(err)
 						sp.BaseOffset = -1
@@ -135,9 +136,9 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				if sp.ErrorCode != 0 {
 					continue
 				}
-				if err := w.p.waitCommitted(cc.ctx, w.target, w.epoch, timer.C); err != nil {
+				if err := w.p.WaitCommitted(cc.ctx, w.target, w.epoch, timer.C); err != nil {
 					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = errorCode(err), errMessage(err), -1
-					w.p.logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
+					w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
 				}
 			}
 		}
@@ -147,13 +148,13 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 
 // ackWait is an acks=all batch waiting for the high watermark.
 type ackWait struct {
-	p            *partition
+	p            *replica.Partition
 	target       int64 // the high watermark that commits the batch
 	epoch        int32 // the leader epoch it was appended at
 	topic, index int   // its place in the response
 }
 
-func appendUnique(ps []*partition, p *partition) []*partition {
+func appendUnique(ps []*replica.Partition, p *replica.Partition) []*replica.Partition {
 	for _, q := range ps {
 		if q == p {
 			return ps
@@ -164,9 +165,9 @@ func appendUnique(ps []*partition, p *partition) []*partition {
 
 // flushAll makes the partitions durable, concurrently: a request's wait is
 // its slowest partition's fsync, not the sum.
-func flushAll(ps []*partition, onErr func(*partition, error)) {
+func flushAll(ps []*replica.Partition, onErr func(*replica.Partition, error)) {
 	if len(ps) == 1 {
-		if err := ps[0].flush(); err != nil && onErr != nil {
+		if err := ps[0].Flush(); err != nil && onErr != nil {
 			onErr(ps[0], err)
 		}
 		return
@@ -177,7 +178,7 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 		wg.Add(1)
 		go func() { // joined below: scoped to this call
 			defer wg.Done()
-			errs[i] = p.flush()
+			errs[i] = p.Flush()
 		}()
 	}
 	wg.Wait()
@@ -191,24 +192,23 @@ func flushAll(ps []*partition, onErr func(*partition, error)) {
 // appendTo validates and appends one partition's batch, filling sp. For
 // acks=all it refuses, appending nothing, when the ISR is smaller than
 // min.insync.replicas, and returns what to wait for.
-func (b *Broker) appendTo(p *partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
-	s := p.settings.Load()
-	if acks == -1 && int32(len(v.ISR)) < s.minISR {
-		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.minISR)
+func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
+	s := p.Settings()
+	if acks == -1 && int32(len(v.ISR)) < s.MinISR {
+		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.MinISR)
 	}
-	info, err := storage.ValidateBatch(records, s.maxBatchBytes)
+	info, err := storage.ValidateBatch(records, s.MaxBatchBytes)
 	if err != nil {
 		return ackWait{}, err
 	}
 	if info.Transactional || info.Control {
 		return ackWait{}, errTransactional
 	}
-	res, v, err := p.appendAsLeader(records, info, now)
+	res, v, err := p.AppendAsLeader(records, info, now)
 	if err != nil {
 		return ackWait{}, err
 	}
 	if !res.Duplicate {
-		p.unflushed.Add(int64(info.Records))
 		b.metrics.bytesIn.Add(float64(len(records)))
 	}
 	sp.BaseOffset = res.BaseOffset
@@ -219,9 +219,9 @@ func (b *Broker) appendTo(p *partition, lg *storage.Log, v *replica.View, record
 
 // loggerOr returns the partition's logger, or the broker's for a nil
 // partition.
-func (p *partition) loggerOr(b *Broker) *zerolog.Logger {
+func loggerOr(p *replica.Partition, b *Broker) *zerolog.Logger {
 	if p == nil {
 		return &b.log
 	}
-	return &p.logger
+	return &p.Logger
 }

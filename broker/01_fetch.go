@@ -62,9 +62,9 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 	parts := b.fetchPartitions(req)
 	b.goLoop(func() {
 		ch := make(chan struct{}, 1)
-		watch, unwatch := (*partition).watch, (*partition).unwatch
+		watch, unwatch := (*replica.Partition).Watch, (*replica.Partition).Unwatch
 		if replicaID >= 0 {
-			watch, unwatch = (*partition).watchAppend, (*partition).unwatchAppend
+			watch, unwatch = (*replica.Partition).WatchAppend, (*replica.Partition).UnwatchAppend
 		}
 		for _, p := range parts {
 			watch(p, ch)
@@ -102,8 +102,8 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 }
 
 // fetchPartitions resolves the request's partitions that exist.
-func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*partition {
-	var out []*partition
+func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*replica.Partition {
+	var out []*replica.Partition
 	for _, rt := range req.Topics {
 		t := b.fetchTopic(req, &rt)
 		if t == nil {
@@ -170,13 +170,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					sp.ErrorCode = code
 					break
 				}
-				limit := p.hw.Load()
+				limit := p.HW()
 				if replicaID >= 0 {
 					// The follower's fetch offset is its durable log end.
-					p.followerFetched(replicaID, rp.FetchOffset)
+					p.FollowerFetched(replicaID, rp.FetchOffset)
 					limit = lg.EndOffset()
 				}
-				hw := p.hw.Load()
+				hw := p.HW()
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, lg.StartOffset()
 				// The response budget binds every partition; only the first
 				// one with data may exceed it, by one whole batch (KIP-74).
@@ -191,7 +191,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					case errors.Is(err, storage.ErrCorruptLog):
 						b.readFailed(p, err)
 					case !errors.Is(err, storage.ErrOffsetOutOfRange) && sp.ErrorCode != kerr.NotLeaderForPartition.Code:
-						p.logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
+						p.Logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
 					break
 				}

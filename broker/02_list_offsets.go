@@ -47,10 +47,10 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 					break
 				}
 				sp.LeaderEpoch = v.LeaderEpoch
-				off, ts, err := listOffset(lg, p.hw.Load(), rp.Timestamp)
+				off, ts, err := listOffset(lg, p.HW(), rp.Timestamp)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
-					p.logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
+					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
 					break
 				}
 				sp.Offset, sp.Timestamp = off, ts

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,9 +82,9 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			switch {
 			case errors.Is(err, errLoading), errors.Is(err, errNotCoordinator):
 				code = errorCode(err)
-			case errors.Is(err, errNotLeader):
+			case errors.Is(err, replica.ErrNotLeader):
 				code = kerr.NotCoordinator.Code
-			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, errNotEnoughAfterAppend), errors.Is(err, errTimedOut):
+			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
 				// As Kafka: the offsets partition's replicas did not all
 				// confirm; the client finds the coordinator again and retries.
 				code = kerr.CoordinatorNotAvailable.Code

@@ -78,7 +78,7 @@ type Broker struct {
 	advertised []Listener // one per client listener, ports resolved
 
 	metrics *metrics
-	fetch   *fetchers // follower replication
+	fetch   *replica.Fetchers // follower replication
 	offsets *offsetStore
 	groups  *coordinator
 
@@ -98,12 +98,12 @@ type Broker struct {
 type topic struct {
 	name  string
 	meta  *topicMeta
-	parts []*partition // by partition index; nil where this node holds no replica
+	parts []*replica.Partition // by partition index; nil where this node holds no replica
 }
 
 // local returns the partitions this node holds a replica of.
-func (t *topic) local() []*partition {
-	out := make([]*partition, 0, len(t.parts))
+func (t *topic) local() []*replica.Partition {
+	out := make([]*replica.Partition, 0, len(t.parts))
 	for _, p := range t.parts {
 		if p != nil {
 			out = append(out, p)
@@ -130,7 +130,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		openSem: make(chan struct{}, openSlots)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.stop = b.ctx.Done()
-	b.replicas.live = map[*partition]struct{}{}
+	b.replicas.live = map[*replica.Partition]*dirClaim{}
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
@@ -149,7 +149,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.offsets = newOffsetStore(b)
 	b.groups = newCoordinator(b)
 	b.ctl = newCtlClient(b)
-	b.fetch = newFetchers(b)
+	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
 	if err := b.listen(); err != nil {
 		return nil, err
 	}
@@ -356,7 +356,7 @@ func (b *Broker) Close() error {
 	b.goStopped = true
 	b.goMu.Unlock()
 	b.wg.Wait()
-	b.fetch.closeAll()
+	b.fetch.CloseAll()
 	b.ctl.close()
 	var errs []error
 	if err := b.meta.Close(); err != nil {
@@ -370,12 +370,12 @@ func (b *Broker) Close() error {
 func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, p := range b.liveReplicas() {
-		lg := p.log()
+		lg := p.Log()
 		if lg == nil {
 			continue
 		}
 		if err := lg.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s-%d: %w", p.topic, p.index, err))
+			errs = append(errs, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err))
 		}
 	}
 	if len(errs) == 0 {
@@ -413,7 +413,7 @@ func (b *Broker) partitionExists(name string, idx int32) bool {
 // the client: UNKNOWN_TOPIC_OR_PARTITION when the image has no such
 // partition, NOT_LEADER_OR_FOLLOWER when another broker holds it, and
 // whatever the replica's phase says (replica.View.Check) otherwise.
-func (b *Broker) servingPartition(t *topic, idx int32, op replica.Op) (*partition, *storage.Log, *replica.View, int16) {
+func (b *Broker) servingPartition(t *topic, idx int32, op replica.Op) (*replica.Partition, *storage.Log, *replica.View, int16) {
 	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
 		return nil, nil, nil, kerr.UnknownTopicOrPartition.Code
 	}
@@ -421,7 +421,7 @@ func (b *Broker) servingPartition(t *topic, idx int32, op replica.Op) (*partitio
 	if p == nil {
 		return nil, nil, nil, kerr.NotLeaderForPartition.Code
 	}
-	lg, v, code := p.serve(op)
+	lg, v, code := p.Serve(op)
 	if code != 0 {
 		return nil, nil, v, code
 	}

@@ -4,32 +4,25 @@ import (
 	"errors"
 	"os"
 
+	"github.com/fjordlog/fjord/broker/replica"
+
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Broker-level failures that map to Kafka error codes.
 var (
-	errInvalidTopic         = errors.New("broker: invalid topic name")
-	errInvalidConfig        = errors.New("broker: invalid config")
-	errTransactional        = errors.New("broker: transactions are not supported")
-	errNotEnoughReplicas    = errors.New("broker: not enough in-sync replicas")
-	errNotLeader            = errors.New("broker: not the leader of this partition")
-	errNotEnoughAfterAppend = errors.New("broker: not enough in-sync replicas after append")
-	errTimedOut             = errors.New("broker: request timed out")
-	errMalformedShip        = errors.New("broker: malformed metadata log response")
-	errStaleShip            = errors.New("broker: voter is behind this broker's metadata")
+	errInvalidTopic      = errors.New("broker: invalid topic name")
+	errInvalidConfig     = errors.New("broker: invalid config")
+	errTransactional     = errors.New("broker: transactions are not supported")
+	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	errMalformedShip     = errors.New("broker: malformed metadata log response")
+	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
 )
-
-// codeError carries a Kafka error code decided elsewhere (a replica's
-// phase, by replica.View.Check) through paths that return errors.
-type codeError int16
-
-func (c codeError) Error() string { return kerr.ErrorForCode(int16(c)).Error() }
 
 // errorCode is the one place a Go error becomes a Kafka error code.
 func errorCode(err error) int16 {
-	var ce codeError
+	var ce replica.CodeError
 	switch {
 	case err == nil:
 		return 0
@@ -48,9 +41,9 @@ func errorCode(err error) int16 {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	case errors.Is(err, errNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
-	case errors.Is(err, errNotEnoughAfterAppend):
+	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
 		return kerr.NotEnoughReplicasAfterAppend.Code
-	case errors.Is(err, errTimedOut):
+	case errors.Is(err, replica.ErrTimedOut):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, storage.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
@@ -62,7 +55,7 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
-	case errors.Is(err, storage.ErrClosed), errors.Is(err, os.ErrClosed), errors.Is(err, errNotLeader),
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, os.ErrClosed), errors.Is(err, replica.ErrNotLeader),
 		errors.Is(err, storage.ErrStaleLeaderEpoch):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errInvalidTopic):

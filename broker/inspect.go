@@ -30,11 +30,11 @@ func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
 		return ReplicaState{}, fmt.Errorf("%s-%d: no replica on broker %d", topic, partition, b.cfg.NodeID)
 	}
 	p := t.parts[partition]
-	lg, v, code := p.serve(replica.LocalRead)
+	lg, v, code := p.Serve(replica.LocalRead)
 	if code != 0 {
 		return ReplicaState{}, fmt.Errorf("%s-%d: replica on broker %d is %s", topic, partition, b.cfg.NodeID, v.Phase)
 	}
-	rs := ReplicaState{LogStart: lg.StartOffset(), LogEnd: lg.EndOffset(), HighWater: p.hw.Load()}
+	rs := ReplicaState{LogStart: lg.StartOffset(), LogEnd: lg.EndOffset(), HighWater: p.HW()}
 	rs.Leader, rs.LeaderEpoch, rs.ISR = v.Leads(), v.LeaderEpoch, v.ISR
 	off := rs.LogStart
 	for off < rs.LogEnd {

@@ -28,12 +28,12 @@ func (b *Broker) retentionLoop() {
 				continue // compact-only topics keep everything the cleaner keeps
 			}
 			for _, p := range tp.local() {
-				lg, _, code := p.serve(replica.LocalRead)
+				lg, _, code := p.Serve(replica.LocalRead)
 				if code != 0 {
 					continue
 				}
 				if _, err := lg.DeleteOldSegments(now); err != nil && !errors.Is(err, storage.ErrClosed) {
-					p.logger.Warn().Err(err).Msg("retention")
+					p.Logger.Warn().Err(err).Msg("retention")
 				}
 			}
 		}
@@ -45,7 +45,7 @@ func (b *Broker) retentionLoop() {
 func (b *Broker) flushLoop() {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	last := map[*partition]time.Time{}
+	last := map[*replica.Partition]time.Time{}
 	for {
 		select {
 		case <-b.stop:
@@ -55,13 +55,13 @@ func (b *Broker) flushLoop() {
 		now := time.Now()
 		for _, tp := range b.topicsSnapshot() {
 			for _, p := range tp.local() {
-				s := p.settings.Load()
-				n := p.unflushed.Load()
-				if s.flushMessages <= 1 || n == 0 {
+				s := p.Settings()
+				n := p.Unflushed()
+				if s.FlushMessages <= 1 || n == 0 {
 					continue
 				}
-				if n >= s.flushMessages || now.Sub(last[p]) >= time.Duration(s.flushMs)*time.Millisecond {
-					p.flush()
+				if n >= s.FlushMessages || now.Sub(last[p]) >= time.Duration(s.FlushMs)*time.Millisecond {
+					p.Flush()
 					last[p] = now
 				}
 			}
@@ -89,7 +89,7 @@ func (b *Broker) cleanerLoop() {
 		segments int
 		at       time.Time
 	}
-	last := map[*partition]mark{}
+	last := map[*replica.Partition]mark{}
 	for {
 		select {
 		case <-b.stop:
@@ -101,7 +101,7 @@ func (b *Broker) cleanerLoop() {
 				continue
 			}
 			for _, p := range tp.local() {
-				lg, _, code := p.serve(replica.LocalRead)
+				lg, _, code := p.Serve(replica.LocalRead)
 				if code != 0 {
 					continue
 				}
@@ -109,18 +109,18 @@ func (b *Broker) cleanerLoop() {
 				m := last[p]
 				// Tombstones expire with time, not with new segments: look
 				// again once delete.retention.ms could have passed.
-				again := min(10*time.Minute, time.Duration(p.settings.Load().deleteRetentionMs)*time.Millisecond)
+				again := min(10*time.Minute, time.Duration(p.Settings().DeleteRetentionMs)*time.Millisecond)
 				if n < 2 || (n == m.segments && time.Since(m.at) < again) {
 					continue
 				}
-				st, err := lg.Compact(time.Now().UnixMilli(), p.settings.Load().deleteRetentionMs)
+				st, err := lg.Compact(time.Now().UnixMilli(), p.Settings().DeleteRetentionMs)
 				last[p] = mark{lg.SegmentCount(), time.Now()}
 				if err != nil && !errors.Is(err, storage.ErrClosed) {
-					p.logger.Error().Err(err).Msg("compaction failed")
+					p.Logger.Error().Err(err).Msg("compaction failed")
 					continue
 				}
 				if st.Segments > 0 {
-					p.logger.Info().Int("segments", st.Segments).Int64("purged", st.RecordsPurged).
+					p.Logger.Info().Int("segments", st.Segments).Int64("purged", st.RecordsPurged).
 						Int64("kept", st.RecordsKept).Dur("took", st.Duration).Msg("compacted")
 				}
 				select {

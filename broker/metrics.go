@@ -59,7 +59,7 @@ func newMetrics(b *Broker) *metrics {
 			var n int64
 			for _, t := range b.topicsSnapshot() {
 				for _, p := range t.local() {
-					if lg := p.log(); lg != nil {
+					if lg := p.Log(); lg != nil {
 						n += lg.Size()
 					}
 				}

@@ -3,10 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
-	"github.com/fjordlog/fjord/broker/replica"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fjordlog/fjord/broker/replica"
 
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,7 +49,7 @@ type offsetStore struct {
 		sync.Mutex
 		// parts[i] is offsets partition i where this node leads it, else
 		// nil; loaded[i] says its log has been read since.
-		parts   []*partition
+		parts   []*replica.Partition
 		loaded  []bool
 		offsets map[string]map[topicPartition]committedOffset
 		// groupMeta is each group's latest stored GroupMetadataValue, kept
@@ -147,7 +148,7 @@ func (o *offsetStore) follow(t *topic) {
 	}
 	o.mu.Lock()
 	if len(o.mu.parts) < len(t.parts) {
-		o.mu.parts = append(o.mu.parts, make([]*partition, len(t.parts)-len(o.mu.parts))...)
+		o.mu.parts = append(o.mu.parts, make([]*replica.Partition, len(t.parts)-len(o.mu.parts))...)
 		o.mu.loaded = append(o.mu.loaded, make([]bool, len(t.parts)-len(o.mu.loaded))...)
 		o.count.Store(int32(len(t.parts)))
 	}
@@ -156,10 +157,10 @@ func (o *offsetStore) follow(t *topic) {
 	for i, p := range t.parts {
 		cur := o.mu.parts[i]
 		switch {
-		case p.leads() && cur != p:
+		case p.Leads() && cur != p:
 			o.mu.parts[i], o.mu.loaded[i] = p, false
 			gained = append(gained, int32(i))
-		case !p.leads() && cur != nil:
+		case !p.Leads() && cur != nil:
 			o.mu.parts[i], o.mu.loaded[i] = nil, false
 			lost = append(lost, int32(i))
 		}
@@ -198,7 +199,7 @@ func (o *offsetStore) forgetLocked(pi int32) {
 
 // leader returns offsets partition pi if this node leads it and has loaded
 // it, or the error to answer with.
-func (o *offsetStore) leader(pi int32) (*partition, error) {
+func (o *offsetStore) leader(pi int32) (*replica.Partition, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if int(pi) >= len(o.mu.parts) || o.mu.parts[pi] == nil {
@@ -228,10 +229,10 @@ func (o *offsetStore) allLoaded() bool {
 
 // load reads offsets partition pi's log, which this node has begun to lead;
 // until it is loaded its groups answer COORDINATOR_LOAD_IN_PROGRESS.
-func (o *offsetStore) load(pi int32, p *partition) {
+func (o *offsetStore) load(pi int32, p *replica.Partition) {
 	start := time.Now()
 	n := 0
-	lg, _, code := p.serve(replica.ConsumerRead)
+	lg, _, code := p.Serve(replica.ConsumerRead)
 	if code != 0 {
 		return // no longer leading here, or deleted: the next leader loads it
 	}
@@ -391,7 +392,7 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 	var res storage.AppendResult
 	var v *replica.View
 	if err == nil {
-		res, v, err = p.appendAsLeader(batch, info, now)
+		res, v, err = p.AppendAsLeader(batch, info, now)
 		if err == nil {
 			o.mu.pending[pi] = append(o.mu.pending[pi], pendingCommit{res.LastOffset + 1, group, recs})
 			o.mu.inFlight[group]++
@@ -405,10 +406,10 @@ func (o *offsetStore) commitIf(group string, offs map[topicPartition]*committedO
 	o.b.goLoop(func() {
 		// Committed like an acks=all produce: durable here and on every
 		// in-sync replica of the offsets partition.
-		err := p.flush()
+		err := p.Flush()
 		if err == nil {
 			expire := time.NewTimer(commitTimeout)
-			err = p.waitCommitted(context.Background(), res.LastOffset+1, v.LeaderEpoch, expire.C)
+			err = p.WaitCommitted(context.Background(), res.LastOffset+1, v.LeaderEpoch, expire.C)
 			expire.Stop()
 		}
 		o.applyDurable(pi, p)
@@ -422,8 +423,8 @@ const commitTimeout = 15 * time.Second
 
 // applyDurable applies, in log order, the pending commits of partition pi
 // that are now committed (below the high watermark).
-func (o *offsetStore) applyDurable(pi int32, p *partition) {
-	durable := p.hw.Load()
+func (o *offsetStore) applyDurable(pi int32, p *replica.Partition) {
+	durable := p.HW()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.mu.pending[pi]
@@ -484,13 +485,13 @@ func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 		return
 	}
 	o.mu.Lock()
-	_, _, err = p.appendAsLeader(batch, info, now)
+	_, _, err = p.AppendAsLeader(batch, info, now)
 	o.mu.Unlock()
 	if err != nil {
 		o.b.log.Warn().Err(err).Str("group", id).Msg("storing group metadata")
 		return
 	}
-	o.b.goLoop(func() { p.flush() })
+	o.b.goLoop(func() { p.Flush() })
 }
 
 // fetch returns a group's committed offset for tp.

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/rs/zerolog"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // BenchmarkOffsetsLoad measures how long a coordinator takes to load 1

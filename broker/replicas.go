@@ -30,8 +30,9 @@ import (
 // log may still be opening or being deleted), and which driver owns each
 // partition directory.
 type replicaRegistry struct {
-	mu   sync.Mutex
-	live map[*partition]struct{}
+	mu sync.Mutex
+	// live maps every driver not yet Deleted to its directory claim.
+	live map[*replica.Partition]*dirClaim
 	dirs map[string]*dirClaim // the newest claim of each directory
 	// fds estimates the file descriptors the open logs hold.
 	fds int
@@ -43,54 +44,82 @@ type replicaRegistry struct {
 // deleted topic's replica) has released it, so a deletion never renames
 // or removes the new replica's files.
 type dirClaim struct {
+	dir      string
 	prev     *dirClaim
 	released chan struct{}
 	fds      int // descriptors its open log holds, as estimated at open
 }
 
-func (b *Broker) claimDir(dir string) *dirClaim {
+// newReplica makes the driver of this broker's replica of partition index
+// of a topic, claiming its directory.
+func (b *Broker) newReplica(topic string, index int32, id [16]byte, s replica.Settings) *replica.Partition {
+	p := replica.NewPartition(replica.PartitionConfig{Topic: topic, Index: index, TopicID: id,
+		Logger:   b.log.With().Str("topic", topic).Int32("partition", index).Logger(),
+		Settings: s, Core: b.replicaConfig(s), FlushTime: b.metrics.flushTime}, replicaHost{b})
+	dir := b.partitionDir(topic, index)
 	r := &b.replicas
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := &dirClaim{prev: r.dirs[dir], released: make(chan struct{})}
+	c := &dirClaim{dir: dir, prev: r.dirs[dir], released: make(chan struct{})}
 	r.dirs[dir] = c
-	return c
+	r.live[p] = c
+	r.mu.Unlock()
+	return p
 }
 
-func (b *Broker) releaseDir(dir string, c *dirClaim) {
-	r := &b.replicas
-	r.mu.Lock()
-	if r.dirs[dir] == c {
-		delete(r.dirs, dir)
-	}
-	r.fds -= c.fds
-	c.fds = 0
-	for p := range r.live {
-		if p.claim == c {
-			delete(r.live, p)
-		}
-	}
-	r.mu.Unlock()
-	close(c.released)
+// claimOf returns p's directory claim (nil once it ended).
+func (b *Broker) claimOf(p *replica.Partition) *dirClaim {
+	b.replicas.mu.Lock()
+	defer b.replicas.mu.Unlock()
+	return b.replicas.live[p]
 }
 
 // liveReplicas returns every driver not yet Deleted.
-func (b *Broker) liveReplicas() []*partition {
+func (b *Broker) liveReplicas() []*replica.Partition {
 	r := &b.replicas
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*partition, 0, len(r.live))
+	out := make([]*replica.Partition, 0, len(r.live))
 	for p := range r.live {
 		out = append(out, p)
 	}
 	return out
 }
 
+// replicaHost does the replicas' I/O for them (replica.Host).
+type replicaHost struct{ b *Broker }
+
+// Ended releases p's directory and forgets p.
+func (h replicaHost) Ended(p *replica.Partition) {
+	r := &h.b.replicas
+	r.mu.Lock()
+	c := r.live[p]
+	delete(r.live, p)
+	if c != nil {
+		if r.dirs[c.dir] == c {
+			delete(r.dirs, c.dir)
+		}
+		r.fds -= c.fds
+		c.fds = 0
+	}
+	r.mu.Unlock()
+	if c != nil {
+		close(c.released)
+	}
+}
+
+// Changed: coordinators follow the offsets partitions' leaderships, which
+// may change after an image (a slow open finishing).
+func (h replicaHost) Changed(p *replica.Partition) {
+	if p.Topic == offsetsTopic {
+		h.b.offsets.follow(h.b.lookup(offsetsTopic))
+	}
+}
+
 // replicaConfig is the core's configuration for a topic's replicas.
-func (b *Broker) replicaConfig(s topicSettings) replica.Config {
+func (b *Broker) replicaConfig(s replica.Settings) replica.Config {
 	return replica.Config{
 		ID:             b.cfg.NodeID,
-		SyncOnAck:      s.flushMessages <= 1,
+		SyncOnAck:      s.FlushMessages <= 1,
 		LagMs:          b.cfg.ReplicaLagTimeMaxMs,
 		OpenTimeoutMs:  b.cfg.PartitionOpenTimeoutMs,
 		AlterTimeoutMs: 10_000,
@@ -126,34 +155,31 @@ func (b *Broker) applyImage(img *controller.Image) {
 	me := b.cfg.NodeID
 	next := make(map[string]*topic, len(cur))
 	var gone []*topic
-	var created []*partition
-	follow := map[int32][]*partition{}
+	var created []*replica.Partition
+	follow := map[int32][]*replica.Partition{}
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		if old != nil && old.meta.ID != it.ID {
 			gone = append(gone, old) // deleted and re-created under its name
 			old = nil
 		}
-		parts := make([]*partition, len(it.Partitions))
+		parts := make([]*replica.Partition, len(it.Partitions))
 		for i, ip := range it.Partitions {
-			var p *partition
+			var p *replica.Partition
 			if old != nil && i < len(old.parts) {
 				p = old.parts[i]
 			}
 			placed := slices.Contains(ip.Replicas, me)
 			switch {
 			case placed && p == nil:
-				p = newPartition(b, it.Name, int32(i), it.ID, settingsFor(&b.cfg, it.Configs))
-				b.replicas.mu.Lock()
-				b.replicas.live[p] = struct{}{}
-				b.replicas.mu.Unlock()
+				p = b.newReplica(it.Name, int32(i), it.ID, settingsFor(&b.cfg, it.Configs))
 				created = append(created, p)
 			case !placed && p != nil:
-				p.step(replica.Unassign{})
+				p.Step(replica.Unassign{})
 				p = nil
 			}
 			if p != nil {
-				p.step(replica.Assign{Assignment: assignment(img, ip)})
+				p.Step(replica.Assign{Assignment: assignment(img, ip)})
 				if ip.Leader >= 0 && ip.Leader != me {
 					follow[ip.Leader] = append(follow[ip.Leader], p)
 				}
@@ -163,7 +189,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		if old != nil {
 			for _, p := range old.parts[min(len(old.parts), len(it.Partitions)):] {
 				if p != nil {
-					p.step(replica.Unassign{})
+					p.Step(replica.Unassign{})
 				}
 			}
 		}
@@ -178,7 +204,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		n := 0
 		for _, p := range t.parts {
 			if p != nil {
-				p.step(replica.Unassign{TopicDeleted: true})
+				p.Step(replica.Unassign{TopicDeleted: true})
 				n++
 			}
 		}
@@ -187,7 +213,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		}
 	}
 	for _, p := range created {
-		p.start()
+		p.Start()
 	}
 	b.waitOpened(created)
 	byID := make(map[[16]byte]*topic, len(next))
@@ -199,7 +225,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	close(b.mu.changed)
 	b.mu.changed = make(chan struct{})
 	b.mu.Unlock()
-	b.fetch.update(follow)
+	b.fetch.Update(follow)
 	b.offsets.follow(next[offsetsTopic])
 }
 
@@ -220,7 +246,7 @@ func assignment(img *controller.Image, ip controller.Partition) replica.Assignme
 // it serving as soon as it shows in this broker's metadata. One that
 // takes longer stays Opening (its core resigns a leadership placed here)
 // and is adopted when it opens; the pipeline moves on.
-func (b *Broker) waitOpened(ps []*partition) {
+func (b *Broker) waitOpened(ps []*replica.Partition) {
 	if len(ps) == 0 {
 		return
 	}
@@ -228,7 +254,7 @@ func (b *Broker) waitOpened(ps []*partition) {
 	defer deadline.Stop()
 	for _, p := range ps {
 		select {
-		case <-p.firstOpen:
+		case <-p.OpenAnswered():
 		case <-deadline.C:
 			return
 		case <-b.ctx.Done():
@@ -252,14 +278,19 @@ func fdsPerLog(segments int) int { return 3*segments + 1 }
 // errFDBudget refuses an open that would exhaust the descriptor limit.
 var errFDBudget = errors.New("broker: file descriptor budget exhausted")
 
-// openReplica opens p's log in the background: after the directory's
-// previous owner released it, one of openSlots at a time, within the
-// descriptor budget. The answer is p's OpenDone step.
-func (b *Broker) openReplica(p *partition) {
-	ok := b.goLoop(func() {
-		if prev := p.claim.prev; prev != nil {
+// Open opens p's log in the background: after the directory's previous
+// owner released it, one of openSlots at a time, within the descriptor
+// budget. The answer is p.Opened.
+func (h replicaHost) Open(p *replica.Partition) {
+	b := h.b
+	c := b.claimOf(p)
+	if c == nil {
+		return
+	}
+	b.goLoop(func() {
+		if c.prev != nil {
 			select {
-			case <-prev.released:
+			case <-c.prev.released:
 			case <-b.ctx.Done():
 				return
 			}
@@ -269,19 +300,10 @@ func (b *Broker) openReplica(p *partition) {
 		case <-b.ctx.Done():
 			return
 		}
-		lg, err := b.openLog(p)
+		lg, err := b.openLog(p, c)
 		<-b.openSem
-		ev := replica.OpenDone{Err: err}
-		if err == nil {
-			p.lg.Store(lg)
-			ev.Start, ev.End, ev.Durable = lg.StartOffset(), lg.EndOffset(), lg.DurableOffset()
-		}
-		p.step(ev)
-		p.firstOpenOnce.Do(func() { close(p.firstOpen) })
+		p.Opened(lg, err)
 	})
-	if !ok {
-		p.firstOpenOnce.Do(func() { close(p.firstOpen) })
-	}
 }
 
 // openLog opens (creating if needed) p's log. A directory whose
@@ -289,9 +311,9 @@ func (b *Broker) openReplica(p *partition) {
 // of the same name whose deletion a crash interrupted: it is removed
 // first. An unreadable partition.metadata (a crash while writing it; it is
 // not fsynced) is rewritten, never taken as a reason to delete.
-func (b *Broker) openLog(p *partition) (*storage.Log, error) {
+func (b *Broker) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, error) {
 	if h := b.openHook.Load(); h != nil {
-		(*h)(p.topic, p.index)
+		(*h)(p.Topic, p.Index)
 	}
 	limit := b.fdLimit()
 	b.replicas.mu.Lock()
@@ -300,9 +322,9 @@ func (b *Broker) openLog(p *partition) (*storage.Log, error) {
 	if inUse+fdsPerLog(1) > limit-fdReserve {
 		return nil, fmt.Errorf("%w: about %d of %d descriptors held by logs (%d kept for connections)", errFDBudget, inUse, limit, fdReserve)
 	}
-	dir := p.dir
+	dir := c.dir
 	pmPath := filepath.Join(dir, "partition.metadata")
-	want := encodeUUID(p.topicID)
+	want := encodeUUID(p.TopicID)
 	data, err := os.ReadFile(pmPath)
 	id, parsed := parseTopicID(data)
 	if err == nil && parsed && id != want {
@@ -321,19 +343,19 @@ func (b *Broker) openLog(p *partition) (*storage.Log, error) {
 		// record of which topic owns the directory.
 		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", want)
 		if err := os.WriteFile(pmPath+".tmp", []byte(pm), 0o644); err != nil {
-			return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 		}
 		if err := os.Rename(pmPath+".tmp", pmPath); err != nil {
-			return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 		}
 	}
-	lg, err := storage.Open(dir, p.settings.Load().storage, p.logger)
+	lg, err := storage.Open(dir, p.Settings().Storage, p.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
+		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
 	b.replicas.mu.Lock()
-	p.claim.fds = fdsPerLog(lg.SegmentCount())
-	b.replicas.fds += p.claim.fds
+	c.fds = fdsPerLog(lg.SegmentCount())
+	b.replicas.fds += c.fds
 	b.replicas.mu.Unlock()
 	return lg, nil
 }
@@ -358,35 +380,36 @@ func parseTopicID(data []byte) (string, bool) {
 	return "", false
 }
 
-// deleteReplica closes and removes p's log in the background; the answer
-// is p's LogDeleted step, which releases the directory.
-func (b *Broker) deleteReplica(p *partition) {
-	b.goLoop(func() {
-		if lg := p.log(); lg != nil {
+// Delete closes and removes p's log in the background; the answer is
+// p's LogDeleted step, which ends it (Ended releases the directory).
+func (h replicaHost) Delete(p *replica.Partition) {
+	h.b.goLoop(func() {
+		if lg := p.Log(); lg != nil {
 			if err := lg.Delete(); err != nil && !os.IsNotExist(err) {
-				p.logger.Warn().Err(err).Msg("removing a dropped replica's files")
+				p.Logger.Warn().Err(err).Msg("removing a dropped replica's files")
 			}
 		}
-		p.step(replica.LogDeleted{})
+		p.Step(replica.LogDeleted{})
 	})
 }
 
-// proposeAlter sends the core's AlterPartition in the background; the
-// answer is p's AlterAnswered step.
-func (b *Broker) proposeAlter(p *partition, prop replica.Proposal) {
+// Propose sends the core's AlterPartition in the background; the answer
+// is p's AlterAnswered step.
+func (h replicaHost) Propose(p *replica.Partition, prop replica.Proposal) {
+	b := h.b
 	if !prop.Resign {
-		if v := p.view.Load(); len(prop.ISR) < len(v.ISR) {
+		if v := p.View(); len(prop.ISR) < len(v.ISR) {
 			b.metrics.isrShrinks.Inc()
 		} else {
 			b.metrics.isrExpands.Inc()
 		}
 	}
-	b.alterPartition(b.meta.Image(), p.topicID, p.index, prop.LeaderEpoch, prop.PartitionEpoch, prop.ISR,
+	b.alterPartition(b.meta.Image(), p.TopicID, p.Index, prop.LeaderEpoch, prop.PartitionEpoch, prop.ISR,
 		10*time.Second, func(code int16, err error) {
 			if err != nil && !errors.Is(err, context.Canceled) {
-				p.logger.Debug().Err(err).Msg("AlterPartition got no answer")
+				p.Logger.Debug().Err(err).Msg("AlterPartition got no answer")
 			}
-			p.step(replica.AlterAnswered{Proposal: prop, Code: code})
+			p.Step(replica.AlterAnswered{Proposal: prop, Code: code})
 		})
 }
 
@@ -402,11 +425,11 @@ func (b *Broker) tickLoop() {
 			return
 		case <-t.C:
 		}
-		now := nowMs()
+		now := time.Now().UnixMilli()
 		under := 0
 		for _, p := range b.liveReplicas() {
-			p.tick(now)
-			if v := p.view.Load(); v.Leads() && len(v.ISR) < len(v.Replicas) {
+			p.Tick(now)
+			if v := p.View(); v.Leads() && len(v.ISR) < len(v.Replicas) {
 				under++
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -82,18 +83,6 @@ func validateTopicConfigs(m map[string]string) error {
 	return nil
 }
 
-// topicSettings is a topic's effective configuration, parsed.
-type topicSettings struct {
-	storage       storage.Config
-	flushMessages int64 // 1: fsync before every ack; more: fsync in the background
-	flushMs       int64
-	maxBatchBytes int
-	minISR        int32
-	// deleteRetentionMs is how long a tombstone outlives its segment's last
-	// write before compaction removes it.
-	deleteRetentionMs int64
-}
-
 // effectiveValue is a config's value for a topic and whether it is an override.
 func effectiveValue(c *Config, overrides map[string]string, d *topicConfigDef) (string, bool) {
 	if v, ok := overrides[d.name]; ok {
@@ -102,7 +91,9 @@ func effectiveValue(c *Config, overrides map[string]string, d *topicConfigDef) (
 	return d.def(c), false
 }
 
-func settingsFor(c *Config, overrides map[string]string) topicSettings {
+// settingsFor is a topic's effective configuration, parsed for its
+// replicas.
+func settingsFor(c *Config, overrides map[string]string) replica.Settings {
 	get := func(name string) string {
 		v, _ := effectiveValue(c, overrides, findTopicConfig(name))
 		return v
@@ -111,8 +102,8 @@ func settingsFor(c *Config, overrides map[string]string) topicSettings {
 		n, _ := strconv.ParseInt(get(name), 10, 64)
 		return n
 	}
-	return topicSettings{
-		storage: storage.Config{
+	return replica.Settings{
+		Storage: storage.Config{
 			SegmentBytes:         num("segment.bytes"),
 			SegmentMs:            num("segment.ms"),
 			IndexIntervalBytes:   int32(num("index.interval.bytes")),
@@ -123,10 +114,10 @@ func settingsFor(c *Config, overrides map[string]string) topicSettings {
 			FileDeleteDelay:      time.Minute,
 			ProducerExpirationMs: c.ProducerIDExpirationMs,
 		},
-		flushMessages:     num("flush.messages"),
-		flushMs:           num("flush.ms"),
-		maxBatchBytes:     int(num("max.message.bytes")),
-		minISR:            int32(num("min.insync.replicas")),
-		deleteRetentionMs: num("delete.retention.ms"),
+		FlushMessages:     num("flush.messages"),
+		FlushMs:           num("flush.ms"),
+		MaxBatchBytes:     int(num("max.message.bytes")),
+		MinISR:            int32(num("min.insync.replicas")),
+		DeleteRetentionMs: num("delete.retention.ms"),
 	}
 }

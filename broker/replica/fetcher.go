@@ -1,19 +1,18 @@
-package broker
+package replica
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Followers replicate by fetching from the leader, as Kafka's replica
@@ -26,19 +25,38 @@ import (
 // and the next fetch offset — the durable log end — is what the leader
 // counts for its high watermark.
 
-// fetchers owns the fetchers; publishLoop updates it with every image.
-type fetchers struct {
-	b  *Broker
-	mu sync.Mutex
+// FetchHost is what the fetchers need of their broker.
+type FetchHost interface {
+	// Go runs fn on a goroutine the broker tracks; false once it stops.
+	Go(fn func()) bool
+	// NodeID is this broker's id; BrokerEpoch its current registration.
+	NodeID() int32
+	BrokerEpoch() int64
+	// LeaderAddr is where to fetch from broker id (its inter-broker
+	// listener), as the broker's metadata knows it.
+	LeaderAddr(id int32) (string, error)
+	// Repaired counts a damaged log truncated for fetching again.
+	Repaired(p *Partition)
+	Logger() *zerolog.Logger
+}
+
+// Fetchers owns the fetchers; the broker updates it with every image.
+type Fetchers struct {
+	host FetchHost
+	ctx  context.Context
+	mu   sync.Mutex
 	// byLeader is the running fetcher of each leader broker.
 	byLeader map[int32]*fetcher
 }
 
-func newFetchers(b *Broker) *fetchers { return &fetchers{b: b, byLeader: map[int32]*fetcher{}} }
+// NewFetchers returns fetchers that stop when ctx ends.
+func NewFetchers(ctx context.Context, host FetchHost) *Fetchers {
+	return &Fetchers{host: host, ctx: ctx, byLeader: map[int32]*fetcher{}}
+}
 
-// update sets the partitions followed at each leader: it starts and stops
+// Update sets the partitions followed at each leader: it starts and stops
 // fetchers as needed.
-func (fs *fetchers) update(want map[int32][]*partition) {
+func (fs *Fetchers) Update(want map[int32][]*Partition) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for leader, f := range fs.byLeader {
@@ -50,14 +68,15 @@ func (fs *fetchers) update(want map[int32][]*partition) {
 	for leader, parts := range want {
 		f := fs.byLeader[leader]
 		if f == nil {
-			f = newFetcher(fs.b, leader)
+			f = newFetcher(fs, leader)
 			fs.byLeader[leader] = f
 		}
 		f.set(parts)
 	}
 }
 
-func (fs *fetchers) closeAll() {
+// CloseAll stops every fetcher and waits for it.
+func (fs *Fetchers) CloseAll() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for leader, f := range fs.byLeader {
@@ -68,11 +87,11 @@ func (fs *fetchers) closeAll() {
 
 // fetcher replicates the partitions this broker follows at one leader.
 type fetcher struct {
-	b      *Broker
+	host   FetchHost
 	leader int32
 	mu     struct {
 		sync.Mutex
-		parts []*partition
+		parts []*Partition
 	}
 	wake   chan struct{} // cap 1: the partition set changed
 	ctx    context.Context
@@ -84,16 +103,16 @@ type fetcher struct {
 	addr string
 }
 
-func newFetcher(b *Broker, leader int32) *fetcher {
-	ctx, cancel := context.WithCancel(b.ctx)
-	f := &fetcher{b: b, leader: leader, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	if !b.goLoop(f.run) {
+func newFetcher(fs *Fetchers, leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(fs.ctx)
+	f := &fetcher{host: fs.host, leader: leader, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	if !fs.host.Go(f.run) {
 		close(f.done) // the broker is stopping
 	}
 	return f
 }
 
-func (f *fetcher) set(parts []*partition) {
+func (f *fetcher) set(parts []*Partition) {
 	f.mu.Lock()
 	f.mu.parts = parts
 	f.mu.Unlock()
@@ -108,7 +127,7 @@ func (f *fetcher) close() {
 	<-f.done
 }
 
-func (f *fetcher) partitions() []*partition {
+func (f *fetcher) partitions() []*Partition {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mu.parts
@@ -124,20 +143,20 @@ func (f *fetcher) run() {
 	}()
 	for f.ctx.Err() == nil {
 		now := nowMs()
-		var ready []*partition
+		var ready []*Partition
 		waiting := false // a partition of ours that may fetch later
 		for _, p := range f.partitions() {
-			v, lg := p.view.Load(), p.log()
+			v, lg := p.view.Load(), p.Log()
 			if v.Leader != f.leader || lg == nil {
-				waiting = waiting || v.Phase == replica.Opening
+				waiting = waiting || v.Phase == Opening
 				continue
 			}
-			if v.Phase == replica.Damaged && !v.InISR {
-				f.b.repairDamaged(p, lg, v)
+			if v.Phase == Damaged && !v.InISR {
+				f.repairDamaged(p, lg, v)
 				v = p.view.Load()
 			}
 			if !v.Fetches(f.leader) {
-				waiting = waiting || v.Phase == replica.Damaged
+				waiting = waiting || v.Phase == Damaged
 				continue
 			}
 			if now < p.pausedUntil.Load() {
@@ -163,15 +182,15 @@ func (f *fetcher) run() {
 			continue
 		}
 		if err := f.connect(); err != nil {
-			f.b.log.Debug().Err(err).Int32("leader", f.leader).Msg("replica fetcher: no route to the leader")
+			f.host.Logger().Debug().Err(err).Int32("leader", f.leader).Msg("replica fetcher: no route to the leader")
 			sleepCtx(f.ctx, 200*time.Millisecond)
 			continue
 		}
 		fetchable := ready[:0]
 		for _, p := range ready {
-			if p.view.Load().Phase == replica.Reconciling {
+			if p.view.Load().Phase == Reconciling {
 				if err := f.reconcile(p); err != nil {
-					p.logger.Debug().Err(err).Msg("finding the divergence point; retrying")
+					p.Logger.Debug().Err(err).Msg("finding the divergence point; retrying")
 					continue
 				}
 			}
@@ -182,7 +201,7 @@ func (f *fetcher) run() {
 			continue
 		}
 		if err := f.fetch(fetchable); err != nil && f.ctx.Err() == nil {
-			f.b.log.Debug().Err(err).Int32("leader", f.leader).Msg("replica fetch failed")
+			f.host.Logger().Debug().Err(err).Int32("leader", f.leader).Msg("replica fetch failed")
 			sleepCtx(f.ctx, 100*time.Millisecond)
 		}
 	}
@@ -190,12 +209,10 @@ func (f *fetcher) run() {
 
 // connect makes sure the client points at the leader's current address.
 func (f *fetcher) connect() error {
-	img := f.b.image()
-	e, ok := endpoint(img, f.leader, f.b.interBrokerListener())
-	if !ok {
-		return fmt.Errorf("leader %d has no %s endpoint", f.leader, f.b.interBrokerListener())
+	addr, err := f.host.LeaderAddr(f.leader)
+	if err != nil {
+		return err
 	}
-	addr := net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 	if f.cl != nil && f.addr == addr {
 		return nil
 	}
@@ -203,7 +220,7 @@ func (f *fetcher) connect() error {
 		f.cl.Close()
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.b.cfg.NodeID)))
+		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID())))
 	if err != nil {
 		return err
 	}
@@ -228,8 +245,8 @@ func (f *fetcher) request(req kmsg.Request, timeout time.Duration) (kmsg.Respons
 // until the leader answers with the epoch we asked for. It tells the core
 // which leader epoch it reconciled against, so an answer that a newer
 // leadership overtook does not count.
-func (f *fetcher) reconcile(p *partition) error {
-	v, lg := p.view.Load(), p.log()
+func (f *fetcher) reconcile(p *Partition) error {
+	v, lg := p.view.Load(), p.Log()
 	if lg == nil || !v.Fetches(f.leader) {
 		return nil
 	}
@@ -238,17 +255,17 @@ func (f *fetcher) reconcile(p *partition) error {
 		if latest < 0 {
 			// No epochs (an empty log, or one written before epochs): the
 			// high watermark is the last offset known to be committed.
-			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.hw.Load(), false); err != nil {
+			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.HW(), false); err != nil {
 				return err
 			}
 			break
 		}
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.ReplicaID = f.b.cfg.NodeID
+		req.ReplicaID = f.host.NodeID()
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = p.topic
+		rt.Topic = p.Topic
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, v.LeaderEpoch, latest
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Index, v.LeaderEpoch, latest
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		kresp, err := f.request(req, 10*time.Second)
@@ -264,7 +281,7 @@ func (f *fetcher) reconcile(p *partition) error {
 			return kerr.ErrorForCode(r.ErrorCode)
 		}
 		if r.LeaderEpoch < 0 || r.EndOffset < 0 {
-			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.hw.Load(), false); err != nil {
+			if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, p.HW(), false); err != nil {
 				return err
 			}
 			break
@@ -275,7 +292,7 @@ func (f *fetcher) reconcile(p *partition) error {
 			if mine >= 0 {
 				target = min(target, mine)
 			} else {
-				target = min(target, p.hw.Load())
+				target = min(target, p.HW())
 			}
 		}
 		if err := p.truncateTo(lg, f.leader, v.LeaderEpoch, target, false); err != nil {
@@ -285,9 +302,9 @@ func (f *fetcher) reconcile(p *partition) error {
 			break // the leader knows our latest epoch and where it ends
 		}
 	}
-	p.step(replica.Reconciled{LeaderEpoch: v.LeaderEpoch})
-	if p.view.Load().Phase == replica.Following {
-		p.logger.Info().Int64("log_end", lg.EndOffset()).Int32("leader", f.leader).Int32("leader_epoch", v.LeaderEpoch).
+	p.Step(Reconciled{LeaderEpoch: v.LeaderEpoch})
+	if p.view.Load().Phase == Following {
+		p.Logger.Info().Int64("log_end", lg.EndOffset()).Int32("leader", f.leader).Int32("leader_epoch", v.LeaderEpoch).
 			Msg("follower log matches the leader's; fetching")
 	}
 	return nil
@@ -295,16 +312,16 @@ func (f *fetcher) reconcile(p *partition) error {
 
 // fetched is one partition of a Fetch: what it was asked at.
 type fetched struct {
-	p     *partition
+	p     *Partition
 	lg    *storage.Log
 	epoch int32
 }
 
 // fetch sends one Fetch for the ready partitions and applies the answer.
-func (f *fetcher) fetch(parts []*partition) error {
+func (f *fetcher) fetch(parts []*Partition) error {
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = f.b.cfg.NodeID
-	req.ReplicaState.ID, req.ReplicaState.Epoch = f.b.cfg.NodeID, f.b.brokerEpoch.Load()
+	req.ReplicaID = f.host.NodeID()
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.host.NodeID(), f.host.BrokerEpoch()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 500, 1, 16<<20
 	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
@@ -312,21 +329,21 @@ func (f *fetcher) fetch(parts []*partition) error {
 	for _, p := range parts {
 		// The view and log are read once: a partition deleted or moved
 		// meanwhile is skipped here, or refused at append.
-		v, lg := p.view.Load(), p.log()
+		v, lg := p.view.Load(), p.Log()
 		if lg == nil || !v.Fetches(f.leader) {
 			continue
 		}
-		i, ok := topicAt[p.topic]
+		i, ok := topicAt[p.Topic]
 		if !ok {
 			nt := kmsg.NewFetchRequestTopic()
-			nt.Topic, nt.TopicID = p.topic, p.topicID
+			nt.Topic, nt.TopicID = p.Topic, p.TopicID
 			req.Topics = append(req.Topics, nt)
 			i = len(req.Topics) - 1
-			topicAt[p.topic] = i
+			topicAt[p.Topic] = i
 		}
 		t := &req.Topics[i]
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.LogStartOffset = p.index, lg.EndOffset(), lg.StartOffset()
+		rp.Partition, rp.FetchOffset, rp.LogStartOffset = p.Index, lg.EndOffset(), lg.StartOffset()
 		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, v.LeaderEpoch
 		rp.LastFetchedEpoch = -1
 		t.Partitions = append(t.Partitions, rp)
@@ -346,7 +363,7 @@ func (f *fetcher) fetch(parts []*partition) error {
 	find := func(rt *kmsg.FetchResponseTopic, idx int32) *fetched {
 		for i := range asked {
 			a := &asked[i]
-			if a.p.index == idx && (a.p.topic == rt.Topic || (rt.Topic == "" && a.p.topicID == rt.TopicID)) {
+			if a.p.Index == idx && (a.p.Topic == rt.Topic || (rt.Topic == "" && a.p.TopicID == rt.TopicID)) {
 				return a
 			}
 		}
@@ -372,19 +389,19 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
 	case kerr.OffsetOutOfRange.Code:
 		if lg.EndOffset() < sp.LogStartOffset {
 			// Behind the leader's retention: start again at its start.
-			p.logger.Warn().Int64("log_end", lg.EndOffset()).Int64("leader_start", sp.LogStartOffset).
+			p.Logger.Warn().Int64("log_end", lg.EndOffset()).Int64("leader_start", sp.LogStartOffset).
 				Msg("follower is behind the leader's log start; starting over there")
 			if err := lg.TruncateFullyAndStartAt(sp.LogStartOffset); err != nil {
-				p.logger.Error().Err(err).Msg("restarting the follower log")
+				p.Logger.Error().Err(err).Msg("restarting the follower log")
 				return
 			}
-			p.step(replica.Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
+			p.Step(Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
 		} else {
-			p.step(replica.Diverged{LeaderEpoch: a.epoch})
+			p.Step(Diverged{LeaderEpoch: a.epoch})
 		}
 		return
 	case kerr.KafkaStorageError.Code:
-		p.step(replica.LeaderDamaged{})
+		p.Step(LeaderDamaged{})
 		return
 	default:
 		// Not (or no longer) the leader, stale epochs: the next image
@@ -395,32 +412,43 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
 		ok, err := p.appendAsFollower(f.leader, a.epoch, sp.RecordBatches)
 		if err != nil {
 			if !errors.Is(err, storage.ErrClosed) {
-				p.logger.Error().Err(err).Msg("appending fetched batches; finding the divergence point again")
-				p.step(replica.Diverged{LeaderEpoch: a.epoch})
+				p.Logger.Error().Err(err).Msg("appending fetched batches; finding the divergence point again")
+				p.Step(Diverged{LeaderEpoch: a.epoch})
 			}
 			return
 		}
 		if !ok {
 			return // the partition moved while the fetch was in flight
 		}
-		if p.syncOnAck() {
-			if err := p.flush(); err != nil {
+		if p.SyncOnAck() {
+			if err := p.Flush(); err != nil {
 				return
 			}
 		}
 	}
-	p.step(replica.LeaderHW{HW: sp.HighWatermark})
+	p.Step(LeaderHW{HW: sp.HighWatermark})
 }
 
-// interBrokerListener names the listener this broker fetches through: the
-// leader's advertised endpoint of that name (inter.broker.listener.name,
-// else this broker's first client listener).
-func (b *Broker) interBrokerListener() string {
-	if b.cfg.InterBrokerListenerName != "" {
-		return b.cfg.InterBrokerListenerName
+// repairDamaged truncates a damaged follower's log to the damage once the
+// core asks (it is out of the ISR), so the fetcher copies the rest again.
+func (f *fetcher) repairDamaged(p *Partition, lg *storage.Log, v *View) {
+	to := p.repairTo.Load()
+	if to < 0 {
+		return
 	}
-	if len(b.advertised) == 0 {
-		return ""
+	if err := p.truncateTo(lg, v.Leader, v.LeaderEpoch, to, true); err != nil {
+		p.Logger.Error().Err(err).Int64("damaged_from", to).Msg("truncating a damaged log; retrying")
+		return
 	}
-	return b.advertised[0].Name
+	p.repairTo.CompareAndSwap(to, -1)
+	f.host.Repaired(p)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

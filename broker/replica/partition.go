@@ -1,0 +1,452 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/storage"
+)
+
+// Partition is this broker's replica of one topic partition: the driver
+// of its Core. The core decides (role, ISR, high watermark, the replica's
+// phase); the driver feeds it events, publishes what it decides for
+// lock-free readers, and has its Host do the I/O it asks for.
+//
+// Ownership: the core is written only by Step and Tick, under mu, one
+// event at a time. A goroutine per partition was the alternative; it was
+// rejected because every produce, flush and follower fetch is an event,
+// and a hop to another goroutine on each would cost the hot path a
+// wake-up, while mu is held only for the pure Step and the in-memory
+// publications (no I/O). The published values are:
+//
+//   - view: the phase, leadership, epochs and ISR (View), which every
+//     request checks first (View.Check) — a replica that is not open yet,
+//     being deleted or damaged answers with a Kafka error code;
+//   - hw: the high watermark, what consumers may read and acks=all waits
+//     for; written under mu only, so it moves exactly as the core's does;
+//   - lg: the log, set once by Opened before the step that makes the view
+//     serve it; never cleared (a deleted log's operations fail with
+//     storage.ErrClosed).
+//
+// roleMu fences the log against a stale role: leader appends, a
+// follower's appends and truncations hold it for reading and check the
+// view under it; steps that may change the role (Assign, Unassign,
+// OpenDone) hold it for writing, and a new leader records its epoch's
+// start in the log before releasing it. So no append of an old role or
+// epoch lands after a change (a follower's truncation must not race a
+// stale leader append). Lock order: roleMu, then mu.
+type Partition struct {
+	Topic   string
+	Index   int32
+	TopicID [16]byte
+	Logger  zerolog.Logger
+	host    Host
+
+	settings  atomic.Pointer[Settings]
+	lg        atomic.Pointer[storage.Log]
+	view      atomic.Pointer[View]
+	hw        atomic.Int64
+	unflushed atomic.Int64 // appended records since the last flush (relaxed topics)
+	// repairTo is the offset a damaged follower's fetcher must truncate
+	// to (the core's TruncateTo), -1 when none: the fetcher is the one
+	// writer of a follower's log.
+	repairTo atomic.Int64
+	// pausedUntil (unix ms) holds this follower's fetches back after its
+	// leader reported its own copy damaged.
+	pausedUntil atomic.Int64
+	// opened closes once the first open attempt has answered.
+	opened     chan struct{}
+	openedOnce sync.Once
+	flushTime  prometheus.Observer
+
+	roleMu sync.RWMutex
+	mu     struct {
+		sync.Mutex
+		core *Core
+		// waiters are fetches and acks waiting for hw or the view to move;
+		// appendWaiters are replica fetches waiting for the log end.
+		waiters       map[chan struct{}]struct{}
+		appendWaiters map[chan struct{}]struct{}
+		ended         bool // Host.Ended was called (the replica reached Deleted)
+	}
+}
+
+// Settings are a topic's settings its replicas use.
+type Settings struct {
+	Storage       storage.Config
+	FlushMessages int64 // 1: fsync before every ack; more: fsync in the background
+	FlushMs       int64
+	MaxBatchBytes int
+	MinISR        int32
+	// DeleteRetentionMs is how long a tombstone outlives its segment's
+	// last write before compaction removes it.
+	DeleteRetentionMs int64
+}
+
+// Host does a replica's I/O. Each call starts the work and returns; the
+// work answers the partition with the matching method or Step.
+type Host interface {
+	// Open opens p's log in the background and answers p.Opened.
+	Open(p *Partition)
+	// Delete closes and removes p's log in the background and answers
+	// p.Step(LogDeleted{}).
+	Delete(p *Partition)
+	// Propose sends prop as an AlterPartition and answers
+	// p.Step(AlterAnswered{...}).
+	Propose(p *Partition, prop Proposal)
+	// Ended: p reached Deleted; its directory and resources are free.
+	Ended(p *Partition)
+	// Changed: p's view changed (its role, epoch, ISR or phase).
+	Changed(p *Partition)
+}
+
+// PartitionConfig makes a Partition.
+type PartitionConfig struct {
+	Topic     string
+	Index     int32
+	TopicID   [16]byte
+	Logger    zerolog.Logger
+	Settings  Settings
+	Core      Config
+	FlushTime prometheus.Observer // fsync durations; may be nil
+}
+
+// NewPartition returns the driver of a replica in its Opening phase; the
+// caller assigns it (Step(Assign{...})) and then starts it (Start).
+func NewPartition(cfg PartitionConfig, host Host) *Partition {
+	p := &Partition{Topic: cfg.Topic, Index: cfg.Index, TopicID: cfg.TopicID, Logger: cfg.Logger, host: host,
+		opened: make(chan struct{}), flushTime: cfg.FlushTime}
+	s := cfg.Settings
+	p.settings.Store(&s)
+	p.repairTo.Store(-1)
+	p.mu.waiters = make(map[chan struct{}]struct{})
+	p.mu.appendWaiters = make(map[chan struct{}]struct{})
+	p.mu.core = New(cfg.Core)
+	p.view.Store(p.mu.core.View())
+	return p
+}
+
+// Log returns the replica's log: non-nil whenever the view serves
+// (View.Check returned 0).
+func (p *Partition) Log() *storage.Log { return p.lg.Load() }
+
+// View is the replica's state as requests see it.
+func (p *Partition) View() *View { return p.view.Load() }
+
+// HW is the high watermark.
+func (p *Partition) HW() int64 { return p.hw.Load() }
+
+// Settings are the topic's settings.
+func (p *Partition) Settings() *Settings { return p.settings.Load() }
+
+// OpenAnswered closes once the first open has answered, either way.
+func (p *Partition) OpenAnswered() <-chan struct{} { return p.opened }
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// Start begins the replica's life: its log opens in the background.
+func (p *Partition) Start() {
+	p.mu.Lock()
+	rd := p.mu.core.Start(nowMs())
+	p.mu.Unlock()
+	p.act(rd)
+}
+
+// Opened answers Host.Open: the log, or why it could not be opened.
+func (p *Partition) Opened(lg *storage.Log, err error) {
+	ev := OpenDone{Err: err}
+	if err == nil {
+		p.lg.Store(lg)
+		ev.Start, ev.End, ev.Durable = lg.StartOffset(), lg.EndOffset(), lg.DurableOffset()
+	}
+	p.Step(ev)
+	p.openedOnce.Do(func() { close(p.opened) })
+}
+
+// Step feeds the core one event and carries out what it decides.
+func (p *Partition) Step(ev any) {
+	switch ev.(type) {
+	case Assign, Unassign, OpenDone:
+		p.roleMu.Lock()
+		defer p.roleMu.Unlock()
+	}
+	p.mu.Lock()
+	rd := p.mu.core.Step(nowMs(), ev)
+	p.publishLocked(rd)
+	p.mu.Unlock()
+	if rd.StartEpoch >= 0 {
+		// Under roleMu's write lock: no append of the old epoch can land
+		// between the view saying "leading" and the epoch's start.
+		if err := p.Log().AssignEpoch(rd.StartEpoch, rd.StartOffset); err != nil {
+			p.Logger.Error().Err(err).Msg("recording the leader epoch")
+		}
+	}
+	p.act(rd)
+}
+
+// Tick lets time pass for the core: retries and timeouts fire.
+func (p *Partition) Tick(now int64) {
+	p.mu.Lock()
+	rd := p.mu.core.Tick(now)
+	p.publishLocked(rd)
+	p.mu.Unlock()
+	p.act(rd)
+}
+
+// publishLocked makes rd's new state visible and wakes waiters.
+// REQUIRES: p.mu held.
+func (p *Partition) publishLocked(rd Ready) {
+	if rd.ViewChanged {
+		p.view.Store(p.mu.core.View())
+	}
+	if rd.HWMoved {
+		p.hw.Store(rd.HW)
+	}
+	if rd.TruncateTo >= 0 {
+		p.repairTo.Store(rd.TruncateTo)
+	}
+	p.pausedUntil.Store(p.mu.core.PausedUntil())
+	if rd.WakeHW || rd.ViewChanged {
+		wakeLocked(p.mu.waiters)
+	}
+	if rd.WakeAppend || rd.ViewChanged {
+		wakeLocked(p.mu.appendWaiters)
+	}
+}
+
+// act logs rd's state changes and starts the I/O it asks for; each I/O
+// answers with its own step.
+func (p *Partition) act(rd Ready) {
+	for _, n := range rd.Notes {
+		p.Logger.Info().Msg(n)
+	}
+	if rd.ViewChanged {
+		p.host.Changed(p)
+	}
+	if rd.Open {
+		p.host.Open(p)
+	}
+	if rd.Propose != nil {
+		p.host.Propose(p, *rd.Propose)
+	}
+	if rd.Delete {
+		p.host.Delete(p)
+	}
+	if p.view.Load().Phase == Deleted {
+		p.mu.Lock()
+		ended := p.mu.ended
+		p.mu.ended = true
+		p.mu.Unlock()
+		if !ended {
+			p.host.Ended(p)
+		}
+	}
+}
+
+func wakeLocked(ws map[chan struct{}]struct{}) {
+	for ch := range ws {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+		delete(ws, ch)
+	}
+}
+
+// Serve returns the replica's log and view if it serves op now, else the
+// Kafka error code for the client (never a nil log with a 0 code).
+func (p *Partition) Serve(op Op) (*storage.Log, *View, int16) {
+	v := p.view.Load()
+	if code := v.Check(op); code != 0 {
+		return nil, v, code
+	}
+	lg := p.Log()
+	if lg == nil {
+		return nil, v, kerr.NotLeaderForPartition.Code
+	}
+	return lg, v, 0
+}
+
+// AppendAsLeader appends a validated batch if, and while, this broker
+// leads, stamping the leader epoch, and tells the core the log end moved.
+func (p *Partition) AppendAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *View, error) {
+	p.roleMu.RLock()
+	lg, v, code := p.Serve(Produce)
+	if code != 0 {
+		p.roleMu.RUnlock()
+		return storage.AppendResult{}, v, CodeError(code)
+	}
+	res, err := lg.Append(batch, info, v.LeaderEpoch, now)
+	p.roleMu.RUnlock()
+	if err == nil && !res.Duplicate {
+		p.unflushed.Add(int64(info.Records))
+		p.Step(Appended{End: lg.EndOffset()})
+	}
+	return res, v, err
+}
+
+// appendAsFollower appends batches fetched from leader at epoch, if the
+// replica still follows it there.
+func (p *Partition) appendAsFollower(leader, epoch int32, batches []byte) (bool, error) {
+	p.roleMu.RLock()
+	v, lg := p.view.Load(), p.Log()
+	if !v.Fetches(leader) || v.LeaderEpoch != epoch || lg == nil {
+		p.roleMu.RUnlock()
+		return false, nil // the partition moved while the fetch was in flight
+	}
+	_, err := lg.AppendReplica(batches)
+	p.roleMu.RUnlock()
+	if err != nil {
+		return false, err
+	}
+	p.Step(Appended{End: lg.EndOffset()})
+	return true, nil
+}
+
+// Leads reports whether this broker leads the partition now.
+func (p *Partition) Leads() bool { return p != nil && p.view.Load().Leads() }
+
+// SyncOnAck reports whether acknowledgements wait for fsync.
+func (p *Partition) SyncOnAck() bool { return p.settings.Load().FlushMessages <= 1 }
+
+// Unflushed is the count of records appended since the last flush.
+func (p *Partition) Unflushed() int64 { return p.unflushed.Load() }
+
+// FollowerFetched records a follower's fetch at offset (its durable log
+// end); the core moves the high watermark.
+func (p *Partition) FollowerFetched(id int32, offset int64) {
+	p.Step(FollowerFetched{ID: id, Offset: offset})
+}
+
+// Errors of WaitCommitted and AppendAsLeader.
+var (
+	ErrNotLeader                    = errors.New("replica: not the leader of this partition")
+	ErrNotEnoughReplicasAfterAppend = errors.New("replica: not enough in-sync replicas after append")
+	ErrTimedOut                     = errors.New("replica: request timed out")
+	// errMoved: the replica's role changed under a fetcher's feet.
+	errMoved = errors.New("replica: the replica moved while the fetcher worked on it")
+)
+
+// CodeError carries a Kafka error code a replica's phase decided
+// (View.Check) through paths that return errors.
+type CodeError int16
+
+func (c CodeError) Error() string { return kerr.ErrorForCode(int16(c)).Error() }
+
+// WaitCommitted waits until the high watermark reaches target (the batch
+// is on every in-sync replica) for acks=all. It fails with
+// ErrNotEnoughReplicasAfterAppend when the ISR is below
+// min.insync.replicas at that point, ErrNotLeader when this broker stops
+// leading at epoch first (the batch may be truncated away), and
+// ErrTimedOut when expire fires: the last two leave the outcome unknown to
+// the client, which is why they are retriable.
+func (p *Partition) WaitCommitted(ctx context.Context, target int64, epoch int32, expire <-chan time.Time) error {
+	ch := make(chan struct{}, 1)
+	defer p.Unwatch(ch)
+	for {
+		p.Watch(ch)
+		v := p.view.Load()
+		if !v.Leads() || v.LeaderEpoch != epoch {
+			return fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
+		}
+		if p.hw.Load() >= target {
+			if minISR := p.settings.Load().MinISR; int32(len(v.ISR)) < minISR {
+				return fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", ErrNotEnoughReplicasAfterAppend, v.ISR, minISR)
+			}
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-expire:
+			return fmt.Errorf("%w: in-sync replicas %v did not all confirm offset %d in time", ErrTimedOut, v.ISR, target-1)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// truncateTo cuts a follower's log back to offset (no-op at or past its
+// end) and tells the core. Called by the fetcher of leader, the follower
+// log's one writer, for a divergence found at epoch or (repaired) a
+// damage repair; it does nothing once the replica no longer follows that
+// leader at that epoch (a newer role's log is not the old fetcher's to
+// cut). Under roleMu's read lock, like appends, so no role change lands
+// in the middle.
+func (p *Partition) truncateTo(lg *storage.Log, leader, epoch int32, offset int64, repaired bool) error {
+	p.roleMu.RLock()
+	v := p.view.Load()
+	if v.Leader != leader || v.LeaderEpoch != epoch || !(v.Fetches(leader) || (repaired && v.Phase == Damaged)) {
+		p.roleMu.RUnlock()
+		return errMoved
+	}
+	end := lg.EndOffset()
+	if offset < end {
+		if err := lg.Truncate(offset); err != nil {
+			p.roleMu.RUnlock()
+			return fmt.Errorf("truncate to %d: %w", offset, err)
+		}
+		p.Logger.Warn().Int64("from", end).Int64("to", lg.EndOffset()).Msg("follower truncated its log")
+	}
+	p.roleMu.RUnlock()
+	p.Step(Truncated{Start: lg.StartOffset(), End: lg.EndOffset(), Repaired: repaired})
+	return nil
+}
+
+// WatchAppend registers ch to be signalled once when the log end moves.
+func (p *Partition) WatchAppend(ch chan struct{}) {
+	p.mu.Lock()
+	p.mu.appendWaiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+// UnwatchAppend removes ch.
+func (p *Partition) UnwatchAppend(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.mu.appendWaiters, ch)
+	p.mu.Unlock()
+}
+
+// Watch registers ch to be signalled once when hw or the view moves.
+func (p *Partition) Watch(ch chan struct{}) {
+	p.mu.Lock()
+	p.mu.waiters[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+// Unwatch removes ch.
+func (p *Partition) Unwatch(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.mu.waiters, ch)
+	p.mu.Unlock()
+}
+
+// Flush fsyncs the log and tells the core what is durable.
+func (p *Partition) Flush() error {
+	lg := p.Log()
+	if lg == nil {
+		return nil
+	}
+	start := time.Now()
+	err := lg.Flush()
+	if p.flushTime != nil {
+		p.flushTime.Observe(time.Since(start).Seconds())
+	}
+	if err != nil && (errors.Is(err, storage.ErrClosed) || p.view.Load().Phase >= Deleting) {
+		return err // deleted or shut down meanwhile: nothing to report
+	}
+	if err != nil {
+		p.Logger.Error().Err(err).Msg("flush failed; partition takes no more writes")
+		return err
+	}
+	p.unflushed.Store(0)
+	p.Step(Flushed{Durable: lg.DurableOffset()})
+	return nil
+}
