@@ -68,12 +68,13 @@ func kafkagoChurnCase(t *testing.T, tg *churnTarget, c churnCase) {
 		}
 		tg.awaitReady(t, ctx, topic, c.grow)
 		partitions = c.grow
-		// A new writer on a new transport: the first one's metadata
-		// holds the old partition count.
+		// A new transport from here on: the first one's metadata holds
+		// the old partition count (kafka-go would send the new
+		// partitions' requests to whichever broker, and not retry).
 		w.Close()
-		k2 := newKgoCase(t, tg, k.viaConn)
-		w = k2.writer(topic)
-		for v, pos := range k2.produce(ctx, w, topic, c.records, 2*c.partitions+6, partitions) {
+		k = newKgoCase(t, tg, k.viaConn)
+		w = k.writer(topic)
+		for v, pos := range k.produce(ctx, w, topic, c.records, 2*c.partitions+6, partitions) {
 			acked[v] = pos
 		}
 	}
@@ -390,7 +391,7 @@ func (k *kgoCase) readDirect(ctx context.Context, topic string, ends map[int32]i
 		}
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers: k.tg.seeds, Topic: topic, Partition: int(p),
-			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 200 * time.Millisecond,
+			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond,
 			ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: 200 * time.Millisecond,
 			Dialer: &kafka.Dialer{Timeout: 2 * time.Second},
 		})
