@@ -206,6 +206,15 @@ func cause(ctx context.Context) string {
 	return ", because: " + context.Cause(ctx).Error()
 }
 
+// nodesByID returns the cluster's nodes keyed by id.
+func (c *Cluster) nodesByID() map[int]*Broker {
+	out := map[int]*Broker{}
+	for _, id := range c.IDs() {
+		out[id] = c.Node(id)
+	}
+	return out
+}
+
 // ---- polling ----
 
 // errNodeDied is returned by the polls when the exit watch fired.
@@ -417,12 +426,12 @@ func (tg *churnTarget) awaitGone(t testing.TB, ctx context.Context, topic string
 	}
 }
 
-func (tg *churnTarget) goneFigures() string { return durationFigures(tg.goneTimes, &tg.goneMu) }
+func (tg *churnTarget) goneFigures() string { return durationFigures(&tg.goneMu, &tg.goneTimes) }
 
-// durationFigures summarises durations as n, p50, p99 and max.
-func durationFigures(ds []time.Duration, mu *sync.Mutex) string {
+// durationFigures summarises *ds (guarded by mu) as n, p50, p99 and max.
+func durationFigures(mu *sync.Mutex, ds *[]time.Duration) string {
 	mu.Lock()
-	s := slices.Clone(ds)
+	s := slices.Clone(*ds)
 	mu.Unlock()
 	if len(s) == 0 {
 		return "n=0"
@@ -445,10 +454,7 @@ func startChurnSingle(t *testing.T) *churnTarget {
 // startChurnCluster3 is three combined fjord processes; RF 3.
 func startChurnCluster3(t *testing.T) *churnTarget {
 	c := startCluster(t, 3, append(slices.Clone(churnSuiteSettings), churnClusterSettings...)...)
-	nodes := map[int]*Broker{}
-	for _, id := range c.IDs() {
-		nodes[id] = c.Node(id)
-	}
+	nodes := c.nodesByID()
 	tg := &churnTarget{name: "cluster3", seeds: c.Addrs(), rf: 3, nodes: nodes, pinned: map[string]*kgo.Client{}}
 	tg.watch = watchExits(t, nodes)
 	t.Cleanup(tg.closeClients)
