@@ -215,6 +215,60 @@ func (c *Cluster) nodesByID() map[int]*Broker {
 	return out
 }
 
+// produceWithin produces recs through cl and waits for their answers
+// until ctx ends and then at most grace more; it returns the answers that
+// came and how many records had none. (franz-go v1.21.7 was seen to keep a
+// ProduceSync waiting for minutes past both its context and its
+// RecordDeliveryTimeout once two of three nodes were gone; a test must not
+// hang with it.)
+func produceWithin(ctx context.Context, cl *kgo.Client, grace time.Duration, recs ...*kgo.Record) (kgo.ProduceResults, int) {
+	var mu sync.Mutex
+	var res kgo.ProduceResults
+	left := len(recs)
+	all := make(chan struct{})
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			res = append(res, kgo.ProduceResult{Record: r, Err: err})
+			if left--; left == 0 {
+				close(all)
+			}
+		})
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		tm := time.NewTimer(grace)
+		defer tm.Stop()
+		select {
+		case <-all:
+		case <-tm.C:
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(res), left
+}
+
+// closeWithin closes cl, giving up waiting after d (see produceWithin);
+// it reports whether Close returned.
+func closeWithin(cl *kgo.Client, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		cl.Close()
+		close(done)
+	}()
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-done:
+		return true
+	case <-tm.C:
+		return false
+	}
+}
+
 // ---- polling ----
 
 // errNodeDied is returned by the polls when the exit watch fired.
@@ -490,10 +544,15 @@ type churnCase struct {
 	deleteLive bool // delete while the case's producer and consumers are still open
 	recreate   bool // then create the same name again (other partitions), check it holds only new records
 	grow       int  // > 0: add partitions up to this count after the first records, and use them
+	// quick > 0: no records; create a topic, wait until every broker
+	// lists it, delete it at once, that many times (a test that gives up
+	// early and runs its deferred delete; kafka-go's TestClientDeleteTopics).
+	quick int
 }
 
 // churnCases is the case list both client suites implement: 24 cases of
-// 1 to 10 partitions, most of them parallel.
+// 1 to 10 partitions, most of them parallel, and 4 that create and at once
+// delete topics of 4 to 10 partitions, 5 each.
 func churnCases() []churnCase {
 	var cs []churnCase
 	for i := range 24 {
@@ -523,6 +582,9 @@ func churnCases() []churnCase {
 			c.name += "-" + strings.Join(flags, "-")
 		}
 		cs = append(cs, c)
+	}
+	for i, p := range []int{10, 7, 4, 10} {
+		cs = append(cs, churnCase{name: fmt.Sprintf("%02d-p%d-create-delete-x5", 24+i, p), partitions: p, parallel: true, quick: 5})
 	}
 	return cs
 }

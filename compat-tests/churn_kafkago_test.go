@@ -50,6 +50,14 @@ func kafkagoChurnCase(t *testing.T, tg *churnTarget, c churnCase) {
 	idx, _ := strconv.Atoi(c.name[:2])
 	k := newKgoCase(t, tg, idx%2 == 1)
 	topic := uniqueTopic("kafkago-" + c.name[:2])
+	if c.quick > 0 {
+		for i := range c.quick {
+			name := fmt.Sprintf("%s-%d", topic, i)
+			k.create(ctx, name, c.partitions)
+			k.delete(ctx, name)
+		}
+		return
+	}
 
 	k.create(ctx, topic, c.partitions)
 	w := k.writer(topic)

@@ -201,7 +201,8 @@ type churn struct {
 
 	attempted, created, createFailed, createUnknown atomic.Int64
 	deleted, deleteFailed, neverExisted, partitions atomic.Int64
-	recsAcked, recsFailed                           atomic.Int64
+	recsAcked, recsFailed, recsUnanswered           atomic.Int64
+	closeStuck                                      atomic.Int64 // clients whose Close did not return within 10s
 
 	mu          sync.Mutex
 	topics      map[string]*churnTopicState
@@ -247,9 +248,12 @@ func startChurn(t *testing.T, fc *faultCluster, parent context.Context, n int) *
 		ch.wg.Add(1)
 		go func() {
 			defer ch.wg.Done()
-			defer adm.Close()
-			defer prod.Close()
 			ch.churner(i, kadm.NewClient(adm), prod)
+			for _, cl := range []*kgo.Client{prod, adm} {
+				if !closeWithin(cl, 10*time.Second) {
+					ch.closeStuck.Add(1)
+				}
+			}
 		}()
 	}
 	ch.wg.Add(1)
@@ -380,14 +384,16 @@ func (ch *churn) churner(id int, adm *kadm.Client, prod *kgo.Client) {
 				recs = append(recs, &kgo.Record{Topic: name, Partition: int32(p), Value: []byte(name)})
 			}
 			pctx, pcancel := context.WithTimeout(ch.ctx, 5*time.Second)
-			for _, res := range prod.ProduceSync(pctx, recs...) {
-				if res.Err == nil {
+			res, unanswered := produceWithin(pctx, prod, 2*time.Second, recs...)
+			pcancel()
+			for _, r := range res {
+				if r.Err == nil {
 					ch.recsAcked.Add(1)
 				} else {
 					ch.recsFailed.Add(1)
 				}
 			}
-			pcancel()
+			ch.recsUnanswered.Add(int64(unanswered))
 		}
 		for keep := rng.IntN(4); len(alive) > keep && ch.ctx.Err() == nil; {
 			del(alive[0])
@@ -560,13 +566,16 @@ func (ch *churn) Figures() string {
 	if len(errs) > 8 {
 		errs = append(errs[:8], fmt.Sprintf("... %d kinds", len(errs)))
 	}
-	s := fmt.Sprintf("topics attempted=%d created=%d (partitions %d) create-refused=%d create-unknown=%d deleted=%d delete-unknown-topic=%d delete-failed=%d; records on churn topics acked=%d failed=%d; delete->gone from every live node %s",
+	s := fmt.Sprintf("topics attempted=%d created=%d (partitions %d) create-refused=%d create-unknown=%d deleted=%d delete-unknown-topic=%d delete-failed=%d; records on churn topics acked=%d failed=%d unanswered=%d; delete->gone from every live node %s",
 		ch.attempted.Load(), ch.created.Load(), ch.partitions.Load(), ch.createFailed.Load(), ch.createUnknown.Load(),
-		ch.deleted.Load(), ch.neverExisted.Load(), ch.deleteFailed.Load(), ch.recsAcked.Load(), ch.recsFailed.Load(),
+		ch.deleted.Load(), ch.neverExisted.Load(), ch.deleteFailed.Load(), ch.recsAcked.Load(), ch.recsFailed.Load(), ch.recsUnanswered.Load(),
 		durationFigures(&ch.mu, &ch.goneTimes))
 	s += fmt.Sprintf("; deleted topics listed again: by a node not restarted since=%d, by a restarted node=%d", resurrected, stale)
 	if final > 0 {
 		s += fmt.Sprintf("; all gone from every node %v after the churn stopped", final.Round(time.Millisecond))
+	}
+	if n := ch.closeStuck.Load(); n > 0 {
+		s += fmt.Sprintf("; %d churn clients still closing after 10s", n)
 	}
 	if len(errs) > 0 {
 		s += "; errors: " + strings.Join(errs, "; ")
