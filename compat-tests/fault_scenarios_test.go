@@ -18,9 +18,10 @@ package compattests
 // FJORD_FAULTS picks the scenarios and durations:
 //   - unset or "short" (CI): TestFaultKillLeader and TestFaultKillTwo, each
 //     within about 25s, plus TestFaultRollingRestart (fault_rolling_test.go,
-//     ~15s) and TestFaultDiskCorruption (fault_disk_test.go, ~55s);
+//     ~15s), TestFaultChurnTopics (fault_churn_test.go, ~30s) and
+//     TestFaultDiskCorruption (fault_disk_test.go, ~55s);
 //   - "full": all of them, TestFaultKillLeader for 60s, the others ~30s,
-//     the disk test ~3 min (make faults).
+//     the churn test ~2 min, the disk test ~3 min (make faults).
 //
 // FJORD_FAULT_LOGS=dir keeps, per run, the node logs, franz-go's producer
 // log, the producer's history and the records read back (history.tsv,
