@@ -143,6 +143,12 @@ func TestReplicationSurvivesLeaderLoss(t *testing.T) {
 		ps := isrOf(t, c, c.Addr(other), "r")
 		return len(ps) == 1 && ps[0].Leader == leader
 	})
+	// Every node applies the move in its own time: wait until the new
+	// leader knows it leads (its own metadata says so) before writing.
+	eventually(t, 10*time.Second, "the preferred replica applies its leadership", func() bool {
+		ps := isrOf(t, c, c.Addr(leader), "r")
+		return len(ps) == 1 && ps[0].Leader == leader
+	})
 	if ok, err := produce(t, cl, 300, 50); err != nil || ok != 50 {
 		t.Fatalf("produce after rebalance: %d acked, %v", ok, err)
 	}

@@ -173,10 +173,11 @@ func (p *Partition) Opened(lg *storage.Log, err error) {
 
 // Step feeds the core one event and carries out what it decides.
 func (p *Partition) Step(ev any) {
+	role := false
 	switch ev.(type) {
 	case Assign, Unassign, OpenDone:
+		role = true
 		p.roleMu.Lock()
-		defer p.roleMu.Unlock()
 	}
 	p.mu.Lock()
 	rd := p.mu.core.Step(nowMs(), ev)
@@ -188,6 +189,9 @@ func (p *Partition) Step(ev any) {
 		if err := p.Log().AssignEpoch(rd.StartEpoch, rd.StartOffset); err != nil {
 			p.Logger.Error().Err(err).Msg("recording the leader epoch")
 		}
+	}
+	if role {
+		p.roleMu.Unlock()
 	}
 	p.act(rd)
 }
