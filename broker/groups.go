@@ -14,8 +14,10 @@ import (
 // the deterministic state machine of package group; this type supplies the
 // clock, routes replies to connections, and keeps the groups map.
 //
-// Concurrency: mu guards groups and every call into a group; calls are
-// short (no I/O). Replies are delivered after mu is released. run is the one
+// Concurrency: mu guards groups and every call into a group. A call that
+// settles a group appends its metadata record under mu (a pwrite to the
+// offsets partition, never an fsync: docs/lock-order.md); nothing waits on
+// the network under it. Replies are delivered after mu is released. run is the one
 // goroutine that applies timeouts, sleeping until the earliest deadline.
 type coordinator struct {
 	b    *Broker
