@@ -43,7 +43,12 @@ func TestLongPollWokenByAppend(t *testing.T) {
 	rc.createTopic("t", 1, nil)
 	req := fetchReq("t", 0, 0, 10000, 1)
 	rc.send(req)
-	time.Sleep(50 * time.Millisecond) // let the fetch park
+	parked := func() bool { n, _ := b.lookup("t").parts[0].Waiting(); return n > 0 }
+	for deadline := time.Now().Add(10 * time.Second); !parked(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never parked")
+		}
+	}
 	start := time.Now()
 	if ec, _ := prod.produce("t", 0, makeBatch(batchSpec{values: []string{"wake"}})); ec != 0 {
 		t.Fatal(ec)

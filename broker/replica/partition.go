@@ -425,6 +425,14 @@ func (p *Partition) Watch(ch chan struct{}) {
 	p.mu.Unlock()
 }
 
+// Waiting counts the requests parked on the replica: on its HW or view
+// (consumer fetches, acks=all) and on its log end (replica fetches).
+func (p *Partition) Waiting() (hw, appends int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.waiters), len(p.mu.appendWaiters)
+}
+
 // Unwatch removes ch.
 func (p *Partition) Unwatch(ch chan struct{}) {
 	p.mu.Lock()

@@ -1,0 +1,220 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/storage"
+)
+
+// The driver over a real log in a temporary directory, with a host that
+// opens and deletes logs at once and records proposals: acks=all's
+// purgatory (WaitCommitted) and min.insync.replicas after append, and
+// requests that meet a replica that is not open, being deleted or gone.
+
+type testHost struct {
+	t     *testing.T
+	dir   string
+	mu    sync.Mutex
+	props []Proposal
+	ended bool
+	fail  error // returned by the next open
+}
+
+func (h *testHost) Open(p *Partition) {
+	go func() {
+		h.mu.Lock()
+		fail := h.fail
+		h.mu.Unlock()
+		if fail != nil {
+			p.Opened(nil, fail)
+			return
+		}
+		lg, err := storage.Open(h.dir, storage.DefaultConfig(), zerolog.Nop())
+		if err != nil {
+			h.t.Error(err)
+		}
+		p.Opened(lg, err)
+	}()
+}
+
+func (h *testHost) Delete(p *Partition) {
+	go func() {
+		if lg := p.Log(); lg != nil {
+			lg.Delete()
+		}
+		p.Step(LogDeleted{})
+	}()
+}
+
+func (h *testHost) Propose(_ *Partition, prop Proposal) {
+	h.mu.Lock()
+	h.props = append(h.props, prop)
+	h.mu.Unlock()
+}
+
+func (h *testHost) Ended(*Partition) {
+	h.mu.Lock()
+	h.ended = true
+	h.mu.Unlock()
+}
+
+func (h *testHost) Changed(*Partition) {}
+
+func newTestPartition(t *testing.T, a Assignment, minISR int32, fail error) (*Partition, *testHost) {
+	t.Helper()
+	h := &testHost{t: t, dir: filepath.Join(t.TempDir(), "t-0"), fail: fail}
+	p := NewPartition(PartitionConfig{Topic: "t", Logger: zerolog.Nop(),
+		Settings: Settings{Storage: storage.DefaultConfig(), FlushMessages: 1, MinISR: minISR},
+		Core: Config{ID: 1, SyncOnAck: true, LagMs: 10_000, OpenTimeoutMs: 10_000, AlterTimeoutMs: 10_000,
+			Open: Backoff{InitialMs: 1000, MaxMs: 1000, Attempts: 2}, Alter: Backoff{InitialMs: 100, MaxMs: 100}}}, h)
+	p.Step(Assign{a})
+	p.Start()
+	<-p.OpenAnswered()
+	t.Cleanup(func() {
+		if lg := p.Log(); lg != nil {
+			lg.Close()
+		}
+	})
+	return p, h
+}
+
+// appendOne appends a one-record batch as the leader and fsyncs it; it
+// returns the HW that commits it and the epoch it was written at.
+func appendOne(t *testing.T, p *Partition) (int64, int32) {
+	t.Helper()
+	batch := storage.BuildBatch([]storage.KV{{Value: []byte("v")}}, time.Now().UnixMilli())
+	info, err := storage.ValidateBatch(batch, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, v, err := p.AppendAsLeader(batch, info, time.Now().UnixMilli())
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return res.LastOffset + 1, v.LeaderEpoch
+}
+
+func rf3(isr ...int32) Assignment {
+	return Assignment{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: isr, Live: []int32{1, 2, 3}}
+}
+
+// waitResult runs WaitCommitted in the background.
+func waitResult(p *Partition, target int64, epoch int32, expire <-chan time.Time) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- p.WaitCommitted(context.Background(), target, epoch, expire) }()
+	return ch
+}
+
+func TestWaitCommittedByTheISR(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	target, epoch := appendOne(t, p)
+	done := waitResult(p, target, epoch, nil)
+	p.FollowerFetched(2, target)
+	select {
+	case err := <-done:
+		t.Fatalf("committed with one of two followers: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.FollowerFetched(3, target)
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all with the whole ISR caught up: %v", err)
+	}
+	if p.HW() != target {
+		t.Fatalf("hw %d, want %d", p.HW(), target)
+	}
+}
+
+// The ISR shrinks below min.insync.replicas while a batch waits: it is
+// committed by what is left, but the producer hears
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+func TestWaitCommittedBelowMinISRAfterAppend(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2), 2, nil)
+	target, epoch := appendOne(t, p)
+	done := waitResult(p, target, epoch, nil)
+	a := rf3(1)
+	a.PartitionEpoch = 2
+	p.Step(Assign{a})
+	if err := <-done; !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
+		t.Fatalf("got %v, want ErrNotEnoughReplicasAfterAppend", err)
+	}
+}
+
+// The purgatory's timeout, and a leadership that moves while waiting
+// (the batch may be truncated away): both retriable, neither an ack.
+func TestWaitCommittedTimeoutAndLeadershipMoved(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	target, epoch := appendOne(t, p)
+	expire := make(chan time.Time)
+	done := waitResult(p, target, epoch, expire)
+	close(expire)
+	if err := <-done; !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("got %v, want ErrTimedOut", err)
+	}
+	done = waitResult(p, target, epoch, nil)
+	a := rf3(2, 3)
+	a.Leader, a.LeaderEpoch, a.PartitionEpoch = 2, 2, 2
+	p.Step(Assign{a})
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("got %v, want ErrNotLeader", err)
+	}
+	if _, _, err := p.AppendAsLeader(nil, storage.BatchInfo{}, 0); !errors.Is(err, CodeError(kerr.NotLeaderForPartition.Code)) {
+		t.Fatalf("append as a follower: %v", err)
+	}
+}
+
+// Deleted while a produce waits and a fetch is parked: both wake and get
+// retriable answers; afterwards every request gets
+// UNKNOWN_TOPIC_OR_PARTITION and never a nil log.
+func TestDeletedWhileWaiting(t *testing.T) {
+	p, h := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	target, epoch := appendOne(t, p)
+	done := waitResult(p, target, epoch, nil)
+	parked := make(chan struct{}, 1)
+	p.Watch(parked)
+	p.Step(Unassign{TopicDeleted: true})
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("got %v, want ErrNotLeader", err)
+	}
+	<-parked
+	for deadline := time.Now().Add(5 * time.Second); p.View().Phase != Deleted; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("phase %v, want deleted", p.View().Phase)
+		}
+	}
+	for _, op := range []Op{Produce, ConsumerRead, ReplicaRead, LocalRead} {
+		if lg, _, code := p.Serve(op); code != kerr.UnknownTopicOrPartition.Code || lg != nil {
+			t.Fatalf("op %d after deletion: code %d log %v", op, code, lg)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.ended {
+		t.Fatal("host not told the replica ended")
+	}
+}
+
+// A log that cannot open: KAFKA_STORAGE_ERROR, and no leadership resigned
+// without another live ISR member to take it.
+func TestOpenFailedServesStorageError(t *testing.T) {
+	a := Assignment{Leader: 1, LeaderEpoch: 0, Replicas: []int32{1}, ISR: []int32{1}, Live: []int32{1}}
+	p, h := newTestPartition(t, a, 1, errors.New("too many open files"))
+	if lg, _, code := p.Serve(Produce); code != kerr.KafkaStorageError.Code || lg != nil {
+		t.Fatalf("produce to an unopened log: code %d log %v", code, lg)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.props) != 0 {
+		t.Fatalf("resigned to nobody: %+v", h.props)
+	}
+}
