@@ -128,7 +128,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		cfg.FileDeleteDelay = time.Minute
 	}
 	fs := fsOrOS(cfg.FS)
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllDurable(fs, dir); err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
 	l := &Log{dir: dir, cfg: cfg, fs: fs, log: log}
@@ -217,6 +217,14 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		s, err := createSegment(fs, dir, 0)
 		if err != nil {
 			return nil, err
+		}
+		// A new log's directory may be new too, made by the caller (the
+		// broker writes partition.metadata first) if not by
+		// mkdirAllDurable: its name must be durable in its parent before
+		// anything acknowledged lives in it. Once per partition.
+		if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("log %s: sync parent directory: %w", dir, err)
 		}
 		segs = append(segs, s)
 	}

@@ -1023,3 +1023,42 @@ func TestOpenTrustsGoodIndexes(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestOpenNewDirectoryDurable: a partition directory that Open creates must
+// survive a power loss once data in it is acknowledged. Syncing the
+// directory (as creating a segment does) makes the names in it durable, not
+// its own name in its parent; without the parent's sync, POSIX lets a crash
+// lose the whole partition, acknowledged records and all (TestCrashRecovery
+// found it; ext4 usually commits the name with the next fsync anyway).
+//
+// The broker makes the directory itself (to write partition.metadata)
+// before Open: Open must cover that case too.
+func TestOpenNewDirectoryDurable(t *testing.T) {
+	for _, made := range []string{"by Open", "by the caller"} {
+		t.Run(made, func(t *testing.T) {
+			fs := NewMemFS()
+			if made == "by the caller" {
+				if err := fs.MkdirAll("/data/logs", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				fs.SyncDir("/")
+				fs.SyncDir("/data")
+				if err := fs.MkdirAll("/data/logs/topic-0", 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := testConfig()
+			cfg.FS = fs
+			l := openLog(t, "/data/logs/topic-0", cfg)
+			appendOpts(t, l, batchOpts{N: 3}, 1)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			cfg.FS = fs.CrashClone(nil)
+			l2 := openLog(t, "/data/logs/topic-0", cfg)
+			if l2.EndOffset() != 3 {
+				t.Fatalf("regression: after a crash the log ends at %d, want 3: the partition directory (made %s) was never synced into its parent, so its own name was not durable", l2.EndOffset(), made)
+			}
+		})
+	}
+}

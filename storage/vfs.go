@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -190,4 +191,41 @@ func WriteFileSyncFS(fs FS, path string, data []byte) error {
 		return err
 	}
 	return fs.SyncDir(filepath.Dir(path))
+}
+
+// mkdirAllDurable is MkdirAll that also makes each directory it creates
+// durable in its parent. SyncDir of a directory says nothing about the
+// directory's own name in its parent (POSIX; ext4's journal usually
+// commits it with the next fsync anyway, other file systems need not), so
+// a partition created and written, fsynced and acknowledged could vanish
+// whole in a power loss without this. Directories that exist cost one
+// Stat.
+func mkdirAllDurable(fs FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if parent := filepath.Dir(d); parent == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Outermost first: each name is durable before anything below it needs
+	// it to be.
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("sync directory %s: %w", filepath.Dir(created[i]), err)
+		}
+	}
+	return nil
 }
