@@ -259,7 +259,10 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 // rebuild, the in-memory indexes are filled. onBatch sees each good batch
 // (its bytes only when check is set; header bytes otherwise).
 func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), 256<<10)
+	// Large reads for large segments, but no more than the segment: Open
+	// scans every active segment, and a broker with many small partitions
+	// would otherwise allocate 256 KiB for each.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), int(min(256<<10, fileSize-start)))
 	pos := start
 	var hdr [BatchHeaderLen]byte
 	var buf []byte
