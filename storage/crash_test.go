@@ -943,3 +943,62 @@ func (r *crashRun) adopt() {
 	}
 	r.logf("  recovered [%d, %d), %d batches; producer %d next seq %d", r.l.StartOffset(), r.l.EndOffset(), len(got), r.pid, r.seq)
 }
+
+// TestDeleteCrash: a crash at any point of Log.Delete leaves either the
+// whole log under its name, or a directory that RemoveDeletedDirs removes
+// at start-up; never a log missing part of itself that would pass for a
+// whole one.
+func TestDeleteCrash(t *testing.T) {
+	for change := 0; ; change++ {
+		last := false // the crash comes after Delete returned
+		for seed := range uint64(8) {
+			fs := newCrashFS(NewMemFS(), rand.New(rand.NewPCG(seed, uint64(change))))
+			cfg := testConfig()
+			cfg.FS = fs
+			cfg.SegmentBytes = 400
+			l, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 12 {
+				appendOpts(t, l, batchOpts{N: 3, ValueSize: 40}, int64(i))
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if l, err = Open("/logs/topic-0", cfg, zerolog.Nop()); err != nil {
+				t.Fatal(err)
+			}
+			if l.SegmentCount() < 3 {
+				t.Fatalf("%d segments; the test wants several", l.SegmentCount())
+			}
+			fs.arm(change)
+			if err := l.Delete(); err != nil {
+				t.Fatal(err)
+			}
+			img := fs.collect()
+			if img == nil {
+				img, last = fs.MemFS.CrashClone(fs.rng), true
+			}
+			RemoveDeletedDirsFS(img, "/logs")
+			if _, err := img.Stat("/logs/topic-0"); err != nil {
+				continue // deleted, or going: fine
+			}
+			cfg.FS = img
+			l2, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatalf("crash at change %d of Delete: Open: %v", change, err)
+			}
+			n := len(readAll(t, l2, l2.StartOffset()))
+			start, end := l2.StartOffset(), l2.EndOffset()
+			l2.Close()
+			if start != 0 || end != 36 || n != 12 {
+				t.Fatalf("regression: a crash at change %d of Delete (image %d) left the log under its own name as [%d, %d) with %d batches, want [0, 36) with 12 or no log: the rename to %s was not durable before the files went",
+					change, seed, start, end, n, DeletedSuffix)
+			}
+		}
+		if last {
+			return
+		}
+	}
+}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -253,10 +254,16 @@ func (l *Log) Delete() error {
 		s.close()
 	}
 	// Rename first so a crash mid-removal leaves a directory that start-up
-	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log.
+	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log;
+	// the rename must be durable before the first removal is, which the
+	// parent's sync makes sure of (the removals are changes to another
+	// directory, which a crash may keep without the rename).
 	gone := l.dir + DeletedSuffix
 	if err := l.fs.Rename(l.dir, gone); err != nil {
 		return fmt.Errorf("log %s: %w", l.dir, err)
+	}
+	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("log %s: sync parent directory: %w", l.dir, err)
 	}
 	return l.fs.RemoveAll(gone)
 }
