@@ -142,11 +142,15 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	_, statErr := fs.Stat(cleanPath)
 	clean := statErr == nil
 	if clean {
-		// From here on a crash must look unclean.
+		// From here on a crash must look unclean, durably: a marker that
+		// came back would have the next Open trust this active segment's
+		// index and skip the CRC checks of its tail.
 		if err := fs.Remove(cleanPath); err != nil {
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
-		fs.SyncDir(dir)
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, fmt.Errorf("log %s: sync directory after removing %s: %w", dir, cleanShutdownFile, err)
+		}
 	}
 	removeTempFiles(fs, dir)
 

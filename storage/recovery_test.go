@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1060,5 +1061,37 @@ func TestOpenNewDirectoryDurable(t *testing.T) {
 				t.Fatalf("regression: after a crash the log ends at %d, want 3: the partition directory (made %s) was never synced into its parent, so its own name was not durable", l2.EndOffset(), made)
 			}
 		})
+	}
+}
+
+// syncDirFailsFS is a MemFS whose directory syncs fail.
+type syncDirFailsFS struct{ *MemFS }
+
+func (syncDirFailsFS) SyncDir(dir string) error {
+	return &os.PathError{Op: "sync", Path: dir, Err: syscall.EIO}
+}
+
+// TestOpenCleanMarkerRemovalDurable: Open after a clean shutdown removes
+// the clean-shutdown marker and must know the removal is durable before it
+// takes appends; otherwise a crash may bring the marker back, and the next
+// Open would trust the active segment's index and skip the CRC checks of
+// its tail.
+func TestOpenCleanMarkerRemovalDurable(t *testing.T) {
+	fs := NewMemFS()
+	cfg := testConfig()
+	cfg.FS = fs
+	l := openLog(t, "/data/topic-0", cfg)
+	appendOpts(t, l, batchOpts{N: 3}, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FS = syncDirFailsFS{fs}
+	l2, err := Open("/data/topic-0", cfg, zerolog.Nop())
+	if err == nil {
+		l2.Close()
+		t.Fatal("regression: Open took a log whose clean-shutdown marker it could not durably remove (the directory sync failed)")
+	}
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Open: %v, want the sync's error", err)
 	}
 }
