@@ -1002,3 +1002,77 @@ func TestDeleteCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartInsideSegmentCrash: TruncateFullyAndStartAt at an offset
+// inside a segment, crashed at each of its steps, never leaves that
+// segment beside the new one: its batches at or past the new start would
+// come back under the new segment's (TestCrashRecovery found reads and
+// MaxTimestamp answering past the log end, and old batches served again
+// once the log grew back past them).
+func TestRestartInsideSegmentCrash(t *testing.T) {
+	for change := 0; ; change++ {
+		fs := newCrashFS(NewMemFS(), rand.New(rand.NewPCG(uint64(change), 2)))
+		cfg := testConfig()
+		cfg.FS = fs
+		cfg.SegmentBytes = 1000
+		l, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, BaseTS: 1000 + int64(i)}, int64(i))
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		const at = 20 // inside a segment, with a batch (18-20) straddling it
+		if segs := l.segments(); !slices.ContainsFunc(segs, func(s *segment) bool { return s.base < at && s.next > at }) {
+			t.Fatal("no segment holds offsets on both sides of the restart point")
+		}
+		fs.arm(change)
+		if err := l.TruncateFullyAndStartAt(at); err != nil {
+			t.Fatal(err)
+		}
+		img := fs.collect()
+		last := img == nil
+		if last {
+			img = fs.MemFS.CrashClone(nil)
+		}
+		cfg.FS = img
+		l2, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatalf("crash at change %d: Open: %v", change, err)
+		}
+		end := l2.EndOffset()
+		if off, _, ok, _ := l2.MaxTimestamp(); ok && off >= end {
+			t.Fatalf("regression: crash at change %d of TruncateFullyAndStartAt(%d): MaxTimestamp names offset %d, past the log end %d: a segment below the restart point kept batches past it", change, at, off, end)
+		}
+		segs := l2.segments()
+		restarted := slices.ContainsFunc(segs, func(s *segment) bool { return s.base == at })
+		for _, s := range segs {
+			if restarted && s.base < at && s.next > at {
+				t.Fatalf("regression: crash at change %d of TruncateFullyAndStartAt(%d): segment %d runs to %d, past the restart point, beside the new segment", change, at, s.base, s.next)
+			}
+		}
+		l2.Close()
+		if last {
+			break
+		}
+	}
+
+	// Restarting again where the log already starts, empty: the segment
+	// there goes before its namesake is created, not after.
+	fs := NewMemFS()
+	cfg := testConfig()
+	cfg.FS = fs
+	l := openLog(t, "/logs/topic-0", cfg)
+	for range 2 {
+		if err := l.TruncateFullyAndStartAt(20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.FS = fs.CrashClone(nil)
+	if l2 := openLog(t, "/logs/topic-0", cfg); l2.StartOffset() != 20 || l2.EndOffset() != 20 {
+		t.Fatalf("after restarting at 20 twice and a crash, the log is [%d, %d)", l2.StartOffset(), l2.EndOffset())
+	}
+}

@@ -306,10 +306,13 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 // Order: the producer snapshots go and the epoch checkpoint is emptied
 // first (a crash then leaves the old log, whose producers Open replays and
 // whose epochs it rebuilds from the batches, since the checkpoint lacks
-// them). Then segments at or past offset go, newest first, so a crash
-// never leaves old batches after the new start; then the new segment is
-// created (durably); then the segments below offset go, oldest first, like
-// retention.
+// them). Then the segments starting at or past offset, or running past it,
+// go, newest first, so a crash never leaves old batches after the new
+// start (a segment that began below offset but ran past it would overlap
+// the new one, and Open does not untangle overlapping segments; one that
+// began at offset has the new one's file names); then the new segment is
+// created (durably); then the segments wholly below offset go, oldest
+// first, like retention.
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	// Failures before the first segment goes leave the log as it was.
@@ -337,7 +340,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return nil
 	}
 	below := len(segs)
-	for below > 0 && segs[below-1].base >= offset {
+	for below > 0 && (segs[below-1].base >= offset || segs[below-1].next > offset) {
 		below--
 		if err := remove(segs[below]); err != nil {
 			return fail(err)
