@@ -25,12 +25,13 @@ import (
 // once SyncDir of the directory holding the name returns (POSIX promises no
 // more, and MemFS's crash image grants no more).
 //
-// Alternatives rejected: pebble's vfs.FS (the module already depends on
-// pebble, and the house style names it) has no Truncate on its File, which
-// recovery (torn tails), rolls (preallocated tails) and follower truncation
-// all need, and it opens files by purpose (Create, OpenReadWrite) rather
-// than with the O_APPEND the index files rely on; wrapping it would have
-// meant a second interface anyway.
+// Alternatives rejected: pebble's vfs.FS (v1.1.5, which the module already
+// depends on, and which the house style names) has no Truncate on its
+// File, which recovery (torn tails), rolls (preallocated tails) and
+// follower truncation all need, and it opens files by purpose (Create,
+// OpenReadWrite) rather than with the O_APPEND the index files rely on;
+// wrapping it would have meant a second interface anyway. Its strict
+// MemFS also has no torn writes.
 type FS interface {
 	// OpenFile is os.OpenFile. flag combines os.O_RDONLY, O_WRONLY or O_RDWR
 	// with O_CREATE, O_EXCL, O_TRUNC and O_APPEND; perm applies to a file it
