@@ -37,8 +37,8 @@ import (
 //   - A rename within one directory is one change: after a crash the file
 //     has the old name or the new one, never both or neither. A rename
 //     across directories is a removal in one and a creation in the other,
-//     which may survive apart (storage renames across directories only in
-//     Log.Delete, which syncs in between).
+//     which may survive apart (storage never does that: even Log.Delete
+//     renames the partition directory within its parent).
 //
 // CrashClone(nil) keeps only the durable state. CrashClone(rng) also keeps,
 // independently for each file and each directory, a random prefix of its
@@ -50,11 +50,12 @@ import (
 // modelled: for an appended log that leaves garbage past the durable
 // prefix, as a torn tail does, and FuzzRecovery covers arbitrary garbage
 // there. Nothing durable is ever lost, and nothing is invented: every byte
-// of a crash image was written at some point.
+// of a crash image was written at some point, or is a zero that extending
+// the file (Truncate, Preallocate, a write past the end) put there.
 //
 // Invariants: for every file, applying pending to durable gives data; for
 // every directory, applying pendingEntries to durableEntries gives entries.
-// A node is reachable through entries or through open MemFiles only; a
+// A node is reachable through entries or through open files only; a
 // removed file stays readable and writable through the handles open on it,
 // as on Unix.
 //
