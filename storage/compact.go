@@ -75,7 +75,7 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		size := s.pub.Load().size
 		expired := s.maxTS >= 0 && now-s.maxTS > deleteRetentionMs
 		cleaned := segmentPath(l.dir, s.base, ".log"+cleanedExt)
-		f, err := os.OpenFile(cleaned, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := l.fs.OpenFile(cleaned, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return st, fmt.Errorf("segment %d: %w", s.base, err)
 		}
@@ -126,7 +126,7 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 			err = cerr
 		}
 		if err != nil || purged == 0 {
-			os.Remove(cleaned)
+			l.fs.Remove(cleaned)
 			if err != nil {
 				return st, fmt.Errorf("segment %d: clean: %w", s.base, err)
 			}
@@ -210,7 +210,7 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.truncations.Load() != gen {
-		os.Remove(cleaned)
+		l.fs.Remove(cleaned)
 		return errCompactionAborted
 	}
 	segs := l.segments()
@@ -221,23 +221,23 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 		}
 	}
 	if idx < 0 || l.mu.closed {
-		os.Remove(cleaned) // deleted by retention, or closing, meanwhile
+		l.fs.Remove(cleaned) // deleted by retention, or closing, meanwhile
 		return nil
 	}
 	// Indexes go first: a crash after the rename then finds none and
 	// rebuilds them from the new file, never trusts stale ones.
 	for _, ext := range []string{".index", ".timeindex"} {
-		if err := os.Remove(segmentPath(dir, old.base, ext)); err != nil && !os.IsNotExist(err) {
+		if err := l.fs.Remove(segmentPath(dir, old.base, ext)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("segment %d: %w", old.base, err)
 		}
 	}
-	if err := os.Rename(cleaned, old.path); err != nil {
+	if err := l.fs.Rename(cleaned, old.path); err != nil {
 		return fmt.Errorf("segment %d: install cleaned: %w", old.base, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := l.fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("segment %d: %w", old.base, err)
 	}
-	ns, err := openSegment(dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil, nil)
+	ns, err := openSegment(l.fs, dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil, nil)
 	if err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: reopen after cleaning: %w", old.base, err)
 		return l.mu.failed
@@ -246,7 +246,7 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	if ns.maxTS < old.maxTS {
 		ns.maxTS, ns.maxTSOffset = old.maxTS, old.maxTSOffset
 	}
-	for _, f := range []*os.File{ns.ix.offFile, ns.ix.timeFile} {
+	for _, f := range []File{ns.ix.offFile, ns.ix.timeFile} {
 		f.Sync()
 	}
 	next := append([]*segment(nil), segs...)

@@ -81,4 +81,22 @@
 // durable with fdatasync, and concurrent Flush callers share one sync (group
 // commit). The durable end offset is published so the broker can hold back
 // acknowledgements and consumer visibility until data is on disk.
+//
+// Names are made durable as POSIX requires, by syncing the directory that
+// holds them, never by relying on a file system that commits metadata in
+// order (ext4's journal mostly does): a new partition directory (in its
+// parent), a new segment's files, a renamed snapshot or epoch checkpoint, a
+// compacted segment swapped in, truncation's removals, and Delete's rename.
+// Retention's removals are not synced: a crash may bring deleted segments
+// back, whole and unchanged, for the next retention check.
+//
+// # File system
+//
+// Every file operation goes through FS (vfs.go): OSFS, the operating
+// system's, by default; MemFS in tests. MemFS.CrashClone gives what a power
+// loss would leave under those rules (each file as of its last sync, each
+// directory's names as of its last sync, maybe some of what came after),
+// and TestCrashRecovery crashes random workloads with it at every kind of
+// step, recovery included, and checks that no acknowledged record is lost
+// and none invented.
 package storage

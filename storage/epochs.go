@@ -207,16 +207,16 @@ func decodeEpochCheckpoint(b []byte) (epochCache, error) {
 
 // readEpochCheckpoint loads dir's checkpoint; a missing file is reported
 // with an error satisfying errors.Is(err, os.ErrNotExist).
-func readEpochCheckpoint(dir string) (epochCache, error) {
-	b, err := os.ReadFile(filepath.Join(dir, epochCheckpointFile))
+func readEpochCheckpoint(fs FS, dir string) (epochCache, error) {
+	b, err := readFile(fs, filepath.Join(dir, epochCheckpointFile))
 	if err != nil {
 		return nil, err
 	}
 	return decodeEpochCheckpoint(b)
 }
 
-func writeEpochCheckpoint(dir string, c epochCache) error {
-	if err := WriteFileSync(filepath.Join(dir, epochCheckpointFile), c.encode()); err != nil {
+func writeEpochCheckpoint(fs FS, dir string, c epochCache) error {
+	if err := WriteFileSyncFS(fs, filepath.Join(dir, epochCheckpointFile), c.encode()); err != nil {
 		return fmt.Errorf("leader-epoch-checkpoint: %w", err)
 	}
 	return nil
@@ -253,7 +253,7 @@ func (l *Log) epochCache() epochCache {
 // failure nothing changes in memory.
 // REQUIRES: l.mu held.
 func (l *Log) saveEpochsLocked(c epochCache) error {
-	if err := writeEpochCheckpoint(l.dir, c); err != nil {
+	if err := writeEpochCheckpoint(l.fs, l.dir, c); err != nil {
 		return fmt.Errorf("log %s: %w", l.dir, err)
 	}
 	l.epochs.Store(&c)
@@ -267,7 +267,7 @@ func (l *Log) saveEpochsLocked(c epochCache) error {
 // Entries at or past the log end are dropped: recovery may have cut the
 // batches they described, or the leader that recorded one never wrote.
 func (l *Log) loadEpochs(segs []*segment, start, end int64) error {
-	c, err := readEpochCheckpoint(l.dir)
+	c, err := readEpochCheckpoint(l.fs, l.dir)
 	missing := errors.Is(err, os.ErrNotExist)
 	rebuild := err != nil
 	if err != nil && !missing {
@@ -291,7 +291,7 @@ func (l *Log) loadEpochs(segs []*segment, start, end int64) error {
 		// An empty log needs no file: partition creation stays free of
 		// this fsync.
 		if len(c) > 0 || !missing {
-			if err := writeEpochCheckpoint(l.dir, c); err != nil {
+			if err := writeEpochCheckpoint(l.fs, l.dir, c); err != nil {
 				l.log.Warn().Err(err).Msg("writing the rebuilt leader-epoch-checkpoint failed; the next open rebuilds again")
 			}
 		}

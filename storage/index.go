@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -38,8 +37,8 @@ const (
 type index struct {
 	offs      []offsetEntry
 	times     []timeEntry
-	offFile   *os.File
-	timeFile  *os.File
+	offFile   File // opened with O_APPEND
+	timeFile  File // opened with O_APPEND
 	scratch   [timeEntryLen]byte
 	fileError error // sticky: a failed index write only costs lookups speed
 }
@@ -94,12 +93,12 @@ func lookupTime(times []timeEntry, ts int64) int32 {
 
 // loadIndexFiles reads index files; a malformed file is reported so the
 // caller rebuilds from the log.
-func loadIndexFiles(offPath, timePath string, logSize int64) ([]offsetEntry, []timeEntry, error) {
-	ob, err := os.ReadFile(offPath)
+func loadIndexFiles(fs FS, offPath, timePath string, logSize int64) ([]offsetEntry, []timeEntry, error) {
+	ob, err := readFile(fs, offPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	tb, err := os.ReadFile(timePath)
+	tb, err := readFile(fs, timePath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 )
 
 // Config is one partition log's policy; Kafka topic config names beside.
@@ -34,6 +33,9 @@ type Config struct {
 	// ProducerExpirationMs drops idempotent-producer state idle this long
 	// (producer.id.expiration.ms); 0 means DefaultProducerExpirationMs.
 	ProducerExpirationMs int64
+	// FS holds the log's files; nil means the operating system's (OSFS).
+	// Fixed at Open: SetConfig ignores it.
+	FS FS
 }
 
 // DefaultConfig matches Kafka's defaults.
@@ -75,6 +77,7 @@ const cleanShutdownFile = "clean-shutdown"
 type Log struct {
 	dir string
 	cfg Config
+	fs  FS // never nil
 	log zerolog.Logger
 
 	mu struct {
@@ -124,31 +127,36 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if cfg.FileDeleteDelay == 0 {
 		cfg.FileDeleteDelay = time.Minute
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fs := fsOrOS(cfg.FS)
+	if err := mkdirAllDurable(fs, dir); err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, cfg: cfg, log: log}
+	l := &Log{dir: dir, cfg: cfg, fs: fs, log: log}
 	l.mu.dirty = make(map[*segment]struct{})
 
-	bases, err := listSegments(dir)
+	bases, err := listSegments(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
 	cleanPath := filepath.Join(dir, cleanShutdownFile)
-	_, statErr := os.Stat(cleanPath)
+	_, statErr := fs.Stat(cleanPath)
 	clean := statErr == nil
 	if clean {
-		// From here on a crash must look unclean.
-		if err := os.Remove(cleanPath); err != nil {
+		// From here on a crash must look unclean, durably: a marker that
+		// came back would have the next Open trust this active segment's
+		// index and skip the CRC checks of its tail.
+		if err := fs.Remove(cleanPath); err != nil {
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
-		syncDir(dir)
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, fmt.Errorf("log %s: sync directory after removing %s: %w", dir, cleanShutdownFile, err)
+		}
 	}
-	removeTempFiles(dir)
+	removeTempFiles(fs, dir)
 
 	// Producer state: the newest snapshot, then replay of the batches after
 	// it. Segments entirely below the snapshot need no replay.
-	prods, snapAt := loadLatestSnapshot(dir, 1<<62)
+	prods, snapAt := loadLatestSnapshot(fs, dir, 1<<62)
 	loadTime := time.Now().UnixMilli()
 	var segs []*segment
 	for i, base := range bases {
@@ -180,11 +188,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 					Msg("sealed segment is damaged: the log now ends at the damage; the segments after it are removed and must be fetched again from the leader")
 				for k := len(later) - 1; k >= 0; k-- {
 					for _, ext := range []string{".log", ".index", ".timeindex"} {
-						if err := os.Remove(segmentPath(dir, later[k], ext)); err != nil && !os.IsNotExist(err) {
+						if err := fs.Remove(segmentPath(dir, later[k], ext)); err != nil && !os.IsNotExist(err) {
 							return err
 						}
 					}
-					if err := syncDir(dir); err != nil {
+					if err := fs.SyncDir(dir); err != nil {
 						return err
 					}
 				}
@@ -192,7 +200,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				return nil
 			}
 		}
-		s, err := openSegment(dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
+		s, err := openSegment(fs, dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
 		if err != nil {
 			for _, o := range segs {
 				o.close()
@@ -210,9 +218,17 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		segs = append(segs, s)
 	}
 	if len(segs) == 0 {
-		s, err := createSegment(dir, 0)
+		s, err := createSegment(fs, dir, 0)
 		if err != nil {
 			return nil, err
+		}
+		// A new log's directory may be new too, made by the caller (the
+		// broker writes partition.metadata first) if not by
+		// mkdirAllDurable: its name must be durable in its parent before
+		// anything acknowledged lives in it. Once per partition.
+		if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("log %s: sync parent directory: %w", dir, err)
 		}
 		segs = append(segs, s)
 	}
@@ -229,8 +245,8 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		for _, s := range segs {
 			s.close()
 		}
-		for _, off := range must(listSnapshots(dir)) {
-			os.Remove(segmentPath(dir, off, snapshotExt))
+		for _, off := range must(listSnapshots(fs, dir)) {
+			fs.Remove(segmentPath(dir, off, snapshotExt))
 		}
 		return open(dir, cfg, log, true)
 	}
@@ -253,8 +269,8 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 
 func must[T any](v T, _ error) T { return v }
 
-func listSegments(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fs FS, dir string) ([]int64, error) {
+	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -272,11 +288,11 @@ func listSegments(dir string) ([]int64, error) {
 	return bases, nil
 }
 
-func removeTempFiles(dir string) {
-	ents, _ := os.ReadDir(dir)
+func removeTempFiles(fs FS, dir string) {
+	ents, _ := fs.ReadDir(dir)
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") || strings.HasSuffix(e.Name(), cleanedExt) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			fs.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }
@@ -424,18 +440,18 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = err
 		return nil, err
 	}
-	for _, f := range []*os.File{old.f, old.ix.offFile, old.ix.timeFile} {
-		if err := fdatasync(f); err != nil {
+	for _, f := range []File{old.f, old.ix.offFile, old.ix.timeFile} {
+		if err := f.SyncData(); err != nil {
 			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
 			return nil, l.mu.failed
 		}
 	}
-	s, err := createSegment(l.dir, base)
+	s, err := createSegment(l.fs, l.dir, base)
 	if err != nil {
 		return nil, err
 	}
 	l.mu.producers.expire(now, l.producerTTL())
-	if err := writeSnapshot(l.dir, l.mu.producers, base); err != nil {
+	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
 	}
 	l.view.RLock()
@@ -474,7 +490,7 @@ func (l *Log) Flush() error {
 	l.mu.Unlock()
 
 	for _, s := range dirty {
-		if err := fdatasync(s.f); err != nil {
+		if err := s.f.SyncData(); err != nil {
 			if s.removed.Load() {
 				continue // deleted by retention while we synced: nothing to keep
 			}
@@ -489,15 +505,6 @@ func (l *Log) Flush() error {
 	}
 	l.durable.Store(end)
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // Read returns whole batches starting with the one containing offset and

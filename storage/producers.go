@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -217,22 +215,22 @@ func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
 
 // writeSnapshot writes the table as of endOffset durably (temp file, fsync,
 // rename) and removes all but the newest two snapshots.
-func writeSnapshot(dir string, p producers, endOffset int64) error {
+func writeSnapshot(fs FS, dir string, p producers, endOffset int64) error {
 	path := segmentPath(dir, endOffset, snapshotExt)
-	if err := WriteFileSync(path, p.encode(endOffset)); err != nil {
+	if err := WriteFileSyncFS(fs, path, p.encode(endOffset)); err != nil {
 		return fmt.Errorf("producer snapshot %d: %w", endOffset, err)
 	}
-	snaps, _ := listSnapshots(dir)
+	snaps, _ := listSnapshots(fs, dir)
 	for len(snaps) > 2 {
-		os.Remove(segmentPath(dir, snaps[0], snapshotExt))
+		fs.Remove(segmentPath(dir, snaps[0], snapshotExt))
 		snaps = snaps[1:]
 	}
 	return nil
 }
 
 // listSnapshots returns the snapshot offsets in dir, ascending.
-func listSnapshots(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSnapshots(fs FS, dir string) ([]int64, error) {
+	ents, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -252,13 +250,13 @@ func listSnapshots(dir string) ([]int64, error) {
 
 // loadLatestSnapshot returns the newest readable snapshot at or below
 // maxOffset, or an empty table at offset -1.
-func loadLatestSnapshot(dir string, maxOffset int64) (producers, int64) {
-	snaps, _ := listSnapshots(dir)
+func loadLatestSnapshot(fs FS, dir string, maxOffset int64) (producers, int64) {
+	snaps, _ := listSnapshots(fs, dir)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		if snaps[i] > maxOffset {
 			continue
 		}
-		b, err := os.ReadFile(segmentPath(dir, snaps[i], snapshotExt))
+		b, err := readFile(fs, segmentPath(dir, snaps[i], snapshotExt))
 		if err != nil {
 			continue
 		}
@@ -267,38 +265,4 @@ func loadLatestSnapshot(dir string, maxOffset int64) (producers, int64) {
 		}
 	}
 	return producers{}, -1
-}
-
-// WriteFileSync replaces path atomically with data, durably: a temporary
-// file is written and fsynced, renamed over path, and the directory fsynced.
-func WriteFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -2,7 +2,7 @@ package storage
 
 import (
 	"fmt"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -213,24 +213,24 @@ func (l *Log) Close() error {
 		end := l.end.Load()
 		if active := segs[len(segs)-1]; active.allocated > active.size {
 			if err = active.trimTail(); err == nil {
-				err = fdatasync(active.f)
+				err = active.f.SyncData()
 			}
 		}
 		for _, s := range segs {
-			for _, f := range []interface{ Sync() error }{s.ix.offFile, s.ix.timeFile} {
+			for _, f := range []File{s.ix.offFile, s.ix.timeFile} {
 				if e := f.Sync(); e != nil && err == nil {
 					err = e
 				}
 			}
 		}
 		if err == nil {
-			err = writeSnapshot(l.dir, l.mu.producers, end)
+			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end)
 		}
 		if err == nil && l.mu.epochsUnsaved {
-			err = writeEpochCheckpoint(l.dir, l.epochCache())
+			err = writeEpochCheckpoint(l.fs, l.dir, l.epochCache())
 		}
 		if err == nil {
-			err = WriteFileSync(l.dir+"/"+cleanShutdownFile, nil)
+			err = WriteFileSyncFS(l.fs, l.dir+"/"+cleanShutdownFile, nil)
 		}
 	}
 	for _, s := range segs {
@@ -254,23 +254,35 @@ func (l *Log) Delete() error {
 		s.close()
 	}
 	// Rename first so a crash mid-removal leaves a directory that start-up
-	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log.
+	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log;
+	// the rename must be durable before the first removal is, which the
+	// parent's sync makes sure of (the removals are changes to another
+	// directory, which a crash may keep without the rename).
 	gone := l.dir + DeletedSuffix
-	if err := os.Rename(l.dir, gone); err != nil {
+	if err := l.fs.Rename(l.dir, gone); err != nil {
 		return fmt.Errorf("log %s: %w", l.dir, err)
 	}
-	return os.RemoveAll(gone)
+	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("log %s: sync parent directory: %w", l.dir, err)
+	}
+	return l.fs.RemoveAll(gone)
 }
 
 // DeletedSuffix marks a partition directory being deleted.
 const DeletedSuffix = ".fjord-delete"
 
-// RemoveDeletedDirs finishes deletions interrupted by a crash.
+// RemoveDeletedDirs finishes deletions interrupted by a crash, in logDir
+// on the operating system's file system; RemoveDeletedDirsFS takes another.
 func RemoveDeletedDirs(logDir string) {
-	ents, _ := os.ReadDir(logDir)
+	RemoveDeletedDirsFS(OSFS, logDir)
+}
+
+// RemoveDeletedDirsFS is RemoveDeletedDirs on fs.
+func RemoveDeletedDirsFS(fs FS, logDir string) {
+	ents, _ := fs.ReadDir(logDir)
 	for _, e := range ents {
 		if e.IsDir() && strings.HasSuffix(e.Name(), DeletedSuffix) {
-			os.RemoveAll(logDir + "/" + e.Name())
+			fs.RemoveAll(logDir + "/" + e.Name())
 		}
 	}
 }

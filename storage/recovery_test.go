@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1021,5 +1022,76 @@ func TestOpenTrustsGoodIndexes(t *testing.T) {
 			}
 		}
 		l.Close()
+	}
+}
+
+// TestOpenNewDirectoryDurable: a partition directory that Open creates must
+// survive a power loss once data in it is acknowledged. Syncing the
+// directory (as creating a segment does) makes the names in it durable, not
+// its own name in its parent; without the parent's sync, POSIX lets a crash
+// lose the whole partition, acknowledged records and all (TestCrashRecovery
+// found it; ext4 usually commits the name with the next fsync anyway).
+//
+// The broker makes the directory itself (to write partition.metadata)
+// before Open: Open must cover that case too.
+func TestOpenNewDirectoryDurable(t *testing.T) {
+	for _, made := range []string{"by Open", "by the caller"} {
+		t.Run(made, func(t *testing.T) {
+			fs := NewMemFS()
+			if made == "by the caller" {
+				if err := fs.MkdirAll("/data/logs", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				fs.SyncDir("/")
+				fs.SyncDir("/data")
+				if err := fs.MkdirAll("/data/logs/topic-0", 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := testConfig()
+			cfg.FS = fs
+			l := openLog(t, "/data/logs/topic-0", cfg)
+			appendOpts(t, l, batchOpts{N: 3}, 1)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			cfg.FS = fs.CrashClone(nil)
+			l2 := openLog(t, "/data/logs/topic-0", cfg)
+			if l2.EndOffset() != 3 {
+				t.Fatalf("regression: after a crash the log ends at %d, want 3: the partition directory (made %s) was never synced into its parent, so its own name was not durable", l2.EndOffset(), made)
+			}
+		})
+	}
+}
+
+// syncDirFailsFS is a MemFS whose directory syncs fail.
+type syncDirFailsFS struct{ *MemFS }
+
+func (syncDirFailsFS) SyncDir(dir string) error {
+	return &os.PathError{Op: "sync", Path: dir, Err: syscall.EIO}
+}
+
+// TestOpenCleanMarkerRemovalDurable: Open after a clean shutdown removes
+// the clean-shutdown marker and must know the removal is durable before it
+// takes appends; otherwise a crash may bring the marker back, and the next
+// Open would trust the active segment's index and skip the CRC checks of
+// its tail.
+func TestOpenCleanMarkerRemovalDurable(t *testing.T) {
+	fs := NewMemFS()
+	cfg := testConfig()
+	cfg.FS = fs
+	l := openLog(t, "/data/topic-0", cfg)
+	appendOpts(t, l, batchOpts{N: 3}, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FS = syncDirFailsFS{fs}
+	l2, err := Open("/data/topic-0", cfg, zerolog.Nop())
+	if err == nil {
+		l2.Close()
+		t.Fatal("regression: Open took a log whose clean-shutdown marker it could not durably remove (the directory sync failed)")
+	}
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Open: %v, want the sync's error", err)
 	}
 }

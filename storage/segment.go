@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // segment is one .log file and its indexes.
@@ -26,7 +24,8 @@ import (
 type segment struct {
 	base int64
 	path string // the .log file
-	f    *os.File
+	fs   FS
+	f    File
 
 	next            int64 // offset after the last batch
 	size            int64 // bytes of complete batches
@@ -76,7 +75,7 @@ func (s *segment) ensureSpace(n int, limit int64) {
 		return
 	}
 	want := max(s.size+int64(n), min(s.allocated+preallocChunk, limit))
-	if err := unix.Fallocate(int(s.f.Fd()), 0, s.allocated, want-s.allocated); err != nil {
+	if err := s.f.Preallocate(s.allocated, want-s.allocated); err != nil {
 		s.noPrealloc = true
 		return
 	}
@@ -100,10 +99,10 @@ func segmentPath(dir string, base int64, ext string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
 }
 
-func createSegment(dir string, base int64) (*segment, error) {
-	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
+func createSegment(fs FS, dir string, base int64) (*segment, error) {
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
-	if s.f, err = os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	if s.f, err = fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
 	}
 	if err := s.openIndexFiles(true); err != nil {
@@ -112,7 +111,7 @@ func createSegment(dir string, base int64) (*segment, error) {
 	}
 	// The new files' directory entries must survive a crash once data in
 	// them is acknowledged.
-	if err := syncDir(dir); err != nil {
+	if err := fs.SyncDir(dir); err != nil {
 		s.close()
 		return nil, fmt.Errorf("segment %d: sync directory: %w", base, err)
 	}
@@ -125,10 +124,10 @@ func (s *segment) openIndexFiles(truncate bool) error {
 		flags |= os.O_TRUNC
 	}
 	var err error
-	if s.ix.offFile, err = os.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".index"), flags, 0o644); err != nil {
+	if s.ix.offFile, err = s.fs.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".index"), flags, 0o644); err != nil {
 		return fmt.Errorf("segment %d index: %w", s.base, err)
 	}
-	if s.ix.timeFile, err = os.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".timeindex"), flags, 0o644); err != nil {
+	if s.ix.timeFile, err = s.fs.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".timeindex"), flags, 0o644); err != nil {
 		return fmt.Errorf("segment %d time index: %w", s.base, err)
 	}
 	return nil
@@ -153,10 +152,10 @@ type seenBatch struct {
 // beforeCut, if not nil, runs before recovery cuts a damaged tail off the
 // file (with the position of the cut); an error from it leaves the file
 // as it is and fails the open.
-func openSegment(dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo), beforeCut func(pos int64) error) (*segment, error) {
-	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
+func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo), beforeCut func(pos int64) error) (*segment, error) {
+	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
-	if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
+	if s.f, err = fs.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
 	}
 	st, err := s.f.Stat()
@@ -168,7 +167,7 @@ func openSegment(dir string, base int64, recover, contiguous bool, indexInterval
 	var offs []offsetEntry
 	var times []timeEntry
 	if !recover {
-		offs, times, err = loadIndexFiles(segmentPath(dir, base, ".index"), segmentPath(dir, base, ".timeindex"), fileSize)
+		offs, times, err = loadIndexFiles(fs, segmentPath(dir, base, ".index"), segmentPath(dir, base, ".timeindex"), fileSize)
 		if err != nil {
 			recover = true
 		}
@@ -202,14 +201,14 @@ func openSegment(dir string, base int64, recover, contiguous bool, indexInterval
 	if !recover && !indexesAgree(s, offs, times) {
 		// Well-formed but wrong index files: rebuild from the log.
 		s.close()
-		return openSegment(dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
+		return openSegment(fs, dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
 	}
 	if good < fileSize {
 		if !recover {
 			// A clean shutdown never leaves a partial batch: the file changed
 			// behind our back. Rebuild everything from what is valid.
 			s.close()
-			return openSegment(dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
+			return openSegment(fs, dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
 		}
 		if beforeCut != nil {
 			if err := beforeCut(good); err != nil {
@@ -260,7 +259,10 @@ func openSegment(dir string, base int64, recover, contiguous bool, indexInterval
 // rebuild, the in-memory indexes are filled. onBatch sees each good batch
 // (its bytes only when check is set; header bytes otherwise).
 func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), 256<<10)
+	// Large reads for large segments, but no more than the segment: Open
+	// scans every active segment, and a broker with many small partitions
+	// would otherwise allocate 256 KiB for each.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), int(min(256<<10, fileSize-start)))
 	pos := start
 	var hdr [BatchHeaderLen]byte
 	var buf []byte
@@ -453,7 +455,7 @@ func (s *segment) remove(grace time.Duration) error {
 	s.removed.Store(true)
 	var errs []error
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
-		if err := os.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
+		if err := s.fs.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
 	}

@@ -143,7 +143,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	newEnd := cut.end
 	// 1. Snapshots past the new end. Nothing else has changed yet, so a
 	// failure here leaves the log as it was.
-	if err := removeSnapshotsAbove(l.dir, newEnd); err != nil {
+	if err := removeSnapshotsAbove(l.fs, l.dir, newEnd); err != nil {
 		return fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
 	}
 	fail := func(err error) error {
@@ -184,7 +184,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		if err := d.remove(l.cfg.FileDeleteDelay); err != nil {
 			return fail(err)
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fail(fmt.Errorf("sync directory: %w", err))
 		}
 	}
@@ -221,7 +221,7 @@ func (s *segment) cutFiles(nTimes int) error {
 		return fmt.Errorf("segment %d: truncate to %d bytes: %w", s.base, s.size, err)
 	}
 	s.allocated = s.size
-	if err := fdatasync(s.f); err != nil {
+	if err := s.f.SyncData(); err != nil {
 		return fmt.Errorf("segment %d: sync after truncate: %w", s.base, err)
 	}
 	if s.ix.fileError != nil {
@@ -243,7 +243,7 @@ func (s *segment) cutFiles(nTimes int) error {
 // replayProducers rebuilds the producer table for a log of segs ending at
 // end: the newest snapshot at or below end, then the batches from there.
 func (l *Log) replayProducers(segs []*segment, end int64) (producers, error) {
-	p, from := loadLatestSnapshot(l.dir, end)
+	p, from := loadLatestSnapshot(l.fs, l.dir, end)
 	now := time.Now().UnixMilli()
 	for _, s := range segs {
 		if s.next <= from {
@@ -278,8 +278,8 @@ func (l *Log) replayProducers(segs []*segment, end int64) (producers, error) {
 }
 
 // removeSnapshotsAbove unlinks the producer snapshots past offset, durably.
-func removeSnapshotsAbove(dir string, offset int64) error {
-	snaps, err := listSnapshots(dir)
+func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
+	snaps, err := listSnapshots(fs, dir)
 	if err != nil {
 		return fmt.Errorf("list producer snapshots: %w", err)
 	}
@@ -288,13 +288,13 @@ func removeSnapshotsAbove(dir string, offset int64) error {
 		if off <= offset {
 			continue
 		}
-		if err := os.Remove(segmentPath(dir, off, snapshotExt)); err != nil && !os.IsNotExist(err) {
+		if err := fs.Remove(segmentPath(dir, off, snapshotExt)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("producer snapshot %d: %w", off, err)
 		}
 		removed = true
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := fs.SyncDir(dir); err != nil {
 			return fmt.Errorf("sync directory: %w", err)
 		}
 	}
@@ -306,14 +306,17 @@ func removeSnapshotsAbove(dir string, offset int64) error {
 // Order: the producer snapshots go and the epoch checkpoint is emptied
 // first (a crash then leaves the old log, whose producers Open replays and
 // whose epochs it rebuilds from the batches, since the checkpoint lacks
-// them). Then segments at or past offset go, newest first, so a crash
-// never leaves old batches after the new start; then the new segment is
-// created (durably); then the segments below offset go, oldest first, like
-// retention.
+// them). Then the segments starting at or past offset, or running past it,
+// go, newest first, so a crash never leaves old batches after the new
+// start (a segment that began below offset but ran past it would overlap
+// the new one, and Open does not untangle overlapping segments; one that
+// began at offset has the new one's file names); then the new segment is
+// created (durably); then the segments wholly below offset go, oldest
+// first, like retention.
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	// Failures before the first segment goes leave the log as it was.
-	if err := removeSnapshotsAbove(l.dir, -1); err != nil {
+	if err := removeSnapshotsAbove(l.fs, l.dir, -1); err != nil {
 		return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
 	}
 	if err := l.saveEpochsLocked(nil); err != nil {
@@ -331,19 +334,19 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		if err := s.remove(l.cfg.FileDeleteDelay); err != nil {
 			return err
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("sync directory: %w", err)
 		}
 		return nil
 	}
 	below := len(segs)
-	for below > 0 && segs[below-1].base >= offset {
+	for below > 0 && (segs[below-1].base >= offset || segs[below-1].next > offset) {
 		below--
 		if err := remove(segs[below]); err != nil {
 			return fail(err)
 		}
 	}
-	ns, err := createSegment(l.dir, offset)
+	ns, err := createSegment(l.fs, l.dir, offset)
 	if err != nil {
 		return fail(err)
 	}
