@@ -183,10 +183,10 @@ func (p *Partition) Step(ev any) {
 	rd := p.mu.core.Step(nowMs(), ev)
 	p.publishLocked(rd)
 	p.mu.Unlock()
-	if rd.StartEpoch >= 0 {
+	if lg := p.Log(); rd.StartEpoch >= 0 && lg != nil {
 		// Under roleMu's write lock: no append of the old epoch can land
 		// between the view saying "leading" and the epoch's start.
-		if err := p.Log().AssignEpoch(rd.StartEpoch, rd.StartOffset); err != nil {
+		if err := lg.AssignEpoch(rd.StartEpoch, rd.StartOffset); err != nil {
 			p.Logger.Error().Err(err).Msg("recording the leader epoch")
 		}
 	}
