@@ -55,7 +55,7 @@ type Controller struct {
 	server *protocol.Server // the listener's Kafka half; set by Serve
 
 	// Owned by run.
-	live       *controller.Liveness
+	live       *controller.Liveness // never nil; replaced on each change of leadership
 	wasLeader  bool
 	lastRebal  time.Time
 	proposeTTL time.Duration

@@ -44,7 +44,7 @@ func newController(cfg Config, m member) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, m: m, log: cfg.Logger.With().Str("component", "controller").Logger(),
-		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout}
+		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout, live: controller.NewLiveness()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -85,18 +85,6 @@ func (c *Controller) run() {
 		case <-c.ctx.Done():
 			return
 		case <-tick.C:
-			if !c.leading() {
-				continue
-			}
-			now := time.Now().UnixMilli()
-			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= c.cfg.LeaderImbalanceCheckInterval {
-				c.lastRebal = time.Now()
-				if recs := controller.ElectPreferred(c.m.Image()); len(recs) > 0 {
-					if _, err := c.propose(c.ctx, recs); err == nil {
-						c.log.Info().Int("partitions", len(recs)).Msg("leadership moved back to preferred replicas")
-					}
-				}
-			}
 			// Heartbeats already queued (behind a slow proposal, say) are
 			// heard before anyone is fenced for silence: select picks at
 			// random among ready cases, and the tick must not win over
@@ -109,6 +97,23 @@ func (c *Controller) run() {
 				default:
 				}
 				break
+			}
+			// After the calls: one of them may have found the leadership
+			// gone (and the liveness with it).
+			if !c.leading() {
+				continue
+			}
+			now := time.Now().UnixMilli()
+			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= c.cfg.LeaderImbalanceCheckInterval {
+				c.lastRebal = time.Now()
+				if recs := controller.ElectPreferred(c.m.Image()); len(recs) > 0 {
+					if _, err := c.propose(c.ctx, recs); err == nil {
+						c.log.Info().Int("partitions", len(recs)).Msg("leadership moved back to preferred replicas")
+					}
+				}
+			}
+			if !c.leading() {
+				continue
 			}
 			if recs := c.live.Tick(c.m.Image(), now, c.sessionMs()); len(recs) > 0 {
 				var fenced []int32
@@ -143,7 +148,9 @@ func (c *Controller) sessionMs() int64 { return c.cfg.BrokerSessionTimeout.Milli
 // just become the leader.
 func (c *Controller) leading() bool {
 	if !c.m.IsLeader() {
-		c.wasLeader, c.live = false, nil
+		// Liveness is soft state of a leadership: forget it, keeping an
+		// empty table (never nil) for whatever still runs this turn.
+		c.wasLeader, c.live = false, controller.NewLiveness()
 		return false
 	}
 	if !c.wasLeader {

@@ -360,3 +360,31 @@ func TestCloseReleasesCallers(t *testing.T) {
 		c.Serve() // after Close: does nothing
 	})
 }
+
+// Losing the leadership forgets liveness but leaves an empty table, never
+// a nil one: the loop may still be in a turn that fences for silence (a
+// queued call found the leadership gone; a node died of this).
+func TestLivenessNeverNil(t *testing.T) {
+	m := newFakeMember()
+	idx, err := m.Propose(t.Context(), controller.NewRecord(controller.RegisterBroker{ID: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Propose(t.Context(), controller.NewRecord(controller.UnfenceBroker{ID: 1, Epoch: int64(idx)})); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newController(testConfig(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.leading() {
+		t.Fatal("fake member leads")
+	}
+	m.set(func(f *fakeMember) { f.leader = false })
+	if c.leading() {
+		t.Fatal("still leading")
+	}
+	if recs := c.live.Tick(m.Image(), time.Now().UnixMilli(), c.sessionMs()); len(recs) != 0 {
+		t.Fatalf("a forgotten liveness fenced: %v", recs)
+	}
+}
