@@ -49,9 +49,10 @@
 //	                    members with their metadata and assignments
 //	a null value (tombstone) deletes the key
 //
-// The topic is compacted (cleanup.policy=compact, retention.ms=-1), so the
-// latest record of each key is what a load finds. Records whose key
-// version is unknown, or that do not decode, are skipped.
+// The topic is compacted (cleanup.policy=compact, retention.ms=-1), which
+// keeps it small; a load applies every record in log order, so the latest
+// of each key wins. Records whose key version is unknown, or that do not
+// decode, are skipped.
 //
 // # Locks
 //
