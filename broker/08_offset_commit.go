@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,9 +49,9 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		respond(resp)
 		return
 	}
-	groupErr := b.checkCommitter(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	groupErr := b.coord.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	now := time.Now().UnixMilli()
-	offs := map[topicPartition]*committedOffset{}
+	offs := map[coordinator.TopicPartition]*coordinator.Committed{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
@@ -66,21 +67,21 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
-				c := &committedOffset{offset: rp.Offset, leaderEpoch: rp.LeaderEpoch, commitTime: now}
+				c := &coordinator.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimeMs: now}
 				if rp.Metadata != nil {
-					c.metadata = *rp.Metadata
+					c.Metadata = *rp.Metadata
 				}
-				offs[topicPartition{rt.Topic, rp.Partition}] = c
+				offs[coordinator.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = c
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.offsets.commit(req.Group, offs, func(err error) {
+	b.coord.Commit(req.Group, offs, func(err error) {
 		if err != nil {
 			code := kerr.KafkaStorageError.Code
 			switch {
-			case errors.Is(err, errLoading), errors.Is(err, errNotCoordinator):
+			case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
 				code = errorCode(err)
 			case errors.Is(err, replica.ErrNotLeader):
 				code = kerr.NotCoordinator.Code

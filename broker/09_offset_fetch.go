@@ -3,6 +3,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,14 +81,14 @@ type offsetFetchTopic struct {
 
 // fetchOffsets answers one group; topics nil means every committed offset.
 func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, code *int16) []kmsg.OffsetFetchResponseTopic {
-	if !b.offsets.isLoaded(group) {
+	if b.coord.Status(group) != nil {
 		*code = kerr.CoordinatorLoadInProgress.Code
 		topics = nonNil(topics)
 	}
 	if topics == nil {
 		byTopic := map[string][]int32{}
-		for tp := range b.offsets.groupOffsets(group) {
-			byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+		for tp := range b.coord.Offsets(group) {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 		}
 		for t, ps := range byTopic {
 			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
@@ -103,9 +104,9 @@ func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, code *int
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 			if *code == 0 {
-				if c, ok := b.offsets.fetch(group, topicPartition{t.topic, p}); ok {
-					rp.Offset, rp.LeaderEpoch = c.offset, c.leaderEpoch
-					m := c.metadata
+				if c, ok := b.coord.Offset(group, coordinator.TopicPartition{Topic: t.topic, Partition: p}); ok {
+					rp.Offset, rp.LeaderEpoch = c.Offset, c.LeaderEpoch
+					m := c.Metadata
 					rp.Metadata = &m
 				}
 			}

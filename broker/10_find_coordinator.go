@@ -39,12 +39,12 @@ func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 		if ot == nil || len(ot.Partitions) == 0 {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		leader := ot.Partitions[b.offsets.partitionFor(key)].Leader
+		leader := ot.Partitions[b.coord.PartitionFor(key)].Leader
 		e, ok := endpoint(img, leader, listener)
 		if leader < 0 || !ok {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		if leader == b.cfg.NodeID && errorCode(b.offsets.status(key)) == kerr.CoordinatorLoadInProgress.Code {
+		if leader == b.cfg.NodeID && errorCode(b.coord.Status(key)) == kerr.CoordinatorLoadInProgress.Code {
 			return -1, "", -1, kerr.CoordinatorLoadInProgress.Code, nil
 		}
 		return leader, e.Host, e.Port, 0, nil

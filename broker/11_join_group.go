@@ -3,8 +3,8 @@ package broker
 import (
 	"time"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -32,16 +32,7 @@ func handleJoinGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kms
 		return
 	}
 	meta := group.JoinMeta{ClientID: cc.clientID, ClientHost: cc.clientHost}
-	b.groups.with(req.Group, true, func(g *group.Group) []group.Reply {
-		return g.Join(time.Now().UnixMilli(), req, meta, replyFn(respond))
+	b.coord.With(req.Group, true, func(g *group.Group) []group.Reply {
+		return g.Join(time.Now().UnixMilli(), req, meta, coordinator.Respond(respond))
 	})
-}
-
-// groupRequestCode is the error for a group request this node cannot take
-// now: an empty group id, or offsets still loading.
-func (b *Broker) groupRequestCode(id string) int16 {
-	if id == "" {
-		return kerr.InvalidGroupID.Code
-	}
-	return b.loadingCode(id)
 }

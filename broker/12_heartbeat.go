@@ -21,7 +21,7 @@ func handleHeartbeat(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kms
 	req := kreq.(*kmsg.HeartbeatRequest)
 	var resp kmsg.Response
 	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
 		resp = g.Heartbeat(time.Now().UnixMilli(), req)
 		return nil
 	}) {

@@ -20,7 +20,7 @@ func handleLeaveGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	var resp kmsg.Response
 	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
 		replies, r := g.Leave(time.Now().UnixMilli(), req)
 		resp = r
 		return replies

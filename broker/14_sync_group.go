@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,8 +21,8 @@ func init() { regKey(14, 0, 5, handleSyncGroup) }
 func handleSyncGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
-		return g.Sync(time.Now().UnixMilli(), req, replyFn(respond))
+	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
+		return g.Sync(time.Now().UnixMilli(), req, coordinator.Respond(respond))
 	}) {
 		code = kerr.UnknownMemberID.Code
 	}

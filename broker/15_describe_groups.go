@@ -23,13 +23,13 @@ func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		if code := b.groupRequestCode(id); code != 0 {
 			d = kmsg.NewDescribeGroupsResponseGroup()
 			d.Group, d.ErrorCode = id, code
-		} else if !b.groups.with(id, false, func(g *group.Group) []group.Reply {
+		} else if !b.coord.With(id, false, func(g *group.Group) []group.Reply {
 			d = g.Describe()
 			return nil
 		}) {
 			d = kmsg.NewDescribeGroupsResponseGroup()
 			d.Group, d.State = id, "Dead"
-			if len(b.offsets.groupOffsets(id)) > 0 {
+			if len(b.coord.Offsets(id)) > 0 {
 				d.State = "Empty"
 			}
 		}

@@ -15,12 +15,12 @@ func init() { regKey(16, 0, 4, handleListGroups) }
 func handleListGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	for _, s := range b.groups.listGroups() {
-		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.state) {
+	for _, s := range b.coord.ListGroups() {
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.State) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState = s.id, s.protocolType, s.state
+		g.Group, g.ProtocolType, g.GroupState = s.ID, s.ProtocolType, s.State
 		resp.Groups = append(resp.Groups, g)
 	}
 	respond(resp)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,11 +37,11 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			continue
 		}
 		var err error
-		existed := b.groups.with(id, false, func(g *group.Group) []group.Reply {
+		existed := b.coord.With(id, false, func(g *group.Group) []group.Reply {
 			err = g.Delete()
 			return nil
 		})
-		offs := b.offsets.groupOffsets(id)
+		offs := b.coord.Offsets(id)
 		switch {
 		case err != nil:
 			r.ErrorCode = groupErrorCode(err)
@@ -51,11 +52,11 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			done <- struct{}{}
 			continue
 		}
-		tombs := make(map[topicPartition]*committedOffset, len(offs))
+		tombs := make(map[coordinator.TopicPartition]*coordinator.Committed, len(offs))
 		for tp := range offs {
 			tombs[tp] = nil
 		}
-		b.offsets.commit(id, tombs, func(err error) {
+		b.coord.Commit(id, tombs, func(err error) {
 			if err != nil {
 				r.ErrorCode = kerr.KafkaStorageError.Code
 			}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,27 +28,27 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	}
 	members := 0
 	var subscribed map[string]bool // nil: unknown, refuse everything
-	existed := b.groups.with(req.Group, false, func(g *group.Group) []group.Reply {
+	existed := b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
 		members = g.NumMembers()
 		if members > 0 && g.State() == "Stable" && g.ProtocolType() == "consumer" {
 			subscribed = subscriptions(g.Describe())
 		}
 		return nil
 	})
-	have := b.offsets.groupOffsets(req.Group)
+	have := b.coord.Offsets(req.Group)
 	if !existed && len(have) == 0 {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		respond(resp)
 		return
 	}
-	tombs := map[topicPartition]*committedOffset{}
+	tombs := map[coordinator.TopicPartition]*coordinator.Committed{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetDeleteResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = rp.Partition
-			tp := topicPartition{rt.Topic, rp.Partition}
+			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			switch {
 			case members > 0 && (subscribed == nil || subscribed[rt.Topic]):
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
@@ -62,7 +63,7 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.offsets.commit(req.Group, tombs, func(err error) {
+	b.coord.Commit(req.Group, tombs, func(err error) {
 		if err != nil {
 			resp.ErrorCode = kerr.KafkaStorageError.Code
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -78,9 +79,8 @@ type Broker struct {
 	advertised []Listener // one per client listener, ports resolved
 
 	metrics *metrics
-	fetch   *replica.Fetchers // follower replication
-	offsets *offsetStore
-	groups  *coordinator
+	fetch   *replica.Fetchers        // follower replication
+	coord   *coordinator.Coordinator // consumer groups and committed offsets
 
 	// ctx is the root context: cancelled by Close, it stops every loop
 	// and background task. stop closes with it, for select statements.
@@ -146,8 +146,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.mu.topics = map[string]*topic{}
 	b.mu.byID = map[[16]byte]*topic{}
 	b.mu.changed = make(chan struct{})
-	b.offsets = newOffsetStore(b)
-	b.groups = newCoordinator(b)
+	if b.coord, err = b.newCoordinator(); err != nil {
+		return nil, err
+	}
 	b.ctl = newCtlClient(b)
 	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
 	if err := b.listen(); err != nil {
@@ -285,12 +286,11 @@ func (b *Broker) Start() {
 		b.serveClients()
 		b.ensureOffsetsTopic()
 	})
-	b.goLoop(b.groups.run)
+	b.coord.Start() // the groups' timeouts and offset expiry
 	b.goLoop(b.tickLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 	b.goLoop(b.cleanerLoop)
-	b.goLoop(b.offsetsExpiryLoop)
 }
 
 // Ready is closed once the broker serves clients.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -255,28 +256,34 @@ func TestOffsetsExpireForEmptyGroups(t *testing.T) {
 	rc := dial(t, b)
 	rc.createTopic("t", 1, nil)
 	waitLoaded(t, b)
-	if ec := rc.commitOffsets(8, "old", "t", 5); ec[0] != 0 {
+	if ec := rc.commitOffsets(8, "fresh", "t", 5); ec[0] != 0 {
 		t.Fatal(ec)
 	}
-	// Backdate the commit past retention, as if a minute had gone by.
-	b.offsets.mu.Lock()
-	c := b.offsets.mu.offsets["old"][topicPartition{"t", 0}]
-	c.commitTime -= 2 * 60 * 1000
-	b.offsets.mu.offsets["old"][topicPartition{"t", 0}] = c
-	b.offsets.mu.Unlock()
+	// A commit made two minutes ago, past retention.
+	old := map[coordinator.TopicPartition]*coordinator.Committed{
+		{Topic: "t", Partition: 0}: {Offset: 5, LeaderEpoch: -1, CommitTimeMs: time.Now().UnixMilli() - 2*60*1000},
+	}
+	done := make(chan error, 1)
+	b.coord.Commit("old", old, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(b.offsets.groupOffsets("old")) > 0 {
+	for len(b.coord.Offsets("old")) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("expired offset not deleted")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if len(b.coord.Offsets("fresh")) != 1 {
+		t.Fatal("an offset within retention was deleted")
 	}
 }
 
 func waitLoaded(t *testing.T, b *Broker) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !b.offsets.isLoaded("old") || !b.offsets.isLoaded("g") {
+	for b.coord.Status("old") != nil || b.coord.Status("g") != nil || b.coord.Status("fresh") != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("offsets never loaded")
 		}

@@ -3,12 +3,10 @@ package broker
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A broker's life in the cluster:
@@ -32,7 +30,7 @@ func (b *Broker) lifecycle() {
 	readyOnce := false
 	defer b.finishShutdown()
 	for ctx.Err() == nil && !b.shuttingDown.Load() {
-		epoch, err := b.register(ctx, incarnation)
+		epoch, err := b.ctl.Register(ctx, incarnation)
 		if err != nil {
 			if ctx.Err() == nil {
 				b.log.Warn().Err(err).Msg("broker registration failed; retrying")
@@ -44,7 +42,7 @@ func (b *Broker) lifecycle() {
 		b.log.Info().Int64("broker_epoch", epoch).Msg("registered with the controller")
 		for ctx.Err() == nil {
 			shutdown := b.shuttingDown.Load()
-			resp, err := b.heartbeat(ctx, epoch, shutdown)
+			resp, err := b.ctl.Heartbeat(ctx, epoch, int64(b.appliedVersion.Load()), shutdown)
 			if err != nil {
 				if ctx.Err() == nil {
 					b.log.Warn().Err(err).Msg("heartbeat failed")
@@ -52,14 +50,14 @@ func (b *Broker) lifecycle() {
 				b.sleepHeartbeat(ctx, fast)
 				continue
 			}
-			if resp.ErrorCode == kerr.StaleBrokerEpoch.Code || resp.ErrorCode == kerr.BrokerIDNotRegistered.Code {
+			if resp.code == kerr.StaleBrokerEpoch.Code || resp.code == kerr.BrokerIDNotRegistered.Code {
 				if shutdown {
 					return // nothing left to fence
 				}
-				b.log.Warn().Int16("code", resp.ErrorCode).Msg("controller no longer knows this registration; registering again")
+				b.log.Warn().Int16("code", resp.code).Msg("controller no longer knows this registration; registering again")
 				break
 			}
-			if shutdown && resp.ErrorCode == 0 && resp.ShouldShutdown {
+			if shutdown && resp.code == 0 && resp.shouldShutdown {
 				// Stop once the local replicas have stepped down too.
 				b.waitImage(ctx, func(img *controller.Image) bool {
 					bs, ok := img.Broker(b.cfg.NodeID)
@@ -67,12 +65,12 @@ func (b *Broker) lifecycle() {
 				})
 				return
 			}
-			if resp.ErrorCode != 0 || shutdown {
+			if resp.code != 0 || shutdown {
 				b.sleepHeartbeat(ctx, fast)
 				continue
 			}
-			b.fenced.Store(resp.IsFenced)
-			if !resp.IsFenced && !readyOnce {
+			b.fenced.Store(resp.fenced)
+			if !resp.fenced && !readyOnce {
 				// Serve once the local replicas reflect the unfencing (and
 				// the leaderships it brought back), not merely once the
 				// controller has decided it.
@@ -86,7 +84,7 @@ func (b *Broker) lifecycle() {
 				b.log.Info().Uint64("metadata_version", b.meta.Image().Version()).Msg("unfenced: serving clients")
 				close(b.ready)
 			}
-			if resp.IsFenced {
+			if resp.fenced {
 				b.sleepHeartbeat(ctx, fast)
 			} else {
 				b.sleepHeartbeat(ctx, interval)
@@ -148,47 +146,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-func (b *Broker) register(ctx context.Context, incarnation [16]byte) (int64, error) {
-	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.BrokerID = b.cfg.NodeID
-	req.ClusterID = b.clusterID
-	req.IncarnationID = incarnation
-	for _, a := range b.advertised {
-		l := kmsg.NewBrokerRegistrationRequestListener()
-		l.Name, l.Host, l.Port = a.Name, a.Host, uint16(a.Port)
-		req.Listeners = append(req.Listeners, l)
-	}
-	if b.cfg.BrokerRack != "" {
-		r := b.cfg.BrokerRack
-		req.Rack = &r
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	kresp, err := b.ctl.call(rctx, req)
-	if err != nil {
-		return 0, err
-	}
-	resp := kresp.(*kmsg.BrokerRegistrationResponse)
-	if resp.ErrorCode != 0 {
-		return 0, fmt.Errorf("broker registration: %w", kerr.ErrorForCode(resp.ErrorCode))
-	}
-	return resp.BrokerEpoch, nil
-}
-
-func (b *Broker) heartbeat(ctx context.Context, epoch int64, wantShutDown bool) (*kmsg.BrokerHeartbeatResponse, error) {
-	req := kmsg.NewPtrBrokerHeartbeatRequest()
-	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, epoch
-	req.WantShutdown = wantShutDown
-	req.CurrentMetadataOffset = int64(b.appliedVersion.Load())
-	rctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
-	defer cancel()
-	kresp, err := b.ctl.call(rctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return kresp.(*kmsg.BrokerHeartbeatResponse), nil
 }
 
 // image returns the metadata image the local replicas were last matched to.

@@ -16,6 +16,15 @@ import (
 // in-process when this node leads the quorum, else over Kafka's protocol to
 // the leader's CONTROLLER listener. Both paths reach the same
 // active.Controller, so a single node and a cluster run one code path.
+//
+// The broker's own requests (Register, Heartbeat, AlterPartition,
+// AllocateProducerIDs) are typed methods: each builds its request, sends
+// it with call (which retries while there is no controller or it moves,
+// until the context ends) and checks the answer's type and shape, so a
+// malformed answer is an error, never a panic. Retrying a failed request
+// is the caller's (lifecycle's loop, the replica core's backoff). Admin
+// requests forwarded for clients (CreateTopics, DeleteTopics,
+// CreatePartitions, ElectLeaders) go through call as they came.
 type ctlClient struct {
 	b  *Broker
 	mu struct {
@@ -27,6 +36,10 @@ type ctlClient struct {
 // errNotController means no node is known to be the active controller, or
 // the one asked no longer is.
 var errNotController = errors.New("broker: not the active controller")
+
+// errMalformedAnswer is an answer from the controller whose type or shape
+// is not what the request asks for.
+var errMalformedAnswer = errors.New("broker: malformed answer from the controller")
 
 func newCtlClient(b *Broker) *ctlClient {
 	c := &ctlClient{b: b}
@@ -151,4 +164,138 @@ func notController(resp kmsg.Response) bool {
 		}
 	}
 	return false
+}
+
+// Register registers this broker (BrokerRegistration: its client
+// listeners as advertised, its rack) under incarnation, a random id of
+// this process, and returns the broker epoch the controller gave it.
+// Bounded by 30 s.
+func (c *ctlClient) Register(ctx context.Context, incarnation [16]byte) (int64, error) {
+	b := c.b
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = b.cfg.NodeID
+	req.ClusterID = b.clusterID
+	req.IncarnationID = incarnation
+	for _, a := range b.advertised {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port = a.Name, a.Host, uint16(a.Port)
+		req.Listeners = append(req.Listeners, l)
+	}
+	if b.cfg.BrokerRack != "" {
+		r := b.cfg.BrokerRack
+		req.Rack = &r
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := callAs[*kmsg.BrokerRegistrationResponse](ctx, c, req)
+	switch {
+	case err != nil:
+		return 0, err
+	case resp.ErrorCode != 0:
+		return 0, fmt.Errorf("broker registration: %w", kerr.ErrorForCode(resp.ErrorCode))
+	case resp.BrokerEpoch < 0:
+		return 0, fmt.Errorf("%w: broker registration gave epoch %d", errMalformedAnswer, resp.BrokerEpoch)
+	}
+	return resp.BrokerEpoch, nil
+}
+
+// heartbeatAnswer is what the controller said to a heartbeat.
+type heartbeatAnswer struct {
+	code           int16 // the error code; the flags mean nothing unless 0
+	fenced         bool  // this broker is fenced
+	shouldShutdown bool  // a controlled shutdown may finish: this broker is fenced
+}
+
+// Heartbeat sends a BrokerHeartbeat for the registration of the given
+// broker epoch, saying the metadata offset this broker has applied and
+// whether it wants to shut down. Bounded by broker.session.timeout.ms.
+func (c *ctlClient) Heartbeat(ctx context.Context, epoch, appliedOffset int64, wantShutdown bool) (heartbeatAnswer, error) {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, epoch
+	req.WantShutdown = wantShutdown
+	req.CurrentMetadataOffset = appliedOffset
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.b.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+	defer cancel()
+	resp, err := callAs[*kmsg.BrokerHeartbeatResponse](ctx, c, req)
+	if err != nil {
+		return heartbeatAnswer{}, err
+	}
+	return heartbeatAnswer{code: resp.ErrorCode, fenced: resp.IsFenced, shouldShutdown: resp.ShouldShutdown}, nil
+}
+
+// isrProposal is one AlterPartition from this leader: partition index of
+// topicID at the epochs it saw, proposing isr. An isr without this broker
+// is a resignation (controller.Resign).
+type isrProposal struct {
+	brokerEpoch                        int64 // this broker's
+	topicID                            [16]byte
+	index, leaderEpoch, partitionEpoch int32
+	isr                                []isrMember
+}
+
+// isrMember is a proposed ISR member: its broker id and, as the image
+// knows it, its broker epoch (-1 if unknown).
+type isrMember struct {
+	id    int32
+	epoch int64
+}
+
+// AlterPartition sends prop and returns the partition's error code (the
+// request's, if the controller refused it whole).
+func (c *ctlClient) AlterPartition(ctx context.Context, prop isrProposal) (int16, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, prop.brokerEpoch
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.TopicID = prop.topicID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.index, prop.leaderEpoch, prop.partitionEpoch
+	for _, im := range prop.isr {
+		rp.NewISR = append(rp.NewISR, im.id)
+		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		m.BrokerID, m.BrokerEpoch = im.id, im.epoch
+		rp.NewEpochISR = append(rp.NewEpochISR, m)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := callAs[*kmsg.AlterPartitionResponse](ctx, c, req)
+	switch {
+	case err != nil:
+		return -1, err
+	case resp.ErrorCode != 0:
+		return resp.ErrorCode, nil
+	case len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != prop.index:
+		return -1, fmt.Errorf("%w: AlterPartition for one partition answered with %d topics", errMalformedAnswer, len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// AllocateProducerIDs reserves a block of producer ids for this broker
+// (registered at brokerEpoch): [start, start+n), n >= 1.
+func (c *ctlClient) AllocateProducerIDs(ctx context.Context, brokerEpoch int64) (start int64, n int32, err error) {
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, brokerEpoch
+	resp, err := callAs[*kmsg.AllocateProducerIDsResponse](ctx, c, req)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case resp.ErrorCode != 0:
+		return 0, 0, fmt.Errorf("allocating producer ids: %w", kerr.ErrorForCode(resp.ErrorCode))
+	case resp.ProducerIDStart < 0 || resp.ProducerIDLen < 1:
+		return 0, 0, fmt.Errorf("%w: producer id block [%d, +%d)", errMalformedAnswer, resp.ProducerIDStart, resp.ProducerIDLen)
+	}
+	return resp.ProducerIDStart, resp.ProducerIDLen, nil
+}
+
+// callAs is call for a request whose answer must be of type R.
+func callAs[R kmsg.Response](ctx context.Context, c *ctlClient, req kmsg.Request) (R, error) {
+	var zero R
+	kresp, err := c.call(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	resp, ok := kresp.(R)
+	if !ok {
+		return zero, fmt.Errorf("%w: %T for %T", errMalformedAnswer, kresp, req)
+	}
+	return resp, nil
 }

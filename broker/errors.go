@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/group"
 
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,13 +64,17 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, errInvalidConfig):
 		return kerr.InvalidConfig.Code
-	case errors.Is(err, errLoading):
+	case errors.Is(err, coordinator.ErrLoading):
 		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, errNotCoordinator):
+	case errors.Is(err, coordinator.ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
 	}
 	return kerr.UnknownServerError.Code
 }
+
+// groupErrorCode maps an error of package group (a member's request
+// refused by its group's state machine) to its Kafka error code.
+func groupErrorCode(err error) int16 { return group.ErrorCode(err) }
 
 // errMessage is the optional error message some responses carry.
 func errMessage(err error) *string {

@@ -2,10 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/controller"
 )
@@ -24,40 +21,19 @@ import (
 // broker is a resignation (controller.Resign).
 func (b *Broker) alterPartition(img *controller.Image, topicID [16]byte, index, leaderEpoch, partitionEpoch int32,
 	isr []int32, timeout time.Duration, done func(code int16, err error)) {
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = index, leaderEpoch, partitionEpoch
+	prop := isrProposal{brokerEpoch: b.brokerEpoch.Load(), topicID: topicID, index: index,
+		leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch}
 	for _, id := range isr {
-		rp.NewISR = append(rp.NewISR, id)
-		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		m.BrokerID, m.BrokerEpoch = id, -1
+		m := isrMember{id: id, epoch: -1}
 		if bs, ok := img.Broker(id); ok {
-			m.BrokerEpoch = bs.Epoch
+			m.epoch = bs.Epoch
 		}
-		rp.NewEpochISR = append(rp.NewEpochISR, m)
+		prop.isr = append(prop.isr, m)
 	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	started := b.goLoop(func() {
 		ctx, cancel := context.WithTimeout(b.ctx, timeout)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			done(-1, err)
-			return
-		}
-		r := kresp.(*kmsg.AlterPartitionResponse)
-		switch {
-		case r.ErrorCode != 0:
-			done(r.ErrorCode, nil)
-		case len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1:
-			done(-1, errors.New("malformed AlterPartition response"))
-		default:
-			done(r.Topics[0].Partitions[0].ErrorCode, nil)
-		}
+		done(b.ctl.AlterPartition(ctx, prop))
 	})
 	if !started {
 		done(-1, context.Canceled)

@@ -10,7 +10,8 @@ import (
 )
 
 // Background loops: retention, relaxed flushing and log compaction. Each is
-// started by Start through goLoop and ends when b.stop closes.
+// started by Start through goLoop and ends when b.stop closes. (Offset
+// expiry is the coordinator's: broker/coordinator.)
 
 // retentionLoop applies retention every log.retention.check.interval.ms.
 func (b *Broker) retentionLoop() {
@@ -129,46 +130,6 @@ func (b *Broker) cleanerLoop() {
 				default:
 				}
 			}
-		}
-	}
-}
-
-// offsetsExpiryLoop deletes committed offsets of groups without members once
-// offsets.retention.minutes have passed since their commit (KIP-211: an
-// active group's offsets never expire).
-func (b *Broker) offsetsExpiryLoop() {
-	t := time.NewTicker(time.Duration(b.cfg.OffsetsRetentionCheckMs) * time.Millisecond)
-	defer t.Stop()
-	retention := b.cfg.OffsetsRetentionMinutes * 60 * 1000
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-		}
-		now := time.Now().UnixMilli()
-		for _, id := range b.offsets.groupsWithOffsets() {
-			if !b.offsets.isLoaded(id) || b.groups.members(id) > 0 {
-				continue
-			}
-			tombs := map[topicPartition]*committedOffset{}
-			for tp := range b.offsets.groupOffsets(id) {
-				tombs[tp] = nil
-			}
-			// Decided again under the store's lock: a commit acknowledged
-			// since the copy above, or still in flight, keeps its offset.
-			stillExpired := func(_ topicPartition, cur committedOffset, ok bool) bool {
-				return ok && now-cur.commitTime > retention
-			}
-			b.offsets.commitIf(id, tombs, stillExpired, func(n int, err error) {
-				if err != nil {
-					b.log.Warn().Err(err).Str("group", id).Msg("expiring offsets")
-					return
-				}
-				if n > 0 {
-					b.log.Info().Str("group", id).Int("partitions", n).Msg("expired committed offsets")
-				}
-			})
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
 // BenchmarkOffsetsLoad measures how long a coordinator takes to load 1
@@ -18,14 +20,18 @@ func BenchmarkOffsetsLoad(b *testing.B) {
 	const groups, perGroup = 1000, 1000 // 1M offsets
 	dir := b.TempDir()
 	br := testBroker(&testing.T{}, dir, func(c *Config) { c.OffsetsTopicPartitions = 50 })
-	waitLoadedB(b, br)
+	ids := make([]string, groups)
+	for g := range ids {
+		ids[g] = fmt.Sprintf("group-%d", g)
+	}
+	waitLoadedB(b, br, ids)
 	done := make(chan error, groups)
-	for g := range groups {
-		offs := make(map[topicPartition]*committedOffset, perGroup)
+	for g, id := range ids {
+		offs := make(map[coordinator.TopicPartition]*coordinator.Committed, perGroup)
 		for p := range perGroup {
-			offs[topicPartition{"orders", int32(p)}] = &committedOffset{offset: int64(g*p + 1), leaderEpoch: -1, commitTime: 1}
+			offs[coordinator.TopicPartition{Topic: "orders", Partition: int32(p)}] = &coordinator.Committed{Offset: int64(g*p + 1), LeaderEpoch: -1, CommitTimeMs: 1}
 		}
-		br.offsets.commit(fmt.Sprintf("group-%d", g), offs, func(err error) { done <- err })
+		br.coord.Commit(id, offs, func(err error) { done <- err })
 	}
 	for range groups {
 		if err := <-done; err != nil {
@@ -46,11 +52,11 @@ func BenchmarkOffsetsLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 		br2.Start()
-		waitLoadedB(b, br2)
+		waitLoadedB(b, br2, ids)
 		took := time.Since(start)
 		n := 0
-		for _, id := range br2.offsets.groupsWithOffsets() {
-			n += len(br2.offsets.groupOffsets(id))
+		for _, id := range ids {
+			n += len(br2.coord.Offsets(id))
 		}
 		if n != groups*perGroup {
 			b.Fatalf("loaded %d offsets, want %d", n, groups*perGroup)
@@ -61,12 +67,16 @@ func BenchmarkOffsetsLoad(b *testing.B) {
 	}
 }
 
-func waitLoadedB(b *testing.B, br *Broker) {
+// waitLoadedB waits until br serves the offsets partitions of every group
+// of ids.
+func waitLoadedB(b *testing.B, br *Broker, ids []string) {
 	deadline := time.Now().Add(30 * time.Second)
-	for !br.offsets.allLoaded() {
-		if time.Now().After(deadline) {
-			b.Fatal("offsets never loaded")
+	for _, id := range ids {
+		for br.coord.Status(id) != nil {
+			if time.Now().After(deadline) {
+				b.Fatal("offsets never loaded")
+			}
+			time.Sleep(2 * time.Millisecond)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -111,7 +111,7 @@ func (h replicaHost) Ended(p *replica.Partition) {
 // may change after an image (a slow open finishing).
 func (h replicaHost) Changed(p *replica.Partition) {
 	if p.Topic == offsetsTopic {
-		h.b.offsets.follow(h.b.lookup(offsetsTopic))
+		h.b.followOffsets(h.b.lookup(offsetsTopic))
 	}
 }
 
@@ -226,7 +226,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	b.mu.changed = make(chan struct{})
 	b.mu.Unlock()
 	b.fetch.Update(follow)
-	b.offsets.follow(next[offsetsTopic])
+	b.followOffsets(next[offsetsTopic])
 }
 
 // assignment is what img says of a partition, for its core.

@@ -105,20 +105,14 @@ func (b *Broker) allocProducerID(ctx context.Context) (int64, error) {
 		return id, nil
 	}
 	b.pidMu.Unlock()
-	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch.Load()
-	kresp, err := b.ctl.call(ctx, req)
+	start, n, err := b.ctl.AllocateProducerIDs(ctx, b.brokerEpoch.Load())
 	if err != nil {
 		return 0, err
-	}
-	resp := kresp.(*kmsg.AllocateProducerIDsResponse)
-	if resp.ErrorCode != 0 {
-		return 0, fmt.Errorf("allocating producer ids: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}
 	b.pidMu.Lock()
 	defer b.pidMu.Unlock()
 	// Concurrent callers may each fetch a block; the later one wins and
 	// the rest of the earlier block is skipped, never reused.
-	b.pidMu.next, b.pidMu.limit = resp.ProducerIDStart+1, resp.ProducerIDStart+int64(resp.ProducerIDLen)
-	return resp.ProducerIDStart, nil
+	b.pidMu.next, b.pidMu.limit = start+1, start+int64(n)
+	return start, nil
 }

@@ -1,0 +1,205 @@
+package coordinator
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group"
+)
+
+// groupTable runs the consumer groups this node coordinates. Membership is
+// the deterministic state machine of package group; this type supplies the
+// clock, routes replies to connections, and keeps the groups map.
+//
+// Concurrency: mu guards groups and every call into a group. A call that
+// settles a group appends its metadata record under mu (offsets.storeGroup:
+// a pwrite to the offsets partition, never an fsync: docs/lock-order.md);
+// nothing waits on the network under it. Replies are delivered after mu is
+// released. run is the one goroutine that applies timeouts, sleeping until
+// the earliest deadline.
+type groupTable struct {
+	cfg     group.Config
+	log     zerolog.Logger
+	offsets *offsetStore  // where a group that settles is stored
+	wake    chan struct{} // cap 1: a deadline may have moved earlier
+	mu      struct {
+		sync.Mutex
+		groups map[string]*group.Group
+	}
+}
+
+func newGroupTable(cfg group.Config, offsets *offsetStore, log zerolog.Logger) *groupTable {
+	t := &groupTable{cfg: cfg, log: log, offsets: offsets, wake: make(chan struct{}, 1)}
+	t.mu.groups = map[string]*group.Group{}
+	return t
+}
+
+// Respond is the token to hand a group with a request whose answer it may
+// hold back (JoinGroup, SyncGroup): the coordinator calls it with the
+// response, after releasing its lock, from whichever request or timeout
+// completes the phase.
+type Respond func(kmsg.Response)
+
+func deliver(replies []group.Reply) {
+	for _, r := range replies {
+		r.Token.(Respond)(r.Resp)
+	}
+}
+
+// With runs fn on group id (created first when create is set and it does
+// not exist) under the coordinator's lock, then delivers the replies fn
+// returns (their tokens must be Respond values) and lets the timer loop see
+// the group's new deadlines. It reports whether the group existed or was
+// created; fn is not called when it did not. fn must not keep g, and must
+// not call the Coordinator.
+func (c *Coordinator) With(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
+	return c.groups.with(id, create, fn)
+}
+
+// ValidateCommit checks an OffsetCommit's member against the group: nil
+// when it may commit (a simple commit, generation -1 with no member id, to
+// a group without members included), else an error of package group
+// (group.ErrorCode maps it).
+func (c *Coordinator) ValidateCommit(id, member string, instance *string, generation int32) error {
+	var err error
+	exists := c.groups.with(id, false, func(g *group.Group) []group.Reply {
+		err = g.ValidateOffsetCommit(member, instance, generation)
+		return nil
+	})
+	if !exists && generation >= 0 {
+		return group.ErrUnknownMember
+	}
+	return err
+}
+
+func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
+	t.mu.Lock()
+	g := t.mu.groups[id]
+	if g == nil && create {
+		g = group.NewGroup(id, t.cfg)
+		t.mu.groups[id] = g
+	}
+	var replies []group.Reply
+	if g != nil {
+		st, gen := g.State(), g.Generation()
+		replies = fn(g)
+		t.afterChangeLocked(id, g, st, gen)
+	}
+	t.mu.Unlock()
+	deliver(replies)
+	t.poke()
+	return g != nil
+}
+
+// poke tells run that a deadline may have moved earlier.
+func (t *groupTable) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run applies the groups' timeouts until stop closes.
+func (t *groupTable) run(stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		next := int64(-1)
+		for _, g := range t.mu.groups {
+			if d := g.NextDeadline(); d >= 0 && (next < 0 || d < next) {
+				next = d
+			}
+		}
+		t.mu.Unlock()
+		wait := time.Hour
+		if next >= 0 {
+			wait = max(time.Until(time.UnixMilli(next)), time.Millisecond)
+		}
+		timer.Reset(wait)
+		select {
+		case <-stop:
+			return
+		case <-t.wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+			continue
+		case <-timer.C:
+		}
+		now := time.Now().UnixMilli()
+		var replies []group.Reply
+		t.mu.Lock()
+		for id, g := range t.mu.groups {
+			if d := g.NextDeadline(); d >= 0 && d <= now {
+				st, gen := g.State(), g.Generation()
+				replies = append(replies, g.Tick(now)...)
+				t.afterChangeLocked(id, g, st, gen)
+			}
+		}
+		t.mu.Unlock()
+		deliver(replies)
+	}
+}
+
+// afterChangeLocked stores a group whose state or generation changed once it
+// has settled (Stable or Empty), forgets a Dead one and stores its
+// tombstone. REQUIRES: t.mu held.
+func (t *groupTable) afterChangeLocked(id string, g *group.Group, state string, gen int32) {
+	now := g.State()
+	if now == state && g.Generation() == gen {
+		return
+	}
+	switch now {
+	case "Dead":
+		delete(t.mu.groups, id)
+		t.offsets.storeGroup(id, nil)
+	case "Stable", "Empty":
+		t.offsets.storeGroup(id, g.Snapshot(time.Now().UnixMilli()))
+	}
+}
+
+// restore installs a group read back from the offsets topic.
+func (t *groupTable) restore(id string, v *kmsg.GroupMetadataValue) {
+	g := group.Restore(id, t.cfg, v, time.Now().UnixMilli())
+	t.mu.Lock()
+	t.mu.groups[id] = g
+	t.mu.Unlock()
+	t.log.Info().Str("group", id).Str("state", g.State()).Int32("generation", g.Generation()).
+		Int("members", g.NumMembers()).Msg("restored group")
+	t.poke()
+}
+
+// unload forgets the groups for which drop is true: this node no longer
+// coordinates them. Their members rediscover the coordinator.
+func (t *groupTable) unload(drop func(id string) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id := range t.mu.groups {
+		if drop(id) {
+			delete(t.mu.groups, id)
+		}
+	}
+}
+
+// each calls fn on every group under mu; fn must not keep g.
+func (t *groupTable) each(fn func(id string, g *group.Group)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, g := range t.mu.groups {
+		fn(id, g)
+	}
+}
+
+// members is the group's member count (0 for an unknown group).
+func (t *groupTable) members(id string) int {
+	n := 0
+	t.with(id, false, func(g *group.Group) []group.Reply {
+		n = g.NumMembers()
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
+)
+
+// cannedController is an active controller in this process that answers
+// every request with answer(req) and records what it was asked.
+type cannedController struct {
+	answer func(kmsg.Request) kmsg.Response
+	asked  []kmsg.Request
+}
+
+func (c *cannedController) Image() *controller.Image { return nil }
+func (c *cannedController) WaitFor(context.Context, func(*controller.Image) bool) error {
+	return nil
+}
+func (c *cannedController) Leader() int32 { return 7 }
+func (c *cannedController) Close() error  { return nil }
+func (c *cannedController) Serve()        {}
+func (c *cannedController) Call(_ context.Context, req kmsg.Request) kmsg.Response {
+	c.asked = append(c.asked, req)
+	return c.answer(req)
+}
+
+// cannedClient is a ctlClient of node 7, which leads the quorum and
+// answers with answer.
+func cannedClient(answer func(kmsg.Request) kmsg.Response) (*ctlClient, *cannedController) {
+	actl := &cannedController{answer: answer}
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.BrokerRack = 7, "r1"
+	b := &Broker{cfg: cfg, meta: actl, actl: actl, clusterID: "c",
+		advertised: []Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
+	return newCtlClient(b), actl
+}
+
+func TestCtlClientRegister(t *testing.T) {
+	c, actl := cannedClient(func(kmsg.Request) kmsg.Response {
+		r := kmsg.NewPtrBrokerRegistrationResponse()
+		r.BrokerEpoch = 12
+		return r
+	})
+	epoch, err := c.Register(context.Background(), [16]byte{1})
+	if err != nil || epoch != 12 {
+		t.Fatalf("register: %d, %v", epoch, err)
+	}
+	req := actl.asked[0].(*kmsg.BrokerRegistrationRequest)
+	if req.BrokerID != 7 || req.ClusterID != "c" || req.IncarnationID != [16]byte{1} || *req.Rack != "r1" ||
+		len(req.Listeners) != 1 || req.Listeners[0].Port != 9092 {
+		t.Fatalf("request: %+v", req)
+	}
+}
+
+func TestCtlClientHeartbeat(t *testing.T) {
+	c, actl := cannedClient(func(kmsg.Request) kmsg.Response {
+		r := kmsg.NewPtrBrokerHeartbeatResponse()
+		r.IsFenced, r.ShouldShutdown = true, true
+		return r
+	})
+	a, err := c.Heartbeat(context.Background(), 12, 40, true)
+	if err != nil || a != (heartbeatAnswer{fenced: true, shouldShutdown: true}) {
+		t.Fatalf("heartbeat: %+v, %v", a, err)
+	}
+	req := actl.asked[0].(*kmsg.BrokerHeartbeatRequest)
+	if req.BrokerID != 7 || req.BrokerEpoch != 12 || req.CurrentMetadataOffset != 40 || !req.WantShutdown {
+		t.Fatalf("request: %+v", req)
+	}
+}
+
+func TestCtlClientAlterPartition(t *testing.T) {
+	answer := func(topics, partitions int, index int32, code int16) func(kmsg.Request) kmsg.Response {
+		return func(kmsg.Request) kmsg.Response {
+			r := kmsg.NewPtrAlterPartitionResponse()
+			for range topics {
+				rt := kmsg.NewAlterPartitionResponseTopic()
+				for range partitions {
+					rp := kmsg.NewAlterPartitionResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = index, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+			return r
+		}
+	}
+	prop := isrProposal{brokerEpoch: 12, topicID: [16]byte{9}, index: 3, leaderEpoch: 4, partitionEpoch: 5,
+		isr: []isrMember{{7, 12}, {8, -1}}}
+	c, actl := cannedClient(answer(1, 1, 3, kerr.InvalidUpdateVersion.Code))
+	if code, err := c.AlterPartition(context.Background(), prop); err != nil || code != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("alter: %d, %v", code, err)
+	}
+	req := actl.asked[0].(*kmsg.AlterPartitionRequest)
+	rp := req.Topics[0].Partitions[0]
+	if req.BrokerID != 7 || req.BrokerEpoch != 12 || req.Topics[0].TopicID != prop.topicID || rp.Partition != 3 ||
+		rp.LeaderEpoch != 4 || rp.PartitionEpoch != 5 || len(rp.NewISR) != 2 || rp.NewEpochISR[1].BrokerEpoch != -1 {
+		t.Fatalf("request: %+v", req)
+	}
+	for _, bad := range []func(kmsg.Request) kmsg.Response{answer(0, 0, 3, 0), answer(1, 0, 3, 0), answer(2, 1, 3, 0),
+		answer(1, 2, 3, 0), answer(1, 1, 4, 0), func(kmsg.Request) kmsg.Response { return kmsg.NewPtrApiVersionsResponse() }} {
+		c, _ := cannedClient(bad)
+		if code, err := c.AlterPartition(context.Background(), prop); !errors.Is(err, errMalformedAnswer) || code != -1 {
+			t.Errorf("malformed answer: %d, %v", code, err)
+		}
+	}
+}
+
+func TestCtlClientAllocateProducerIDs(t *testing.T) {
+	block := func(start int64, n int32) func(kmsg.Request) kmsg.Response {
+		return func(kmsg.Request) kmsg.Response {
+			r := kmsg.NewPtrAllocateProducerIDsResponse()
+			r.ProducerIDStart, r.ProducerIDLen = start, n
+			return r
+		}
+	}
+	c, _ := cannedClient(block(1000, 1000))
+	if start, n, err := c.AllocateProducerIDs(context.Background(), 12); err != nil || start != 1000 || n != 1000 {
+		t.Fatalf("allocate: %d %d %v", start, n, err)
+	}
+	for _, bad := range []func(kmsg.Request) kmsg.Response{block(1000, 0), block(-1, 1000)} {
+		c, _ := cannedClient(bad)
+		if _, _, err := c.AllocateProducerIDs(context.Background(), 12); !errors.Is(err, errMalformedAnswer) {
+			t.Errorf("malformed answer: %v", err)
+		}
+	}
+}
+
+// A refusal is an error, not a malformed answer.
+func TestCtlClientRefusals(t *testing.T) {
+	c, _ := cannedClient(func(req kmsg.Request) kmsg.Response {
+		switch req.(type) {
+		case *kmsg.BrokerRegistrationRequest:
+			r := kmsg.NewPtrBrokerRegistrationResponse()
+			r.ErrorCode = kerr.DuplicateBrokerRegistration.Code
+			return r
+		default:
+			r := kmsg.NewPtrAllocateProducerIDsResponse()
+			r.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return r
+		}
+	})
+	if _, err := c.Register(context.Background(), [16]byte{}); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+		t.Errorf("register: %v", err)
+	}
+	if _, _, err := c.AllocateProducerIDs(context.Background(), 12); !errors.Is(err, kerr.StaleBrokerEpoch) {
+		t.Errorf("allocate: %v", err)
+	}
+}
