@@ -1,0 +1,138 @@
+package replica
+
+import "fmt"
+
+// The core's inputs (configuration, assignments, events) and its output
+// (Ready).
+
+// Config is a replica's fixed settings. Times are milliseconds.
+type Config struct {
+	// ID is this broker's id.
+	ID int32
+	// SyncOnAck: records count toward the high watermark once fsynced
+	// (flush.messages=1), else once appended.
+	SyncOnAck bool
+	// LagMs is replica.lag.time.max.ms: a follower not caught up for this
+	// long leaves the ISR.
+	LagMs int64
+	// OpenTimeoutMs bounds an open; past it a leadership placed here is
+	// resigned (the open keeps running and is adopted if it finishes).
+	OpenTimeoutMs int64
+	// AlterTimeoutMs bounds an AlterPartition without an answer.
+	AlterTimeoutMs int64
+	// Open spaces failed opens; Alter spaces refused or unanswered
+	// AlterPartitions (ISR changes and resignations).
+	Open, Alter Backoff
+}
+
+// Backoff is a retry schedule: Initial, doubling up to Max, at most
+// Attempts tries in a row (0: no bound on the count, only on the rate).
+type Backoff struct {
+	InitialMs, MaxMs int64
+	Attempts         int
+}
+
+// delay is the wait before try n+1 after n failures (n >= 1).
+func (b Backoff) delay(n int) int64 {
+	d := max(b.InitialMs, 1)
+	for i := 1; i < n && d < b.MaxMs; i++ {
+		d *= 2
+	}
+	return min(d, max(b.MaxMs, b.InitialMs))
+}
+
+// Assignment is what the metadata image says about the partition.
+type Assignment struct {
+	Leader         int32 // -1: none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas, ISR  []int32 // read-only
+	// Live are the replicas the image shows unfenced; a damaged leader
+	// resigns only to a live ISR member.
+	Live []int32
+}
+
+// Events. Each is a value the owner passes to Step.
+type (
+	// Assign carries the partition's state in a new metadata image.
+	Assign struct{ Assignment }
+	// Unassign: the image no longer places the replica here.
+	Unassign struct{ TopicDeleted bool }
+	// OpenDone answers Ready.Open: the log's offsets, or the error.
+	OpenDone struct {
+		Err                 error
+		Start, End, Durable int64
+	}
+	// Appended: the log end moved to End (a leader's or a follower's append).
+	Appended struct{ End int64 }
+	// Flushed: everything below Durable is fsynced.
+	Flushed struct{ Durable int64 }
+	// FollowerFetched: follower ID fetched at Offset (its durable log end).
+	FollowerFetched struct {
+		ID     int32
+		Offset int64
+	}
+	// LeaderHW is the high watermark in the leader's fetch response.
+	LeaderHW struct{ HW int64 }
+	// Truncated: the log was cut to End (divergence, or a damage repair
+	// when Repaired), or restarted at End (behind the leader's start).
+	Truncated struct {
+		Start, End int64
+		Repaired   bool
+	}
+	// Reconciled: a follower's log now matches its leader's, at
+	// LeaderEpoch, up to its end.
+	Reconciled struct{ LeaderEpoch int32 }
+	// Diverged: a follower's fetch at LeaderEpoch found its log no longer
+	// matches (an append refused, an offset out of range): reconcile again.
+	Diverged struct{ LeaderEpoch int32 }
+	// DamageFound: a read found the log damaged from Offset on.
+	DamageFound struct{ Offset int64 }
+	// LeaderDamaged: the leader answered KAFKA_STORAGE_ERROR: its copy is
+	// damaged and it is handing the partition on; pause fetching briefly.
+	LeaderDamaged struct{}
+	// AlterAnswered answers Ready.Propose: the partition's error code, or
+	// -1 when no answer came.
+	AlterAnswered struct {
+		Proposal Proposal
+		Code     int16
+	}
+	// LogDeleted answers Ready.Delete.
+	LogDeleted struct{}
+)
+
+// Proposal is an AlterPartition to send from this leader: an ISR change,
+// or, without this broker in ISR, a resignation (the controller then
+// elects another ISR member).
+type Proposal struct {
+	LeaderEpoch, PartitionEpoch int32
+	ISR                         []int32
+	Resign                      bool
+	Why                         string
+}
+
+// Ready is what a Step or Tick asks of the owner, in this order: publish
+// View (when ViewChanged) and HW, record StartEpoch in the log before any
+// append of the new leader, wake waiters, then do the I/O (Open, Propose,
+// TruncateTo, Delete) and answer each with its event.
+type Ready struct {
+	ViewChanged bool
+	HWMoved     bool // HW moved (up on a leader; a follower's may drop)
+	HW          int64
+	// StartEpoch >= 0: this broker leads from now at that epoch, starting
+	// at StartOffset; the log must record it before the first append.
+	StartEpoch  int32
+	StartOffset int64
+	WakeHW      bool // acks=all and long-poll waiters look again
+	WakeAppend  bool // replica long polls look again
+	Open        bool // open the log, answer OpenDone
+	Propose     *Proposal
+	TruncateTo  int64 // >= 0: cut the log there (damage repair), answer Truncated{Repaired}
+	Delete      bool  // close and remove the log, answer LogDeleted
+	// Notes are state changes worth one log line each.
+	Notes []string
+}
+
+func (r *Ready) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
