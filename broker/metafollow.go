@@ -48,11 +48,13 @@ type followed struct {
 }
 
 func startFollower(b *Broker) *metaFollower {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.ctx)
 	f := &metaFollower{b: b, cancel: cancel, done: make(chan struct{})}
 	f.pub.Store(&followed{img: new(controller.Image), next: make(chan struct{})})
 	f.leader.Store(-1)
-	go f.run(ctx)
+	if !b.goLoop(func() { f.run(ctx) }) {
+		close(f.done)
+	}
 	return f
 }
 
