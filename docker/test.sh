@@ -13,6 +13,13 @@ trap cleanup EXIT
 CGO_ENABLED=0 go build -trimpath -o bin/fjord ./cmd/fjord
 docker build -q -f docker/Dockerfile -t fjord:dev . >/dev/null
 $compose -p "$project" -f docker/docker-compose.yml up -d >/dev/null
+# The compose healthcheck (`fjord health` inside the image, which has no
+# shell) must turn healthy on its own.
+healthy() { [ "$(docker inspect --format '{{.State.Health.Status}}' "$1" 2>/dev/null)" = healthy ]; }
+cid=$($compose -p "$project" -f docker/docker-compose.yml ps -q fjord)
+for i in $(seq 1 150); do healthy "$cid" && break; sleep 0.2; done
+healthy "$cid" || { echo "docker test: the container never became healthy"; docker inspect --format '{{json .State.Health}}' "$cid"; exit 1; }
+echo "docker test: healthcheck (fjord health) healthy"
 for i in $(seq 1 100); do
   if kcat -b 127.0.0.1:$port -L -m 2 >/dev/null 2>&1; then break; fi
   sleep 0.2
@@ -58,4 +65,9 @@ l1=$(leaders $FJORD_PORT1); l2=$(leaders $FJORD_PORT2); l3=$(leaders $FJORD_PORT
 if [ "$l1" != "$l2" ] || [ "$l1" != "$l3" ]; then
   echo "docker cluster test: nodes disagree on leaders:"; echo "$l1"; echo "--"; echo "$l2"; echo "--"; echo "$l3"; exit 1
 fi
-echo "docker cluster test: 3 nodes agree on brokers and leaders; produce through node 2, consume through node 3: ok"
+for svc in fjord1 fjord2 fjord3; do
+  c=$($compose -p "$cproject" -f "$cluster" ps -q $svc)
+  for i in $(seq 1 150); do healthy "$c" && break; sleep 0.2; done
+  healthy "$c" || { echo "docker cluster test: $svc never became healthy"; docker inspect --format '{{json .State.Health}}' "$c"; exit 1; }
+done
+echo "docker cluster test: 3 nodes agree on brokers and leaders, all healthy (fjord health --brokers 3); produce through node 2, consume through node 3: ok"

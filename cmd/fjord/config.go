@@ -22,6 +22,11 @@ var errHelp = errors.New("help requested")
 // usage describes the command line.
 func usage() string {
 	return `Usage: fjord [--config PATH] [--override key=value]...
+       fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
+
+fjord health exits 0 when the node serves (its listener answers and lists
+it as a live broker): a container healthcheck. It reads the node's
+configuration the same way (flags below, KAFKA_* environment).
 
 Flags:
   --config PATH          read a Java properties file (server.properties style)

@@ -2,6 +2,7 @@
 // is a single node on 127.0.0.1:9092 keeping its data in ./fjord-data.
 //
 //	fjord [--config server.properties] [--override key=value ...]
+//	fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
 //
 // Configuration uses Kafka's property names; see docs/configuration.md.
 package main
@@ -24,6 +25,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "health" {
+		return health(args[1:], os.Environ(), os.Stdout)
+	}
 	cfg, err := LoadConfig(args, os.Environ())
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(os.Stdout, usage())

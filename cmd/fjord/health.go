@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker"
+)
+
+// health is `fjord health`: exit 0 when the local node serves — its client
+// listener answers ApiVersions and Metadata, and that Metadata lists this
+// node (registered and unfenced) — for a compose healthcheck in an image
+// without a shell. The node's address and id come from the same
+// configuration the node reads (--config, KAFKA_* environment,
+// --override), so the check needs no flags inside the node's container.
+//
+//	fjord health [--bootstrap host:port] [--brokers N] [--wait] [--timeout 60s] [--config F] [--override k=v ...]
+//
+// --brokers N also wants N brokers in the cluster's metadata; --wait
+// retries (every 250 ms) until the check passes or --timeout ends.
+func health(args []string, environ []string, out io.Writer) int {
+	fs := flag.NewFlagSet("fjord health", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bootstrap := fs.String("bootstrap", "", "host:port of the node to check (default: its first client listener)")
+	brokers := fs.Int("brokers", 0, "also want at least this many brokers in the metadata")
+	wait := fs.Bool("wait", false, "retry until healthy or --timeout")
+	timeout := fs.Duration("timeout", 60*time.Second, "with --wait: how long to keep trying; else the bound on one check")
+	var passthrough []string
+	fs.Func("config", "properties file the node reads", func(v string) error {
+		passthrough = append(passthrough, "--config", v)
+		return nil
+	})
+	fs.Func("override", "key=value the node reads", func(v string) error {
+		passthrough = append(passthrough, "--override", v)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := LoadConfig(passthrough, environ)
+	if err != nil {
+		fmt.Fprintf(out, "fjord health: %v\n", err)
+		return 2
+	}
+	addr := *bootstrap
+	if addr == "" {
+		if addr, err = localAddr(cfg); err != nil {
+			fmt.Fprintf(out, "fjord health: %v\n", err)
+			return 2
+		}
+	}
+	deadline := time.Now().Add(*timeout)
+	for {
+		try := time.Now().Add(5 * time.Second)
+		if try.After(deadline) {
+			try = deadline
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), try)
+		err = checkServing(ctx, addr, cfg.NodeID, *brokers)
+		cancel()
+		if err == nil {
+			fmt.Fprintf(out, "fjord health: node %d at %s serving\n", cfg.NodeID, addr)
+			return 0
+		}
+		if !*wait || time.Now().After(deadline) {
+			fmt.Fprintf(out, "fjord health: %s: %v\n", addr, err)
+			return 1
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// localAddr is the address of the node's first client listener, reached
+// from inside its own host (an any-address bind is dialled on loopback).
+func localAddr(cfg broker.Config) (string, error) {
+	ls, err := broker.ParseListeners(cfg.Listeners)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range ls {
+		if slices.Contains(strings.Split(cfg.ControllerListenerNames, ","), l.Name) {
+			continue
+		}
+		host := l.Host
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(l.Port))), nil
+	}
+	return "", errors.New("no client listener in listeners")
+}
+
+// checkServing asks addr for ApiVersions and Metadata and wants node id
+// among the brokers, and at least want brokers.
+func checkServing(ctx context.Context, addr string, id int32, want int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	node := cl.SeedBrokers()[0]
+	if _, err := node.Request(ctx, kmsg.NewPtrApiVersionsRequest()); err != nil {
+		return fmt.Errorf("ApiVersions: %w", err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
+	kresp, err := node.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("Metadata: %w", err)
+	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	listed := slices.ContainsFunc(resp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id })
+	switch {
+	case !listed:
+		return fmt.Errorf("node %d is not among the serving brokers yet (registered and unfenced)", id)
+	case len(resp.Brokers) < want:
+		return fmt.Errorf("%d brokers in the metadata, want %d", len(resp.Brokers), want)
+	}
+	return nil
+}
