@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -555,7 +556,11 @@ func LoadConfig(args []string, environ []string) (broker.Config, error) {
 	var errs []error
 	put := func(key, value, origin string) {
 		if _, ok := keyIndex[key]; !ok {
-			errs = append(errs, fmt.Errorf("%s: unknown configuration key %q (supported keys: docs/configuration.md)", origin, key))
+			hint := "supported keys: docs/configuration.md"
+			if near := nearestKey(key); near != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", near, hint)
+			}
+			errs = append(errs, fmt.Errorf("%s: unknown configuration key %q (%s)", origin, key, hint))
 			return
 		}
 		settings[key] = setting{value: strings.TrimSpace(value), origin: origin}
@@ -648,4 +653,50 @@ func LoadConfig(args []string, environ []string) (broker.Config, error) {
 		return broker.Config{}, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// nearestKey is the supported key closest to an unknown one, if it is
+// close enough to be a typo (an edit distance of at most a fifth of its
+// length, and at least one edit); "" otherwise.
+func nearestKey(key string) string {
+	best, bestD := "", max(len(key)/5, 1)+1
+	for _, k := range slices.Sorted(maps.Keys(keyIndex)) { // sorted: ties go to the first
+		if d := editDistance(key, k, bestD); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD > max(len(key)/5, 1) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or anything >=
+// limit once it is known to reach limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -600,3 +600,20 @@ func TestDocsCoverEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// A typo names the key it probably meant; a key far from every real one
+// gets no guess.
+func TestUnknownKeySuggestion(t *testing.T) {
+	_, err := LoadConfig([]string{"--override", "log.retention.hour=1"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `did you mean "log.retention.hours"`) {
+		t.Fatalf("log.retention.hour: %v", err)
+	}
+	_, err = LoadConfig(nil, []string{"KAFKA_NUM_PARTITON=3"})
+	if err == nil || !strings.Contains(err.Error(), `did you mean "num.partitions"`) {
+		t.Fatalf("KAFKA_NUM_PARTITON: %v", err)
+	}
+	_, err = LoadConfig([]string{"--override", "zookeeper.connect=zk:2181"}, nil)
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("zookeeper.connect: %v", err)
+	}
+}
