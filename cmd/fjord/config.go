@@ -363,6 +363,11 @@ type setting struct {
 	value, origin string
 }
 
+// envAliases are variables other images use for a key under another name.
+var envAliases = map[string]string{
+	"KAFKA_KRAFT_CLUSTER_ID": "cluster.id", // Bitnami
+}
+
 // ignoredEnv are KAFKA_ variables the official image uses for other purposes.
 var ignoredEnv = map[string]bool{
 	"KAFKA_HEAP_OPTS":            true,
@@ -384,7 +389,12 @@ var ignoredEnv = map[string]bool{
 // as the official image does: drop KAFKA_, lower-case, then ___ -> '-',
 // __ -> '_', _ -> '.'.
 func envToKey(name string) string {
-	s := strings.ToLower(strings.TrimPrefix(name, "KAFKA_"))
+	if k, ok := envAliases[name]; ok {
+		return k
+	}
+	// Bitnami's images put every property under KAFKA_CFG_, the same
+	// convention otherwise; no Kafka key starts with "cfg.".
+	s := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(name, "KAFKA_CFG_"), "KAFKA_"))
 	s = strings.ReplaceAll(s, "___", "\x00")
 	s = strings.ReplaceAll(s, "__", "\x01")
 	s = strings.ReplaceAll(s, "_", ".")

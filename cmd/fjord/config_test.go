@@ -617,3 +617,16 @@ func TestUnknownKeySuggestion(t *testing.T) {
 		t.Fatalf("zookeeper.connect: %v", err)
 	}
 }
+
+// Bitnami's images name properties KAFKA_CFG_<KEY> and the cluster id
+// KAFKA_KRAFT_CLUSTER_ID.
+func TestBitnamiEnvironment(t *testing.T) {
+	cfg, err := LoadConfig(nil, []string{"KAFKA_CFG_NUM_PARTITIONS=4", "KAFKA_CFG_LOG_RETENTION_MS=60000",
+		"KAFKA_KRAFT_CLUSTER_ID=abcdefghijklmnopqrstuv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NumPartitions != 4 || cfg.RetentionMs != 60000 || cfg.ClusterID != "abcdefghijklmnopqrstuv" {
+		t.Fatalf("num.partitions %d, log.retention.ms %d, cluster.id %q", cfg.NumPartitions, cfg.RetentionMs, cfg.ClusterID)
+	}
+}
