@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Config is everything a node needs to run. Field names follow Kafka's own
@@ -319,8 +318,6 @@ func ParseListeners(s string) ([]Listener, error) {
 	}
 	return out, nil
 }
-
-func (c *Config) segmentRoll() time.Duration { return time.Duration(c.SegmentMs) * time.Millisecond }
 
 // brokerConfigs lists the node's settings by Kafka property name, for
 // DescribeConfigs.

@@ -56,8 +56,6 @@ type batchOpts struct {
 }
 
 func i32(v int32) *int32 { return &v }
-func i64(v int64) *int64 { return &v }
-
 func (o batchOpts) records() []testRecord {
 	if o.Records != nil {
 		return o.Records

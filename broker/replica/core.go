@@ -38,12 +38,11 @@ type Core struct {
 	damagedFrom               int64
 
 	// Opening.
-	opening      bool  // an open is running
-	openSince    int64 // when it began
-	openFails    int   // failed opens in a row
-	openNext     int64 // when the next open is due
-	openOverrun  bool  // the running open passed OpenTimeoutMs (noted once)
-	deleteQueued bool  // Deleting waits for the running open first
+	opening     bool  // an open is running
+	openSince   int64 // when it began
+	openFails   int   // failed opens in a row
+	openNext    int64 // when the next open is due
+	openOverrun bool  // the running open passed OpenTimeoutMs (noted once)
 
 	// Leading.
 	followers   map[int32]*follower
