@@ -44,6 +44,9 @@ func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 					overrides[c.Name] = *c.Value
 				}
 			}
+			if un := unsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
+				b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
+			}
 			for _, d := range topicConfigDefs {
 				v, override := effectiveValue(&b.cfg, overrides, &d)
 				c := kmsg.NewCreateTopicsResponseTopicConfig()

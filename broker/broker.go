@@ -186,7 +186,7 @@ func (b *Broker) listen() error {
 			b.closeListeners()
 			return fmt.Errorf("listener %s: %w", l.Name, err)
 		}
-		if b.cfg.isControllerListener(l.Name) {
+		if b.cfg.IsControllerListener(l.Name) {
 			if b.ctlLn != nil {
 				ln.Close()
 				b.closeListeners()
@@ -290,7 +290,9 @@ func (b *Broker) Start() {
 	b.goLoop(b.tickLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
-	b.goLoop(b.cleanerLoop)
+	if b.cfg.CleanerEnable {
+		b.goLoop(b.cleanerLoop)
+	}
 }
 
 // Ready is closed once the broker serves clients.

@@ -53,6 +53,9 @@ type Config struct {
 	OffsetsRetentionMinutes int64  // offsets.retention.minutes: committed offsets of an empty group expire after this
 	OffsetsRetentionCheckMs int64  // offsets.retention.check.interval.ms
 	CleanerBackoffMs        int64  // log.cleaner.backoff.ms: pause between compaction passes
+	// CleanerEnable is log.cleaner.enable: false stops compaction of every
+	// topic, __consumer_offsets included, as in Kafka.
+	CleanerEnable           bool
 	ProducerIDExpirationMs  int64  // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
 	OffsetsTopicReplication int16  // offsets.topic.replication.factor
 	ProcessRoles            string // process.roles
@@ -115,6 +118,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionMinutes:   10080,
 		OffsetsRetentionCheckMs:   600000,
 		CleanerBackoffMs:          15000,
+		CleanerEnable:             true,
 		ProducerIDExpirationMs:    86400000,
 		OffsetsTopicReplication:   3,
 		ProcessRoles:              "broker,controller",
@@ -235,9 +239,9 @@ func (c *Config) HasRole(role string) bool {
 	return false
 }
 
-// isControllerListener reports whether name is one of
+// IsControllerListener reports whether name is one of
 // controller.listener.names.
-func (c *Config) isControllerListener(name string) bool {
+func (c *Config) IsControllerListener(name string) bool {
 	for _, n := range strings.Split(c.ControllerListenerNames, ",") {
 		if strings.TrimSpace(n) == name {
 			return true
@@ -272,13 +276,13 @@ func (c *Config) validateQuorum() error {
 	if err != nil {
 		return nil // reported by Validate
 	}
-	if len(voters) > 0 && c.HasRole("controller") && !slices.ContainsFunc(ls, func(l Listener) bool { return c.isControllerListener(l.Name) }) {
+	if len(voters) > 0 && c.HasRole("controller") && !slices.ContainsFunc(ls, func(l Listener) bool { return c.IsControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q has no listener named in controller.listener.names %q", c.Listeners, c.ControllerListenerNames)
 	}
-	if n := c.InterBrokerListenerName; n != "" && (c.isControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
+	if n := c.InterBrokerListenerName; n != "" && (c.IsControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
 		return fmt.Errorf("inter.broker.listener.name %q: not a client listener of %q", n, c.Listeners)
 	}
-	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.isControllerListener(l.Name) }) {
+	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.IsControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q: the broker role needs a listener not named in controller.listener.names", c.Listeners)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/catalogue"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -69,18 +70,59 @@ func findTopicConfig(name string) *topicConfigDef {
 	return nil
 }
 
-// validateTopicConfigs checks overrides given at creation.
+// validateTopicConfigs checks overrides given at creation. A Kafka topic
+// key Fjord does not implement is accepted (and kept with the topic) when
+// ignoring it is safe, and refused with INVALID_CONFIG otherwise; a key
+// that is not Kafka's is refused.
 func validateTopicConfigs(m map[string]string) error {
 	for k, v := range m {
 		d := findTopicConfig(k)
 		if d == nil {
-			return fmt.Errorf("%w: unknown topic config %q", errInvalidConfig, k)
+			verdict, known := catalogue.Classify(catalogue.Topic, k, v)
+			switch {
+			case !known:
+				return fmt.Errorf("%w: unknown topic config %q", errInvalidConfig, k)
+			case verdict.Class == catalogue.Refused:
+				return fmt.Errorf("%w: %s=%s: %s", errInvalidConfig, k, v, verdict.Why)
+			}
+			if key, ok := catalogue.Lookup(catalogue.Topic, k); ok {
+				if err := catalogue.CheckValue(key, v); err != nil {
+					return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
+				}
+			}
+			continue
 		}
 		if err := d.check(v); err != nil {
 			return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
 		}
 	}
 	return nil
+}
+
+// unsupportedTopicConfigs names the overrides that Fjord accepts without
+// acting on them, with why, for a warning.
+func unsupportedTopicConfigs(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		if findTopicConfig(k) != nil {
+			continue
+		}
+		if verdict, ok := catalogue.Classify(catalogue.Topic, k, v); ok && verdict.Class == catalogue.Unsupported {
+			out = append(out, k+": "+verdict.Why)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TopicConfigNames lists the topic configs Fjord implements, sorted, each
+// with the broker key it defaults to.
+func TopicConfigNames() [][2]string {
+	out := make([][2]string, len(topicConfigDefs))
+	for i, d := range topicConfigDefs {
+		out[i] = [2]string{d.name, d.brokerKey}
+	}
+	return out
 }
 
 // effectiveValue is a config's value for a topic and whether it is an override.

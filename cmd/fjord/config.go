@@ -2,16 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"maps"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/fjordlog/fjord/broker"
 )
@@ -37,10 +32,12 @@ Flags:
 Configuration comes from, in rising priority: the built-in defaults, the
 --config file, KAFKA_* environment variables (the official Kafka container
 image's convention: KAFKA_LOG_RETENTION_MS=60000 sets log.retention.ms;
-CLUSTER_ID sets cluster.id) and --override flags. Keys use Kafka's property
-names; an unknown key stops start-up.
+CLUSTER_ID sets cluster.id; Confluent's and Bitnami's KAFKA_CFG_* work too)
+and --override flags. Keys use Kafka's property names. A Kafka key Fjord
+has no use for is ignored with a warning; a key Kafka does not have stops
+start-up.
 
-Every supported key, its default and its meaning are listed in
+Every key, Fjord's and Kafka's, and what Fjord does with it, is listed in
 docs/configuration.md.
 `
 }
@@ -55,9 +52,6 @@ type configKey struct {
 	// set parses a (trimmed) value into the config. Errors omit the key
 	// name; the caller adds it.
 	set func(c *broker.Config, v string) error
-	// noEffect marks keys accepted for compatibility with Kafka
-	// configurations that Fjord does not use yet: set only checks the value.
-	noEffect bool
 	// prio orders keys that write the same field: when several are given,
 	// the highest prio is applied last and wins (log.retention.ms over
 	// .minutes over .hours), whatever source each came from.
@@ -203,19 +197,16 @@ func newConfigKeys() []configKey {
 		{name: "fjord.partition.open.timeout.ms", def: itoa(d.PartitionOpenTimeoutMs), doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",
 			set: setInt(func(c *broker.Config) *int64 { return &c.PartitionOpenTimeoutMs })},
 
-		// Accepted so that usual Kafka configurations start; no effect yet.
 		{name: "inter.broker.listener.name", def: d.InterBrokerListenerName, doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
 			set: setString(func(c *broker.Config) *string { return &c.InterBrokerListenerName })},
-		{name: "listener.security.protocol.map", noEffect: true, doc: "Security protocol of each listener name (NAME:PROTOCOL list).",
+		{name: "listener.security.protocol.map", doc: "Security protocol of each listener name (NAME:PROTOCOL list). Fjord serves PLAINTEXT only: a listener mapped to (or named) SSL, SASL_PLAINTEXT or SASL_SSL stops start-up; a name the map leaves out is PLAINTEXT.",
 			set: checkAny},
-		{name: "transaction.state.log.replication.factor", noEffect: true, doc: "Replication factor of the transaction state topic.",
-			set: checkInt[int16]},
-		{name: "transaction.state.log.min.isr", noEffect: true, doc: "min.insync.replicas of the transaction state topic.",
-			set: checkInt[int32]},
-		{name: "share.coordinator.state.topic.replication.factor", noEffect: true, doc: "Replication factor of the share group state topic.",
-			set: checkInt[int16]},
-		{name: "share.coordinator.state.topic.min.isr", noEffect: true, doc: "min.insync.replicas of the share group state topic.",
-			set: checkInt[int32]},
+		{name: "controller.quorum.bootstrap.servers", doc: "KIP-853's quorum bootstrap. Without controller.quorum.voters, only one server naming this controller's own listener is accepted (a quorum of one, as Bitnami's single-node files give); anything else stops start-up: list the voters in controller.quorum.voters.",
+			set: checkAny},
+		{name: "log.cleaner.enable", def: strconv.FormatBool(d.CleanerEnable), doc: "Run log compaction for topics with cleanup.policy=compact (the committed offsets topic included).",
+			set: setBool(func(c *broker.Config) *bool { return &c.CleanerEnable })},
+		{name: "unclean.leader.election.enable", def: "false", doc: "Fjord never elects a leader outside the ISR (that loses acknowledged records): false is accepted, true stops start-up.",
+			set: refuseTrue("Fjord never elects a leader outside the ISR, which would lose acknowledged records")},
 	}
 }
 
@@ -253,12 +244,21 @@ func setInt[T integer](field func(*broker.Config) *T) func(*broker.Config, strin
 	}
 }
 
-func checkInt[T integer](_ *broker.Config, v string) error {
-	_, err := parseInt[T](v)
-	return err
-}
-
 func checkAny(*broker.Config, string) error { return nil }
+
+// refuseTrue accepts a boolean key that Fjord fixes at false.
+func refuseTrue(why string) func(*broker.Config, string) error {
+	return func(c *broker.Config, v string) error {
+		var b bool
+		if err := setBool(func(*broker.Config) *bool { return &b })(c, v); err != nil {
+			return err
+		}
+		if b {
+			return errors.New(why)
+		}
+		return nil
+	}
+}
 
 // setScaled parses an int (Kafka's type for the .hours and .minutes keys)
 // and stores it multiplied by scale; with negForever every negative value
@@ -353,360 +353,4 @@ func setCleanupPolicy(c *broker.Config, v string) error {
 	}
 	c.CleanupPolicy = s
 	return nil
-}
-
-// ---- sources ----
-
-// setting is one key's value and where it came from, for error messages:
-// "path:line", "env NAME" or "--override".
-type setting struct {
-	value, origin string
-}
-
-// envAliases are variables other images use for a key under another name.
-var envAliases = map[string]string{
-	"KAFKA_KRAFT_CLUSTER_ID": "cluster.id", // Bitnami
-}
-
-// ignoredEnv are KAFKA_ variables the official image uses for other purposes.
-var ignoredEnv = map[string]bool{
-	"KAFKA_HEAP_OPTS":            true,
-	"KAFKA_OPTS":                 true,
-	"KAFKA_JVM_PERFORMANCE_OPTS": true,
-	"KAFKA_LOG4J_OPTS":           true,
-	"KAFKA_LOG4J_ROOT_LOGLEVEL":  true,
-	"KAFKA_LOG4J_LOGGERS":        true,
-	"KAFKA_TOOLS_LOG4J_LOGLEVEL": true,
-	"KAFKA_JMX_OPTS":             true,
-	"KAFKA_JMX_PORT":             true,
-	"KAFKA_GC_LOG_OPTS":          true,
-	"KAFKA_DEBUG":                true,
-	"KAFKA_VERSION":              true,
-	"KAFKA_HOME":                 true,
-}
-
-// envToKey converts a KAFKA_ environment variable name to a property name
-// as the official image does: drop KAFKA_, lower-case, then ___ -> '-',
-// __ -> '_', _ -> '.'.
-func envToKey(name string) string {
-	if k, ok := envAliases[name]; ok {
-		return k
-	}
-	// Bitnami's images put every property under KAFKA_CFG_, the same
-	// convention otherwise; no Kafka key starts with "cfg.".
-	s := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(name, "KAFKA_CFG_"), "KAFKA_"))
-	s = strings.ReplaceAll(s, "___", "\x00")
-	s = strings.ReplaceAll(s, "__", "\x01")
-	s = strings.ReplaceAll(s, "_", ".")
-	s = strings.ReplaceAll(s, "\x00", "-")
-	return strings.ReplaceAll(s, "\x01", "_")
-}
-
-// overrideList collects repeated --override key=value flags.
-type overrideList []string
-
-func (o *overrideList) String() string { return strings.Join(*o, " ") }
-
-func (o *overrideList) Set(s string) error {
-	if k, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(k) == "" {
-		return errors.New("want key=value")
-	}
-	*o = append(*o, s)
-	return nil
-}
-
-// parseArgs reads the command line.
-func parseArgs(args []string) (configPath string, overrides []string, err error) {
-	fs := flag.NewFlagSet("fjord", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&configPath, "config", "", "")
-	var ov overrideList
-	fs.Var(&ov, "override", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", nil, errHelp
-		}
-		return "", nil, err
-	}
-	if fs.NArg() > 0 {
-		return "", nil, fmt.Errorf("unexpected argument %q (a properties file is given with --config PATH)", fs.Arg(0))
-	}
-	configSet := false
-	fs.Visit(func(f *flag.Flag) { configSet = configSet || f.Name == "config" })
-	if configSet && configPath == "" {
-		return "", nil, errors.New("--config: empty path")
-	}
-	return configPath, ov, nil
-}
-
-// property is one key/value read from a properties file.
-type property struct {
-	key, value string
-	line       int // where the (possibly continued) line starts
-}
-
-// parseProperties reads Java properties text: key=value, key: value or
-// "key value"; # and ! comment lines; a line ending in an odd number of
-// backslashes continues on the next (whose leading whitespace is dropped);
-// backslash escapes (\t \n \r \f \uXXXX, or any character for itself).
-// Keys and values are trimmed.
-func parseProperties(text string) ([]property, error) {
-	text = strings.TrimPrefix(text, "\ufeff")
-	lines := strings.Split(text, "\n")
-	var out []property
-	for i := 0; i < len(lines); i++ {
-		start := i + 1
-		logical := strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f")
-		if logical == "" || logical[0] == '#' || logical[0] == '!' {
-			continue
-		}
-		for continues(logical) && i+1 < len(lines) {
-			i++
-			logical = logical[:len(logical)-1] + strings.TrimLeft(strings.TrimSuffix(lines[i], "\r"), " \t\f")
-		}
-		if continues(logical) { // continuation at end of file
-			logical = logical[:len(logical)-1]
-		}
-		// The key ends at the first unescaped '=', ':' or whitespace.
-		k := 0
-		for k < len(logical) {
-			c := logical[k]
-			if c == '\\' {
-				k += 2
-				continue
-			}
-			if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-				break
-			}
-			k++
-		}
-		k = min(k, len(logical))
-		rawKey, rest := logical[:k], strings.TrimLeft(logical[k:], " \t\f")
-		if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-			rest = strings.TrimLeft(rest[1:], " \t\f")
-		}
-		key, err := unescape(rawKey)
-		if err != nil {
-			return nil, fmt.Errorf("%d: %w", start, err)
-		}
-		value, err := unescape(rest)
-		if err != nil {
-			return nil, fmt.Errorf("%d: %w", start, err)
-		}
-		out = append(out, property{key: strings.TrimSpace(key), value: strings.TrimSpace(value), line: start})
-	}
-	return out, nil
-}
-
-// continues reports whether a line ends in an odd number of backslashes.
-func continues(s string) bool {
-	n := 0
-	for n < len(s) && s[len(s)-1-n] == '\\' {
-		n++
-	}
-	return n%2 == 1
-}
-
-func unescape(s string) (string, error) {
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i == len(s) {
-			break
-		}
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			if i+5 > len(s) {
-				return "", fmt.Errorf("malformed \\uXXXX escape in %q", s)
-			}
-			r, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
-			if err != nil {
-				return "", fmt.Errorf("malformed \\uXXXX escape in %q", s)
-			}
-			b.WriteRune(rune(r))
-			i += 4
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			b.WriteRune(r)
-			i += size - 1
-		}
-	}
-	return b.String(), nil
-}
-
-// LoadConfig builds the node's configuration from, in rising priority: the
-// defaults, a properties file (--config path), environment variables in the
-// official Kafka container image's convention, and --override key=value flags.
-func LoadConfig(args []string, environ []string) (broker.Config, error) {
-	configPath, overrides, err := parseArgs(args)
-	if err != nil {
-		if errors.Is(err, errHelp) {
-			return broker.Config{}, errHelp
-		}
-		return broker.Config{}, fmt.Errorf("config: %w", err)
-	}
-
-	settings := make(map[string]setting)
-	var errs []error
-	put := func(key, value, origin string) {
-		if _, ok := keyIndex[key]; !ok {
-			hint := "supported keys: docs/configuration.md"
-			if near := nearestKey(key); near != "" {
-				hint = fmt.Sprintf("did you mean %q? %s", near, hint)
-			}
-			errs = append(errs, fmt.Errorf("%s: unknown configuration key %q (%s)", origin, key, hint))
-			return
-		}
-		settings[key] = setting{value: strings.TrimSpace(value), origin: origin}
-	}
-
-	// 1. Properties file.
-	if configPath != "" {
-		data, err := os.ReadFile(configPath)
-		if err != nil {
-			return broker.Config{}, fmt.Errorf("config: %w", err)
-		}
-		props, err := parseProperties(string(data))
-		if err != nil {
-			return broker.Config{}, fmt.Errorf("config: %s:%w", configPath, err)
-		}
-		for _, p := range props {
-			put(p.key, p.value, fmt.Sprintf("%s:%d", configPath, p.line))
-		}
-	}
-
-	// 2. Environment. CLUSTER_ID first so that KAFKA_CLUSTER_ID, if also
-	// given, wins.
-	for _, kv := range environ {
-		if name, value, ok := strings.Cut(kv, "="); ok && name == "CLUSTER_ID" {
-			put("cluster.id", value, "env CLUSTER_ID")
-		}
-	}
-	for _, kv := range environ {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, "KAFKA_") || ignoredEnv[name] {
-			continue
-		}
-		put(envToKey(name), value, "env "+name)
-	}
-
-	// 3. Flags.
-	for _, o := range overrides {
-		k, v, _ := strings.Cut(o, "=")
-		put(strings.TrimSpace(k), v, "--override")
-	}
-
-	// node.id and broker.id name the same thing; Kafka refuses different values.
-	if n, ok := settings["node.id"]; ok {
-		if b, ok := settings["broker.id"]; ok {
-			nv, err1 := parseInt[int32](n.value)
-			bv, err2 := parseInt[int32](b.value)
-			if err1 == nil && err2 == nil && nv != bv {
-				errs = append(errs, fmt.Errorf("node.id %d (%s) and broker.id %d (%s) differ; set only node.id", nv, n.origin, bv, b.origin))
-			}
-		}
-	}
-
-	// Apply the final value of every key given, lowest prio first so that
-	// e.g. log.retention.ms overrides .hours whichever source each came from.
-	order := make([]int, len(configKeys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return configKeys[a].prio - configKeys[b].prio })
-	cfg := broker.DefaultConfig()
-	for _, i := range order {
-		k := configKeys[i]
-		s, ok := settings[k.name]
-		if !ok {
-			continue
-		}
-		if err := k.set(&cfg, s.value); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", s.origin, k.name, err))
-		}
-	}
-
-	// As in the official image: listeners defaults to advertised.listeners
-	// with every host replaced by 0.0.0.0.
-	if adv, ok := settings["advertised.listeners"]; ok && adv.value != "" {
-		if _, ok := settings["listeners"]; !ok {
-			if ls, err := broker.ParseListeners(cfg.AdvertisedListeners); err == nil {
-				parts := make([]string, len(ls))
-				for i, l := range ls {
-					parts[i] = l.Name + "://" + net.JoinHostPort("0.0.0.0", strconv.Itoa(int(l.Port)))
-				}
-				cfg.Listeners = strings.Join(parts, ",")
-			} // else Validate reports advertised.listeners
-		}
-	}
-
-	if len(errs) > 0 {
-		return broker.Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
-	}
-	if err := cfg.Validate(); err != nil {
-		return broker.Config{}, fmt.Errorf("config: %w", err)
-	}
-	return cfg, nil
-}
-
-// nearestKey is the supported key closest to an unknown one, if it is
-// close enough to be a typo (an edit distance of at most a fifth of its
-// length, and at least one edit); "" otherwise.
-func nearestKey(key string) string {
-	best, bestD := "", max(len(key)/5, 1)+1
-	for _, k := range slices.Sorted(maps.Keys(keyIndex)) { // sorted: ties go to the first
-		if d := editDistance(key, k, bestD); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if bestD > max(len(key)/5, 1) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, or anything >=
-// limit once it is known to reach limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

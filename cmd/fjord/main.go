@@ -28,7 +28,7 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "health" {
 		return health(args[1:], os.Environ(), os.Stdout)
 	}
-	cfg, err := LoadConfig(args, os.Environ())
+	l, err := loadConfig(args, os.Environ())
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(os.Stdout, usage())
 		return 0
@@ -37,8 +37,14 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "fjord: %v\n", err)
 		return 2
 	}
-	log := newLogger()
-	b, err := broker.New(cfg, log)
+	log := newLogger(l.logLevel)
+	if len(l.ignored) > 0 {
+		log.Warn().Strs("keys", l.ignored).Msg("configuration with no meaning for Fjord, ignored (JVM, ZooKeeper, thread and buffer sizes, metric reporters, vendor settings)")
+	}
+	for _, w := range l.warnings {
+		log.Warn().Msg("configuration not supported yet, ignored: " + w)
+	}
+	b, err := broker.New(l.cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("start-up failed")
 		return 1
@@ -65,12 +71,15 @@ func run(args []string) int {
 }
 
 // newLogger writes JSON lines, or readable lines when stderr is a terminal.
-func newLogger() zerolog.Logger {
+// The level is FJORD_LOG_LEVEL, else the image convention's (configured,
+// a zerolog level name), else info.
+func newLogger(configured string) zerolog.Logger {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	level := zerolog.InfoLevel
-	if v := os.Getenv("FJORD_LOG_LEVEL"); v != "" {
-		if l, err := zerolog.ParseLevel(v); err == nil {
+	for _, v := range []string{os.Getenv("FJORD_LOG_LEVEL"), configured} {
+		if l, err := zerolog.ParseLevel(v); v != "" && err == nil {
 			level = l
+			break
 		}
 	}
 	var w = zerolog.New(os.Stderr)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/catalogue"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated part of docs/configuration.md")
+
+const (
+	docBegin = "<!-- BEGIN GENERATED: go test ./cmd/fjord -run TestConfigurationDoc -update -->"
+	docEnd   = "<!-- END GENERATED -->"
+)
+
+// TestConfigurationDoc checks that the key tables of docs/configuration.md
+// are what the key table of this package and the catalogue say; with
+// -update it rewrites them.
+func TestConfigurationDoc(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "configuration.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	before, rest, ok1 := strings.Cut(text, docBegin)
+	_, after, ok2 := strings.Cut(rest, docEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s lacks the %q ... %q markers", path, docBegin, docEnd)
+	}
+	want := before + docBegin + "\n" + renderConfigDoc() + docEnd + after
+	if want == text {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s is out of date: run go test ./cmd/fjord -run TestConfigurationDoc -update", path)
+}
+
+// renderConfigDoc writes the tables: Fjord's broker keys, Fjord's topic
+// keys, then every other Kafka key by class.
+func renderConfigDoc() string {
+	var b strings.Builder
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	code := func(s string) string { return "`" + s + "`" }
+
+	fmt.Fprintf(&b, "\n## Supported keys\n\n")
+	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `broker.DefaultConfig()`; \"(none)\" means the key has no value unless a source gives one.\n\n", len(configKeys))
+	b.WriteString("| Key | Default | Meaning |\n| --- | --- | --- |\n")
+	for _, k := range configKeys {
+		def := "(none)"
+		if k.def != "" {
+			def = code(k.def)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(k.name), def, cell(k.doc))
+	}
+
+	topics := broker.TopicConfigNames()
+	fmt.Fprintf(&b, "\n## Topic configs\n\n")
+	fmt.Fprintf(&b, "Set at creation (CreateTopics); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
+	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
+	for _, tc := range topics {
+		fmt.Fprintf(&b, "| %s | %s |\n", code(tc[0]), code(tc[1]))
+	}
+	b.WriteString("\nAny other topic config of Kafka's is accepted and kept with the topic when ignoring it is safe (the broker logs a warning naming the ones it does not act on), and refused with `INVALID_CONFIG` when it is not; see the tables below. A config that is not Kafka's is `INVALID_CONFIG`.\n")
+
+	implemented := map[catalogue.Scope]map[string]bool{catalogue.Broker: {}, catalogue.Topic: {}}
+	for _, k := range configKeys {
+		implemented[catalogue.Broker][k.name] = true
+	}
+	for _, tc := range topics {
+		implemented[catalogue.Topic][tc[0]] = true
+	}
+	type row struct{ scope, name, why string }
+	byClass := map[catalogue.Class][]row{}
+	var refusedValues []row
+	counts := map[catalogue.Scope]int{}
+	for _, scope := range []catalogue.Scope{catalogue.Broker, catalogue.Topic} {
+		for _, k := range catalogue.Keys(scope) {
+			if implemented[scope][k.Name] {
+				continue
+			}
+			counts[scope]++
+			r := catalogue.Describe(scope, k.Name)
+			byClass[r.Class] = append(byClass[r.Class], row{scope.String(), k.Name, r.Why})
+			if r.RefuseWhen != "" && r.Class != catalogue.Refused {
+				refusedValues = append(refusedValues, row{scope.String(), k.Name, "refused when " + r.RefuseWhen + ": " + r.RefuseWhy})
+			}
+		}
+	}
+	for _, p := range catalogue.VendorPrefixes() {
+		r := catalogue.Describe(catalogue.Broker, p)
+		byClass[r.Class] = append(byClass[r.Class], row{"broker, topic", p + "*", r.Why})
+	}
+	for _, name := range catalogue.LegacyKeys() {
+		r := catalogue.Describe(catalogue.Broker, name)
+		byClass[catalogue.Refused] = append(byClass[catalogue.Refused], row{"broker", name, r.RefuseWhy})
+	}
+
+	fmt.Fprintf(&b, "\n## Kafka's other keys\n\n")
+	fmt.Fprintf(&b, "The catalogue (`broker/catalogue/kafka_keys.tsv`, from Apache Kafka 3.9 and 4.0's own definitions) holds %d broker and %d topic keys; Fjord implements the ones above and treats the other %d broker and %d topic keys as below. A key in no list stops start-up, naming the nearest real key.\n\n",
+		len(catalogue.Keys(catalogue.Broker)), len(catalogue.Keys(catalogue.Topic)), counts[catalogue.Broker], counts[catalogue.Topic])
+	b.WriteString("- **Ignored**: no meaning for Fjord. Accepted; start-up logs one line listing every ignored setting it was given.\n")
+	b.WriteString("- **Not supported yet**: means something Fjord does not do yet, and ignoring it is safe. Accepted with a warning for each one given.\n")
+	b.WriteString("- **Refused**: ignoring it would be unsafe. Start-up stops (a topic config: `INVALID_CONFIG`).\n")
+	b.WriteString("\nA value is still checked against Kafka's type for the key (`num.network.threads=many` stops start-up).\n")
+	section := func(title string, rows []row) {
+		fmt.Fprintf(&b, "\n### %s (%d)\n\n| Key | Scope | Why |\n| --- | --- | --- |\n", title, len(rows))
+		for _, r := range rows {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", code(r.name), r.scope, cell(r.why))
+		}
+	}
+	section("Refused", byClass[catalogue.Refused])
+	section("Refused for some values", refusedValues)
+	section("Not supported yet", byClass[catalogue.Unsupported])
+	section("Ignored", byClass[catalogue.Ignored])
+	b.WriteString("\n")
+	return b.String()
+}
