@@ -241,6 +241,12 @@ func TestTopicAdminErrors(t *testing.T) {
 		{"zero", 0, nil, kerr.InvalidPartitions.Code},
 		{"cfg", 1, map[string]string{"no.such.config": "1"}, kerr.InvalidConfig.Code},
 		{"cfgval", 1, map[string]string{"retention.ms": "soon"}, kerr.InvalidConfig.Code},
+		// Kafka's own topic configs Fjord does not act on: accepted when
+		// ignoring them is safe, refused when not, type-checked either way.
+		{"kafka-ignored", 1, map[string]string{"preallocate": "true", "max.compaction.lag.ms": "60000", "confluent.placement.constraints": "{}"}, 0},
+		{"kafka-unsafe", 1, map[string]string{"min.compaction.lag.ms": "60000"}, kerr.InvalidConfig.Code},
+		{"kafka-badval", 1, map[string]string{"max.compaction.lag.ms": "soon"}, kerr.InvalidConfig.Code},
+		{"kafka-broker-key", 1, map[string]string{"log.retention.hours": "1"}, kerr.InvalidConfig.Code},
 	} {
 		if ec := rc.createTopic(c.name, c.parts, c.cfg); ec != c.want {
 			t.Errorf("%s: got %d want %d", c.name, ec, c.want)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -22,8 +23,8 @@ func mustLoad(t *testing.T, args, env []string) loaded {
 	return l
 }
 
-func containsSub(list []string, sub string) bool {
-	return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, sub) })
+func containsSub[T any](list []T, sub string) bool {
+	return slices.ContainsFunc(list, func(s T) bool { return strings.Contains(fmt.Sprint(s), sub) })
 }
 
 // The broker service of Confluent's cp-all-in-one (cp-server 8.2.0), with

@@ -48,8 +48,15 @@ type loaded struct {
 	// logged together in one line.
 	ignored []string
 	// warnings name settings Fjord does not act on yet, one line each.
-	warnings []string
+	warnings []configNote
 }
+
+// configNote is one setting start-up warns about.
+type configNote struct {
+	origin, key, why string
+}
+
+func (n configNote) String() string { return n.origin + ": " + n.key + ": " + n.why }
 
 // hostname names this machine for an advertised listener with an empty
 // host; a variable so tests can fix it.
@@ -144,7 +151,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		case envIgnored:
 			out.ignored = append(out.ignored, name)
 		case envUnsupported:
-			out.warnings = append(out.warnings, fmt.Sprintf("env %s: %s", name, v.why))
+			out.warnings = append(out.warnings, configNote{"env " + name, name, v.why})
 		case envClusterID:
 			put("cluster.id", value, "env "+name, layerEnv)
 		case envLogLevel:
@@ -156,14 +163,14 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		case envKafkaOpts:
 			for _, o := range parseKafkaOpts(value) {
 				if o.prop == "java.security.auth.login.config" {
-					out.warnings = append(out.warnings, fmt.Sprintf("env KAFKA_OPTS -D%s: the JAAS file %q is not read: SASL is not built yet (a listener that uses it is refused)", o.prop, o.value))
+					out.warnings = append(out.warnings, configNote{"env KAFKA_OPTS", "-D" + o.prop, fmt.Sprintf("the JAAS file %q is not read: SASL is not built yet (a listener that uses it is refused)", o.value)})
 					continue
 				}
 				out.ignored = append(out.ignored, "KAFKA_OPTS "+o.word)
 			}
 		case envEnableKRaft:
 			if strings.EqualFold(strings.TrimSpace(value), "no") || strings.EqualFold(strings.TrimSpace(value), "false") {
-				out.warnings = append(out.warnings, fmt.Sprintf("env %s=%s: ZooKeeper mode does not exist in Fjord; the node runs its own KRaft quorum", name, value))
+				out.warnings = append(out.warnings, configNote{"env " + name, name + "=" + value, "ZooKeeper mode does not exist in Fjord; the node runs its own KRaft quorum"})
 			}
 		}
 	}
@@ -201,7 +208,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		case v.Class == catalogue.Refused:
 			errs = append(errs, fmt.Errorf("%s: %s=%s: %s", s.origin, key, s.value, v.Why))
 		case v.Class == catalogue.Unsupported:
-			out.warnings = append(out.warnings, fmt.Sprintf("%s: %s: %s", s.origin, key, v.Why))
+			out.warnings = append(out.warnings, configNote{s.origin, key, v.Why})
 		default:
 			out.ignored = append(out.ignored, key)
 		}

@@ -42,7 +42,7 @@ func run(args []string) int {
 		log.Warn().Strs("keys", l.ignored).Msg("configuration with no meaning for Fjord, ignored (JVM, ZooKeeper, thread and buffer sizes, metric reporters, vendor settings)")
 	}
 	for _, w := range l.warnings {
-		log.Warn().Msg("configuration not supported yet, ignored: " + w)
+		log.Warn().Str("key", w.key).Str("from", w.origin).Str("why", w.why).Msg("configuration not supported yet, ignored: " + w.key)
 	}
 	b, err := broker.New(l.cfg, log)
 	if err != nil {
