@@ -19,7 +19,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/fjord
 
 # test runs everything CI runs: set-up, vet, unit tests (race), fuzz smoke,
-# and the black-box compatibility suite against the real binary.
+# and the black-box compatibility suite against the real binary (with the
+# upstream compose files of apache/kafka, Confluent and Bitnami in Docker).
 test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
@@ -44,7 +45,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_FAST) ./controller
 
 compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 $(GO) test -count=1 -timeout 15m ./...
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 20m ./...
 
 # faults runs every fault-injection scenario of compat-tests at full length
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all

@@ -279,7 +279,9 @@ func (c *Config) validateQuorum() error {
 	if len(voters) > 0 && c.HasRole("controller") && !slices.ContainsFunc(ls, func(l Listener) bool { return c.IsControllerListener(l.Name) }) {
 		return fmt.Errorf("listeners %q has no listener named in controller.listener.names %q", c.Listeners, c.ControllerListenerNames)
 	}
-	if n := c.InterBrokerListenerName; n != "" && (c.IsControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
+	// A controller-only node carries no inter-broker traffic: Kafka's own
+	// examples give its controllers inter.broker.listener.name anyway.
+	if n := c.InterBrokerListenerName; n != "" && c.HasRole("broker") && (c.IsControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
 		return fmt.Errorf("inter.broker.listener.name %q: not a client listener of %q", n, c.Listeners)
 	}
 	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.IsControllerListener(l.Name) }) {

@@ -54,7 +54,9 @@ func runMain(m *testing.M) int {
 	fjordBin = filepath.Join(dir, "fjord")
 	cmd := exec.Command("go", "build", "-o", fjordBin, "github.com/fjordlog/fjord/cmd/fjord")
 	cmd.Dir = ".." // the broker's own module
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	// Static, as make build does, so the compose tests can put it in a
+	// FROM scratch image.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building fjord: %v\n%s", err, out)
 		return 2

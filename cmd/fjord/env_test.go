@@ -208,3 +208,29 @@ func TestLog4jLevels(t *testing.T) {
 		}
 	}
 }
+
+// apache/kafka's isolated example gives its controller-only nodes
+// KAFKA_INTER_BROKER_LISTENER_NAME, which they have no listener for.
+func TestApacheIsolatedController(t *testing.T) {
+	l := mustLoad(t, nil, []string{
+		"KAFKA_NODE_ID=1",
+		"KAFKA_PROCESS_ROLES=controller",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS=1@controller-1:9093,2@controller-2:9093,3@controller-3:9093",
+		"KAFKA_INTER_BROKER_LISTENER_NAME=PLAINTEXT",
+		"KAFKA_CONTROLLER_LISTENER_NAMES=CONTROLLER",
+		"KAFKA_LISTENERS=CONTROLLER://:9093",
+		"CLUSTER_ID=4L6g3nShT-eMCtK--X86sw",
+		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR=1",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS=0",
+		"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1",
+		"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR=1",
+		"KAFKA_LOG_DIRS=/tmp/kraft-combined-logs",
+	})
+	if l.cfg.ProcessRoles != "controller" || l.cfg.InterBrokerListenerName != "PLAINTEXT" {
+		t.Fatalf("%+v", l.cfg)
+	}
+	// A broker still needs the listener it names.
+	if _, err := loadConfig(nil, []string{"KAFKA_INTER_BROKER_LISTENER_NAME=INTERNAL"}); err == nil {
+		t.Error("a broker without its inter-broker listener started")
+	}
+}
