@@ -29,8 +29,13 @@ import (
 //     above 1 is refused with NOT_ENOUGH_REPLICAS before anything is written.
 //   - acks=0 gets no response; an error closes the connection, as in Kafka,
 //     so the client notices.
-//   - Transactional batches are refused: Fjord has no transaction
-//     coordinator.
+//   - Transactional batches (from a producer with a transactional.id) are
+//     appended like others; the log tracks the producer's open transaction
+//     until its coordinator's marker ends it (docs/transactions.md). A
+//     Control batches come only
+//     from coordinators (WriteTxnMarkers): a client's is INVALID_RECORD.
+//     Not yet done: KIP-890 part 1's check with the coordinator that the
+//     partition is in the producer's transaction before the first batch.
 //
 // Version notes:
 //   - v0-2 carry magic 0/1 message sets, which are refused with
@@ -61,8 +66,6 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case req.TransactionID != nil:
-				err = errTransactional
 			default:
 				var lg *storage.Log
 				var v *replica.View
@@ -201,8 +204,8 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 	if err != nil {
 		return ackWait{}, err
 	}
-	if info.Transactional || info.Control {
-		return ackWait{}, errTransactional
+	if info.Control {
+		return ackWait{}, fmt.Errorf("%w: control batches are written by transaction coordinators only", storage.ErrInvalidRecord)
 	}
 	res, v, err := p.AppendAsLeader(records, info, now)
 	if err != nil {

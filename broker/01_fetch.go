@@ -25,8 +25,13 @@ import (
 //   - Offsets outside [log start, log end] are OFFSET_OUT_OF_RANGE.
 //   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
 //     full fetches; an incremental fetch on an unknown session gets
-//     FETCH_SESSION_ID_NOT_FOUND. Both isolation levels read up to the high
-//     watermark (no transactions, so the last stable offset is the HW).
+//     FETCH_SESSION_ID_NOT_FOUND.
+//   - read_uncommitted reads up to the high watermark; read_committed
+//     (isolation level 1) up to the last stable offset (min of the HW and
+//     the first offset of a transaction not yet decided and replicated),
+//     with the aborted transactions among the batches returned
+//     (AbortedTransactions: producer id and first offset), which the client
+//     drops. A log that never saw a transaction costs nothing more.
 //   - PreferredReadReplica is always -1 (librdkafka fails to parse anything
 //     else from a leader).
 //   - Replica fetches (a follower's, ReplicaID or ReplicaState.ID >= 0)
@@ -177,7 +182,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					limit = lg.EndOffset()
 				}
 				hw := p.HW()
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, lg.StartOffset()
+				lso := lastStable(lg, hw)
+				if replicaID < 0 && req.IsolationLevel == 1 {
+					limit = min(limit, lso)
+				}
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, lg.StartOffset()
 				// The response budget binds every partition; only the first
 				// one with data may exceed it, by one whole batch (KIP-74).
 				budgetLimit := min(int(rp.PartitionMaxBytes), budget-total)
@@ -202,6 +211,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				if data != nil {
 					sp.RecordBatches = data
 					pooled.bufs = append(pooled.bufs, data)
+					if replicaID < 0 && req.IsolationLevel == 1 && len(data) > 0 {
+						sp.AbortedTransactions = abortedIn(lg, rp.FetchOffset, data)
+					}
 				}
 				total += len(data)
 			}
@@ -214,6 +226,35 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return pooled, total, stop
+}
+
+// lastStable is the partition's last stable offset for high watermark hw.
+func lastStable(lg *storage.Log, hw int64) int64 {
+	if first, ok := lg.FirstUnstableOffset(); ok {
+		return min(first, hw)
+	}
+	return hw
+}
+
+// abortedIn lists the aborted transactions a read_committed client must
+// drop from data, the batches read from fetchOffset on.
+func abortedIn(lg *storage.Log, fetchOffset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	end := fetchOffset
+	for d := data; len(d) >= storage.BatchHeaderLen; {
+		info, err := storage.ParseHeader(d)
+		if err != nil || info.Bytes > len(d) {
+			break
+		}
+		end = storage.LastOffset(d) + 1
+		d = d[info.Bytes:]
+	}
+	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	for _, a := range lg.AbortedTransactions(fetchOffset, end) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
 }
 
 // debugReplicaID is Kafka's debugging consumer: its fetches are served by

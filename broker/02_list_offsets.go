@@ -14,8 +14,9 @@ import (
 //     offset (earliest, earliest local); -3: the batch with the largest
 //     timestamp (KIP-734). Any other timestamp: the first record at or after
 //     it, found through the time index; none gives offset -1.
-//   - Only offsets below the high watermark are reported, for either
-//     isolation level (no transactions: the last stable offset is the HW).
+//   - Only offsets below the high watermark are reported; with isolation
+//     level 1 (read_committed, v2+) below the last stable offset, and -1
+//     is the last stable offset.
 //   - CurrentLeaderEpoch (v4+) above ours is UNKNOWN_LEADER_EPOCH.
 //
 // Version notes:
@@ -47,7 +48,11 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 					break
 				}
 				sp.LeaderEpoch = v.LeaderEpoch
-				off, ts, err := listOffset(lg, p.HW(), rp.Timestamp)
+				limit := p.HW()
+				if req.Version >= 2 && req.IsolationLevel == 1 {
+					limit = lastStable(lg, limit)
+				}
+				off, ts, err := listOffset(lg, limit, rp.Timestamp)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
 					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")

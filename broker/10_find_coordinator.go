@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
 // FindCoordinator: v0-4
@@ -15,8 +17,9 @@ import (
 //     COORDINATOR_LOAD_IN_PROGRESS. Without an offsets topic (it is created
 //     on first need, with offsets.topic.replication.factor replicas) or a
 //     leader for the partition: COORDINATOR_NOT_AVAILABLE.
-//   - Transactions (key type 1): COORDINATOR_NOT_AVAILABLE; Fjord has no
-//     transaction coordinator.
+//   - Transactions (key type 1): the same with the transaction state topic
+//     (__transaction_state, transaction.state.log.num.partitions
+//     partitions, created on first need) and the transactional id.
 //
 // Version notes:
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
@@ -27,24 +30,43 @@ func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	img := b.image()
 	listener := b.advertised[cc.listener].Name
-	ot := img.Topic(offsetsTopic)
-	if ot == nil && req.CoordinatorType == 0 {
-		b.goLoop(b.ensureOffsetsTopic) // clients retry COORDINATOR_NOT_AVAILABLE
+	// The topic of the coordinator type, its placement and load status.
+	topicName, ensure := offsetsTopic, b.ensureOffsetsTopic
+	status := b.coord.Status
+	switch req.CoordinatorType {
+	case 0:
+	case 1:
+		topicName, ensure, status = txnTopic, b.ensureTxnTopic, b.txns.Status
+	default:
+		topicName = ""
+	}
+	ot := img.Topic(topicName)
+	if ot == nil && topicName != "" {
+		b.goLoop(ensure) // clients retry COORDINATOR_NOT_AVAILABLE
 	}
 	find := func(key string) (node int32, host string, port int32, code int16, msg *string) {
-		if req.CoordinatorType != 0 {
-			m := "transactions are not supported"
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &m
+		if topicName == "" {
+			m := "unknown coordinator type"
+			return -1, "", -1, kerr.InvalidRequest.Code, &m
 		}
 		if ot == nil || len(ot.Partitions) == 0 {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		leader := ot.Partitions[b.coord.PartitionFor(key)].Leader
+		pi := b.coord.PartitionFor(key)
+		if req.CoordinatorType == 1 {
+			// Placed by the image's partition count, which the
+			// coordinator follows a moment later.
+			pi = txncoord.PartitionOf(key, int32(len(ot.Partitions)))
+		}
+		if int(pi) >= len(ot.Partitions) {
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil // the coordinator has not seen the topic yet
+		}
+		leader := ot.Partitions[pi].Leader
 		e, ok := endpoint(img, leader, listener)
 		if leader < 0 || !ok {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		if leader == b.cfg.NodeID && errorCode(b.coord.Status(key)) == kerr.CoordinatorLoadInProgress.Code {
+		if leader == b.cfg.NodeID && errorCode(status(key)) == kerr.CoordinatorLoadInProgress.Code {
 			return -1, "", -1, kerr.CoordinatorLoadInProgress.Code, nil
 		}
 		return leader, e.Host, e.Port, 0, nil

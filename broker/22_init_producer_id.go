@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/txn"
 )
 
 // InitProducerID: v0-5
@@ -15,8 +17,12 @@ import (
 //     keeps the epoch per (producer id, partition).
 //     Blocks of ids come from the active controller, through the metadata
 //     log, so ids are unique across the cluster.
-//   - With a transactional id: refused (no transaction coordinator), with
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients do not retry.
+//   - With a transactional id: served by the id's transaction coordinator
+//     (broker/txncoord; NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS
+//     while its partition loads): the id keeps its producer id and gets the
+//     next epoch, which fences every older producer of the id; an open
+//     transaction is aborted first (the answer is then
+//     CONCURRENT_TRANSACTIONS and the client retries, as with Kafka).
 //
 // Version notes:
 //   - v2: flexible; v3: producer id/epoch in the request (KIP-360);
@@ -28,8 +34,21 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		respond(resp)
+		id := *req.TransactionalID
+		if code := b.txnRequestCode(id); code != 0 {
+			resp.ErrorCode = code
+			respond(resp)
+			return
+		}
+		pid, epoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			pid, epoch = req.ProducerID, req.ProducerEpoch
+		}
+		b.txns.InitProducerID(txn.InitRequest{TxnID: id, TimeoutMs: req.TransactionTimeoutMillis,
+			ProducerID: pid, ProducerEpoch: epoch, Version: req.Version}, func(a txn.Answer) {
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = a.Code, a.ProducerID, a.ProducerEpoch
+			respond(resp)
+		})
 		return
 	}
 	b.goLoop(func() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -81,6 +82,8 @@ type Broker struct {
 	metrics *metrics
 	fetch   *replica.Fetchers        // follower replication
 	coord   *coordinator.Coordinator // consumer groups and committed offsets
+	txns    *txncoord.Coordinator    // transactions
+	peers   peerClients              // clients to other brokers (WriteTxnMarkers)
 
 	// ctx is the root context: cancelled by Close, it stops every loop
 	// and background task. stop closes with it, for select statements.
@@ -147,6 +150,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.mu.byID = map[[16]byte]*topic{}
 	b.mu.changed = make(chan struct{})
 	if b.coord, err = b.newCoordinator(); err != nil {
+		return nil, err
+	}
+	if b.txns, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
 	b.ctl = newCtlClient(b)
@@ -287,6 +293,7 @@ func (b *Broker) Start() {
 		b.ensureOffsetsTopic()
 	})
 	b.coord.Start() // the groups' timeouts and offset expiry
+	b.txns.Start()  // transaction timeouts, expiry and retries
 	b.goLoop(b.tickLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
@@ -359,6 +366,7 @@ func (b *Broker) Close() error {
 	b.goMu.Unlock()
 	b.wg.Wait()
 	b.fetch.CloseAll()
+	b.peers.closeAll()
 	b.ctl.close()
 	var errs []error
 	if err := b.meta.Close(); err != nil {

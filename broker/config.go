@@ -56,9 +56,16 @@ type Config struct {
 	// CleanerEnable is log.cleaner.enable: false stops compaction of every
 	// topic, __consumer_offsets included, as in Kafka.
 	CleanerEnable           bool
-	ProducerIDExpirationMs  int64  // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
-	OffsetsTopicReplication int16  // offsets.topic.replication.factor
-	ProcessRoles            string // process.roles
+	ProducerIDExpirationMs  int64 // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
+	OffsetsTopicReplication int16 // offsets.topic.replication.factor
+	// The transaction coordinator's topic and limits (Kafka's names).
+	TxnTopicPartitions   int32  // transaction.state.log.num.partitions
+	TxnTopicReplication  int16  // transaction.state.log.replication.factor
+	TxnTopicMinISR       int32  // transaction.state.log.min.isr
+	TxnTopicSegmentBytes int32  // transaction.state.log.segment.bytes
+	TxnMaxTimeoutMs      int32  // transaction.max.timeout.ms: the longest transaction.timeout.ms a producer may ask for
+	TxnIDExpirationMs    int64  // transactional.id.expiration.ms: an idle transactional id is forgotten after this
+	ProcessRoles         string // process.roles
 	// ControllerQuorumVoters lists the metadata quorum's voters as
 	// "id@host:port" (controller.quorum.voters). Empty means a quorum of
 	// one: this node, which must have the controller role.
@@ -121,6 +128,12 @@ func DefaultConfig() Config {
 		CleanerEnable:             true,
 		ProducerIDExpirationMs:    86400000,
 		OffsetsTopicReplication:   3,
+		TxnTopicPartitions:        50,
+		TxnTopicReplication:       3,
+		TxnTopicMinISR:            2,
+		TxnTopicSegmentBytes:      104857600,
+		TxnMaxTimeoutMs:           900000,
+		TxnIDExpirationMs:         604800000,
 		ProcessRoles:              "broker,controller",
 		ControllerListenerNames:   "CONTROLLER",
 		BrokerSessionTimeoutMs:    9000,
@@ -178,6 +191,10 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
+	}
+	if c.TxnTopicPartitions < 1 || c.TxnTopicReplication < 1 || c.TxnTopicMinISR < 1 || c.TxnTopicSegmentBytes < 1024 ||
+		c.TxnMaxTimeoutMs < 1 || c.TxnIDExpirationMs < 1 {
+		errs = append(errs, errors.New("transaction.state.log.* and transaction limits: partitions, replication factor, min.isr, transaction.max.timeout.ms and transactional.id.expiration.ms must be >= 1, segment bytes >= 1024"))
 	}
 	if c.LeaderImbalanceCheckSecs < 1 {
 		errs = append(errs, fmt.Errorf("leader.imbalance.check.interval.seconds %d: must be >= 1", c.LeaderImbalanceCheckSecs))

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
 
@@ -16,7 +17,6 @@ import (
 var (
 	errInvalidTopic      = errors.New("broker: invalid topic name")
 	errInvalidConfig     = errors.New("broker: invalid config")
-	errTransactional     = errors.New("broker: transactions are not supported")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	errMalformedShip     = errors.New("broker: malformed metadata log response")
 	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
@@ -39,8 +39,12 @@ func errorCode(err error) int16 {
 	case errors.Is(err, storage.ErrUnsupportedMagic):
 		// magic 0/1 message sets: a format Fjord does not take, not corruption
 		return kerr.UnsupportedForMessageFormat.Code
-	case errors.Is(err, errTransactional):
-		return kerr.TransactionalIDAuthorizationFailed.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, storage.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, errNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
@@ -66,8 +70,10 @@ func errorCode(err error) int16 {
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, coordinator.ErrLoading):
 		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, coordinator.ErrNotCoordinator):
+	case errors.Is(err, coordinator.ErrNotCoordinator), errors.Is(err, txncoord.ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
+	case errors.Is(err, txncoord.ErrLoading):
+		return kerr.CoordinatorLoadInProgress.Code
 	}
 	return kerr.UnknownServerError.Code
 }

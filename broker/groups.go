@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"strconv"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,21 +64,32 @@ func (b *Broker) groupRequestCode(id string) int16 {
 // lacks it. Failure (e.g. fewer live brokers than
 // offsets.topic.replication.factor) is retried by the next FindCoordinator.
 func (b *Broker) ensureOffsetsTopic() {
-	if b.image().Topic(offsetsTopic) != nil {
+	// Committed offsets must never age out by time; compaction keeps the
+	// topic small.
+	b.ensureInternalTopic(offsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplication,
+		map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"})
+}
+
+// ensureInternalTopic creates an internal topic if the image lacks it,
+// with Kafka's default of rf replicas capped at the number of voters, so
+// that a single node (a quorum of one) works unconfigured; a
+// min.insync.replicas among configs is capped at that replication factor.
+func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, configs map[string]string) {
+	if b.image().Topic(name) != nil {
 		return
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	// Kafka's default of 3 replicas, capped at the number of voters so that
-	// a single node (a quorum of one) works unconfigured.
-	rf := b.cfg.OffsetsTopicReplication
 	if vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
 		rf = int16(max(len(vs), 1))
 	}
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsTopicPartitions, rf
-	// Committed offsets must never age out by time; compaction keeps the
-	// topic small.
-	for k, v := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": "104857600"} {
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+	for k, v := range configs {
+		if k == "min.insync.replicas" {
+			if n, err := strconv.Atoi(v); err == nil && n > int(rf) {
+				v = strconv.Itoa(int(rf))
+			}
+		}
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, &v
 		rt.Configs = append(rt.Configs, c)
@@ -86,6 +99,6 @@ func (b *Broker) ensureOffsetsTopic() {
 	defer cancel()
 	resp := b.createTopics(ctx, req)
 	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
-		b.log.Warn().Int16("code", code).Msg("cannot create the offsets topic yet; FindCoordinator will retry")
+		b.log.Warn().Str("topic", name).Int16("code", code).Msg("cannot create an internal topic yet; FindCoordinator will retry")
 	}
 }

@@ -110,8 +110,11 @@ func (h replicaHost) Ended(p *replica.Partition) {
 // Changed: coordinators follow the offsets partitions' leaderships, which
 // may change after an image (a slow open finishing).
 func (h replicaHost) Changed(p *replica.Partition) {
-	if p.Topic == offsetsTopic {
+	switch p.Topic {
+	case offsetsTopic:
 		h.b.followOffsets(h.b.lookup(offsetsTopic))
+	case txnTopic:
+		h.b.followTxns(h.b.lookup(txnTopic))
 	}
 }
 
@@ -227,6 +230,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	b.mu.Unlock()
 	b.fetch.Update(follow)
 	b.followOffsets(next[offsetsTopic])
+	b.followTxns(next[txnTopic])
 }
 
 // assignment is what img says of a partition, for its core.

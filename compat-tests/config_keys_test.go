@@ -30,7 +30,7 @@ func TestConfigKeysCatalogue(t *testing.T) {
 			"KAFKA_SOCKET_SEND_BUFFER_BYTES=102400",
 			"KAFKA_NUM_NETWORK_THREADS=3",
 			"KAFKA_ZOOKEEPER_CONNECT=zookeeper:2181",
-			"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=1",
+			"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=1",
 			"FJORD_LOG_LEVEL=info",
 		)
 		var logs syncBuffer
@@ -63,8 +63,8 @@ func TestConfigKeysCatalogue(t *testing.T) {
 				t.Errorf("the ignored line lacks %s: %s", k, ignoredLines[0])
 			}
 		}
-		if !strings.Contains(out, `"key":"transaction.state.log.min.isr","from":"env KAFKA_TRANSACTION_STATE_LOG_MIN_ISR","why":"transactions are not built yet"`) {
-			t.Errorf("no warning for transaction.state.log.min.isr:\n%s", out)
+		if !strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr","from":"env KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR","why":"share groups and the KIP-848 consumer group protocol are not built yet"`) {
+			t.Errorf("no warning for share.coordinator.state.topic.min.isr:\n%s", out)
 		}
 	})
 	t.Run("a typo stops start-up and names the key", func(t *testing.T) {

@@ -46,7 +46,6 @@ const (
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whySecurity   = "TLS and SASL are not built yet (a listener that uses them is refused)"
 	whyACL        = "ACLs are not built yet"
-	whyTxn        = "transactions are not built yet"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -197,7 +196,7 @@ var brokerPrefix = map[string]rule{
 	"sasl.":                       with(unsupported, whySecurity),
 	"security.":                   with(unsupported, whySecurity),
 	"delegation.token.":           with(unsupported, whySecurity),
-	"transaction.":                with(unsupported, whyTxn),
+	"transaction.":                with(unsupported, "tunes Kafka's transaction coordinator; Fjord's has its own intervals"),
 	"share.":                      with(unsupported, whyNewGroups),
 	"group.share.":                with(unsupported, whyNewGroups),
 	"group.consumer.":             with(unsupported, whyNewGroups),

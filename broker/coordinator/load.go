@@ -69,6 +69,7 @@ func (o *offsetStore) forgetLocked(pi int32) {
 		delete(o.mu.inFlight, pc.group)
 	}
 	delete(o.mu.pending, pi)
+	delete(o.mu.txnPending, pi)
 }
 
 // replay applies offsets partition pi's log to the store and returns the
@@ -98,12 +99,33 @@ func (o *offsetStore) replay(pi int32, p *replica.Partition) (int, bool) {
 				return n, false
 			}
 			base := storage.BaseOffset(data)
-			storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
-				o.apply(r.Key, r.Value)
-				n++
-				return true
-			})
-			off = base + int64(info.LastDelta) + 1
+			end := base + int64(info.LastDelta) + 1
+			switch {
+			case info.Control:
+				// A transaction's marker settles its offset commits.
+				if m, err := storage.ParseEndTxnMarker(data[:info.Bytes], info); err == nil {
+					o.mu.Lock()
+					o.settleLocked(pi, info.ProducerID, base, m.Commit)
+					o.mu.Unlock()
+				}
+			case info.Transactional:
+				var recs []storage.KV
+				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+					recs = append(recs, storage.KV{Key: r.Key, Value: r.Value})
+					n++
+					return true
+				})
+				o.mu.Lock()
+				o.addTxnLocked(pi, info.ProducerID, txnCommit{end: end, recs: recs})
+				o.mu.Unlock()
+			default:
+				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+					o.apply(r.Key, r.Value)
+					n++
+					return true
+				})
+			}
+			off = end
 			data = data[info.Bytes:]
 		}
 	}
@@ -191,4 +213,13 @@ func offsetValue(c Committed) []byte {
 	v := kmsg.NewOffsetCommitValue()
 	v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = 3, c.Offset, c.LeaderEpoch, c.Metadata, c.CommitTimeMs
 	return v.AppendTo(nil)
+}
+
+// groupOfKey is the group an offsets-topic key names ("" if unreadable).
+func groupOfKey(key []byte) string {
+	var k kmsg.OffsetCommitKey
+	if len(key) < 2 || k.ReadFrom(key) != nil {
+		return ""
+	}
+	return k.Group
 }

@@ -41,6 +41,9 @@ type offsetStore struct {
 		// order until they are durable; inFlight counts them per group.
 		pending  map[int32][]pendingCommit
 		inFlight map[string]int
+		// txnPending holds, per offsets partition and producer id, the
+		// transactional commits awaiting their marker (txnoffsets.go).
+		txnPending map[int32]map[int64][]txnCommit
 	}
 }
 
@@ -50,6 +53,7 @@ func newOffsetStore(host Host, log zerolog.Logger) *offsetStore {
 	o.mu.groupMeta = map[string][]byte{}
 	o.mu.pending = map[int32][]pendingCommit{}
 	o.mu.inFlight = map[string]int{}
+	o.mu.txnPending = map[int32]map[int64][]txnCommit{}
 	return o
 }
 

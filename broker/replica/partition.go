@@ -213,6 +213,11 @@ func (p *Partition) publishLocked(rd Ready) {
 	}
 	if rd.HWMoved {
 		p.hw.Store(rd.HW)
+		if lg := p.Log(); lg != nil {
+			// Transactions whose markers are now replicated stop holding
+			// back the last stable offset.
+			lg.UpdateHighWatermark(rd.HW)
+		}
 	}
 	if rd.TruncateTo >= 0 {
 		p.repairTo.Store(rd.TruncateTo)
@@ -295,6 +300,25 @@ func (p *Partition) AppendAsLeader(batch []byte, info storage.BatchInfo, now int
 		p.Step(Appended{End: lg.EndOffset()})
 	}
 	return res, v, err
+}
+
+// AppendMarkerAsLeader appends a transaction marker (a control batch that
+// ends producer m.ProducerID's transaction here), as AppendAsLeader does a
+// produced batch; it returns the marker's offset.
+func (p *Partition) AppendMarkerAsLeader(m storage.TxnMarker, now int64) (int64, *View, error) {
+	p.roleMu.RLock()
+	lg, v, code := p.Serve(Produce)
+	if code != 0 {
+		p.roleMu.RUnlock()
+		return 0, v, CodeError(code)
+	}
+	off, err := lg.AppendMarker(m, v.LeaderEpoch, now)
+	p.roleMu.RUnlock()
+	if err == nil {
+		p.unflushed.Add(1)
+		p.Step(Appended{End: lg.EndOffset()})
+	}
+	return off, v, err
 }
 
 // appendAsFollower appends batches fetched from leader at epoch, if the

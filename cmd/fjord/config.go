@@ -176,6 +176,20 @@ func newConfigKeys() []configKey {
 		{name: "offsets.topic.replication.factor", def: itoa(int64(d.OffsetsTopicReplication)), doc: "Replication factor of the committed offsets topic, capped at the number of controller.quorum.voters (1 for a single node); the topic is created once that many brokers are live.",
 			set: setInt(func(c *broker.Config) *int16 { return &c.OffsetsTopicReplication })},
 
+		// Transactions.
+		{name: "transaction.state.log.num.partitions", def: itoa(int64(d.TxnTopicPartitions)), doc: "Partitions of the transaction state topic (__transaction_state); a transactional id lives on one of them.",
+			set: setInt(func(c *broker.Config) *int32 { return &c.TxnTopicPartitions })},
+		{name: "transaction.state.log.replication.factor", def: itoa(int64(d.TxnTopicReplication)), doc: "Replication factor of the transaction state topic, capped at the number of controller.quorum.voters (1 for a single node).",
+			set: setInt(func(c *broker.Config) *int16 { return &c.TxnTopicReplication })},
+		{name: "transaction.state.log.min.isr", def: itoa(int64(d.TxnTopicMinISR)), doc: "min.insync.replicas of the transaction state topic, capped at its replication factor.",
+			set: setInt(func(c *broker.Config) *int32 { return &c.TxnTopicMinISR })},
+		{name: "transaction.state.log.segment.bytes", def: itoa(int64(d.TxnTopicSegmentBytes)), doc: "Segment size of the transaction state topic.",
+			set: setInt(func(c *broker.Config) *int32 { return &c.TxnTopicSegmentBytes })},
+		{name: "transaction.max.timeout.ms", def: itoa(int64(d.TxnMaxTimeoutMs)), doc: "Longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it).",
+			set: setInt(func(c *broker.Config) *int32 { return &c.TxnMaxTimeoutMs })},
+		{name: "transactional.id.expiration.ms", def: itoa(d.TxnIDExpirationMs), doc: "A transactional id with no transaction for this long is forgotten.",
+			set: setInt(func(c *broker.Config) *int64 { return &c.TxnIDExpirationMs })},
+
 		// The metadata quorum.
 		{name: "controller.quorum.voters", def: d.ControllerQuorumVoters, doc: "Voters of the KRaft metadata quorum as id@host:port (their CONTROLLER listeners), comma separated; empty = this node alone.",
 			set: setString(func(c *broker.Config) *string { return &c.ControllerQuorumVoters })},

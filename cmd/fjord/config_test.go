@@ -143,6 +143,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.ControllerQuorumVoters = "1@localhost:9093"
 	want.OffsetsTopicReplication = 1
 	want.InterBrokerListenerName = "PLAINTEXT"
+	want.TxnTopicReplication, want.TxnTopicMinISR = 1, 1
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}
@@ -455,8 +456,8 @@ func TestErrors(t *testing.T) {
 			[]string{`--override: auto.create.topics.enable: "yes" is not a boolean`}},
 		{"bad hours", nil, []string{"KAFKA_LOG_RETENTION_HOURS=1.5"},
 			[]string{`log.retention.hours: "1.5" is not an integer`}},
-		{"bad int of an unsupported key", nil, []string{"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR=x"},
-			[]string{`transaction.state.log.min.isr: "x" is not an integer`}},
+		{"bad int of an unsupported key", nil, []string{"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=x"},
+			[]string{`share.coordinator.state.topic.min.isr: "x" is not an integer`}},
 		{"bad process.roles", nil, []string{"KAFKA_PROCESS_ROLES=broker,zookeeper"},
 			[]string{`process.roles: `, `"zookeeper" is not one of broker, controller`}},
 		{"bad cleanup policy", nil, []string{"KAFKA_LOG_CLEANUP_POLICY=remove"},

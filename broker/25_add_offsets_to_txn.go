@@ -1,0 +1,33 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/txn"
+)
+
+// AddOffsetsToTxn: v0-4
+//
+// Behaviour: adds the group's __consumer_offsets partition to the
+// transaction, so that the TxnOffsetCommit that follows (to the group's
+// coordinator) commits or aborts with it. Served by the transactional
+// id's coordinator, once its record is committed.
+//
+// Version notes: v3: flexible; v4: TRANSACTION_ABORTABLE (KIP-890)
+func init() { regKey(25, 0, 4, handleAddOffsetsToTxn) }
+
+func handleAddOffsetsToTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if code := b.txnRequestCode(req.TransactionalID); code != 0 {
+		resp.ErrorCode = code
+		respond(resp)
+		return
+	}
+	b.ensureOffsetsTopic() // the partition must exist for its marker
+	b.txns.AddOffsets(txn.AddOffsetsRequest{TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+		Group: req.Group, OffsetsPartition: b.coord.PartitionFor(req.Group), Version: req.Version}, func(a txn.Answer) {
+		resp.ErrorCode = a.Code
+		respond(resp)
+	})
+}

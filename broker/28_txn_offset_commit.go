@@ -1,0 +1,106 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/replica"
+)
+
+// TxnOffsetCommit: v0-5
+//
+// Behaviour:
+//   - Sent to the group's coordinator after AddOffsetsToTxn: the offsets
+//     are appended to the group's offsets partition as the producer's
+//     transactional batch, and become the group's committed offsets only
+//     when the transaction commits (its marker on that partition); an
+//     abort drops them (broker/coordinator/txnoffsets.go).
+//   - v3+ carries the member's id and generation (KIP-447): they are
+//     checked as OffsetCommit checks them (ILLEGAL_GENERATION,
+//     UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), so a zombie member cannot
+//     commit for a generation it no longer owns.
+//   - Unknown partitions: UNKNOWN_TOPIC_OR_PARTITION; metadata over 4096
+//     bytes: OFFSET_METADATA_TOO_LARGE.
+//
+// Version notes: v2: leader epoch; v3: flexible, member fields (KIP-447);
+// v4-5: TRANSACTION_ABORTABLE (KIP-890).
+func init() { regKey(28, 0, 5, handleTxnOffsetCommit) }
+
+func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	fill := func(code int16) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if sp := &resp.Topics[i].Partitions[j]; sp.ErrorCode == 0 {
+					sp.ErrorCode = code
+				}
+			}
+		}
+	}
+	code := b.groupRequestCode(req.Group)
+	var groupErr error
+	if code == 0 && req.Version >= 3 && (req.MemberID != "" || req.Generation >= 0) {
+		groupErr = b.coord.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	}
+	now := time.Now().UnixMilli()
+	offs := map[coordinator.TopicPartition]*coordinator.Committed{}
+	for _, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case code != 0:
+				sp.ErrorCode = code
+			case groupErr != nil:
+				sp.ErrorCode = groupErrorCode(groupErr)
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				c := &coordinator.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimeMs: now}
+				if req.Version < 2 {
+					c.LeaderEpoch = -1
+				}
+				if rp.Metadata != nil {
+					c.Metadata = *rp.Metadata
+				}
+				offs[coordinator.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = c
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if len(offs) == 0 {
+		respond(resp)
+		return
+	}
+	b.coord.TxnCommit(req.Group, req.ProducerID, req.ProducerEpoch, offs, func(err error) {
+		if err != nil {
+			code := kerr.KafkaStorageError.Code
+			switch {
+			case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
+				code = errorCode(err)
+			case errors.Is(err, replica.ErrNotLeader):
+				code = kerr.NotCoordinator.Code
+			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
+				code = kerr.CoordinatorNotAvailable.Code
+			default:
+				if c := errorCode(err); c == kerr.InvalidProducerEpoch.Code {
+					code = kerr.ProducerFenced.Code
+				}
+			}
+			b.log.Warn().Err(err).Str("group", req.Group).Msg("transactional offset commit not persisted")
+			fill(code)
+		}
+		respond(resp)
+	})
+}

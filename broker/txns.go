@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/broker/txncoord"
+)
+
+// The broker's side of the transaction coordinator (package
+// broker/txncoord): its configuration, the host it runs on, the
+// __transaction_state topic it is backed by, and the clients it sends
+// WriteTxnMarkers through. The handlers (22, 24-26, 65, 66) call it.
+
+// txnTopic is the coordinator's topic of transaction state.
+const txnTopic = txncoord.Topic
+
+func (b *Broker) newTxnCoordinator() (*txncoord.Coordinator, error) {
+	cfg := txn.DefaultConfig()
+	cfg.MaxTimeoutMs = b.cfg.TxnMaxTimeoutMs
+	cfg.IDExpirationMs = b.cfg.TxnIDExpirationMs
+	return txncoord.New(b.ctx, txncoord.Config{Txn: cfg, Logger: b.log}, txnHost{b})
+}
+
+// txnHost gives the transaction coordinator what it needs of the broker.
+type txnHost struct{ b *Broker }
+
+func (h txnHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
+func (h txnHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }
+func (h txnHost) Code(err error) int16                       { return errorCode(err) }
+
+func (h txnHost) AllocateProducerIDs(ctx context.Context) (int64, int32, error) {
+	return h.b.ctl.AllocateProducerIDs(ctx, h.b.brokerEpoch.Load())
+}
+
+func (h txnHost) Leader(topic string, partition int32) (int32, bool) {
+	t := h.b.image().Topic(topic)
+	if t == nil || int(partition) >= len(t.Partitions) {
+		return -1, false
+	}
+	return t.Partitions[partition].Leader, true
+}
+
+func (h txnHost) WriteMarkers(ctx context.Context, node int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	if node == h.b.cfg.NodeID {
+		return h.b.writeTxnMarkers(ctx, req), nil
+	}
+	cl, err := h.b.peers.client(h.b, node)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		h.b.peers.drop(node, cl)
+		return nil, err
+	}
+	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
+// peerClients are the broker's clients to other brokers for inter-broker
+// requests that are not replication (WriteTxnMarkers): one per peer, made
+// on first use, dropped after a failure so the next use dials afresh, all
+// closed with the broker. Bounded by the number of brokers.
+type peerClients struct {
+	mu      sync.Mutex
+	clients map[int32]*kgo.Client
+}
+
+func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if cl := pc.clients[node]; cl != nil {
+		return cl, nil
+	}
+	e, ok := endpoint(b.image(), node, b.interBrokerListener())
+	if !ok {
+		return nil, fmt.Errorf("broker %d has no %s endpoint", node, b.interBrokerListener())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))),
+		kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
+		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID)))
+	if err != nil {
+		return nil, err
+	}
+	if pc.clients == nil {
+		pc.clients = map[int32]*kgo.Client{}
+	}
+	pc.clients[node] = cl
+	return cl, nil
+}
+
+func (pc *peerClients) drop(node int32, cl *kgo.Client) {
+	pc.mu.Lock()
+	if pc.clients[node] == cl {
+		delete(pc.clients, node)
+	}
+	pc.mu.Unlock()
+	cl.Close()
+}
+
+func (pc *peerClients) closeAll() {
+	pc.mu.Lock()
+	cls := pc.clients
+	pc.clients = nil
+	pc.mu.Unlock()
+	for _, cl := range cls {
+		cl.Close()
+	}
+}
+
+// followTxns tells the transaction coordinator which of its partitions
+// are local: t is the topic (nil while it does not exist).
+func (b *Broker) followTxns(t *topic) {
+	if t != nil {
+		b.txns.Follow(t.parts)
+	}
+}
+
+// txnRequestCode is the error for a request about transactional id id
+// that this node cannot take now: INVALID_REQUEST for an empty id,
+// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; else 0.
+func (b *Broker) txnRequestCode(id string) int16 {
+	if id == "" {
+		return kerr.InvalidRequest.Code
+	}
+	return errorCode(b.txns.Status(id))
+}
+
+// ensureTxnTopic asks the controller for the transaction state topic if
+// the image lacks it; FindCoordinator retries a failure.
+func (b *Broker) ensureTxnTopic() {
+	b.ensureInternalTopic(txnTopic, b.cfg.TxnTopicPartitions, b.cfg.TxnTopicReplication, map[string]string{
+		// Transaction state must never age out by time; compaction keeps
+		// each id's latest record.
+		"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": strconv.FormatInt(int64(b.cfg.TxnTopicSegmentBytes), 10),
+		"min.insync.replicas": strconv.Itoa(int(b.cfg.TxnTopicMinISR)),
+	})
+}
