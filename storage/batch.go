@@ -128,7 +128,8 @@ func CheckCRC(b []byte) error {
 
 // ValidateBatch checks one produced record batch completely: exact length,
 // magic, CRC-32C, codec, record count against the records actually present
-// (decompressing when needed), and offset deltas. maxBytes bounds the batch
+// (decompressing when needed), offset deltas, and for a control batch its
+// transaction marker (ParseEndTxnMarker). maxBytes bounds the batch
 // (message.max.bytes). It never panics on any input.
 func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
 	info, err := ParseHeader(b)
@@ -173,6 +174,13 @@ func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
 	}
 	if n != info.Records {
 		return info, fmt.Errorf("%w: header says %d records, found %d", ErrCorruptBatch, info.Records, n)
+	}
+	if info.Control {
+		// A control batch must be a well-formed transaction marker (Append
+		// refuses it anyway: only AppendMarker writes markers).
+		if _, err := ParseEndTxnMarker(b, info); err != nil {
+			return info, err
+		}
 	}
 	return info, nil
 }

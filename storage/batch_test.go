@@ -216,7 +216,8 @@ func TestValidateBatchNullKeyAndValue(t *testing.T) {
 }
 
 func TestValidateBatchControlAndNonIdempotent(t *testing.T) {
-	b := buildBatch(t, batchOpts{Attrs: attrControl | attrTransactional, Idempotent: true, PID: 3, Epoch: 1, Seq: -1})
+	b := buildBatch(t, batchOpts{Attrs: attrControl | attrTransactional, Idempotent: true, PID: 3, Epoch: 1, Seq: -1,
+		Records: []testRecord{markerRecord(true, 4)}})
 	info, err := ValidateBatch(b, 0)
 	if err != nil {
 		t.Fatal(err)

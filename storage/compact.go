@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"sort"
 	"time"
 )
 
@@ -32,6 +33,19 @@ const cleanedExt = ".cleaned"
 // fields, so reads, indexes and producer state stay valid. Records without a
 // key are kept.
 //
+// Transactions, as in Kafka: only segments wholly below the first unstable
+// offset are cleaned (a transaction there is decided, and its marker
+// replicated); the batches of aborted transactions (found through the
+// aborted transaction indexes) are removed whole and take no part in
+// choosing the latest record of a key, so an aborted value never shadows a
+// committed one; committed transactions' records are compacted like any
+// others. Control batches (markers) are kept, always: Kafka removes one
+// once its transaction's records are gone and delete.retention.ms has
+// passed, which saves a few bytes per transaction at the cost of rules
+// about when a consumer may have missed it; keeping them is the simple
+// safe choice. The aborted transaction indexes are left as they are (the
+// entries still describe the markers kept).
+//
 // Rewritten batches keep their codec. A segment is rewritten into
 // <base>.log.cleaned, fsynced, its old index files are removed, and the
 // cleaned file is renamed over the .log (atomic), so a crash leaves either
@@ -49,6 +63,15 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		return st, nil
 	}
 	inactive := segs[:len(segs)-1]
+	if fuo, ok := l.FirstUnstableOffset(); ok {
+		// Segment i lies below the next one's base.
+		n := 0
+		for n < len(inactive) && segs[n+1].base <= fuo {
+			n++
+		}
+		inactive = inactive[:n]
+	}
+	aborted := abortedRangesOf(segs)
 
 	// Pass 1: the latest offset of every key.
 	latest := map[string]int64{}
@@ -56,6 +79,9 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		size := s.pub.Load().size
 		st.BytesRead += size
 		err := eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
+			if info.Control || aborted.has(info, BaseOffset(b)) {
+				return nil
+			}
 			base := BaseOffset(b)
 			return EachRecord(b, info, func(r Record) bool {
 				if r.Key != nil {
@@ -84,6 +110,15 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		var scratch []byte
 		err = eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
 			base := BaseOffset(b)
+			if info.Control {
+				written += int64(len(b))
+				_, err := w.Write(b)
+				return err
+			}
+			if aborted.has(info, base) {
+				purged += int64(info.Records)
+				return nil
+			}
 			var keep []Record
 			err := EachRecord(b, info, func(r Record) bool {
 				switch {
@@ -145,6 +180,42 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 	}
 	st.Duration = time.Since(start)
 	return st, nil
+}
+
+// abortedRanges is, per producer, the offset ranges [first, last] of its
+// aborted transactions, in marker order.
+type abortedRanges map[int64][][2]int64
+
+// abortedRanges collects the aborted transactions of every segment's index
+// (an entry sits with its marker, maybe after the segments being cleaned).
+func abortedRangesOf(segs []*segment) abortedRanges {
+	var out abortedRanges
+	for _, s := range segs {
+		p := s.aborted.Load()
+		if p == nil {
+			continue
+		}
+		if out == nil {
+			out = abortedRanges{}
+		}
+		for _, a := range *p {
+			out[a.ProducerID] = append(out[a.ProducerID], [2]int64{a.FirstOffset, a.LastOffset})
+		}
+	}
+	return out
+}
+
+// has says whether the data batch at base belongs to an aborted
+// transaction: it is transactional, and its producer aborted a transaction
+// that began at or before it and ended after it (a producer has one open
+// at a time, so that one holds it).
+func (r abortedRanges) has(info BatchInfo, base int64) bool {
+	if !info.Transactional || info.Control || len(r) == 0 {
+		return false
+	}
+	rs := r[info.ProducerID]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i][1] >= base })
+	return i < len(rs) && rs[i][0] <= base
 }
 
 // eachStoredBatch reads a segment's batches sequentially up to size.
@@ -246,6 +317,9 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	if ns.maxTS < old.maxTS {
 		ns.maxTS, ns.maxTSOffset = old.maxTS, old.maxTSOffset
 	}
+	// The aborted transaction index, untouched on disk, goes with it.
+	ns.txn, old.txn = old.txn, nil
+	ns.publishAborted()
 	for _, f := range []File{ns.ix.offFile, ns.ix.timeFile} {
 		f.Sync()
 	}

@@ -64,7 +64,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		seeds, first, verbose = 1, n, true
 	}
-	var crashes, midOp, doubles int
+	var crashes, midOp, doubles, txnChecks, txnExact, aborts int
 	for seed := first; seed < first+seeds; seed++ {
 		r := newCrashRun(t, seed, verbose)
 		r.run(150)
@@ -74,8 +74,12 @@ func TestCrashRecovery(t *testing.T) {
 		crashes += r.crashes
 		midOp += r.midOpCrashes
 		doubles += r.doubleCrashes
+		txnChecks += r.txn.checks
+		txnExact += r.txn.exact
+		aborts += r.txn.aborts
 	}
 	t.Logf("%d seeds: %d crashes recovered, %d of them in the middle of an operation, %d in the middle of a recovery", seeds, crashes, midOp, doubles)
+	t.Logf("transactions: %d checks of the state, %d of them exact against a replay; %d aborted transactions in the logs checked", txnChecks, txnExact, aborts)
 }
 
 // crashFS is a MemFS that takes a crash image just before its armed-th
@@ -177,6 +181,7 @@ type mbatch struct {
 	pid        int64 // -1: not idempotent
 	firstSeq   int32
 	lastSeq    int32
+	tb         tbatch // what the transaction model sees of it
 }
 
 // crashModel is what the log holds, as far as the test knows.
@@ -237,6 +242,10 @@ type crashRun struct {
 	pid    int64 // the idempotent producer; a new one when its state is unknown
 	seq    int32 // its next sequence number
 	values int   // values made so far: each is unique
+
+	// Transactions (crash_txn_test.go): producers run them through the
+	// leader (Append, AppendMarker) and through a follower's fetches.
+	txn crashTxns
 
 	history                              []string // the operations so far, for failure messages
 	crashes, midOpCrashes, doubleCrashes int
@@ -329,10 +338,14 @@ func (r *crashRun) step() {
 	}
 	kind := opKeeps
 	switch p := r.rng.IntN(100); {
-	case p < 40:
+	case p < 30:
 		r.appendLeader()
+	case p < 40:
+		r.appendTxn()
 	case p < 48:
 		r.appendReplica()
+	case p < 53:
+		r.appendMarker()
 	case p < 66:
 		r.logf("flush")
 		if err := r.l.Flush(); err != nil {
@@ -377,6 +390,7 @@ func (r *crashRun) step() {
 		return
 	}
 	img := r.fs.collect()
+	r.txn.settle(img != nil)
 	if img == nil {
 		r.m.durable = r.l.DurableOffset()
 		return
@@ -416,6 +430,7 @@ func modelBatch(base int64, recs []testRecord, ts int64, epoch int32, pid int64,
 	if pid >= 0 {
 		b.firstSeq, b.lastSeq = seq, seq+int32(len(recs)-1)
 	}
+	b.tb = tbatch{base: b.base, last: b.last, pid: pid}
 	return b
 }
 
@@ -454,6 +469,12 @@ func (r *crashRun) appendReplica() {
 	for range 1 + r.rng.IntN(3) {
 		if r.cfg.Compacted && r.rng.IntN(3) == 0 {
 			at += int64(1 + r.rng.IntN(20)) // a gap, as a compacted leader's log has
+		}
+		if b, mb := r.replicaTxnBatch(at); b != nil {
+			in = append(in, b...)
+			mbs = append(mbs, mb)
+			at = mb.last + 1
+			continue
 		}
 		recs := r.newRecords()
 		b := buildBatch(r.t, batchOpts{Records: recs, BaseTS: r.now, Codec: r.codec()})
@@ -499,6 +520,8 @@ func (r *crashRun) truncate() {
 		r.fatalf("after Truncate(%d) the end is %d; want after the last kept batch (%d) and at most %d", to, got, r.lastOffset(), want)
 	}
 	r.afterCut()
+	r.txn.sync(r.m.batches)
+	r.verifyTxns(r.l, r.m.batches, "after the truncation")
 }
 
 func (r *crashRun) lastOffset() int64 {
@@ -533,15 +556,27 @@ func (r *crashRun) restartAt() {
 	}
 	r.m.batches, r.m.ghosts = nil, map[int64]mrec{}
 	r.pid, r.seq = r.pid+1, 0
+	r.txn.restarted()
 }
 
 func (r *crashRun) retention() {
+	oldStart := r.l.StartOffset()
+	var bounds []int64 // where the log may start after it, even cut short
+	for _, s := range r.l.segments() {
+		if s.base > oldStart {
+			bounds = append(bounds, s.base)
+		}
+	}
 	n, err := r.l.DeleteOldSegments(r.now)
 	r.logf("retention at %d: %d segments deleted, start now %d", r.now, n, r.l.StartOffset())
 	if err != nil {
 		r.fatalf("DeleteOldSegments: %v", err)
 	}
 	start := r.l.StartOffset()
+	for len(bounds) > 0 && bounds[len(bounds)-1] > start {
+		bounds = bounds[:len(bounds)-1]
+	}
+	r.txn.retentionCut(r.m.batches, bounds)
 	k := 0
 	for k < len(r.m.batches) && r.m.batches[k].base < start {
 		for o, rec := range r.m.batches[k].recs {
@@ -553,10 +588,18 @@ func (r *crashRun) retention() {
 }
 
 // compact runs compaction and takes what is left as the model, once it is
-// checked: only records with a later one of the same key went.
+// checked: only records with a later one of the same key went (among
+// records not in aborted transactions, below the first unstable offset),
+// or records of aborted transactions; no marker went; nothing at or above
+// the first unstable offset went.
 func (r *crashRun) compact() {
+	r.l.UpdateHighWatermark(r.l.EndOffset()) // the broker tells the log its high watermark
+	fuo, unstable := r.l.FirstUnstableOffset()
+	if !unstable {
+		fuo = 1 << 62
+	}
 	st, err := r.l.Compact(r.now, 1<<40)
-	r.logf("compact: %+v", st)
+	r.logf("compact: %+v (first unstable offset %d, %v)", st, fuo, unstable)
 	if err != nil {
 		r.fatalf("Compact: %v", err)
 	}
@@ -566,21 +609,44 @@ func (r *crashRun) compact() {
 			got[o] = rec
 		}
 	}
+	tbs := make([]tbatch, len(r.m.batches))
+	for i, b := range r.m.batches {
+		tbs[i] = b.tb
+	}
+	outcome := txnOutcomes(tbs)
 	latest := map[string]int64{}
-	for o, rec := range r.m.records() {
-		latest[rec.key] = max(latest[rec.key], o)
+	for i, b := range r.m.batches {
+		if b.tb.control || outcome[i] == "abort" {
+			continue
+		}
+		for o, rec := range b.recs {
+			if o < fuo {
+				latest[rec.key] = max(latest[rec.key], o)
+			}
+		}
 	}
 	var kept []*mbatch
-	for _, b := range r.m.batches {
+	removedTxn := false
+	for i, b := range r.m.batches {
 		for o, rec := range b.recs {
 			g, ok := got[o]
 			switch {
 			case ok && g != rec:
 				r.fatalf("after compaction offset %d holds %+v, want %+v", o, g, rec)
-			case !ok && latest[rec.key] == o:
-				r.fatalf("compaction removed offset %d, the latest record of key %s", o, rec.key)
-			case !ok:
+			case ok:
+			case b.tb.control:
+				r.fatalf("compaction removed the marker at %d", o)
+			case o >= fuo:
+				r.fatalf("compaction removed offset %d, at or above the first unstable offset %d", o, fuo)
+			case outcome[i] == "abort":
 				delete(b.recs, o)
+			case latest[rec.key] <= o:
+				r.fatalf("compaction removed offset %d, the latest record of key %s (not in an aborted transaction)", o, rec.key)
+			default:
+				delete(b.recs, o)
+			}
+			if !ok && b.tb.txn {
+				removedTxn = true
 			}
 		}
 		if len(b.recs) > 0 {
@@ -593,6 +659,8 @@ func (r *crashRun) compact() {
 	// them (Kafka's cleaner keeps each producer's last batch for this):
 	// a new producer takes over, whose state the log does show.
 	r.pid, r.seq = r.pid+1, 0
+	r.txn.compacted(removedTxn)
+	r.verifyTxns(r.l, r.m.batches, "after compaction")
 }
 
 // cleanRestart closes the log and opens it again; nothing may be lost.
@@ -683,6 +751,9 @@ func (r *crashRun) readBatches(l *Log) []*mbatch {
 			}
 			mb := &mbatch{base: BaseOffset(b), last: LastOffset(b), recs: map[int64]mrec{}, epoch: PartitionLeaderEpoch(b),
 				pid: info.ProducerID, firstSeq: info.BaseSequence, lastSeq: info.LastSequence()}
+			if mb.tb, err = decodeTBatch(b); err != nil {
+				r.fatalf("Read(%d): batch at %d: %v", off, mb.base, err)
+			}
 			if n := len(out); n > 0 && mb.base <= out[n-1].last {
 				r.fatalf("batch at %d does not follow the one ending at %d", mb.base, out[n-1].last)
 			}
@@ -794,6 +865,7 @@ func (r *crashRun) verify(l *Log, before, after *crashModel, kind crashOp) {
 	r.verifyEpochs(l, got)
 	r.verifyTimes(l, got)
 	r.verifyPointReads(l, got)
+	r.verifyTxns(l, got, "after recovery")
 }
 
 // verifyPointReads: a read at any offset returns the batch holding it, or
@@ -919,6 +991,7 @@ func (r *crashRun) adopt() {
 	r.m = &crashModel{batches: got, durable: r.l.DurableOffset(), ghosts: map[int64]mrec{}}
 	r.epoch = max(r.epoch, r.l.LatestEpoch())
 	r.afterCut()
+	r.txn.sync(r.m.batches)
 	for i := len(got) - 1; i >= 0; i-- {
 		b := got[i]
 		if b.pid != r.pid {

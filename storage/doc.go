@@ -1,7 +1,8 @@
 // Package storage is one partition's log on disk: segment files of record
 // batches, each with a sparse offset index and a time index, recovery after a
-// crash, retention, and the idempotent-producer state that must agree with the
-// log. For replication it keeps the leader-epoch cache, appends batches
+// crash, retention, and the idempotent and transactional producers' state
+// that must agree with the log (txn.go: markers, the first unstable offset,
+// the aborted transaction index). For replication it keeps the leader-epoch cache, appends batches
 // fetched from a leader verbatim (AppendReplica) and truncates to a
 // divergence point (Truncate); it knows nothing of networking, or of how
 // replicas agree.
@@ -15,6 +16,8 @@
 //	00000000000000000000.log        record batches, exactly as Kafka stores them
 //	00000000000000000000.index      sparse offset index: 8-byte entries
 //	00000000000000000000.timeindex  sparse time index: 12-byte entries
+//	00000000000000000000.txnindex   aborted transactions whose marker is in the segment: 34-byte entries;
+//	                                only for a segment that holds such an abort
 //	00000000000000001234.snapshot   producer state as of offset 1234
 //	leader-epoch-checkpoint         leader epochs and where each began
 //	partition.metadata              topic id (written by the broker)
@@ -44,14 +47,36 @@
 // of the batch that carried it; entries are appended only when that maximum
 // grows. Indexes are derived data: recovery rebuilds them from the .log.
 //
-// A .snapshot file (Fjord's own format, version 2; version 1 lacked
-// lastAppendMs and is still read) is:
+// A control batch (attributes bits 4 and 5: transactional, control) is a
+// transaction marker, written by the leader (AppendMarker): exactly one
+// record, whose key is Kafka's ControlRecordKey (int16 version 0, int16 type:
+// 0 abort, 1 commit) and whose value is its EndTxnMarker (int16 version 0,
+// int32 coordinator epoch); the batch carries the producer id and epoch of
+// the transaction it ends, base sequence -1, both timestamps the time it was
+// written.
+//
+// A .txnindex entry is Kafka's AbortedTxn: int16 version (0), int64
+// producerId, int64 firstOffset (the transaction's first batch), int64
+// lastOffset (its abort marker, in this segment), int64 lastStableOffset
+// (the first offset of the oldest transaction still open once the marker
+// was appended, or the marker's offset + 1), big-endian, in marker order.
+// The file is created at the segment's first abort that ends a transaction,
+// so a topic without aborted transactions has none.
+//
+// A .snapshot file (Fjord's own format, version 3; versions 1 and 2, which
+// came before transactions and version 2 before lastAppendMs, are still
+// read) is:
 //
 //	"FJPS" | uint8 version | int64 endOffset | uint32 producerCount | producers... | uint32 CRC-32C of all before
-//	producer: int64 id | int16 epoch | int64 lastAppendMs | uint8 n | n × (int32 firstSeq, int32 lastSeq, int64 firstOffset, int64 lastOffset)
+//	producer: int64 id | int16 epoch | int64 lastAppendMs | int32 coordinatorEpoch | int64 txnFirstOffset |
+//	          uint8 n | n × (int32 firstSeq, int32 lastSeq, int64 firstOffset, int64 lastOffset)
 //
-// Producers idle for producer.id.expiration.ms (one day) are dropped at
-// segment rolls and retention checks.
+// coordinatorEpoch is that of the producer's last marker (-1: none);
+// txnFirstOffset is the first offset of its open transaction (-1: none),
+// which may lie below the log start (retention does not wait for
+// transactions, as in Kafka). Producers idle for producer.id.expiration.ms
+// (one day) are dropped at segment rolls and retention checks, except
+// those with a transaction open.
 //
 // leader-epoch-checkpoint is Kafka's own text format (version 0), so Kafka's
 // tools read it: lines "0", the entry count, then one "<epoch> <startOffset>"
@@ -88,7 +113,30 @@
 // parent), a new segment's files, a renamed snapshot or epoch checkpoint, a
 // compacted segment swapped in, truncation's removals, and Delete's rename.
 // Retention's removals are not synced: a crash may bring deleted segments
-// back, whole and unchanged, for the next retention check.
+// back, whole and unchanged, for the next retention check (a segment's files
+// go .log first and .txnindex last, and Open removes a .txnindex without its
+// .log, so none outlives its segment).
+//
+// # What recovery trusts
+//
+// Open trusts a sealed segment's .log and indexes once their checks pass
+// (the indexes are cross-checked against the .log, and rebuilt if they
+// disagree), and the active segment only after a clean shutdown; otherwise
+// the active segment is read batch by batch, CRC included, cut at the first
+// bad batch, and its indexes rebuilt. Producer state is the newest readable
+// snapshot at or below the log end, then a replay of the batches from its
+// offset on, which also rebuilds the aborted transaction index entries of
+// the markers it replays. A .txnindex cannot be checked against its segment
+// alone (an entry's first offset and last stable offset depend on the log
+// before it), so its entries are trusted exactly where a snapshot vouches
+// for them: every entry below a snapshot's offset was fsynced, and its name
+// made durable, before that snapshot was written (a roll syncs the old
+// segment's .txnindex before the new segment's snapshot, Close every one
+// before its own). Entries at or past the snapshot recovery starts from are
+// replaced by the replay's, and the file rewritten and fsynced; a trusted
+// entry that fails its checks (damage) has Open remove every snapshot and
+// replay the whole log instead. A failed .txnindex write fails the log, so
+// that a segment is never sealed without an entry.
 //
 // # File system
 //

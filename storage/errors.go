@@ -16,6 +16,16 @@ var (
 	ErrInvalidEpoch     = errors.New("storage: invalid producer epoch")
 	ErrClosed           = errors.New("storage: log closed")
 	ErrInvalidTimestamp = errors.New("storage: invalid timestamp")
+	// ErrInvalidRecord: a batch the log refuses to take as produced, such
+	// as a control batch from a client (INVALID_RECORD).
+	ErrInvalidRecord = errors.New("storage: invalid record")
+	// ErrInvalidTxnState: a non-transactional batch from a producer whose
+	// transaction is open on the partition (INVALID_TXN_STATE).
+	ErrInvalidTxnState = errors.New("storage: invalid transaction state")
+	// ErrCoordinatorFenced: a marker from a transaction coordinator older
+	// than the one that wrote the producer's last marker
+	// (TRANSACTION_COORDINATOR_FENCED).
+	ErrCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
 	// ErrStaleLeaderEpoch: a batch's leader epoch is older than the latest
 	// one already in the log. On a leader it is a write from a leadership
 	// that has ended (NOT_LEADER_OR_FOLLOWER); on a follower, fetched data

@@ -40,6 +40,22 @@ func FuzzValidateBatch(f *testing.F) {
 	f.Add(buildBatch(f, batchOpts{N: 3, Count: i32(2)}), false)
 	f.Add(withBodyTB(f, three, encodeRecords(append(three.records(), testRecord{OffsetDelta: 1}))), false)
 	f.Add(buildBatch(f, batchOpts{Attrs: attrControl}), true)
+	// Control batches: markers as leaders write them, and malformed ones.
+	ctl := int16(attrControl | attrTransactional)
+	for _, b := range [][]byte{
+		buildMarkerBatch(TxnMarker{ProducerID: 3, ProducerEpoch: 1, Commit: true, CoordinatorEpoch: 2}, 1000),
+		buildMarkerBatch(TxnMarker{ProducerID: 3, ProducerEpoch: 1}, 1000),
+		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Codec: CodecZstd, Records: []testRecord{markerRecord(false, 9)}}),
+		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{markerRecord(true, 1), {OffsetDelta: 1, Key: []byte{0, 0, 0, 1}, Value: make([]byte, 6)}}}),
+		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{{Key: []byte{0, 0, 0, 2}, Value: make([]byte, 6)}}}),
+		buildBatch(f, batchOpts{Attrs: attrControl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{markerRecord(true, 1)}}),
+	} {
+		f.Add(b, false)
+		f.Add(b, true)
+		m := bytes.Clone(b)
+		m[len(m)-3] ^= 0x80
+		f.Add(m, true)
+	}
 	f.Add(make([]byte, BatchHeaderLen), true)
 	f.Add([]byte{}, false)
 
@@ -85,6 +101,19 @@ func FuzzValidateBatch(f *testing.F) {
 		if bad != nil {
 			t.Fatalf("accepted batch has a record with offset delta %d outside [0, %d]", bad.OffsetDelta, info.LastDelta)
 		}
+		if info.Control {
+			// An accepted control batch is a marker, as kmsg reads it too.
+			m, err := ParseEndTxnMarker(b, info)
+			if err != nil || info.Records != 1 || !info.Transactional || info.ProducerID < 0 {
+				t.Fatalf("accepted control batch %+v: marker %+v, %v", info, m, err)
+			}
+			if info.Codec == CodecNone {
+				tb, err := decodeTBatch(b)
+				if err != nil || !tb.marker || tb.commit != m.Commit {
+					t.Fatalf("accepted control batch: kmsg reads %+v, %v; ParseEndTxnMarker %+v", tb, err, m)
+				}
+			}
+		}
 	})
 }
 
@@ -92,17 +121,41 @@ func withBodyTB(t testing.TB, o batchOpts, body []byte) []byte {
 	return buildBatchBody(t, o, o.records(), body)
 }
 
-// fuzzSegment is a valid active segment of a few stored batches.
+// fuzzSegment is a valid active segment of a few stored batches: an
+// idempotent producer's, then transactions: producer 6's aborted, 7's
+// committed while 8's is open, then 8's aborted.
 func fuzzSegment(t testing.TB) []byte {
 	var seg []byte
 	off := int64(0)
-	for i, c := range allCodecs[:4] {
-		b := buildBatch(t, batchOpts{N: 1 + i, Codec: c.codec, Xerial: c.xerial, Idempotent: true, PID: 5, Seq: int32(off), BaseTS: 1000 + int64(i)})
+	add := func(b []byte) {
 		StampBatch(b, off, 1, -1)
 		seg = append(seg, b...)
-		off += int64(i + 1)
+		off = LastOffset(b) + 1
 	}
+	for i, c := range allCodecs[:4] {
+		add(buildBatch(t, batchOpts{N: 1 + i, Codec: c.codec, Xerial: c.xerial, Idempotent: true, PID: 5, Seq: int32(off), BaseTS: 1000 + int64(i)}))
+	}
+	txn := func(pid int64, n int) []byte {
+		return buildBatch(t, batchOpts{N: n, Idempotent: true, PID: pid, Attrs: attrTransactional, BaseTS: 1010})
+	}
+	add(txn(6, 2))
+	add(buildMarkerBatch(TxnMarker{ProducerID: 6}, 1011))
+	add(txn(7, 1))
+	add(txn(8, 2))
+	add(buildMarkerBatch(TxnMarker{ProducerID: 7, Commit: true}, 1012))
+	add(buildMarkerBatch(TxnMarker{ProducerID: 8, CoordinatorEpoch: 3}, 1013))
 	return seg
+}
+
+// storedTBatch is the transaction model's view of a stored batch that
+// passed recovery (no kmsg: a fuzzed body need not be one it decodes).
+func storedTBatch(b []byte) tbatch {
+	info, _ := ParseHeader(b)
+	tb := tbatch{base: BaseOffset(b), last: LastOffset(b), pid: info.ProducerID, epoch: info.ProducerEpoch, txn: info.Transactional, control: info.Control}
+	if m := markerOf(b, info); m != nil {
+		tb.marker, tb.commit = true, m.Commit
+	}
+	return tb
 }
 
 // fixSegmentFraming recomputes the CRC of every batch whose length fits.
@@ -234,6 +287,14 @@ func FuzzRecovery(f *testing.F) {
 					t.Fatalf("Read(%d) did not return its batch", off)
 				}
 			}
+		}
+		// The transaction state is a replay of what was kept.
+		tbs := make([]tbatch, len(batches))
+		for i, b := range batches {
+			tbs[i] = storedTBatch(b)
+		}
+		if d := diffTxnState(l, replayTxns(tbs, nil), []int64{0, next / 2, next}); d != "" {
+			t.Fatalf("after recovery: %s", d)
 		}
 		if _, _, _, err := l.OffsetForTimestamp(0, math.MaxInt64); err != nil {
 			// Recovery checks the CRC but not the records; a CRC-valid

@@ -426,3 +426,14 @@ func segmentSize(t testing.TB, path string) int64 {
 	t.Helper()
 	return int64(len(segmentBytes(t, path)))
 }
+
+// markerRecord is the one record of a transaction marker (a control batch):
+// key ControlRecordKey v0 (type 1 commit, 0 abort), value EndTxnMarker v0.
+func markerRecord(commit bool, coordEpoch int32) testRecord {
+	key := []byte{0, 0, 0, 0}
+	if commit {
+		key[3] = 1
+	}
+	val := binary.BigEndian.AppendUint32([]byte{0, 0}, uint32(coordEpoch))
+	return testRecord{Key: key, Value: val}
+}

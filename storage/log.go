@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,6 +70,12 @@ const cleanShutdownFile = "clean-shutdown"
 // and everything Truncate does, which also holds flushMu (flushMu -> mu) so
 // that no Flush can publish a durable offset from before the cut.
 //
+// Transactions (txn.go) are state under mu like the producer table, which
+// they extend; readers see the first unstable offset through txnPub and
+// each segment's aborted transactions through segment.aborted, published
+// by the writer, and the broker hands in the high watermark through an
+// atomic (UpdateHighWatermark).
+//
 // Invariants: segs is non-empty and sorted by base; segs[i].next <=
 // segs[i+1].base (below it when compaction, here or on the leader a
 // follower copied, removed the segment's last offsets);
@@ -83,6 +91,7 @@ type Log struct {
 	mu struct {
 		sync.Mutex
 		producers producers
+		txns      txnState              // the open transactions in order (txn.go)
 		dirty     map[*segment]struct{} // segments with writes not yet synced
 		failed    error                 // sticky: after a failed write or sync the log takes no appends
 		closed    bool
@@ -90,6 +99,11 @@ type Log struct {
 		// only retention causes (entries below the new start; Open drops
 		// those anyway). Close writes it.
 		epochsUnsaved bool
+		// hadTxnIndex: this log has had a .txnindex file, so a roll
+		// removes any at the new segment's base (one a failed removal left
+		// there must not become the new segment's). Logs without aborted
+		// transactions skip that.
+		hadTxnIndex bool
 	}
 
 	// view is the segment list readers see. The slice is replaced, never
@@ -108,6 +122,12 @@ type Log struct {
 	// epochs is the leader-epoch cache (epochs.go); never nil after Open.
 	// Replaced, never modified, under mu; readers load it without locks.
 	epochs atomic.Pointer[epochCache]
+	// txnPub is what readers see of mu.txns (FirstUnstableOffset); nil
+	// until the log's first transaction. Replaced, never modified, under mu.
+	txnPub atomic.Pointer[txnView]
+	// hwMark is the highest high watermark UpdateHighWatermark was given;
+	// written by the broker without mu, lowered under mu by truncation.
+	hwMark atomic.Int64
 	// truncations counts Truncate calls; Compact, which works mostly
 	// without mu, compares it before installing a cleaned segment: a
 	// truncation meanwhile may have removed the newer records that made it
@@ -134,7 +154,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	l := &Log{dir: dir, cfg: cfg, fs: fs, log: log}
 	l.mu.dirty = make(map[*segment]struct{})
 
-	bases, err := listSegments(fs, dir)
+	bases, txnFiles, err := listSegments(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
@@ -153,23 +173,35 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 	}
 	removeTempFiles(fs, dir)
+	removeOrphanTxnIndexes(fs, dir, bases, txnFiles)
 
 	// Producer state: the newest snapshot, then replay of the batches after
-	// it. Segments entirely below the snapshot need no replay.
+	// it. Segments entirely below the snapshot need no replay. Replay also
+	// rebuilds the aborted transaction indexes from the snapshot on.
 	prods, snapAt := loadLatestSnapshot(fs, dir, 1<<62)
+	txns := newTxnState(prods)
+	txnDirChanged := false
 	loadTime := time.Now().UnixMilli()
 	var segs []*segment
+	closeAll := func() {
+		for _, o := range segs {
+			o.close()
+		}
+	}
 	for i, base := range bases {
 		active := i == len(bases)-1
-		var onBatch func(int64, BatchInfo)
+		var onBatch replayFunc
+		var gen []AbortedTxn // entries replay makes for this segment
 		nextBase := int64(1 << 62)
 		if !active {
 			nextBase = bases[i+1]
 		}
 		if snapAt < nextBase {
-			onBatch = func(base int64, info BatchInfo) {
+			onBatch = func(base int64, info BatchInfo, m *EndTxnMarker) {
 				if base >= snapAt {
-					prods.record(info, base, base+int64(info.LastDelta), loadTime)
+					if a, abort, _ := applyBatch(prods, &txns, info, m, base, base+int64(info.LastDelta), loadTime); abort {
+						gen = append(gen, a)
+					}
 				}
 			}
 		}
@@ -187,7 +219,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 					Int("dropped_segments", len(later)).
 					Msg("sealed segment is damaged: the log now ends at the damage; the segments after it are removed and must be fetched again from the leader")
 				for k := len(later) - 1; k >= 0; k-- {
-					for _, ext := range []string{".log", ".index", ".timeindex"} {
+					exts := []string{".log", ".index", ".timeindex"}
+					if txnFiles[later[k]] {
+						exts = append(exts, txnIndexExt)
+					}
+					for _, ext := range exts {
 						if err := fs.Remove(segmentPath(dir, later[k], ext)); err != nil && !os.IsNotExist(err) {
 							return err
 						}
@@ -202,10 +238,30 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 		s, err := openSegment(fs, dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
 		if err != nil {
-			for _, o := range segs {
-				o.close()
-			}
+			closeAll()
 			return nil, fmt.Errorf("log %s: %w", dir, err)
+		}
+		if txnFiles[base] || len(gen) > 0 {
+			keep := int64(1 << 62) // a segment not replayed: all of its index is trusted
+			if onBatch != nil {
+				keep = snapAt
+			}
+			changed, err := s.loadTxnIndex(txnFiles[base], keep, gen)
+			if err != nil {
+				s.close()
+				closeAll()
+				if errors.Is(err, errBadTxnIndex) && !retried {
+					// Damage (a trusted entry cannot be wrong otherwise):
+					// rebuild every index from a replay of the whole log.
+					log.Error().Err(err).Msg("aborted transaction index is damaged; replaying the whole log to rebuild it")
+					for _, off := range must(listSnapshots(fs, dir)) {
+						fs.Remove(segmentPath(dir, off, snapshotExt))
+					}
+					return open(dir, cfg, log, true)
+				}
+				return nil, fmt.Errorf("log %s: %w", dir, err)
+			}
+			txnDirChanged = txnDirChanged || changed
 		}
 		if cut {
 			segs = append(segs, s)
@@ -216,6 +272,14 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				Msg("segment runs past where the next begins")
 		}
 		segs = append(segs, s)
+	}
+	if txnDirChanged {
+		// Rewritten (fsynced) or removed indexes: their names too, before
+		// a snapshot can come to vouch for them.
+		if err := fs.SyncDir(dir); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("log %s: sync directory: %w", dir, err)
+		}
 	}
 	if len(segs) == 0 {
 		s, err := createSegment(fs, dir, 0)
@@ -257,10 +321,13 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
 	l.mu.producers = prods
+	l.mu.txns = txns
+	l.mu.hadTxnIndex = len(txnFiles) > 0 || txnDirChanged
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
 	l.startOffset.Store(segs[0].base)
 	l.publishSegs(segs)
+	l.publishTxnsLocked()
 	if !clean && len(bases) > 0 {
 		log.Info().Int64("end_offset", last.next).Int("segments", len(segs)).Msg("recovered log after unclean shutdown")
 	}
@@ -269,23 +336,53 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 
 func must[T any](v T, _ error) T { return v }
 
-func listSegments(fs FS, dir string) ([]int64, error) {
+// listSegments returns the base offsets of the segments in dir, ascending,
+// and those of the aborted transaction indexes there (nil when there are
+// none, as in every log without aborted transactions).
+func listSegments(fs FS, dir string) ([]int64, map[int64]bool, error) {
 	ents, err := fs.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var bases []int64
+	var txnFiles map[int64]bool
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok || len(name) != 20 {
+		isTxn := false
+		if !ok {
+			if name, isTxn = strings.CutSuffix(e.Name(), txnIndexExt); !isTxn {
+				continue
+			}
+		}
+		if len(name) != 20 {
 			continue
 		}
-		if base, err := strconv.ParseInt(name, 10, 64); err == nil {
+		base, err := strconv.ParseInt(name, 10, 64)
+		switch {
+		case err != nil:
+		case isTxn:
+			if txnFiles == nil {
+				txnFiles = map[int64]bool{}
+			}
+			txnFiles[base] = true
+		default:
 			bases = append(bases, base)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	return bases, txnFiles, nil
+}
+
+// removeOrphanTxnIndexes removes the aborted transaction indexes whose
+// segment is gone (a crash in the middle of removing it: see
+// segment.remove), so a later segment of the same base cannot take one up.
+func removeOrphanTxnIndexes(fs FS, dir string, bases []int64, txnFiles map[int64]bool) {
+	for base := range txnFiles {
+		if _, ok := slices.BinarySearch(bases, base); !ok {
+			fs.Remove(segmentPath(dir, base, txnIndexExt))
+			delete(txnFiles, base)
+		}
+	}
 }
 
 func removeTempFiles(fs FS, dir string) {
@@ -340,7 +437,19 @@ type AppendResult struct {
 // (leaderEpoch, its base offset) in the epoch cache; a leaderEpoch below the
 // latest cached one is ErrStaleLeaderEpoch (a write from a leadership that
 // has ended, which would break followers' truncation).
+//
+// Producer checks, in Kafka's order: a retry of one of the producer's last
+// five batches is a Duplicate; an epoch older than the producer's is
+// ErrInvalidEpoch; a sequence out of order is ErrOutOfOrderSeq; a
+// non-transactional batch from a producer whose transaction is open is
+// ErrInvalidTxnState. A transactional batch opens the producer's
+// transaction if none is open (txn.go). A control batch is ErrInvalidRecord:
+// markers are the leader's to write (AppendMarker).
 func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64) (AppendResult, error) {
+	if info.Control {
+		// Kafka's "Clients are not allowed to write control records".
+		return AppendResult{}, fmt.Errorf("%w: a produced batch may not be a control batch (markers are written with AppendMarker)", ErrInvalidRecord)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -353,6 +462,13 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 	if dup != nil {
 		return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1, Duplicate: true}, nil
 	}
+	return l.appendLocked(batch, info, nil, leaderEpoch, now)
+}
+
+// appendLocked is Append and AppendMarker once the producer checks pass: m is
+// a control batch's marker, nil for data.
+// REQUIRES: l.mu held.
+func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
 	s := l.active()
 	base := l.end.Load()
 	epochs, newEpoch, err := l.epochCache().next(leaderEpoch, base, false)
@@ -387,11 +503,33 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 	}
 	last := base + int64(info.LastDelta)
 	s.noteAppended(s.size, len(batch), last, info.MaxTimestamp, leaderEpoch, now, l.cfg.IndexIntervalBytes)
-	l.mu.producers.record(info, base, last, now)
 	l.mu.dirty[s] = struct{}{}
+	err = l.applyLocked(s, info, m, base, last, now)
 	s.publish()
 	l.end.Store(last + 1)
-	return AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: lat}, nil
+	return AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: lat}, err
+}
+
+// applyLocked records a batch just written to s at [base, last] in the
+// producer and transaction state, and an abort in s's transaction index.
+// The batch is in the log whatever it returns: an error is the index
+// write's, after which the log is failed (see txnIndex.add).
+// REQUIRES: l.mu held.
+func (l *Log) applyLocked(s *segment, info BatchInfo, m *EndTxnMarker, base, last, now int64) error {
+	a, abort, changed := applyBatch(l.mu.producers, &l.mu.txns, info, m, base, last, now)
+	if !changed {
+		return nil
+	}
+	l.publishTxnsLocked()
+	if !abort {
+		return nil
+	}
+	l.mu.hadTxnIndex = true
+	if err := s.addAborted(a); err != nil {
+		l.mu.failed = err
+		return err
+	}
+	return nil
 }
 
 // REQUIRES: l.mu held.
@@ -444,6 +582,17 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		if err := f.SyncData(); err != nil {
 			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
 			return nil, l.mu.failed
+		}
+	}
+	// Before the snapshot at base vouches for its entries (txnindex.go);
+	// createSegment's directory sync makes its name durable.
+	if err := old.syncTxnIndex(); err != nil {
+		l.mu.failed = err
+		return nil, err
+	}
+	if l.mu.hadTxnIndex {
+		if err := l.fs.Remove(segmentPath(l.dir, base, txnIndexExt)); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("segment %d: %w", base, err)
 		}
 	}
 	s, err := createSegment(l.fs, l.dir, base)

@@ -28,25 +28,44 @@ type producerBatch struct {
 // duplicates, not written again.
 //
 // Invariant: batches are in append order, at most maxProducerBatches, all
-// of epoch.
+// of epoch (a marker of a new epoch empties them, as a batch of one does).
 type producerEntry struct {
 	epoch   int16
 	batches []producerBatch
+	// txnFirst is the first offset of the producer's open transaction:
+	// the base offset of its first transactional batch since its last
+	// marker; -1 when none is open. A function of the log like the rest,
+	// except for a transaction that began below the log start, which only
+	// a snapshot remembers (see txnState).
+	txnFirst int64
+	// coordEpoch is the coordinator epoch of the producer's last marker,
+	// -1 before any: a marker from an older coordinator is refused
+	// (TRANSACTION_COORDINATOR_FENCED), as Kafka refuses it.
+	coordEpoch int32
 	// lastTS is when this broker last appended for the producer (ms, its
 	// own clock; not the batch timestamps, which clients set and may date
 	// from long ago). An entry idle for producer.id.expiration.ms is
 	// dropped, as Kafka does, so the table does not grow with every client
 	// ever seen. Entries rebuilt from the log at start-up count as written
 	// at start-up: lastTS is the one field that is not a function of the log.
+	// Markers count as appends.
 	lastTS int64
 }
 
-// producers is a partition's idempotent-producer table. It is a function of
-// the log: replaying the log's batches in order rebuilds it exactly.
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordEpoch: -1}
+}
+
+// producers is a partition's idempotent and transactional producer table. It
+// is a function of the log: replaying the log's batches in order rebuilds it
+// exactly (but for lastTS, and for a transaction begun below the log start:
+// see txnFirst).
 type producers map[int64]*producerEntry
 
-// check classifies a batch before it is appended. A non-nil dup is a retried
-// batch already in the log; err is ErrInvalidEpoch or ErrOutOfOrderSeq.
+// check classifies a data batch before the leader appends it. A non-nil dup
+// is a retried batch already in the log; err is ErrInvalidEpoch,
+// ErrOutOfOrderSeq or ErrInvalidTxnState (a non-transactional batch from a
+// producer whose transaction is open), in Kafka's order of checks.
 func (p producers) check(info BatchInfo) (dup *producerBatch, err error) {
 	if !info.Idempotent() {
 		return nil, nil
@@ -64,7 +83,7 @@ func (p producers) check(info BatchInfo) (dup *producerBatch, err error) {
 		if info.BaseSequence != 0 {
 			return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d", ErrOutOfOrderSeq, info.ProducerID, info.ProducerEpoch, info.BaseSequence)
 		}
-		return nil, nil
+		return nil, txnStateErr(e, info)
 	}
 	last := info.LastSequence()
 	for i := range e.batches {
@@ -72,13 +91,26 @@ func (p producers) check(info BatchInfo) (dup *producerBatch, err error) {
 			return b, nil
 		}
 	}
+	// With no batch of this epoch here (only a marker of it, which starts
+	// no sequence), the epoch's first batch must be sequence 0, as in
+	// Kafka, where the marker's entry has the epoch and no last sequence.
+	want := int32(0)
 	if n := len(e.batches); n > 0 {
-		want := nextSeq(e.batches[n-1].lastSeq)
-		if info.BaseSequence != want {
-			return nil, fmt.Errorf("%w: producer %d epoch %d sent sequence %d, expected %d", ErrOutOfOrderSeq, info.ProducerID, info.ProducerEpoch, info.BaseSequence, want)
-		}
+		want = nextSeq(e.batches[n-1].lastSeq)
 	}
-	return nil, nil
+	if info.BaseSequence != want {
+		return nil, fmt.Errorf("%w: producer %d epoch %d sent sequence %d, expected %d", ErrOutOfOrderSeq, info.ProducerID, info.ProducerEpoch, info.BaseSequence, want)
+	}
+	return nil, txnStateErr(e, info)
+}
+
+// txnStateErr refuses a non-transactional batch from a producer whose
+// transaction is open (Kafka's "Expected transactional write").
+func txnStateErr(e *producerEntry, info BatchInfo) error {
+	if e.txnFirst >= 0 && !info.Transactional {
+		return fmt.Errorf("%w: producer %d has a transaction open since offset %d and sent a non-transactional batch", ErrInvalidTxnState, info.ProducerID, e.txnFirst)
+	}
+	return nil
 }
 
 func nextSeq(s int32) int32 {
@@ -88,14 +120,19 @@ func nextSeq(s int32) int32 {
 	return s + 1
 }
 
-// record notes an appended (or replayed) batch; now is the append time (ms).
-func (p producers) record(info BatchInfo, firstOffset, lastOffset, now int64) {
+// record notes an appended (or replayed) data batch; now is the append time
+// (ms). began reports that the batch opened a transaction, at firstOffset:
+// it is transactional and its producer had none open. It refuses nothing
+// (check does, on the leader): a follower or a replay records what the log
+// holds, and a non-transactional batch amid an open transaction, which no
+// leader of ours writes, leaves the transaction open.
+func (p producers) record(info BatchInfo, firstOffset, lastOffset, now int64) (began bool) {
 	if !info.Idempotent() {
-		return
+		return false
 	}
 	e := p[info.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: info.ProducerEpoch}
+		e = newProducerEntry(info.ProducerEpoch)
 		p[info.ProducerID] = e
 	}
 	if info.ProducerEpoch != e.epoch {
@@ -108,16 +145,69 @@ func (p producers) record(info BatchInfo, firstOffset, lastOffset, now int64) {
 	}
 	e.batches = append(e.batches, producerBatch{info.BaseSequence, info.LastSequence(), firstOffset, lastOffset})
 	e.lastTS = max(e.lastTS, now)
+	if info.Transactional && e.txnFirst < 0 {
+		e.txnFirst = firstOffset
+		return true
+	}
+	return false
+}
+
+// checkMarker says whether the leader may append a marker for pid (Kafka's
+// checks for a marker from the coordinator): ErrInvalidEpoch if its epoch is
+// older than the producer's here (with transaction version 2, not newer,
+// unless it repeats the marker that ended the producer's last transaction:
+// same epoch, none open), ErrCoordinatorFenced if its coordinator epoch is
+// older than the last marker's.
+func (p producers) checkMarker(m TxnMarker) error {
+	e := p[m.ProducerID]
+	if e == nil {
+		return nil
+	}
+	bad := m.ProducerEpoch < e.epoch
+	if m.TransactionVersion >= 2 && m.ProducerEpoch == e.epoch {
+		bad = e.txnFirst >= 0
+	}
+	if bad {
+		return fmt.Errorf("%w: marker for producer %d has epoch %d, the producer's is %d (transaction version %d)", ErrInvalidEpoch, m.ProducerID, m.ProducerEpoch, e.epoch, m.TransactionVersion)
+	}
+	if e.coordEpoch > m.CoordinatorEpoch {
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the last was from %d", ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+	}
+	return nil
+}
+
+// recordMarker notes an appended (or replayed) marker for producer pid of
+// epoch, from coordinator epoch coordEpoch, and returns the first offset of
+// the transaction it ended, -1 if none was open (a repeated marker, or one
+// for a producer unknown here: written, and harmless). As in Kafka, a new
+// epoch forgets the old one's batches, the coordinator epoch is taken as it
+// is, and it refuses nothing.
+func (p producers) recordMarker(pid int64, epoch int16, coordEpoch int32, now int64) (txnFirst int64) {
+	e := p[pid]
+	if e == nil {
+		e = newProducerEntry(epoch)
+		p[pid] = e
+	}
+	if epoch != e.epoch {
+		e.epoch = epoch
+		e.batches = e.batches[:0]
+	}
+	txnFirst, e.txnFirst = e.txnFirst, -1
+	e.coordEpoch = coordEpoch
+	e.lastTS = max(e.lastTS, now)
+	return txnFirst
 }
 
 // DefaultProducerExpirationMs is Kafka's producer.id.expiration.ms.
 const DefaultProducerExpirationMs = 24 * 3600 * 1000
 
-// expire drops producers whose last batch is older than ttl at now (ms).
+// expire drops producers whose last batch is older than ttl at now (ms),
+// except those with a transaction open: the open transaction holds the last
+// stable offset back and must end with its marker, as in Kafka.
 func (p producers) expire(now, ttl int64) int {
 	n := 0
 	for id, e := range p {
-		if now-e.lastTS > ttl {
+		if now-e.lastTS > ttl && e.txnFirst < 0 {
 			delete(p, id)
 			n++
 		}
@@ -126,8 +216,10 @@ func (p producers) expire(now, ttl int64) int {
 }
 
 const (
-	snapshotMagic   = "FJPS"
-	snapshotVersion = 2 // 2 added each producer's last timestamp
+	snapshotMagic = "FJPS"
+	// 2 added each producer's last timestamp; 3 its coordinator epoch and
+	// open transaction.
+	snapshotVersion = 3
 	snapshotExt     = ".snapshot"
 )
 
@@ -146,6 +238,8 @@ func (p producers) encode(endOffset int64) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.lastTS))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.coordEpoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.txnFirst))
 		b = append(b, byte(len(e.batches)))
 		for _, bt := range e.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(bt.firstSeq))
@@ -163,10 +257,12 @@ func decodeSnapshot(b []byte) (producers, int64, error) {
 	return decodeSnapshotAt(b, 0)
 }
 
-// decodeSnapshotAt decodes versions 1 and 2; version 1 did not record when a
-// producer last wrote, so its producers count as having written at loadTime.
+// decodeSnapshotAt decodes versions 1 to 3; version 1 did not record when a
+// producer last wrote, so its producers count as having written at loadTime;
+// versions 1 and 2 come from before transactions (none open, no coordinator
+// epoch).
 func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
-	if len(b) < 4+1+8+4+4 || string(b[:4]) != snapshotMagic || (b[4] != 1 && b[4] != 2) {
+	if len(b) < 4+1+8+4+4 || string(b[:4]) != snapshotMagic || b[4] < 1 || b[4] > snapshotVersion {
 		return nil, 0, fmt.Errorf("%w: header", errBadSnapshot)
 	}
 	version := b[4]
@@ -181,6 +277,9 @@ func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
 	if version >= 2 {
 		fixed += 8
 	}
+	if version >= 3 {
+		fixed += 12
+	}
 	if uint64(n)*uint64(fixed) > uint64(len(r)) {
 		return nil, 0, fmt.Errorf("%w: %d producers cannot fit in %d bytes", errBadSnapshot, n, len(r))
 	}
@@ -190,11 +289,20 @@ func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
 			return nil, 0, fmt.Errorf("%w: short producer", errBadSnapshot)
 		}
 		id := int64(binary.BigEndian.Uint64(r))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(r[8:])), lastTS: loadTime}
+		e := newProducerEntry(int16(binary.BigEndian.Uint16(r[8:])))
+		e.lastTS = loadTime
 		r = r[10:]
 		if version >= 2 {
 			e.lastTS = int64(binary.BigEndian.Uint64(r))
 			r = r[8:]
+		}
+		if version >= 3 {
+			e.coordEpoch = int32(binary.BigEndian.Uint32(r))
+			e.txnFirst = int64(binary.BigEndian.Uint64(r[4:]))
+			r = r[12:]
+			if e.txnFirst < -1 {
+				return nil, 0, fmt.Errorf("%w: producer %d open transaction at %d", errBadSnapshot, id, e.txnFirst)
+			}
 		}
 		k := int(r[0])
 		r = r[1:]

@@ -158,6 +158,9 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	dead := segs[:n]
 	l.publishSegs(append([]*segment(nil), segs[n:]...))
 	l.startOffset.Store(segs[n].base)
+	if l.txnPub.Load() != nil {
+		l.publishTxnsLocked() // forgets transactions ended below the new start
+	}
 	// Epochs wholly below the new start go from the cache, in memory only:
 	// Open drops them too, so the checkpoint can wait for Close (no fsync
 	// under mu here).
@@ -221,6 +224,10 @@ func (l *Log) Close() error {
 				if e := f.Sync(); e != nil && err == nil {
 					err = e
 				}
+			}
+			// Before the snapshot below vouches for its entries.
+			if e := s.syncTxnIndex(); e != nil && err == nil {
+				err = e
 			}
 		}
 		if err == nil {

@@ -19,11 +19,12 @@ type AppendReplicaResult struct {
 
 // replicaBatch is one fetched batch accepted for appending.
 type replicaBatch struct {
-	at    int // position in the fetched bytes
-	b     []byte
-	info  BatchInfo
-	base  int64
-	epoch int32
+	at     int // position in the fetched bytes
+	b      []byte
+	info   BatchInfo
+	base   int64
+	epoch  int32
+	marker *EndTxnMarker // a control batch's; nil for data or an empty control batch
 }
 
 // AppendReplica appends batches fetched from the leader, as a follower: a
@@ -62,7 +63,9 @@ type replicaBatch struct {
 // segment's int32 relative offsets (even an empty segment: the new one
 // starts at the batch's base). Producer state is updated as on the leader
 // but never refuses a batch (the leader decided), so that this replica
-// deduplicates correctly if it becomes leader. A batch of a leader epoch
+// deduplicates correctly if it becomes leader; so is the transaction state
+// (markers included, which must be well-formed: ErrCorruptBatch otherwise),
+// with this replica's own aborted transaction index. A batch of a leader epoch
 // above the cached ones extends the epoch cache at the batch's base offset
 // (durably, before the batch is written), as Kafka's follower assigns it.
 // Durability is as for Append: Flush makes the data durable and advances
@@ -125,11 +128,21 @@ func parseReplicaBatches(in []byte, end int64, epochs epochCache, res *AppendRep
 		if err != nil {
 			return kept, fmt.Errorf("batch at offset %d: %w", base, err)
 		}
+		var marker *EndTxnMarker
+		if info.Control && info.Records > 0 {
+			// A marker the leader wrote: it must be one. (An empty control
+			// batch, which Kafka's cleaner leaves, ends nothing.)
+			m, err := ParseEndTxnMarker(b, info)
+			if err != nil {
+				return kept, fmt.Errorf("batch at offset %d: %w", base, err)
+			}
+			marker = &m
+		}
 		epoch := PartitionLeaderEpoch(b)
 		if epochs, _, err = replicaEpochs(epochs, epoch, base, end); err != nil {
 			return kept, err
 		}
-		kept = append(kept, replicaBatch{at: at, b: b, info: info, base: base, epoch: epoch})
+		kept = append(kept, replicaBatch{at: at, b: b, info: info, base: base, epoch: epoch, marker: marker})
 		end = base + int64(info.LastDelta) + 1
 		at += int(n)
 	}
@@ -250,10 +263,13 @@ func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res 
 			return fmt.Errorf("segment %d: append fetched batches: %w", s.base, err)
 		}
 		pos := s.size
+		var idxErr error
 		for _, rb := range run {
 			lastOff := rb.base + int64(rb.info.LastDelta)
 			s.noteAppended(pos, len(rb.b), lastOff, rb.info.MaxTimestamp, rb.epoch, now, l.cfg.IndexIntervalBytes)
-			l.mu.producers.record(rb.info, rb.base, lastOff, now)
+			if err := l.applyLocked(s, rb.info, rb.marker, rb.base, lastOff, now); err != nil && idxErr == nil {
+				idxErr = err
+			}
 			pos += int64(len(rb.b))
 			res.Batches++
 			res.Records += int64(rb.info.Records)
@@ -266,6 +282,9 @@ func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res 
 		l.mu.dirty[s] = struct{}{}
 		s.publish()
 		l.end.Store(s.next)
+		if idxErr != nil {
+			return idxErr // the log is failed (applyLocked)
+		}
 		i = j
 	}
 	return nil

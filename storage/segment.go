@@ -46,6 +46,12 @@ type segment struct {
 	allocated  int64
 	noPrealloc bool // the filesystem refused fallocate
 
+	// txn is the aborted transaction index (txnindex.go); nil while the
+	// segment holds no abort that ended a transaction, and then there is
+	// no .txnindex file. Writer-owned; aborted publishes its entries.
+	txn     *txnIndex
+	aborted atomic.Pointer[[]AbortedTxn]
+
 	pub     atomic.Pointer[segState] // what readers may see; replaced by publish
 	removed atomic.Bool              // set when retention deleted the files
 }
@@ -135,8 +141,27 @@ func (s *segment) openIndexFiles(truncate bool) error {
 
 // seenBatch is what recovery replays into the producer table.
 type seenBatch struct {
-	base int64
-	info BatchInfo
+	base   int64
+	info   BatchInfo
+	marker *EndTxnMarker // a control batch's; nil if none is readable
+}
+
+// replayFunc takes a batch recovery replays: its base offset, header and,
+// for a control batch, its marker (nil if unreadable).
+type replayFunc func(base int64, info BatchInfo, m *EndTxnMarker)
+
+// markerOf returns the marker of a control batch whose whole bytes are b,
+// nil for a data batch or a control batch without a readable marker (an
+// empty one, or one no leader of ours writes, which then ends nothing).
+func markerOf(b []byte, info BatchInfo) *EndTxnMarker {
+	if !info.Control || len(b) < info.Bytes {
+		return nil
+	}
+	m, err := ParseEndTxnMarker(b[:info.Bytes], info)
+	if err != nil {
+		return nil
+	}
+	return &m
 }
 
 // openSegment opens an existing segment. When recover is set (an unclean
@@ -152,7 +177,7 @@ type seenBatch struct {
 // beforeCut, if not nil, runs before recovery cuts a damaged tail off the
 // file (with the position of the cut); an error from it leaves the file
 // as it is and fails the open.
-func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch func(base int64, info BatchInfo), beforeCut func(pos int64) error) (*segment, error) {
+func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch replayFunc, beforeCut func(pos int64) error) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	var err error
 	if s.f, err = fs.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
@@ -190,7 +215,7 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 	var seen []seenBatch
 	var collect func([]byte, BatchInfo)
 	if onBatch != nil {
-		collect = func(b []byte, info BatchInfo) { seen = append(seen, seenBatch{BaseOffset(b), info}) }
+		collect = func(b []byte, info BatchInfo) { seen = append(seen, seenBatch{BaseOffset(b), info, markerOf(b, info)}) }
 	}
 	good, err := s.scan(start, fileSize, recover, contiguous, rebuild, indexInterval, collect)
 	if err != nil {
@@ -227,7 +252,7 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 	}
 	s.size, s.allocated = good, good
 	for _, sb := range seen {
-		onBatch(sb.base, sb.info)
+		onBatch(sb.base, sb.info, sb.marker)
 	}
 	if !rebuild {
 		s.ix.offs, s.ix.times = offs, times
@@ -257,7 +282,8 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 // scan walks the batches in [start, fileSize) and returns the length
 // of the valid prefix. With check, each batch's CRC is verified; with
 // rebuild, the in-memory indexes are filled. onBatch sees each good batch
-// (its bytes only when check is set; header bytes otherwise).
+// (its bytes when check is set, and for a control batch, whose CRC is then
+// verified too: replay needs its marker; header bytes otherwise).
 func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
 	// Large reads for large segments, but no more than the segment: Open
 	// scans every active segment, and a broker with many small partitions
@@ -280,7 +306,7 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			return pos, nil
 		}
 		batch := hdr[:]
-		if check {
+		if check || (onBatch != nil && info.Control) {
 			if cap(buf) < info.Bytes {
 				buf = make([]byte, info.Bytes)
 			}
@@ -447,14 +473,23 @@ func (s *segment) close() {
 	if s.ix.timeFile != nil {
 		s.ix.timeFile.Close()
 	}
+	s.closeTxnIndex()
 }
 
 // remove unlinks the segment's files. The descriptors stay open for a grace
 // period so reads already under way finish (Kafka's file.delete.delay.ms).
+// The .log goes first and the aborted transaction index last: a crash part
+// way (retention does not sync the directory) then leaves either the whole
+// segment back, index included, or a .txnindex without its .log, which
+// Open removes.
 func (s *segment) remove(grace time.Duration) error {
 	s.removed.Store(true)
+	exts := []string{".log", ".index", ".timeindex"}
+	if s.txn != nil {
+		exts = append(exts, txnIndexExt)
+	}
 	var errs []error
-	for _, ext := range []string{".log", ".index", ".timeindex"} {
+	for _, ext := range exts {
 		if err := s.fs.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}

@@ -172,6 +172,14 @@ func (l *Log) truncateLocked(offset int64) error {
 		// time-based roll counts from now, as Open does for the active one.
 		s.firstAppend = time.Now()
 	}
+	// Its aborted transactions of the markers removed go too, from memory
+	// and the file, so no reader sees them once the cut is published (the
+	// entries of the markers kept stay: a replay up to them makes the
+	// same). A crash after this finds a snapshot at or below newEnd (step
+	// 1), from which recovery rebuilds every entry of this segment past it.
+	if err := s.cutTxnIndex(newEnd); err != nil {
+		return fail(err)
+	}
 	dead := segs[i+1:]
 	l.durable.Store(min(l.durable.Load(), newEnd))
 	l.publishSegs(append([]*segment(nil), segs[:i+1]...))
@@ -194,11 +202,13 @@ func (l *Log) truncateLocked(offset int64) error {
 	}
 	delete(l.mu.dirty, s)
 
-	p, err := l.replayProducers(segs[:i+1], newEnd)
+	p, t, err := l.replayProducers(segs[:i+1], newEnd)
 	if err != nil {
 		return fail(err)
 	}
-	l.mu.producers = p
+	l.mu.producers, l.mu.txns = p, t
+	l.lowerHighWatermarkLocked(newEnd)
+	l.publishTxnsLocked()
 	// 4. The epoch checkpoint.
 	c := l.epochCache()
 	if nc := c.truncateFromEnd(newEnd); len(nc) != len(c) {
@@ -240,10 +250,14 @@ func (s *segment) cutFiles(nTimes int) error {
 	return nil
 }
 
-// replayProducers rebuilds the producer table for a log of segs ending at
-// end: the newest snapshot at or below end, then the batches from there.
-func (l *Log) replayProducers(segs []*segment, end int64) (producers, error) {
+// replayProducers rebuilds the producer table and transaction state for a
+// log of segs ending at end: the newest snapshot at or below end, then the
+// batches from there (a control batch's body read for its marker). The
+// aborted-transaction entries the replay makes are those already in the
+// indexes, and are dropped.
+func (l *Log) replayProducers(segs []*segment, end int64) (producers, txnState, error) {
 	p, from := loadLatestSnapshot(l.fs, l.dir, end)
+	t := newTxnState(p)
 	now := time.Now().UnixMilli()
 	for _, s := range segs {
 		if s.next <= from {
@@ -253,10 +267,10 @@ func (l *Log) replayProducers(segs []*segment, end int64) (producers, error) {
 		if from > s.base {
 			var err error
 			if pos, err = s.findBatch(s.ix.offs, from, s.size); err != nil {
-				return nil, err
+				return nil, t, err
 			}
 		}
-		err := s.walkHeaders(pos, s.size, func(_ int64, hdr []byte) (bool, error) {
+		err := s.walkHeaders(pos, s.size, func(pos int64, hdr []byte) (bool, error) {
 			base := BaseOffset(hdr)
 			if base >= end {
 				return false, nil
@@ -266,15 +280,41 @@ func (l *Log) replayProducers(segs []*segment, end int64) (producers, error) {
 				if err != nil {
 					return false, fmt.Errorf("segment %d: replay producers at offset %d: %w", s.base, base, err)
 				}
-				p.record(info, base, base+int64(info.LastDelta), now)
+				var m *EndTxnMarker
+				if info.Control {
+					b, err := s.readAt(pos, info.Bytes)
+					if err != nil {
+						return false, err
+					}
+					if len(b) < info.Bytes {
+						return false, fmt.Errorf("%w: segment %d: replay producers: short control batch at offset %d", ErrCorruptBatch, s.base, base)
+					}
+					if err := CheckCRC(b); err != nil {
+						return false, fmt.Errorf("segment %d: replay producers at offset %d: %w", s.base, base, err)
+					}
+					m = markerOf(b, info)
+				}
+				applyBatch(p, &t, info, m, base, base+int64(info.LastDelta), now)
 			}
 			return true, nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, t, err
 		}
 	}
-	return p, nil
+	return p, t, nil
+}
+
+// lowerHighWatermarkLocked brings the high watermark UpdateHighWatermark
+// was given down to a new log end (Kafka's truncation does the same).
+// REQUIRES: l.mu held.
+func (l *Log) lowerHighWatermarkLocked(end int64) {
+	for {
+		cur := l.hwMark.Load()
+		if cur <= end || l.hwMark.CompareAndSwap(cur, end) {
+			return
+		}
+	}
 }
 
 // removeSnapshotsAbove unlinks the producer snapshots past offset, durably.
@@ -328,6 +368,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.truncations.Add(1)
 	l.mu.producers = producers{}
+	l.mu.txns = txnState{}
+	l.lowerHighWatermarkLocked(offset)
+	if l.txnPub.Load() != nil {
+		l.publishTxnsLocked()
+	}
 	segs := l.segments()
 	remove := func(s *segment) error {
 		delete(l.mu.dirty, s)
@@ -345,6 +390,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		if err := remove(segs[below]); err != nil {
 			return fail(err)
 		}
+	}
+	// An aborted transaction index left at this base by a removal that
+	// failed must not become the new segment's (see segment.remove).
+	if err := l.fs.Remove(segmentPath(l.dir, offset, txnIndexExt)); err != nil && !os.IsNotExist(err) {
+		return fail(err)
 	}
 	ns, err := createSegment(l.fs, l.dir, offset)
 	if err != nil {
