@@ -39,7 +39,7 @@ func handleOffsetFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 				}
 			}
 			var code int16
-			for _, t := range b.fetchOffsets(rg.Group, topics, &code) {
+			for _, t := range b.fetchOffsets(rg.Group, topics, req.RequireStable, &code) {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
 				gt.Topic = t.Topic
 				for _, p := range t.Partitions {
@@ -62,7 +62,7 @@ func handleOffsetFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 			topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	resp.Topics = b.fetchOffsets(req.Group, topics, &resp.ErrorCode)
+	resp.Topics = b.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable, &resp.ErrorCode)
 	if req.Version < 2 && resp.ErrorCode != 0 {
 		// No top-level error before v2: report it on every partition.
 		for i := range resp.Topics {
@@ -80,7 +80,10 @@ type offsetFetchTopic struct {
 }
 
 // fetchOffsets answers one group; topics nil means every committed offset.
-func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, code *int16) []kmsg.OffsetFetchResponseTopic {
+// With requireStable (KIP-447), a partition with a transactional commit
+// not yet settled by its marker is UNSTABLE_OFFSET_COMMIT (retriable):
+// the offset a new member would start from is about to change.
+func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, requireStable bool, code *int16) []kmsg.OffsetFetchResponseTopic {
 	if b.coord.Status(group) != nil {
 		*code = kerr.CoordinatorLoadInProgress.Code
 		topics = nonNil(topics)
@@ -103,8 +106,11 @@ func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, code *int
 		for _, p := range t.partitions {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
-			if *code == 0 {
-				if c, ok := b.coord.Offset(group, coordinator.TopicPartition{Topic: t.topic, Partition: p}); ok {
+			tp := coordinator.TopicPartition{Topic: t.topic, Partition: p}
+			if *code == 0 && requireStable && b.coord.PendingTxnOffset(group, tp) {
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			} else if *code == 0 {
+				if c, ok := b.coord.Offset(group, tp); ok {
 					rp.Offset, rp.LeaderEpoch = c.Offset, c.LeaderEpoch
 					m := c.Metadata
 					rp.Metadata = &m

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
@@ -108,5 +107,5 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk st
 	if topic == offsetsTopic {
 		b.coord.TxnCompleted(idx, mk.ProducerID, off, mk.Commit)
 	}
-	return kerr.None.Code
+	return 0
 }

@@ -67,3 +67,17 @@ func putVarBytes(b, v []byte) []byte {
 	b = binary.AppendVarint(b, int64(len(v)))
 	return append(b, v...)
 }
+
+// BuildTxnBatch is BuildBatch for a transaction coordinator's own records
+// that belong to producer pid's transaction at epoch (the group
+// coordinator's TxnOffsetCommit): a transactional batch of that producer,
+// base sequence 0 as Kafka writes it, for AppendCoordinator.
+func BuildTxnBatch(records []KV, timestamp int64, pid int64, epoch int16) []byte {
+	b := BuildBatch(records, timestamp)
+	binary.BigEndian.PutUint16(b[offAttributes:], attrTransactional)
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], 0)
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
+}

@@ -133,7 +133,6 @@ var brokerExact = map[string]rule{
 	// Storage behaviour Fjord has in other terms.
 	"compression.type":                      {class: Unsupported, why: "Fjord keeps batches as the producer compressed them", asFjord: equalFold("producer")},
 	"metadata.log.dir":                      with(unsupported, "the metadata log is kept under the first of log.dirs"),
-	"transactional.id.expiration.ms":        with(unsupported, whyTxn),
 	"client.quota.callback.class":           with(unsupported, whyQuota),
 	"group.coordinator.rebalance.protocols": {class: Unsupported, why: whyNewGroups, asFjord: equalFold("classic")},
 	"group.coordinator.new.enable":          {class: Unsupported, why: whyNewGroups, asFjord: equalFold("false")},

@@ -127,17 +127,24 @@ func (o *offsetStore) settleLocked(pi int32, pid int64, at int64, commit bool) {
 	o.mu.txnPending[pi][pid] = q[n:]
 }
 
-// HasPendingTxnOffsets reports whether group has transactional offset
-// commits not yet settled (OffsetFetch's UNSTABLE_OFFSET_COMMIT, KIP-447).
-func (c *Coordinator) HasPendingTxnOffsets(group string) bool {
+// PendingTxnOffset reports whether group has a transactional commit for
+// tp not yet settled by its marker (OffsetFetch's UNSTABLE_OFFSET_COMMIT,
+// KIP-447).
+func (c *Coordinator) PendingTxnOffset(group string, tp TopicPartition) bool {
 	o := c.offsets
 	pi := o.partitionFor(group)
+	key := string(offsetKey(group, tp))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, q := range o.mu.txnPending[pi] {
 		for _, tc := range q {
-			if tc.group == group {
-				return true
+			if tc.group != group {
+				continue
+			}
+			for _, r := range tc.recs {
+				if string(r.Key) == key {
+					return true
+				}
 			}
 		}
 	}

@@ -302,6 +302,25 @@ func (p *Partition) AppendAsLeader(batch []byte, info storage.BatchInfo, now int
 	return res, v, err
 }
 
+// AppendCoordinatorAsLeader appends a batch a coordinator of this broker
+// wrote for a producer's transaction (storage.AppendCoordinator), as
+// AppendAsLeader does a produced batch.
+func (p *Partition) AppendCoordinatorAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *View, error) {
+	p.roleMu.RLock()
+	lg, v, code := p.Serve(Produce)
+	if code != 0 {
+		p.roleMu.RUnlock()
+		return storage.AppendResult{}, v, CodeError(code)
+	}
+	res, err := lg.AppendCoordinator(batch, info, v.LeaderEpoch, now)
+	p.roleMu.RUnlock()
+	if err == nil {
+		p.unflushed.Add(int64(info.Records))
+		p.Step(Appended{End: lg.EndOffset()})
+	}
+	return res, v, err
+}
+
 // AppendMarkerAsLeader appends a transaction marker (a control batch that
 // ends producer m.ProducerID's transaction here), as AppendAsLeader does a
 // produced batch; it returns the marker's offset.
