@@ -52,6 +52,10 @@ type config struct {
 	fjordRF3    bool
 	timeout     time.Duration
 	json        bool
+	// txn > 0 runs the produce and e2e suites with a transactional
+	// producer committing every txn records (e2e then reads
+	// read_committed, so its latency is produce to visible-when-committed).
+	txn int
 }
 
 func main() {
@@ -141,6 +145,7 @@ func parseFlags(args []string) (*config, error) {
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run; it stops by itself after this")
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results instead of tables")
 	fjordRF3 := fs.Bool("fjord-rf3", false, "also start a 3-node fjord cluster from -fjord-bin and bench it with replication factor 3 (min.insync.replicas=2)")
+	txn := fs.Int("txn", 0, "with N > 0: the produce and e2e suites use a transactional producer committing every N records, and e2e consumes read_committed")
 	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -164,6 +169,7 @@ func parseFlags(args []string) (*config, error) {
 		json:        *jsonOut,
 		cluster:     *cluster,
 		fjordRF3:    *fjordRF3,
+		txn:         *txn,
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -180,6 +186,8 @@ func parseFlags(args []string) (*config, error) {
 	switch {
 	case len(cfg.brokers) == 0 && !cfg.kfake && cfg.fjordBin == "":
 		return nil, errors.New("nothing to bench: give -brokers, -kfake and/or -fjord-bin")
+	case cfg.txn < 0:
+		return nil, errors.New("-txn must be >= 0")
 	case cfg.partitions < 1 || cfg.rf < 1 || cfg.rf > 32767:
 		return nil, errors.New("-partitions and -rf must be positive")
 	case cfg.records < 1 || cfg.size < 1:

@@ -76,11 +76,15 @@ func key(i int64) []byte { return strconv.AppendInt([]byte("k"), i, 10) }
 // produceThroughput writes -records records of -size bytes as fast as the
 // client allows and waits for every ack.
 func (b *bench) produceThroughput(ctx context.Context, topic string) (*Throughput, error) {
-	cl, err := kgo.NewClient(b.clientOpts(kgo.DefaultProduceTopic(topic))...)
+	cl, err := kgo.NewClient(b.clientOpts(append(b.txnOpts("produce"), kgo.DefaultProduceTopic(topic))...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	tx := b.newTxns(cl)
+	if err := tx.begin(); err != nil {
+		return nil, err
+	}
 
 	// One random (incompressible) value shared by all records: the client
 	// only reads it.
@@ -97,9 +101,15 @@ func (b *bench) produceThroughput(ctx context.Context, topic string) (*Throughpu
 	start := time.Now()
 	for i := range int64(b.cfg.records) {
 		cl.Produce(ctx, &kgo.Record{Key: key(i), Value: value}, promise)
+		if err := tx.sent(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("flush: %w", err)
+	}
+	if err := tx.end(ctx); err != nil {
+		return nil, err
 	}
 	elapsed := time.Since(start)
 	if n := errs.Load(); n > 0 {
@@ -214,16 +224,21 @@ func (b *bench) produceLatency(ctx context.Context, topic string) (*Latency, err
 // shared start instant (monotonic clock, same process); the consumer
 // computes produce-to-receipt latency.
 func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
-	prod, err := kgo.NewClient(b.clientOpts(kgo.DefaultProduceTopic(topic))...)
+	prod, err := kgo.NewClient(b.clientOpts(append(b.txnOpts("e2e"), kgo.DefaultProduceTopic(topic))...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer prod.Close()
+	tx := b.newTxns(prod)
 	parts := make(map[int32]kgo.Offset, b.cfg.partitions)
 	for p := range int32(b.cfg.partitions) {
 		parts[p] = kgo.NewOffset().AtStart()
 	}
-	cons, err := kgo.NewClient(b.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))...)
+	iso := kgo.ReadUncommitted()
+	if b.cfg.txn > 0 {
+		iso = kgo.ReadCommitted()
+	}
+	cons, err := kgo.NewClient(b.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}), kgo.FetchIsolationLevel(iso))...)
 	if err != nil {
 		return nil, err
 	}
@@ -266,8 +281,17 @@ func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
 	defer func() { stopConsumer(); <-done }()
 
 	// Warm up both clients: one record must make the full trip first.
+	if err := tx.begin(); err != nil {
+		return nil, err
+	}
 	if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte("warmup")}).FirstErr(); err != nil {
 		return nil, fmt.Errorf("warm-up produce: %w", err)
+	}
+	if err := tx.end(ctx); err != nil {
+		return nil, err
+	}
+	if err := tx.begin(); err != nil {
+		return nil, err
 	}
 	select {
 	case <-warm:
@@ -290,9 +314,15 @@ func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
 				errs.Add(1)
 			}
 		})
+		if err := tx.sent(ctx); err != nil {
+			errs.Add(1)
+		}
 	})
 	if err := prod.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("flush: %w", err)
+	}
+	if err := tx.end(ctx); err != nil {
+		return nil, err
 	}
 
 	// Let the consumer catch up with everything that was acked.
@@ -317,6 +347,63 @@ func (b *bench) endToEnd(ctx context.Context, topic string) (*Latency, error) {
 		return nil, fmt.Errorf("consumer received %d of %d records within %s of the last ack", got, want, drainWait)
 	}
 	return newLatency(b.cfg.rate, sent, window, lats, errs.Load()), nil
+}
+
+// txnOpts makes a suite's producer transactional under -txn.
+func (b *bench) txnOpts(suite string) []kgo.Opt {
+	if b.cfg.txn <= 0 {
+		return nil
+	}
+	return []kgo.Opt{kgo.TransactionalID(fmt.Sprintf("fjord-bench-%s-%s-%s", suite, b.target, b.runID))}
+}
+
+// txns commits a transactional producer's transaction every -txn records;
+// with -txn 0 it does nothing.
+type txns struct {
+	cl    *kgo.Client
+	every int
+	n     int
+}
+
+func (b *bench) newTxns(cl *kgo.Client) *txns { return &txns{cl: cl, every: b.cfg.txn} }
+
+func (t *txns) begin() error {
+	if t.every <= 0 {
+		return nil
+	}
+	if err := t.cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	return nil
+}
+
+// sent counts one record; every -txn records it commits and begins anew.
+func (t *txns) sent(ctx context.Context) error {
+	if t.every <= 0 {
+		return nil
+	}
+	if t.n++; t.n < t.every {
+		return nil
+	}
+	t.n = 0
+	if err := t.end(ctx); err != nil {
+		return err
+	}
+	return t.begin()
+}
+
+// end flushes and commits the open transaction.
+func (t *txns) end(ctx context.Context) error {
+	if t.every <= 0 {
+		return nil
+	}
+	if err := t.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // compressionCodec maps the -compression flag to a codec.
