@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,8 +35,19 @@ import (
 //     until its coordinator's marker ends it (docs/transactions.md). A
 //     Control batches come only
 //     from coordinators (WriteTxnMarkers): a client's is INVALID_RECORD.
-//     Not yet done: KIP-890 part 1's check with the coordinator that the
-//     partition is in the producer's transaction before the first batch.
+//   - KIP-890 part 1: a transactional batch that would open the producer's
+//     transaction on a partition is appended only once the transactional
+//     id's coordinator confirms the partition is in that transaction
+//     (AddPartitionsToTxn v4 VerifyOnly; local when this node coordinates
+//     the id). A late batch of a transaction that has ended would
+//     otherwise open a transaction no coordinator knows of, and hold back
+//     the partition's last stable offset for good. Not in the transaction:
+//     INVALID_TXN_STATE; the coordinator unreachable, loading or busy:
+//     NOT_ENOUGH_REPLICAS, which clients retry (Kafka's mapping). The check
+//     runs on the connection's reader, as Kafka serves one request per
+//     connection at a time, so the producer's pipelined batches keep their
+//     order; it happens once per transaction and partition, bounded by
+//     txnVerifyTimeout.
 //
 // Version notes:
 //   - v0-2 carry magic 0/1 message sets, which are refused with
@@ -48,6 +60,10 @@ func init() { regKey(0, 0, 11, handleProduce) }
 func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var unverified map[txn.TopicPartition]int16
+	if req.TransactionID != nil {
+		unverified = b.verifyTxnProduce(cc.ctx, *req.TransactionID, req)
+	}
 	now := time.Now().UnixMilli()
 	var toFlush []*replica.Partition
 	var waits []ackWait
@@ -63,9 +79,12 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			var p *replica.Partition
 			var err error
 			var w ackWait
+			code, refused := unverified[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case refused:
+				sp.ErrorCode = code
 			default:
 				var lg *storage.Log
 				var v *replica.View

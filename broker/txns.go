@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/broker/txncoord"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // The broker's side of the transaction coordinator (package
@@ -145,4 +146,127 @@ func (b *Broker) ensureTxnTopic() {
 		"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": strconv.FormatInt(int64(b.cfg.TxnTopicSegmentBytes), 10),
 		"min.insync.replicas": strconv.Itoa(int(b.cfg.TxnTopicMinISR)),
 	})
+}
+
+// txnVerifyTimeout bounds a produce's check with the transaction
+// coordinator (KIP-890 part 1).
+const txnVerifyTimeout = 5 * time.Second
+
+// verifyTxnProduce checks with id's coordinator the partitions of req
+// whose transactional batch would open the producer's transaction here,
+// and returns the codes of those that may not be written (nil: all may).
+// Partitions where the producer's transaction is already open here, and
+// non-transactional batches, need no check.
+func (b *Broker) verifyTxnProduce(ctx context.Context, id string, req *kmsg.ProduceRequest) map[txn.TopicPartition]int16 {
+	var parts []txn.TopicPartition
+	pid, epoch := int64(-1), int16(-1)
+	for _, rt := range req.Topics {
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			info, err := storage.ParseHeader(rp.Records)
+			if err != nil || !info.Transactional || info.Control || info.ProducerID < 0 {
+				continue // refused or appended as usual by the produce path
+			}
+			_, lg, _, code := b.servingPartition(t, rp.Partition, replica.Produce)
+			if code != 0 || lg.InTransaction(info.ProducerID, info.ProducerEpoch) {
+				continue
+			}
+			pid, epoch = info.ProducerID, info.ProducerEpoch
+			parts = append(parts, txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
+	defer cancel()
+	codes := b.askTxnCoordinator(ctx, id, pid, epoch, parts)
+	out := map[txn.TopicPartition]int16{}
+	for _, tp := range parts {
+		switch code, ok := codes[tp]; {
+		case ok && code == 0:
+		case ok && (code == kerr.TransactionAbortable.Code || code == kerr.InvalidTxnState.Code):
+			out[tp] = kerr.InvalidTxnState.Code // produce v11 and below know no TRANSACTION_ABORTABLE
+		case ok && (code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerIDMapping.Code):
+			out[tp] = code
+		default:
+			// The coordinator could not answer now: a code clients retry.
+			out[tp] = kerr.NotEnoughReplicas.Code
+		}
+	}
+	return out
+}
+
+// askTxnCoordinator sends an AddPartitionsToTxn VerifyOnly for one
+// transaction to its coordinator (itself without the network) and returns
+// the per-partition codes; nil when the coordinator could not be asked.
+func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition) map[txn.TopicPartition]int16 {
+	tt := b.image().Topic(txnTopic)
+	if tt == nil || len(tt.Partitions) == 0 {
+		return nil
+	}
+	leader := tt.Partitions[txncoord.PartitionOf(id, int32(len(tt.Partitions)))].Leader
+	if leader < 0 {
+		return nil
+	}
+	out := map[txn.TopicPartition]int16{}
+	if leader == b.cfg.NodeID {
+		done := make(chan txn.Answer, 1)
+		b.txns.AddPartitions(txn.AddPartitionsRequest{TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: parts,
+			VerifyOnly: true, Version: 4}, func(a txn.Answer) { done <- a })
+		select {
+		case a := <-done:
+			for _, pc := range a.Partitions {
+				out[pc.TopicPartition] = pc.Code
+			}
+			if a.Partitions == nil {
+				for _, tp := range parts {
+					out[tp] = a.Code
+				}
+			}
+			return out
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	cl, err := b.peers.client(b, leader)
+	if err != nil {
+		return nil
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
+	idx := map[string]int{}
+	for _, tp := range parts {
+		i, ok := idx[tp.Topic]
+		if !ok {
+			i = len(tx.Topics)
+			idx[tp.Topic] = i
+			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			t.Topic = tp.Topic
+			tx.Topics = append(tx.Topics, t)
+		}
+		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, tx)
+	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		b.peers.drop(leader, cl)
+		return nil
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, p := range t.Partitions {
+				out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
+			}
+		}
+	}
+	if resp.ErrorCode != 0 {
+		for _, tp := range parts {
+			out[tp] = resp.ErrorCode
+		}
+	}
+	return out
 }

@@ -449,3 +449,15 @@ func applyBatch(p producers, t *txnState, info BatchInfo, m *EndTxnMarker, first
 	}
 	return AbortedTxn{ProducerID: info.ProducerID, FirstOffset: txnFirst, LastOffset: first, LastStableOffset: lso}, true, true
 }
+
+// InTransaction reports whether producer pid has a transaction open on
+// this partition at epoch: a transactional batch of it then needs no
+// verification with its coordinator (KIP-890 part 1), since the
+// coordinator added the partition when the transaction wrote here first.
+// Takes the append mutex briefly; called only for transactional batches.
+func (l *Log) InTransaction(pid int64, epoch int16) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.mu.producers[pid]
+	return e != nil && e.txnFirst >= 0 && e.epoch == epoch
+}

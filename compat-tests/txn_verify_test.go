@@ -1,0 +1,96 @@
+package compattests
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnBatch is recordBatch with the transactional flag and a producer id,
+// epoch and base sequence.
+func txnBatch(t *testing.T, pid int64, epoch int16, seq int32, value []byte) []byte {
+	b := recordBatch(t, nil, value)
+	binary.BigEndian.PutUint16(b[21:], 0x10) // transactional
+	binary.BigEndian.PutUint64(b[43:], uint64(pid))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// KIP-890 part 1 through raw requests: a transactional batch for a
+// partition the transaction never added is refused (INVALID_TXN_STATE)
+// and not written; once AddPartitionsToTxn adds it, the same batch is
+// taken. Without the check, a late batch of an ended transaction opens a
+// transaction no coordinator knows, and read_committed consumers stall.
+func TestTxnProduceVerification(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	cl := newClient(t, b.Addr)
+	adm := newAdmin(t, b.Addr)
+	topic := "txn-verify"
+	createTopic(t, adm, topic, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := "verify-producer"
+
+	// Find the coordinator (creating __transaction_state), then init.
+	var pid int64
+	var epoch int16
+	for {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey, fc.CoordinatorType = id, 1
+		fr, err := fc.RequestWith(ctx, cl)
+		if err == nil && fr.ErrorCode == 0 {
+			ip := kmsg.NewPtrInitProducerIDRequest()
+			ip.TransactionalID, ip.TransactionTimeoutMillis = &id, 30000
+			ir, err := ip.RequestWith(ctx, cl)
+			if err == nil && ir.ErrorCode == 0 {
+				pid, epoch = ir.ProducerID, ir.ProducerEpoch
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no transaction coordinator: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	produce := func() int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = txnBatch(t, pid, epoch, 0, []byte("v"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("a batch for a partition not in the transaction: code %d, want INVALID_TXN_STATE", code)
+	}
+	if end := endOffsets(t, adm, topic)[0]; end != 0 {
+		t.Fatalf("the refused batch was written: end offset %d", end)
+	}
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.Version = 3
+	ap.TransactionalID, ap.ProducerID, ap.ProducerEpoch = id, pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = topic, []int32{0}
+	ap.Topics = append(ap.Topics, at)
+	ar, err := ap.RequestWith(ctx, cl)
+	if err != nil || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("AddPartitionsToTxn: %v %+v", err, ar)
+	}
+	if code := produce(); code != 0 {
+		t.Fatalf("a batch for a partition in the transaction: code %d", code)
+	}
+}
