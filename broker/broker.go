@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"

@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/group"
 
 	"github.com/fjordlog/fjord/storage"
