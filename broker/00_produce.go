@@ -35,6 +35,10 @@ import (
 //     until its coordinator's marker ends it (docs/transactions.md). A
 //     Control batches come only
 //     from coordinators (WriteTxnMarkers): a client's is INVALID_RECORD.
+//   - A topic with fjord.transactional.writes.required=true (Fjord's own
+//     topic config) refuses non-transactional batches with INVALID_RECORD
+//     and a message naming the config, so that a settlement topic cannot be
+//     written outside a transaction.
 //   - KIP-890 part 1: a transactional batch that would open the producer's
 //     transaction on a partition is appended only once the transactional
 //     id's coordinator confirms the partition is in that transaction
@@ -225,6 +229,9 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 	}
 	if info.Control {
 		return ackWait{}, fmt.Errorf("%w: control batches are written by transaction coordinators only", storage.ErrInvalidRecord)
+	}
+	if s.TxnRequired && !info.Transactional {
+		return ackWait{}, fmt.Errorf("%w: topic has fjord.transactional.writes.required=true: only transactional producers (a transactional.id) may write to it", storage.ErrInvalidRecord)
 	}
 	res, v, err := p.AppendAsLeader(records, info, now)
 	if err != nil {

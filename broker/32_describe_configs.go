@@ -59,7 +59,7 @@ func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 					c.Source = kmsg.ConfigSourceDynamicTopicConfig
 				}
 				c.IsDefault = !override
-				if req.IncludeSynonyms {
+				if req.IncludeSynonyms && d.brokerKey != "" {
 					def := d.def(&b.cfg)
 					c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
 						Name: d.brokerKey, Value: &def, Source: kmsg.ConfigSourceStaticBrokerConfig,

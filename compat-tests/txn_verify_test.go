@@ -3,17 +3,20 @@ package compattests
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// txnBatch is recordBatch with the transactional flag and a producer id,
+// rawTxnBatch is recordBatch with the transactional flag and a producer id,
 // epoch and base sequence.
-func txnBatch(t *testing.T, pid int64, epoch int16, seq int32, value []byte) []byte {
+func rawTxnBatch(t *testing.T, pid int64, epoch int16, seq int32, value []byte) []byte {
 	b := recordBatch(t, nil, value)
 	binary.BigEndian.PutUint16(b[21:], 0x10) // transactional
 	binary.BigEndian.PutUint64(b[43:], uint64(pid))
@@ -65,7 +68,7 @@ func TestTxnProduceVerification(t *testing.T) {
 		rt := kmsg.NewProduceRequestTopic()
 		rt.Topic = topic
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = txnBatch(t, pid, epoch, 0, []byte("v"))
+		rp.Records = rawTxnBatch(t, pid, epoch, 0, []byte("v"))
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, cl)
@@ -92,5 +95,54 @@ func TestTxnProduceVerification(t *testing.T) {
 	}
 	if code := produce(); code != 0 {
 		t.Fatalf("a batch for a partition in the transaction: code %d", code)
+	}
+}
+
+// A topic with fjord.transactional.writes.required=true refuses a plain
+// (idempotent) producer with INVALID_RECORD and a message naming the
+// config, and takes a transactional producer's records.
+func TestTxnRequiredTopic(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	adm := newAdmin(t, b.Addr)
+	topic := "settlement"
+	yes := "true"
+	createTopic(t, adm, topic, 1, map[string]*string{"fjord.transactional.writes.required": &yes})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	plain := newClient(t, b.Addr, kgo.RecordRetries(1))
+	err := plain.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("outside a transaction")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("a non-transactional produce: %v, want INVALID_RECORD", err)
+	}
+	// The response's error message (Produce v8+) names the config.
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordBatch(t, nil, []byte("raw"))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.InvalidRecord.Code || sp.ErrorMessage == nil || !strings.Contains(*sp.ErrorMessage, "fjord.transactional.writes.required") {
+		t.Fatalf("raw produce: code %d message %v, want INVALID_RECORD naming the config", sp.ErrorCode, sp.ErrorMessage)
+	}
+	tx := newClient(t, b.Addr, kgo.TransactionalID("settler"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("settled")}).FirstErr(); err != nil {
+		t.Fatalf("a transactional produce: %v", err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTopic(t, []string{b.Addr}, topic, true, 1); len(got) != 1 || got[0] != "settled" {
+		t.Fatalf("read_committed: %v", got)
 	}
 }

@@ -89,6 +89,9 @@ type Settings struct {
 	// DeleteRetentionMs is how long a tombstone outlives its segment's
 	// last write before compaction removes it.
 	DeleteRetentionMs int64
+	// TxnRequired (fjord.transactional.writes.required) refuses produced
+	// batches that are not transactional.
+	TxnRequired bool
 }
 
 // Host does a replica's I/O. Each call starts the work and returns; the

@@ -70,7 +70,11 @@ func renderConfigDoc() string {
 	fmt.Fprintf(&b, "Set at creation (CreateTopics); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
 	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
 	for _, tc := range topics {
-		fmt.Fprintf(&b, "| %s | %s |\n", code(tc[0]), code(tc[1]))
+		from := code(tc[1])
+		if tc[1] == "" {
+			from = "(none: Fjord's own topic config, default `false`)"
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", code(tc[0]), from)
 	}
 	b.WriteString("\nAny other topic config of Kafka's is accepted and kept with the topic when ignoring it is safe (the broker logs a warning naming the ones it does not act on), and refused with `INVALID_CONFIG` when it is not; see the tables below. A config that is not Kafka's is `INVALID_CONFIG`.\n")
 
