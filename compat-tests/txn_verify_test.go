@@ -96,6 +96,27 @@ func TestTxnProduceVerification(t *testing.T) {
 	if code := produce(); code != 0 {
 		t.Fatalf("a batch for a partition in the transaction: code %d", code)
 	}
+	// DescribeProducers shows the open transaction holding back the LSO.
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = topic, []int32{0}
+	dp.Topics = append(dp.Topics, dt)
+	dr, err := dp.RequestWith(ctx, cl)
+	if err != nil || dr.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("DescribeProducers: %v %+v", err, dr)
+	}
+	var found bool
+	for _, ap := range dr.Topics[0].Partitions[0].ActiveProducers {
+		if ap.ProducerID == pid {
+			found = true
+			if ap.CurrentTxnStartOffset != 0 || ap.ProducerEpoch != int32(epoch) || ap.LastSequence != 0 {
+				t.Errorf("producer %+v: want the transaction open at offset 0, epoch %d, last sequence 0", ap, epoch)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("DescribeProducers does not list producer %d: %+v", pid, dr.Topics[0].Partitions[0].ActiveProducers)
+	}
 }
 
 // A topic with fjord.transactional.writes.required=true refuses a plain

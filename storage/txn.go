@@ -461,3 +461,35 @@ func (l *Log) InTransaction(pid int64, epoch int16) bool {
 	e := l.mu.producers[pid]
 	return e != nil && e.txnFirst >= 0 && e.epoch == epoch
 }
+
+// ProducerState is one producer's state on this partition, as
+// DescribeProducers reports it.
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the sequence of the producer's last batch here, -1
+	// when none (only a marker since its epoch began).
+	LastSequence int32
+	// LastAppendMs is when this broker last appended for it (its clock).
+	LastAppendMs     int64
+	CoordinatorEpoch int32 // of its last marker; -1 before any
+	TxnStartOffset   int64 // first offset of its open transaction; -1 none
+}
+
+// Producers lists the producers this partition tracks, by producer id. The
+// caller owns the slice. Takes the append mutex for the copy.
+func (l *Log) Producers() []ProducerState {
+	l.mu.Lock()
+	out := make([]ProducerState, 0, len(l.mu.producers))
+	for id, e := range l.mu.producers {
+		last := int32(-1)
+		if n := len(e.batches); n > 0 {
+			last = e.batches[n-1].lastSeq
+		}
+		out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: last,
+			LastAppendMs: e.lastTS, CoordinatorEpoch: e.coordEpoch, TxnStartOffset: e.txnFirst})
+	}
+	l.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}

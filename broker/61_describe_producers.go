@@ -1,0 +1,44 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/replica"
+)
+
+// DescribeProducers: v0
+//
+// Behaviour: the producers the partition's leader tracks (KIP-664): id,
+// epoch, last sequence, last append time, the coordinator epoch of its
+// last marker and the first offset of its open transaction (-1: none),
+// which is how an operator finds a transaction holding back the last
+// stable offset. NOT_LEADER_OR_FOLLOWER on a follower,
+// UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
+func init() { regKey(61, 0, 0, handleDescribeProducers) }
+
+func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, idx := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = idx
+			_, lg, _, code := b.servingPartition(t, idx, replica.Produce)
+			sp.ErrorCode = code
+			if code == 0 {
+				for _, ps := range lg.Producers() {
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = ps.ProducerID, int32(ps.ProducerEpoch), ps.LastSequence
+					ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = ps.LastAppendMs, ps.CoordinatorEpoch, ps.TxnStartOffset
+					sp.ActiveProducers = append(sp.ActiveProducers, ap)
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	respond(resp)
+}
