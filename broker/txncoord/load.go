@@ -42,10 +42,7 @@ func (c *Coordinator) Follow(parts []*replica.Partition) {
 	}
 	c.mu.Unlock()
 	for _, pt := range lost {
-		pt.mu.Lock()
-		pt.mu.gone = true
-		pt.mu.Unlock()
-		c.do(pt, func(t *txn.Table, _ int64) txn.Ready { return t.Unload() })
+		c.unload(pt)
 	}
 	for _, pt := range gained {
 		c.host.Go(func() { c.load(pt) })
@@ -59,7 +56,9 @@ func (c *Coordinator) load(pt *part) {
 	if code != 0 {
 		return // no longer led here, or deleted: Follow unloads it
 	}
-	c.do(pt, func(t *txn.Table, _ int64) txn.Ready { return t.BeginLoad(v.LeaderEpoch) })
+	if !c.do(pt, func(t *txn.Table, _ int64) txn.Ready { return t.BeginLoad(v.LeaderEpoch) }) {
+		return // lost again before the load began
+	}
 	n := 0
 	off := lg.StartOffset()
 	for {
@@ -91,6 +90,10 @@ func (c *Coordinator) load(pt *part) {
 		}
 		n += len(recs)
 		pt.mu.Lock()
+		if pt.mu.gone {
+			pt.mu.Unlock()
+			return // lost meanwhile: the next leader loads it
+		}
 		for len(recs) > 0 {
 			k, err := pt.mu.tbl.LoadRecords(recs)
 			if err == nil {

@@ -201,13 +201,38 @@ func (c *Coordinator) call(txnID string, reply Reply, fn func(*txn.Table, int64)
 		notCoordinator(reply)
 		return
 	}
-	c.do(pt, fn)
+	if !c.do(pt, fn) {
+		notCoordinator(reply)
+	}
 }
 
-// do makes one call into pt's table and processes its Ready.
-func (c *Coordinator) do(pt *part, fn func(*txn.Table, int64) txn.Ready) {
+// do makes one call into pt's table and processes its Ready; false (and
+// no call) once the partition is no longer led here: a table that lost
+// its partition takes nothing but its Unload, so a load or a report that
+// finishes late cannot make it send markers or records as a coordinator
+// it no longer is.
+func (c *Coordinator) do(pt *part, fn func(*txn.Table, int64) txn.Ready) bool {
 	pt.mu.Lock()
+	if pt.mu.gone {
+		pt.mu.Unlock()
+		return false
+	}
 	r := fn(pt.mu.tbl, time.Now().UnixMilli())
+	pt.mu.Unlock()
+	c.process(pt, r)
+	return true
+}
+
+// unload answers the table's waiting requests NOT_COORDINATOR and makes
+// it take nothing more.
+func (c *Coordinator) unload(pt *part) {
+	pt.mu.Lock()
+	if pt.mu.gone {
+		pt.mu.Unlock()
+		return
+	}
+	pt.mu.gone = true
+	r := pt.mu.tbl.Unload()
 	pt.mu.Unlock()
 	c.process(pt, r)
 }
