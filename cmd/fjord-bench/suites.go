@@ -47,9 +47,12 @@ func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(codec),
+	}
+	if b.cfg.txn <= 0 {
 		// When -timeout fires, fail in-flight records instead of waiting
-		// for their outcome, so the run stops on time.
-		kgo.AllowIdempotentProduceCancellation(),
+		// for their outcome, so the run stops on time (franz-go refuses
+		// this for a transactional producer).
+		opts = append(opts, kgo.AllowIdempotentProduceCancellation())
 	}
 	return append(opts, extra...)
 }
