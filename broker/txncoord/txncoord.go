@@ -239,17 +239,87 @@ func (c *Coordinator) unload(pt *part) {
 
 // InitProducerID serves an InitProducerId with a transactional id.
 func (c *Coordinator) InitProducerID(req txn.InitRequest, reply Reply) {
-	c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.InitProducerID(now, req, reply) })
+	c.retryConcurrent(reply, func(reply Reply) {
+		c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.InitProducerID(now, req, reply) })
+	})
 }
 
 // AddPartitions serves one transaction of an AddPartitionsToTxn.
 func (c *Coordinator) AddPartitions(req txn.AddPartitionsRequest, reply Reply) {
-	c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.AddPartitions(now, req, reply) })
+	if req.VerifyOnly {
+		c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.AddPartitions(now, req, reply) })
+		return
+	}
+	c.retryConcurrent(reply, func(reply Reply) {
+		c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.AddPartitions(now, req, reply) })
+	})
 }
 
 // AddOffsets serves an AddOffsetsToTxn.
 func (c *Coordinator) AddOffsets(req txn.AddOffsetsRequest, reply Reply) {
-	c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.AddOffsets(now, req, reply) })
+	c.retryConcurrent(reply, func(reply Reply) {
+		c.call(req.TxnID, reply, func(t *txn.Table, now int64) txn.Ready { return t.AddOffsets(now, req, reply) })
+	})
+}
+
+// concurrentWait bounds how long a request answered
+// CONCURRENT_TRANSACTIONS is asked again here before the client gets the
+// answer.
+const concurrentWait = 200 * time.Millisecond
+
+// retryConcurrent issues a request and, while the table answers
+// CONCURRENT_TRANSACTIONS (the id's previous transaction is still writing
+// its markers and its Complete record, which takes a few fsyncs), issues
+// it again after 1, 2, 4 ... 16 ms, within concurrentWait, before the
+// client sees the answer. The client would retry the same request itself,
+// after its own backoff (20 ms and more in the Java client and franz-go),
+// which bounded a producer that commits often to a few dozen
+// transactions a second. The request is the same each time, so the
+// outcome is what the client's retry would get.
+func (c *Coordinator) retryConcurrent(reply Reply, issue func(Reply)) {
+	deadline := time.Now().Add(concurrentWait)
+	delay := time.Millisecond
+	var try func()
+	try = func() {
+		issue(func(a txn.Answer) {
+			if !concurrent(a) || time.Now().Add(delay).After(deadline) {
+				reply(a)
+				return
+			}
+			d := delay
+			delay = min(2*delay, 16*time.Millisecond)
+			if !c.host.Go(func() {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-c.ctx.Done():
+					reply(a)
+				case <-t.C:
+					try()
+				}
+			}) {
+				reply(a) // closing
+			}
+		})
+	}
+	try()
+}
+
+// concurrent reports whether an answer is CONCURRENT_TRANSACTIONS, for the
+// request or for every partition of it.
+func concurrent(a txn.Answer) bool {
+	if a.Code == kerr.ConcurrentTransactions.Code {
+		return true
+	}
+	if len(a.Partitions) == 0 {
+		return false
+	}
+	for _, p := range a.Partitions {
+		if p.Code != kerr.ConcurrentTransactions.Code {
+			return false
+		}
+	}
+	return true
 }
 
 // EndTxn serves an EndTxn.
