@@ -187,7 +187,12 @@ func (b *Broker) verifyTxnProduce(ctx context.Context, id string, req *kmsg.Prod
 		case ok && code == 0:
 		case ok && (code == kerr.TransactionAbortable.Code || code == kerr.InvalidTxnState.Code):
 			out[tp] = kerr.InvalidTxnState.Code // produce v11 and below know no TRANSACTION_ABORTABLE
-		case ok && (code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code || code == kerr.InvalidProducerIDMapping.Code):
+		case ok && (code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code):
+			// As Kafka's AddPartitionsToTxnManager: a producer expects
+			// INVALID_PRODUCER_EPOCH on Produce when fenced (librdkafka
+			// takes it as fatal, PRODUCER_FENCED only as abortable).
+			out[tp] = kerr.InvalidProducerEpoch.Code
+		case ok && code == kerr.InvalidProducerIDMapping.Code:
 			out[tp] = code
 		default:
 			// The coordinator could not answer now: a code clients retry.
