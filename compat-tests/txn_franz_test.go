@@ -35,7 +35,18 @@ func TestTxnFranz(t *testing.T) {
 			seeds := topo.seeds(t)
 			t.Run("commit and abort", func(t *testing.T) { testTxnCommitAbort(t, seeds, topo.rf) })
 			t.Run("fencing", func(t *testing.T) { testTxnFencing(t, seeds, topo.rf) })
-			t.Run("consume-transform-produce", func(t *testing.T) { testTxnChain(t, seeds, topo.rf) })
+			for _, bal := range []struct {
+				name   string
+				b      kgo.GroupBalancer
+				static bool
+			}{
+				{"range", kgo.RangeBalancer(), false},
+				{"sticky", kgo.StickyBalancer(), false},
+				{"cooperative-sticky", kgo.CooperativeStickyBalancer(), false},
+				{"cooperative-sticky static members", kgo.CooperativeStickyBalancer(), true},
+			} {
+				t.Run("consume-transform-produce "+bal.name, func(t *testing.T) { testTxnChain(t, seeds, topo.rf, bal.b, bal.static) })
+			}
 		})
 	}
 }
@@ -198,9 +209,10 @@ func testTxnFencing(t *testing.T, seeds []string, rf int16) {
 }
 
 // testTxnChain copies an input topic to an output topic through a
-// GroupTransactSession (two members, cooperative-sticky), then checks every
-// input value is in the output exactly once (read_committed).
-func testTxnChain(t *testing.T, seeds []string, rf int16) {
+// GroupTransactSession (two members with balancer bal, static members with
+// instance ids if static), then checks every input value is in the output
+// exactly once (read_committed).
+func testTxnChain(t *testing.T, seeds []string, rf int16, bal kgo.GroupBalancer, static bool) {
 	in := fmt.Sprintf("txn-in-%d", time.Now().UnixNano())
 	out := in + "-out"
 	txnCreate(t, seeds, in, 4, rf)
@@ -229,10 +241,14 @@ func testTxnChain(t *testing.T, seeds []string, rf int16) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(fmt.Sprintf("%s-m%d", in, m)),
-				kgo.TransactionTimeout(20*time.Second), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
-				kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequireStableFetchOffsets())
+			opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.TransactionalID(fmt.Sprintf("%s-m%d", in, m)),
+				kgo.TransactionTimeout(20 * time.Second), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+				kgo.Balancers(bal), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequireStableFetchOffsets()}
+			if static {
+				opts = append(opts, kgo.InstanceID(fmt.Sprintf("%s-instance-%d", in, m)))
+			}
+			s, err := kgo.NewGroupTransactSession(opts...)
 			if err != nil {
 				errs <- err
 				return
