@@ -79,17 +79,7 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	}
 	b.coord.Commit(req.Group, offs, func(err error) {
 		if err != nil {
-			code := kerr.KafkaStorageError.Code
-			switch {
-			case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
-				code = errorCode(err)
-			case errors.Is(err, replica.ErrNotLeader):
-				code = kerr.NotCoordinator.Code
-			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
-				// As Kafka: the offsets partition's replicas did not all
-				// confirm; the client finds the coordinator again and retries.
-				code = kerr.CoordinatorNotAvailable.Code
-			}
+			code := commitErrorCode(err)
 			b.log.Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
 			for i := range resp.Topics {
 				for j := range resp.Topics[i].Partitions {
@@ -102,4 +92,23 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+// commitErrorCode maps why an offset commit (plain or transactional) was
+// not persisted to the code the client gets.
+func commitErrorCode(err error) int16 {
+	switch {
+	case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
+		return errorCode(err)
+	case errors.Is(err, replica.ErrNotLeader):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
+		// As Kafka: the offsets partition's replicas did not all confirm;
+		// the client finds the coordinator again and retries.
+		return kerr.CoordinatorNotAvailable.Code
+	case errorCode(err) == kerr.InvalidProducerEpoch.Code:
+		// A transactional commit from a fenced producer.
+		return kerr.ProducerFenced.Code
+	}
+	return kerr.KafkaStorageError.Code
 }

@@ -1,14 +1,12 @@
 package broker
 
 import (
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/broker/replica"
 )
 
 // TxnOffsetCommit: v0-5
@@ -85,19 +83,7 @@ func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	}
 	b.coord.TxnCommit(req.Group, req.ProducerID, req.ProducerEpoch, offs, func(err error) {
 		if err != nil {
-			code := kerr.KafkaStorageError.Code
-			switch {
-			case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
-				code = errorCode(err)
-			case errors.Is(err, replica.ErrNotLeader):
-				code = kerr.NotCoordinator.Code
-			case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
-				code = kerr.CoordinatorNotAvailable.Code
-			default:
-				if c := errorCode(err); c == kerr.InvalidProducerEpoch.Code {
-					code = kerr.ProducerFenced.Code
-				}
-			}
+			code := commitErrorCode(err)
 			b.log.Warn().Err(err).Str("group", req.Group).Msg("transactional offset commit not persisted")
 			fill(code)
 		}

@@ -57,10 +57,10 @@ func newOffsetStore(host Host, log zerolog.Logger) *offsetStore {
 	return o
 }
 
-// javaStringHash is Java's String.hashCode over UTF-16 code units, which
-// Kafka uses to map a group to its offsets partition; using the same
-// function keeps group placement identical to Kafka's.
-func javaStringHash(s string) int32 {
+// JavaStringHash is Java's String.hashCode over UTF-16 code units, which
+// Kafka uses to map a group (and a transactional id) to its partition;
+// using the same function keeps placement identical to Kafka's.
+func JavaStringHash(s string) int32 {
 	var h int32
 	for _, r := range s {
 		if r >= 0x10000 {
@@ -74,12 +74,14 @@ func javaStringHash(s string) int32 {
 	return h
 }
 
-func (o *offsetStore) partitionFor(group string) int32 {
-	n := o.count.Load()
-	if n == 0 {
+// PartitionOf is key's partition of an internal topic of n partitions (0
+// if n is 0): abs(JavaStringHash(key)) % n, Integer.MIN_VALUE taken as 0,
+// as Kafka computes it for groups and transactional ids.
+func PartitionOf(key string, n int32) int32 {
+	if n <= 0 {
 		return 0
 	}
-	h := javaStringHash(group)
+	h := JavaStringHash(key)
 	if h == -1<<31 {
 		h = 0
 	} else if h < 0 {
@@ -87,6 +89,8 @@ func (o *offsetStore) partitionFor(group string) int32 {
 	}
 	return h % n
 }
+
+func (o *offsetStore) partitionFor(group string) int32 { return PartitionOf(group, o.count.Load()) }
 
 // leader returns offsets partition pi if this node leads it and has loaded
 // it, or the error to answer with.

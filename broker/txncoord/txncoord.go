@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
@@ -125,35 +126,8 @@ func (c *Coordinator) PartitionFor(txnID string) int32 {
 }
 
 // PartitionOf is txnID's partition of a topic of n partitions (0 if n is
-// 0): abs(javaHashCode(id)) % n, Kafka's placement.
-func PartitionOf(txnID string, n int32) int32 {
-	if n <= 0 {
-		return 0
-	}
-	h := javaStringHash(txnID)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
-// javaStringHash is Java's String.hashCode over UTF-16 code units, Kafka's
-// placement function.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
+// 0): Kafka's placement, abs(javaHashCode(id)) % n, the same as a group's.
+func PartitionOf(txnID string, n int32) int32 { return coordinator.PartitionOf(txnID, n) }
 
 // Status is nil when this node coordinates txnID and has loaded its
 // partition, else ErrNotCoordinator or ErrLoading.

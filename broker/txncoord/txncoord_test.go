@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -23,7 +24,7 @@ func TestPartitionOf(t *testing.T) {
 		{"polygenelubricants", 50, 0},
 		{"\U0001F600", 7, 0},
 	} {
-		h := javaStringHash(tt.id)
+		h := coordinator.JavaStringHash(tt.id)
 		want := h
 		if want == -1<<31 {
 			want = 0
@@ -39,11 +40,11 @@ func TestPartitionOf(t *testing.T) {
 		}
 	}
 	// "polygenelubricants".hashCode() is Integer.MIN_VALUE in Java.
-	if h := javaStringHash("polygenelubricants"); h != -1<<31 {
-		t.Fatalf("javaStringHash(polygenelubricants) = %d, want MIN_VALUE", h)
+	if h := coordinator.JavaStringHash("polygenelubricants"); h != -1<<31 {
+		t.Fatalf("coordinator.JavaStringHash(polygenelubricants) = %d, want MIN_VALUE", h)
 	}
 	// U+1F600 is the surrogate pair D83D DE00: 31*0xD83D + 0xDE00.
-	if h := javaStringHash("\U0001F600"); h != 31*0xD83D+0xDE00 {
+	if h := coordinator.JavaStringHash("\U0001F600"); h != 31*0xD83D+0xDE00 {
 		t.Fatalf("surrogate pair hash %d", h)
 	}
 	if PartitionOf("x", 0) != 0 {
