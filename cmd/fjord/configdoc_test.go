@@ -104,7 +104,11 @@ func renderConfigDoc() string {
 	}
 	for _, p := range catalogue.VendorPrefixes() {
 		r := catalogue.Describe(catalogue.Broker, p)
-		byClass[r.Class] = append(byClass[r.Class], row{"broker, topic", p + "*", r.Why})
+		scope := "broker"
+		if _, ok := catalogue.Classify(catalogue.Topic, p+"x", ""); ok {
+			scope = "broker, topic"
+		}
+		byClass[r.Class] = append(byClass[r.Class], row{scope, p + "*", r.Why})
 	}
 	for _, name := range catalogue.LegacyKeys() {
 		r := catalogue.Describe(catalogue.Broker, name)
