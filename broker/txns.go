@@ -242,17 +242,10 @@ func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, ep
 	req.Version = 4
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
-	idx := map[string]int{}
-	for _, tp := range parts {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			i = len(tx.Topics)
-			idx[tp.Topic] = i
-			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			t.Topic = tp.Topic
-			tx.Topics = append(tx.Topics, t)
-		}
-		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, tp.Partition)
+	for _, g := range txn.ByTopic(parts) {
+		t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		t.Topic, t.Partitions = g.Topic, g.Partitions
+		tx.Topics = append(tx.Topics, t)
 	}
 	req.Transactions = append(req.Transactions, tx)
 	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)

@@ -187,3 +187,27 @@ type Ready struct {
 func (r *Ready) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
+
+// TopicPartitions is one topic's partitions, as requests list them.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// ByTopic groups tps by topic, topics and partitions in first-seen order,
+// for the requests that carry them per topic (WriteTxnMarkers,
+// AddPartitionsToTxn).
+func ByTopic(tps []TopicPartition) []TopicPartitions {
+	var out []TopicPartitions
+	idx := map[string]int{}
+	for _, tp := range tps {
+		i, ok := idx[tp.Topic]
+		if !ok {
+			i = len(out)
+			idx[tp.Topic] = i
+			out = append(out, TopicPartitions{Topic: tp.Topic})
+		}
+		out[i].Partitions = append(out[i].Partitions, tp.Partition)
+	}
+	return out
+}

@@ -487,17 +487,10 @@ func markersRequest(m txn.Marker, tps []txn.TopicPartition) *kmsg.WriteTxnMarker
 	mk := kmsg.NewWriteTxnMarkersRequestMarker()
 	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
 	mk.TransactionVersion = m.TransactionVersion
-	idx := map[string]int{}
-	for _, tp := range tps {
-		i, ok := idx[tp.Topic]
-		if !ok {
-			i = len(mk.Topics)
-			idx[tp.Topic] = i
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			mk.Topics = append(mk.Topics, t)
-		}
-		mk.Topics[i].Partitions = append(mk.Topics[i].Partitions, tp.Partition)
+	for _, g := range txn.ByTopic(tps) {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = g.Topic, g.Partitions
+		mk.Topics = append(mk.Topics, t)
 	}
 	req.Markers = append(req.Markers, mk)
 	return req
