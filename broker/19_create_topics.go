@@ -48,7 +48,7 @@ func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 				b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
 			}
 			for _, d := range topicConfigDefs {
-				v, override := effectiveValue(&b.cfg, overrides, &d)
+				v, override := effectiveValue(b.live(), overrides, &d)
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = d.name
 				c.Value = &v

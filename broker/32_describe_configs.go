@@ -1,8 +1,12 @@
 package broker
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -10,13 +14,21 @@ import (
 // DescribeConfigs: v0-4
 //
 // Behaviour:
-//   - Topics (resource type 2): every supported topic config with its
-//     effective value; overrides have source DYNAMIC_TOPIC_CONFIG, the rest
-//     DEFAULT_CONFIG with the broker property as a synonym when asked.
-//   - Brokers (resource type 4, name "" or this node's id): the node's
-//     settings, read-only (no dynamic broker configs yet).
-//   - ConfigNames restricts the answer; unknown resource types get
-//     INVALID_REQUEST.
+//   - Topics (resource type 2): every topic config Fjord implements with
+//     its effective value, and every other Kafka key stored with the
+//     topic. An override's source is DYNAMIC_TOPIC_CONFIG; a default takes
+//     the source of the broker key it comes from (DYNAMIC_BROKER_CONFIG,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG).
+//   - Brokers (resource type 4): this node's id gives every broker key
+//     Fjord implements, each with the value of its highest source, the
+//     keys that cannot change at run time marked read-only. The name ""
+//     gives only the cluster-wide dynamic defaults, as Kafka does. Another
+//     broker's id is INVALID_REQUEST (clients send it to that broker).
+//   - BROKER_LOGGER (resource type 8): this node's loggers and levels.
+//   - Synonyms (when asked) list, highest first, every source of the key
+//     and of its synonyms (log.retention.ms, .minutes, .hours), ending with
+//     the default. ConfigNames restricts the answer; other resource types
+//     get INVALID_REQUEST.
 //
 // Version notes:
 //   - v1: synonyms, source; v3: documentation, config type; v4: flexible
@@ -25,20 +37,14 @@ func init() { regKey(32, 0, 4, handleDescribeConfigs) }
 func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	b.mu.RLock()
+	img := b.mu.image
+	b.mu.RUnlock()
+	d := describer{ls: b.layers(img), live: b.live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		want := func(name string) bool {
-			if rr.ConfigNames == nil {
-				return true
-			}
-			for _, n := range rr.ConfigNames {
-				if n == name {
-					return true
-				}
-			}
-			return false
-		}
+		d.want = rr.ConfigNames
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := b.lookup(rr.ResourceName)
@@ -46,41 +52,27 @@ func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			for i := range topicConfigDefs {
-				d := &topicConfigDefs[i]
-				if !want(d.name) {
-					continue
-				}
-				v, override := effectiveValue(&b.cfg, t.meta.Configs, d)
-				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				c.Name, c.Value = d.name, &v
-				c.Source = kmsg.ConfigSourceDefaultConfig
-				if override {
-					c.Source = kmsg.ConfigSourceDynamicTopicConfig
-				}
-				c.IsDefault = !override
-				if req.IncludeSynonyms && d.brokerKey != "" {
-					def := d.def(&b.cfg)
-					c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
-						Name: d.brokerKey, Value: &def, Source: kmsg.ConfigSourceStaticBrokerConfig,
-					})
-				}
-				sr.Configs = append(sr.Configs, c)
-			}
+			sr.Configs = d.topic(t.meta.Configs)
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+			switch rr.ResourceName {
+			case "":
+				sr.Configs = d.clusterDefaults()
+			case strconv.Itoa(int(b.cfg.NodeID)):
+				sr.Configs = d.broker()
+			default:
+				sr.ErrorCode = kerr.InvalidRequest.Code
+				m := "broker " + rr.ResourceName + ": this is broker " + strconv.Itoa(int(b.cfg.NodeID)) + "; send it to the broker it names"
+				sr.ErrorMessage = &m
+			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			if rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				break
 			}
-			for _, kv := range b.cfg.brokerConfigs() {
-				if !want(kv[0]) {
-					continue
-				}
-				v := kv[1]
+			if d.wanted(rootLogger) {
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				c.Name, c.Value = kv[0], &v
-				c.ReadOnly = true
-				c.Source = kmsg.ConfigSourceStaticBrokerConfig
+				v := log4jName(zerolog.GlobalLevel())
+				c.Name, c.Value, c.Source = rootLogger, &v, kmsg.ConfigSourceDynamicBrokerLoggerConfig
 				sr.Configs = append(sr.Configs, c)
 			}
 		default:
@@ -89,4 +81,170 @@ func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 		resp.Resources = append(resp.Resources, sr)
 	}
 	respond(resp)
+}
+
+// describer renders config entries for one request.
+type describer struct {
+	ls       brokerLayers
+	live     *Config
+	synonyms bool
+	docs     bool
+	want     []string // nil: every key
+}
+
+func (d *describer) wanted(name string) bool { return d.want == nil || slices.Contains(d.want, name) }
+
+// entry makes one config entry.
+func (d *describer) entry(scope catalogue.Scope, name string, value *string, src kmsg.ConfigSource, readOnly bool, doc string) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.Source, c.ReadOnly = name, value, src, readOnly
+	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
+	k, known := catalogue.Lookup(scope, name)
+	c.ConfigType = configType(k.Type)
+	if known && (k.Type == "password") {
+		c.IsSensitive, c.Value = true, nil
+	}
+	if d.docs && doc != "" {
+		c.Documentation = &doc
+	}
+	return c
+}
+
+// brokerSynonyms are the sources of key and its synonyms below layer top,
+// highest first, ending with the key's default.
+func (d *describer) brokerSynonyms(key string, top configLayer) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	for l := top; l > layerDefault; l-- {
+		for _, s := range synonyms(key) {
+			if v, ok := d.ls[l][s]; ok {
+				out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: s, Value: &v, Source: l.source()})
+			}
+		}
+	}
+	if k, ok := LookupConfigKey(key); ok && k.Def != "" {
+		v := k.Def
+		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: key, Value: &v, Source: kmsg.ConfigSourceDefaultConfig})
+	}
+	return out
+}
+
+// broker is every key of this node.
+func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, k := range configKeys {
+		if !d.wanted(k.Name) {
+			continue
+		}
+		v, layer, ok := d.ls.lookup(k.Name)
+		var value *string
+		switch {
+		case ok:
+			value = &v
+		case k.Def != "":
+			def := k.Def
+			value = &def
+		}
+		c := d.entry(catalogue.Broker, k.Name, value, layer.source(), !k.Dynamic, k.Doc)
+		if d.synonyms {
+			c.ConfigSynonyms = d.brokerSynonyms(k.Name, layerBroker)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// clusterDefaults is the cluster-wide dynamic broker configs.
+func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConfig {
+	m := d.ls[layerClusterDefault]
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if !d.wanted(name) {
+			continue
+		}
+		v := m[name]
+		k, _ := LookupConfigKey(name)
+		c := d.entry(catalogue.Broker, name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false, k.Doc)
+		if d.synonyms {
+			c.ConfigSynonyms = d.brokerSynonyms(name, layerClusterDefault)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// topic is every config of a topic with the given overrides.
+func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for i := range topicConfigDefs {
+		td := &topicConfigDefs[i]
+		if !d.wanted(td.name) {
+			continue
+		}
+		v, override := effectiveValue(d.live, overrides, td)
+		src := kmsg.ConfigSourceDynamicTopicConfig
+		if !override {
+			src = kmsg.ConfigSourceDefaultConfig
+			// The source of the broker key the default comes from: the
+			// highest-priority synonym any layer holds.
+			for _, s := range synonyms(td.brokerKey) {
+				if _, l, ok := d.ls.lookup(s); ok && td.brokerKey != "" {
+					src = l.source()
+					break
+				}
+			}
+		}
+		doc := ""
+		if k, ok := LookupConfigKey(td.brokerKey); ok {
+			doc = k.Doc
+		}
+		c := d.entry(catalogue.Topic, td.name, &v, src, false, doc)
+		if d.synonyms {
+			if override {
+				ov := v
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: td.name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
+			}
+			if td.brokerKey != "" {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, d.brokerSynonyms(td.brokerKey, layerBroker)...)
+			}
+		}
+		out = append(out, c)
+	}
+	// Kafka keys stored with the topic that Fjord does not act on.
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		if findTopicConfig(name) != nil || !d.wanted(name) {
+			continue
+		}
+		v := overrides[name]
+		c := d.entry(catalogue.Topic, name, &v, kmsg.ConfigSourceDynamicTopicConfig, false, "")
+		if d.synonyms {
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: name, Value: &v, Source: kmsg.ConfigSourceDynamicTopicConfig}}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// configType maps Kafka's ConfigDef type names to the protocol's enum.
+func configType(t string) kmsg.ConfigType {
+	switch t {
+	case "boolean":
+		return kmsg.ConfigTypeBoolean
+	case "string":
+		return kmsg.ConfigTypeString
+	case "int":
+		return kmsg.ConfigTypeInt
+	case "short":
+		return kmsg.ConfigTypeShort
+	case "long":
+		return kmsg.ConfigTypeLong
+	case "double":
+		return kmsg.ConfigTypeDouble
+	case "list":
+		return kmsg.ConfigTypeList
+	case "class":
+		return kmsg.ConfigTypeClass
+	case "password":
+		return kmsg.ConfigTypePassword
+	}
+	return kmsg.ConfigTypeUnknown
 }

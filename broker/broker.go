@@ -32,7 +32,11 @@ import (
 // publishLoop as metadata images arrive: readers take mu for reading just
 // long enough to look a topic up.
 type Broker struct {
-	cfg       Config
+	cfg Config // as started: the static configuration
+	// liveCfg is cfg with the image's dynamic broker configs applied
+	// (dynconfig.go); publishLoop is its one writer. nil until the first
+	// image: live() is then cfg.
+	liveCfg   atomic.Pointer[Config]
 	log       zerolog.Logger
 	logDir    string
 	clusterID string

@@ -89,6 +89,12 @@ type Config struct {
 	AutoLeaderRebalance      bool
 	LeaderImbalanceCheckSecs int64
 	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
+
+	// Static holds the keys of the broker key table (ConfigKeys) that the
+	// node's sources gave, with their values: DescribeConfigs reports them
+	// as STATIC_BROKER_CONFIG (the rest as DEFAULT_CONFIG), and a static
+	// key outranks a dynamic lower-priority synonym. Read-only.
+	Static map[string]string
 }
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
@@ -164,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NumPartitions < 1 {
 		errs = append(errs, fmt.Errorf("num.partitions %d: must be >= 1", c.NumPartitions))
+	}
+	if c.MinInsyncReplicas < 1 {
+		errs = append(errs, fmt.Errorf("min.insync.replicas %d: must be >= 1", c.MinInsyncReplicas))
 	}
 	if c.MessageMaxBytes < 64 {
 		errs = append(errs, fmt.Errorf("message.max.bytes %d: too small", c.MessageMaxBytes))
@@ -342,31 +351,3 @@ func ParseListeners(s string) ([]Listener, error) {
 	return out, nil
 }
 
-// brokerConfigs lists the node's settings by Kafka property name, for
-// DescribeConfigs.
-func (c *Config) brokerConfigs() [][2]string {
-	b := strconv.FormatBool
-	return [][2]string{
-		{"advertised.listeners", c.AdvertisedListeners},
-		{"auto.create.topics.enable", b(c.AutoCreateTopics)},
-		{"default.replication.factor", itoa(c.DefaultReplication)},
-		{"delete.topic.enable", b(c.DeleteTopicEnable)},
-		{"listeners", c.Listeners},
-		{"log.cleanup.policy", c.CleanupPolicy},
-		{"log.dirs", c.LogDirs},
-		{"log.flush.interval.messages", itoa(c.FlushMessages)},
-		{"log.flush.interval.ms", itoa(c.FlushMs)},
-		{"log.index.interval.bytes", itoa(c.IndexIntervalBytes)},
-		{"log.message.timestamp.type", c.MessageTimestampType},
-		{"log.retention.bytes", itoa(c.RetentionBytes)},
-		{"log.retention.check.interval.ms", itoa(c.RetentionCheckInterval)},
-		{"log.retention.ms", itoa(c.RetentionMs)},
-		{"log.roll.ms", itoa(c.SegmentMs)},
-		{"log.segment.bytes", itoa(c.SegmentBytes)},
-		{"message.max.bytes", itoa(c.MessageMaxBytes)},
-		{"min.insync.replicas", itoa(c.MinInsyncReplicas)},
-		{"node.id", itoa(c.NodeID)},
-		{"num.partitions", itoa(c.NumPartitions)},
-		{"socket.request.max.bytes", itoa(c.SocketRequestMaxBytes)},
-	}
-}

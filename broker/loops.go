@@ -73,7 +73,7 @@ func (b *Broker) flushLoop() {
 // policyHas reports whether the topic's effective cleanup.policy (its
 // override, else log.cleanup.policy) includes p.
 func (b *Broker) policyHas(t *topic, p string) bool {
-	v, _ := effectiveValue(&b.cfg, t.meta.Configs, findTopicConfig("cleanup.policy"))
+	v, _ := effectiveValue(b.live(), t.meta.Configs, findTopicConfig("cleanup.policy"))
 	return strings.Contains(v, p)
 }
 
@@ -84,7 +84,8 @@ func (b *Broker) policyHas(t *topic, p string) bool {
 // on this one goroutine: cleaning is background work and appends continue
 // meanwhile.
 func (b *Broker) cleanerLoop() {
-	t := time.NewTicker(time.Duration(b.cfg.CleanerBackoffMs) * time.Millisecond)
+	// The pause is re-read each pass: log.cleaner.backoff.ms is dynamic.
+	t := time.NewTimer(time.Duration(b.live().CleanerBackoffMs) * time.Millisecond)
 	defer t.Stop()
 	type mark struct {
 		segments int
@@ -96,6 +97,7 @@ func (b *Broker) cleanerLoop() {
 		case <-b.stop:
 			return
 		case <-t.C:
+			t.Reset(time.Duration(b.live().CleanerBackoffMs) * time.Millisecond)
 		}
 		for _, tp := range b.topicsSnapshot() {
 			if !b.policyHas(tp, "compact") {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -137,6 +138,11 @@ func (b *Broker) activeConfig() active.Config {
 		LeaderImbalanceCheckInterval: time.Duration(b.cfg.LeaderImbalanceCheckSecs) * time.Second,
 		ValidateTopicConfig: func(name, value string) error {
 			return validateTopicConfigs(map[string]string{name: value})
+		},
+		ConfigPolicy: b.configPolicy(),
+		DynamicNumPartitions: func(img *controller.Image) int32 {
+			c := b.liveConfig(img)
+			return c.NumPartitions
 		},
 		Logger: b.log,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,9 +154,16 @@ func (b *Broker) publishLoop() {
 // from publishLoop (or before Start): it is the one writer of b.mu.topics.
 func (b *Broker) applyImage(img *controller.Image) {
 	b.mu.RLock()
-	cur := b.mu.topics
+	cur, prev := b.mu.topics, b.mu.image
 	b.mu.RUnlock()
 	me := b.cfg.NodeID
+	if prev == nil || !maps.EqualFunc(prev.BrokerConfigs(), img.BrokerConfigs(), maps.Equal) {
+		live := b.liveConfig(img)
+		if old := b.liveCfg.Swap(&live); old != nil {
+			b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
+		}
+	}
+	live := b.live()
 	next := make(map[string]*topic, len(cur))
 	var gone []*topic
 	var created []*replica.Partition
@@ -175,11 +183,14 @@ func (b *Broker) applyImage(img *controller.Image) {
 			placed := slices.Contains(ip.Replicas, me)
 			switch {
 			case placed && p == nil:
-				p = b.newReplica(it.Name, int32(i), it.ID, settingsFor(&b.cfg, it.Configs))
+				p = b.newReplica(it.Name, int32(i), it.ID, settingsFor(live, it.Configs))
 				created = append(created, p)
 			case !placed && p != nil:
 				p.Step(replica.Unassign{})
 				p = nil
+			case p != nil:
+				// A topic config or a broker default may have changed.
+				p.SetSettings(settingsFor(live, it.Configs))
 			}
 			if p != nil {
 				p.Step(replica.Assign{Assignment: assignment(img, ip)})

@@ -107,6 +107,15 @@ func (c *Core) Step(now int64, ev any) Ready {
 			c.durable = min(e.Durable, c.logEnd)
 			c.maybeAdvanceHW(&rd)
 		}
+	case Reconfigured:
+		// Records appended while relaxed already count as durable (they
+		// were acknowledged on append); from now on, strict counts only
+		// fsynced ones, and relaxed counts every appended one.
+		c.cfg.SyncOnAck = e.SyncOnAck
+		if !e.SyncOnAck && c.phase.logOpen() {
+			c.durable = c.logEnd
+			c.maybeAdvanceHW(&rd)
+		}
 	case FollowerFetched:
 		c.followerFetched(now, e.ID, e.Offset, &rd)
 	case LeaderHW:

@@ -99,6 +99,9 @@ type (
 	}
 	// LogDeleted answers Ready.Delete.
 	LogDeleted struct{}
+	// Reconfigured: the topic's flush policy changed at run time
+	// (flush.messages, or its broker default, altered): SyncOnAck from now.
+	Reconfigured struct{ SyncOnAck bool }
 )
 
 // Proposal is an AlterPartition to send from this leader: an ISR change,

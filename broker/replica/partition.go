@@ -150,6 +150,25 @@ func (p *Partition) HW() int64 { return p.hw.Load() }
 // Settings are the topic's settings.
 func (p *Partition) Settings() *Settings { return p.settings.Load() }
 
+// SetSettings applies changed topic settings (a topic config, or a broker
+// default it follows, altered at run time) to the replica and its open
+// log. The settings' one writer is the metadata pipeline; equal settings
+// change nothing.
+func (p *Partition) SetSettings(s Settings) {
+	old := p.settings.Load()
+	if *old == s {
+		return
+	}
+	p.settings.Store(&s)
+	if lg := p.Log(); lg != nil {
+		lg.SetConfig(s.Storage)
+	}
+	if (old.FlushMessages <= 1) != (s.FlushMessages <= 1) {
+		p.Step(Reconfigured{SyncOnAck: s.FlushMessages <= 1})
+	}
+	p.Logger.Info().Msg("topic settings changed")
+}
+
 // OpenAnswered closes once the first open has answered, either way.
 func (p *Partition) OpenAnswered() <-chan struct{} { return p.opened }
 
@@ -167,7 +186,11 @@ func (p *Partition) Start() {
 func (p *Partition) Opened(lg *storage.Log, err error) {
 	ev := OpenDone{Err: err}
 	if err == nil {
+		// The settings may have changed while the log opened. Store the
+		// log, then read the settings (SetSettings stores the settings,
+		// then reads the log), so one of the two applies the newest.
 		p.lg.Store(lg)
+		lg.SetConfig(p.Settings().Storage)
 		ev.Start, ev.End, ev.Durable = lg.StartOffset(), lg.EndOffset(), lg.DurableOffset()
 	}
 	p.Step(ev)

@@ -212,12 +212,12 @@ func TestEnvToKey(t *testing.T) {
 // convert back to the key.
 func TestEveryKeyHasAnEnvName(t *testing.T) {
 	for _, k := range configKeys {
-		env := "KAFKA_" + strings.ToUpper(strings.NewReplacer("-", "___", "_", "__", ".", "_").Replace(k.name))
-		if got := envToKey(env); got != k.name {
-			t.Errorf("%s -> %s -> %s", k.name, env, got)
+		env := "KAFKA_" + strings.ToUpper(strings.NewReplacer("-", "___", "_", "__", ".", "_").Replace(k.Name))
+		if got := envToKey(env); got != k.Name {
+			t.Errorf("%s -> %s -> %s", k.Name, env, got)
 		}
 		environ := []string{env + "=" + sampleValue(k)}
-		if k.name == "controller.quorum.voters" || k.name == "controller.quorum.bootstrap.servers" { // needs its listener
+		if k.Name == "controller.quorum.voters" || k.Name == "controller.quorum.bootstrap.servers" { // needs its listener
 			environ = append(environ, "KAFKA_LISTENERS=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093")
 		}
 		if _, err := LoadConfig(nil, environ); err != nil {
@@ -227,11 +227,11 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 }
 
 // sampleValue is a valid value for key k.
-func sampleValue(k configKey) string {
-	if k.def != "" {
-		return k.def
+func sampleValue(k broker.ConfigKey) string {
+	if k.Def != "" {
+		return k.Def
 	}
-	switch k.name {
+	switch k.Name {
 	case "advertised.listeners":
 		return "PLAINTEXT://example.com:9092"
 	case "fjord.metrics.listener":
@@ -528,14 +528,14 @@ func TestTableDefaultsMatchDefaultConfig(t *testing.T) {
 	cfg := broker.DefaultConfig()
 	zero := broker.Config{}
 	for _, k := range configKeys {
-		if k.def == "" {
+		if k.Def == "" {
 			continue
 		}
-		if err := k.set(&cfg, k.def); err != nil {
-			t.Errorf("%s: default %q does not parse: %v", k.name, k.def, err)
+		if err := k.Set(&cfg, k.Def); err != nil {
+			t.Errorf("%s: default %q does not parse: %v", k.Name, k.Def, err)
 		}
-		if err := k.set(&zero, k.def); err != nil {
-			t.Errorf("%s: %v", k.name, err)
+		if err := k.Set(&zero, k.Def); err != nil {
+			t.Errorf("%s: %v", k.Name, err)
 		}
 	}
 	if !reflect.DeepEqual(cfg, broker.DefaultConfig()) {
@@ -555,11 +555,14 @@ func TestEveryFieldHasAKey(t *testing.T) {
 	typ := reflect.TypeFor[broker.Config]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
+		if f.Name == "Static" { // the record of the keys given, not a setting
+			continue
+		}
 		found := false
 		for _, k := range configKeys {
 			var c broker.Config
-			if err := k.set(&c, sampleValue(k)); err != nil {
-				t.Fatalf("%s: %v", k.name, err)
+			if err := k.Set(&c, sampleValue(k)); err != nil {
+				t.Fatalf("%s: %v", k.Name, err)
 			}
 			if !reflect.ValueOf(c).Field(i).IsZero() {
 				found = true

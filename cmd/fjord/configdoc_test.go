@@ -59,10 +59,10 @@ func renderConfigDoc() string {
 	b.WriteString("| Key | Default | Meaning |\n| --- | --- | --- |\n")
 	for _, k := range configKeys {
 		def := "(none)"
-		if k.def != "" {
-			def = code(k.def)
+		if k.Def != "" {
+			def = code(k.Def)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(k.name), def, cell(k.doc))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(k.Name), def, cell(k.Doc))
 	}
 
 	topics := broker.TopicConfigNames()
@@ -80,7 +80,7 @@ func renderConfigDoc() string {
 
 	implemented := map[catalogue.Scope]map[string]bool{catalogue.Broker: {}, catalogue.Topic: {}}
 	for _, k := range configKeys {
-		implemented[catalogue.Broker][k.name] = true
+		implemented[catalogue.Broker][k.Name] = true
 	}
 	for _, tc := range topics {
 		implemented[catalogue.Topic][tc[0]] = true

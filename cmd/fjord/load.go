@@ -41,6 +41,9 @@ func (s setting) given() bool { return s.layer >= layerFile }
 // the logger exists.
 type loaded struct {
 	cfg broker.Config
+	// static is every implemented key a source gave, for cfg.Static (kept
+	// apart so that configurations compare as plain values in tests).
+	static map[string]string
 	// logLevel is the level the image's convention asks for (log4j's root
 	// level, BITNAMI_DEBUG); "" = Fjord's default. FJORD_LOG_LEVEL wins.
 	logLevel string
@@ -217,8 +220,8 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	// node.id and broker.id name the same thing; Kafka refuses different values.
 	if n, ok := settings["node.id"]; ok {
 		if b, ok := settings["broker.id"]; ok {
-			nv, err1 := parseInt[int32](n.value)
-			bv, err2 := parseInt[int32](b.value)
+			nv, err1 := strconv.ParseInt(n.value, 10, 32)
+			bv, err2 := strconv.ParseInt(b.value, 10, 32)
 			if err1 == nil && err2 == nil && nv != bv {
 				errs = append(errs, fmt.Errorf("node.id %d (%s) and broker.id %d (%s) differ; set only node.id", nv, n.origin, bv, b.origin))
 			}
@@ -231,16 +234,20 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return configKeys[a].prio - configKeys[b].prio })
+	slices.SortStableFunc(order, func(a, b int) int { return configKeys[a].Prio - configKeys[b].Prio })
 	cfg := broker.DefaultConfig()
+	out.static = map[string]string{}
 	for _, i := range order {
 		k := configKeys[i]
-		s, ok := settings[k.name]
+		s, ok := settings[k.Name]
 		if !ok {
 			continue
 		}
-		if err := k.set(&cfg, s.value); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", s.origin, k.name, err))
+		// The image's own defaults count as static too: they are what its
+		// server.properties would hold.
+		out.static[k.Name] = strings.TrimSpace(s.value)
+		if err := k.Set(&cfg, s.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", s.origin, k.Name, err))
 		}
 	}
 

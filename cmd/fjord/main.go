@@ -44,6 +44,7 @@ func run(args []string) int {
 	for _, w := range l.warnings {
 		log.Warn().Str("key", w.key).Str("from", w.origin).Str("why", w.why).Msg("configuration not supported yet, ignored: " + w.key)
 	}
+	l.cfg.Static = l.static
 	b, err := broker.New(l.cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("start-up failed")
@@ -86,5 +87,8 @@ func newLogger(configured string) zerolog.Logger {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"})
 	}
-	return w.Level(level).With().Timestamp().Logger()
+	// The level is the process-wide one, so that it can be changed at run
+	// time (IncrementalAlterConfigs on the BROKER_LOGGER "root").
+	zerolog.SetGlobalLevel(level)
+	return w.Level(zerolog.TraceLevel).With().Timestamp().Logger()
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/fjordlog/fjord/controller"
 	"github.com/rs/zerolog"
 )
 
@@ -62,6 +63,13 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config given at creation; an
 	// error makes the topic INVALID_CONFIG. nil accepts every config.
 	ValidateTopicConfig func(name, value string) error
+	// ConfigPolicy judges AlterConfigs and IncrementalAlterConfigs: which
+	// keys exist, their types and which may change at run time.
+	ConfigPolicy controller.ConfigPolicy
+	// DynamicNumPartitions, if set, is num.partitions as the image's
+	// dynamic broker configs make it for this node (a topic created
+	// without a count gets it); nil means NumPartitions.
+	DynamicNumPartitions func(img *controller.Image) int32
 	// Logger gets role changes and decisions (Info), fencing (Warn), and
 	// the quorum member's and the listener's own lines.
 	Logger zerolog.Logger

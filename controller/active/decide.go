@@ -105,6 +105,10 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.alterPartition(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.electLeaders(ctx, img, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.incrementalAlterConfigs(ctx, img, req)
+	case *kmsg.AlterConfigsRequest:
+		return c.legacyAlterConfigs(ctx, img, req)
 	}
 	return nil
 }

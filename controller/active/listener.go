@@ -24,8 +24,10 @@ var apis = map[int16][2]int16{
 	18: {0, 4},   // ApiVersions
 	19: {0, 7},   // CreateTopics
 	20: {0, 6},   // DeleteTopics
+	33: {0, 2},   // AlterConfigs
 	37: {0, 3},   // CreatePartitions
 	43: {0, 2},   // ElectLeaders
+	44: {0, 1},   // IncrementalAlterConfigs
 	56: {2, 3},   // AlterPartition (topic ids)
 	62: {0, 4},   // BrokerRegistration
 	63: {0, 1},   // BrokerHeartbeat
@@ -129,6 +131,22 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.ElectLeadersRequest:
 		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		r.ErrorCode = code
+		return r
+	case *kmsg.IncrementalAlterConfigsRequest:
+		r := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range req.Resources {
+			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			r.Resources = append(r.Resources, sr)
+		}
+		return r
+	case *kmsg.AlterConfigsRequest:
+		r := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range req.Resources {
+			sr := kmsg.NewAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			r.Resources = append(r.Resources, sr)
+		}
 		return r
 	case *kmsg.CreatePartitionsRequest:
 		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

@@ -188,8 +188,12 @@ func proposeCode(err error) int16 {
 }
 
 func (c *Controller) defaults() controller.Defaults {
+	n := c.cfg.NumPartitions
+	if c.cfg.DynamicNumPartitions != nil {
+		n = c.cfg.DynamicNumPartitions(c.m.Image())
+	}
 	return controller.Defaults{
-		Partitions:     c.cfg.NumPartitions,
+		Partitions:     n,
 		RF:             c.cfg.DefaultReplication,
 		ValidateConfig: c.cfg.ValidateTopicConfig,
 	}

@@ -1,0 +1,112 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// IncrementalAlterConfigs: v0-1
+//
+// Behaviour:
+//   - Topic and broker resources (a broker id, or "" for the cluster-wide
+//     default) are forwarded to the active controller, which checks every
+//     key (dynconfig.go's policy) and commits the accepted resources'
+//     changes to the metadata log in one batch. SET, DELETE, APPEND and
+//     SUBTRACT as KIP-339 (APPEND/SUBTRACT only on list keys; they start
+//     from the default when the key has no value). A resource is accepted
+//     or refused whole: INVALID_CONFIG (unknown key, bad value, read-only
+//     key), POLICY_VIOLATION (a Kafka value Fjord refuses as unsafe),
+//     UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (a resource or a key
+//     named twice, a broker name that is not an id).
+//   - The answer waits (at most 5 s) until this broker's image shows the
+//     accepted changes, so a DescribeConfigs sent here next sees them.
+//   - BROKER_LOGGER resources are answered by the broker they name, and
+//     not stored: a logger level lasts until the process restarts, as in
+//     Kafka. Fjord has one logger, "root".
+//   - validateOnly checks everything and changes nothing.
+//
+// Version notes:
+//   - v1: flexible
+func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
+
+func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	fwd := *req
+	fwd.Resources = nil
+	for _, rr := range req.Resources {
+		if rr.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
+			fwd.Resources = append(fwd.Resources, rr)
+		}
+	}
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, 0)
+		defer cancel()
+		var fresp *kmsg.IncrementalAlterConfigsResponse
+		if len(fwd.Resources) > 0 {
+			kresp, err := b.ctl.call(ctx, &fwd)
+			if err != nil {
+				kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
+			}
+			fresp = kresp.(*kmsg.IncrementalAlterConfigsResponse)
+			if !req.ValidateOnly {
+				changes := active.IncrementalChanges(&fwd)
+				var done []controller.ConfigChange
+				for i, r := range fresp.Resources {
+					if i < len(changes) && r.ErrorCode == 0 {
+						done = append(done, changes[i])
+					}
+				}
+				b.awaitConfigs(ctx, done)
+			}
+		}
+		next := 0
+		for _, rr := range req.Resources {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+				sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+				ops := make([]loggerOp, len(rr.Configs))
+				for i, c := range rr.Configs {
+					ops[i] = loggerOp{c.Name, controller.ConfigOp(c.Op), c.Value}
+				}
+				sr.ErrorCode, sr.ErrorMessage = b.alterLoggers(rr.ResourceName, ops, req.ValidateOnly)
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
+			var sr kmsg.IncrementalAlterConfigsResponseResource
+			if fresp != nil && next < len(fresp.Resources) {
+				sr = fresp.Resources[next]
+			} else {
+				sr = kmsg.NewIncrementalAlterConfigsResponseResource()
+				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownServerError.Code
+			}
+			next++
+			resp.Resources = append(resp.Resources, sr)
+		}
+		respond(resp)
+	})
+}
+
+// awaitConfigs waits, at most 5 s, until this broker's image shows every
+// change: deciding it again against the image would change nothing.
+func (b *Broker) awaitConfigs(ctx context.Context, changes []controller.ConfigChange) {
+	if len(changes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	policy := b.configPolicy()
+	b.waitImage(ctx, func(img *controller.Image) bool {
+		for _, r := range controller.AlterConfigs(img, changes, policy) {
+			if r.ErrorCode == 0 && len(r.Records) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+}

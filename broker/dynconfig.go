@@ -1,0 +1,235 @@
+package broker
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Dynamic configs: AlterConfigs stores broker and topic configs in the
+// metadata log (SetConfig records), so every node applies them and a
+// restart keeps them. A node's running configuration is its static one
+// (b.cfg: defaults, file, environment, flags) with the image's dynamic
+// broker configs over it: first the cluster-wide default (resource ""),
+// then this node's own. publishLoop recomputes it with each image
+// (b.live), and topics' replicas take the settings that follow from it.
+
+// configLayer is where a broker key's value comes from, in rising priority.
+type configLayer uint8
+
+const (
+	layerDefault configLayer = iota
+	layerStatic
+	layerClusterDefault
+	layerBroker
+)
+
+// source is the layer's DescribeConfigs source.
+func (l configLayer) source() kmsg.ConfigSource {
+	switch l {
+	case layerStatic:
+		return kmsg.ConfigSourceStaticBrokerConfig
+	case layerClusterDefault:
+		return kmsg.ConfigSourceDynamicDefaultBrokerConfig
+	case layerBroker:
+		return kmsg.ConfigSourceDynamicBrokerConfig
+	}
+	return kmsg.ConfigSourceDefaultConfig
+}
+
+// brokerLayers are a node's broker keys by layer: the keys given at start
+// (Config.Static), the image's cluster default and this node's own.
+type brokerLayers [4]map[string]string
+
+func (b *Broker) layers(img *controller.Image) brokerLayers {
+	var ls brokerLayers
+	ls[layerStatic] = b.cfg.Static
+	if img != nil {
+		dyn := img.BrokerConfigs()
+		ls[layerClusterDefault] = dyn[""]
+		ls[layerBroker] = dyn[strconv.Itoa(int(b.cfg.NodeID))]
+	}
+	return ls
+}
+
+// lookup is a key's value and the layer it comes from, searching the
+// layers from the top; layerDefault (with ok false) when none has it.
+func (ls brokerLayers) lookup(key string) (string, configLayer, bool) {
+	for l := layerBroker; l > layerDefault; l-- {
+		if v, ok := ls[l][key]; ok {
+			return v, l, true
+		}
+	}
+	return "", layerDefault, false
+}
+
+// synonyms lists key and the keys that write the same field, highest
+// priority first (log.retention.ms, .minutes, .hours).
+func synonyms(key string) []string {
+	k, ok := LookupConfigKey(key)
+	if !ok {
+		return []string{key}
+	}
+	head := key
+	if k.Of != "" {
+		head = k.Of
+	}
+	var out []string
+	for _, c := range configKeys {
+		if c.Name == head || c.Of == head {
+			out = append(out, c.Name)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		ka, _ := LookupConfigKey(a)
+		kb, _ := LookupConfigKey(b)
+		return kb.Prio - ka.Prio
+	})
+	return out
+}
+
+// liveConfig is the static config with the dynamic layers applied. As in
+// Kafka, the layers merge key by key (a higher layer's value of a key wins)
+// and then, among synonyms, the highest-priority key present wins: a static
+// log.retention.ms outranks a dynamic log.retention.hours. A dynamic value
+// that no longer parses (it was checked when it was stored) is skipped.
+func (b *Broker) liveConfig(img *controller.Image) Config {
+	c := b.cfg
+	ls := b.layers(img)
+	apply := map[string]string{}
+	seen := map[string]bool{}
+	for _, l := range []configLayer{layerBroker, layerClusterDefault} {
+		for _, k := range slices.Sorted(maps.Keys(ls[l])) {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			ck, ok := LookupConfigKey(k)
+			if !ok || !ck.Dynamic {
+				continue
+			}
+			// The synonym that wins, over every layer.
+			winner := ""
+			for _, s := range synonyms(k) {
+				if _, _, ok := ls.lookup(s); ok {
+					winner = s
+					break
+				}
+			}
+			if winner == k {
+				apply[k] = ls[l][k]
+			}
+		}
+	}
+	for k, v := range apply {
+		var scratch = c
+		if err := applyKeys(&scratch, map[string]string{k: v}); err != nil {
+			b.log.Warn().Str("key", k).Str("value", v).Err(err).Msg("ignoring a dynamic broker config that does not parse")
+			continue
+		}
+		c = scratch
+	}
+	return c
+}
+
+// live is the running configuration (liveConfig of the applied image).
+func (b *Broker) live() *Config {
+	if c := b.liveCfg.Load(); c != nil {
+		return c
+	}
+	return &b.cfg
+}
+
+// configPolicy is what the active controller judges AlterConfigs by.
+func (b *Broker) configPolicy() controller.ConfigPolicy {
+	return controller.ConfigPolicy{Check: checkConfig, List: func(res controller.ConfigResource, key string) (bool, string) {
+		return isListConfig(b.live(), res, key)
+	}}
+}
+
+// checkConfig judges one new value of a key for a topic or a broker.
+func checkConfig(res controller.ConfigResource, key, value string) error {
+	if res.Type == controller.ResourceTopic {
+		return checkTopicConfig(key, value)
+	}
+	return checkBrokerConfig(key, value)
+}
+
+// checkTopicConfig: a topic key Fjord implements must have a valid value;
+// another Kafka key is stored (Fjord does not act on it) when ignoring it
+// is safe and refused as a policy violation when it is not.
+func checkTopicConfig(key, value string) error {
+	if d := findTopicConfig(key); d != nil {
+		if err := d.check(value); err != nil {
+			return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
+		}
+		return nil
+	}
+	verdict, known := catalogue.Classify(catalogue.Topic, key, value)
+	switch {
+	case !known:
+		return controller.ConfigError(kerr.InvalidConfig, "unknown topic config %q", key)
+	case verdict.Class == catalogue.Refused:
+		return controller.ConfigError(kerr.PolicyViolation, "%s=%s: %s", key, value, verdict.Why)
+	}
+	if k, ok := catalogue.Lookup(catalogue.Topic, key); ok {
+		if err := catalogue.CheckValue(k, value); err != nil {
+			return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
+		}
+	}
+	return nil
+}
+
+// checkBrokerConfig: only the dynamic keys Fjord acts on may change at run
+// time; their values must parse, and a value Fjord refuses as unsafe
+// (unclean.leader.election.enable=true) is a policy violation.
+func checkBrokerConfig(key, value string) error {
+	k, ok := LookupConfigKey(key)
+	if !ok {
+		if _, known := catalogue.Lookup(catalogue.Broker, key); known {
+			return controller.ConfigError(kerr.InvalidConfig, "%s: Fjord does not change this key at run time (not a dynamic config Fjord acts on)", key)
+		}
+		return controller.ConfigError(kerr.InvalidConfig, "unknown broker config %q", key)
+	}
+	if !k.Dynamic {
+		return controller.ConfigError(kerr.InvalidConfig, "%s is read-only: cannot update it dynamically, set it in the node's configuration and restart", key)
+	}
+	scratch := DefaultConfig()
+	if err := k.Set(&scratch, strings.TrimSpace(value)); err != nil {
+		if key == "unclean.leader.election.enable" {
+			return controller.ConfigError(kerr.PolicyViolation, "%s=%s: %v", key, value, err)
+		}
+		return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
+	}
+	if err := scratch.Validate(); err != nil {
+		return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
+	}
+	return nil
+}
+
+// isListConfig reports whether a key is of Kafka's LIST type, and its
+// default as Fjord applies it (for a topic, the running broker default).
+func isListConfig(live *Config, res controller.ConfigResource, key string) (bool, string) {
+	scope := catalogue.Broker
+	if res.Type == controller.ResourceTopic {
+		scope = catalogue.Topic
+	}
+	k, ok := catalogue.Lookup(scope, key)
+	if !ok || k.Type != "list" {
+		return false, ""
+	}
+	if res.Type == controller.ResourceTopic {
+		if d := findTopicConfig(key); d != nil {
+			return true, d.def(live)
+		}
+	} else if ck, ok := LookupConfigKey(key); ok {
+		return true, ck.Def
+	}
+	return true, k.Default
+}
