@@ -350,4 +350,3 @@ func ParseListeners(s string) ([]Listener, error) {
 	}
 	return out, nil
 }
-

@@ -37,7 +37,6 @@ docs/configuration.md.
 `
 }
 
-
 // configKeys is the broker's table of every key Fjord implements.
 var configKeys = broker.ConfigKeys()
 
