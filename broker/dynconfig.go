@@ -165,6 +165,9 @@ func checkConfig(res controller.ConfigResource, key, value string) error {
 // another Kafka key is stored (Fjord does not act on it) when ignoring it
 // is safe and refused as a policy violation when it is not.
 func checkTopicConfig(key, value string) error {
+	if key == "unclean.leader.election.enable" && strings.EqualFold(strings.TrimSpace(value), "true") {
+		return controller.ConfigError(kerr.PolicyViolation, "%s=%s: Fjord never elects a leader outside the ISR, which would lose acknowledged records", key, value)
+	}
 	if d := findTopicConfig(key); d != nil {
 		if err := d.check(value); err != nil {
 			return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
