@@ -55,19 +55,23 @@ func renderConfigDoc() string {
 	code := func(s string) string { return "`" + s + "`" }
 
 	fmt.Fprintf(&b, "\n## Supported keys\n\n")
-	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `broker.DefaultConfig()`; \"(none)\" means the key has no value unless a source gives one.\n\n", len(configKeys))
-	b.WriteString("| Key | Default | Meaning |\n| --- | --- | --- |\n")
+	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `broker.DefaultConfig()`; \"(none)\" means the key has no value unless a source gives one. The keys marked *dynamic* can also be changed on a running cluster, per broker or cluster-wide, with IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type brokers`); the change is stored in the metadata log and applied without a restart (see docs/operations.md). The others are read-only at run time.\n\n", len(configKeys))
+	b.WriteString("| Key | Default | Dynamic | Meaning |\n| --- | --- | --- | --- |\n")
 	for _, k := range configKeys {
 		def := "(none)"
 		if k.Def != "" {
 			def = code(k.Def)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(k.Name), def, cell(k.Doc))
+		dyn := ""
+		if k.Dynamic {
+			dyn = "dynamic"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(k.Name), def, dyn, cell(k.Doc))
 	}
 
 	topics := broker.TopicConfigNames()
 	fmt.Fprintf(&b, "\n## Topic configs\n\n")
-	fmt.Fprintf(&b, "Set at creation (CreateTopics); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
+	fmt.Fprintf(&b, "Set at creation (CreateTopics) or on a live topic (IncrementalAlterConfigs, AlterConfigs: `kafka-configs.sh --alter --entity-type topics`); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
 	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
 	for _, tc := range topics {
 		from := code(tc[1])
