@@ -26,6 +26,7 @@ import (
 //	damage t=ms offset=n | leader-damaged t=ms
 //	answer t=ms code=n   (answers the proposal in flight)
 //	deleted | tick t=ms | check
+//	reconfigure [async]  (the flush policy changed at run time)
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var c *Core
@@ -65,6 +66,8 @@ func TestDataDriven(t *testing.T) {
 				rd = c.Step(now, Appended{End: int64(argInt(t, d, "end", 0))})
 			case "flush":
 				rd = c.Step(now, Flushed{Durable: int64(argInt(t, d, "durable", 0))})
+			case "reconfigure":
+				rd = c.Step(now, Reconfigured{SyncOnAck: !d.HasArg("async")})
 			case "fetched":
 				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), Offset: int64(argInt(t, d, "offset", 0))})
 			case "leader-hw":
