@@ -150,6 +150,24 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 		}
 		out = append(out, c)
 	}
+	// Kafka's dynamic keys stored for this node that Fjord does not act on
+	// (kafkaDynamicIgnored).
+	stored := map[string]bool{}
+	for _, l := range []configLayer{layerBroker, layerClusterDefault} {
+		for k := range d.ls[l] {
+			if _, ok := LookupConfigKey(k); !ok && d.wanted(k) {
+				stored[k] = true
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(stored)) {
+		v, layer, _ := d.ls.lookup(name)
+		c := d.entry(catalogue.Broker, name, &v, layer.source(), false, "")
+		if d.synonyms {
+			c.ConfigSynonyms = d.brokerSynonyms(name, layerBroker)
+		}
+		out = append(out, c)
+	}
 	return out
 }
 

@@ -195,10 +195,18 @@ func checkTopicConfig(key, value string) error {
 func checkBrokerConfig(key, value string) error {
 	k, ok := LookupConfigKey(key)
 	if !ok {
-		if _, known := catalogue.Lookup(catalogue.Broker, key); known {
-			return controller.ConfigError(kerr.InvalidConfig, "%s: Fjord does not change this key at run time (not a dynamic config Fjord acts on)", key)
+		ck, known := catalogue.Lookup(catalogue.Broker, key)
+		if !known {
+			return controller.ConfigError(kerr.InvalidConfig, "unknown broker config %q", key)
 		}
-		return controller.ConfigError(kerr.InvalidConfig, "unknown broker config %q", key)
+		verdict, _ := catalogue.Classify(catalogue.Broker, key, value)
+		if kafkaDynamicIgnored[key] && verdict.Class == catalogue.Ignored {
+			if err := catalogue.CheckValue(ck, value); err != nil {
+				return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
+			}
+			return nil
+		}
+		return controller.ConfigError(kerr.InvalidConfig, "%s: Fjord does not change this key at run time (%s)", key, verdict.Why)
 	}
 	if !k.Dynamic {
 		return controller.ConfigError(kerr.InvalidConfig, "%s is read-only: cannot update it dynamically, set it in the node's configuration and restart", key)
@@ -214,6 +222,18 @@ func checkBrokerConfig(key, value string) error {
 		return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
 	}
 	return nil
+}
+
+// kafkaDynamicIgnored are Kafka's dynamic broker keys that size what Fjord
+// does not have (thread pools, the cleaner's buffers, metric reporters).
+// AlterConfigs stores them, as Kafka would, so tools that tune them do not
+// fail; Fjord does not act on them, as it ignores them at start-up.
+var kafkaDynamicIgnored = map[string]bool{
+	"background.threads": true, "num.network.threads": true, "num.replica.fetchers": true,
+	"num.recovery.threads.per.data.dir": true, "log.cleaner.threads": true,
+	"log.cleaner.dedupe.buffer.size": true, "log.cleaner.io.buffer.size": true,
+	"log.cleaner.io.buffer.load.factor": true, "log.cleaner.io.max.bytes.per.second": true,
+	"metric.reporters": true,
 }
 
 // isListConfig reports whether a key is of Kafka's LIST type, and its

@@ -223,6 +223,15 @@ func TestAdminConfigsSingleNode(t *testing.T) {
 		}
 		wantKey(t, ctx, adm, false, topic, "retention.ms", "3600000", kmsg.ConfigSourceDynamicBrokerConfig)
 		// The "" resource lists only the dynamic defaults, as Kafka's.
+		// A Kafka sizing key Fjord has no use for is stored, not refused,
+		// so tools that tune it do not fail.
+		if err := alterOne(t, ctx, adm, false, false, "", true, cfgSet("log.cleaner.threads", "2")); err != nil {
+			t.Errorf("log.cleaner.threads: %v", err)
+		}
+		wantKey(t, ctx, adm, true, "1", "log.cleaner.threads", "2", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+		if err := alterOne(t, ctx, adm, false, false, "", true, cfgSet("log.cleaner.threads", "two")); !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("log.cleaner.threads=two: %v, want INVALID_CONFIG", err)
+		}
 		if _, ok := describeKey(t, ctx, adm, true, "", "log.dirs"); ok {
 			t.Errorf("the cluster-default resource lists a static key")
 		}
