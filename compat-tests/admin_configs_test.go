@@ -66,8 +66,10 @@ func alterOne(t *testing.T, ctx context.Context, adm *kadm.Client, validate, leg
 	return r.Err
 }
 
-func cfgSet(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)} }
-func cfgDel(k string) kadm.AlterConfig  { return kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k} }
+func cfgSet(k, v string) kadm.AlterConfig {
+	return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(v)}
+}
+func cfgDel(k string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k} }
 
 // describeKey is one key of a topic's or broker's configs ("" resource
 // name: the cluster-wide defaults).
