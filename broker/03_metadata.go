@@ -129,7 +129,7 @@ func describeTopic(img *controller.Image, t *controller.Topic, req *kmsg.Metadat
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Name == offsetsTopic
+	mt.IsInternal = isInternalTopic(t.Name)
 	if req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = allTopicOperations
 	}
