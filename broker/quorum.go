@@ -123,6 +123,7 @@ func (b *Broker) activeConfig() active.Config {
 	}
 	return active.Config{
 		NodeID:        b.cfg.NodeID,
+		ClusterID:     b.clusterID,
 		Voters:        voters,
 		Dir:           filepath.Join(b.logDir, metadataDir),
 		TickInterval:  100 * time.Millisecond,

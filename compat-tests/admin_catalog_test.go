@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -120,11 +121,18 @@ func TestCatalogDescribeTopicPartitions(t *testing.T) {
 // TestCatalogDescribeCluster: brokers for endpoint type 1 (kmsg v0-v2,
 // and sarama), MISMATCHED_ENDPOINT_TYPE for controllers asked of a
 // broker, UNSUPPORTED_ENDPOINT_TYPE for an unknown type, as Kafka's
-// brokers answer (KIP-919).
+// brokers answer (KIP-919); the voters when a CONTROLLER listener is asked
+// for controllers.
 func TestCatalogDescribeCluster(t *testing.T) {
 	c := startCluster(t, 3)
-	cl := c.Client(2)
 	ctx := testCtx(t, 20*time.Second)
+	// kgo sends the highest version both sides know: clients capped at
+	// Kafka 2.8's and 3.7's versions send v0 and v1.
+	versioned := []*kgo.Client{
+		newClient(t, c.Addr(2), kgo.MaxVersions(kversion.V2_8_0())),
+		newClient(t, c.Addr(2), kgo.MaxVersions(kversion.V3_7_0())),
+		c.Client(2),
+	}
 	for _, tc := range []struct {
 		version  int16
 		endpoint int8
@@ -135,10 +143,13 @@ func TestCatalogDescribeCluster(t *testing.T) {
 		{1, 3, kerr.UnsupportedEndpointType.Code},
 	} {
 		req := kmsg.NewPtrDescribeClusterRequest()
-		req.Version, req.EndpointType, req.IncludeFencedBrokers = tc.version, tc.endpoint, tc.version >= 2
-		resp, err := req.RequestWith(ctx, cl)
+		req.EndpointType, req.IncludeFencedBrokers = tc.endpoint, tc.version >= 2
+		resp, err := req.RequestWith(ctx, versioned[tc.version])
 		if err != nil {
 			t.Fatalf("v%d type %d: %v", tc.version, tc.endpoint, err)
+		}
+		if resp.Version != tc.version {
+			t.Fatalf("DescribeCluster sent as v%d, want v%d", resp.Version, tc.version)
 		}
 		if resp.ErrorCode != tc.code {
 			t.Errorf("v%d type %d: error %d, want %d (%v)", tc.version, tc.endpoint, resp.ErrorCode, tc.code, resp.ErrorMessage)
@@ -156,6 +167,31 @@ func TestCatalogDescribeCluster(t *testing.T) {
 		for _, br := range resp.Brokers {
 			if br.IsFenced {
 				t.Errorf("v%d: broker %d fenced", tc.version, br.NodeID)
+			}
+		}
+	}
+
+	// A controller's CONTROLLER listener describes the controllers
+	// (bootstrap.controllers), and refuses the broker type.
+	ctl := newClient(t, c.CtlAddr(3))
+	for _, typ := range []int8{2, 1} {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.EndpointType = typ
+		resp, err := req.RequestWith(ctx, ctl)
+		if err != nil {
+			t.Fatalf("DescribeCluster type %d on a CONTROLLER listener: %v", typ, err)
+		}
+		switch {
+		case typ == 1 && resp.ErrorCode != kerr.MismatchedEndpointType.Code:
+			t.Errorf("controller asked for brokers: code %d", resp.ErrorCode)
+		case typ == 2 && (resp.ErrorCode != 0 || len(resp.Brokers) != 3 || resp.ControllerID < 1 || resp.EndpointType != 2):
+			t.Errorf("controllers: code %d, %d voters, active %d, type %d", resp.ErrorCode, len(resp.Brokers), resp.ControllerID, resp.EndpointType)
+		}
+		if typ == 2 {
+			for _, v := range resp.Brokers {
+				if want := c.CtlAddr(int(v.NodeID)); net.JoinHostPort(v.Host, fmt.Sprint(v.Port)) != want {
+					t.Errorf("voter %d at %s:%d, want %s", v.NodeID, v.Host, v.Port, want)
+				}
 			}
 		}
 	}
