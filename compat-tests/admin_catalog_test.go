@@ -259,6 +259,25 @@ func TestCatalogFeatures(t *testing.T) {
 	}
 
 	adm := newAdmin(t, b.Addr)
+	// kadm has no DescribeFeatures; Java's is ApiVersions, which kadm
+	// exposes: the same features, and the catalogue's keys advertised.
+	vs, err := adm.ApiVersions(ctx)
+	if err != nil {
+		t.Fatalf("kadm ApiVersions: %v", err)
+	}
+	for _, v := range vs.Sorted() {
+		if v.Err != nil {
+			t.Fatalf("kadm ApiVersions of node %d: %v", v.NodeID, v.Err)
+		}
+		if fs := v.Raw().FinalizedFeatures; len(fs) != 2 {
+			t.Errorf("kadm ApiVersions of node %d: finalized %+v", v.NodeID, fs)
+		}
+		for key, max := range map[int16]int16{57: 2, 60: 2, 71: 0, 72: 0, 75: 0} {
+			if _, got, ok := v.KeyVersions(key); !ok || got != max {
+				t.Errorf("node %d advertises %s up to v%d (%v), want v%d", v.NodeID, kmsg.NameForKey(key), got, ok, max)
+			}
+		}
+	}
 	for _, validateOnly := range []bool{true, false} {
 		res, err := adm.UpdateFeatures(ctx, validateOnly,
 			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 21, UpgradeType: 1},
