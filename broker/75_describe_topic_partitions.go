@@ -31,7 +31,8 @@ import (
 //   - A cursor whose topic is not among the named topics, or whose
 //     partition is negative, is INVALID_REQUEST on every named topic
 //     (Kafka's error response for the request).
-//   - Per partition: leader (-1 while none, with no error code, as Kafka),
+//   - Per partition: leader (-1 while none, or when it has no endpoint on
+//     the request's listener, with no error code, as Kafka),
 //     leader epoch, replicas, ISR, the replicas on fenced or unknown brokers
 //     as offline. Eligible leader replicas and last known ELR are always
 //     empty: Fjord never empties an ISR (the last member stays in it, see
@@ -142,6 +143,9 @@ func describeTopicPage(img *controller.Image, listener string, t *controller.Top
 		sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		sp.Partition = int32(i)
 		sp.LeaderID, sp.LeaderEpoch = p.Leader, p.LeaderEpoch
+		if _, ok := endpoint(img, p.Leader, listener); !ok {
+			sp.LeaderID = -1 // unreachable on this listener, as Kafka reports it
+		}
 		sp.Replicas, sp.ISR = p.Replicas, p.ISR
 		sp.EligibleLeaderReplicas, sp.LastKnownELR = []int32{}, []int32{}
 		sp.OfflineReplicas = []int32{}

@@ -182,9 +182,10 @@ func TestDescribeTopicPartitionsFields(t *testing.T) {
 		len(p.EligibleLeaderReplicas)+len(p.LastKnownELR) != 0 {
 		t.Errorf("partition: %+v", p)
 	}
-	// On a listener broker 1 lacks, every replica is offline.
+	// On a listener broker 1 lacks, every replica is offline and there is
+	// no leader to reach.
 	q := describeTopicPartitions(img, "OTHER", describeReq(10, nil, "x")).Topics[0].Partitions[0]
-	if fmt.Sprint(q.OfflineReplicas) != "[1 2]" {
-		t.Errorf("offline on another listener: %v", q.OfflineReplicas)
+	if fmt.Sprint(q.OfflineReplicas) != "[1 2]" || q.LeaderID != -1 {
+		t.Errorf("on another listener: offline %v, leader %d", q.OfflineReplicas, q.LeaderID)
 	}
 }
