@@ -21,11 +21,11 @@ import (
 //   - transaction.version 1 (KIP-1022: flexible __transaction_state
 //     records). Fjord writes TxnMetadataValue v1 (broker/txn). Level 2
 //     (KIP-890 part 2) is NOT finalized although EndTxn v5's epoch bump is
-//     served: at level 2 a Java producer stops sending AddPartitionsToTxn
-//     and relies on Produce v12 to add partitions to its transaction, which
-//     Fjord does not serve (the produce would be refused as not part of a
-//     transaction). Clients that pick EndTxn v5 from ApiVersions (franz-go,
-//     librdkafka) still get the bump.
+//     served: at level 2 Java producers and franz-go (1.21) stop sending
+//     AddPartitionsToTxn and rely on Produce v12 to add partitions to the
+//     transaction, which Fjord does not serve (their produces would be
+//     refused as not part of a transaction). Level 1 changes no client's
+//     behaviour: both keep transactions v1 as with no features at all.
 //   - group.version is not finalized (0): level 1 means KIP-848's
 //     ConsumerGroupHeartbeat protocol, which Fjord does not serve, and a
 //     Java consumer with group.protocol=consumer must fail fast rather than
