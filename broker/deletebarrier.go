@@ -42,10 +42,14 @@ import (
 // logged once per request. A peer fenced meanwhile is not waited for (it
 // serves no clients' partitions any more and may be dead).
 
-// peerPollBackoff bounds the pause between two asks of one lagging peer.
+// The pause between two asks of one lagging peer doubles from
+// peerPollFirst to peerPollMax. One ask gives up after peerAskTimeout: a
+// frozen peer keeps its sockets open and never answers, and only between
+// asks does the loop see that the controller has fenced it.
 const (
-	peerPollFirst = 5 * time.Millisecond
-	peerPollMax   = 200 * time.Millisecond
+	peerPollFirst  = 5 * time.Millisecond
+	peerPollMax    = 200 * time.Millisecond
+	peerAskTimeout = time.Second
 )
 
 // awaitPeersForgot waits until every other live broker answers Metadata
@@ -122,10 +126,12 @@ func (b *Broker) askPeer(ctx context.Context, peer int32, req *kmsg.MetadataRequ
 	if len(seeds) == 0 {
 		return nil
 	}
-	kresp, err := seeds[0].Request(ctx, req)
+	askCtx, cancel := context.WithTimeout(ctx, peerAskTimeout)
+	defer cancel()
+	kresp, err := seeds[0].Request(askCtx, req)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.peers.drop(peer, cl)
+			b.peers.drop(peer, cl) // includes an ask timed out: dial afresh
 		}
 		return nil
 	}
