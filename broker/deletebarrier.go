@@ -39,8 +39,12 @@ import (
 // has not confirmed by then — cut off, about to be fenced for silence —
 // does not turn the answer into an error: the deletion is committed and
 // irrevocable, and that peer drops the topic when it catches up. That is
-// logged once per request. A peer fenced meanwhile is not waited for (it
-// serves no clients' partitions any more and may be dead).
+// logged once per request. A peer fenced meanwhile is not waited for: it
+// leads and follows nothing any more and may be dead. If it is alive with
+// an old image (a process stalled past its session, then resumed), it may
+// list the topic until it has applied the log — milliseconds once it runs
+// again (TestFaultDeleteTopicFrozenBroker); Kafka's brokers have the same
+// window.
 
 // The pause between two asks of one lagging peer doubles from
 // peerPollFirst to peerPollMax. One ask gives up after peerAskTimeout: a
