@@ -19,6 +19,11 @@ import (
 //     auto.create.topics.enable is on and the request allows it (always
 //     before v4), like Kafka; the new topic is returned at once. Invalid
 //     names get INVALID_TOPIC_EXCEPTION.
+//   - A name whose topic was just deleted is auto-created like any unknown
+//     name: a new topic with a new id (Kafka's KRaft behaviour). Once
+//     DeleteTopics has answered no broker still has the old topic, so none
+//     answers with it instead (20_delete_topics.go); before that answer a
+//     broker that has not applied the deletion still lists the old topic.
 //   - Partitions: leader (-1 while none: LEADER_NOT_AVAILABLE), leader
 //     epoch, replicas, ISR and the replicas on fenced brokers as offline.
 //   - ControllerID: the active controller's node id when it is a live broker
@@ -129,7 +134,7 @@ func describeTopic(img *controller.Image, t *controller.Topic, req *kmsg.Metadat
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Name == offsetsTopic
+	mt.IsInternal = isInternalTopic(t.Name)
 	if req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = allTopicOperations
 	}

@@ -14,9 +14,13 @@ import (
 //     newer clients negotiate down.
 //   - v3+: client software name and version must be non-empty and made of
 //     [a-zA-Z0-9._-], else INVALID_REQUEST, as Kafka checks them.
+//   - v3+: supported and finalized features (KIP-584) with the image
+//     version as their epoch: see features.go for the levels and why.
 //
 // Version notes:
-//   - v3: flexible, client software name/version (KIP-511)
+//   - v3: flexible, client software name/version (KIP-511), features
+//     (KIP-584, tagged fields)
+//   - v4: supported feature ranges may start at 0 (KIP-1022, KAFKA-17492)
 func init() { regKey(18, 0, 4, handleApiVersions) }
 
 func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
@@ -26,7 +30,7 @@ func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
 	resp.ApiKeys = versionTable{}.All()
-	resp.FinalizedFeaturesEpoch = -1
+	fillFeatures(resp, req.Version, int64(b.image().Version()))
 	respond(resp)
 }
 

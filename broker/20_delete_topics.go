@@ -12,7 +12,10 @@ import (
 // Behaviour:
 //   - Forwarded to the active controller, which commits the deletion to the
 //     metadata log; the answer comes once this broker's image no longer has
-//     the topic (every broker then deletes its replicas' files). Unknown
+//     the topic and every other live broker answers Metadata for its id
+//     with UNKNOWN_TOPIC_ID (deletebarrier.go), within the request's
+//     timeout: after the answer no broker lists it, and every broker
+//     deletes its replicas' files. Kafka lets the other brokers lag. Unknown
 //     names are UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID;
 //     delete.topic.enable=false (on the controller) gives
 //     TOPIC_DELETION_DISABLED.
@@ -32,11 +35,17 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		resp := kresp.(*kmsg.DeleteTopicsResponse)
 		resp.Version = req.Version
+		var deleted [][16]byte
 		for _, st := range resp.Topics {
-			if st.ErrorCode == 0 {
+			if st.ErrorCode == 0 && st.TopicID != [16]byte{} {
 				id := st.TopicID
 				b.waitImage(ctx, func(img *controller.Image) bool { return img.TopicByID(id) == nil })
+				deleted = append(deleted, id)
 			}
+		}
+		if lagging := b.awaitPeersForgot(ctx, deleted); len(lagging) > 0 {
+			b.log.Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
+				Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
 		}
 		respond(resp)
 	})

@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -11,8 +14,12 @@ import (
 //     (its node id if it is a live broker, else this broker's), and
 //     the brokers at their address on the listener the request came in on —
 //     the unfenced ones, plus the fenced ones when v2 asks for them.
-//   - EndpointType 2 (controllers, KIP-919) is not served:
-//     UNSUPPORTED_ENDPOINT_TYPE.
+//   - EndpointType (KIP-919) 1, brokers, is what a broker describes. A
+//     broker asked for 2 (controllers) answers MISMATCHED_ENDPOINT_TYPE, as
+//     Kafka's brokers do: controllers are described by the controllers
+//     themselves, on their CONTROLLER listener (bootstrap.controllers). Any
+//     other type is UNSUPPORTED_ENDPOINT_TYPE. The response echoes the type
+//     served (1).
 //
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
@@ -21,9 +28,17 @@ func init() { regKey(60, 0, 2, handleDescribeCluster) }
 func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.EndpointType = req.EndpointType
-	if req.EndpointType == 2 {
-		resp.ErrorCode = 119 // UNSUPPORTED_ENDPOINT_TYPE
+	resp.EndpointType = endpointTypeBrokers
+	switch req.EndpointType {
+	case endpointTypeBrokers:
+	case endpointTypeControllers:
+		resp.ErrorCode = kerr.MismatchedEndpointType.Code
+		resp.ErrorMessage = kmsg.StringPtr("fjord: this is a broker endpoint; ask a controller listener for the controllers (endpoint type 2)")
+		respond(resp)
+		return
+	default:
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("fjord: unsupported endpoint type %d (1 = brokers, 2 = controllers)", req.EndpointType))
 		respond(resp)
 		return
 	}
@@ -52,6 +67,12 @@ func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	}
 	respond(resp)
 }
+
+// DescribeCluster endpoint types (KIP-919).
+const (
+	endpointTypeBrokers     = 1
+	endpointTypeControllers = 2
+)
 
 // allClusterOperations is the KIP-430 bit set of every cluster operation
 // (no authorization is configured).

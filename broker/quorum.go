@@ -124,6 +124,7 @@ func (b *Broker) activeConfig() active.Config {
 	}
 	return active.Config{
 		NodeID:        b.cfg.NodeID,
+		ClusterID:     b.clusterID,
 		Voters:        voters,
 		Dir:           filepath.Join(b.logDir, metadataDir),
 		TickInterval:  100 * time.Millisecond,

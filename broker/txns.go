@@ -69,7 +69,8 @@ func (h txnHost) WriteMarkers(ctx context.Context, node int32, req *kmsg.WriteTx
 }
 
 // peerClients are the broker's clients to other brokers for inter-broker
-// requests that are not replication (WriteTxnMarkers): one per peer, made
+// requests that are not replication (WriteTxnMarkers, and the Metadata
+// asks of deletebarrier.go): one per peer, made
 // on first use, dropped after a failure so the next use dials afresh, all
 // closed with the broker. Bounded by the number of brokers.
 type peerClients struct {

@@ -24,6 +24,9 @@ type Config struct {
 	// listener (controller.quorum.voters), this node included. Empty means
 	// a quorum of one: this node alone.
 	Voters map[int32]string
+	// ClusterID is the cluster's id, for DescribeCluster on the CONTROLLER
+	// listener (describe.go).
+	ClusterID string
 	// Dir is the metadata log's directory (raft's log, hard state and
 	// snapshots, in pebble).
 	Dir string

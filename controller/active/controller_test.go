@@ -38,6 +38,7 @@ func startOne(t *testing.T) (*Controller, string) {
 	}
 	cfg := testConfig()
 	cfg.NodeID = 0 // raft id 1: node id 0 is allowed
+	cfg.ClusterID = "test-cluster"
 	cfg.Voters = map[int32]string{0: ln.Addr().String()}
 	cfg.Dir = t.TempDir()
 	cfg.Listener = ln
@@ -169,7 +170,7 @@ func TestServeOverListener(t *testing.T) {
 func TestErrorResponseCoversDecidedKeys(t *testing.T) {
 	for key := range apis {
 		switch key {
-		case 1, 18, 59: // answered by every voter, never NOT_CONTROLLER
+		case 1, 18, 59, 60: // answered by every voter, never NOT_CONTROLLER
 			continue
 		}
 		req := kmsg.RequestForKey(key)

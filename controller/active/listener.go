@@ -13,7 +13,9 @@ import (
 // The CONTROLLER listener's Kafka half serves brokers, not clients: broker
 // registration and heartbeats, producer-id blocks, and the admin requests
 // brokers forward, all decided by the Controller (Call); and, on any voter,
-// the metadata log for broker-only nodes to follow (metalog.go). A node
+// the metadata log for broker-only nodes to follow (metalog.go); and, for
+// admin clients given bootstrap.controllers, DescribeCluster of the
+// controllers (describe.go). A node
 // that does not lead the quorum answers NOT_CONTROLLER and the broker
 // retries at the leader.
 
@@ -29,6 +31,7 @@ var apis = map[int16][2]int16{
 	43: {0, 2},   // ElectLeaders
 	44: {0, 1},   // IncrementalAlterConfigs
 	56: {2, 3},   // AlterPartition (topic ids)
+	60: {0, 2},   // DescribeCluster of the controllers (describe.go)
 	62: {0, 4},   // BrokerRegistration
 	63: {0, 1},   // BrokerHeartbeat
 	67: {0, 0},   // AllocateProducerIDs
@@ -60,6 +63,10 @@ func (h kafkaHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		resp.ApiKeys = versions{}.All()
 		resp.FinalizedFeaturesEpoch = -1
 		respond(resp, nil)
+		return
+	}
+	if dc, ok := req.Body.(*kmsg.DescribeClusterRequest); ok {
+		respond(h.c.describeControllers(dc), nil)
 		return
 	}
 	// Decisions wait for the quorum; the reader goroutine must not.

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
+)
+
+// DescribeTopicPartitions: v0
+//
+// Behaviour (KIP-966's paged topic description, as Kafka's broker answers
+// it; an admin client's describeTopics uses it from Kafka 3.8):
+//   - Answered from this broker's image, like Metadata.
+//   - Topics: every topic when the list is empty, else the named ones
+//     (duplicates once). Either way only names at or after the cursor's
+//     topic, sorted by name. A named topic that does not exist is listed
+//     with UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a name
+//     Kafka could never hold) and a zero topic id; listing all topics never
+//     shows errors.
+//   - Paging: at most ResponsePartitionLimit partitions, capped at 2,000
+//     (Kafka's max.request.partition.size.limit default) and at least 1.
+//     The cursor's topic starts at the cursor's partition, every later topic
+//     at 0. When the limit stops the answer inside a topic, NextCursor names
+//     that topic and its first partition left out; when it stops exactly at
+//     a topic's end and more topics follow, NextCursor names the next topic
+//     at partition 0 (that topic may turn out not to exist). No NextCursor:
+//     nothing is left.
+//   - A cursor whose topic is not among the named topics, or whose
+//     partition is negative, is INVALID_REQUEST on every named topic
+//     (Kafka's error response for the request).
+//   - Per partition: leader (-1 while none, or when it has no endpoint on
+//     the request's listener, with no error code, as Kafka),
+//     leader epoch, replicas, ISR, the replicas on fenced or unknown brokers
+//     as offline. Eligible leader replicas and last known ELR are always
+//     empty: Fjord never empties an ISR (the last member stays in it, see
+//     controller.Partition), which is the guarantee KIP-966's ELR exists to
+//     restore, so it has no ELR to report.
+//   - Topic authorized operations: always filled (v0 has no flag to ask for
+//     them; Kafka fills them always): every topic operation, since no
+//     authorization is configured.
+//
+// Version notes:
+//   - v0: flexible, the only version (KIP-966, Kafka 3.8).
+func init() { regKey(75, 0, 0, handleDescribeTopicPartitions) }
+
+// maxDescribePartitions is Kafka's max.request.partition.size.limit
+// default: the most partitions one DescribeTopicPartitions answer holds.
+const maxDescribePartitions = 2000
+
+func handleDescribeTopicPartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
+	listener := b.advertised[cc.listener].Name
+	respond(describeTopicPartitions(b.image(), listener, req))
+}
+
+// describeTopicPartitions answers req from img; listener is the request's
+// listener, for telling which replicas are offline. Pure, for unit tests.
+func describeTopicPartitions(img *controller.Image, listener string, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+	all := len(req.Topics) == 0
+	after := ""
+	if req.Cursor != nil {
+		after = req.Cursor.Topic
+	}
+	var names []string
+	if all {
+		for _, t := range img.Topics() {
+			if t.Name >= after {
+				names = append(names, t.Name)
+			}
+		}
+	} else {
+		for _, rt := range req.Topics {
+			if rt.Topic >= after {
+				names = append(names, rt.Topic)
+			}
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+	}
+	if c := req.Cursor; c != nil && (c.Partition < 0 || !all && !slices.Contains(names, c.Topic)) {
+		for _, rt := range req.Topics {
+			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			name := rt.Topic
+			st.Topic, st.ErrorCode = &name, kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+
+	remaining := int(min(max(req.ResponsePartitionLimit, 1), maxDescribePartitions))
+	for _, name := range names {
+		if remaining == 0 {
+			// Every partition so far fit exactly: the next page starts at
+			// this topic.
+			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
+			break
+		}
+		t := img.Topic(name)
+		if t == nil {
+			if !all {
+				st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				n := name
+				st.Topic = &n
+				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if validTopicName(name) != nil {
+					st.ErrorCode = kerr.InvalidTopicException.Code
+				}
+				st.IsInternal = isInternalTopic(name)
+				resp.Topics = append(resp.Topics, st)
+			}
+			continue
+		}
+		start := 0
+		if req.Cursor != nil && name == req.Cursor.Topic {
+			start = int(req.Cursor.Partition)
+		}
+		end := min(len(t.Partitions), start+remaining)
+		resp.Topics = append(resp.Topics, describeTopicPage(img, listener, t, start, end))
+		if end < len(t.Partitions) {
+			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: int32(end)}
+			break
+		}
+		remaining -= max(end-start, 0)
+	}
+	return resp
+}
+
+// describeTopicPage describes partitions [start, end) of t (none if
+// start >= end).
+func describeTopicPage(img *controller.Image, listener string, t *controller.Topic, start, end int) kmsg.DescribeTopicPartitionsResponseTopic {
+	st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+	name := t.Name
+	st.Topic, st.TopicID = &name, t.ID
+	st.IsInternal = isInternalTopic(name)
+	st.AuthorizedOperations = allTopicOperations
+	st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+	for i := start; i < end; i++ {
+		p := t.Partitions[i]
+		sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+		sp.Partition = int32(i)
+		sp.LeaderID, sp.LeaderEpoch = p.Leader, p.LeaderEpoch
+		if _, ok := endpoint(img, p.Leader, listener); !ok {
+			sp.LeaderID = -1 // unreachable on this listener, as Kafka reports it
+		}
+		sp.Replicas, sp.ISR = p.Replicas, p.ISR
+		sp.EligibleLeaderReplicas, sp.LastKnownELR = []int32{}, []int32{}
+		sp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if _, ok := endpoint(img, r, listener); !ok || !liveBroker(img, r) {
+				sp.OfflineReplicas = append(sp.OfflineReplicas, r)
+			}
+		}
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return st
+}
+
+// liveBroker reports whether id is a registered, unfenced broker in img.
+func liveBroker(img *controller.Image, id int32) bool {
+	bs, ok := img.Broker(id)
+	return ok && !bs.Fenced
+}
+
+// isInternalTopic is Kafka's Topic.isInternal: the two topics the
+// coordinators keep their state in.
+func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnTopic }

@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Feature flags (KIP-584), as ApiVersions v3+ reports them and
+// UpdateFeatures (57_update_features.go) refuses to change.
+//
+// Fjord's levels are fixed by the binary, not finalized in the metadata
+// log: there is nothing to upgrade to, and each level is one whose meaning
+// Fjord implements in full. A level is advertised only when it is
+// honoured, because clients act on it:
+//
+//   - metadata.version 21 (3.9-IV0). Fjord serves Kafka 3.9's client
+//     surface (Produce v11, Fetch v16, Metadata v12, the classic group
+//     protocol), with some 4.0 additions but not 4.0's defining ones
+//     (KIP-848's consumer protocol, Produce v12). 4.0-IV3 (25) would claim
+//     a 4.0 cluster. No client changes behaviour on this level; tools
+//     (kafka-features.sh, describeFeatures) show it.
+//   - transaction.version 1 (KIP-1022: flexible __transaction_state
+//     records). Fjord writes TxnMetadataValue v1 (broker/txn). Level 2
+//     (KIP-890 part 2) is NOT finalized although EndTxn v5's epoch bump is
+//     served: at level 2 Java producers and franz-go (1.21) stop sending
+//     AddPartitionsToTxn and rely on Produce v12 to add partitions to the
+//     transaction, which Fjord does not serve (their produces would be
+//     refused as not part of a transaction). Level 1 changes no client's
+//     behaviour: both keep transactions v1 as with no features at all.
+//   - group.version is not finalized (0): level 1 means KIP-848's
+//     ConsumerGroupHeartbeat protocol, which Fjord does not serve, and a
+//     Java consumer with group.protocol=consumer must fail fast rather than
+//     be let in. kraft.version is 0: the voter set is static (no KIP-853).
+//
+// FinalizedFeaturesEpoch is the image version (the metadata log offset
+// applied), as Kafka uses its metadata offset: it only grows, so a client
+// that keeps the finalized set of the highest epoch it has seen (the Java
+// client does) adopts a newer Fjord's levels after an upgrade instead of
+// keeping an older node's forever, which a fixed epoch would make it do.
+
+// featureLevel is one feature's range and finalized level. Invariant:
+// minSupported <= finalized <= maxSupported, or finalized is 0 (not
+// finalized: then it is absent from FinalizedFeatures, as in Kafka).
+type featureLevel struct {
+	name                       string
+	minSupported, maxSupported int16
+	finalized                  int16
+}
+
+const (
+	metadataVersionLevel    = 21 // 3.9-IV0
+	transactionVersionLevel = 1
+)
+
+// features is every feature Fjord knows, by name.
+var features = []featureLevel{
+	{"group.version", 0, 0, 0},
+	{"kraft.version", 0, 0, 0},
+	{"metadata.version", metadataVersionLevel, metadataVersionLevel, metadataVersionLevel},
+	{"transaction.version", transactionVersionLevel, transactionVersionLevel, transactionVersionLevel},
+}
+
+// featureByName returns the named feature, ok false for one Fjord does
+// not know.
+func featureByName(name string) (featureLevel, bool) {
+	for _, f := range features {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return featureLevel{}, false
+}
+
+// fillFeatures sets resp's feature fields (v3+; kmsg leaves them out of
+// older versions). A supported range starting at 0 is sent only to v4+
+// requests: older clients fail to decode it (KAFKA-17492, which is why
+// ApiVersions v4 exists).
+func fillFeatures(resp *kmsg.ApiVersionsResponse, reqVersion int16, epoch int64) {
+	resp.SupportedFeatures, resp.FinalizedFeatures = nil, nil
+	for _, f := range features {
+		if f.minSupported > 0 || reqVersion >= 4 {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.minSupported, f.maxSupported
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		}
+		if f.finalized > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.finalized, f.finalized
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
+	resp.FinalizedFeaturesEpoch = epoch
+}
