@@ -57,6 +57,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	respond = b.countFetched(respond)
+	respond = b.quotaFetch(cc, req, respond) // quota.go: runs before countFetched
 	replicaID := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond

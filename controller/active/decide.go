@@ -105,6 +105,8 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.alterPartition(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.electLeaders(ctx, img, req)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, img, req) // quota.go
 	}
 	return nil
 }
