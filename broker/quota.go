@@ -24,8 +24,10 @@ import (
 // throttle_time_ms (KIP-219, produce v6+ and fetch v8+) wait too; older
 // ones simply are not read.
 //
-//   - producer_byte_rate: a produce's record-batch bytes, charged when it is
-//     answered (acks=0 included, which only mutes).
+//   - producer_byte_rate: a produce's record-batch bytes, charged as the
+//     request is read, so the mute also holds back what the reader would
+//     read ahead (acks=0 included, which has no response to carry the
+//     throttle time).
 //   - consumer_byte_rate: a consumer fetch's record-batch bytes. As Kafka,
 //     the fetch's max bytes are first capped to what the bound allows over
 //     the window, and a fetch that would break the bound is answered
@@ -241,9 +243,9 @@ func (cc *connCtx) throttle(ms int64) {
 	}
 }
 
-// quotaProduce wraps a produce's respond to charge its bytes and throttle.
-// The size is taken now: the request's bytes are recycled once the
-// handler returns.
+// quotaProduce charges a produce's bytes as it is read and mutes the
+// connection at once if that breaks the bound, so the requests the reader
+// would read ahead wait too; the wrapped respond carries the throttle time.
 func (b *Broker) quotaProduce(cc *connCtx, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response) {
 	if b.quotas == nil || !b.quotas.active() {
 		return respond
@@ -254,13 +256,14 @@ func (b *Broker) quotaProduce(cc *connCtx, req *kmsg.ProduceRequest, respond fun
 			n += len(rp.Records)
 		}
 	}
+	t := b.quotas.record(quotaProduce, principalOf(cc), cc.clientID, float64(n), false)
+	if t <= 0 {
+		return respond
+	}
+	cc.throttle(t)
 	return func(r kmsg.Response) {
-		t := b.quotas.record(quotaProduce, principalOf(cc), cc.clientID, float64(n), false)
-		if t > 0 {
-			if pr, ok := r.(*kmsg.ProduceResponse); ok {
-				pr.ThrottleMillis = int32(t)
-			}
-			cc.throttle(t)
+		if pr, ok := r.(*kmsg.ProduceResponse); ok {
+			pr.ThrottleMillis = int32(t)
 		}
 		respond(r)
 	}
