@@ -83,8 +83,10 @@ func alterQuotas(t *testing.T, adm *kadm.Client, validate bool, entries ...kadm.
 	return res
 }
 
-func set(k string, v float64) kadm.AlterClientQuotaOp { return kadm.AlterClientQuotaOp{Key: k, Value: v} }
-func remove(k string) kadm.AlterClientQuotaOp        { return kadm.AlterClientQuotaOp{Key: k, Remove: true} }
+func set(k string, v float64) kadm.AlterClientQuotaOp {
+	return kadm.AlterClientQuotaOp{Key: k, Value: v}
+}
+func remove(k string) kadm.AlterClientQuotaOp { return kadm.AlterClientQuotaOp{Key: k, Remove: true} }
 
 // TestClientQuotasKadm: AlterClientQuotas and DescribeClientQuotas with
 // kadm on one node: defaults, every match type, strict, validate-only,
