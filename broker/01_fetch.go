@@ -40,6 +40,9 @@ import (
 //     watermark), and wait for appends rather than for the high watermark.
 //   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
 //     up to that replica's high watermark: a way to read one broker's copy.
+//   - A consumer with a consumer_byte_rate quota has its MaxBytes capped at
+//     ten seconds of it; a fetch that would take it over is answered without
+//     records, with throttle_time_ms, and its connection muted (quota.go).
 //
 // Version notes:
 //   - v4: isolation level, last stable offset; v5: log start offset;

@@ -188,3 +188,45 @@ func TestQuotaSensorsBounded(t *testing.T) {
 		t.Fatalf("%d sensors after the idle ones expired", len(q.mu.sensors))
 	}
 }
+
+func quotaImageKey(t *testing.T, e controller.QuotaEntity, key string, v float64) *controller.Image {
+	t.Helper()
+	img, err := new(controller.Image).Apply(1, controller.NewRecord(controller.ClientQuota{Entity: e.Parts(), Key: key, Value: &v}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestQuotaRequestAndConnection: request and connection throttles are
+// bounded by one window, as Kafka's; refused connections are not counted.
+func TestQuotaRequestAndConnection(t *testing.T) {
+	now := time.Unix(0, 0)
+	img := quotaImageKey(t, controller.QuotaEntity{ClientID: controller.Named("busy")}, controller.QuotaRequestPercentage, 10)
+	q := newQuotas(func() *controller.Image { return img }, func() time.Time { return now })
+	// 5 s of handler time in a 10 s window is 50% of a thread, over 10%.
+	if tms := q.record(quotaRequest, anonymousPrincipal, "busy", 500, false); tms != quotaWindowMs {
+		t.Errorf("request throttle %d ms, want the window's %d", tms, quotaWindowMs)
+	}
+
+	img = quotaImageKey(t, controller.QuotaEntity{IP: controller.DefaultName()}, controller.QuotaConnectionCreationRate, 1)
+	admitted := 0
+	for range 30 {
+		if q.record(quotaConnection, "", "10.0.0.9", 1, true) == 0 {
+			admitted++
+		}
+	}
+	// 1/s over a 10 s window admits ten at once; the others are refused
+	// and, not counted, do not push the address further over.
+	if admitted != 10 {
+		t.Errorf("admitted %d of 30 connections, want 10", admitted)
+	}
+	now = now.Add(11 * time.Second) // the burst's sample expires
+	if q.record(quotaConnection, "", "10.0.0.9", 1, true) != 0 {
+		t.Error("refused after the window")
+	}
+	// Each address has its own rate under the default.
+	if q.record(quotaConnection, "", "10.0.0.10", 1, true) != 0 {
+		t.Error("another address refused")
+	}
+}

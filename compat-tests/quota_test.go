@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Client quotas (KIP-546 admin APIs, enforcement of KIP-13/KIP-219).
@@ -461,4 +462,54 @@ func TestClientQuotaCluster(t *testing.T) {
 	td, _ = c.awaitTopic(t, 15*time.Second, topic, all, replicasOn(all, 3))
 	leader = int(td.Partitions[0].Leader)
 	throttled("after the restart")
+}
+
+// TestClientQuotaConnectionRate: with connection_creation_rate 2/s on
+// 127.0.0.1, a burst of 40 connections gets only the window's worth
+// (about 20) served; the others are closed unanswered. Then removing the
+// quota lets connections in again at once.
+func TestClientQuotaConnectionRate(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	adm := newAdmin(t, b.Addr)
+	res := alterQuotas(t, adm, false, kadm.AlterClientQuotaEntry{Entity: qentity("ip", "127.0.0.1"), Ops: []kadm.AlterClientQuotaOp{set("connection_creation_rate", 2)}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	burst := func() (served int) {
+		conns := make([]*rawConn, 40)
+		for i := range conns {
+			conns[i] = dialRaw(t, b.Addr)
+		}
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		for _, c := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := kmsg.NewPtrApiVersionsRequest()
+				req.SetVersion(0)
+				if _, err := c.Write(c.frame(req)); err != nil {
+					return
+				}
+				if _, err := c.readFrame(5 * time.Second); err == nil {
+					n.Add(1)
+				}
+				c.Close()
+			}()
+		}
+		wg.Wait()
+		return int(n.Load())
+	}
+	served := burst()
+	t.Logf("connection_creation_rate=2: %d of 40 connections served", served)
+	if served == 0 || served >= 40 {
+		t.Errorf("%d of 40 connections served, want some but not all", served)
+	}
+	res = alterQuotas(t, adm, false, kadm.AlterClientQuotaEntry{Entity: qentity("ip", "127.0.0.1"), Ops: []kadm.AlterClientQuotaOp{remove("connection_creation_rate")}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if served := burst(); served != 40 {
+		t.Errorf("without the quota %d of 40 connections served", served)
+	}
 }
