@@ -42,6 +42,7 @@ func handleDescribeClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 		respond(resp)
 		return
 	}
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // none matched is an empty list, not null
 	for _, e := range img.QuotaEntities() {
 		if !f.matches(e) {
 			continue

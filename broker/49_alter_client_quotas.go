@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"context"
+	"time"
+
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,32 +49,55 @@ func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 		}
 		resp.Version = req.Version
 		if !req.ValidateOnly {
-			for i, se := range resp.Entries {
-				if se.ErrorCode == 0 {
-					re := req.Entries[i]
-					b.waitImage(ctx, func(img *controller.Image) bool { return quotaApplied(img, re) })
-				}
-			}
+			want := quotaOutcome(req, resp)
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			b.waitImage(wctx, func(img *controller.Image) bool { return quotasShow(img, want) })
+			wcancel()
 		}
 		respond(resp)
 	})
 }
 
-// quotaApplied reports whether img shows the entry's changes (a later
-// change by someone else also ends the wait, at worst at the deadline).
-func quotaApplied(img *controller.Image, re kmsg.AlterClientQuotasRequestEntry) bool {
-	var parts []controller.QuotaEntityPart
-	for _, e := range re.Entity {
-		parts = append(parts, controller.QuotaEntityPart{Type: e.Type, Name: e.Name})
+// quotaKey is one key of one entity.
+type quotaKey struct {
+	e   controller.QuotaEntity
+	key string
+}
+
+// quotaOutcome is what the image shows once the request's accepted entries
+// have applied: per entity and key, the value of the last op on it (nil:
+// removed).
+func quotaOutcome(req *kmsg.AlterClientQuotasRequest, resp *kmsg.AlterClientQuotasResponse) map[quotaKey]*float64 {
+	out := map[quotaKey]*float64{}
+	for i, re := range req.Entries {
+		if resp.Entries[i].ErrorCode != 0 {
+			continue
+		}
+		var parts []controller.QuotaEntityPart
+		for _, e := range re.Entity {
+			parts = append(parts, controller.QuotaEntityPart{Type: e.Type, Name: e.Name})
+		}
+		e, err := controller.QuotaEntityOf(parts)
+		if err != nil {
+			continue
+		}
+		for _, op := range re.Ops {
+			var v *float64
+			if !op.Remove {
+				v = &op.Value
+			}
+			out[quotaKey{e, op.Key}] = v
+		}
 	}
-	e, err := controller.QuotaEntityOf(parts)
-	if err != nil {
-		return true
-	}
-	q := img.ClientQuotas(e)
-	for _, op := range re.Ops {
-		v, ok := q[op.Key]
-		if op.Remove == ok || (!op.Remove && v != op.Value) {
+	return out
+}
+
+// quotasShow reports whether img holds want. A concurrent change by
+// another client can keep it from ever holding: the wait is bounded.
+func quotasShow(img *controller.Image, want map[quotaKey]*float64) bool {
+	for k, v := range want {
+		got, ok := img.ClientQuotas(k.e)[k.key]
+		if (v == nil) == ok || (v != nil && got != *v) {
 			return false
 		}
 	}

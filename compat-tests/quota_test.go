@@ -513,3 +513,45 @@ func TestClientQuotaConnectionRate(t *testing.T) {
 		t.Errorf("without the quota %d of 40 connections served", served)
 	}
 }
+
+// TestClientQuotasVersions: both APIs at every advertised version over raw
+// TCP, each answer canonical at its version (roundTripStrict).
+func TestClientQuotasVersions(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	c := dialRaw(t, b.Addr)
+	for v := int16(0); v <= 1; v++ {
+		name := fmt.Sprintf("raw-v%d", v)
+		alter := kmsg.NewPtrAlterClientQuotasRequest()
+		alter.Version = v
+		re := kmsg.NewAlterClientQuotasRequestEntry()
+		ee := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		ee.Type, ee.Name = "client-id", &name
+		re.Entity = append(re.Entity, ee)
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value = "consumer_byte_rate", 4096
+		re.Ops = append(re.Ops, op)
+		alter.Entries = append(alter.Entries, re)
+		ar := c.roundTripStrict(t, alter).(*kmsg.AlterClientQuotasResponse)
+		if len(ar.Entries) != 1 || ar.Entries[0].ErrorCode != 0 || len(ar.Entries[0].Entity) != 1 || *ar.Entries[0].Entity[0].Name != name {
+			t.Errorf("AlterClientQuotas v%d: %+v", v, ar.Entries)
+		}
+		desc := kmsg.NewPtrDescribeClientQuotasRequest()
+		desc.Version = v
+		comp := kmsg.NewDescribeClientQuotasRequestComponent()
+		comp.EntityType, comp.MatchType, comp.Match = "client-id", 0, &name
+		desc.Components = append(desc.Components, comp)
+		dr := c.roundTripStrict(t, desc).(*kmsg.DescribeClientQuotasResponse)
+		if dr.ErrorCode != 0 || len(dr.Entries) != 1 || len(dr.Entries[0].Values) != 1 || dr.Entries[0].Values[0].Value != 4096 {
+			t.Errorf("DescribeClientQuotas v%d: %+v", v, dr)
+		}
+		// No match is an empty list; a bad filter an error and no list.
+		desc.Components[0].Match = kmsg.StringPtr("nobody")
+		if dr := c.roundTripStrict(t, desc).(*kmsg.DescribeClientQuotasResponse); dr.ErrorCode != 0 || dr.Entries == nil || len(dr.Entries) != 0 {
+			t.Errorf("DescribeClientQuotas v%d, no match: %+v", v, dr)
+		}
+		desc.Components[0].Match = nil
+		if dr := c.roundTripStrict(t, desc).(*kmsg.DescribeClientQuotasResponse); dr.ErrorCode != kerr.InvalidRequest.Code || dr.ErrorMessage == nil {
+			t.Errorf("DescribeClientQuotas v%d, exact without a name: %+v", v, dr)
+		}
+	}
+}
