@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -553,5 +554,41 @@ func TestClientQuotasVersions(t *testing.T) {
 		if dr := c.roundTripStrict(t, desc).(*kmsg.DescribeClientQuotasResponse); dr.ErrorCode != kerr.InvalidRequest.Code || dr.ErrorMessage == nil {
 			t.Errorf("DescribeClientQuotas v%d, exact without a name: %+v", v, dr)
 		}
+	}
+}
+
+// TestClientQuotasKafkaGo: segmentio/kafka-go's Client alters and
+// describes quotas (it has no null names but for defaults: "" is the
+// default entity), and gets the per-entry error for an unknown key.
+func TestClientQuotasKafkaGo(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr), Timeout: 10 * time.Second}
+	ctx := testCtx(t, 30*time.Second)
+	ar, err := cl.AlterClientQuotas(ctx, &kafka.AlterClientQuotasRequest{Entries: []kafka.AlterClientQuotaEntry{
+		{Entities: []kafka.AlterClientQuotaEntity{{EntityType: "client-id", EntityName: "kgo-app"}},
+			Ops: []kafka.AlterClientQuotaOps{{Key: "producer_byte_rate", Value: 12345}}},
+		{Entities: []kafka.AlterClientQuotaEntity{{EntityType: "user"}}, // the default user
+			Ops: []kafka.AlterClientQuotaOps{{Key: "consumer_byte_rate", Value: 54321}}},
+		{Entities: []kafka.AlterClientQuotaEntity{{EntityType: "client-id", EntityName: "kgo-app"}},
+			Ops: []kafka.AlterClientQuotaOps{{Key: "no_such_quota", Value: 1}}},
+	}})
+	if err != nil {
+		t.Fatalf("AlterClientQuotas: %v", err)
+	}
+	if len(ar.Entries) != 3 || ar.Entries[0].Error != nil || ar.Entries[1].Error != nil || !errors.Is(ar.Entries[2].Error, kafka.InvalidRequest) {
+		t.Fatalf("AlterClientQuotas answered %+v", ar.Entries)
+	}
+	dr, err := cl.DescribeClientQuotas(ctx, &kafka.DescribeClientQuotasRequest{
+		Components: []kafka.DescribeClientQuotasRequestComponent{{EntityType: "client-id", MatchType: 0, Match: "kgo-app"}}, Strict: true})
+	if err != nil || dr.Error != nil {
+		t.Fatalf("DescribeClientQuotas: %v %v", err, dr.Error)
+	}
+	if len(dr.Entries) != 1 || len(dr.Entries[0].Values) != 1 || dr.Entries[0].Values[0].Value != 12345 || dr.Entries[0].Entities[0].EntityName != "kgo-app" {
+		t.Errorf("described %+v", dr.Entries)
+	}
+	dr, err = cl.DescribeClientQuotas(ctx, &kafka.DescribeClientQuotasRequest{
+		Components: []kafka.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 1}}})
+	if err != nil || dr.Error != nil || len(dr.Entries) != 1 || dr.Entries[0].Values[0].Key != "consumer_byte_rate" || dr.Entries[0].Entities[0].EntityName != "" {
+		t.Errorf("default user described %+v, %v", dr, err)
 	}
 }
