@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -277,9 +279,10 @@ func (h *throttleSeen) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 	}
 }
 
-// produceFor produces 1 KiB random values to topic as client id for d,
-// and returns the value bytes acknowledged within d.
-func produceFor(t *testing.T, addr, topic, clientID string, d time.Duration, hook *throttleSeen) int64 {
+// produceFor produces 1 KiB random values to topic as client id for d, or
+// until limit bytes are acknowledged (0: no limit), and returns the value
+// bytes acknowledged and the time they took.
+func produceFor(t *testing.T, addr, topic, clientID string, d time.Duration, limit int64, hook *throttleSeen) (int64, time.Duration) {
 	opts := []kgo.Opt{kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchMaxBytes(16 << 10), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.MaxBufferedRecords(128), kgo.ProducerLinger(0)}
@@ -290,19 +293,25 @@ func produceFor(t *testing.T, addr, topic, clientID string, d time.Duration, hoo
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var acked atomic.Int64
-	end := time.Now().Add(d)
+	start := time.Now()
+	end := start.Add(d)
+	var last atomic.Int64 // ns after start of the last counted ack
 	val := make([]byte, 1024)
 	rand.Read(val)
-	for time.Now().Before(end) {
+	for time.Now().Before(end) && (limit == 0 || acked.Load() < limit) {
 		cl.Produce(ctx, &kgo.Record{Value: val}, func(r *kgo.Record, err error) {
-			if err == nil && time.Now().Before(end) {
+			if now := time.Now(); err == nil && now.Before(end) && (limit == 0 || acked.Load() < limit) {
 				acked.Add(int64(len(r.Value)))
+				last.Store(int64(now.Sub(start)))
 			}
 		})
 	}
 	n := acked.Load()
 	cancel()
-	return n
+	if limit == 0 || n < limit {
+		return n, d
+	}
+	return n, time.Duration(last.Load())
 }
 
 // TestClientQuotaProduceEnforced: with producer_byte_rate 256 KiB/s on
@@ -327,14 +336,20 @@ func TestClientQuotaProduceEnforced(t *testing.T) {
 		}
 	}
 
+	// B stops at 16x the quota's worth for the run (42 MiB), which
+	// is plenty to tell it apart and spares a shared disk.
 	var wg sync.WaitGroup
 	var bytesA, bytesB int64
+	var tookA, tookB time.Duration
 	hookA, hookB := &throttleSeen{}, &throttleSeen{}
 	wg.Add(2)
-	go func() { defer wg.Done(); bytesA = produceFor(t, b.Addr, "quota-a", "quota-A", run, hookA) }()
-	go func() { defer wg.Done(); bytesB = produceFor(t, b.Addr, "quota-b", "quota-B", run, hookB) }()
+	go func() { defer wg.Done(); bytesA, tookA = produceFor(t, b.Addr, "quota-a", "quota-A", run, 0, hookA) }()
+	go func() {
+		defer wg.Done()
+		bytesB, tookB = produceFor(t, b.Addr, "quota-b", "quota-B", run, int64(16*quota*run.Seconds()), hookB)
+	}()
 	wg.Wait()
-	rateA, rateB := float64(bytesA)/run.Seconds(), float64(bytesB)/run.Seconds()
+	rateA, rateB := float64(bytesA)/tookA.Seconds(), float64(bytesB)/tookB.Seconds()
 	t.Logf("produce: quota %d B/s; A (quota) %.0f B/s = %.3f of the quota, throttled %d times for %d ms; B (none) %.0f B/s = %.1fx the quota, throttled %d times",
 		quota, rateA, rateA/quota, hookA.n.Load(), hookA.ms.Load(), rateB, rateB/quota, hookB.n.Load())
 	if rateA < 0.8*quota || rateA > 1.2*quota {
@@ -591,4 +606,55 @@ func TestClientQuotasKafkaGo(t *testing.T) {
 	if err != nil || dr.Error != nil || len(dr.Entries) != 1 || dr.Entries[0].Values[0].Key != "consumer_byte_rate" || dr.Entries[0].Entities[0].EntityName != "" {
 		t.Errorf("default user described %+v, %v", dr, err)
 	}
+}
+
+// TestClientQuotaRequestPercentage: a client over a tiny
+// request_percentage is throttled (the connection muted), as the broker's
+// fjord_quota_throttle_seconds_total{type="request"} shows; another client
+// id is not.
+func TestClientQuotaRequestPercentage(t *testing.T) {
+	metricsAddr := "127.0.0.1:" + freePort(t)
+	b := startBroker(t, t.TempDir(), "fjord.metrics.listener="+metricsAddr)
+	adm := newAdmin(t, b.Addr)
+	res := alterQuotas(t, adm, false, kadm.AlterClientQuotaEntry{Entity: qentity("client-id", "busy"), Ops: []kadm.AlterClientQuotaOp{set("request_percentage", 0.0001)}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	throttled := func() float64 {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatalf("metrics: %v", err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, `fjord_quota_throttle_seconds_total{type="request"} `); ok {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		return 0
+	}
+	// 0.0001% of a thread over the 10 s window is 10 µs of handler time.
+	other := kadm.NewClient(newClient(t, b.Addr, kgo.ClientID("calm")))
+	for range 20 {
+		if _, err := other.ListTopics(testCtx(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := throttled(); f != 0 {
+		t.Fatalf("a client without a request quota was throttled (%v s)", f)
+	}
+	busy := kadm.NewClient(newClient(t, b.Addr, kgo.ClientID("busy")))
+	for i := range 50 {
+		if _, err := busy.ListTopics(testCtx(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if f := throttled(); f > 0 {
+			t.Logf("throttled after %d requests: %v s", i+1, f)
+			return
+		}
+	}
+	t.Fatal("50 requests over request_percentage=0.0001 never throttled")
 }
