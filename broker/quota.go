@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"cmp"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,8 +54,8 @@ import (
 // Sensors are kept per (key, entity tags) and bounded: client ids are the
 // client's to choose, so at most maxQuotaSensors are tracked. An idle
 // sensor (every sample expired, so dropping it loses nothing) is evicted
-// first; if none is idle, the least recently used goes, and that client's
-// history with it.
+// first; if none is idle, the least recently used eighth go, and those
+// clients' history with them.
 
 // anonymousPrincipal is Kafka's principal name of an unauthenticated client.
 const anonymousPrincipal = "ANONYMOUS"
@@ -208,7 +210,9 @@ func (q *quotas) record(kind quotaKind, user, client string, v float64, undo boo
 	return t
 }
 
-// sensor returns sk's sensor, making room for a new one if need be.
+// sensor returns sk's sensor, making room for a new one if need be: the
+// idle sensors go, and if that frees nothing, the least recently used
+// eighth, so a flood of new client ids pays for one scan per many inserts.
 // REQUIRES: q.mu held.
 func (q *quotas) sensor(sk sensorKey, now int64) *sensor {
 	if s := q.mu.sensors[sk]; s != nil {
@@ -222,14 +226,18 @@ func (q *quotas) sensor(sk sensorKey, now int64) *sensor {
 		}
 	}
 	if len(q.mu.sensors) >= q.max {
-		var lru sensorKey
-		oldest := int64(math.MaxInt64)
-		for k, s := range q.mu.sensors {
-			if s.last < oldest {
-				lru, oldest = k, s.last
-			}
+		type used struct {
+			k    sensorKey
+			last int64
 		}
-		delete(q.mu.sensors, lru)
+		all := make([]used, 0, len(q.mu.sensors))
+		for k, s := range q.mu.sensors {
+			all = append(all, used{k, s.last})
+		}
+		slices.SortFunc(all, func(a, b used) int { return cmp.Compare(a.last, b.last) })
+		for _, u := range all[:max(1, len(all)/8)] {
+			delete(q.mu.sensors, u.k)
+		}
 	}
 	s := &sensor{}
 	q.mu.sensors[sk] = s
