@@ -488,5 +488,5 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		}
 		respond(resp, nil)
 	})
-	h.b.quotaRequestTime(cc, time.Since(start))
+	h.b.quotaRequestTime(cc, req.Body, time.Since(start))
 }

@@ -43,6 +43,7 @@ import (
 //     requests) is not counted. Over the bound, the connection is muted
 //     (at most one window, as Kafka bounds request throttles) but the
 //     response's throttle_time_ms is not set, as it has already been sent.
+//     Requests between brokers are exempt (quotaRequestTime).
 //   - connection_creation_rate (ip entities): an accepted connection over
 //     its ip's rate is not served and is closed after the throttle delay (at
 //     most one window); the refused connection is not counted.
@@ -321,9 +322,25 @@ func (b *Broker) quotaFetch(cc *connCtx, req *kmsg.FetchRequest, respond func(km
 }
 
 // quotaRequestTime charges d of handler time to cc's request_percentage.
-func (b *Broker) quotaRequestTime(cc *connCtx, d time.Duration) {
+// Requests brokers send each other (replica fetches, transaction markers,
+// batched AddPartitionsToTxn v4+) are exempt, as Kafka exempts
+// cluster actions: a client-id default must not slow replication or
+// transactions.
+func (b *Broker) quotaRequestTime(cc *connCtx, req kmsg.Request, d time.Duration) {
 	if b.quotas == nil || !b.quotas.active() {
 		return
+	}
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		if replicaOf(r) >= 0 {
+			return
+		}
+	case *kmsg.WriteTxnMarkersRequest:
+		return
+	case *kmsg.AddPartitionsToTxnRequest:
+		if r.Version >= 4 {
+			return
+		}
 	}
 	pct := d.Seconds() * 100 // percent of one thread for one second
 	cc.throttle(b.quotas.record(quotaRequest, principalOf(cc), cc.clientID, pct, false))
