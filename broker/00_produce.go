@@ -52,6 +52,9 @@ import (
 //     connection at a time, so the producer's pipelined batches keep their
 //     order; it happens once per transaction and partition, bounded by
 //     txnVerifyTimeout.
+//   - A client over its producer_byte_rate quota (KIP-546 client quotas) is
+//     answered with throttle_time_ms and its connection muted that long
+//     (quota.go).
 //
 // Version notes:
 //   - v0-2 carry magic 0/1 message sets, which are refused with
@@ -64,6 +67,7 @@ func init() { regKey(0, 0, 11, handleProduce) }
 func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	respond = b.quotaProduce(cc, req, respond) // quota.go
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
 		unverified = b.verifyTxnProduce(cc.ctx, *req.TransactionID, req)

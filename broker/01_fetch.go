@@ -40,6 +40,9 @@ import (
 //     watermark), and wait for appends rather than for the high watermark.
 //   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
 //     up to that replica's high watermark: a way to read one broker's copy.
+//   - A consumer with a consumer_byte_rate quota has its MaxBytes capped at
+//     ten seconds of it; a fetch that would take it over is answered without
+//     records, with throttle_time_ms, and its connection muted (quota.go).
 //
 // Version notes:
 //   - v4: isolation level, last stable offset; v5: log start offset;
@@ -57,6 +60,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	respond = b.countFetched(respond)
+	respond = b.quotaFetch(cc, req, respond) // quota.go: runs before countFetched
 	replicaID := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond

@@ -84,6 +84,7 @@ type Broker struct {
 	advertised []Listener // one per client listener, ports resolved
 
 	metrics *metrics
+	quotas  *quotas                  // client quota enforcement (quota.go)
 	fetch   *replica.Fetchers        // follower replication
 	coord   *coordinator.Coordinator // consumer groups and committed offsets
 	txns    *txncoord.Coordinator    // transactions
@@ -140,6 +141,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.replicas.live = map[*replica.Partition]*dirClaim{}
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
+	b.startQuotas()
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
@@ -323,6 +325,7 @@ func (b *Broker) serveClients() {
 			MaxInFlight:   int(b.cfg.NumIOThreads),
 			IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 			DrainTimeout:  30 * time.Second,
+			Admit:         b.admitConnection,
 		}, h, versionTable{}, b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)
@@ -465,6 +468,9 @@ type connCtx struct {
 	// fail closes the connection after the responses already owed; for
 	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
 	fail func(error)
+	// mute stops reading the connection for a while (quota throttling);
+	// nil when the front end offers none.
+	mute func(time.Duration)
 }
 
 func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
@@ -474,7 +480,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
-		fail: func(err error) { respond(nil, err) }}
+		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0
@@ -486,4 +492,5 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		}
 		respond(resp, nil)
 	})
+	h.b.quotaRequestTime(cc, req.Body, time.Since(start))
 }

@@ -162,6 +162,12 @@ func notController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range r.Entries {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	}
 	return false
 }

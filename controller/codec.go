@@ -98,6 +98,19 @@ func Encode(r Record) []byte {
 		e.i32(b.Broker)
 		e.i64(b.First)
 		e.i64(b.Count)
+	case ClientQuota:
+		e.uvarint(uint64(len(b.Entity)))
+		for _, p := range b.Entity {
+			e.str(p.Type)
+			e.optStr(p.Name)
+		}
+		e.str(b.Key)
+		if b.Value == nil {
+			e.b = append(e.b, 0)
+		} else {
+			e.b = append(e.b, 1)
+			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*b.Value))
+		}
 	case Batch:
 		if len(b.Records) == 0 {
 			panic("controller: Encode of an empty Batch")
@@ -217,6 +230,20 @@ func decode(data []byte, inBatch bool) (Record, error) {
 		body = b
 	case TypeProducerIDs:
 		body = ProducerIDs{Broker: d.i32(), First: d.i64(), Count: d.i64()}
+	case TypeClientQuota:
+		var b ClientQuota
+		if n := d.count(1 + 1); n > 0 {
+			b.Entity = make([]QuotaEntityPart, n)
+			for i := range b.Entity {
+				b.Entity[i] = QuotaEntityPart{Type: d.str(), Name: d.optStr()}
+			}
+		}
+		b.Key = d.str()
+		if d.flag() {
+			v := math.Float64frombits(uint64(d.i64()))
+			b.Value = &v
+		}
+		body = b
 	case TypeBatch:
 		if inBatch {
 			return Record{}, fmt.Errorf("%w: Batch inside a Batch", ErrCorrupt)
@@ -257,6 +284,14 @@ func (e *enc) i32(v int32)      { e.b = binary.BigEndian.AppendUint32(e.b, uint3
 func (e *enc) i64(v int64)      { e.b = binary.BigEndian.AppendUint64(e.b, uint64(v)) }
 func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *enc) optStr(s *string) {
+	if s == nil {
+		e.b = append(e.b, 0)
+		return
+	}
+	e.b = append(e.b, 1)
+	e.str(*s)
+}
 func (e *enc) i32s(vs []int32) {
 	e.uvarint(uint64(len(vs)))
 	for _, v := range vs {
@@ -362,6 +397,14 @@ func (d *dec) count(minSize int) int {
 func (d *dec) str() string {
 	n := d.count(1)
 	return string(d.take(n))
+}
+
+func (d *dec) optStr() *string {
+	if !d.flag() {
+		return nil
+	}
+	s := d.str()
+	return &s
 }
 
 // i32s returns nil for an empty list, which Encode writes like an empty one.

@@ -30,6 +30,9 @@ func sampleRecords() []Record {
 		SetConfig{Resource: ClusterResource(), Key: "k"},
 		SetConfig{Resource: BrokerResource(4), Key: "k", Value: ptr("")},
 		ProducerIDs{Broker: 1, First: 1000, Count: 1000},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaUser, Name: ptr("alice")}, {Type: QuotaClientID}}, Key: QuotaProducerByteRate, Value: ptr(1048576.0)},
+		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaIP, Name: ptr("")}}, Key: QuotaConnectionCreationRate},
+		ClientQuota{Key: "k", Value: ptr(-0.5)},
 	}
 	out := make([]Record, len(bodies))
 	for i, b := range bodies {

@@ -91,7 +91,7 @@ func AlterConfigs(img *Image, changes []ConfigChange, policy ConfigPolicy) []Con
 		}
 		cur, err := storedConfigs(img, c.Resource)
 		if err == nil {
-			r.Records, err = alterOne(c, cur, policy)
+			r.Records, err = alterResource(c, cur, policy)
 		}
 		if err != nil {
 			r.Records = nil
@@ -124,8 +124,8 @@ func storedConfigs(img *Image, res ConfigResource) (map[string]string, error) {
 	return nil, ConfigError(kerr.InvalidRequest, "resource type %d has no configs in the metadata log", res.Type)
 }
 
-// alterOne computes the records of one change against the stored configs.
-func alterOne(c ConfigChange, cur map[string]string, policy ConfigPolicy) ([]Record, error) {
+// alterResource computes the records of one change against the stored configs.
+func alterResource(c ConfigChange, cur map[string]string, policy ConfigPolicy) ([]Record, error) {
 	keys := map[string]bool{}
 	for _, op := range c.Ops {
 		if op.Key == "" {

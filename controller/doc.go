@@ -27,6 +27,8 @@
 //   - image.go: Image, an immutable snapshot; Apply(index, record) returns a
 //     new image whose Version is index. A Batch record applies several
 //     records atomically; NewBatch makes one entry of a decision's records.
+//   - quota.go: client quotas (KIP-546): the ClientQuota record, the image's
+//     quotas by entity, and the AlterClientQuotas decision.
 //   - decide.go, alter.go, place.go, liveness.go: the pure decisions of the
 //     active controller (topic admin and producer-id blocks; AlterPartition
 //     and resignation; placement; broker liveness and leader election,
@@ -63,11 +65,13 @@
 // fields in declaration order, with these encodings:
 //
 //	int32, int64     fixed width, big-endian (two's complement)
+//	float64          its IEEE 754 bits as a big-endian uint64
 //	byte, ResourceType  one byte
 //	[16]byte (ids)   16 raw bytes
 //	string           uvarint length, then the bytes
 //	[]int32          uvarint count, then count int32s
 //	[]Endpoint       uvarint count, then per endpoint: Name, Host, Port
+//	[]QuotaEntityPart uvarint count, then per part: Type, Name (*string)
 //	map[string]string uvarint count, then key, value pairs, keys strictly increasing
 //	*T (optional)    presence byte 0 (nil) or 1, then T
 //	[]Record (Batch) uvarint count (> 0), then per record a uvarint length
@@ -77,6 +81,10 @@
 // nothing at the entry's index. Each record in it is a complete record,
 // checked against its own checksum; none may be a Batch (Decode rejects
 // nesting and empty batches).
+//
+// A ClientQuota (type 12) is Entity, Key, then Value as *float64 (absent:
+// the key is removed). The entity parts keep the order they were proposed
+// in (the decision proposes user, client-id, ip); Apply reads them as a set.
 //
 // Varints must be minimal and presence bytes 0 or 1, so the encoding is
 // canonical: Decode accepts exactly the bytes Encode produces, and

@@ -45,6 +45,9 @@ type Image struct {
 	brokerConfigs map[string]map[string]string
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
+	// quotas are the client quotas by entity (quota.go). Invariant: no
+	// entity has an empty map.
+	quotas map[QuotaEntity]map[string]float64
 }
 
 // BrokerState is a registered broker as the image sees it.
@@ -280,6 +283,8 @@ func (img *Image) apply(index uint64, r Record) error {
 			return fmt.Errorf("%w: producer ids [%d, +%d) (next is %d)", ErrNotApplicable, b.First, b.Count, img.nextProducerID)
 		}
 		img.nextProducerID = b.First + b.Count
+	case ClientQuota:
+		return img.setClientQuota(b)
 	default:
 		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
 	}

@@ -21,6 +21,7 @@ const (
 	TypeSetConfig        RecordType = 9
 	TypeProducerIDs      RecordType = 10
 	TypeBatch            RecordType = 11
+	TypeClientQuota      RecordType = 12 // quota.go
 )
 
 // String names the type for logs and test output.
@@ -48,6 +49,8 @@ func (t RecordType) String() string {
 		return "ProducerIDs"
 	case TypeBatch:
 		return "Batch"
+	case TypeClientQuota:
+		return "ClientQuota"
 	}
 	return "RecordType(" + strconv.Itoa(int(t)) + ")"
 }

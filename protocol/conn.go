@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +50,11 @@ type ServerConfig struct {
 	MaxInFlight   int           // requests read ahead per connection before reading stalls
 	IdleTimeout   time.Duration // connections.max.idle.ms; 0 = never
 	DrainTimeout  time.Duration // how long Close waits for in-flight requests
+	// Admit, if set, is asked about each accepted connection before it is
+	// served; a positive answer refuses it: nothing is read and it is closed
+	// after that delay (Kafka's per-ip connection_creation_rate throttling:
+	// a refused client does not reconnect in a tight loop).
+	Admit func(remote net.Addr) time.Duration
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -116,6 +122,12 @@ func (s *Server) isClosed() bool {
 }
 
 func (s *Server) startConn(nc net.Conn) {
+	if s.cfg.Admit != nil {
+		if d := s.cfg.Admit(nc.RemoteAddr()); d > 0 {
+			time.AfterFunc(d, func() { nc.Close() })
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s:      s,
@@ -124,7 +136,9 @@ func (s *Server) startConn(nc net.Conn) {
 		cancel: cancel,
 		slots:  make(chan *slot, s.cfg.MaxInFlight),
 		log:    s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
+		stopCh: make(chan struct{}),
 	}
+	c.muteFn = c.mute
 	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.host = "/" + h
 	}
@@ -198,13 +212,54 @@ type conn struct {
 
 	stopping bool // set before the read deadline that ends readLoop; read only by readLoop after its read fails
 	stopMu   sync.Mutex
+	stopCh   chan struct{} // closed with stopping set, to end a mute
+
+	// notBefore (unix ns) is when the reader may read the next request:
+	// the end of the longest mute asked for (Request.Mute).
+	notBefore atomic.Int64
+	muteFn    func(time.Duration) // c.mute, made once rather than per request
 }
 
 func (c *conn) stopReading() {
 	c.stopMu.Lock()
+	if !c.stopping {
+		close(c.stopCh)
+	}
 	c.stopping = true
 	c.stopMu.Unlock()
 	c.nc.SetReadDeadline(time.Now())
+}
+
+// mute holds the reader for d from now, or longer if already muted.
+func (c *conn) mute(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.notBefore.Load()
+		if cur >= until || c.notBefore.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitMuted returns once the connection is no longer muted, it closes, or
+// the server stops reading.
+func (c *conn) waitMuted() {
+	for {
+		d := time.Until(time.Unix(0, c.notBefore.Load()))
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-c.stopCh:
+			t.Stop()
+			return
+		}
+	}
 }
 
 func (c *conn) isStopping() bool {
@@ -218,6 +273,7 @@ func (c *conn) readLoop() {
 	defer close(c.slots)
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	for {
+		c.waitMuted()
 		if c.s.cfg.IdleTimeout > 0 && !c.isStopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
@@ -237,6 +293,7 @@ func (c *conn) readLoop() {
 			return // the writer sends what is owed, then closes
 		}
 		req.ClientHost = c.host
+		req.Mute = c.muteFn
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:

@@ -5,6 +5,9 @@
 //
 // It knows nothing of partitions or topics: a Handler gets a decoded request
 // and answers it through a Responder, now or later.
+// A handler may also mute the connection (Request.Mute: the reader takes
+// no further request for a while, KIP-219 throttling), and the server may
+// refuse a connection as it is accepted (ServerConfig.Admit).
 //
 // Frame layout (all integers big-endian):
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,6 +23,11 @@ type Request struct {
 	// Recycle is set by a handler, before Handle returns, to say nothing
 	// refers to the request's bytes any more, so the frame can be reused.
 	Recycle bool
+	// Mute stops the connection's reader for d from now on (a later call
+	// can only extend it): KIP-219's muted channel, by which a broker
+	// throttles a client over its quota after answering at once. Set by
+	// the front end; safe from any goroutine.
+	Mute func(d time.Duration)
 
 	frame []byte
 }

@@ -109,6 +109,8 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.incrementalAlterConfigs(ctx, img, req)
 	case *kmsg.AlterConfigsRequest:
 		return c.legacyAlterConfigs(ctx, img, req)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, img, req) // quota.go
 	}
 	return nil
 }

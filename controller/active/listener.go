@@ -30,6 +30,7 @@ var apis = map[int16][2]int16{
 	37: {0, 3},   // CreatePartitions
 	43: {0, 2},   // ElectLeaders
 	44: {0, 1},   // IncrementalAlterConfigs
+	49: {0, 1},   // AlterClientQuotas
 	56: {2, 3},   // AlterPartition (topic ids)
 	60: {0, 2},   // DescribeCluster of the controllers (describe.go)
 	62: {0, 4},   // BrokerRegistration
@@ -161,6 +162,19 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic, st.ErrorCode = t.Topic, code
 			r.Topics = append(r.Topics, st)
+		}
+		return r
+	case *kmsg.AlterClientQuotasRequest:
+		r := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, e := range req.Entries {
+			se := kmsg.NewAlterClientQuotasResponseEntry()
+			se.ErrorCode = code
+			for _, p := range e.Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = p.Type, p.Name
+				se.Entity = append(se.Entity, re)
+			}
+			r.Entries = append(r.Entries, se)
 		}
 		return r
 	}

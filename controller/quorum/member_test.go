@@ -154,6 +154,14 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 	if a.NextProducerID() != b.NextProducerID() {
 		t.Fatalf("next producer id %d vs %d", a.NextProducerID(), b.NextProducerID())
 	}
+	if !reflect.DeepEqual(a.QuotaEntities(), b.QuotaEntities()) {
+		t.Fatalf("quota entities differ:\n%v\n%v", a.QuotaEntities(), b.QuotaEntities())
+	}
+	for _, e := range a.QuotaEntities() {
+		if !reflect.DeepEqual(a.ClientQuotas(e), b.ClientQuotas(e)) {
+			t.Fatalf("quotas of %v differ: %v vs %v", e, a.ClientQuotas(e), b.ClientQuotas(e))
+		}
+	}
 }
 
 func TestElectAndCommit(t *testing.T) {

@@ -27,7 +27,8 @@ import (
 //   - SetConfig for every broker and cluster-default config (the image has
 //     no accessor listing them, so Member keeps a shadow of them, fed by the
 //     SetConfig records it applies);
-//   - ProducerIDs{First: 0, Count: NextProducerID} when ids were handed out.
+//   - ProducerIDs{First: 0, Count: NextProducerID} when ids were handed out;
+//   - ClientQuota for every key of every quota entity.
 //
 // The records are placed at strictly increasing indexes no greater than the
 // snapshot index: registrations at their epochs, the others greedily in the
@@ -142,6 +143,13 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 	}
 	if n := img.NextProducerID(); n > 0 {
 		free = append(free, controller.NewRecord(controller.ProducerIDs{Broker: -1, First: 0, Count: n}))
+	}
+	for _, e := range img.QuotaEntities() {
+		q := img.ClientQuotas(e)
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			v := q[k]
+			free = append(free, controller.NewRecord(controller.ClientQuota{Entity: e.Parts(), Key: k, Value: &v}))
+		}
 	}
 
 	if out, ok := placeGreedy(regs, unfences, free, v); ok {

@@ -104,6 +104,26 @@ func richBodies() func(img *controller.Image) controller.Body {
 		func(*controller.Image) controller.Body { return controller.UnregisterBroker{ID: 9} },
 		func(*controller.Image) controller.Body { return controller.CreateTopic{Name: "c", ID: tid(3)} },
 		func(*controller.Image) controller.Body { return controller.DeleteTopic{ID: tid(3)} },
+		func(*controller.Image) controller.Body {
+			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaClientID, Name: ptr("a")}},
+				Key: controller.QuotaProducerByteRate, Value: ptr(262144.0)}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaClientID}, {Type: controller.QuotaUser, Name: ptr("u")}},
+				Key: controller.QuotaConsumerByteRate, Value: ptr(1e6)}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaIP}},
+				Key: controller.QuotaConnectionCreationRate, Value: ptr(10.0)}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaClientID, Name: ptr("a")}},
+				Key: controller.QuotaRequestPercentage, Value: ptr(50.0)}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaIP}},
+				Key: controller.QuotaConnectionCreationRate} // removed: gone from the snapshot too
+		},
 	}
 	return func(img *controller.Image) controller.Body {
 		if i == len(steps) {

@@ -1,0 +1,105 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterClientQuotas: v0-1
+//
+// Behaviour:
+//   - Forwarded to the active controller, which checks each entry on its
+//     own and commits the valid ones to the metadata log as ClientQuota
+//     records (KIP-546); every broker enforces them as its image changes,
+//     with no restart. The answer comes once this broker's own image shows
+//     the changes.
+//   - Entities: user, client-id, (user, client-id), each named or the
+//     default (a null name); or ip, alone. Keys: producer_byte_rate,
+//     consumer_byte_rate, request_percentage, controller_mutation_rate for
+//     user and client-id entities, connection_creation_rate for ip.
+//   - Per entry, as Kafka's controller: an empty, duplicated, unknown or
+//     mixed-with-ip entity type, a bad ip address, an unknown key (SCRAM
+//     credentials included: that is AlterUserScramCredentials), a key twice,
+//     a value not above 0, or a fractional value of a whole-number key is
+//     INVALID_REQUEST with a message, and nothing of that entry changes.
+//     Removing a key that is not set succeeds.
+//   - ValidateOnly checks everything and changes nothing.
+//
+// Version notes:
+//   - v1: flexible
+func init() { regKey(49, 0, 1, handleAlterClientQuotas) }
+
+func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterClientQuotasRequest)
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, 30000)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+		}
+		resp, ok := kresp.(*kmsg.AlterClientQuotasResponse)
+		if !ok || len(resp.Entries) != len(req.Entries) {
+			resp = active.ErrorResponse(req, kerr.UnknownServerError.Code).(*kmsg.AlterClientQuotasResponse)
+		}
+		resp.Version = req.Version
+		if !req.ValidateOnly {
+			want := quotaOutcome(req, resp)
+			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+			b.waitImage(wctx, func(img *controller.Image) bool { return quotasShow(img, want) })
+			wcancel()
+		}
+		respond(resp)
+	})
+}
+
+// quotaKey is one key of one entity.
+type quotaKey struct {
+	e   controller.QuotaEntity
+	key string
+}
+
+// quotaOutcome is what the image shows once the request's accepted entries
+// have applied: per entity and key, the value of the last op on it (nil:
+// removed).
+func quotaOutcome(req *kmsg.AlterClientQuotasRequest, resp *kmsg.AlterClientQuotasResponse) map[quotaKey]*float64 {
+	out := map[quotaKey]*float64{}
+	for i, re := range req.Entries {
+		if resp.Entries[i].ErrorCode != 0 {
+			continue
+		}
+		var parts []controller.QuotaEntityPart
+		for _, e := range re.Entity {
+			parts = append(parts, controller.QuotaEntityPart{Type: e.Type, Name: e.Name})
+		}
+		e, err := controller.QuotaEntityOf(parts)
+		if err != nil {
+			continue
+		}
+		for _, op := range re.Ops {
+			var v *float64
+			if !op.Remove {
+				v = &op.Value
+			}
+			out[quotaKey{e, op.Key}] = v
+		}
+	}
+	return out
+}
+
+// quotasShow reports whether img holds want. A concurrent change by
+// another client can keep it from ever holding: the wait is bounded.
+func quotasShow(img *controller.Image, want map[quotaKey]*float64) bool {
+	for k, v := range want {
+		got, ok := img.ClientQuotas(k.e)[k.key]
+		if (v == nil) == ok || (v != nil && got != *v) {
+			return false
+		}
+	}
+	return true
+}
