@@ -358,9 +358,25 @@ func TestAdminConfigsCluster(t *testing.T) {
 	}
 	for _, id := range c.IDs() {
 		id := id
+		// A node may not have applied the topic's creation yet: retry.
 		c.Await(t, 15*time.Second, fmt.Sprintf("node %d shows the override", id), func() (bool, string) {
-			cfg, ok := describeKey(t, ctx, c.Admin(id), false, topic, "min.insync.replicas")
-			return ok && cfg.MaybeValue() == "4", cfg.MaybeValue()
+			rcs, err := c.Admin(id).DescribeTopicConfigs(ctx, topic)
+			if err != nil {
+				return false, err.Error()
+			}
+			rc, err := rcs.On(topic, nil)
+			if err == nil {
+				err = rc.Err
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, cfg := range rc.Configs {
+				if cfg.Key == "min.insync.replicas" {
+					return cfg.MaybeValue() == "4", cfg.MaybeValue()
+				}
+			}
+			return false, "not described"
 		})
 	}
 	// One retry only, so the broker's answer is what comes back.
