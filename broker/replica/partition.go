@@ -415,13 +415,12 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *View, error) {
 	if offset < 0 || offset > hw {
 		return -1, v, fmt.Errorf("%w: delete records below %d: the high watermark is %d", storage.ErrOffsetOutOfRange, offset, hw)
 	}
-	moved, err := lg.AdvanceStartOffset(offset)
-	if err != nil {
+	if _, err := lg.AdvanceStartOffset(offset); err != nil {
 		return -1, v, err
 	}
-	if moved {
-		p.Step(StartMoved{Start: lg.StartOffset()})
-	}
+	// Even when nothing moved: retention may have moved the start without
+	// telling the core, whose low watermark counts it.
+	p.Step(StartMoved{Start: lg.StartOffset()})
 	return offset, v, nil
 }
 
