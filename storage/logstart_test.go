@@ -2,9 +2,13 @@ package storage
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // startLog is a log of three segments of four 5-record batches each:
@@ -257,4 +261,143 @@ func FuzzDecodeLogStart(f *testing.F) {
 			t.Fatalf("decoded %d from %x, which does not encode back", off, b)
 		}
 	})
+}
+
+// TestLogStartCrash crashes AdvanceStartOffset, and a follower's restart
+// below its start (AppendReplica of a batch holding it), before each of
+// their file-system changes and after they return, and recovers each
+// image: the start is the old one or the new one (the new one once the
+// call returned), never lower, and every record from it on is there.
+func TestLogStartCrash(t *testing.T) {
+	seeds := uint64(4)
+	if testing.Short() {
+		seeds = 1
+	}
+	for seed := uint64(0); seed < seeds; seed++ {
+		for n := 0; n < 16; n++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(n)))
+			mem := NewMemFS()
+			fs := newCrashFS(mem, rng)
+			cfg := testConfig()
+			cfg.FS = fs
+			lg := memStartLog(t, cfg)
+			k := 1 + rng.Int64N(59)
+			fs.arm(n)
+			moved, err := lg.AdvanceStartOffset(k)
+			img := fs.collect()
+			if err != nil || !moved {
+				t.Fatalf("seed %d n %d: AdvanceStartOffset(%d) = %v, %v", seed, n, k, moved, err)
+			}
+			returned := img == nil
+			if returned {
+				img = mem.CrashClone(rng)
+			}
+			checkStartImage(t, img, []int64{0, k}, returned, 60)
+
+			// A follower restarted at k, handed the batch that holds it.
+			f := memFollower(t, cfg, fs, k)
+			data, err := lg.Read(k, 1<<20, 60, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs.arm(n)
+			if _, err := f.AppendReplica(data); err != nil {
+				t.Fatalf("seed %d n %d: AppendReplica at %d: %v", seed, n, k, err)
+			}
+			f.Flush()
+			img = fs.collect()
+			returned = img == nil
+			if returned {
+				img = mem.CrashClone(rng)
+			}
+			end := LastOffset(splitBatches(t, data)[len(splitBatches(t, data))-1]) + 1
+			checkStartImage(t, img, []int64{k}, false, -1)
+			if returned {
+				r := openOn(t, img, "/logs/f-0")
+				if r.StartOffset() != k || r.EndOffset() != end {
+					t.Fatalf("seed %d n %d: follower recovered at [%d, %d), want [%d, %d)", seed, n, r.StartOffset(), r.EndOffset(), k, end)
+				}
+				r.Close()
+			}
+			lg.Close()
+			f.Close()
+		}
+	}
+}
+
+func cfgOn(cfg Config, fs FS) Config { cfg.FS = fs; return cfg }
+
+func openOn(t *testing.T, fs FS, dir string) *Log {
+	t.Helper()
+	l, err := Open(dir, cfgOn(testConfig(), fs), zerolog.Nop())
+	if err != nil {
+		t.Fatalf("Open(%s) on a crash image: %v", dir, err)
+	}
+	return l
+}
+
+// memStartLog is startLog's layout on cfg.FS, at /logs/t-0.
+func memStartLog(t *testing.T, cfg Config) *Log {
+	t.Helper()
+	cfg.SegmentMs = 1000
+	l, err := Open("/logs/t-0", cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := int64(1_000_000)
+	for seg := 0; seg < 3; seg++ {
+		for i := 0; i < 4; i++ {
+			appendOpts(t, l, batchOpts{N: 5, BaseTS: now, ValueSize: 20}, now)
+		}
+		now += 1000
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// memFollower is an empty log at /logs/f-0 restarted at k.
+func memFollower(t *testing.T, cfg Config, fs FS, k int64) *Log {
+	t.Helper()
+	f, err := Open("/logs/f-0", cfgOn(cfg, fs), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.TruncateFullyAndStartAt(k); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// checkStartImage recovers /logs/t-0 (when end >= 0) or /logs/f-0 from
+// img: the start must be one of starts (the last one if returned), and
+// every record from the start to the end readable.
+func checkStartImage(t *testing.T, img *MemFS, starts []int64, returned bool, end int64) {
+	t.Helper()
+	dir := "/logs/t-0"
+	if end < 0 {
+		dir = "/logs/f-0"
+	}
+	r := openOn(t, img, dir)
+	defer r.Close()
+	start := r.StartOffset()
+	if !slices.Contains(starts, start) || (returned && start != starts[len(starts)-1]) {
+		t.Fatalf("%s recovered starting at %d, want one of %v (returned %v)", dir, start, starts, returned)
+	}
+	if end >= 0 && r.EndOffset() != end {
+		t.Fatalf("%s recovered ending at %d, want %d", dir, r.EndOffset(), end)
+	}
+	if start > 0 {
+		if _, err := r.Read(start-1, 1<<20, r.EndOffset(), nil); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Fatalf("%s: Read(%d) below the recovered start: %v", dir, start-1, err)
+		}
+	}
+	next := start
+	for _, b := range readAll(t, r, start) {
+		if BaseOffset(b) > next {
+			t.Fatalf("%s: records [%d, %d) missing", dir, next, BaseOffset(b))
+		}
+		next = LastOffset(b) + 1
+	}
 }
