@@ -79,10 +79,10 @@ const cleanShutdownFile = "clean-shutdown"
 // Invariants: segs is non-empty and sorted by base; segs[i].next <=
 // segs[i+1].base (below it when compaction, here or on the leader a
 // follower copied, removed the segment's last offsets);
-// segs[0].base <= startOffset <= end, startOffset < segs[1].base when
-// there is a segs[1] (a start inside the first segment, or at the end of
-// the only one, is recorded in log-start-offset: logstart.go); durable <= end; every entry of the epoch
-// cache starts below end, except the latest, which may start at end (an
+// segs[0].base <= startOffset <= end, and startOffset <= segs[1].base
+// when there is a segs[1] (a start inside the first segment is recorded
+// in log-start-offset: logstart.go); durable <= end; every entry of the
+// epoch cache starts below end, except the latest, which may start at end (an
 // epoch recorded before its first batch is written, or whose write failed).
 type Log struct {
 	dir string
@@ -350,6 +350,16 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	l.mu.savedStart = saved
 	l.publishSegs(segs)
 	l.publishTxnsLocked()
+	if len(segs) > 1 && segs[1].base <= start && restartAt < 0 {
+		// Segments wholly below the start that a crash brought back
+		// (their removal is not synced): they go again.
+		l.mu.Lock()
+		_, err := l.dropBelowLocked(start)
+		l.mu.Unlock()
+		if err != nil {
+			log.Warn().Err(err).Msg("removing segments below the log start offset")
+		}
+	}
 	if restartAt >= 0 {
 		l.flushMu.Lock()
 		l.mu.Lock()
