@@ -39,35 +39,47 @@ func handleAlterReplicaLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respon
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
 	dirs := b.logDirsAbs()
-	byTopic := map[string]int{}
+	// A partition named under two directories gets one answer, for the
+	// last (Kafka builds a map from partition to directory).
+	type tp struct {
+		topic string
+		p     int32
+	}
+	dest := map[tp]string{}
+	var order []tp
 	for _, rd := range req.Dirs {
-		dirCode := int16(0)
-		switch i := slices.Index(dirs, filepath.Clean(rd.Dir)); {
-		case !filepath.IsAbs(rd.Dir) || i < 0:
-			dirCode = kerr.LogDirNotFound.Code
-		case i > 0:
-			dirCode = kerr.KafkaStorageError.Code
-		}
 		for _, rt := range rd.Topics {
-			at, ok := byTopic[rt.Topic]
-			if !ok {
-				st := kmsg.NewAlterReplicaLogDirsResponseTopic()
-				st.Topic = rt.Topic
-				resp.Topics = append(resp.Topics, st)
-				at = len(resp.Topics) - 1
-				byTopic[rt.Topic] = at
-			}
-			t := b.lookup(rt.Topic)
 			for _, idx := range rt.Partitions {
-				sp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
-				sp.Partition = idx
-				sp.ErrorCode = dirCode
-				if dirCode == 0 {
-					sp.ErrorCode = replicaHere(t, idx)
+				k := tp{rt.Topic, idx}
+				if _, ok := dest[k]; !ok {
+					order = append(order, k)
 				}
-				resp.Topics[at].Partitions = append(resp.Topics[at].Partitions, sp)
+				dest[k] = rd.Dir
 			}
 		}
+	}
+	byTopic := map[string]int{}
+	for _, k := range order {
+		at, ok := byTopic[k.topic]
+		if !ok {
+			st := kmsg.NewAlterReplicaLogDirsResponseTopic()
+			st.Topic = k.topic
+			resp.Topics = append(resp.Topics, st)
+			at = len(resp.Topics) - 1
+			byTopic[k.topic] = at
+		}
+		sp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+		sp.Partition = k.p
+		dir := dest[k]
+		switch i := slices.Index(dirs, filepath.Clean(dir)); {
+		case !filepath.IsAbs(dir) || i < 0:
+			sp.ErrorCode = kerr.LogDirNotFound.Code
+		case i > 0:
+			sp.ErrorCode = kerr.KafkaStorageError.Code
+		default:
+			sp.ErrorCode = replicaHere(b.lookup(k.topic), k.p)
+		}
+		resp.Topics[at].Partitions = append(resp.Topics[at].Partitions, sp)
 	}
 	respond(resp)
 }

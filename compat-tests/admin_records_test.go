@@ -446,3 +446,155 @@ func TestDeleteRecordsCluster(t *testing.T) {
 		t.Fatalf("DeleteRecords on follower %d: code %d, want NOT_LEADER_OR_FOLLOWER", leader, got)
 	}
 }
+
+// TestAdminRecordsVersionSweep sends every advertised version of
+// DeleteRecords, DescribeLogDirs and AlterReplicaLogDirs over raw TCP and
+// checks each answer decodes exactly at its version and says the right
+// thing.
+func TestAdminRecordsVersionSweep(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	adm := newAdmin(t, b.Addr)
+	const topic = "sweep-records"
+	createTopic(t, adm, topic, 1, nil)
+	produceBatches(t, manualClient(t, b.Addr), topic, 0, 10, 1)
+	c := dialRaw(t, b.Addr)
+	avReq := kmsg.NewPtrApiVersionsRequest()
+	av := c.roundTripStrict(t, avReq).(*kmsg.ApiVersionsResponse)
+	ranges := map[int16][2]int16{}
+	for _, k := range av.ApiKeys {
+		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	for key, want := range map[int16][2]int16{21: {0, 2}, 34: {0, 2}, 35: {0, 4}} {
+		if got, ok := ranges[key]; !ok || got != want {
+			t.Fatalf("ApiVersions: key %d advertised %v (%v), want %v", key, got, ok, want)
+		}
+	}
+
+	for v := int16(0); v <= 2; v++ {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.Version, req.TimeoutMillis = v, 5000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, int64(v)+1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTripStrict(t, req).(*kmsg.DeleteRecordsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("DeleteRecords v%d: %+v", v, resp)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LowWatermark != int64(v)+1 {
+			t.Errorf("DeleteRecords v%d: code %d low watermark %d, want 0, %d", v, p.ErrorCode, p.LowWatermark, v+1)
+		}
+	}
+
+	var dir string
+	for v := int16(0); v <= 4; v++ {
+		for _, all := range []bool{true, false} {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			req.Version = v
+			if !all {
+				rt := kmsg.NewDescribeLogDirsRequestTopic()
+				rt.Topic, rt.Partitions = topic, []int32{0, 5}
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := c.roundTripStrict(t, req).(*kmsg.DescribeLogDirsResponse)
+			if resp.ErrorCode != 0 || len(resp.Dirs) != 1 || resp.Dirs[0].ErrorCode != 0 {
+				t.Fatalf("DescribeLogDirs v%d: %+v", v, resp)
+			}
+			d := resp.Dirs[0]
+			dir = d.Dir
+			if v >= 4 && (d.TotalBytes <= 0 || d.UsableBytes < 0 || d.UsableBytes > d.TotalBytes) {
+				t.Errorf("DescribeLogDirs v%d: total %d usable %d", v, d.TotalBytes, d.UsableBytes)
+			}
+			found := 0
+			for _, dt := range d.Topics {
+				if !all && dt.Topic != topic {
+					t.Errorf("DescribeLogDirs v%d for %s only: lists %s", v, topic, dt.Topic)
+				}
+				for _, dp := range dt.Partitions {
+					if dt.Topic == topic {
+						found++
+						if dp.Partition != 0 || dp.Size <= 0 || dp.OffsetLag != 0 || dp.IsFuture {
+							t.Errorf("DescribeLogDirs v%d: %s %+v", v, topic, dp)
+						}
+					}
+				}
+			}
+			if found != 1 {
+				t.Errorf("DescribeLogDirs v%d (all %v): %s listed %d times, want once (partition 5 does not exist)", v, all, topic, found)
+			}
+		}
+	}
+
+	for v := int16(0); v <= 2; v++ {
+		req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		req.Version = v
+		for i, d := range []string{dir, "relative/dir"} {
+			rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+			rd.Dir = d
+			rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			rt.Topic, rt.Partitions = topic, []int32{int32(i)}
+			rd.Topics = append(rd.Topics, rt)
+			req.Dirs = append(req.Dirs, rd)
+		}
+		resp := c.roundTripStrict(t, req).(*kmsg.AlterReplicaLogDirsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+			t.Fatalf("AlterReplicaLogDirs v%d: %+v", v, resp)
+		}
+		if got := []int16{resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[1].ErrorCode}; got[0] != 0 || got[1] != kerr.LogDirNotFound.Code {
+			t.Errorf("AlterReplicaLogDirs v%d: codes %v, want [0 %d]", v, got, kerr.LogDirNotFound.Code)
+		}
+	}
+}
+
+// TestLogDirsSecondDirectory: Fjord stores everything in the first of
+// log.dirs; the others are described as offline and refuse moves, with
+// kadm and sarama.
+func TestLogDirsSecondDirectory(t *testing.T) {
+	data, other := t.TempDir(), t.TempDir()
+	b := startBroker(t, data, "log.dirs="+data+","+other)
+	adm := newAdmin(t, b.Addr)
+	const topic = "two-dirs"
+	createTopic(t, adm, topic, 1, nil)
+	produceBatches(t, manualClient(t, b.Addr), topic, 0, 2, 5)
+
+	dirs, err := adm.DescribeBrokerLogDirs(testCtx(t, 10*time.Second), 1, nil)
+	if err != nil {
+		t.Fatalf("DescribeBrokerLogDirs: %v", err)
+	}
+	if len(dirs) != 2 {
+		t.Fatalf("DescribeBrokerLogDirs: %d dirs, want 2: %+v", len(dirs), dirs)
+	}
+	if d := dirs[data]; d.Err != nil || d.Size() <= 0 {
+		t.Errorf("first dir %s: %v, size %d", data, d.Err, d.Size())
+	}
+	if d := dirs[other]; !errors.Is(d.Err, kerr.KafkaStorageError) || len(d.Topics) != 0 {
+		t.Errorf("second dir %s: %v, %d topics; want KAFKA_STORAGE_ERROR and none", other, d.Err, len(d.Topics))
+	}
+	req := kadm.AlterReplicaLogDirsReq{}
+	req.Add(other, kadm.TopicsSet{topic: {0: {}}})
+	req.Add(data, kadm.TopicsSet{"no-such-topic": {0: {}}})
+	resp, err := adm.AlterBrokerReplicaLogDirs(testCtx(t, 10*time.Second), 1, req)
+	if err != nil {
+		t.Fatalf("AlterBrokerReplicaLogDirs: %v", err)
+	}
+	if r := resp[topic][0]; !errors.Is(r.Err, kerr.KafkaStorageError) {
+		t.Errorf("move to the unused dir: %v, want KAFKA_STORAGE_ERROR", r.Err)
+	}
+	if r := resp["no-such-topic"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", r.Err)
+	}
+
+	sdirs, err := saramaAdmin(t, b.Addr).DescribeLogDirs([]int32{1})
+	if err != nil {
+		t.Fatalf("sarama DescribeLogDirs: %v", err)
+	}
+	codes := map[string]sarama.KError{}
+	for _, d := range sdirs[1] {
+		codes[d.Path] = d.ErrorCode
+	}
+	if codes[data] != sarama.ErrNoError || codes[other] != sarama.ErrKafkaStorageError {
+		t.Errorf("sarama DescribeLogDirs codes %v", codes)
+	}
+}
