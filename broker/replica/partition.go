@@ -464,9 +464,10 @@ func (p *Partition) WaitLowWatermark(ctx context.Context, target int64, epoch in
 
 // followLeaderStart moves a follower's log start offset to its leader's,
 // as Kafka's follower does with every fetch response (the leader's
-// LogStartOffset), within what this replica knows is committed (its high
-// watermark): never past a record it would need as the next leader. Only
-// while it still follows leader at epoch, under roleMu like its appends.
+// LogStartOffset), bounded by what this replica knows is committed (its
+// high watermark), as Kafka's follower refuses a start past its own high
+// watermark. Only while it still follows leader at epoch, under roleMu
+// like its appends.
 func (p *Partition) followLeaderStart(lg *storage.Log, leader, epoch int32, leaderStart int64) {
 	target := min(leaderStart, p.hw.Load())
 	if target <= lg.StartOffset() {
