@@ -7,6 +7,7 @@ package compattests
 // paths respect it.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -596,5 +597,87 @@ func TestLogDirsSecondDirectory(t *testing.T) {
 	}
 	if codes[data] != sarama.ErrNoError || codes[other] != sarama.ErrKafkaStorageError {
 		t.Errorf("sarama DescribeLogDirs codes %v", codes)
+	}
+}
+
+// TestDeleteRecordsLaggingFollower: a follower that was down while the
+// records below a start inside a batch were deleted comes back behind the
+// leader's start, restarts its log there (taking the batch that holds the
+// start whole, as Kafka's follower does), keeps the start, and rejoins the
+// ISR.
+func TestDeleteRecordsLaggingFollower(t *testing.T) {
+	c := startCluster(t, 3)
+	all := c.IDs()
+	ctrl, _ := c.awaitController(t, 10*time.Second, all)
+	const topic = "delrec-lag"
+	c.createOn(t, ctrl, topic, 1, 3)
+	td, _ := c.awaitTopic(t, 15*time.Second, topic, all, func(td kadm.TopicDetail) string {
+		if p := td.Partitions[0]; len(p.ISR) != 3 || p.Leader < 0 {
+			return fmt.Sprintf("isr %v leader %d", p.ISR, p.Leader)
+		}
+		return ""
+	})
+	leader := int(td.Partitions[0].Leader)
+	lagger := others(all, leader)[0]
+	c.Kill(lagger)
+	c.awaitTopic(t, 15*time.Second, topic, others(all, lagger), func(td kadm.TopicDetail) string {
+		if p := td.Partitions[0]; len(p.ISR) != 2 {
+			return fmt.Sprintf("isr %v", p.ISR)
+		}
+		return ""
+	})
+	produceBatches(t, manualClient(t, c.Addr(leader), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 0, 10, 10)
+	if r := deleteRecords(t, c.Admin(leader), topic, 0, 35); r.Err != nil || r.LowWatermark != 35 {
+		t.Fatalf("DeleteRecords at 35 with node %d down: %d, %v", lagger, r.LowWatermark, r.Err)
+	}
+
+	c.Restart(lagger)
+	c.awaitTopic(t, 20*time.Second, topic, all, func(td kadm.TopicDetail) string {
+		if p := td.Partitions[0]; len(p.ISR) != 3 {
+			return fmt.Sprintf("isr %v", p.ISR)
+		}
+		return ""
+	})
+	if got, err := replicaLogStart(c.Addr(lagger), topic, 0); err != nil || got != 35 {
+		t.Fatalf("node %d rejoined starting at %d (%v), want 35", lagger, got, err)
+	}
+	if !c.Node(lagger).logContains("restarting the log at the batch") {
+		t.Errorf("node %d did not restart its log at the batch holding the start", lagger)
+	}
+	// Its own copy, read as the debugging consumer, holds [35, 100) whole
+	// and in order, from the batch at 30 that holds 35.
+	conn, err := net.DialTimeout("tcp", c.Addr(lagger), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	raw := &rawConn{Conn: conn}
+	offset, firstBase := int64(35), int64(-1)
+	for offset < 100 {
+		sp, err := diskFetch(raw, topic, 0, offset)
+		if err != nil || sp.ErrorCode != 0 {
+			t.Fatalf("node %d's copy at %d: %v, code %d", lagger, offset, err, sp.ErrorCode)
+		}
+		if sp.LogStartOffset != 35 || len(sp.RecordBatches) == 0 {
+			t.Fatalf("node %d's copy at %d: start %d, %d bytes, hw %d", lagger, offset, sp.LogStartOffset, len(sp.RecordBatches), sp.HighWatermark)
+		}
+		for b := sp.RecordBatches; len(b) >= 61; {
+			n := int(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
+			if n > len(b) {
+				break
+			}
+			base := int64(binary.BigEndian.Uint64(b))
+			last := base + int64(int32(binary.BigEndian.Uint32(b[23:27])))
+			if firstBase < 0 {
+				firstBase = base
+			} else if base != offset {
+				t.Fatalf("node %d's copy: batch at %d after offset %d", lagger, base, offset)
+			}
+			offset = last + 1
+			b = b[n:]
+		}
+	}
+	if firstBase != 30 {
+		t.Fatalf("node %d's copy starts with the batch at %d, want 30 (the one holding 35)", lagger, firstBase)
 	}
 }
