@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,7 +38,10 @@ import (
 //   - Replica fetches (a follower's, ReplicaID or ReplicaState.ID >= 0)
 //     read up to the log end rather than the high watermark, record the
 //     follower's fetch offset as its log end (which moves the high
-//     watermark), and wait for appends rather than for the high watermark.
+//     watermark) and its LogStartOffset (which moves the low watermark
+//     DeleteRecords waits for), and wait for appends rather than for the
+//     high watermark; a log start moved during the wait (DeleteRecords)
+//     answers at once.
 //   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
 //     up to that replica's high watermark: a way to read one broker's copy.
 //   - A consumer with a consumer_byte_rate quota has its MaxBytes capped at
@@ -69,6 +73,10 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	parts := b.fetchPartitions(req)
+	var starts []int64
+	if replicaID >= 0 {
+		starts = logStarts(parts)
+	}
 	b.goLoop(func() {
 		ch := make(chan struct{}, 1)
 		watch, unwatch := (*replica.Partition).Watch, (*replica.Partition).Unwatch
@@ -89,7 +97,10 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 			// Registered before reading again, so no wake-up is lost.
 			resp.Release() // the previous, insufficient read
 			resp, n, stop = b.fetchOnce(req)
-			if stop || n >= int(max(req.MinBytes, 1)) {
+			// A follower parked here hears at once of a log start moved
+			// meanwhile (DeleteRecords), so it follows and reports it
+			// without waiting for new records.
+			if stop || n >= int(max(req.MinBytes, 1)) || (starts != nil && !slices.Equal(starts, logStarts(parts))) {
 				respond(resp)
 				return
 			}
@@ -108,6 +119,18 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 			}
 		}
 	})
+}
+
+// logStarts are the log start offsets of parts (-1 where no log is open).
+func logStarts(parts []*replica.Partition) []int64 {
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		out[i] = -1
+		if lg := p.Log(); lg != nil {
+			out[i] = lg.StartOffset()
+		}
+	}
+	return out
 }
 
 // fetchPartitions resolves the request's partitions that exist.
@@ -182,7 +205,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				limit := p.HW()
 				if replicaID >= 0 {
 					// The follower's fetch offset is its durable log end.
-					p.FollowerFetched(replicaID, rp.FetchOffset)
+					p.FollowerFetched(replicaID, rp.FetchOffset, rp.LogStartOffset)
 					limit = lg.EndOffset()
 				}
 				hw := p.HW()

@@ -33,8 +33,14 @@ func (b *Broker) retentionLoop() {
 				if code != 0 {
 					continue
 				}
-				if _, err := lg.DeleteOldSegments(now); err != nil && !errors.Is(err, storage.ErrClosed) {
+				n, err := lg.DeleteOldSegments(now)
+				if err != nil && !errors.Is(err, storage.ErrClosed) {
 					p.Logger.Warn().Err(err).Msg("retention")
+				}
+				if n > 0 {
+					// The core counts the start in the low watermark
+					// DeleteRecords waits for.
+					p.Step(replica.StartMoved{Start: lg.StartOffset()})
 				}
 			}
 		}

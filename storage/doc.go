@@ -20,6 +20,8 @@
 //	                                only for a segment that holds such an abort
 //	00000000000000001234.snapshot   producer state as of offset 1234
 //	leader-epoch-checkpoint         leader epochs and where each began
+//	log-start-offset                the log start offset, when DeleteRecords moved it
+//	                                inside the first segment (logstart.go)
 //	partition.metadata              topic id (written by the broker)
 //	clean-shutdown                  present only after a clean close
 //

@@ -79,8 +79,10 @@ const cleanShutdownFile = "clean-shutdown"
 // Invariants: segs is non-empty and sorted by base; segs[i].next <=
 // segs[i+1].base (below it when compaction, here or on the leader a
 // follower copied, removed the segment's last offsets);
-// startOffset == segs[0].base; durable <= end; every entry of the epoch
-// cache starts below end, except the latest, which may start at end (an
+// segs[0].base <= startOffset <= end, and startOffset <= segs[1].base
+// when there is a segs[1] (a start inside the first segment is recorded
+// in log-start-offset: logstart.go); durable <= end; every entry of the
+// epoch cache starts below end, except the latest, which may start at end (an
 // epoch recorded before its first batch is written, or whose write failed).
 type Log struct {
 	dir string
@@ -99,6 +101,9 @@ type Log struct {
 		// only retention causes (entries below the new start; Open drops
 		// those anyway). Close writes it.
 		epochsUnsaved bool
+		// savedStart is the offset log-start-offset holds, -1 without the
+		// file (logstart.go).
+		savedStart int64
 		// hadTxnIndex: this log has had a .txnindex file, so a roll
 		// removes any at the new segment's base (one a failed removal left
 		// there must not become the new segment's). Logs without aborted
@@ -314,7 +319,23 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 		return open(dir, cfg, log, true)
 	}
-	if err := l.loadEpochs(segs, segs[0].base, last.next); err != nil {
+	// The start DeleteRecords moved inside the first segment, if any
+	// (logstart.go).
+	start, restartAt := segs[0].base, int64(-1)
+	saved, err := readLogStart(fs, dir)
+	if err != nil {
+		log.Warn().Err(err).Msg("unreadable log-start-offset; the log starts at its first segment")
+		saved = -1
+	}
+	if saved > start {
+		start = saved
+	}
+	if start > last.next {
+		log.Warn().Int64("log_start_offset", start).Int64("end_offset", last.next).
+			Msg("log start offset is past the log end; restarting the log empty there")
+		restartAt, start = start, last.next
+	}
+	if err := l.loadEpochs(segs, start, last.next); err != nil {
 		for _, s := range segs {
 			s.close()
 		}
@@ -325,9 +346,33 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	l.mu.hadTxnIndex = len(txnFiles) > 0 || txnDirChanged
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
-	l.startOffset.Store(segs[0].base)
+	l.startOffset.Store(start)
+	l.mu.savedStart = saved
 	l.publishSegs(segs)
 	l.publishTxnsLocked()
+	if len(segs) > 1 && segs[1].base <= start && restartAt < 0 {
+		// Segments wholly below the start that a crash brought back
+		// (their removal is not synced): they go again.
+		l.mu.Lock()
+		_, err := l.dropBelowLocked(start)
+		l.mu.Unlock()
+		if err != nil {
+			log.Warn().Err(err).Msg("removing segments below the log start offset")
+		}
+	}
+	if restartAt >= 0 {
+		l.flushMu.Lock()
+		l.mu.Lock()
+		err := l.truncateFullyLocked(restartAt, restartAt)
+		l.mu.Unlock()
+		l.flushMu.Unlock()
+		if err != nil {
+			for _, s := range l.segments() {
+				s.close()
+			}
+			return nil, err
+		}
+	}
 	if !clean && len(bases) > 0 {
 		log.Info().Int64("end_offset", last.next).Int("segments", len(segs)).Msg("recovered log after unclean shutdown")
 	}
@@ -415,7 +460,9 @@ func (l *Log) segments() []*segment {
 // EndOffset is the offset the next appended record gets (the LEO).
 func (l *Log) EndOffset() int64 { return l.end.Load() }
 
-// StartOffset is the first offset still in the log.
+// StartOffset is the first offset still in the log: reads below it are
+// ErrOffsetOutOfRange. It may lie inside the first segment
+// (AdvanceStartOffset), whose batch holding it is then read whole.
 func (l *Log) StartOffset() int64 { return l.startOffset.Load() }
 
 // DurableOffset is the end of the fsynced prefix.

@@ -3,15 +3,16 @@ package storage
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
 // OffsetForTimestamp finds the first record at or after ts (in ms) below
 // limit, returning its offset and timestamp; ok is false when there is none.
 // The time index narrows the search to a segment position; the batches from
-// there are read to find the record.
+// there are read to find the record. Records below the log start offset
+// are not considered (Kafka's search starts there too).
 func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64, ok bool, err error) {
+	start := l.startOffset.Load()
 	for _, s := range l.segments() {
 		st := s.pub.Load()
 		t := st.times
@@ -38,17 +39,17 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 			if base >= limit {
 				return 0, 0, false, nil
 			}
-			if info.MaxTimestamp >= ts {
+			if info.MaxTimestamp >= ts && base+int64(info.LastDelta) >= start {
 				b, err := s.readAt(pos, info.Bytes)
 				if err != nil {
 					return 0, 0, false, err
 				}
 				if info.LogAppendTimed {
-					return base, info.MaxTimestamp, true, nil
+					return max(base, start), info.MaxTimestamp, true, nil
 				}
 				found := false
 				err = EachRecord(b, info, func(r Record) bool {
-					if rts := info.BaseTimestamp + r.TimestampDelta; rts >= ts {
+					if rts := info.BaseTimestamp + r.TimestampDelta; rts >= ts && base+int64(r.OffsetDelta) >= start {
 						offset, recordTS, found = base+int64(r.OffsetDelta), rts, true
 						return false
 					}
@@ -124,8 +125,9 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 
 // DeleteOldSegments applies time and size retention at wall-clock time now
 // (ms). Only whole, inactive segments are deleted, oldest first, so the log
-// start offset moves forward to a segment boundary. It returns how many
-// segments went.
+// start offset moves forward to a segment boundary (never back: a start
+// AdvanceStartOffset moved further stays). It returns how many segments
+// went.
 func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -155,28 +157,9 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	dead := segs[:n]
-	l.publishSegs(append([]*segment(nil), segs[n:]...))
-	l.startOffset.Store(segs[n].base)
-	if l.txnPub.Load() != nil {
-		l.publishTxnsLocked() // forgets transactions ended below the new start
-	}
-	// Epochs wholly below the new start go from the cache, in memory only:
-	// Open drops them too, so the checkpoint can wait for Close (no fsync
-	// under mu here).
-	if c, nc := l.epochCache(), l.epochCache().truncateFromStart(segs[n].base); !slices.Equal(c, nc) {
-		l.epochs.Store(&nc)
-		l.mu.epochsUnsaved = true
-	}
-	var firstErr error
-	for _, s := range dead {
-		delete(l.mu.dirty, s)
-		if err := s.remove(l.cfg.FileDeleteDelay); err != nil && firstErr == nil {
-			firstErr = err
-		}
-		l.log.Info().Int64("segment", s.base).Int64("bytes", s.size).Msg("deleted segment by retention")
-	}
-	return n, firstErr
+	// A start moved inside a later segment (AdvanceStartOffset) stays.
+	_, err := l.dropBelowLocked(max(l.startOffset.Load(), segs[n].base))
+	return n, err
 }
 
 // SetConfig changes the log's policy (a topic config change).

@@ -70,10 +70,67 @@ type replicaBatch struct {
 // (durably, before the batch is written), as Kafka's follower assigns it.
 // Durability is as for Append: Flush makes the data durable and advances
 // DurableOffset.
+//
+// One batch may start below the log end: the first of an empty log
+// (start == end) that holds its end, which happens when the leader's log
+// start, where this log restarted (TruncateFullyAndStartAt), lies inside
+// a batch (DeleteRecords). The log then restarts at that batch's base and
+// takes it, keeping its start offset, as Kafka's follower does on
+// UnexpectedAppendOffsetException.
 func (l *Log) AppendReplica(batches []byte) (AppendReplicaResult, error) {
 	now := time.Now().UnixMilli()
+	if straddlesEnd(batches, l.startOffset.Load(), l.end.Load()) {
+		return l.appendReplicaBelowStart(batches, now)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.appendReplicaLocked(batches, now)
+}
+
+// straddlesEnd reports whether an empty log (start == end) is handed a
+// first batch that begins below end and holds it.
+func straddlesEnd(batches []byte, start, end int64) bool {
+	if start != end || len(batches) < BatchHeaderLen || batchLen(batches) > int64(len(batches)) {
+		return false
+	}
+	base, last := BaseOffset(batches), LastOffset(batches)
+	return base >= 0 && base < end && last >= end
+}
+
+// appendReplicaBelowStart is AppendReplica for a first batch that holds
+// the end of an empty log: the log restarts at the batch's base with its
+// start offset kept (truncateFullyLocked records it first), then appends.
+func (l *Log) appendReplicaBelowStart(batches []byte, now int64) (AppendReplicaResult, error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.startOffset.Load()
+	if err := l.writableLocked(); err != nil || !straddlesEnd(batches, start, l.end.Load()) {
+		return l.appendReplicaLocked(batches, now) // changed meanwhile
+	}
+	base := BaseOffset(batches)
+	if _, err := checkStoredBatch(batches[:batchLen(batches)]); err != nil {
+		res := AppendReplicaResult{FirstOffset: -1, LastOffset: -1, EndOffset: l.end.Load()}
+		return res, fmt.Errorf("log %s: fetched batches: batch at offset %d: %w", l.dir, base, err)
+	}
+	l.log.Info().Int64("log_start_offset", start).Int64("batch_base", base).
+		Msg("the first fetched batch begins below the log start offset; restarting the log at the batch")
+	if err := l.truncateFullyLocked(base, start); err != nil {
+		return AppendReplicaResult{FirstOffset: -1, LastOffset: -1, EndOffset: l.end.Load()}, err
+	}
+	res, err := l.appendReplicaLocked(batches, now)
+	if end := l.end.Load(); end < start {
+		// Nothing landed: keep start <= end in memory (the file keeps the
+		// start, and Open restarts there).
+		l.startOffset.Store(end)
+	}
+	return res, err
+}
+
+// appendReplicaLocked is AppendReplica without the restart below the start.
+// REQUIRES: l.mu held.
+func (l *Log) appendReplicaLocked(batches []byte, now int64) (AppendReplicaResult, error) {
 	res := AppendReplicaResult{FirstOffset: -1, LastOffset: -1, EndOffset: l.end.Load()}
 	if err := l.writableLocked(); err != nil {
 		return res, err

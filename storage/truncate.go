@@ -68,7 +68,7 @@ func (l *Log) Truncate(offset int64) error {
 		return nil
 	}
 	if offset < l.startOffset.Load() {
-		return l.truncateFullyLocked(offset)
+		return l.truncateFullyLocked(offset, offset)
 	}
 	return l.truncateLocked(offset)
 }
@@ -89,7 +89,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	return l.truncateFullyLocked(offset)
+	return l.truncateFullyLocked(offset, offset)
 }
 
 // cutInfo is where truncation to an offset cuts a segment.
@@ -216,6 +216,15 @@ func (l *Log) truncateLocked(offset int64) error {
 			return fail(err)
 		}
 	}
+	// A cut below the start (the batch holding a start that DeleteRecords
+	// moved inside it goes whole) leaves the log empty at its new end;
+	// the file must say so before anything is appended there.
+	if newEnd < l.startOffset.Load() {
+		if err := l.keepStartLocked(newEnd, segs[0].base); err != nil {
+			return fail(err)
+		}
+		l.startOffset.Store(newEnd)
+	}
 	// Segment s was just fdatasynced and every earlier one at its roll.
 	l.durable.Store(newEnd)
 	l.log.Info().Int64("offset", offset).Int64("end_offset", newEnd).Int("segments_removed", len(dead)).Msg("truncated log")
@@ -341,7 +350,10 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 	return nil
 }
 
-// truncateFullyLocked empties the log and restarts it at offset.
+// truncateFullyLocked empties the log and restarts it at offset, with
+// log start offset start >= offset (above it only for AppendReplica's
+// restart below its start; the log is empty in between, start > end, until
+// the append lands).
 //
 // Order: the producer snapshots go and the epoch checkpoint is emptied
 // first (a crash then leaves the old log, whose producers Open replays and
@@ -352,12 +364,21 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 // the new one, and Open does not untangle overlapping segments; one that
 // began at offset has the new one's file names); then the new segment is
 // created (durably); then the segments wholly below offset go, oldest
-// first, like retention.
+// first, like retention. A start above offset is recorded
+// (log-start-offset) before any segment goes, so no crash shows the
+// records below it; a recorded start above a start at offset is lowered
+// once the new segment exists (a crash before that restarts the log at
+// the recorded start, Open's rule: offsets deleted anyway).
 // REQUIRES: l.flushMu and l.mu held.
-func (l *Log) truncateFullyLocked(offset int64) error {
+func (l *Log) truncateFullyLocked(offset, start int64) error {
 	// Failures before the first segment goes leave the log as it was.
 	if err := removeSnapshotsAbove(l.fs, l.dir, -1); err != nil {
 		return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
+	}
+	if start > offset {
+		if err := l.keepStartLocked(start, offset); err != nil {
+			return err
+		}
 	}
 	if err := l.saveEpochsLocked(nil); err != nil {
 		return err
@@ -406,10 +427,14 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			return fail(err)
 		}
 	}
+	if err := l.keepStartLocked(start, offset); err != nil {
+		ns.close()
+		return fail(err)
+	}
 	l.durable.Store(min(l.durable.Load(), offset))
 	l.publishSegs([]*segment{ns})
 	l.end.Store(offset)
-	l.startOffset.Store(offset)
+	l.startOffset.Store(start)
 	l.durable.Store(offset)
 	l.log.Info().Int64("offset", offset).Int("segments_removed", len(segs)).Msg("truncated log fully; restarting it")
 	return nil

@@ -85,7 +85,7 @@ var brokerExact = map[string]rule{
 	"log.preallocate":                               with(ignored, whyJVM),
 	"log.flush.scheduler.interval.ms":               with(ignored, whyJVM),
 	"log.flush.offset.checkpoint.interval.ms":       with(ignored, whyJVM),
-	"log.flush.start.offset.checkpoint.interval.ms": with(ignored, whyJVM),
+	"log.flush.start.offset.checkpoint.interval.ms": with(ignored, "Fjord writes a partition's log start offset (log-start-offset) durably each time DeleteRecords moves it, with no periodic checkpoint"),
 	"log.segment.delete.delay.ms":                   with(ignored, whyJVM),
 	"queued.max.requests":                           with(ignored, whyJVM),
 	"socket.send.buffer.bytes":                      with(ignored, whyJVM),

@@ -8,6 +8,7 @@ import (
 // follower is the leader's view of one follower.
 type follower struct {
 	leo           int64 // its fetch offset: its durable log end
+	logStart      int64 // its log start offset as its last fetch reported it; -1 unknown
 	lastFetch     int64
 	lastCaughtUp  int64
 	lastLeaderEnd int64 // the leader's log end at lastFetch
@@ -117,7 +118,15 @@ func (c *Core) Step(now int64, ev any) Ready {
 			c.maybeAdvanceHW(&rd)
 		}
 	case FollowerFetched:
-		c.followerFetched(now, e.ID, e.Offset, &rd)
+		c.followerFetched(now, e, &rd)
+	case StartMoved:
+		// DeleteRecords on a leader, or a follower following its leader's
+		// start. Waiters look again: a leader's DeleteRecords, replica
+		// fetches parked on the log end (they carry the new start).
+		if c.phase.logOpen() && e.Start > c.logStart {
+			c.logStart = e.Start
+			rd.WakeLow, rd.WakeAppend = true, true
+		}
 	case LeaderHW:
 		if c.phase == Following || c.phase == Reconciling {
 			c.setHW(max(min(e.HW, c.logEnd), 0), &rd)
@@ -462,14 +471,19 @@ func sameProposal(a, b Proposal) bool {
 	return a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch && a.Resign == b.Resign && slices.Equal(a.ISR, b.ISR)
 }
 
-func (c *Core) followerFetched(now int64, id int32, offset int64, rd *Ready) {
+func (c *Core) followerFetched(now int64, e FollowerFetched, rd *Ready) {
+	id, offset := e.ID, e.Offset
 	if (c.phase != Leading && c.phase != Resigning) || id == c.cfg.ID || !slices.Contains(c.asg.Replicas, id) {
 		return
 	}
 	f := c.followers[id]
 	if f == nil {
-		f = &follower{lastCaughtUp: now}
+		f = &follower{lastCaughtUp: now, logStart: -1}
 		c.followers[id] = f
+	}
+	if e.LogStart >= 0 && e.LogStart != f.logStart {
+		f.logStart = e.LogStart
+		rd.WakeLow = true // a DeleteRecords may be waiting for it
 	}
 	// Caught up: asking for the leader's log end, or for at least what the
 	// leader's end was at its previous fetch (Kafka's rule, so a steady
@@ -481,6 +495,36 @@ func (c *Core) followerFetched(now int64, id int32, offset int64, rd *Ready) {
 	}
 	f.leo, f.lastFetch, f.lastLeaderEnd, f.fetched = offset, now, c.logEnd, true
 	c.maybeAdvanceHW(rd)
+}
+
+// LowWatermark is a leader's low watermark (Kafka's lowWatermarkIfLeader):
+// the smallest log start offset among its own and those of the replicas
+// the image shows live, as their fetches last reported them (-1 for one
+// that has not fetched since this broker began leading). DeleteRecords
+// answers once it reaches the requested offset. ok is false when this
+// replica does not lead.
+//
+// Kafka's rule counts every live replica, in the ISR or not: a lagging
+// follower still fetches, learns the leader's start from the response and
+// follows it, so a DeleteRecords answered with success means every replica
+// that is up has dropped the records. A replica that is down (fenced) does
+// not hold it: it learns the start when it returns.
+func (c *Core) LowWatermark() (int64, bool) {
+	if c.phase != Leading && c.phase != Resigning {
+		return -1, false
+	}
+	lw := c.logStart
+	for _, id := range c.asg.Replicas {
+		if id == c.cfg.ID || !slices.Contains(c.asg.Live, id) {
+			continue
+		}
+		f := c.followers[id]
+		if f == nil {
+			return -1, true
+		}
+		lw = min(lw, f.logStart)
+	}
+	return lw, true
 }
 
 // localEnd is this replica's end as the high watermark counts it.

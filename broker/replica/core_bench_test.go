@@ -47,8 +47,8 @@ func BenchmarkPartitionProducePath(b *testing.B) {
 		end := int64(i + 1)
 		p.Step(Appended{End: end})
 		p.Step(Flushed{Durable: end})
-		p.FollowerFetched(2, end)
-		p.FollowerFetched(3, end)
+		p.FollowerFetched(2, end, -1)
+		p.FollowerFetched(3, end, -1)
 	}
 	if p.HW() != int64(b.N) {
 		b.Fatalf("hw %d, want %d", p.HW(), b.N)

@@ -69,7 +69,13 @@ func TestDataDriven(t *testing.T) {
 			case "reconfigure":
 				rd = c.Step(now, Reconfigured{SyncOnAck: !d.HasArg("async")})
 			case "fetched":
-				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), Offset: int64(argInt(t, d, "offset", 0))})
+				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), Offset: int64(argInt(t, d, "offset", 0)),
+					LogStart: int64(argInt(t, d, "start", -1))})
+			case "start-moved":
+				rd = c.Step(now, StartMoved{Start: int64(argInt(t, d, "start", 0))})
+			case "low-watermark":
+				lw, ok := c.LowWatermark()
+				return fmt.Sprintf("low-watermark=%d leads=%v", lw, ok)
 			case "leader-hw":
 				rd = c.Step(now, LeaderHW{HW: int64(argInt(t, d, "hw", 0))})
 			case "truncated":
@@ -180,6 +186,9 @@ func ready(rd Ready) string {
 	}
 	if rd.WakeAppend {
 		wake = append(wake, "append")
+	}
+	if rd.WakeLow {
+		wake = append(wake, "low")
 	}
 	if len(wake) > 0 {
 		fmt.Fprintf(&b, "wake %s\n", strings.Join(wake, ","))

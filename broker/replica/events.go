@@ -67,11 +67,17 @@ type (
 	Appended struct{ End int64 }
 	// Flushed: everything below Durable is fsynced.
 	Flushed struct{ Durable int64 }
-	// FollowerFetched: follower ID fetched at Offset (its durable log end).
+	// FollowerFetched: follower ID fetched at Offset (its durable log end),
+	// reporting its log start offset LogStart (-1: not reported, Fetch v4).
 	FollowerFetched struct {
-		ID     int32
-		Offset int64
+		ID       int32
+		Offset   int64
+		LogStart int64
 	}
+	// StartMoved: the log start offset moved forward to Start
+	// (AdvanceStartOffset: DeleteRecords, or a follower following its
+	// leader's start).
+	StartMoved struct{ Start int64 }
 	// LeaderHW is the high watermark in the leader's fetch response.
 	LeaderHW struct{ HW int64 }
 	// Truncated: the log was cut to End (divergence, or a damage repair
@@ -128,6 +134,7 @@ type Ready struct {
 	StartOffset int64
 	WakeHW      bool // acks=all and long-poll waiters look again
 	WakeAppend  bool // replica long polls look again
+	WakeLow     bool // a log start moved here or on a follower: DeleteRecords waiters look again
 	Open        bool // open the log, answer OpenDone
 	Propose     *Proposal
 	TruncateTo  int64 // >= 0: cut the log there (damage repair), answer Truncated{Repaired}

@@ -426,7 +426,11 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
 			}
 		}
 	}
+	p.leaderHW.Store(sp.HighWatermark)
 	p.Step(LeaderHW{HW: sp.HighWatermark})
+	if sp.LogStartOffset > lg.StartOffset() {
+		p.followLeaderStart(lg, f.leader, a.epoch, sp.LogStartOffset)
+	}
 }
 
 // repairDamaged truncates a damaged follower's log to the damage once the

@@ -59,6 +59,10 @@ type Partition struct {
 	// to (the core's TruncateTo), -1 when none: the fetcher is the one
 	// writer of a follower's log.
 	repairTo atomic.Int64
+	// leaderHW is the high watermark in the last fetch response a follower
+	// applied, -1 before any: its offset lag (DescribeLogDirs). Written by
+	// the fetcher.
+	leaderHW atomic.Int64
 	// pausedUntil (unix ms) holds this follower's fetches back after its
 	// leader reported its own copy damaged.
 	pausedUntil atomic.Int64
@@ -130,6 +134,7 @@ func NewPartition(cfg PartitionConfig, host Host) *Partition {
 	s := cfg.Settings
 	p.settings.Store(&s)
 	p.repairTo.Store(-1)
+	p.leaderHW.Store(-1)
 	p.mu.waiters = make(map[chan struct{}]struct{})
 	p.mu.appendWaiters = make(map[chan struct{}]struct{})
 	p.mu.core = New(cfg.Core)
@@ -249,7 +254,7 @@ func (p *Partition) publishLocked(rd Ready) {
 		p.repairTo.Store(rd.TruncateTo)
 	}
 	p.pausedUntil.Store(p.mu.core.PausedUntil())
-	if rd.WakeHW || rd.ViewChanged {
+	if rd.WakeHW || rd.WakeLow || rd.ViewChanged {
 		wakeLocked(p.mu.waiters)
 	}
 	if rd.WakeAppend || rd.ViewChanged {
@@ -384,6 +389,17 @@ func (p *Partition) appendAsFollower(leader, epoch int32, batches []byte) (bool,
 	return true, nil
 }
 
+// OffsetLag is how far this replica's log end is behind its leader's high
+// watermark, as the last fetch response told it (DescribeLogDirs): 0 on
+// the leader, or before a follower's first response.
+func (p *Partition) OffsetLag() int64 {
+	lg := p.Log()
+	if p.Leads() || lg == nil {
+		return 0
+	}
+	return max(p.leaderHW.Load()-lg.EndOffset(), 0)
+}
+
 // Leads reports whether this broker leads the partition now.
 func (p *Partition) Leads() bool { return p != nil && p.view.Load().Leads() }
 
@@ -394,9 +410,109 @@ func (p *Partition) SyncOnAck() bool { return p.settings.Load().FlushMessages <=
 func (p *Partition) Unflushed() int64 { return p.unflushed.Load() }
 
 // FollowerFetched records a follower's fetch at offset (its durable log
-// end); the core moves the high watermark.
-func (p *Partition) FollowerFetched(id int32, offset int64) {
-	p.Step(FollowerFetched{ID: id, Offset: offset})
+// end), reporting its log start offset logStart (-1: unknown); the core
+// moves the high watermark and the low watermark.
+func (p *Partition) FollowerFetched(id int32, offset, logStart int64) {
+	p.Step(FollowerFetched{ID: id, Offset: offset, LogStart: logStart})
+}
+
+// DeleteRecords moves the log start offset of the partition this broker
+// leads to offset (-1: the high watermark), Kafka's deleteRecordsOnLeader:
+// an offset above the high watermark, or negative, is
+// storage.ErrOffsetOutOfRange; one at or below the start changes nothing.
+// It returns the offset asked for, which the low watermark must reach
+// before DeleteRecords answers (WaitLowWatermark), and the view it was
+// served at. Under roleMu's read lock, like an append, so it never lands
+// after this broker stops leading.
+func (p *Partition) DeleteRecords(offset int64) (int64, *View, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	lg, v, code := p.Serve(Produce)
+	if code != 0 {
+		return -1, v, CodeError(code)
+	}
+	hw := p.hw.Load()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, v, fmt.Errorf("%w: delete records below %d: the high watermark is %d", storage.ErrOffsetOutOfRange, offset, hw)
+	}
+	if _, err := lg.AdvanceStartOffset(offset); err != nil {
+		return -1, v, err
+	}
+	// Even when nothing moved: retention may have moved the start without
+	// telling the core, whose low watermark counts it.
+	p.Step(StartMoved{Start: lg.StartOffset()})
+	return offset, v, nil
+}
+
+// LowWatermark is the leader's low watermark (Core.LowWatermark): the
+// smallest log start offset among the live replicas; ok is false when this
+// broker does not lead.
+func (p *Partition) LowWatermark() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.core.LowWatermark()
+}
+
+// WaitLowWatermark waits until the low watermark reaches target (every
+// live replica has moved its log start there) and returns it, for
+// DeleteRecords. It fails with ErrNotLeader when this broker stops leading
+// at epoch first, and with ErrTimedOut when ctx's deadline passes (the
+// records are deleted on the leader either way; the followers follow).
+func (p *Partition) WaitLowWatermark(ctx context.Context, target int64, epoch int32) (int64, error) {
+	ch := make(chan struct{}, 1)
+	defer p.Unwatch(ch)
+	for {
+		p.Watch(ch)
+		v := p.view.Load()
+		lw, ok := p.LowWatermark()
+		if !ok || v.LeaderEpoch != epoch {
+			return -1, fmt.Errorf("%w: leadership moved while waiting for the replicas' log start offsets", ErrNotLeader)
+		}
+		if lw >= target {
+			return lw, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return lw, fmt.Errorf("%w: the replicas' log start offsets reached %d, not %d, in time", ErrTimedOut, lw, target)
+			}
+			return lw, ctx.Err()
+		}
+	}
+}
+
+// followLeaderStart moves a follower's log start offset to its leader's,
+// as Kafka's follower does with every fetch response (the leader's
+// LogStartOffset), bounded by what this replica knows is committed (its
+// high watermark), as Kafka's follower refuses a start past its own high
+// watermark. Only while it still follows leader at epoch, under roleMu
+// like its appends.
+func (p *Partition) followLeaderStart(lg *storage.Log, leader, epoch int32, leaderStart int64) {
+	target := min(leaderStart, p.hw.Load())
+	if target <= lg.StartOffset() {
+		return
+	}
+	p.roleMu.RLock()
+	v := p.view.Load()
+	if !v.Fetches(leader) || v.LeaderEpoch != epoch || p.Log() != lg {
+		p.roleMu.RUnlock()
+		return
+	}
+	moved, err := lg.AdvanceStartOffset(target)
+	p.roleMu.RUnlock()
+	if err != nil {
+		if !errors.Is(err, storage.ErrClosed) {
+			p.Logger.Warn().Err(err).Int64("leader_log_start", leaderStart).Msg("following the leader's log start offset")
+		}
+		return
+	}
+	if moved {
+		p.Step(StartMoved{Start: lg.StartOffset()})
+	}
 }
 
 // Errors of WaitCommitted and AppendAsLeader.

@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/txncoord"
+)
+
+// DeleteRecords: v0-2
+//
+// Behaviour (kafka-delete-records.sh, kadm DeleteRecords, sarama
+// ClusterAdmin.DeleteRecords):
+//   - Per partition, moves the leader's log start offset to Offset, -1
+//     meaning the high watermark (Kafka's deleteRecordsOnLeader): records
+//     below it are no longer read (a fetch below it is
+//     OFFSET_OUT_OF_RANGE, ListOffsets earliest returns it), the segments
+//     wholly below it are deleted, and the move is fsynced
+//     (log-start-offset, storage/logstart.go) before anything answers, so
+//     a restart keeps it. An offset at or below the current start changes
+//     nothing and succeeds.
+//   - Errors: an offset above the high watermark, or below -1,
+//     OFFSET_OUT_OF_RANGE; not the leader NOT_LEADER_OR_FOLLOWER; an
+//     unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION; an internal
+//     topic (__consumer_offsets, __transaction_state) INVALID_TOPIC_EXCEPTION;
+//     a topic whose cleanup.policy lacks "delete" POLICY_VIOLATION — all
+//     as Kafka answers them.
+//   - Replication: followers report their log start in each Fetch
+//     (LogStartOffset) and move theirs to the leader's, which every fetch
+//     response carries (broker/replica: followLeaderStart). As in Kafka
+//     (DelayedDeleteRecords), a partition answers once its low watermark
+//     — the smallest log start offset among the leader and the replicas
+//     the image shows live, ISR or not — reaches the offset asked for, and
+//     LowWatermark is that value; past TimeoutMillis it answers
+//     REQUEST_TIMED_OUT with the low watermark reached (the leader has
+//     deleted; followers still follow). A follower parked in a long poll
+//     hears of the move at once, so the wait is about two fetch round trips.
+//
+// Version notes: v1 no change (throttling); v2 flexible.
+func init() { regKey(21, 0, 2, handleDeleteRecords) }
+
+// deleteWait is a partition whose DeleteRecords waits for the replicas.
+type deleteWait struct {
+	p            *replica.Partition
+	target       int64
+	epoch        int32
+	topic, index int // its place in the response
+}
+
+func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	var waits []deleteWait
+	for _, rt := range req.Topics {
+		st := kmsg.NewDeleteRecordsResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case t.name == offsetsTopic || t.name == txncoord.Topic:
+				sp.ErrorCode = kerr.InvalidTopicException.Code
+			case !b.policyHas(t, "delete"):
+				sp.ErrorCode = kerr.PolicyViolation.Code
+			default:
+				_, _, _, code := b.servingPartition(t, rp.Partition, replica.Produce)
+				if code != 0 {
+					sp.ErrorCode = code
+					break
+				}
+				p := t.parts[rp.Partition]
+				target, v, err := p.DeleteRecords(rp.Offset)
+				if err != nil {
+					sp.ErrorCode = errorCode(err)
+					p.Logger.Debug().Err(err).Int64("offset", rp.Offset).Str("client_id", cc.clientID).Msg("delete records refused")
+					break
+				}
+				lw, _ := p.LowWatermark()
+				sp.LowWatermark = lw
+				if lw < target {
+					waits = append(waits, deleteWait{p: p, target: target, epoch: v.LeaderEpoch,
+						topic: len(resp.Topics), index: len(st.Partitions)})
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if len(waits) == 0 {
+		respond(resp)
+		return
+	}
+	// The wait for the followers runs off the connection's reader, like
+	// acks=all; one deadline bounds every partition of the request.
+	b.goLoop(func() {
+		ctx, cancel := context.WithTimeout(cc.ctx, time.Duration(max(req.TimeoutMillis, 1))*time.Millisecond)
+		defer cancel()
+		for _, w := range waits {
+			sp := &resp.Topics[w.topic].Partitions[w.index]
+			lw, err := w.p.WaitLowWatermark(ctx, w.target, w.epoch)
+			if cc.ctx.Err() != nil {
+				respond(nil) // the connection is gone
+				return
+			}
+			switch sp.ErrorCode = errorCode(err); sp.ErrorCode {
+			case 0, kerr.RequestTimedOut.Code:
+				sp.LowWatermark = max(lw, sp.LowWatermark)
+			default:
+				sp.LowWatermark = -1 // leadership moved: no low watermark to report (Kafka's -1)
+			}
+			if err != nil {
+				w.p.Logger.Debug().Err(err).Int64("offset", w.target).Msg("delete records: the replicas did not follow")
+			}
+		}
+		respond(resp)
+	})
+}
