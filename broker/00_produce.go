@@ -159,14 +159,19 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			}
 		})
 		if len(waits) > 0 {
-			timer := time.NewTimer(time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond)
-			defer timer.Stop()
+			// One deadline for the request, a timer per partition: a
+			// timer's channel fires once, so sharing one would leave every
+			// partition after the first that times out waiting forever.
+			deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond)
 			for _, w := range waits {
 				sp := &resp.Topics[w.topic].Partitions[w.index]
 				if sp.ErrorCode != 0 {
 					continue
 				}
-				if err := w.p.WaitCommitted(cc.ctx, w.target, w.epoch, timer.C); err != nil {
+				timer := time.NewTimer(max(time.Until(deadline), 0))
+				err := w.p.WaitCommitted(cc.ctx, w.target, w.epoch, timer.C)
+				timer.Stop()
+				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = errorCode(err), errMessage(err), -1
 					w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
 				}
