@@ -30,6 +30,8 @@ func sampleRecords() []Record {
 		SetConfig{Resource: ClusterResource(), Key: "k"},
 		SetConfig{Resource: BrokerResource(4), Key: "k", Value: ptr("")},
 		ProducerIDs{Broker: 1, First: 1000, Count: 1000},
+		ChangeReplicas{TopicID: id, Partition: 3, Replicas: []int32{2, 3, 4, 1}, Adding: []int32{4}, Removing: []int32{1}, ISR: []int32{1, 2}, Leader: -1},
+		ChangeReplicas{TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 	}
 	out := make([]Record, len(bodies))
 	for i, b := range bodies {
