@@ -83,9 +83,9 @@ type Topic struct {
 type Partition struct {
 	Replicas       []int32
 	ISR            []int32
-	Leader         int32 // -1: no leader
-	LeaderEpoch    int32 // bumped on each leader change
-	PartitionEpoch int32 // bumped on each change of any field
+	Leader         int32   // -1: no leader
+	LeaderEpoch    int32   // bumped on each leader change
+	PartitionEpoch int32   // bumped on each change of any field
 	Adding         []int32 // replicas the reassignment adds (not in the original)
 	Removing       []int32 // replicas it removes (not in the target)
 }
