@@ -201,8 +201,10 @@ type ReassignResult struct {
 // would need an unclean election; NO_REASSIGNMENT_IN_PROGRESS for
 // cancelling nothing; INVALID_REQUEST for a partition named twice. A target
 // equal to the current replicas of an idle partition changes nothing; one
-// that needs no new replica in sync completes at once.
-func Reassign(img *Image, rs []Reassignment) ([]Record, []ReassignResult) {
+// that needs no new replica in sync completes at once. With allowRFChange
+// false (AlterPartitionReassignments v1, KIP-1101), a target whose size
+// differs from the original replicas' is INVALID_REPLICATION_FACTOR.
+func Reassign(img *Image, rs []Reassignment, allowRFChange bool) ([]Record, []ReassignResult) {
 	type key struct {
 		topic string
 		p     int32
@@ -225,6 +227,11 @@ func Reassign(img *Image, rs []Reassignment) ([]Record, []ReassignResult) {
 			continue
 		}
 		p := t.Partitions[r.Partition]
+		if !allowRFChange && r.Target != nil && len(r.Target) != len(p.Original()) {
+			res.ErrorCode, res.Message = kerr.InvalidReplicationFactor.Code,
+				fmt.Sprintf("partition %s-%d: the target has %d replicas, the partition %d, and replication factor changes are not allowed", r.Topic, r.Partition, len(r.Target), len(p.Original()))
+			continue
+		}
 		next, changed, code, msg := reassignOne(img, p, r.Target)
 		if code != nil {
 			res.ErrorCode, res.Message = code.Code, fmt.Sprintf("partition %s-%d: %s", r.Topic, r.Partition, msg)

@@ -25,7 +25,7 @@ func assigned(t *testing.T, n int, name string, rs ...int32) (*cluster, *Topic) 
 // reassign applies a one-partition reassignment and fails on an error.
 func (c *cluster) reassign(topic string, p int32, target []int32) {
 	c.t.Helper()
-	recs, res := Reassign(c.img, []Reassignment{{Topic: topic, Partition: p, Target: target}})
+	recs, res := Reassign(c.img, []Reassignment{{Topic: topic, Partition: p, Target: target}}, true)
 	if res[0].ErrorCode != 0 {
 		c.t.Fatalf("reassign %s-%d to %v: %d %s", topic, p, target, res[0].ErrorCode, res[0].Message)
 	}
@@ -83,7 +83,7 @@ func TestReassignMove(t *testing.T) {
 		t.Fatalf("completed before 4 is in sync: %v", recs)
 	}
 	// The same target again changes nothing.
-	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{2, 3, 4}}}); len(recs) != 0 || res[0].ErrorCode != 0 {
+	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{2, 3, 4}}}, true); len(recs) != 0 || res[0].ErrorCode != 0 {
 		t.Fatalf("repeated target: %v %+v", recs, res)
 	}
 
@@ -134,7 +134,7 @@ func TestReassignAtOnce(t *testing.T) {
 		})
 	}
 	c, _ := assigned(t, 4, "t", 1, 2, 3)
-	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{1, 2, 3}}}); len(recs) != 0 || res[0].ErrorCode != 0 {
+	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{1, 2, 3}}}, true); len(recs) != 0 || res[0].ErrorCode != 0 {
 		t.Fatalf("unchanged target: %v %+v", recs, res)
 	}
 }
@@ -174,7 +174,7 @@ func TestReassignCancel(t *testing.T) {
 		t.Fatalf("leader epoch %d, want %d", p.LeaderEpoch, le+1)
 	}
 	// Nothing left to cancel.
-	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t"}}); len(recs) != 0 || res[0].ErrorCode != kerr.NoReassignmentInProgress.Code {
+	if recs, res := Reassign(c.img, []Reassignment{{Topic: "t"}}, true); len(recs) != 0 || res[0].ErrorCode != kerr.NoReassignmentInProgress.Code {
 		t.Fatalf("cancel of nothing: %v %+v", recs, res)
 	}
 }
@@ -188,12 +188,12 @@ func TestReassignCancelUnclean(t *testing.T) {
 	four := int32(4)
 	c.apply(NewRecord(ChangePartition{TopicID: tp.ID, Partition: 0, ISR: &[]int32{4}, Leader: &four}))
 	before := c.part(tp, 0)
-	recs, res := Reassign(c.img, []Reassignment{{Topic: "t"}})
+	recs, res := Reassign(c.img, []Reassignment{{Topic: "t"}}, true)
 	if len(recs) != 0 || res[0].ErrorCode != kerr.InvalidReplicaAssignment.Code {
 		t.Fatalf("unclean cancel: %v %+v", recs, res)
 	}
 	// A new target that drops 4, the only in-sync replica, likewise.
-	recs, res = Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{5, 1}}})
+	recs, res = Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{5, 1}}}, true)
 	if len(recs) != 0 || res[0].ErrorCode != kerr.InvalidReplicaAssignment.Code {
 		t.Fatalf("unclean re-target: %v %+v", recs, res)
 	}
@@ -262,14 +262,22 @@ func TestReassignErrors(t *testing.T) {
 		{"cancel nothing", []Reassignment{{Topic: "t"}}, kerr.NoReassignmentInProgress.Code},
 		{"partition twice", []Reassignment{{Topic: "t", Target: []int32{1}}, {Topic: "t", Target: []int32{2}}}, kerr.InvalidRequest.Code},
 	} {
-		recs, res := Reassign(c.img, tc.rs)
+		recs, res := Reassign(c.img, tc.rs, true)
 		if len(recs) != 0 || res[0].ErrorCode != tc.want || res[0].Message == "" {
 			t.Errorf("%s: %v %+v, want code %d", tc.name, recs, res, tc.want)
 		}
 	}
-	recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{1, 2, 7}}})
+	recs, res := Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{1, 2, 7}}}, true)
 	if res[0].ErrorCode != 0 || len(recs) != 1 {
 		t.Fatalf("fenced target broker: %v %+v", recs, res)
+	}
+	// Replication factor changes refused when the request says so (v1).
+	recs, res = Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{1, 2}}}, false)
+	if res[0].ErrorCode != kerr.InvalidReplicationFactor.Code || len(recs) != 0 {
+		t.Fatalf("rf change not allowed: %v %+v", recs, res)
+	}
+	if recs, res = Reassign(c.img, []Reassignment{{Topic: "t", Target: []int32{2, 3, 4}}}, false); res[0].ErrorCode != 0 || len(recs) != 1 {
+		t.Fatalf("same rf, not allowed to change: %v %+v", recs, res)
 	}
 }
 

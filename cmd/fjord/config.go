@@ -204,6 +204,10 @@ func newConfigKeys() []configKey {
 
 		{name: "replica.lag.time.max.ms", def: itoa(d.ReplicaLagTimeMaxMs), doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR.",
 			set: setInt(func(c *broker.Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
+		{name: "leader.replication.throttled.rate", def: "", doc: "Unset: no cap (Kafka's default, Long.MAX_VALUE). Bytes per second a leader sends, in all, to out-of-sync followers of the replicas its topics list in leader.replication.throttled.replicas (a partition move's copying); a dynamic broker config overrides it.",
+			set: setRate(func(c *broker.Config) *int64 { return &c.LeaderReplicationThrottledRate })},
+		{name: "follower.replication.throttled.rate", def: "", doc: "Unset: no cap (Kafka's default, Long.MAX_VALUE). Bytes per second an out-of-sync follower fetches, in all, for the replicas its topics list in follower.replication.throttled.replicas; a dynamic broker config overrides it.",
+			set: setRate(func(c *broker.Config) *int64 { return &c.FollowerReplicationThrottledRate })},
 		{name: "auto.leader.rebalance.enable", def: strconv.FormatBool(d.AutoLeaderRebalance), doc: "Move leadership back to each partition's preferred replica when it is live and in sync.",
 			set: setBool(func(c *broker.Config) *bool { return &c.AutoLeaderRebalance })},
 		{name: "leader.imbalance.check.interval.seconds", def: itoa(d.LeaderImbalanceCheckSecs), doc: "How often the active controller moves leadership back to preferred replicas.",
@@ -252,6 +256,21 @@ func setInt[T integer](field func(*broker.Config) *T) func(*broker.Config, strin
 		n, err := parseInt[T](v)
 		if err != nil {
 			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// setRate parses a replication throttle rate in bytes per second (>= 1).
+func setRate(field func(*broker.Config) *int64) func(*broker.Config, string) error {
+	return func(c *broker.Config, v string) error {
+		n, err := parseInt[int64](v)
+		if err != nil {
+			return err
+		}
+		if n < 1 {
+			return fmt.Errorf("%d bytes/s: must be >= 1", n)
 		}
 		*field(c) = n
 		return nil

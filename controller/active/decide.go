@@ -105,6 +105,10 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.alterPartition(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.electLeaders(ctx, img, req)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.alterReassignments(ctx, img, req)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return c.listReassignments(img, req)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ var apis = map[int16][2]int16{
 	20: {0, 6},   // DeleteTopics
 	37: {0, 3},   // CreatePartitions
 	43: {0, 2},   // ElectLeaders
+	45: {0, 1},   // AlterPartitionReassignments
+	46: {0, 0},   // ListPartitionReassignments
 	56: {2, 3},   // AlterPartition (topic ids)
 	62: {0, 4},   // BrokerRegistration
 	63: {0, 1},   // BrokerHeartbeat
@@ -128,6 +130,14 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 		return r
 	case *kmsg.ElectLeadersRequest:
 		r := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		r.ErrorCode = code
+		return r
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		r.ErrorCode = code
+		return r
+	case *kmsg.ListPartitionReassignmentsRequest:
+		r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		r.ErrorCode = code
 		return r
 	case *kmsg.CreatePartitionsRequest:
