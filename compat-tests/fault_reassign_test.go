@@ -137,7 +137,9 @@ func latencies(h []faultAttempt, from, to time.Time) string {
 		return "n=0"
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	q := func(f float64) time.Duration { return ds[min(len(ds)-1, int(f*float64(len(ds))))].Round(100 * time.Microsecond) }
+	q := func(f float64) time.Duration {
+		return ds[min(len(ds)-1, int(f*float64(len(ds))))].Round(100 * time.Microsecond)
+	}
 	return fmt.Sprintf("n=%d p50=%v p99=%v max=%v", len(ds), q(0.5), q(0.99), ds[len(ds)-1].Round(100*time.Microsecond))
 }
 
