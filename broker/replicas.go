@@ -138,6 +138,7 @@ func (b *Broker) replicaConfig(s replica.Settings) replica.Config {
 // publishLoop applies each new image to the local replicas until stop.
 func (b *Broker) publishLoop() {
 	var last uint64
+	straysChecked := false
 	for {
 		if b.meta.WaitFor(b.ctx, func(img *controller.Image) bool { return img.Version() > last }) != nil {
 			return
@@ -146,6 +147,10 @@ func (b *Broker) publishLoop() {
 		b.applyImage(img)
 		last = img.Version()
 		b.appliedVersion.Store(last)
+		if epoch := b.brokerEpoch.Load(); !straysChecked && epoch > 0 && last >= uint64(epoch) {
+			straysChecked = true // once per process: later removals come as Unassigns
+			b.removeStrays(img)
+		}
 	}
 }
 

@@ -263,12 +263,58 @@ func TestReassign(t *testing.T) {
 		if err := alterErr(t, adm, topic, 0, nil); !errors.Is(err, kerr.NoReassignmentInProgress) {
 			t.Fatalf("second cancel: %v, want NO_REASSIGNMENT_IN_PROGRESS", err)
 		}
-		p, _ := partitionState(c, 2, topic)
-		if !sameMembers(p.Replicas, before.Replicas) || !sameMembers(p.ISR, before.Replicas) || p.Leader != before.Leader {
-			t.Fatalf("after the cancel: %+v, want replicas and ISR %v led by %d", p, before.Replicas, before.Leader)
-		}
+		// Node 1 answered once its own image showed the cancel; node 2
+		// follows the same log.
+		c.Await(t, 10*time.Second, "the original replicas back", func() (bool, string) {
+			p, ok := partitionState(c, 2, topic)
+			return ok && sameMembers(p.Replicas, before.Replicas) && sameMembers(p.ISR, before.Replicas) && p.Leader == before.Leader,
+				fmt.Sprintf("%+v, want replicas and ISR %v led by %d", p, before.Replicas, before.Leader)
+		})
 		awaitGone(t, c, spare, topic)
 		checkValues(t, c.Addrs(), topic, "c", n, size)
+	})
+
+	// A replica moved away while its broker is down is removed when the
+	// broker comes back (a stray replica): the broker never saw the change
+	// that unassigned it.
+	t.Run("removed while down", func(t *testing.T) {
+		const topic, n, size = "reassign-down", 100, 8 << 10
+		createRF3(t, adm, topic, nil)
+		produceValues(t, c.Addrs(), topic, "d", 0, n, size)
+		before, _ := partitionState(c, 1, topic)
+		gone := before.Replicas[len(before.Replicas)-1]
+		spare := spareOf(c.IDs(), before.Replicas)
+		target := append(slices.Clone(before.Replicas[:len(before.Replicas)-1]), spare)
+		dir := filepath.Join(c.Node(int(gone)).DataDir, topic+"-0")
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("node %d has no copy before the move: %v", gone, err)
+		}
+		c.Kill(int(gone))
+		alive := int(target[0])
+		phase := time.Now()
+		c.Await(t, 20*time.Second, fmt.Sprintf("node %d leaves the ISR", gone), func() (bool, string) {
+			p, ok := partitionState(c, alive, topic)
+			return ok && !slices.Contains(p.ISR, gone) && p.Leader >= 0, fmt.Sprintf("%+v", p)
+		})
+		t.Logf("node %d out of the ISR: %v", gone, time.Since(phase).Round(10*time.Millisecond))
+		if err := alterErr(t, c.Admin(alive), topic, 0, target); err != nil {
+			t.Fatalf("reassign: %v", err)
+		}
+		t.Logf("reassigned: %v", time.Since(phase).Round(10*time.Millisecond))
+		c.Await(t, 30*time.Second, "the move completes without the removed broker", func() (bool, string) {
+			p, ok := partitionState(c, alive, topic)
+			return ok && slices.Equal(p.Replicas, target) && sameMembers(p.ISR, target), fmt.Sprintf("%+v", p)
+		})
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("node %d's copy went while it was down: %v", gone, err)
+		}
+		t.Logf("node %d killed, moved away from: %v", gone, time.Since(phase).Round(10*time.Millisecond))
+		phase = time.Now()
+		c.Restart(int(gone))
+		t.Logf("node %d restarted: %v", gone, time.Since(phase).Round(10*time.Millisecond))
+		awaitGone(t, c, gone, topic)
+		t.Logf("node %d removed its stray copy: %v", gone, time.Since(phase).Round(10*time.Millisecond))
+		checkValues(t, c.Addrs(), topic, "d", n, size)
 	})
 
 	t.Run("errors", func(t *testing.T) {

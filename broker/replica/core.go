@@ -546,7 +546,11 @@ func (c *Core) maybeChangeISR(now int64, rd *Ready) {
 		}
 	}
 	for _, id := range c.asg.Replicas {
-		if slices.Contains(c.asg.ISR, id) {
+		// A fenced broker never joins (KIP-841): the controller would
+		// refuse the whole proposal, and keep refusing it while the
+		// broker's last fetches still count as recent, holding back every
+		// other expansion (a partition move's new replica among them).
+		if slices.Contains(c.asg.ISR, id) || !slices.Contains(c.asg.Live, id) {
 			continue
 		}
 		f := c.followers[id]
