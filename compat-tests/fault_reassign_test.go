@@ -166,12 +166,8 @@ func TestFaultReassign(t *testing.T) {
 	full := func(d time.Duration) (kadm.TopicDetail, time.Duration) {
 		return fc.awaitTopic(t, d, topic, ids, replicasOn(ids, 3))
 	}
-	td, _ := full(30 * time.Second)
+	full(30 * time.Second)
 	const p = int32(0)
-	before := td.Partitions[p]
-	leader := before.Leader
-	spare := spareOf(ids, before.Replicas)
-	target := append(slices.DeleteFunc(slices.Clone(before.Replicas), func(id int32) bool { return id == leader }), spare)
 
 	r := &faultRun{t: t, name: "reassign", fc: fc, topic: topic}
 	r.start = time.Now()
@@ -182,80 +178,28 @@ func TestFaultReassign(t *testing.T) {
 	r.prod = startFaultProducer(t, fc, topic, faultRate, logDir)
 	fc.WaitFor(t, 15*time.Second, func() bool { return r.prod.Acked() >= faultRate })
 	warmEnd := time.Now()
-	r.logf("warm: %d acknowledged; moving p%d from %v (leader %d) to %v", r.prod.Acked(), p, before.Replicas, leader, target)
+	r.logf("warm: %d acknowledged", r.prod.Acked())
 
-	// The move, from a node that stays up throughout.
-	admID := int(target[0])
-	var req kadm.AlterPartitionAssignmentsReq
-	req.Assign(topic, p, target)
-	moveStart := time.Now()
-	resps, err := fc.Admin(admID).AlterPartitionAssignments(testCtx(t, 30*time.Second), req)
-	if err == nil {
-		err = resps[topic][p].Err
+	var moves []reassignMove
+	if mode == "full" {
+		// First a move without faults, to measure it.
+		moves = append(moves, r.reassignMove(p, ids, false))
 	}
-	if err != nil {
-		t.Fatalf("reassign: %v", err)
-	}
-	moving := func() (bool, string) {
-		s := make(kadm.TopicsSet)
-		s.Add(topic, p)
-		got, err := fc.Admin(admID).ListPartitionReassignments(testCtx(t, 10*time.Second), s)
-		if err != nil {
-			return true, err.Error()
-		}
-		m, ok := got[topic][p]
-		return ok, fmt.Sprintf("%+v", m)
-	}
-	if ok, st := moving(); !ok {
-		t.Fatalf("the move is not listed right after it started (%s): too little data to kill anything mid-move", st)
-	}
-
-	// Faults, each only while the move is still in progress.
-	kill := func(id int, why string) {
-		if ok, _ := moving(); !ok {
-			r.logf("move already complete; not killing node %d (%s)", id, why)
-			return
-		}
-		fc.Kill(id)
-		r.faults++
-		r.logf("SIGKILL node %d (%s); %d acknowledged so far", id, why, r.prod.Acked())
-		time.Sleep(2 * time.Second)
-		st := time.Now()
-		fc.Restart(id)
-		r.logf("node %d restarted and serving after %v", id, time.Since(st).Round(10*time.Millisecond))
-	}
-	time.Sleep(2 * time.Second)
-	kill(int(spare), "the adding replica")
-	time.Sleep(2 * time.Second)
-	if l := fc.awaitLeaderOf(topic, p, 10*time.Second); l > 0 {
-		kill(l, "the moving partition's leader")
-	}
-	time.Sleep(time.Second)
-	if ctl := fc.Controller(); ctl > 0 && ctl != int(spare) && ctl != int(leader) {
-		kill(ctl, "the active controller")
-	}
-
-	fc.Await(t, 10*time.Minute, "the move completes", func() (bool, string) {
-		ok, st := moving()
-		return !ok, st
-	})
-	moveEnd := time.Now()
-	moveTime := moveEnd.Sub(moveStart)
-	r.logf("move complete after %v", moveTime.Round(100*time.Millisecond))
+	m := r.reassignMove(p, ids, true)
+	moves = append(moves, m)
 	time.Sleep(3 * time.Second)
 	r.prod.Stop(45 * time.Second)
 	r.logf("producer stopped: %d attempted, %d acknowledged", len(r.prod.History()), r.prod.Acked())
-
-	td, _ = full(90 * time.Second)
-	after := td.Partitions[p]
-	if !slices.Equal(after.Replicas, target) {
-		t.Errorf("p%d replicas %v after the move, want %v", p, after.Replicas, target)
+	var figures []string
+	for _, m := range moves {
+		// Latency from the final history: acknowledgements still pending
+		// at the move's end count too.
+		m.latency = latencies(r.prod.History(), m.start, m.end)
+		figures = append(figures, m.String())
 	}
-	dir := filepath.Join(fc.Node(int(leader)).DataDir, fmt.Sprintf("%s-%d", topic, p))
-	fc.Await(t, 30*time.Second, fmt.Sprintf("node %d deletes %s", leader, dir), func() (bool, string) {
-		_, err := os.Stat(dir)
-		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
-	})
+	if td, _ := full(90 * time.Second); !slices.Equal(td.Partitions[p].Replicas, m.target) {
+		t.Errorf("p%d replicas %v after the move, want %v", p, td.Partitions[p].Replicas, m.target)
+	}
 	ends := fc.stableEndOffsets(t, topic, 30*time.Second)
 	r.logf("end offsets %s", fmtOffsets(ends))
 	work, fill, bad := readBackFill(t, fc, topic, ends, fillSize)
@@ -275,11 +219,10 @@ func TestFaultReassign(t *testing.T) {
 		}
 	}
 	dataLoss := r.prod.DataLoss()
-	t.Logf("FAULT FIGURES reassign [%s]: acked=%d read=%d lost=%d (client-false-acks=%d) dup=%d reordered=%d unexpected=%d misplaced=%d indefinite(landed/not)=%d/%d definite-failed=%d attempted=%d | fill=%d/%d records of %d KB ok=%t | move of %d MB %v->%v took %v | ack latency before the move %s, during %s | client-data-loss-events=%d | faults=%d duration=%v",
+	t.Logf("FAULT FIGURES reassign [%s]: acked=%d read=%d lost=%d (client-false-acks=%d) dup=%d reordered=%d unexpected=%d misplaced=%d indefinite(landed/not)=%d/%d definite-failed=%d attempted=%d | fill=%d/%d records of %d KB ok=%t | %d MB moved: %s | ack latency before the moves %s | client-data-loss-events=%d | faults=%d duration=%v",
 		mode, rep.Acked, rep.Read, rep.Lost, rep.FalseAcks, rep.Dup, rep.Reordered, rep.Unexpected, rep.Misplaced,
 		rep.IndefLanded, rep.IndefNotLanded, rep.Definite, rep.Attempted, len(fill), fillN, fillSize>>10, fillOK,
-		fillN*fillSize>>20, before.Replicas, target, moveTime.Round(100*time.Millisecond),
-		latencies(history, r.start, warmEnd), latencies(history, moveStart, moveEnd), len(dataLoss),
+		fillN*fillSize>>20, strings.Join(figures, "; "), latencies(history, r.start, warmEnd), len(dataLoss),
 		r.faults, time.Since(begin).Round(100*time.Millisecond))
 	failed := false
 	if !rep.OK() {
@@ -298,4 +241,98 @@ func TestFaultReassign(t *testing.T) {
 		t.Logf("fault events:\n%s", strings.Join(r.events, "\n"))
 		t.Logf("node logs:\n%s", fc.evidence(topic, []int32{p}, 120))
 	}
+}
+
+// reassignMove is one move of the fault test and what it measured.
+type reassignMove struct {
+	from, target []int32
+	leader       int32
+	faults       int
+	start, end   time.Time
+	latency      string // the workload's ack latency during the move, set by the caller
+}
+
+func (m reassignMove) String() string {
+	return fmt.Sprintf("%v->%v (leader %d) with %d kills in %v, ack latency during it %s",
+		m.from, m.target, m.leader, m.faults, m.end.Sub(m.start).Round(100*time.Millisecond), m.latency)
+}
+
+// reassignMove moves partition p off its leader onto the broker that does
+// not hold it, through a node that stays up, and waits until the move is
+// done and the leader it left has deleted its copy. With kills, the adding
+// replica, then the partition's leader, then the active controller (if it
+// is a third node) are SIGKILLed and restarted 2 s later, each only while
+// the move is still in progress.
+func (r *faultRun) reassignMove(p int32, ids []int, kills bool) reassignMove {
+	t, fc, topic := r.t, r.fc, r.topic
+	t.Helper()
+	td, _ := fc.awaitTopic(t, 60*time.Second, topic, ids, replicasOn(ids, 3))
+	before := td.Partitions[p]
+	m := reassignMove{from: before.Replicas, leader: before.Leader}
+	spare := spareOf(ids, before.Replicas)
+	m.target = append(slices.DeleteFunc(slices.Clone(before.Replicas), func(id int32) bool { return id == m.leader }), spare)
+	r.logf("moving p%d from %v (leader %d) to %v", p, m.from, m.leader, m.target)
+
+	admID := int(m.target[0])
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, p, m.target)
+	m.start = time.Now()
+	resps, err := fc.Admin(admID).AlterPartitionAssignments(testCtx(t, 30*time.Second), req)
+	if err == nil {
+		err = resps[topic][p].Err
+	}
+	if err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	moving := func() (bool, string) {
+		s := make(kadm.TopicsSet)
+		s.Add(topic, p)
+		got, err := fc.Admin(admID).ListPartitionReassignments(testCtx(t, 10*time.Second), s)
+		if err != nil {
+			return true, err.Error()
+		}
+		mv, ok := got[topic][p]
+		return ok, fmt.Sprintf("%+v", mv)
+	}
+	if ok, st := moving(); !ok {
+		t.Fatalf("the move is not listed right after it started (%s): too little data to kill anything mid-move", st)
+	}
+	kill := func(id int, why string) {
+		if ok, _ := moving(); !ok {
+			r.logf("move already complete; not killing node %d (%s)", id, why)
+			return
+		}
+		fc.Kill(id)
+		r.faults++
+		m.faults++
+		r.logf("SIGKILL node %d (%s); %d acknowledged so far", id, why, r.prod.Acked())
+		time.Sleep(2 * time.Second)
+		st := time.Now()
+		fc.Restart(id)
+		r.logf("node %d restarted and serving after %v", id, time.Since(st).Round(10*time.Millisecond))
+	}
+	if kills {
+		time.Sleep(2 * time.Second)
+		kill(int(spare), "the adding replica")
+		time.Sleep(2 * time.Second)
+		if l := fc.awaitLeaderOf(topic, p, 10*time.Second); l > 0 {
+			kill(l, "the moving partition's leader")
+		}
+		time.Sleep(time.Second)
+		if ctl := fc.Controller(); ctl > 0 && ctl != int(spare) && ctl != int(m.leader) {
+			kill(ctl, "the active controller")
+		}
+	}
+	fc.Await(t, 10*time.Minute, "the move completes", func() (bool, string) {
+		ok, st := moving()
+		return !ok, st
+	})
+	m.end = time.Now()
+	r.logf("move complete after %v", m.end.Sub(m.start).Round(100*time.Millisecond))
+	dir := filepath.Join(fc.Node(int(m.leader)).DataDir, fmt.Sprintf("%s-%d", topic, p))
+	fc.Await(t, 30*time.Second, fmt.Sprintf("node %d deletes %s", m.leader, dir), func() (bool, string) {
+		_, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
+	})
+	return m
 }
