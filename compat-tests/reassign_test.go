@@ -400,4 +400,36 @@ func TestReassignSingleNode(t *testing.T) {
 	if got := listMoves(t, adm, topic); len(got) != 0 {
 		t.Fatalf("listed: %+v", got)
 	}
+
+	// Every advertised version, over raw TCP, decoded exactly at its
+	// version: v1's AllowReplicationFactorChange=false refuses a change of
+	// size before anything else.
+	c := dialRaw(t, b.Addr)
+	for _, tc := range []struct {
+		v       int16
+		allowRF bool
+		want    int16
+	}{
+		{0, true, kerr.InvalidReplicaAssignment.Code},
+		{1, true, kerr.InvalidReplicaAssignment.Code},
+		{1, false, kerr.InvalidReplicationFactor.Code},
+	} {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.Version, req.AllowReplicationFactorChange = tc.v, tc.allowRF
+		rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+		rp.Partition, rp.Replicas = 0, []int32{1, 2}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.roundTripStrict(t, req).(*kmsg.AlterPartitionAssignmentsResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 ||
+			resp.Topics[0].Partitions[0].ErrorCode != tc.want || resp.Topics[0].Partitions[0].ErrorMessage == nil {
+			t.Errorf("AlterPartitionReassignments v%d (allow rf change %t): %+v, want code %d with a message", tc.v, tc.allowRF, resp, tc.want)
+		}
+	}
+	lreq := kmsg.NewPtrListPartitionReassignmentsRequest()
+	if resp := c.roundTripStrict(t, lreq).(*kmsg.ListPartitionReassignmentsResponse); resp.ErrorCode != 0 || len(resp.Topics) != 0 {
+		t.Errorf("ListPartitionReassignments v0: %+v", resp)
+	}
 }
