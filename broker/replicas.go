@@ -241,7 +241,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 // assignment is what img says of a partition, for its core.
 func assignment(img *controller.Image, ip controller.Partition) replica.Assignment {
 	a := replica.Assignment{Leader: ip.Leader, LeaderEpoch: ip.LeaderEpoch, PartitionEpoch: ip.PartitionEpoch,
-		Replicas: ip.Replicas, ISR: ip.ISR}
+		Replicas: ip.Replicas, ISR: ip.ISR, Removing: ip.Removing}
 	for _, id := range ip.Replicas {
 		if bs, ok := img.Broker(id); ok && !bs.Fenced {
 			a.Live = append(a.Live, id)
@@ -438,7 +438,9 @@ func (b *Broker) tickLoop() {
 		under := 0
 		for _, p := range b.liveReplicas() {
 			p.Tick(now)
-			if v := p.View(); v.Leads() && len(v.ISR) < len(v.Replicas) {
+			// Against the replication factor, not the replicas: a move
+			// grows the replicas for a while (as Kafka counts).
+			if v := p.View(); v.Leads() && len(v.ISR) < len(v.Replicas)-len(v.Removing) {
 				under++
 			}
 		}

@@ -78,7 +78,7 @@ func (c *Core) PausedUntil() int64 { return c.pausedUntil }
 // View returns the state request handlers see.
 func (c *Core) View() *View {
 	return &View{Phase: c.phase, Leader: c.asg.Leader, LeaderEpoch: c.asg.LeaderEpoch,
-		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR,
+		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR, Removing: c.asg.Removing,
 		InISR: slices.Contains(c.asg.ISR, c.cfg.ID), DamagedFrom: c.damagedFrom, TopicDeleted: c.topicDeleted}
 }
 
