@@ -39,10 +39,10 @@ import (
 
 // Config keys of the throttles.
 const (
-	leaderThrottledRate      = "leader.replication.throttled.rate"
-	followerThrottledRate    = "follower.replication.throttled.rate"
-	leaderThrottledReplicas  = "leader.replication.throttled.replicas"
-	followerThrottledReplica = "follower.replication.throttled.replicas"
+	leaderThrottledRate       = "leader.replication.throttled.rate"
+	followerThrottledRate     = "follower.replication.throttled.rate"
+	leaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	followerThrottledReplicas = "follower.replication.throttled.replicas"
 )
 
 // replThrottles are this broker's two quotas.
@@ -220,7 +220,7 @@ func (h fetchHost) FollowerThrottle(p *replica.Partition) (rate int64, withhold 
 	}
 	t := b.lookup(p.Topic)
 	if t == nil || t.meta == nil || t.meta.ID != p.TopicID ||
-		!b.throttles.throttled(t.meta.Configs, followerThrottledReplica, p.Index, b.cfg.NodeID) {
+		!b.throttles.throttled(t.meta.Configs, followerThrottledReplicas, p.Index, b.cfg.NodeID) {
 		return 0, false
 	}
 	rate = b.replRate(followerThrottledRate, b.cfg.FollowerReplicationThrottledRate)
