@@ -203,10 +203,15 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					break
 				}
 				limit := p.HW()
+				var throttleRate int64 // > 0: a throttled follower's fetch (throttle.go)
 				if replicaID >= 0 {
 					// The follower's fetch offset is its durable log end.
 					p.FollowerFetched(replicaID, rp.FetchOffset, rp.LogStartOffset)
 					limit = lg.EndOffset()
+					var withhold bool
+					if throttleRate, withhold = b.leaderThrottle(t, rp.Partition, replicaID, v, time.Now()); withhold {
+						limit = rp.FetchOffset // nothing now: the quota is spent
+					}
 				}
 				hw := p.HW()
 				lso := lastStable(lg, hw)
@@ -243,6 +248,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					}
 				}
 				total += len(data)
+				if throttleRate > 0 {
+					b.throttles.leader.record(time.Now(), throttleRate, len(data))
+				}
 			}
 			if sp.ErrorCode != 0 {
 				stop = true

@@ -50,6 +50,8 @@ type Broker struct {
 	// deleted (replicas.go); openSem bounds concurrent log opens.
 	replicas replicaRegistry
 	openSem  chan struct{}
+	// throttles are the replication quotas (throttle.go).
+	throttles replThrottles
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]

@@ -80,6 +80,13 @@ type Config struct {
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).
 	ReplicaLagTimeMaxMs int64
+	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
+	// cap, in bytes per second, the replication of throttled replicas
+	// (leader.replication.throttled.rate, follower.replication.throttled.rate;
+	// throttle.go). 0 means Kafka's default, Long.MAX_VALUE: no cap. A
+	// dynamic broker config in the metadata image overrides them.
+	LeaderReplicationThrottledRate   int64
+	FollowerReplicationThrottledRate int64
 	// InterBrokerListenerName names the listener followers fetch through
 	// (inter.broker.listener.name); "" = the first client listener.
 	InterBrokerListenerName string
@@ -207,6 +214,10 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaderImbalanceCheckSecs < 1 {
 		errs = append(errs, fmt.Errorf("leader.imbalance.check.interval.seconds %d: must be >= 1", c.LeaderImbalanceCheckSecs))
+	}
+	if c.LeaderReplicationThrottledRate < 0 || c.FollowerReplicationThrottledRate < 0 {
+		errs = append(errs, fmt.Errorf("leader.replication.throttled.rate %d, follower.replication.throttled.rate %d: must be >= 1",
+			c.LeaderReplicationThrottledRate, c.FollowerReplicationThrottledRate))
 	}
 	if c.ReplicaLagTimeMaxMs < 1 {
 		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: must be >= 1", c.ReplicaLagTimeMaxMs))

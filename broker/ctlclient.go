@@ -144,6 +144,19 @@ func notController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.ElectLeadersResponse:
 		return r.ErrorCode == nc
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == nc {
+					return true
+				}
+			}
+		}
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			if t.ErrorCode == nc {

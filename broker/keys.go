@@ -226,6 +226,10 @@ func newConfigKeys() []ConfigKey {
 
 		{Name: "replica.lag.time.max.ms", Def: itoa(d.ReplicaLagTimeMaxMs), Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR.",
 			Set: setInt(func(c *Config) *int64 { return &c.ReplicaLagTimeMaxMs })},
+		{Name: "leader.replication.throttled.rate", Dynamic: true, Doc: "Unset: no cap (Kafka's default, Long.MAX_VALUE). Bytes per second a leader sends, in all, to out-of-sync followers of the replicas its topics list in leader.replication.throttled.replicas (a partition move's copying).",
+			Set: setRate(func(c *Config) *int64 { return &c.LeaderReplicationThrottledRate })},
+		{Name: "follower.replication.throttled.rate", Dynamic: true, Doc: "Unset: no cap (Kafka's default, Long.MAX_VALUE). Bytes per second an out-of-sync follower fetches, in all, for the replicas its topics list in follower.replication.throttled.replicas.",
+			Set: setRate(func(c *Config) *int64 { return &c.FollowerReplicationThrottledRate })},
 		{Name: "auto.leader.rebalance.enable", Def: strconv.FormatBool(d.AutoLeaderRebalance), Doc: "Move leadership back to each partition's preferred replica when it is live and in sync.",
 			Set: setBool(func(c *Config) *bool { return &c.AutoLeaderRebalance })},
 		{Name: "leader.imbalance.check.interval.seconds", Def: itoa(d.LeaderImbalanceCheckSecs), Doc: "How often the active controller moves leadership back to preferred replicas.",
@@ -274,6 +278,21 @@ func setInt[T integer](field func(*Config) *T) func(*Config, string) error {
 		n, err := parseInt[T](v)
 		if err != nil {
 			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// setRate parses a replication throttle rate in bytes per second (>= 1).
+func setRate(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseInt[int64](v)
+		if err != nil {
+			return err
+		}
+		if n < 1 {
+			return fmt.Errorf("%d bytes/s: must be >= 1", n)
 		}
 		*field(c) = n
 		return nil

@@ -139,6 +139,7 @@ func (b *Broker) replicaConfig(s replica.Settings) replica.Config {
 // publishLoop applies each new image to the local replicas until stop.
 func (b *Broker) publishLoop() {
 	var last uint64
+	straysChecked := false
 	for {
 		if b.meta.WaitFor(b.ctx, func(img *controller.Image) bool { return img.Version() > last }) != nil {
 			return
@@ -147,6 +148,10 @@ func (b *Broker) publishLoop() {
 		b.applyImage(img)
 		last = img.Version()
 		b.appliedVersion.Store(last)
+		if epoch := b.brokerEpoch.Load(); !straysChecked && epoch > 0 && last >= uint64(epoch) {
+			straysChecked = true // once per process: later removals come as Unassigns
+			b.removeStrays(img)
+		}
 	}
 }
 
@@ -247,7 +252,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 // assignment is what img says of a partition, for its core.
 func assignment(img *controller.Image, ip controller.Partition) replica.Assignment {
 	a := replica.Assignment{Leader: ip.Leader, LeaderEpoch: ip.LeaderEpoch, PartitionEpoch: ip.PartitionEpoch,
-		Replicas: ip.Replicas, ISR: ip.ISR}
+		Replicas: ip.Replicas, ISR: ip.ISR, Removing: ip.Removing}
 	for _, id := range ip.Replicas {
 		if bs, ok := img.Broker(id); ok && !bs.Fenced {
 			a.Live = append(a.Live, id)
@@ -444,7 +449,9 @@ func (b *Broker) tickLoop() {
 		under := 0
 		for _, p := range b.liveReplicas() {
 			p.Tick(now)
-			if v := p.View(); v.Leads() && len(v.ISR) < len(v.Replicas) {
+			// Against the replication factor, not the replicas: a move
+			// grows the replicas for a while (as Kafka counts).
+			if v := p.View(); v.Leads() && len(v.ISR) < len(v.Replicas)-len(v.Removing) {
 				under++
 			}
 		}

@@ -28,7 +28,8 @@ import (
 //     broker, else INELIGIBLE_REPLICA.
 //
 // On success it returns one ChangePartition (which bumps the partition
-// epoch), or no record if newISR equals the current ISR; the caller answers
+// epoch), or a ChangeReplicas when the new ISR completes a reassignment,
+// or no record if newISR equals the current ISR; the caller answers
 // from the partition state once the record, if any, is committed.
 func AlterPartition(img *Image, brokerID int32, brokerEpoch int64, topicID [16]byte, partition int32,
 	leaderEpoch, partitionEpoch int32, newISR []int32) ([]Record, int16) {
@@ -58,6 +59,13 @@ func AlterPartition(img *Image, brokerID int32, brokerEpoch int64, topicID [16]b
 		if !img.live(r) {
 			return nil, kerr.IneligibleReplica.Code
 		}
+	}
+	// An ISR that now covers a reassignment's target completes it in the
+	// same change (reassign.go).
+	grown := p
+	grown.ISR = slices.Clone(newISR)
+	if done, ok := completed(grown, img.live); ok {
+		return []Record{changeReplicasRecord(topicID, partition, done)}, 0
 	}
 	if sameSet(newISR, p.ISR) {
 		return nil, 0

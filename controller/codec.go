@@ -84,6 +84,14 @@ func Encode(r Record) []byte {
 		}
 	case DeleteTopic:
 		e.b = append(e.b, b.ID[:]...)
+	case ChangeReplicas:
+		e.b = append(e.b, b.TopicID[:]...)
+		e.i32(b.Partition)
+		e.i32s(b.Replicas)
+		e.i32s(b.Adding)
+		e.i32s(b.Removing)
+		e.i32s(b.ISR)
+		e.i32(b.Leader)
 	case SetConfig:
 		e.b = append(e.b, byte(b.Resource.Type))
 		e.str(b.Resource.Name)
@@ -217,6 +225,16 @@ func decode(data []byte, inBatch bool) (Record, error) {
 	case TypeDeleteTopic:
 		var b DeleteTopic
 		d.uuid(&b.ID)
+		body = b
+	case TypeChangeReplicas:
+		var b ChangeReplicas
+		d.uuid(&b.TopicID)
+		b.Partition = d.i32()
+		b.Replicas = d.i32s()
+		b.Adding = d.i32s()
+		b.Removing = d.i32s()
+		b.ISR = d.i32s()
+		b.Leader = d.i32()
 		body = b
 	case TypeSetConfig:
 		var b SetConfig

@@ -48,7 +48,7 @@ func subtract(k, v string) ConfigAlteration {
 
 // alter decides one change and applies its records, returning the error
 // code.
-func (c *cluster) alter(ch ConfigChange) int16 {
+func (c *cluster) alterConfig(ch ConfigChange) int16 {
 	c.t.Helper()
 	r := AlterConfigs(c.img, []ConfigChange{ch}, testPolicy)[0]
 	if r.ErrorCode == 0 {
@@ -74,35 +74,35 @@ func TestAlterConfigsTopic(t *testing.T) {
 		}
 	}
 
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1000")}}); code != 0 {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1000")}}); code != 0 {
 		t.Fatalf("set: %d", code)
 	}
 	want(map[string]string{"retention.ms": "1000"})
 
 	// APPEND starts from the default when the topic has no value, and
 	// does not repeat an item; SUBTRACT removes one.
-	c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("cleanup.policy", "compact")}})
+	c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("cleanup.policy", "compact")}})
 	want(map[string]string{"retention.ms": "1000", "cleanup.policy": "delete,compact"})
-	c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("cleanup.policy", "compact")}})
+	c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("cleanup.policy", "compact")}})
 	want(map[string]string{"retention.ms": "1000", "cleanup.policy": "delete,compact"})
-	c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{subtract("cleanup.policy", "delete")}})
+	c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{subtract("cleanup.policy", "delete")}})
 	want(map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"})
 
 	// A failing op leaves everything as it was, even the valid ops of
 	// the same resource.
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{del("retention.ms"), set("retention.ms2", "x")}}); code != kerr.InvalidConfig.Code {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{del("retention.ms"), set("retention.ms2", "x")}}); code != kerr.InvalidConfig.Code {
 		t.Fatalf("unknown key: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "soon")}}); code != kerr.InvalidConfig.Code {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "soon")}}); code != kerr.InvalidConfig.Code {
 		t.Fatalf("bad value: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("unsafe", "1")}}); code != kerr.PolicyViolation.Code {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("unsafe", "1")}}); code != kerr.PolicyViolation.Code {
 		t.Fatalf("unsafe: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("retention.ms", "1")}}); code != kerr.InvalidConfig.Code {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("retention.ms", "1")}}); code != kerr.InvalidConfig.Code {
 		t.Fatalf("append to a non-list: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1"), del("retention.ms")}}); code != kerr.InvalidRequest.Code {
+	if code := c.alterConfig(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1"), del("retention.ms")}}); code != kerr.InvalidRequest.Code {
 		t.Fatalf("a key twice: code %d", code)
 	}
 	want(map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"})
@@ -113,15 +113,15 @@ func TestAlterConfigsTopic(t *testing.T) {
 	}
 
 	// The legacy AlterConfigs replaces the whole set.
-	c.alter(ConfigChange{Resource: res, Replace: true, Ops: []ConfigAlteration{set("segment.bytes", "2048")}})
+	c.alterConfig(ConfigChange{Resource: res, Replace: true, Ops: []ConfigAlteration{set("segment.bytes", "2048")}})
 	want(map[string]string{"segment.bytes": "2048"})
-	c.alter(ConfigChange{Resource: res, Replace: true})
+	c.alterConfig(ConfigChange{Resource: res, Replace: true})
 	want(nil)
 
-	if code := c.alter(ConfigChange{Resource: TopicResource("nope"), Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.UnknownTopicOrPartition.Code {
+	if code := c.alterConfig(ConfigChange{Resource: TopicResource("nope"), Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("unknown topic: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: TopicResource("a/b"), Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.InvalidTopicException.Code {
+	if code := c.alterConfig(ConfigChange{Resource: TopicResource("a/b"), Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.InvalidTopicException.Code {
 		t.Fatalf("invalid topic name: code %d", code)
 	}
 }
@@ -129,20 +129,20 @@ func TestAlterConfigsTopic(t *testing.T) {
 func TestAlterConfigsBroker(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("", "")
-	if code := c.alter(ConfigChange{Resource: ClusterResource(), Ops: []ConfigAlteration{set("retention.ms", "5")}}); code != 0 {
+	if code := c.alterConfig(ConfigChange{Resource: ClusterResource(), Ops: []ConfigAlteration{set("retention.ms", "5")}}); code != 0 {
 		t.Fatalf("cluster default: %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: BrokerResource(2), Ops: []ConfigAlteration{set("retention.ms", "7")}}); code != 0 {
+	if code := c.alterConfig(ConfigChange{Resource: BrokerResource(2), Ops: []ConfigAlteration{set("retention.ms", "7")}}); code != 0 {
 		t.Fatalf("broker 2: %d", code)
 	}
 	got := c.img.BrokerConfigs()
 	if got[""]["retention.ms"] != "5" || got["2"]["retention.ms"] != "7" || got["1"] != nil {
 		t.Fatalf("broker configs %v", got)
 	}
-	if code := c.alter(ConfigChange{Resource: BrokerResource(1), Ops: []ConfigAlteration{set("segment.bytes", "1")}}); code != kerr.InvalidConfig.Code {
+	if code := c.alterConfig(ConfigChange{Resource: BrokerResource(1), Ops: []ConfigAlteration{set("segment.bytes", "1")}}); code != kerr.InvalidConfig.Code {
 		t.Fatalf("read-only: code %d", code)
 	}
-	if code := c.alter(ConfigChange{Resource: ConfigResource{ResourceBroker, "01"}, Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.InvalidRequest.Code {
+	if code := c.alterConfig(ConfigChange{Resource: ConfigResource{ResourceBroker, "01"}, Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.InvalidRequest.Code {
 		t.Fatalf("not an id: code %d", code)
 	}
 	// A resource named twice is refused both times, and nothing applies.

@@ -278,7 +278,7 @@ func CreatePartitions(img *Image, topic string, newCount int32, assignment [][]i
 	case d.MaxPartitions > 0 && newCount > d.MaxPartitions:
 		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("number of partitions %d is above the limit %d", newCount, d.MaxPartitions)
 	}
-	rf := int16(len(t.Partitions[0].Replicas))
+	rf := int16(len(t.Partitions[0].Target())) // not the grown list of a move in progress
 	var placed [][]int32
 	if assignment != nil {
 		if int32(len(assignment)) != newCount-cur {

@@ -33,6 +33,8 @@
 //     active controller (topic admin and producer-id blocks; AlterPartition
 //     and resignation; placement; broker liveness and leader election,
 //     preferred leaders).
+//   - reassign.go: partition reassignment (KIP-455): starting, completing
+//     and cancelling moves, and the ChangeReplicas record's invariants.
 //
 // # Flow
 //
@@ -96,4 +98,6 @@
 // tag; old code rejects it with ErrCorrupt, so a mixed-version cluster must
 // not emit it before every node can read it (gate on a metadata version).
 // Batch is such a type: code from before it stops on a Batch entry.
+// ChangeReplicas (type 13) is another, written only once an operator
+// reassigns a partition: upgrade every node before moving partitions.
 package controller

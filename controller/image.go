@@ -75,12 +75,22 @@ type Topic struct {
 // stays there with Leader -1, so that broker (the only one known to have
 // every committed record) leads again when it returns, and no unclean
 // election is ever needed.
+//
+// During a reassignment (KIP-455; reassign.go) Adding and Removing are
+// disjoint subsets of Replicas, and Replicas is the target (Replicas minus
+// Removing, in order, so the target's first replica is the preferred
+// leader) followed by Removing: Replicas = target ∪ removing, and the
+// original assignment, which a cancellation restores, is Replicas minus
+// Adding. Both the target and the original are non-empty. Adding and
+// Removing are nil when no reassignment is in progress.
 type Partition struct {
 	Replicas       []int32
 	ISR            []int32
-	Leader         int32 // -1: no leader
-	LeaderEpoch    int32 // bumped on each leader change
-	PartitionEpoch int32 // bumped on each change of any field
+	Leader         int32   // -1: no leader
+	LeaderEpoch    int32   // bumped on each leader change
+	PartitionEpoch int32   // bumped on each change of any field
+	Adding         []int32 // replicas the reassignment adds (not in the original)
+	Removing       []int32 // replicas it removes (not in the target)
 }
 
 // TopicPartition names one partition.
@@ -268,6 +278,8 @@ func (img *Image) apply(index uint64, r Record) error {
 		return img.createPartition(b)
 	case ChangePartition:
 		return img.changePartition(b)
+	case ChangeReplicas:
+		return img.changeReplicas(b)
 	case DeleteTopic:
 		t := img.topics[b.ID]
 		if t == nil {
@@ -435,7 +447,7 @@ func (p *Partition) check() error {
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < 0 {
 		return fmt.Errorf("negative epochs %d/%d", p.LeaderEpoch, p.PartitionEpoch)
 	}
-	return nil
+	return p.checkReassignment()
 }
 
 // dup reports whether ids has a repeated element; lists are short (a

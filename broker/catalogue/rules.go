@@ -212,21 +212,19 @@ var brokerPrefix = map[string]rule{
 
 // topicExact and topicPrefix classify topic keys the same way.
 var topicExact = map[string]rule{
-	"message.downconversion.enable":           with(ignored, whyFormat),
-	"message.format.version":                  with(ignored, whyFormat),
-	"preallocate":                             with(ignored, whyJVM),
-	"file.delete.delay.ms":                    with(ignored, whyJVM),
-	"segment.index.bytes":                     with(ignored, whyJVM),
-	"remote.storage.enable":                   {class: Unsupported, why: whyTiered, asFjord: equalFold("false")},
-	"leader.replication.throttled.replicas":   with(unsupported, whyQuota),
-	"follower.replication.throttled.replicas": with(unsupported, whyQuota),
-	"min.compaction.lag.ms":                   {class: Unsupported, why: whyNotYet, asFjord: equalFold("0"), refuseWhen: "above 0", refuse: refuseLag},
-	"compression.gzip.level":                  with(ignored, whyRecompress),
-	"compression.lz4.level":                   with(ignored, whyRecompress),
-	"compression.zstd.level":                  with(ignored, whyRecompress),
-	"message.timestamp.after.max.ms":          with(unsupported, whyTimestamps),
-	"message.timestamp.before.max.ms":         with(unsupported, whyTimestamps),
-	"message.timestamp.difference.max.ms":     with(unsupported, whyTimestamps),
+	"message.downconversion.enable":       with(ignored, whyFormat),
+	"message.format.version":              with(ignored, whyFormat),
+	"preallocate":                         with(ignored, whyJVM),
+	"file.delete.delay.ms":                with(ignored, whyJVM),
+	"segment.index.bytes":                 with(ignored, whyJVM),
+	"remote.storage.enable":               {class: Unsupported, why: whyTiered, asFjord: equalFold("false")},
+	"min.compaction.lag.ms":               {class: Unsupported, why: whyNotYet, asFjord: equalFold("0"), refuseWhen: "above 0", refuse: refuseLag},
+	"compression.gzip.level":              with(ignored, whyRecompress),
+	"compression.lz4.level":               with(ignored, whyRecompress),
+	"compression.zstd.level":              with(ignored, whyRecompress),
+	"message.timestamp.after.max.ms":      with(unsupported, whyTimestamps),
+	"message.timestamp.before.max.ms":     with(unsupported, whyTimestamps),
+	"message.timestamp.difference.max.ms": with(unsupported, whyTimestamps),
 }
 
 var topicPrefix = map[string]rule{

@@ -79,7 +79,7 @@ func (c *Core) PausedUntil() int64 { return c.pausedUntil }
 // View returns the state request handlers see.
 func (c *Core) View() *View {
 	return &View{Phase: c.phase, Leader: c.asg.Leader, LeaderEpoch: c.asg.LeaderEpoch,
-		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR,
+		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR, Removing: c.asg.Removing,
 		InISR: slices.Contains(c.asg.ISR, c.cfg.ID), DamagedFrom: c.damagedFrom, TopicDeleted: c.topicDeleted}
 }
 
@@ -599,7 +599,11 @@ func (c *Core) maybeChangeISR(now int64, rd *Ready) {
 		}
 	}
 	for _, id := range c.asg.Replicas {
-		if slices.Contains(c.asg.ISR, id) {
+		// A fenced broker never joins (KIP-841): the controller would
+		// refuse the whole proposal, and keep refusing it while the
+		// broker's last fetches still count as recent, holding back every
+		// other expansion (a partition move's new replica among them).
+		if slices.Contains(c.asg.ISR, id) || !slices.Contains(c.asg.Live, id) {
 			continue
 		}
 		f := c.followers[id]

@@ -50,6 +50,10 @@ type Assignment struct {
 	// Live are the replicas the image shows unfenced; a damaged leader
 	// resigns only to a live ISR member.
 	Live []int32
+	// Removing are the replicas a partition move takes away (a subset of
+	// Replicas; nil when none moves): the partition's replication factor
+	// is len(Replicas) - len(Removing).
+	Removing []int32
 }
 
 // Events. Each is a value the owner passes to Step.

@@ -40,6 +40,18 @@ type FetchHost interface {
 	Logger() *zerolog.Logger
 }
 
+// FollowerThrottle is what a FetchHost implements to throttle this
+// follower's replication (follower.replication.throttled.rate): a
+// partition over the quota is left out of the next fetch.
+type FollowerThrottle interface {
+	// FollowerThrottle says whether p is throttled here (rate > 0) and
+	// whether its quota is spent now (withhold).
+	FollowerThrottle(p *Partition) (rate int64, withhold bool)
+	// FollowerFetchedBytes counts n bytes fetched for a throttled
+	// partition at rate.
+	FollowerFetchedBytes(rate int64, n int)
+}
+
 // Fetchers owns the fetchers; the broker updates it with every image.
 type Fetchers struct {
 	host FetchHost
@@ -315,6 +327,7 @@ type fetched struct {
 	p     *Partition
 	lg    *storage.Log
 	epoch int32
+	rate  int64 // > 0: throttled at this rate (FollowerThrottle)
 }
 
 // fetch sends one Fetch for the ready partitions and applies the answer.
@@ -326,12 +339,22 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
 	var asked []fetched
+	th, _ := f.host.(FollowerThrottle)
+	withheld := false
 	for _, p := range parts {
 		// The view and log are read once: a partition deleted or moved
 		// meanwhile is skipped here, or refused at append.
 		v, lg := p.view.Load(), p.Log()
 		if lg == nil || !v.Fetches(f.leader) {
 			continue
+		}
+		var rate int64
+		if th != nil {
+			var withhold bool
+			if rate, withhold = th.FollowerThrottle(p); withhold {
+				withheld = true
+				continue
+			}
 		}
 		i, ok := topicAt[p.Topic]
 		if !ok {
@@ -347,9 +370,12 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, v.LeaderEpoch
 		rp.LastFetchedEpoch = -1
 		t.Partitions = append(t.Partitions, rp)
-		asked = append(asked, fetched{p, lg, v.LeaderEpoch})
+		asked = append(asked, fetched{p, lg, v.LeaderEpoch, rate})
 	}
 	if len(asked) == 0 {
+		if withheld {
+			sleepCtx(f.ctx, 100*time.Millisecond) // every partition waits for the quota
+		}
 		return nil
 	}
 	kresp, err := f.request(req, 10*time.Second)
@@ -374,6 +400,9 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		for j := range rt.Partitions {
 			sp := &rt.Partitions[j]
 			if a := find(rt, sp.Partition); a != nil {
+				if a.rate > 0 {
+					th.FollowerFetchedBytes(a.rate, len(sp.RecordBatches))
+				}
 				f.apply(a, sp)
 			}
 		}

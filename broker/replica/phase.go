@@ -66,6 +66,9 @@ type View struct {
 	// TopicDeleted: the replica went because its topic did, not because it
 	// moved to other brokers.
 	TopicDeleted bool
+	// Removing are the replicas a partition move takes away
+	// (Assignment.Removing).
+	Removing []int32
 }
 
 // Op is what a request wants of a replica.

@@ -75,7 +75,10 @@ func renderConfigDoc() string {
 	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
 	for _, tc := range topics {
 		from := code(tc[1])
-		if tc[1] == "" {
+		switch {
+		case strings.HasSuffix(tc[0], ".replication.throttled.replicas"):
+			from = "(none: default empty, no replica throttled; `*` or `partition:broker,...`)"
+		case tc[1] == "":
 			from = "(none: Fjord's own topic config, default `false`)"
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", code(tc[0]), from)

@@ -31,6 +31,8 @@ var apis = map[int16][2]int16{
 	43: {0, 2},   // ElectLeaders
 	44: {0, 1},   // IncrementalAlterConfigs
 	49: {0, 1},   // AlterClientQuotas
+	45: {0, 1},   // AlterPartitionReassignments
+	46: {0, 0},   // ListPartitionReassignments
 	56: {2, 3},   // AlterPartition (topic ids)
 	60: {0, 2},   // DescribeCluster of the controllers (describe.go)
 	62: {0, 4},   // BrokerRegistration
@@ -155,6 +157,14 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 			sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, code
 			r.Resources = append(r.Resources, sr)
 		}
+		return r
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		r.ErrorCode = code
+		return r
+	case *kmsg.ListPartitionReassignmentsRequest:
+		r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		r.ErrorCode = code
 		return r
 	case *kmsg.CreatePartitionsRequest:
 		r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

@@ -52,7 +52,8 @@ func newController(cfg Config, m member) (*Controller, error) {
 // Call hands req to the loop and waits for its response: one of the
 // controller requests (BrokerRegistration, BrokerHeartbeat, CreateTopics,
 // DeleteTopics, CreatePartitions, ElectLeaders, AlterPartition,
-// AllocateProducerIDs) answered as Kafka's controller answers it. A nil
+// AllocateProducerIDs, AlterPartitionReassignments,
+// ListPartitionReassignments) answered as Kafka's controller answers it. A nil
 // response means this node is not the active controller (now), or ctx
 // ended first; the caller answers NOT_CONTROLLER or retries elsewhere.
 // The caller keeps req; the response is the caller's.
@@ -112,6 +113,10 @@ func (c *Controller) run() {
 					}
 				}
 			}
+			if !c.leading() {
+				continue
+			}
+			c.completeMoves()
 			if !c.leading() {
 				continue
 			}

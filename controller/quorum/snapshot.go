@@ -23,7 +23,10 @@ import (
 //     that a non-zero Epoch equals the index), then UnfenceBroker for the
 //     unfenced ones;
 //   - CreateTopic (with its configs) and a CreatePartition per partition,
-//     carrying the current replicas, ISR, leader and both epochs;
+//     carrying the current replicas, ISR, leader and both epochs; a
+//     partition being reassigned gets its partition epoch less one and a
+//     ChangeReplicas after it with its adding and removing replicas (the
+//     log held at least those two records for it too);
 //   - SetConfig for every broker and cluster-default config (the image has
 //     no accessor listing them, so Member keeps a shadow of them, fed by the
 //     SetConfig records it applies);
@@ -126,10 +129,22 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 	for _, t := range img.Topics() {
 		free = append(free, controller.NewRecord(controller.CreateTopic{Name: t.Name, ID: t.ID, Configs: t.Configs}))
 		for p, pt := range t.Partitions {
-			free = append(free, controller.NewRecord(controller.CreatePartition{
+			cp := controller.CreatePartition{
 				TopicID: t.ID, Partition: int32(p),
 				Replicas: pt.Replicas, ISR: pt.ISR, Leader: pt.Leader,
 				LeaderEpoch: pt.LeaderEpoch, PartitionEpoch: pt.PartitionEpoch,
+			}
+			if !pt.Reassigning() {
+				free = append(free, controller.NewRecord(cp))
+				continue
+			}
+			// A move in progress: its ChangeReplicas (same leader, so only
+			// the partition epoch is bumped) sets adding and removing. The
+			// move's start took a partition epoch, so it is at least 1.
+			cp.PartitionEpoch--
+			free = append(free, controller.NewRecord(cp), controller.NewRecord(controller.ChangeReplicas{
+				TopicID: t.ID, Partition: int32(p), Replicas: pt.Replicas, Adding: pt.Adding, Removing: pt.Removing,
+				ISR: pt.ISR, Leader: pt.Leader,
 			}))
 		}
 	}

@@ -68,6 +68,11 @@ func richBodies() func(img *controller.Image) controller.Body {
 			return controller.ChangePartition{TopicID: tid(1), Partition: 0, Leader: ptr(int32(1))}
 		},
 		func(*controller.Image) controller.Body {
+			// A reassignment in progress (partition 1 from [2 3] to [3 1]).
+			return controller.ChangeReplicas{TopicID: tid(1), Partition: 1, Replicas: []int32{3, 1, 2},
+				Adding: []int32{1}, Removing: []int32{2}, ISR: []int32{2}, Leader: 2}
+		},
+		func(*controller.Image) controller.Body {
 			return controller.CreateTopic{Name: "b", ID: tid(2)}
 		},
 		func(*controller.Image) controller.Body {

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterPartitionReassignments: v0-1
+//
+// Behaviour:
+//   - Forwarded to the active controller (controller/reassign.go). A
+//     partition with target replicas T starts moving: its replicas become T
+//     followed by the ones leaving, the new replicas copy the log from the
+//     leader, and once all of T is in sync the controller shrinks the
+//     replicas to T (leadership moves to T's first live member if the
+//     leader leaves) and the departed brokers delete their copies.
+//   - Null replicas cancel the partition's move: the original replicas
+//     come back and the added ones are dropped (NO_REASSIGNMENT_IN_PROGRESS
+//     when none is in progress). A change that would leave only dropped
+//     replicas in sync is refused with INVALID_REPLICA_ASSIGNMENT: it would
+//     need an unclean election, which Fjord never makes.
+//   - INVALID_REPLICA_ASSIGNMENT also for an empty target, a broker twice,
+//     or a broker that is not registered; UNKNOWN_TOPIC_OR_PARTITION for a
+//     partition that does not exist; INVALID_REQUEST for a partition named
+//     twice. The request's partitions that pass are applied together, as
+//     one metadata record.
+//   - The answer comes once this broker's own image shows every change.
+//
+// Version notes:
+//   - v0: flexible (KIP-455); v1: AllowReplicationFactorChange (KIP-1101):
+//     false refuses a target of another size with
+//     INVALID_REPLICATION_FACTOR.
+func init() { regKey(45, 0, 1, handleAlterPartitionReassignments) }
+
+func handleAlterPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+			respond(resp)
+			return
+		}
+		resp := kresp.(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.Version = req.Version
+		targets := map[string]map[int32][]int32{}
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				if targets[rt.Topic] == nil {
+					targets[rt.Topic] = map[int32][]int32{}
+				}
+				targets[rt.Topic][rp.Partition] = rp.Replicas
+			}
+		}
+		b.waitImage(ctx, func(img *controller.Image) bool {
+			for _, st := range resp.Topics {
+				t := img.Topic(st.Topic)
+				for _, sp := range st.Partitions {
+					if sp.ErrorCode != 0 {
+						continue
+					}
+					if t == nil || int(sp.Partition) >= len(t.Partitions) {
+						return true // deleted meanwhile
+					}
+					if !showsTarget(t.Partitions[sp.Partition], targets[st.Topic][sp.Partition]) {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		respond(resp)
+	})
+}
+
+// showsTarget reports whether p shows a reassignment to target accepted:
+// moving to it or done (target nil: a cancellation, nothing in progress).
+func showsTarget(p controller.Partition, target []int32) bool {
+	if target == nil {
+		return !p.Reassigning()
+	}
+	got := p.Target()
+	if len(got) != len(target) {
+		return false
+	}
+	for _, r := range target {
+		if !slices.Contains(got, r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,38 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListPartitionReassignments: v0
+//
+// Behaviour:
+//   - Forwarded to the active controller, which answers from its image:
+//     every partition with a reassignment in progress (null topics), or
+//     those among the named partitions, each with its replicas (the target
+//     followed by the replicas leaving), adding and removing replicas.
+//     Unknown topics and partitions and partitions not moving are left
+//     out, as Kafka does.
+//
+// Version notes:
+//   - v0: flexible (KIP-455)
+func init() { regKey(46, 0, 0, handleListPartitionReassignments) }
+
+func handleListPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, req)
+		if err != nil {
+			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+			respond(resp)
+			return
+		}
+		resp := kresp.(*kmsg.ListPartitionReassignmentsResponse)
+		resp.Version = req.Version
+		respond(resp)
+	})
+}

@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
+)
+
+// Stray replicas: partition directories on disk that the metadata no
+// longer places on this broker. A replica moved away (a reassignment) or
+// deleted with its topic while this broker was down never gets its
+// Unassign, so its files would stay forever. Once the applied image is at
+// least this broker's registration (its broker epoch is the registration's
+// log index), it holds every change made before this process started, and
+// a partition directory that no replica claims and the image does not
+// place here is removed, as Kafka removes stray logs.
+//
+// Why only then: an older image may not yet show a partition placed here
+// (moved here, or created, while this broker was down) — but removing its
+// directory then would at worst cost a re-fetch; what must never happen is
+// removing the copy of a partition this broker is in the ISR of, and an
+// image at or past the registration shows every placement that could have
+// put it there. A directory the image places here is never touched, even
+// for another topic id (openLog deals with that).
+
+// removeStrays removes the partition directories img does not place on
+// this broker and no local replica claims. Each removal claims its
+// directory until done, so a replica placed there by a later image opens
+// only after it (dirClaim). REQUIRES: called from publishLoop after
+// applyImage(img).
+func (b *Broker) removeStrays(img *controller.Image) {
+	ents, err := os.ReadDir(b.logDir)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("listing the log directory for stray replicas")
+		return
+	}
+	me := b.cfg.NodeID
+	for _, e := range ents {
+		name := e.Name()
+		i := strings.LastIndexByte(name, '-')
+		if !e.IsDir() || i <= 0 || name == metadataDir {
+			continue
+		}
+		part, err := strconv.ParseInt(name[i+1:], 10, 32)
+		if err != nil || part < 0 || strconv.Itoa(int(part)) != name[i+1:] {
+			continue
+		}
+		dir := filepath.Join(b.logDir, name)
+		if _, err := os.Stat(filepath.Join(dir, "partition.metadata")); err != nil {
+			continue // not a partition directory (or not one Fjord wrote)
+		}
+		if t := img.Topic(name[:i]); t != nil && int(part) < len(t.Partitions) && slices.Contains(t.Partitions[part].Replicas, me) {
+			continue
+		}
+		r := &b.replicas
+		r.mu.Lock()
+		if r.dirs[dir] != nil {
+			r.mu.Unlock()
+			continue // a replica (or its deletion) owns it
+		}
+		c := &dirClaim{dir: dir, released: make(chan struct{})}
+		r.dirs[dir] = c
+		r.mu.Unlock()
+		b.log.Info().Str("dir", dir).Msg("removing a stray replica: the metadata no longer places this partition here (moved away or deleted while this broker was down)")
+		started := b.goLoop(func() {
+			defer func() {
+				r.mu.Lock()
+				if r.dirs[dir] == c {
+					delete(r.dirs, dir)
+				}
+				r.mu.Unlock()
+				close(c.released)
+			}()
+			// As storage.Log.Delete: rename, make the rename durable, then
+			// remove, so a crash leaves garbage start-up recognises.
+			gone := dir + storage.DeletedSuffix
+			os.RemoveAll(gone)
+			if err := os.Rename(dir, gone); err != nil {
+				b.log.Warn().Err(err).Str("dir", dir).Msg("removing a stray replica")
+				return
+			}
+			d, err := os.Open(b.logDir)
+			if err == nil {
+				err = d.Sync()
+				d.Close()
+			}
+			if err != nil {
+				b.log.Warn().Err(err).Str("dir", gone).Msg("removing a stray replica: syncing the log directory; the rest is removed at the next start")
+				return
+			}
+			if err := os.RemoveAll(gone); err != nil {
+				b.log.Warn().Err(err).Str("dir", gone).Msg("removing a stray replica")
+			}
+		})
+		if !started {
+			r.mu.Lock()
+			if r.dirs[dir] == c {
+				delete(r.dirs, dir)
+			}
+			r.mu.Unlock()
+			close(c.released)
+		}
+	}
+}
