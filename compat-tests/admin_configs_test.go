@@ -550,3 +550,56 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestAdminConfigsDynamicThrottle: the replication throttle set the way
+// kafka-reassign-partitions.sh --throttle sets it, at run time (the rates
+// per broker or cluster-wide, the throttled replicas appended to the
+// topic's lists), holds a move back, and removing it lets the move finish.
+func TestAdminConfigsDynamicThrottle(t *testing.T) {
+	c := startCluster(t, 3, "auto.leader.rebalance.enable=false")
+	adm := c.Admin(1)
+	ctx := testCtx(t, 120*time.Second)
+	const topic = "throttled-move"
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{1}
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, a)
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 10000
+	if resp, err := create.RequestWith(ctx, c.Client(1)); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, resp)
+	}
+	const n, size = 400, 8 << 10 // ~3.2 MB: ~12 s at 256 KB/s
+	produceValues(t, c.Addrs(), topic, "d", 0, n, size)
+
+	if err := alterOne(t, ctx, adm, false, false, "", true, cfgSet("leader.replication.throttled.rate", "262144"), cfgSet("follower.replication.throttled.rate", "262144")); err != nil {
+		t.Fatalf("throttle rates: %v", err)
+	}
+	for _, kv := range [][2]string{{"leader.replication.throttled.replicas", "0:1"}, {"follower.replication.throttled.replicas", "0:2"}} {
+		if err := alterOne(t, ctx, adm, false, false, topic, false, kadm.AlterConfig{Op: kadm.AppendConfig, Name: kv[0], Value: kadm.StringPtr(kv[1])}); err != nil {
+			t.Fatalf("append %s: %v", kv[0], err)
+		}
+	}
+	wantKey(t, ctx, adm, false, topic, "follower.replication.throttled.replicas", "0:2", kmsg.ConfigSourceDynamicTopicConfig)
+
+	if err := alterErr(t, adm, topic, 0, []int32{2}); err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	start := time.Now()
+	time.Sleep(2 * time.Second)
+	if got := listMoves(t, adm, topic); len(got) != 1 {
+		t.Fatalf("a ~3 MB move through a 256 KB/s throttle finished within 2 s: %+v", got)
+	}
+	// kafka-reassign-partitions.sh --verify removes the throttle.
+	if err := alterOne(t, ctx, adm, false, false, "", true, cfgDel("leader.replication.throttled.rate"), cfgDel("follower.replication.throttled.rate")); err != nil {
+		t.Fatalf("remove the rates: %v", err)
+	}
+	c.Await(t, 60*time.Second, "the move completes once unthrottled", func() (bool, string) {
+		got := listMoves(t, adm, topic)
+		return len(got) == 0, fmt.Sprintf("%+v", got)
+	})
+	t.Logf("moved ~%d MB in %v (throttled for the first 2 s)", n*size>>20, time.Since(start).Round(100*time.Millisecond))
+	checkValues(t, c.Addrs(), topic, "d", n, size)
+}
