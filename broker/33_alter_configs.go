@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,21 +36,7 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		defer cancel()
 		var fresp *kmsg.AlterConfigsResponse
 		if len(fwd.Resources) > 0 {
-			kresp, err := b.ctl.call(ctx, &fwd)
-			if err != nil {
-				kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
-			}
-			fresp = kresp.(*kmsg.AlterConfigsResponse)
-			if !req.ValidateOnly {
-				changes := active.LegacyChanges(&fwd)
-				var done []controller.ConfigChange
-				for i, r := range fresp.Resources {
-					if i < len(changes) && r.ErrorCode == 0 {
-						done = append(done, changes[i])
-					}
-				}
-				b.awaitConfigs(ctx, done)
-			}
+			fresp = b.forwardConfigs(ctx, &fwd, active.LegacyChanges(&fwd), req.ValidateOnly).(*kmsg.AlterConfigsResponse)
 		}
 		next := 0
 		for _, rr := range req.Resources {

@@ -49,21 +49,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 		defer cancel()
 		var fresp *kmsg.IncrementalAlterConfigsResponse
 		if len(fwd.Resources) > 0 {
-			kresp, err := b.ctl.call(ctx, &fwd)
-			if err != nil {
-				kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
-			}
-			fresp = kresp.(*kmsg.IncrementalAlterConfigsResponse)
-			if !req.ValidateOnly {
-				changes := active.IncrementalChanges(&fwd)
-				var done []controller.ConfigChange
-				for i, r := range fresp.Resources {
-					if i < len(changes) && r.ErrorCode == 0 {
-						done = append(done, changes[i])
-					}
-				}
-				b.awaitConfigs(ctx, done)
-			}
+			fresp = b.forwardConfigs(ctx, &fwd, active.IncrementalChanges(&fwd), req.ValidateOnly).(*kmsg.IncrementalAlterConfigsResponse)
 		}
 		next := 0
 		for _, rr := range req.Resources {
@@ -90,6 +76,38 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 		}
 		respond(resp)
 	})
+}
+
+// forwardConfigs sends an AlterConfigs or IncrementalAlterConfigs (fwd,
+// whose changes are given) to the active controller and, unless
+// validateOnly, waits for this broker's image to show the accepted ones.
+func (b *Broker) forwardConfigs(ctx context.Context, fwd kmsg.Request, changes []controller.ConfigChange, validateOnly bool) kmsg.Response {
+	kresp, err := b.ctl.call(ctx, fwd)
+	if err != nil {
+		kresp = active.ErrorResponse(fwd, kerr.RequestTimedOut.Code)
+	}
+	if validateOnly {
+		return kresp
+	}
+	var codes []int16
+	switch r := kresp.(type) {
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, rr := range r.Resources {
+			codes = append(codes, rr.ErrorCode)
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, rr := range r.Resources {
+			codes = append(codes, rr.ErrorCode)
+		}
+	}
+	var done []controller.ConfigChange
+	for i, code := range codes {
+		if i < len(changes) && code == 0 {
+			done = append(done, changes[i])
+		}
+	}
+	b.awaitConfigs(ctx, done)
+	return kresp
 }
 
 // awaitConfigs waits, at most 5 s, until this broker's image shows every
