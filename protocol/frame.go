@@ -68,7 +68,7 @@ func readFrame(r io.Reader, max int32, pooled bool, g *grant) ([]byte, error) {
 	if n > max {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
-	buf := make([]byte, min(int(n), startBuf))
+	buf := startFrameBuf(int(n), pooled)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, truncated(err)
 	}
@@ -82,28 +82,39 @@ func readFrame(r io.Reader, max int32, pooled bool, g *grant) ([]byte, error) {
 		if err := g.grow(int64(next - len(buf))); err != nil {
 			return nil, err
 		}
-		nb := newFrameBuf(next, pooled && next == int(n))
-		copy(nb, buf)
-		if _, err := io.ReadFull(r, nb[len(buf):]); err != nil {
+		have := len(buf)
+		if cap(buf) >= next {
+			buf = buf[:next]
+		} else {
+			nb := make([]byte, next)
+			copy(nb, buf)
+			buf = nb
+		}
+		if _, err := io.ReadFull(r, buf[have:]); err != nil {
 			return nil, truncated(err)
 		}
-		buf = nb
 	}
 	return buf, nil
 }
 
-// newFrameBuf returns a buffer of n bytes, from the recycled frames when
-// pooled (memory the process already holds: no allocation to zero).
-func newFrameBuf(n int, pooled bool) []byte {
+// startFrameBuf is the buffer a frame of n bytes starts in: startBuf bytes
+// (or n if less), inside a recycled frame big enough for all n when pooled
+// and the pool has one. A recycled frame is memory the process already
+// holds, so growing inside it costs no allocation and no copy; the budget
+// still counts the bytes as they arrive, and what a stalled frame pins
+// beyond them is bounded by what the pool held (large frames handled
+// since the last GC).
+func startFrameBuf(n int, pooled bool) []byte {
+	first := min(n, startBuf)
 	if pooled && n >= minPooledFrame {
 		if b, ok := framePool.Get().(*[]byte); ok {
 			if cap(*b) >= n {
-				return (*b)[:n]
+				return (*b)[:first]
 			}
 			framePool.Put(b)
 		}
 	}
-	return make([]byte, n)
+	return make([]byte, first)
 }
 
 func truncated(err error) error {
