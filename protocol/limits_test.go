@@ -256,3 +256,31 @@ func TestConnCounter(t *testing.T) {
 		t.Fatalf("total %d after every release", total)
 	}
 }
+
+// FuzzReadFrame: any byte stream read as frames (growing, under a small
+// budget) either yields frames of exactly their announced size, which then
+// parse or fail cleanly, or fails; the budget is whole again afterwards.
+func FuzzReadFrame(f *testing.F) {
+	f.Add(smallMetadata())
+	f.Add(append(binary.BigEndian.AppendUint32(nil, 200<<10), make([]byte, 70<<10)...))
+	f.Add(bigMetadata(150 << 10))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		budget := NewBudget(256 << 10)
+		br := bufio.NewReader(bytes.NewReader(b))
+		for {
+			g := &grant{b: budget, ctx: context.Background()}
+			fr, err := readFrame(br, 1<<20, true, g)
+			g.release()
+			if err != nil {
+				break
+			}
+			if r, err := ParseRequest(fr, testVersions{}); err == nil && r.Body != nil {
+				_ = r.Body.AppendTo(nil)
+			}
+			recycleFrame(fr)
+		}
+		if u := budget.Used(); u != 0 {
+			t.Fatalf("budget holds %d after every grant was released", u)
+		}
+	})
+}
