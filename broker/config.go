@@ -200,6 +200,9 @@ func (c *Config) Validate() error {
 	if c.SocketRequestMaxBytes < 1024 {
 		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d: too small", c.SocketRequestMaxBytes))
 	}
+	if c.MaxConnectionsPerIP == 0 && c.MaxConnectionsPerIPOverride == "" {
+		errs = append(errs, errors.New("max.connections.per.ip 0 refuses every client: give max.connections.per.ip.overrides with it (as Kafka requires)"))
+	}
 	if c.SegmentBytes < 1024 {
 		errs = append(errs, fmt.Errorf("log.segment.bytes %d: must be >= 1024", c.SegmentBytes))
 	}

@@ -94,6 +94,8 @@ func TestHostileConnectionsBoundedMemory(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	t.Logf("resident memory: %d MiB fresh, peak %d MiB with the %d hostile connections open", before>>20, peak>>20, conns)
+
 	adm := newAdmin(t, b.Addr)
 	if _, err := adm.Metadata(ctx); err != nil {
 		t.Fatalf("metadata with %d hostile connections open: %v", conns, err)
