@@ -52,6 +52,8 @@ type Broker struct {
 	openSem  chan struct{}
 	// throttles are the replication quotas (throttle.go).
 	throttles replThrottles
+	// limits bound the client listeners' connections and request memory (limits.go).
+	limits clientLimits
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
@@ -320,14 +322,17 @@ func (b *Broker) serveClients() {
 	if b.closing.Load() {
 		return
 	}
+	b.limits.init(&b.cfg)
 	for i, ln := range b.listeners {
 		h := &connHandler{b: b, listener: i}
 		s := protocol.NewServer(protocol.ServerConfig{
-			MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
-			MaxInFlight:   int(b.cfg.NumIOThreads),
-			IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-			DrainTimeout:  30 * time.Second,
-			Admit:         b.admitConnection,
+			MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
+			MaxInFlight:     int(b.cfg.NumIOThreads),
+			IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+			DrainTimeout:    30 * time.Second,
+			Admit:           b.admitConnection,
+			Budget:          b.limits.budget,
+			FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
 		}, h, versionTable{}, b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -96,6 +97,14 @@ type Config struct {
 	AutoLeaderRebalance      bool
 	LeaderImbalanceCheckSecs int64
 	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// Client connection and request-memory limits (broker/limits.go):
+	// max.connections, max.connections.per.ip and its overrides (dynamic),
+	// queued.max.request.bytes, connection.failed.authentication.delay.ms.
+	MaxConnections              int32
+	MaxConnectionsPerIP         int32
+	MaxConnectionsPerIPOverride string
+	QueuedMaxRequestBytes       int64
+	FailedAuthDelayMs           int32
 
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -131,6 +140,10 @@ func DefaultConfig() Config {
 		MinInsyncReplicas:         1,
 		NumIOThreads:              8,
 		ConnectionsMaxIdleMs:      600000,
+		MaxConnections:            math.MaxInt32,
+		MaxConnectionsPerIP:       math.MaxInt32,
+		QueuedMaxRequestBytes:     64 << 20,
+		FailedAuthDelayMs:         100,
 		GroupInitialRebalanceMs:   3000,
 		OffsetsTopicPartitions:    50,
 		GroupMinSessionMs:         6000,
@@ -186,6 +199,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SocketRequestMaxBytes < 1024 {
 		errs = append(errs, fmt.Errorf("socket.request.max.bytes %d: too small", c.SocketRequestMaxBytes))
+	}
+	if c.MaxConnectionsPerIP == 0 && c.MaxConnectionsPerIPOverride == "" {
+		errs = append(errs, errors.New("max.connections.per.ip 0 refuses every client: give max.connections.per.ip.overrides with it (as Kafka requires)"))
 	}
 	if c.SegmentBytes < 1024 {
 		errs = append(errs, fmt.Errorf("log.segment.bytes %d: must be >= 1024", c.SegmentBytes))

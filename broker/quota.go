@@ -3,7 +3,6 @@ package broker
 import (
 	"cmp"
 	"math"
-	"net"
 	"slices"
 	"sync"
 	"time"
@@ -346,15 +345,11 @@ func (b *Broker) quotaRequestTime(cc *connCtx, req kmsg.Request, d time.Duration
 	cc.throttle(b.quotas.record(quotaRequest, principalOf(cc), cc.clientID, pct, false))
 }
 
-// admitConnection is the client listeners' protocol.ServerConfig.Admit:
-// the delay before refusing a connection over its ip's
-// connection_creation_rate, 0 to serve it.
-func (b *Broker) admitConnection(remote net.Addr) time.Duration {
+// connectionRateDelay is the per-ip connection_creation_rate part of the
+// accept-time check (admitConnection): the delay before refusing a
+// connection over its ip's rate, 0 to serve it.
+func (b *Broker) connectionRateDelay(host string) time.Duration {
 	if b.quotas == nil || !b.quotas.active() {
-		return 0
-	}
-	host, _, err := net.SplitHostPort(remote.String())
-	if err != nil {
 		return 0
 	}
 	t := b.quotas.record(quotaConnection, "", host, 1, true)

@@ -50,11 +50,20 @@ type ServerConfig struct {
 	MaxInFlight   int           // requests read ahead per connection before reading stalls
 	IdleTimeout   time.Duration // connections.max.idle.ms; 0 = never
 	DrainTimeout  time.Duration // how long Close waits for in-flight requests
-	// Admit, if set, is asked about each accepted connection before it is
-	// served; a positive answer refuses it: nothing is read and it is closed
-	// after that delay (Kafka's per-ip connection_creation_rate throttling:
-	// a refused client does not reconnect in a tight loop).
-	Admit func(remote net.Addr) time.Duration
+	// Admit, if set, is the one accept-time check (connection counts,
+	// per-ip connection_creation_rate), asked about each accepted
+	// connection before it is served. Refused (ok false), nothing is read
+	// and it is closed after delay (0: at once; a rate-throttled client
+	// waits so it does not reconnect in a tight loop). Admitted, release,
+	// if not nil, is called once when the connection ends.
+	Admit func(remote net.Addr) (ok bool, delay time.Duration, release func())
+	// Budget, if set, bounds the request bytes being read or waiting for
+	// their handler, across every server sharing it
+	// (queued.max.request.bytes; see limits.go).
+	Budget *Budget
+	// FailedAuthDelay is how long a connection lingers, unread, after a
+	// failed authentication (connection.failed.authentication.delay.ms).
+	FailedAuthDelay time.Duration
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -122,21 +131,20 @@ func (s *Server) isClosed() bool {
 }
 
 func (s *Server) startConn(nc net.Conn) {
-	if s.cfg.Admit != nil {
-		if d := s.cfg.Admit(nc.RemoteAddr()); d > 0 {
-			time.AfterFunc(d, func() { nc.Close() })
-			return
-		}
+	release, ok := s.admit(nc)
+	if !ok {
+		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
-		s:      s,
-		nc:     nc,
-		ctx:    ctx,
-		cancel: cancel,
-		slots:  make(chan *slot, s.cfg.MaxInFlight),
-		log:    s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
-		stopCh: make(chan struct{}),
+		s:        s,
+		nc:       nc,
+		ctx:      ctx,
+		cancel:   cancel,
+		slots:    make(chan *slot, s.cfg.MaxInFlight),
+		log:      s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
+		stopCh:   make(chan struct{}),
+		admitted: release,
 	}
 	c.muteFn = c.mute
 	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
@@ -147,6 +155,9 @@ func (s *Server) startConn(nc net.Conn) {
 		s.mu.Unlock()
 		nc.Close()
 		cancel()
+		if release != nil {
+			release()
+		}
 		return
 	}
 	s.mu.conns[c] = struct{}{}
@@ -209,6 +220,8 @@ type conn struct {
 	slots  chan *slot // closed by readLoop when it stops
 	log    zerolog.Logger
 	host   string // "/" + peer IP
+	// admitted is Admit's release, called by writeLoop as the socket closes.
+	admitted func()
 
 	stopping bool // set before the read deadline that ends readLoop; read only by readLoop after its read fails
 	stopMu   sync.Mutex
@@ -277,13 +290,16 @@ func (c *conn) readLoop() {
 		if c.s.cfg.IdleTimeout > 0 && !c.isStopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		frame, err := readFrame(br, c.s.cfg.MaxFrameBytes, true)
+		g := c.frameGrant()
+		frame, err := readFrame(br, c.s.cfg.MaxFrameBytes, true, g)
 		if err != nil {
+			g.release()
 			c.readFailed(err)
 			return
 		}
 		req, err := ParseRequest(frame, c.s.vs)
 		if err != nil {
+			g.release()
 			ev := c.log.Warn().Err(err)
 			if req != nil {
 				ev = ev.Int16("api_key", req.Key).Int16("api_version", req.Version).Str("client_id", req.ClientID)
@@ -298,13 +314,16 @@ func (c *conn) readLoop() {
 		select {
 		case c.slots <- sl:
 		case <-c.ctx.Done():
+			g.release()
 			return
 		}
 		if req.Body == nil { // ApiVersions newer than ours
+			g.release()
 			sl.respond(UnsupportedAPIVersions(c.s.vs), nil)
 			continue
 		}
 		c.dispatch(req, sl)
+		g.release() // the handler has taken the request
 		if req.Recycle {
 			recycleFrame(req.frame)
 		}
@@ -357,6 +376,9 @@ func (c *conn) writeLoop() {
 	defer func() {
 		c.cancel()
 		c.nc.Close()
+		if c.admitted != nil {
+			c.admitted()
+		}
 		c.s.mu.Lock()
 		delete(c.s.mu.conns, c)
 		c.s.mu.Unlock()

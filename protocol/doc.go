@@ -7,7 +7,9 @@
 // and answers it through a Responder, now or later.
 // A handler may also mute the connection (Request.Mute: the reader takes
 // no further request for a while, KIP-219 throttling), and the server may
-// refuse a connection as it is accepted (ServerConfig.Admit).
+// refuse a connection as it is accepted (ServerConfig.Admit: connection
+// counts and rates). Request memory is bounded (limits.go): a frame's
+// buffer grows as its bytes arrive, under a budget shared by connections.
 //
 // Frame layout (all integers big-endian):
 //

@@ -146,37 +146,32 @@ var brokerExact = map[string]rule{
 	"compression.zstd.level":            with(ignored, whyRecompress),
 
 	// Fjord does these in its own way.
-	"controlled.shutdown.enable":                {class: Unsupported, why: "Fjord always shuts down in a controlled way on SIGTERM", asFjord: equalFold("true")},
-	"controlled.shutdown.max.retries":           with(ignored, "Fjord's controlled shutdown has its own bound"),
-	"controlled.shutdown.retry.backoff.ms":      with(ignored, "Fjord's controlled shutdown has its own bound"),
-	"leader.imbalance.per.broker.percentage":    with(unsupported, "Fjord moves every partition not led by its preferred replica at each check"),
-	"offsets.commit.required.acks":              with(ignored, "Fjord writes committed offsets with acks=all to the offsets topic's ISR"),
-	"offsets.topic.compression.codec":           with(ignored, whyRecompress),
-	"replica.selector.class":                    with(unsupported, "consumers fetch from leaders only (KIP-392 is not built)"),
-	"telemetry.max.bytes":                       with(ignored, "KIP-714 client telemetry is not collected"),
-	"unstable.api.versions.enable":              with(ignored, "Fjord advertises only the API versions it serves"),
-	"unstable.feature.versions.enable":          with(ignored, "Fjord advertises only the API versions it serves"),
-	"group.coordinator.threads":                 with(ignored, whyJVM),
-	"group.coordinator.append.linger.ms":        with(ignored, whyJVM),
-	"controller.socket.timeout.ms":              with(ignored, whyClients),
-	"request.timeout.ms":                        with(ignored, whyClients),
-	"socket.connection.setup.timeout.ms":        with(ignored, whyClients),
-	"socket.connection.setup.timeout.max.ms":    with(ignored, whyClients),
-	"max.connections":                           with(unsupported, whyLimits),
-	"max.connections.per.ip":                    with(unsupported, whyLimits),
-	"max.connections.per.ip.overrides":          with(unsupported, whyLimits),
-	"max.connection.creation.rate":              with(unsupported, whyLimits),
-	"connection.failed.authentication.delay.ms": with(unsupported, whyLimits),
-	"queued.max.request.bytes":                  with(unsupported, whyLimits),
-	"log.message.timestamp.after.max.ms":        with(unsupported, whyTimestamps),
-	"log.message.timestamp.before.max.ms":       with(unsupported, whyTimestamps),
-	"log.message.timestamp.difference.max.ms":   with(unsupported, whyTimestamps),
+	"controlled.shutdown.enable":              {class: Unsupported, why: "Fjord always shuts down in a controlled way on SIGTERM", asFjord: equalFold("true")},
+	"controlled.shutdown.max.retries":         with(ignored, "Fjord's controlled shutdown has its own bound"),
+	"controlled.shutdown.retry.backoff.ms":    with(ignored, "Fjord's controlled shutdown has its own bound"),
+	"leader.imbalance.per.broker.percentage":  with(unsupported, "Fjord moves every partition not led by its preferred replica at each check"),
+	"offsets.commit.required.acks":            with(ignored, "Fjord writes committed offsets with acks=all to the offsets topic's ISR"),
+	"offsets.topic.compression.codec":         with(ignored, whyRecompress),
+	"replica.selector.class":                  with(unsupported, "consumers fetch from leaders only (KIP-392 is not built)"),
+	"telemetry.max.bytes":                     with(ignored, "KIP-714 client telemetry is not collected"),
+	"unstable.api.versions.enable":            with(ignored, "Fjord advertises only the API versions it serves"),
+	"unstable.feature.versions.enable":        with(ignored, "Fjord advertises only the API versions it serves"),
+	"group.coordinator.threads":               with(ignored, whyJVM),
+	"group.coordinator.append.linger.ms":      with(ignored, whyJVM),
+	"controller.socket.timeout.ms":            with(ignored, whyClients),
+	"request.timeout.ms":                      with(ignored, whyClients),
+	"socket.connection.setup.timeout.ms":      with(ignored, whyClients),
+	"socket.connection.setup.timeout.max.ms":  with(ignored, whyClients),
+	"max.connection.creation.rate":            with(unsupported, whyLimits),
+	"log.message.timestamp.after.max.ms":      with(unsupported, whyTimestamps),
+	"log.message.timestamp.before.max.ms":     with(unsupported, whyTimestamps),
+	"log.message.timestamp.difference.max.ms": with(unsupported, whyTimestamps),
 }
 
 const (
 	whyRecompress = "Fjord never recompresses: batches are kept as the producer compressed them"
 	whyClients    = "timeouts of Kafka's inter-broker clients; Fjord's have their own"
-	whyLimits     = "connection limits and request-memory budgets are not enforced yet"
+	whyLimits     = "the broker-wide connection creation rate is not enforced yet (the per-ip connection_creation_rate quota is)"
 	whyTimestamps = "record timestamps are not checked against the broker's clock yet"
 )
 

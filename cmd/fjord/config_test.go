@@ -246,6 +246,8 @@ func sampleValue(k broker.ConfigKey) string {
 		return "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
 	case "controller.quorum.bootstrap.servers":
 		return "localhost:9093"
+	case "max.connections.per.ip.overrides":
+		return "127.0.0.1:5"
 	}
 	return "1"
 }
