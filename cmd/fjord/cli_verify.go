@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -46,6 +47,7 @@ func verifyCmd(args []string, out, errOut io.Writer, tty bool) int {
 	group := c.fs.String("group", "", "consumer group (default fjord-verify-<time>)")
 	settle := c.fs.Duration("settle", 60*time.Second, "after producing: how long to wait for outcomes, and again to read everything back")
 	keep := c.fs.Bool("keep", false, "keep the topic and group afterwards")
+	histPath := c.fs.String("history", "", "write the history (every attempt and its outcome, every record read back) to this JSON file")
 	*c.timeout = 0 // the run's bounds are --duration and --settle
 	if code, ok := c.parse(args, 0, 0); !ok {
 		return code
@@ -286,6 +288,11 @@ func verifyCmd(args []string, out, errOut io.Writer, tty bool) int {
 		return c.fail(fmt.Errorf("cannot verify: resuming the group: %w", rerr))
 	}
 
+	if *histPath != "" {
+		if err := writeHistory(*histPath, attempts, final); err != nil {
+			return c.fail(err)
+		}
+	}
 	rep := history.Check(attempts, final)
 	grp := history.CheckGroup(attempts, final, consumed, committed, resumed, ends)
 	ok := rep.OK() && grp.OK() && rep.Acked > 0
@@ -394,4 +401,21 @@ func verifyRead(cl *kgo.Client, ends map[int32]int64, bound time.Duration) ([]hi
 		})
 	}
 	return out, nil
+}
+
+// verifyHistory is the --history file: what the checker judged.
+type verifyHistory struct {
+	Attempts []history.Attempt `json:"attempts"`
+	Reads    []history.Record  `json:"reads"` // the topic read back, in the order read
+}
+
+func writeHistory(path string, attempts []history.Attempt, reads []history.Record) error {
+	data, err := json.Marshal(verifyHistory{attempts, reads})
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	return nil
 }
