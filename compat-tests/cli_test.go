@@ -349,6 +349,10 @@ func TestCLITopicGroupProduceConsume(t *testing.T) {
 		t.Fatalf("group list: %+v", groups)
 	}
 	cliOK(t, addr, "", "group", "delete", group)
+	if errs := cliCode(t, 1, addr, "group", "describe", group); !strings.Contains(errs, "does not exist") {
+		t.Fatalf("describe a deleted group: %s", errs)
+	}
+	cliCode(t, 1, addr, "group", "lag", group)
 	lg, err := adm.ListGroups(testCtx(t, 10*time.Second))
 	if err != nil || slices.Contains(lg.Groups(), group) {
 		t.Fatalf("after group delete: %v %v", err, lg.Groups())
@@ -381,6 +385,13 @@ func TestCLITopicGroupProduceConsume(t *testing.T) {
 		t.Fatalf("after topic delete: %v %v", err, tds.Names())
 	}
 	cliCode(t, 1, addr, "topic", "delete", topic)
+	cliCode(t, 1, addr, "topic", "describe", topic)
+	cliCode(t, 1, addr, "consume", "-t", topic, "-e")
+	// verify wants a topic of its own.
+	cliOK(t, addr, "", "topic", "create", "cli-taken")
+	if errs := cliCode(t, 1, addr, "verify", "--topic", "cli-taken", "--duration", "1s"); !strings.Contains(errs, "TOPIC_ALREADY_EXISTS") {
+		t.Fatalf("verify on an existing topic: %s", errs)
+	}
 	cliCode(t, 1, "127.0.0.1:1", "topic", "list", "--timeout", "2s")
 	cliCode(t, 2, addr, "topic", "frobnicate")
 	cliCode(t, 2, addr, "topic", "create")

@@ -94,6 +94,9 @@ func groupDescribe(args []string, out, errOut io.Writer) int {
 		if !ok || g.Err != nil {
 			return c.fail(fmt.Errorf("group %s: %v %s", name, g.Err, g.ErrMessage))
 		}
+		if g.State == "Dead" {
+			return c.fail(fmt.Errorf("group %s does not exist", name))
+		}
 		d := groupDesc{Group: name, State: g.State, Protocol: g.Protocol, Coordinator: g.Coordinator.NodeID, Members: []memberRow{}}
 		for _, m := range g.Members {
 			r := memberRow{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
@@ -159,6 +162,9 @@ func groupLag(args []string, out, errOut io.Writer) int {
 		}
 		if err := l.Error(); err != nil {
 			return c.fail(fmt.Errorf("group %s: %w", name, err))
+		}
+		if l.State == "Dead" {
+			return c.fail(fmt.Errorf("group %s does not exist", name))
 		}
 		for _, ml := range l.Lag.Sorted() {
 			r := lagRow{Group: name, Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag, Error: errString(ml.Err)}
