@@ -450,11 +450,16 @@ func TestCLIVerifyKillNode(t *testing.T) {
 		Dup       int      `json:"duplicated"`
 		Reordered int      `json:"reordered"`
 		Problems  []string `json:"problems"`
+		Landed    int      `json:"indefinite_landed"`
+		NotLanded int      `json:"indefinite_not_landed"`
+		Consumed  int      `json:"group_consumed"`
+		Resumed   int      `json:"group_resumed"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("verify --json: %v\n%s\nstderr: %s", err, out.String(), errb.String())
 	}
-	t.Logf("verify took %v: exit %d, attempted %d, acked %d", time.Since(start).Truncate(time.Millisecond), code, rep.Attempted, rep.Acked)
+	t.Logf("verify took %v: exit %d, attempted %d, acked %d, outcome unknown %d landed / %d not, group processed %d, resumed %d",
+		time.Since(start).Truncate(time.Millisecond), code, rep.Attempted, rep.Acked, rep.Landed, rep.NotLanded, rep.Consumed, rep.Resumed)
 	if code != 0 || !rep.OK || rep.Lost != 0 || rep.Acked < 1000 {
 		t.Fatalf("verify: exit %d\n%s\nstderr: %s", code, out.String(), errb.String())
 	}
