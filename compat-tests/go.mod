@@ -1,13 +1,14 @@
 module github.com/fjordlog/fjord/compat-tests
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/fjordlog/fjord v0.0.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twmb/franz-go v1.21.7
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
-	github.com/twmb/franz-go/pkg/kmsg v1.13.1
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 )
 
 require (
@@ -24,5 +25,7 @@ require (
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
+
+replace github.com/fjordlog/fjord => ../

@@ -14,6 +14,37 @@ var errHelp = errors.New("help requested")
 func usage() string {
 	return `Usage: fjord [--config PATH] [--override key=value]...
        fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
+       fjord topic create NAME [--partitions N] [--replication-factor N] [--config k=v]...
+       fjord topic list [--internal]
+       fjord topic describe NAME...
+       fjord topic delete NAME...
+       fjord topic alter-config NAME [--set k=v]... [--delete k]...
+       fjord group list
+       fjord group describe GROUP...
+       fjord group lag GROUP...
+       fjord group reset-offsets GROUP --topic T (--to-earliest | --to-latest |
+             --to-offset N | --to-datetime RFC3339 | --shift-by N) [--execute]
+       fjord group delete GROUP...
+       fjord produce -t TOPIC [-p PARTITION] [-k SEP]        (a record per stdin line)
+       fjord consume -t TOPIC [-p PARTITION] [-o beginning|end|N|-N] [-c COUNT] [-e]
+             [-f '%t %p %o %k %v %T %h\n']
+       fjord cluster info
+       fjord verify [--duration 30s] [--rate 500] [--partitions 6]
+             [--replication-factor N] [--keys 64] [--keep]
+
+The client subcommands speak the Kafka protocol to any cluster, Fjord or
+Kafka. Each takes --bootstrap host:port[,host:port] (default
+$FJORD_BOOTSTRAP, else 127.0.0.1:9092), --json (JSON for scripts instead
+of a table) and --timeout. Exit status: 0 done; 1 the operation failed (an
+error from the cluster, a refusal such as resetting the offsets of a
+group with members, or verify finding a problem); 2 a usage error.
+group reset-offsets only prints its plan unless --execute is given.
+
+fjord verify creates a topic, produces keyed records (acks=all,
+idempotent) while a consumer group processes them, reads everything back
+and reports acknowledged records lost, duplicated or reordered, and the
+group's commits checked against what it processed. It exits 0 only when
+no problem was found (nothing lost).
 
 fjord health exits 0 when the node serves (its listener answers and lists
 it as a live broker): a container healthcheck. It reads the node's

@@ -3,6 +3,7 @@
 //
 //	fjord [--config server.properties] [--override key=value ...]
 //	fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
+//	fjord topic|group|produce|consume|cluster|verify ... (a Kafka client; see usage())
 //
 // Configuration uses Kafka's property names; see docs/configuration.md.
 package main
@@ -25,8 +26,10 @@ func main() {
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == "health" {
-		return health(args[1:], os.Environ(), os.Stdout)
+	if len(args) > 0 {
+		if code, ok := runClient(args[0], args[1:]); ok {
+			return code
+		}
 	}
 	l, err := loadConfig(args, os.Environ())
 	if errors.Is(err, errHelp) {
@@ -69,6 +72,27 @@ func run(args []string) int {
 	}
 	log.Info().Dur("took", time.Since(start)).Msg("stopped")
 	return 0
+}
+
+// runClient runs a client subcommand; ok is false when name is not one.
+func runClient(name string, args []string) (code int, ok bool) {
+	switch name {
+	case "health":
+		return health(args, os.Environ(), os.Stdout), true
+	case "topic":
+		return topicCmd(args, os.Stdout, os.Stderr), true
+	case "group":
+		return groupCmd(args, os.Stdout, os.Stderr), true
+	case "produce":
+		return produceCmd(args, os.Stdin, os.Stdout, os.Stderr), true
+	case "consume":
+		return consumeCmd(args, os.Stdout, os.Stderr), true
+	case "cluster":
+		return clusterCmd(args, os.Stdout, os.Stderr), true
+	case "verify":
+		return verifyCmd(args, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stdout.Fd()))), true
+	}
+	return 0, false
 }
 
 // newLogger writes JSON lines, or readable lines when stderr is a terminal.
