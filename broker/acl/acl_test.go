@@ -232,7 +232,11 @@ func TestFilter(t *testing.T) {
 		{"any pattern, exact name", func(f *Filter) { f.Name = ptr("mf.settlement.") }, []int{1}},
 		{"literal only", func(f *Filter) { f.Pattern = PatternLiteral }, []int{0, 2, 4}},
 		{"prefixed named", func(f *Filter) { f.Pattern = PatternPrefixed; f.Name = ptr("mf.") }, []int{3}},
-		{"match a name", func(f *Filter) { f.ResourceType = ResourceTopic; f.Pattern = PatternMatch; f.Name = ptr("mf.settlement.eur") }, []int{0, 1, 2, 3}},
+		{"match a name", func(f *Filter) {
+			f.ResourceType = ResourceTopic
+			f.Pattern = PatternMatch
+			f.Name = ptr("mf.settlement.eur")
+		}, []int{0, 1, 2, 3}},
 		{"match another name", func(f *Filter) { f.ResourceType = ResourceTopic; f.Pattern = PatternMatch; f.Name = ptr("clicks") }, []int{2}},
 		{"match, no name", func(f *Filter) { f.Pattern = PatternMatch }, []int{0, 1, 2, 3, 4}},
 		{"principal", func(f *Filter) { f.Principal = ptr(bob) }, []int{2, 3}},
