@@ -35,6 +35,14 @@ func (a ACL) String() string {
 	return fmt.Sprintf("{rt:%d %q pt:%d %q host:%q op:%d perm:%d}", a.ResourceType, a.Name, a.PatternType, a.Principal, a.Host, a.Operation, a.Permission)
 }
 
+// Concrete reports whether every enum of a names one value (no ANY,
+// MATCH or UNKNOWN) and the strings are not empty: what Apply requires.
+func (a ACL) Concrete() bool {
+	return a.ResourceType >= 2 && a.ResourceType <= 7 && (a.PatternType == 3 || a.PatternType == 4) &&
+		a.Operation >= 2 && a.Operation <= 14 && (a.Permission == 2 || a.Permission == 3) &&
+		a.Name != "" && a.Principal != "" && a.Host != ""
+}
+
 // ACLChange adds (Remove false) or removes one ACL binding. Adding one
 // the image has, or removing one it has not, changes nothing.
 type ACLChange struct {
@@ -55,8 +63,7 @@ func (c ACLChange) String() string {
 // cloning the set.
 func (img *Image) applyACL(c ACLChange) error {
 	a := c.ACL
-	if a.ResourceType < 2 || a.ResourceType > 7 || (a.PatternType != 3 && a.PatternType != 4) ||
-		a.Operation < 2 || a.Operation > 14 || (a.Permission != 2 && a.Permission != 3) {
+	if !a.Concrete() {
 		return fmt.Errorf("%w: acl %v: not a concrete binding", ErrNotApplicable, a)
 	}
 	_, has := img.acls[a]
