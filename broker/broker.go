@@ -33,6 +33,11 @@ import (
 // long enough to look a topic up.
 type Broker struct {
 	cfg Config // as started: the static configuration
+	// authzCache is the authorizer of the latest image's ACLs (authz.go);
+	// any request goroutine may replace it, all build equal values.
+	authzCache atomic.Pointer[authzCache]
+	// audit is the audit stream (audit.go); nil when it is off. Set in New.
+	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
 	// (dynconfig.go); publishLoop is its one writer. nil until the first
 	// image: live() is then cfg.
@@ -144,6 +149,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.startQuotas()
+	if cfg.AuthorizerClass == legacyAuthorizerClass {
+		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
+			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")
+	}
+	if err := b.startAudit(); err != nil {
+		return nil, err
+	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
@@ -487,8 +499,18 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0
+	deny, fix := h.b.authorize(cc, req.Key, req.Body) // authz.go
+	if deny != nil {
+		h.b.audit.admin(cc, req.Key, req.Body, deny)
+		respond(deny, nil)
+		return
+	}
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
+		if fix != nil && resp != nil {
+			fix(resp)
+		}
+		h.b.audit.admin(cc, req.Key, req.Body, resp)
 		if resp == nil {
 			respond(nil, nil)
 			return

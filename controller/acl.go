@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -95,6 +96,13 @@ func (img *Image) ACLs() []ACL {
 
 // HasACL reports whether img holds exactly a.
 func (img *Image) HasACL(a ACL) bool { _, ok := img.acls[a]; return ok }
+
+// SameACLs reports whether img and o share one ACL set (the image is
+// copy-on-write, so an unchanged set is the same map): a cheap test for
+// "the ACLs did not change" that may answer false for equal sets.
+func (img *Image) SameACLs(o *Image) bool {
+	return reflect.ValueOf(img.acls).UnsafePointer() == reflect.ValueOf(o.acls).UnsafePointer()
+}
 
 // ACLCount is the number of bindings.
 func (img *Image) ACLCount() int { return len(img.acls) }
