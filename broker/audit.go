@@ -111,7 +111,7 @@ func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, fill func(*zerolog.Ev
 		ev = ev.Bool("audit", true)
 	}
 	ev = ev.Str("principal", cc.principal).Str("client", principalHost(cc)).Str("client_id", cc.clientID).
-		Int16("api_key", api).Str("api", apiLabel(api))
+		Int16("api_key", api).Str("api", kmsg.NameForKey(api))
 	fill(ev)
 	ev.Send()
 	select {
