@@ -134,6 +134,13 @@ type authzRule struct {
 	check func(z *authz, req kmsg.Request) (deny kmsg.Response, fix func(kmsg.Response))
 }
 
+// authzClose is the denial of a request that gets no response (acks=0
+// produce): the connection is closed instead.
+type authzClose struct {
+	kmsg.Response // nil: never encoded
+	err           error
+}
+
 // authorize runs the rule of req's key; a nil authorizer allows all.
 func (b *Broker) authorize(cc *connCtx, key int16, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	az := b.authorizer()

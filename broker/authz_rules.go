@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,6 +53,11 @@ func checkProduce(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Respons
 	if len(denied) == 0 {
 		return nil, nil
 	}
+	if req.Acks == 0 {
+		// No response to carry the error: close the connection, as Kafka
+		// does for an acks=0 produce that fails.
+		return &authzClose{err: fmt.Errorf("broker: acks=0 produce not authorized: %s", kerr.ErrorForCode(code))}, nil
+	}
 	fill := func(resp *kmsg.ProduceResponse) {
 		for _, t := range denied {
 			rt := kmsg.NewProduceResponseTopic()
@@ -63,7 +70,7 @@ func checkProduce(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Respons
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	if len(req.Topics) == 0 && req.Acks != 0 {
+	if len(req.Topics) == 0 {
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
 		fill(resp)
 		return resp, nil

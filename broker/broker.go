@@ -500,6 +500,10 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0
 	deny, fix := h.b.authorize(cc, req.Key, req.Body) // authz.go
+	if c, ok := deny.(*authzClose); ok {
+		respond(nil, c.err)
+		return
+	}
 	if deny != nil {
 		h.b.audit.admin(cc, req.Key, req.Body, deny)
 		respond(deny, nil)
