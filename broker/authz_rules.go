@@ -98,6 +98,9 @@ func checkFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)
 	}
 	return nil, func(r kmsg.Response) {
 		resp, ok := r.(*kmsg.FetchResponse)
+		if pf, pooled := r.(*pooledFetch); pooled {
+			resp, ok = pf.FetchResponse, true
+		}
 		if !ok {
 			return
 		}
