@@ -2,6 +2,7 @@ package compattests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,15 +157,17 @@ func createACLs(t *testing.T, ctx context.Context, adm *kadm.Client, b *kadm.ACL
 // authProbe sends one raw request about resources named with prefix and
 // returns the error code where Kafka puts the authorization failure.
 type authProbe struct {
-	api  string
-	code int16 // the denial's code
-	run  func(ctx context.Context, cl *kgo.Client, p string) (int16, error)
+	key     int16
+	cluster bool // needs an operation on the cluster, whatever the prefix
+	api     string
+	code    int16 // the denial's code
+	run     func(ctx context.Context, cl *kgo.Client, p string) (int16, error)
 }
 
 func authProbes() []authProbe {
 	partCode := func(code int16, err error) (int16, error) { return code, err }
 	return []authProbe{
-		{"Produce", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{0, false, "Produce", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			r := cl.ProduceSync(ctx, &kgo.Record{Topic: p + "t", Value: []byte("v")}).FirstErr()
 			if ke, ok := r.(*kerr.Error); ok {
 				return ke.Code, nil
@@ -174,7 +177,7 @@ func authProbes() []authProbe {
 			}
 			return 0, nil
 		}},
-		{"Fetch", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{1, false, "Fetch", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrFetchRequest()
 			req.Version, req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = 11, -1, 1, 1<<20
 			rt := kmsg.NewFetchRequestTopic()
@@ -189,7 +192,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].Partitions[0].ErrorCode, nil
 		}},
-		{"ListOffsets", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{2, false, "ListOffsets", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrListOffsetsRequest()
 			rt := kmsg.NewListOffsetsRequestTopic()
 			rt.Topic = p + "t"
@@ -201,7 +204,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].Partitions[0].ErrorCode, nil
 		}},
-		{"Metadata", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{3, false, "Metadata", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrMetadataRequest()
 			rt := kmsg.NewMetadataRequestTopic()
 			rt.Topic = kmsg.StringPtr(p + "t")
@@ -212,7 +215,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].ErrorCode, nil
 		}},
-		{"OffsetCommit", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{8, false, "OffsetCommit", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation = p+"g", -1
 			rt := kmsg.NewOffsetCommitRequestTopic()
@@ -225,7 +228,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].Partitions[0].ErrorCode, nil
 		}},
-		{"OffsetFetch", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{9, false, "OffsetFetch", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrOffsetFetchRequest()
 			req.Version, req.Group = 7, p+"g"
 			resp, err := req.RequestWith(ctx, cl)
@@ -234,7 +237,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"FindCoordinator", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{10, false, "FindCoordinator", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.Version, req.CoordinatorKey = 3, p+"g"
 			resp, err := req.RequestWith(ctx, cl)
@@ -243,7 +246,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"JoinGroup", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{11, false, "JoinGroup", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrJoinGroupRequest()
 			req.Version, req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = 5, p+"g", 10000, 10000, "consumer"
 			req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
@@ -253,7 +256,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"Heartbeat", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{12, false, "Heartbeat", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrHeartbeatRequest()
 			req.Group, req.MemberID = p+"g", "m"
 			resp, err := req.RequestWith(ctx, cl)
@@ -262,7 +265,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"DescribeGroups", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{15, false, "DescribeGroups", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrDescribeGroupsRequest()
 			req.Groups = []string{p + "g"}
 			resp, err := req.RequestWith(ctx, cl)
@@ -271,7 +274,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Groups[0].ErrorCode, nil
 		}},
-		{"DeleteGroups", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{42, false, "DeleteGroups", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrDeleteGroupsRequest()
 			req.Groups = []string{p + "g"}
 			resp, err := req.RequestWith(ctx, cl)
@@ -280,7 +283,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Groups[0].ErrorCode, nil
 		}},
-		{"CreatePartitions", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{37, false, "CreatePartitions", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrCreatePartitionsRequest()
 			rt := kmsg.NewCreatePartitionsRequestTopic()
 			rt.Topic, rt.Count = p+"t", 1 // not more than it has: INVALID_PARTITIONS when allowed
@@ -291,7 +294,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].ErrorCode, nil
 		}},
-		{"DescribeConfigs", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{32, false, "DescribeConfigs", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrDescribeConfigsRequest()
 			rr := kmsg.NewDescribeConfigsRequestResource()
 			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, p+"t"
@@ -302,7 +305,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Resources[0].ErrorCode, nil
 		}},
-		{"IncrementalAlterConfigs", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{44, false, "IncrementalAlterConfigs", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, p+"t"
@@ -316,7 +319,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Resources[0].ErrorCode, nil
 		}},
-		{"DeleteRecords", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{21, false, "DeleteRecords", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrDeleteRecordsRequest()
 			rt := kmsg.NewDeleteRecordsRequestTopic()
 			rt.Topic = p + "t"
@@ -330,7 +333,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].Partitions[0].ErrorCode, nil
 		}},
-		{"InitProducerId", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{22, false, "InitProducerId", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(p+"x"), 10000
 			resp, err := req.RequestWith(ctx, cl)
@@ -339,7 +342,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"EndTxn", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{26, false, "EndTxn", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrEndTxnRequest()
 			req.TransactionalID, req.ProducerID, req.ProducerEpoch = p+"x", 1, 0
 			resp, err := req.RequestWith(ctx, cl)
@@ -348,7 +351,7 @@ func authProbes() []authProbe {
 			}
 			return resp.ErrorCode, nil
 		}},
-		{"DeleteTopics", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{20, false, "DeleteTopics", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrDeleteTopicsRequest()
 			req.TopicNames, req.TimeoutMillis = []string{p + "gone"}, 5000
 			rt := kmsg.NewDeleteTopicsRequestTopic()
@@ -360,7 +363,7 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].ErrorCode, nil
 		}},
-		{"CreateTopics", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+		{19, false, "CreateTopics", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrCreateTopicsRequest()
 			rt := kmsg.NewCreateTopicsRequestTopic()
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = p+"new", 1, 1
@@ -370,6 +373,238 @@ func authProbes() []authProbe {
 				return -1, err
 			}
 			return partCode(resp.Topics[0].ErrorCode, nil)
+		}},
+
+		{14, false, "SyncGroup", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Group, req.MemberID = p+"g", "m"
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{13, false, "LeaveGroup", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrLeaveGroupRequest()
+			req.Group, req.MemberID = p+"g", "m"
+			req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{23, false, "OffsetForLeaderEpoch", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = p + "t"
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{24, false, "AddPartitionsToTxn", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.TransactionalID, req.ProducerID = p+"x", 1
+			req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: p + "t", Partitions: []int32{0}}}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{25, false, "AddOffsetsToTxn", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAddOffsetsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.Group = p+"x", 1, p+"g"
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{28, false, "TxnOffsetCommit", kerr.GroupAuthorizationFailed.Code /* kgo asks for the group coordinator first */, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID = p+"x", p+"g", 1
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = p + "t"
+			rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{47, false, "OffsetDelete", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrOffsetDeleteRequest()
+			req.Group = p + "g"
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{61, false, "DescribeProducers", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeProducersRequest()
+			req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: p + "t", Partitions: []int32{0}}}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{65, false, "DescribeTransactions", kerr.TransactionalIDAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{p + "x"}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.TransactionStates) == 0 {
+				return -1, err
+			}
+			return resp.TransactionStates[0].ErrorCode, nil
+		}},
+		{75, false, "DescribeTopicPartitions", kerr.TopicAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			req.Topics, req.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: p + "t"}}, 100
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].ErrorCode, nil
+		}},
+		{33, true, "AlterConfigs (broker)", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+			req.Resources, req.ValidateOnly = append(req.Resources, rr), true
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Resources) == 0 {
+				return -1, err
+			}
+			return resp.Resources[0].ErrorCode, nil
+		}},
+		{27, true, "WriteTxnMarkers", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.Topics = 1, []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "nope", Partitions: []int32{0}}}
+			req.Markers = append(req.Markers, m)
+			resp, err := direct[*kmsg.WriteTxnMarkersResponse](ctx, cl, req)
+			if err != nil || len(resp.Markers) == 0 || len(resp.Markers[0].Topics) == 0 {
+				return -1, err
+			}
+			return resp.Markers[0].Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{29, true, "DescribeAcls", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeACLsRequest()
+			req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{31, true, "DeleteAcls", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDeleteACLsRequest()
+			f := kmsg.NewDeleteACLsRequestFilter()
+			f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("no-such-acl"), kmsg.ACLResourcePatternTypeLiteral
+			f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+			req.Filters = append(req.Filters, f)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Results) == 0 {
+				return -1, err
+			}
+			return resp.Results[0].ErrorCode, nil
+		}},
+		{34, true, "AlterReplicaLogDirs", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			d := kmsg.NewAlterReplicaLogDirsRequestDir()
+			d.Dir, d.Topics = "/nowhere", []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "nope", Partitions: []int32{0}}}
+			req.Dirs = append(req.Dirs, d)
+			resp, err := direct[*kmsg.AlterReplicaLogDirsResponse](ctx, cl, req)
+			if err != nil || len(resp.Topics) == 0 {
+				return -1, err
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode, nil
+		}},
+		{35, true, "DescribeLogDirs", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			resp, err := direct[*kmsg.DescribeLogDirsResponse](ctx, cl, req)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{43, true, "ElectLeaders", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrElectLeadersRequest()
+			req.TimeoutMillis, req.Topics = 5000, []kmsg.ElectLeadersRequestTopic{{Topic: "nope", Partitions: []int32{0}}}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{45, true, "AlterPartitionReassignments", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			req.TimeoutMillis = 5000
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{46, true, "ListPartitionReassignments", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrListPartitionReassignmentsRequest()
+			req.TimeoutMillis = 5000
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{48, true, "DescribeClientQuotas", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeClientQuotasRequest()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{49, true, "AlterClientQuotas", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAlterClientQuotasRequest()
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("u")}}
+			e.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}
+			req.Entries, req.ValidateOnly = append(req.Entries, e), true
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Entries) == 0 {
+				return -1, err
+			}
+			return resp.Entries[0].ErrorCode, nil
+		}},
+		{57, true, "UpdateFeatures", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrUpdateFeaturesRequest()
+			req.TimeoutMillis, req.ValidateOnly = 5000, true
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{30, true, "CreateAcls", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrCreateACLsRequest()
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "probe", kmsg.ACLResourcePatternTypeLiteral
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:probe", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			req.Creations = append(req.Creations, c)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Results) == 0 {
+				return -1, err
+			}
+			return resp.Results[0].ErrorCode, nil
 		}},
 	}
 }
@@ -382,11 +617,18 @@ func authProbes() []authProbe {
 func TestACLAuthorizationMatrix(t *testing.T) {
 	ctx := testCtx(t, 90*time.Second)
 	probes := authProbes()
-	check := func(t *testing.T, cl *kgo.Client, prefix string, denied bool, skip map[string]bool) {
+	// check runs every probe on resources named prefix*; the topic, group
+	// and transactional-id probes expect denied, the cluster probes
+	// clusterDenied.
+	check := func(t *testing.T, cl *kgo.Client, prefix string, denied, clusterDenied bool, skip map[string]bool) {
 		t.Helper()
 		for _, p := range probes {
 			if skip[p.api] {
 				continue
+			}
+			denied := denied
+			if p.cluster {
+				denied = clusterDenied
 			}
 			code, err := p.run(ctx, cl, prefix)
 			// kgo routes some requests itself (a Metadata or FindCoordinator
@@ -410,9 +652,26 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 
 	t.Run("no acl, default", func(t *testing.T) {
 		b := startBroker(t, t.TempDir(), stdAuthorizer)
+		// Every API the broker serves has a probe, but for those Kafka
+		// checks nothing on (ApiVersions, DescribeCluster, telemetry).
+		vs, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, newClient(t, b.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ListGroups and ListTransactions deny nothing: they filter (ListGroups
+		// is checked below).
+		probed := map[int16]bool{18: true, 60: true, 71: true, 72: true, 16: true, 66: true}
+		for _, p := range probes {
+			probed[p.key] = true
+		}
+		for _, k := range vs.ApiKeys {
+			if !probed[k.ApiKey] {
+				t.Errorf("api key %d (%s) is served but not probed", k.ApiKey, kmsg.NameForKey(k.ApiKey))
+			}
+		}
 		cl := newClient(t, b.Addr, kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.DisableIdempotentWrite(),
-			kgo.MaxVersions(kversion.V3_0_0())) // Fetch by topic name (v12)
-		check(t, cl, "other.", true, nil)
+			kgo.MaxVersions(probeVersions())) // Fetch by topic name (v12)
+		check(t, cl, "other.", true, true, nil)
 		adm := newAdmin(t, b.Addr)
 		res, err := adm.CreateACLs(ctx, newACLs().Allow(anon).Topics("x").Operations(kadm.OpRead))
 		if err != nil || res[0].Err != kerr.ClusterAuthorizationFailed {
@@ -441,12 +700,12 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 			createACLs(t, ctx, adm, bld)
 		}
 		cl := newClient(t, b.Addr, kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.DisableIdempotentWrite(),
-			kgo.MaxVersions(kversion.V3_0_0())) // Fetch by topic name (v12)
-		check(t, cl, "ok.", false, nil)
+			kgo.MaxVersions(probeVersions())) // Fetch by topic name (v12)
+		check(t, cl, "ok.", false, false, nil)
 		// CREATE on the cluster (no ACL names it: allowed) covers every
 		// topic, as in Kafka.
-		check(t, cl, "deny.", true, map[string]bool{"CreateTopics": true})
-		check(t, cl, "other.", false, nil) // not mentioned: allow.everyone.if.no.acl.found
+		check(t, cl, "deny.", true, false, map[string]bool{"CreateTopics": true})
+		check(t, cl, "other.", false, false, nil) // not mentioned: allow.everyone.if.no.acl.found
 
 		// Metadata of all topics lists only the describable ones.
 		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
@@ -482,10 +741,11 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 			t.Errorf("ListGroups with DESCRIBE on the cluster (no ACL names it) lists every group: %v", gs)
 		}
 
-		// Cluster-level: DENY ALTER and DESCRIBE on the cluster (in one
-		// request: afterwards CreateAcls is denied) block ElectLeaders and
+		// Cluster-level: DENY ALL on the cluster (afterwards CreateAcls is
+		// denied) block ElectLeaders and
 		// the ACL APIs, and ListGroups now lists only describable groups.
-		createACLs(t, ctx, adm, newACLs().Deny(anon).Clusters().Operations(kadm.OpAlter, kadm.OpDescribe))
+		createACLs(t, ctx, adm, newACLs().Deny(anon).Clusters().Operations(kadm.OpAll))
+		check(t, cl, "ok.", false, true, nil)
 		if gs := listed(); slices.Contains(gs, "other.lg") {
 			t.Errorf("ListGroups lists a group it may not describe: %v", gs)
 		}
@@ -523,8 +783,8 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 		createTopic(t, adm, "deny.t", 1, nil)
 		createACLs(t, ctx, adm, newACLs().Deny(anon).Topics("*").Groups("*").TransactionalIDs("*").Operations(kadm.OpAll))
 		cl := newClient(t, b.Addr, kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.DisableIdempotentWrite(),
-			kgo.MaxVersions(kversion.V3_0_0())) // Fetch by topic name (v12)
-		check(t, cl, "deny.", false, nil)
+			kgo.MaxVersions(probeVersions())) // Fetch by topic name (v12)
+		check(t, cl, "deny.", false, false, nil)
 	})
 }
 
@@ -610,3 +870,27 @@ func TestAcksAllRequired(t *testing.T) {
 // newACLs is a builder for LITERAL patterns unless told otherwise (kadm
 // has no default for creations).
 func newACLs() *kadm.ACLBuilder { return kadm.NewACLs().ResourcePatternType(kadm.ACLPatternLiteral) }
+
+// probeVersions caps the probes' client at Kafka 3.0 (Fetch by topic name)
+// plus DescribeTopicPartitions.
+func probeVersions() *kversion.Versions {
+	v := kversion.V3_0_0()
+	v.SetMaxKeyVersion(75, 0)
+	v.SetMaxKeyVersion(35, 4) // DescribeLogDirs: a top-level error code from v3
+	return v
+}
+
+// direct sends req to the seed broker itself, not where kgo would route
+// it (kgo asks Metadata first for partition-addressed requests).
+func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
+	var zero R
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := resp.(R)
+	if !ok {
+		return zero, fmt.Errorf("response %T", resp)
+	}
+	return r, nil
+}
