@@ -375,6 +375,14 @@ func authProbes() []authProbe {
 			return partCode(resp.Topics[0].ErrorCode, nil)
 		}},
 
+		{22, false, "InitProducerId (idempotent)", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
 		{14, false, "SyncGroup", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrSyncGroupRequest()
 			req.Group, req.MemberID = p+"g", "m"
@@ -704,7 +712,7 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 		check(t, cl, "ok.", false, false, nil)
 		// CREATE on the cluster (no ACL names it: allowed) covers every
 		// topic, as in Kafka.
-		check(t, cl, "deny.", true, false, map[string]bool{"CreateTopics": true})
+		check(t, cl, "deny.", true, false, map[string]bool{"CreateTopics": true, "InitProducerId (idempotent)": true})
 		check(t, cl, "other.", false, false, nil) // not mentioned: allow.everyone.if.no.acl.found
 
 		// Metadata of all topics lists only the describable ones.
