@@ -1017,3 +1017,28 @@ func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, f
 		}
 	}
 }
+
+func checkAlterUserScramCredentials(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	if z.cluster(acl.OpAlter) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	seen := map[string]bool{}
+	add := func(user string) {
+		if seen[user] {
+			return
+		}
+		seen[user] = true
+		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		r.User, r.ErrorCode = user, clusterDenied
+		resp.Results = append(resp.Results, r)
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return resp, nil
+}

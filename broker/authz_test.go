@@ -22,7 +22,7 @@ func TestAuthzRulesCoverEveryAPI(t *testing.T) {
 		}
 	}
 	for k := range authzRules {
-		if _, ok := apis[k]; !ok {
+		if _, ok := apis[k]; !ok && !authzRulesAhead[k] {
 			t.Errorf("authzRules has api key %d, which is not served", k)
 		}
 	}
@@ -41,7 +41,10 @@ func TestAuthzRulesDecode(t *testing.T) {
 		if r.check == nil {
 			continue
 		}
-		e := apis[k]
+		e, ok := apis[k]
+		if !ok {
+			continue
+		}
 		for v := e.min; v <= e.max; v++ {
 			req := kmsg.RequestForKey(k)
 			req.SetVersion(v)

@@ -26,7 +26,9 @@ var blastNames = []string{"0: reads metadata", "1: reads data or cluster state",
 func securityTable() string {
 	keys := make([]int16, 0, len(authzRules))
 	for k := range authzRules {
-		keys = append(keys, k)
+		if _, served := apis[k]; served {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := authzRules[keys[i]], authzRules[keys[j]]

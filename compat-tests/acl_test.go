@@ -668,7 +668,7 @@ func TestACLAuthorizationMatrix(t *testing.T) {
 		}
 		// ListGroups and ListTransactions deny nothing: they filter (ListGroups
 		// is checked below).
-		probed := map[int16]bool{18: true, 60: true, 71: true, 72: true, 16: true, 66: true}
+		probed := map[int16]bool{18: true, 60: true, 71: true, 72: true, 16: true, 66: true, 17: true, 36: true}
 		for _, p := range probes {
 			probed[p.key] = true
 		}
