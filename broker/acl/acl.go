@@ -238,18 +238,6 @@ func implies(granted, op Operation) bool {
 	return false
 }
 
-// patternMatches reports whether a stored pattern applies to a resource
-// named name.
-func patternMatches(pt PatternType, pattern, name string) bool {
-	switch pt {
-	case PatternLiteral:
-		return pattern == name || pattern == Wildcard
-	case PatternPrefixed:
-		return strings.HasPrefix(name, pattern)
-	}
-	return false
-}
-
 func entryMatches(b Binding, principal, host string) bool {
 	return (b.Principal == principal || b.Principal == WildcardPrincipal) && (b.Host == Wildcard || b.Host == host)
 }

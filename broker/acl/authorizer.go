@@ -30,17 +30,28 @@ func ParseSuperUsers(s string) []string {
 // bindings. It is immutable once built, so any number of goroutines may
 // use one; a change of ACLs or configuration builds a new one.
 //
-// Invariant: byType[t] holds exactly the bindings of resource type t.
+// Invariant: byType[t] holds exactly the bindings of resource type t, and
+// index[t] the same bindings keyed by pattern (indexKey), so a check
+// looks up the literal name, "*" and each prefix of the name instead of
+// scanning every binding.
 type Authorizer struct {
 	super        map[string]bool
 	allowIfNoACL bool
 	byType       map[ResourceType][]Binding
+	index        map[ResourceType]map[indexKey][]Binding
+}
+
+// indexKey is a binding's pattern: its type and name.
+type indexKey struct {
+	pattern PatternType
+	name    string
 }
 
 // New builds an authorizer. Bindings that do not validate are skipped (the
 // controller never stores one).
 func New(cfg Config, bindings []Binding) *Authorizer {
-	a := &Authorizer{super: map[string]bool{}, allowIfNoACL: cfg.AllowIfNoACL, byType: map[ResourceType][]Binding{}}
+	a := &Authorizer{super: map[string]bool{}, allowIfNoACL: cfg.AllowIfNoACL, byType: map[ResourceType][]Binding{},
+		index: map[ResourceType]map[indexKey][]Binding{}}
 	for _, s := range cfg.SuperUsers {
 		a.super[s] = true
 	}
@@ -49,6 +60,13 @@ func New(cfg Config, bindings []Binding) *Authorizer {
 			continue
 		}
 		a.byType[b.ResourceType] = append(a.byType[b.ResourceType], b)
+		ix := a.index[b.ResourceType]
+		if ix == nil {
+			ix = map[indexKey][]Binding{}
+			a.index[b.ResourceType] = ix
+		}
+		k := indexKey{b.Pattern, b.Name}
+		ix[k] = append(ix[k], b)
 	}
 	return a
 }
@@ -63,24 +81,37 @@ func (a *Authorizer) Authorize(principal, host string, op Operation, rt Resource
 		return true
 	}
 	host = strings.TrimPrefix(host, "/")
+	ix := a.index[rt]
 	any, allowed := false, false
-	for _, b := range a.byType[rt] {
-		if !patternMatches(b.Pattern, b.Name, name) {
-			continue
-		}
-		any = true
-		if !entryMatches(b, principal, host) {
-			continue
-		}
-		switch b.Permission {
-		case PermDeny:
-			if b.Operation == op || b.Operation == OpAll {
-				return false // DENY beats ALLOW
+	// decide folds one pattern's bindings in; it reports a DENY.
+	decide := func(bs []Binding) bool {
+		for _, b := range bs {
+			any = true
+			if !entryMatches(b, principal, host) {
+				continue
 			}
-		case PermAllow:
-			if implies(b.Operation, op) {
-				allowed = true
+			switch b.Permission {
+			case PermDeny:
+				if b.Operation == op || b.Operation == OpAll {
+					return true // DENY beats ALLOW
+				}
+			case PermAllow:
+				if implies(b.Operation, op) {
+					allowed = true
+				}
 			}
+		}
+		return false
+	}
+	if decide(ix[indexKey{PatternLiteral, name}]) {
+		return false
+	}
+	if name != Wildcard && decide(ix[indexKey{PatternLiteral, Wildcard}]) {
+		return false
+	}
+	for i := 1; i <= len(name); i++ {
+		if bs, ok := ix[indexKey{PatternPrefixed, name[:i]}]; ok && decide(bs) {
+			return false
 		}
 	}
 	if !any {
