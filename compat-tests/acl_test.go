@@ -77,6 +77,15 @@ func TestACLAdminAPIs(t *testing.T) {
 		t.Fatalf("describe with an UNKNOWN filter: %v %+v", err, dresp)
 	}
 
+	delreq := kmsg.NewPtrDeleteACLsRequest()
+	badf := kmsg.NewDeleteACLsRequestFilter()
+	badf.ResourceType, badf.ResourcePatternType, badf.Operation, badf.PermissionType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeUnknown, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	delreq.Filters = append(delreq.Filters, badf)
+	delresp, err := delreq.RequestWith(ctx, cl)
+	if err != nil || len(delresp.Results) != 1 || delresp.Results[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("delete with an UNKNOWN pattern filter: %v %+v", err, delresp)
+	}
+
 	// Describe with MATCH finds the prefix from a topic name.
 	match := newACLs().Topics("mf.settlement.eur").ResourcePatternType(kadm.ACLPatternMatch).Operations(kadm.OpAny)
 	match.Allow().AllowHosts().Deny().DenyHosts()
