@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
@@ -93,8 +92,6 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	b.authzCache.Store(&authzCache{img: img, az: az})
 	return az
 }
-
-var _ atomic.Pointer[authzCache] // Broker.authzCache's type
 
 func bindingOf(a controller.ACL) acl.Binding {
 	return acl.Binding{ResourceType: acl.ResourceType(a.ResourceType), Name: a.Name, Pattern: acl.PatternType(a.PatternType),
