@@ -39,6 +39,11 @@ import (
 //     topic config) refuses non-transactional batches with INVALID_RECORD
 //     and a message naming the config, so that a settlement topic cannot be
 //     written outside a transaction.
+//   - A topic with fjord.produce.acks.all.required=true (Fjord's own topic
+//     config) refuses acks=0 and acks=1 with INVALID_REQUIRED_ACKS before
+//     anything is written, so a misconfigured producer cannot write a
+//     settlement record without ISR durability (acks=0: the connection
+//     closes, as for any acks=0 error).
 //   - KIP-890 part 1: a transactional batch that would open the producer's
 //     transaction on a partition is appended only once the transactional
 //     id's coordinator confirms the partition is in that transaction
@@ -229,6 +234,9 @@ func flushAll(ps []*replica.Partition, onErr func(*replica.Partition, error)) {
 // min.insync.replicas, and returns what to wait for.
 func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
 	s := p.Settings()
+	if s.AcksAllRequired && acks != -1 {
+		return ackWait{}, fmt.Errorf("%w: topic has fjord.produce.acks.all.required=true: produce with acks=all (got acks=%d)", errAcksAllRequired, acks)
+	}
 	if acks == -1 && int32(len(v.ISR)) < s.MinISR {
 		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.MinISR)
 	}

@@ -33,6 +33,11 @@ import (
 // long enough to look a topic up.
 type Broker struct {
 	cfg Config // as started: the static configuration
+	// authzCache is the authorizer of the latest image's ACLs (authz.go);
+	// any request goroutine may replace it, all build equal values.
+	authzCache atomic.Pointer[authzCache]
+	// audit is the audit stream (audit.go); nil when it is off. Set in New.
+	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
 	// (dynconfig.go); publishLoop is its one writer. nil until the first
 	// image: live() is then cfg.
@@ -146,6 +151,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.startQuotas()
+	if cfg.AuthorizerClass == legacyAuthorizerClass {
+		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
+			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")
+	}
+	if err := b.startAudit(); err != nil {
+		return nil, err
+	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
@@ -470,6 +482,7 @@ type connCtx struct {
 	ctx        context.Context
 	clientID   string
 	clientHost string
+	principal  string // "User:<name>", from req.Principal
 	listener   int
 	version    int16
 	// fail closes the connection after the responses already owed; for
@@ -486,13 +499,27 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	api := apiLabel(req.Key)
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
-	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
+	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0
+	deny, fix := h.b.authorize(cc, req.Key, req.Body) // authz.go
+	if c, ok := deny.(*authzClose); ok {
+		respond(nil, c.err)
+		return
+	}
+	if deny != nil {
+		h.b.audit.admin(cc, req.Key, req.Body, deny)
+		respond(deny, nil)
+		return
+	}
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
+		if fix != nil && resp != nil {
+			fix(resp)
+		}
+		h.b.audit.admin(cc, req.Key, req.Body, resp)
 		if resp == nil {
 			respond(nil, nil)
 			return

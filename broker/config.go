@@ -106,6 +106,19 @@ type Config struct {
 	QueuedMaxRequestBytes       int64
 	FailedAuthDelayMs           int32
 
+	// AuthorizerClass is authorizer.class.name: "" = no authorizer (every
+	// client may do everything, and the ACL APIs answer
+	// SECURITY_DISABLED), else one of authorizerClasses (authz.go).
+	AuthorizerClass string
+	// SuperUsers is super.users: principals, semicolon separated, that
+	// every authorization allows.
+	SuperUsers string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACL bool
+	// AuditLogFile is fjord.audit.log.file: where the audit stream goes
+	// (audit.go); "" = stderr, "off" = nowhere.
+	AuditLogFile string
+
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
 	// as STATIC_BROKER_CONFIG (the rest as DEFAULT_CONFIG), and a static

@@ -18,6 +18,7 @@ var (
 	errInvalidTopic      = errors.New("broker: invalid topic name")
 	errInvalidConfig     = errors.New("broker: invalid config")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
 	errMalformedShip     = errors.New("broker: malformed metadata log response")
 	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
 )
@@ -47,6 +48,8 @@ func errorCode(err error) int16 {
 		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, errNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, errAcksAllRequired):
+		return kerr.InvalidRequiredAcks.Code
 	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
 		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, replica.ErrTimedOut):

@@ -257,6 +257,16 @@ func newConfigKeys() []ConfigKey {
 			Set: setBool(func(c *Config) *bool { return &c.CleanerEnable })},
 		{Name: "unclean.leader.election.enable", Dynamic: true, Def: "false", Doc: "Fjord never elects a leader outside the ISR (that loses acknowledged records): false is accepted, true stops start-up.",
 			Set: refuseTrue("Fjord never elects a leader outside the ISR, which would lose acknowledged records")},
+
+		// Authorization (authz.go, docs/security.md).
+		{Name: "authorizer.class.name", Doc: "Unset: no authorizer (every client may do everything). " + StandardAuthorizerClass + " turns on Kafka's ACLs (" + legacyAuthorizerClass + " is accepted as its alias, with a warning); any other class stops start-up.",
+			Set: setAuthorizerClass},
+		{Name: "super.users", Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops).",
+			Set: setSuperUsers},
+		{Name: "allow.everyone.if.no.acl.found", Def: strconv.FormatBool(d.AllowEveryoneIfNoACL), Doc: "With the authorizer on, a resource that no ACL names is open to everyone (true) or to super users only (false).",
+			Set: setBool(func(c *Config) *bool { return &c.AllowEveryoneIfNoACL })},
+		{Name: "fjord.audit.log.file", Def: d.AuditLogFile, Doc: "Where the audit log (one JSON line per denied request and per mutating admin request) is appended: a file path, empty for stderr (lines marked \"audit\":true), or off (Fjord only).",
+			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
 }
 

@@ -16,17 +16,18 @@ import (
 // metrics are the node's Prometheus series. Only broker and cmd import
 // Prometheus; storage exposes plain numbers that the collectors read.
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec   // by api key
-	errors     *prometheus.CounterVec   // partition-level error codes, by api key and code
-	flushTime  prometheus.Histogram     // fdatasync latency of one partition flush
-	bytesIn    prometheus.Counter       // produced record-batch bytes appended
-	bytesOut   prometheus.Counter       // record-batch bytes returned by fetches
-	latency    *prometheus.HistogramVec // handler completion time by api key
-	isrShrinks prometheus.Counter       // ISR shrinks proposed by this leader
-	isrExpands prometheus.Counter       // ISR expansions proposed by this leader
-	logDamage  prometheus.Counter       // reads that found a partition's log newly damaged
-	logRepairs prometheus.Counter       // damaged follower logs truncated for re-fetching
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec   // by api key
+	errors       *prometheus.CounterVec   // partition-level error codes, by api key and code
+	flushTime    prometheus.Histogram     // fdatasync latency of one partition flush
+	auditDropped prometheus.Counter       // audit lines dropped (audit.go)
+	bytesIn      prometheus.Counter       // produced record-batch bytes appended
+	bytesOut     prometheus.Counter       // record-batch bytes returned by fetches
+	latency      *prometheus.HistogramVec // handler completion time by api key
+	isrShrinks   prometheus.Counter       // ISR shrinks proposed by this leader
+	isrExpands   prometheus.Counter       // ISR expansions proposed by this leader
+	logDamage    prometheus.Counter       // reads that found a partition's log newly damaged
+	logRepairs   prometheus.Counter       // damaged follower logs truncated for re-fetching
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -35,6 +36,7 @@ func newMetrics(b *Broker) *metrics {
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
 	m.flushTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)})
+	m.auditDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_audit_dropped_total", Help: "Audit log lines dropped because the audit writer fell behind."})
 	m.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_produce_bytes_total", Help: "Record-batch bytes appended by producers."})
 	m.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_fetch_bytes_total", Help: "Record-batch bytes returned to fetchers."})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fjord_request_seconds", Help: "Time from decoding a request to its response being ready, by API key.",
@@ -43,7 +45,7 @@ func newMetrics(b *Broker) *metrics {
 	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_expands_total", Help: "ISR expansions this broker proposed as a leader."})
 	m.logDamage = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_damage_total", Help: "Times a read found stored log bytes damaged (failing their CRC) in a partition; they are never served."})
 	m.logRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_repairs_total", Help: "Damaged replica logs truncated at the damage to be fetched again from the leader."})
-	m.reg.MustRegister(m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands, m.logDamage, m.logRepairs,
+	m.reg.MustRegister(m.auditDropped, m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands, m.logDamage, m.logRepairs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
 			return float64(b.underReplicated.Load())
 		}),

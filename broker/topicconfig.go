@@ -49,6 +49,7 @@ var topicConfigDefs = []topicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", func(c *Config) string { return c.CleanupPolicy }, oneOf("delete", "compact", "compact,delete", "delete,compact")},
 	{"compression.type", "compression.type", func(*Config) string { return "producer" }, oneOf("producer")},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", func(*Config) string { return "86400000" }, isInt(0)},
+	{"fjord.produce.acks.all.required", "", func(*Config) string { return "false" }, oneOf("true", "false")},
 	{"fjord.transactional.writes.required", "", func(*Config) string { return "false" }, oneOf("true", "false")},
 	{"flush.messages", "log.flush.interval.messages", func(c *Config) string { return itoa(c.FlushMessages) }, isInt(1)},
 	{"flush.ms", "log.flush.interval.ms", func(c *Config) string { return itoa(c.FlushMs) }, isInt(1)},
@@ -165,5 +166,6 @@ func settingsFor(c *Config, overrides map[string]string) replica.Settings {
 		MinISR:            int32(num("min.insync.replicas")),
 		DeleteRetentionMs: num("delete.retention.ms"),
 		TxnRequired:       get("fjord.transactional.writes.required") == "true",
+		AcksAllRequired:   get("fjord.produce.acks.all.required") == "true",
 	}
 }

@@ -119,6 +119,19 @@ func Encode(r Record) []byte {
 			e.b = append(e.b, 1)
 			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*b.Value))
 		}
+	case ACLChange:
+		a := b.ACL
+		e.b = append(e.b, byte(a.ResourceType))
+		e.str(a.Name)
+		e.b = append(e.b, byte(a.PatternType))
+		e.str(a.Principal)
+		e.str(a.Host)
+		e.b = append(e.b, byte(a.Operation), byte(a.Permission))
+		if b.Remove {
+			e.b = append(e.b, 1)
+		} else {
+			e.b = append(e.b, 0)
+		}
 	case Batch:
 		if len(b.Records) == 0 {
 			panic("controller: Encode of an empty Batch")
@@ -262,6 +275,16 @@ func decode(data []byte, inBatch bool) (Record, error) {
 			b.Value = &v
 		}
 		body = b
+	case TypeACL:
+		var a ACL
+		a.ResourceType = int8(d.byte())
+		a.Name = d.str()
+		a.PatternType = int8(d.byte())
+		a.Principal = d.str()
+		a.Host = d.str()
+		a.Operation = int8(d.byte())
+		a.Permission = int8(d.byte())
+		body = ACLChange{ACL: a, Remove: d.flag()}
 	case TypeBatch:
 		if inBatch {
 			return Record{}, fmt.Errorf("%w: Batch inside a Batch", ErrCorrupt)

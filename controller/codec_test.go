@@ -35,6 +35,8 @@ func sampleRecords() []Record {
 		ClientQuota{Key: "k", Value: ptr(-0.5)},
 		ChangeReplicas{TopicID: id, Partition: 3, Replicas: []int32{2, 3, 4, 1}, Adding: []int32{4}, Removing: []int32{1}, ISR: []int32{1, 2}, Leader: -1},
 		ChangeReplicas{TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		ACLChange{ACL: ACL{ResourceType: 2, Name: "mf.settlement.", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3}},
+		ACLChange{ACL: ACL{ResourceType: 4, Name: "kafka-cluster", PatternType: 3, Principal: "User:*", Host: "10.0.0.1", Operation: 2, Permission: 2}, Remove: true},
 	}
 	out := make([]Record, len(bodies))
 	for i, b := range bodies {

@@ -48,6 +48,8 @@ type Image struct {
 	// quotas are the client quotas by entity (quota.go). Invariant: no
 	// entity has an empty map.
 	quotas map[QuotaEntity]map[string]float64
+	// acls is the set of ACL bindings (acl.go); nil when empty.
+	acls map[ACL]struct{}
 }
 
 // BrokerState is a registered broker as the image sees it.
@@ -297,6 +299,8 @@ func (img *Image) apply(index uint64, r Record) error {
 		img.nextProducerID = b.First + b.Count
 	case ClientQuota:
 		return img.setClientQuota(b)
+	case ACLChange:
+		return img.applyACL(b)
 	default:
 		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
 	}

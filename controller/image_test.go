@@ -417,3 +417,39 @@ func TestNewBatch(t *testing.T) {
 	}()
 	NewBatch(nil)
 }
+
+func TestApplyACL(t *testing.T) {
+	a := ACL{ResourceType: 2, Name: "mf.", PatternType: 4, Principal: "User:a", Host: "*", Operation: 4, Permission: 3}
+	var img Image
+	apply := func(img *Image, c ACLChange) *Image {
+		t.Helper()
+		next, err := img.Apply(img.Version()+1, NewRecord(c))
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		return next
+	}
+	i1 := apply(&img, ACLChange{ACL: a})
+	i2 := apply(i1, ACLChange{ACL: a}) // again: no change
+	if !i2.HasACL(a) || i2.ACLCount() != 1 || img.ACLCount() != 0 {
+		t.Fatalf("after add: %v (old image %v)", i2.ACLs(), img.ACLs())
+	}
+	i3 := apply(i2, ACLChange{ACL: a, Remove: true})
+	if i3.ACLCount() != 0 || !i2.HasACL(a) {
+		t.Fatalf("after remove: %v, previous image %v", i3.ACLs(), i2.ACLs())
+	}
+	bad := a
+	bad.PatternType = 2 // MATCH is a filter, never a binding
+	if _, err := i3.Apply(i3.Version()+1, NewRecord(ACLChange{ACL: bad})); !errors.Is(err, ErrNotApplicable) {
+		t.Fatalf("MATCH binding: %v", err)
+	}
+	name := "mf.settlement.eur"
+	f := ACLFilter{ResourceType: 2, Name: &name, PatternType: 2, Operation: 1, Permission: 1}
+	if !f.Matches(a) {
+		t.Fatal("MATCH filter misses the prefix")
+	}
+	f.PatternType = 3
+	if f.Matches(a) {
+		t.Fatal("LITERAL filter matches a prefix")
+	}
+}

@@ -309,6 +309,7 @@ func (c *conn) readLoop() {
 			return // the writer sends what is owed, then closes
 		}
 		req.ClientHost = c.host
+		req.Principal = "User:ANONYMOUS"
 		req.Mute = c.muteFn
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {

@@ -45,7 +45,6 @@ const (
 	whyMetrics    = "Kafka's metric reporters; Fjord serves Prometheus metrics itself (fjord.metrics.listener)"
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whySecurity   = "TLS and SASL are not built yet (a listener that uses them is refused)"
-	whyACL        = "ACLs are not built yet"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -111,15 +110,8 @@ var brokerExact = map[string]rule{
 	"log.message.downconversion.enable": with(ignored, whyFormat),
 
 	// Security.
-	"authorizer.class.name": {class: Unsupported, why: whyACL, asFjord: empty, refuseWhen: "any class name",
-		refuse: func(v string) string {
-			if v == "" {
-				return ""
-			}
-			return "ACLs are not built yet: without the authorizer every client could do everything, so Fjord will not start with one configured"
-		}},
-	"super.users":                    with(unsupported, whyACL+" (no authorizer runs)"),
-	"allow.everyone.if.no.acl.found": with(unsupported, whyACL+" (no authorizer runs)"),
+	// authorizer.class.name, super.users and allow.everyone.if.no.acl.found
+	// are broker keys Fjord implements (broker/keys.go, broker/authz.go).
 	"security.inter.broker.protocol": {class: Unsupported, why: whySecurity, asFjord: equalFold("PLAINTEXT"), refuseWhen: "anything but PLAINTEXT",
 		refuse: func(v string) string {
 			if v == "" || strings.EqualFold(v, "PLAINTEXT") {

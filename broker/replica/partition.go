@@ -96,6 +96,9 @@ type Settings struct {
 	// TxnRequired (fjord.transactional.writes.required) refuses produced
 	// batches that are not transactional.
 	TxnRequired bool
+	// AcksAllRequired (fjord.produce.acks.all.required) refuses produce
+	// requests with acks=0 or acks=1: INVALID_REQUIRED_ACKS.
+	AcksAllRequired bool
 }
 
 // Host does a replica's I/O. Each call starts the work and returns; the

@@ -228,6 +228,9 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 
 // sampleValue is a valid value for key k.
 func sampleValue(k broker.ConfigKey) string {
+	if k.Name == "allow.everyone.if.no.acl.found" { // its default is the zero value
+		return "true"
+	}
 	if k.Def != "" {
 		return k.Def
 	}
@@ -248,6 +251,10 @@ func sampleValue(k broker.ConfigKey) string {
 		return "localhost:9093"
 	case "max.connections.per.ip.overrides":
 		return "127.0.0.1:5"
+	case "authorizer.class.name":
+		return broker.StandardAuthorizerClass
+	case "super.users":
+		return "User:admin;User:ops"
 	}
 	return "1"
 }
@@ -424,8 +431,8 @@ func TestErrors(t *testing.T) {
 			[]string{"env KAFKA_LISTENER_NAME_X_SCRAM___SHA___256_SASL_JAAS_CONFIGS: ", `"listener.name.x.scram-sha-256.sasl.jaas.configs"`}},
 		{"a key of Kafka's with a bad value", nil, []string{"KAFKA_NUM_NETWORK_THREADS=many"},
 			[]string{`env KAFKA_NUM_NETWORK_THREADS: num.network.threads: "many" is not an integer`}},
-		{"authorizer refused", nil, []string{"KAFKA_AUTHORIZER_CLASS_NAME=org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
-			[]string{"env KAFKA_AUTHORIZER_CLASS_NAME: authorizer.class.name=", "ACLs are not built yet"}},
+		{"another authorizer refused", nil, []string{"KAFKA_AUTHORIZER_CLASS_NAME=com.example.OpaAuthorizer"},
+			[]string{"env KAFKA_AUTHORIZER_CLASS_NAME: authorizer.class.name", "is not available"}},
 		{"unclean election refused", []string{"--override", "unclean.leader.election.enable=true"}, nil,
 			[]string{"--override: unclean.leader.election.enable: Fjord never elects a leader outside the ISR"}},
 		{"SASL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT"},

@@ -191,7 +191,7 @@ func TestKubernetesServiceLinks(t *testing.T) {
 
 // A refused value can be taken back by a higher source.
 func TestHigherSourceClearsARefusal(t *testing.T) {
-	file := writeProps(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n")
+	file := writeProps(t, "authorizer.class.name=com.example.OpaAuthorizer\n")
 	if _, err := loadConfig([]string{"--config", file}, nil); err == nil {
 		t.Fatal("authorizer in the file: no error")
 	}

@@ -115,6 +115,10 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.alterReassignments(ctx, img, req)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		return c.listReassignments(img, req)
+	case *kmsg.CreateACLsRequest:
+		return c.createACLs(ctx, req) // acl.go
+	case *kmsg.DeleteACLsRequest:
+		return c.deleteACLs(ctx, img, req) // acl.go
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ var apis = map[int16][2]int16{
 	49: {0, 1},   // AlterClientQuotas
 	45: {0, 1},   // AlterPartitionReassignments
 	46: {0, 0},   // ListPartitionReassignments
+	30: {0, 3},   // CreateAcls (acl.go)
+	31: {0, 3},   // DeleteAcls (acl.go)
 	56: {2, 3},   // AlterPartition (topic ids)
 	60: {0, 2},   // DescribeCluster of the controllers (describe.go)
 	62: {0, 4},   // BrokerRegistration
@@ -172,6 +174,22 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic, st.ErrorCode = t.Topic, code
 			r.Topics = append(r.Topics, st)
+		}
+		return r
+	case *kmsg.CreateACLsRequest:
+		r := req.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			sr := kmsg.NewCreateACLsResponseResult()
+			sr.ErrorCode = code
+			r.Results = append(r.Results, sr)
+		}
+		return r
+	case *kmsg.DeleteACLsRequest:
+		r := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			sr := kmsg.NewDeleteACLsResponseResult()
+			sr.ErrorCode = code
+			r.Results = append(r.Results, sr)
 		}
 		return r
 	case *kmsg.AlterClientQuotasRequest:

@@ -162,6 +162,9 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 			t.Fatalf("quotas of %v differ: %v vs %v", e, a.ClientQuotas(e), b.ClientQuotas(e))
 		}
 	}
+	if !reflect.DeepEqual(a.ACLs(), b.ACLs()) {
+		t.Fatalf("acls differ:\n%v\n%v", a.ACLs(), b.ACLs())
+	}
 }
 
 func TestElectAndCommit(t *testing.T) {

@@ -129,6 +129,18 @@ func richBodies() func(img *controller.Image) controller.Body {
 			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaIP}},
 				Key: controller.QuotaConnectionCreationRate} // removed: gone from the snapshot too
 		},
+		func(*controller.Image) controller.Body {
+			return controller.ACLChange{ACL: controller.ACL{ResourceType: 2, Name: "mf.settlement.", PatternType: 4,
+				Principal: "User:alice", Host: "*", Operation: 4, Permission: 3}}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ACLChange{ACL: controller.ACL{ResourceType: 3, Name: "g", PatternType: 3,
+				Principal: "User:bob", Host: "10.0.0.1", Operation: 3, Permission: 2}}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ACLChange{ACL: controller.ACL{ResourceType: 3, Name: "g", PatternType: 3,
+				Principal: "User:bob", Host: "10.0.0.1", Operation: 3, Permission: 2}, Remove: true}
+		},
 	}
 	return func(img *controller.Image) controller.Body {
 		if i == len(steps) {

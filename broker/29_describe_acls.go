@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeAcls: v0-3
+//
+// Behaviour:
+//   - Needs DESCRIBE on the cluster (authz.go); SECURITY_DISABLED when no
+//     authorizer is configured.
+//   - Answered from this broker's metadata image: the bindings the filter
+//     selects as Kafka's AclBindingFilter does (ANY, MATCH, a null name,
+//     principal or host matching any), grouped by resource pattern, in a
+//     fixed order.
+//   - A filter with an UNKNOWN (or out-of-range) field is INVALID_REQUEST.
+//
+// Version notes:
+//   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
+//   - v2: flexible; v3: nothing new
+func init() { regKey(29, 0, 3, handleDescribeACLs) }
+
+func handleDescribeACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeACLsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	if b.cfg.AuthorizerClass == "" {
+		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
+		respond(resp)
+		return
+	}
+	f := aclFilterOf(req.Version, req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
+	if err := f.Validate(); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
+		respond(resp)
+		return
+	}
+	img := b.image()
+	if img == nil {
+		img = &controller.Image{}
+	}
+	// img.ACLs is sorted by resource type, pattern, name: one resource's
+	// bindings are adjacent.
+	for _, a := range img.ACLs() {
+		bd := bindingOf(a)
+		if !f.Matches(bd) {
+			continue
+		}
+		n := len(resp.Resources)
+		if n == 0 || resp.Resources[n-1].ResourceType != kmsg.ACLResourceType(a.ResourceType) ||
+			resp.Resources[n-1].ResourceName != a.Name || resp.Resources[n-1].ResourcePatternType != kmsg.ACLResourcePatternType(a.PatternType) {
+			r := kmsg.NewDescribeACLsResponseResource()
+			r.ResourceType, r.ResourceName, r.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.Name, kmsg.ACLResourcePatternType(a.PatternType)
+			resp.Resources = append(resp.Resources, r)
+			n++
+		}
+		e := kmsg.NewDescribeACLsResponseResourceACL()
+		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+		resp.Resources[n-1].ACLs = append(resp.Resources[n-1].ACLs, e)
+	}
+	respond(resp)
+}

@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreateAcls: v0-3
+//
+// Behaviour:
+//   - Needs ALTER on the cluster (authz.go); SECURITY_DISABLED for every
+//     creation when no authorizer is configured (authorizer.class.name).
+//   - Each creation is checked here as Kafka checks it: a concrete
+//     resource type, pattern LITERAL or PREFIXED (MATCH and ANY are for
+//     filters), a concrete operation and permission, a non-empty name
+//     (kafka-cluster for CLUSTER), a Type:name principal and a "*" or IP
+//     host; anything else is INVALID_REQUEST with a message for that
+//     creation alone.
+//   - The valid ones are forwarded to the active controller, which commits
+//     them to the metadata log as ACL records (type 15); the answer comes
+//     once this broker's image shows them, so a DescribeAcls that follows
+//     on the same broker sees them. Creating a binding that exists
+//     succeeds and changes nothing.
+//
+// Version notes:
+//   - v1: pattern type (KIP-290; v0 creations are LITERAL)
+//   - v2: flexible
+//   - v3: nothing new (KIP-679's idempotent-write default)
+func init() { regKey(30, 0, 3, handleCreateACLs) }
+
+func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.CreateACLsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
+	for i := range resp.Results {
+		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+	}
+	if b.cfg.AuthorizerClass == "" {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
+		}
+		respond(resp)
+		return
+	}
+	fwd := *req
+	fwd.Creations = nil
+	var idx []int
+	var want []controller.ACL
+	for i, c := range req.Creations {
+		if req.Version == 0 {
+			c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+		}
+		bd := acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), Name: c.ResourceName, Pattern: acl.PatternType(c.ResourcePatternType),
+			Principal: c.Principal, Host: c.Host, Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)}
+		if err := bd.Validate(); err != nil {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
+			continue
+		}
+		fwd.Creations = append(fwd.Creations, c)
+		idx = append(idx, i)
+		want = append(want, aclOf(bd))
+	}
+	if len(fwd.Creations) == 0 {
+		respond(resp)
+		return
+	}
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, 0)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, &fwd)
+		if err != nil {
+			kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
+		}
+		fresp, ok := kresp.(*kmsg.CreateACLsResponse)
+		if !ok || len(fresp.Results) != len(fwd.Creations) {
+			fresp = active.ErrorResponse(&fwd, kerr.UnknownServerError.Code).(*kmsg.CreateACLsResponse)
+		}
+		var done []controller.ACL
+		for j, r := range fresp.Results {
+			resp.Results[idx[j]].ErrorCode, resp.Results[idx[j]].ErrorMessage = r.ErrorCode, r.ErrorMessage
+			if r.ErrorCode == 0 {
+				done = append(done, want[j])
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		b.waitImage(wctx, func(img *controller.Image) bool {
+			for _, a := range done {
+				if !img.HasACL(a) {
+					return false
+				}
+			}
+			return true
+		})
+		wcancel()
+		respond(resp)
+	})
+}
+
+func strPtr(s string) *string { return &s }
+
+func aclOf(bd acl.Binding) controller.ACL {
+	return controller.ACL{ResourceType: int8(bd.ResourceType), Name: bd.Name, PatternType: int8(bd.Pattern),
+		Principal: bd.Principal, Host: bd.Host, Operation: int8(bd.Operation), Permission: int8(bd.Permission)}
+}
+
+// aclFilterOf converts a wire filter (DescribeAcls, one of DeleteAcls) to
+// acl's, v0 filters being LITERAL as Kafka reads them.
+func aclFilterOf(version int16, rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResourcePatternType, principal, host *string,
+	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) acl.Filter {
+	if version == 0 {
+		pt = kmsg.ACLResourcePatternTypeLiteral
+	}
+	return acl.Filter{ResourceType: acl.ResourceType(rt), Name: name, Pattern: acl.PatternType(pt), Principal: principal,
+		Host: host, Operation: acl.Operation(op), Permission: acl.Permission(perm)}
+}

@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteAcls: v0-3
+//
+// Behaviour:
+//   - Needs ALTER on the cluster (authz.go); SECURITY_DISABLED for every
+//     filter when no authorizer is configured.
+//   - A filter with an UNKNOWN (or out-of-range) field is INVALID_REQUEST
+//     for that filter alone; the valid filters are forwarded to the active
+//     controller, which removes every binding they select (Kafka's
+//     AclBindingFilter: ANY, MATCH, null fields match any) in one batch
+//     and reports each under the first filter that selected it. The answer
+//     comes once this broker's image no longer shows them.
+//
+// Version notes:
+//   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
+//   - v2: flexible; v3: nothing new
+func init() { regKey(31, 0, 3, handleDeleteACLs) }
+
+func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteACLsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
+	for i := range resp.Results {
+		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+	}
+	if b.cfg.AuthorizerClass == "" {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
+		}
+		respond(resp)
+		return
+	}
+	fwd := *req
+	fwd.Filters = nil
+	var idx []int
+	for i, f := range req.Filters {
+		af := aclFilterOf(req.Version, f.ResourceType, f.ResourceName, f.ResourcePatternType, f.Principal, f.Host, f.Operation, f.PermissionType)
+		if err := af.Validate(); err != nil {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
+			continue
+		}
+		f.ResourcePatternType = kmsg.ACLResourcePatternType(af.Pattern)
+		fwd.Filters = append(fwd.Filters, f)
+		idx = append(idx, i)
+	}
+	if len(fwd.Filters) == 0 {
+		respond(resp)
+		return
+	}
+	b.goLoop(func() {
+		ctx, cancel := adminCtx(cc.ctx, 0)
+		defer cancel()
+		kresp, err := b.ctl.call(ctx, &fwd)
+		if err != nil {
+			kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
+		}
+		fresp, ok := kresp.(*kmsg.DeleteACLsResponse)
+		if !ok || len(fresp.Results) != len(fwd.Filters) {
+			fresp = active.ErrorResponse(&fwd, kerr.UnknownServerError.Code).(*kmsg.DeleteACLsResponse)
+		}
+		var gone []controller.ACL
+		for j, r := range fresp.Results {
+			resp.Results[idx[j]] = r
+			for _, m := range r.MatchingACLs {
+				gone = append(gone, controller.ACL{ResourceType: int8(m.ResourceType), Name: m.ResourceName, PatternType: int8(m.ResourcePatternType),
+					Principal: m.Principal, Host: m.Host, Operation: int8(m.Operation), Permission: int8(m.PermissionType)})
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		b.waitImage(wctx, func(img *controller.Image) bool {
+			for _, a := range gone {
+				if img.HasACL(a) {
+					return false
+				}
+			}
+			return true
+		})
+		wcancel()
+		respond(resp)
+	})
+}

@@ -1,0 +1,241 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The audit log: one JSON line per denied authorization and per mutating
+// admin request (principal, client address, API, resource, outcome), a
+// stream apart from the operational log (fjord.audit.log.file: a file, ""
+// for stderr with "audit":true on every line, or off).
+//
+// Bounded: a line is built on the request's goroutine and handed to one
+// writer goroutine through a channel of auditQueue lines; when the channel
+// is full (the file is slow) the line is dropped and counted
+// (fjord_audit_dropped_total, and a warning once per burst), so a request
+// never waits for the audit file.
+
+const auditQueue = 4096
+
+// auditLog is the stream. Its zero value (and nil) writes nothing.
+//
+// Invariant: ch is nil iff the audit log is off; only the writer goroutine
+// touches w after start.
+type auditLog struct {
+	b       *Broker // for its logger and metrics
+	ch      chan []byte
+	w       io.WriteCloser
+	marker  bool // stderr: mark lines as audit lines
+	dropped atomic.Uint64
+	warned  atomic.Bool // a drop was logged since the queue last drained
+}
+
+// startAudit opens the audit stream as cfg.AuditLogFile says and starts
+// its writer; b.audit stays nil when it is off.
+func (b *Broker) startAudit() error {
+	dest := b.cfg.AuditLogFile
+	if dest == "off" {
+		return nil
+	}
+	a := &auditLog{b: b, ch: make(chan []byte, auditQueue)}
+	if dest == "" {
+		a.w, a.marker = nopCloser{os.Stderr}, true
+	} else {
+		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("fjord.audit.log.file %s: %w", dest, err)
+		}
+		a.w = f
+	}
+	b.audit = a
+	b.goLoop(func() { a.run(b) })
+	return nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// run is the writer goroutine: it writes lines until the broker stops,
+// then what is queued, then closes the file.
+func (a *auditLog) run(b *Broker) {
+	defer a.w.Close()
+	for {
+		select {
+		case line := <-a.ch:
+			a.write(b, line)
+		case <-b.ctx.Done():
+			for {
+				select {
+				case line := <-a.ch:
+					a.write(b, line)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (a *auditLog) write(b *Broker, line []byte) {
+	if _, err := a.w.Write(line); err != nil && a.warned.CompareAndSwap(false, true) {
+		b.log.Warn().Err(err).Msg("audit log write failed; audit lines are being lost")
+	}
+	if len(a.ch) == 0 {
+		a.warned.Store(false)
+	}
+}
+
+// emit builds one line with fill and queues it without waiting.
+func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, fill func(*zerolog.Event)) {
+	if a == nil || a.ch == nil {
+		return
+	}
+	var buf bytes.Buffer
+	l := zerolog.New(&buf).With().Timestamp().Logger()
+	ev := l.Log()
+	if a.marker {
+		ev = ev.Bool("audit", true)
+	}
+	ev = ev.Str("principal", cc.principal).Str("client", principalHost(cc)).Str("client_id", cc.clientID).
+		Int16("api_key", api).Str("api", kmsg.NameForKey(api))
+	fill(ev)
+	ev.Send()
+	select {
+	case a.ch <- buf.Bytes():
+	default:
+		a.dropped.Add(1)
+		b.metrics.auditDropped.Inc()
+		if a.warned.CompareAndSwap(false, true) {
+			b.log.Warn().Msg("audit log queue full: dropping audit lines (fjord_audit_dropped_total counts them)")
+		}
+	}
+}
+
+// denied records one denied authorization.
+func (a *auditLog) denied(cc *connCtx, api int16, op acl.Operation, rt acl.ResourceType, name string) {
+	if a == nil {
+		return
+	}
+	a.emit(a.b, cc, api, func(ev *zerolog.Event) {
+		ev.Str("resource", rt.String()+":"+name).Str("operation", op.String()).Str("outcome", "denied")
+	})
+}
+
+// mutatingAPIs are the admin requests every one of which is audited.
+var mutatingAPIs = map[int16]bool{
+	19: true, 20: true, 21: true, 30: true, 31: true, 33: true, 34: true, 37: true, 42: true,
+	43: true, 44: true, 45: true, 47: true, 49: true, 57: true,
+}
+
+// admin records a mutating admin request and its outcome: "ok", or the
+// error names the response carries.
+func (a *auditLog) admin(cc *connCtx, api int16, req kmsg.Request, resp kmsg.Response) {
+	if a == nil || !mutatingAPIs[api] {
+		return
+	}
+	res := resourcesOf(req)
+	codes := errorCodesOf(resp)
+	a.emit(a.b, cc, api, func(ev *zerolog.Event) {
+		ev.Strs("resources", res)
+		if len(codes) == 0 {
+			ev.Str("outcome", "ok")
+			return
+		}
+		var names []string
+		for _, c := range codes {
+			if e := kerr.ErrorForCode(c); e != nil {
+				names = append(names, e.(*kerr.Error).Message)
+			} else {
+				names = append(names, strconv.Itoa(int(c)))
+			}
+		}
+		ev.Str("outcome", "error").Strs("errors", names)
+	})
+}
+
+// resourceFields are the request fields that name what a request acts on.
+var resourceFields = map[string]bool{"Topic": true, "TopicNames": true, "Group": true, "Groups": true,
+	"ResourceName": true, "Name": true}
+
+// resourcesOf lists, sorted and distinct, the names a request acts on.
+func resourcesOf(req kmsg.Request) []string {
+	seen := map[string]bool{}
+	var walk func(v reflect.Value, field string)
+	walk = func(v reflect.Value, field string) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem(), field)
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i), v.Type().Field(i).Name)
+				}
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len() && i < 1000; i++ {
+				walk(v.Index(i), field)
+			}
+		case reflect.String:
+			if resourceFields[field] && v.String() != "" {
+				seen[v.String()] = true
+			}
+		}
+	}
+	walk(reflect.ValueOf(req), "")
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// errorCodesOf lists the distinct non-zero ErrorCode fields of resp.
+func errorCodesOf(resp kmsg.Response) []int16 {
+	if resp == nil {
+		return nil
+	}
+	var out []int16
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				f := v.Type().Field(i)
+				if f.Name == "ErrorCode" && v.Field(i).Kind() == reflect.Int16 {
+					if c := int16(v.Field(i).Int()); c != 0 && !slices.Contains(out, c) {
+						out = append(out, c)
+					}
+				} else if f.IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(resp))
+	return out
+}
