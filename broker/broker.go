@@ -481,6 +481,8 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	api := apiLabel(req.Key)
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
+	jmxDone, jmxHandled := m.requestStarted(req.Key, req.Version, req.Body)
+	defer jmxHandled()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
@@ -488,6 +490,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	req.Recycle = req.Key == 0
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
+		jmxDone(time.Since(start))
 		if resp == nil {
 			respond(nil, nil)
 			return
