@@ -110,7 +110,12 @@ func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 			v := p.View()
 			lg := p.Log()
 			if lg != nil {
+				// A follower learns the leader's high watermark a fetch
+				// late; what it has replicated is the closer figure.
 				hw[tp] = p.HW()
+				if !v.Leads() {
+					hw[tp] = max(p.HW(), lg.EndOffset())
+				}
 			}
 			if !v.Leads() {
 				continue
@@ -131,8 +136,10 @@ func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	// Groups: from the coordinator, lag against the local replica's high
-	// watermark (exact on the leader, at most one fetch behind on a
-	// follower); a partition with no replica here has no lag series.
+	// watermark on the leader, or what a follower replica here has
+	// replicated (at most one fetch behind, and possibly ahead of the high
+	// watermark by records not yet on every in-sync replica); a partition
+	// with no replica here has no lag series.
 	if b.coord != nil {
 		for _, g := range b.coord.ListGroups() {
 			if b.coord.Status(g.ID) != nil {
