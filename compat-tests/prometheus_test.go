@@ -253,6 +253,12 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	prom.await(t, c, 10*time.Second, `sum(kafka_server_replicamanager_underreplicatedpartitions)`,
 		"nothing under-replicated before the kill", func(v float64) bool { return v == 0 })
 
+	// Every query of the Grafana dashboard is valid and has data.
+	for _, q := range dashboardQueries(t) {
+		q = strings.ReplaceAll(q, "$__rate_interval", "5s")
+		prom.await(t, c, 10*time.Second, "count("+q+")", "dashboard query "+q, func(v float64) bool { return v > 0 })
+	}
+
 	// Stop the consumer (Close commits what it polled); the producer goes on.
 	stopConsuming()
 	n := <-consumed
@@ -286,4 +292,41 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	per := prom.await(t, c, 10*time.Second, `sum(kafka_topic_partition_under_replicated_partition{topic="`+topic+`"})`,
 		"kafka_exporter's under-replicated flag after the kill", func(v float64) bool { return v > 0 })
 	t.Logf("node %d killed: %v under-replicated partitions (%v of %s) seen after %v", victim, urp, per, topic, time.Since(killed).Round(100*time.Millisecond))
+}
+
+// dashboardQueries are the PromQL expressions of docs/grafana-fjord.json;
+// it fails the test if one reads a series that is not Kafka-named.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "grafana-fjord.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("docs/grafana-fjord.json: %v", err)
+	}
+	series := regexp.MustCompile(`\b[a-z_]+_[a-z_]+\b`)
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range series.FindAllString(tg.Expr, -1) {
+				if strings.HasPrefix(name, "fjord_") {
+					t.Errorf("dashboard panel %q reads Fjord's own %s", p.Title, name)
+				}
+			}
+			out = append(out, tg.Expr)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/grafana-fjord.json has no queries")
+	}
+	return out
 }
