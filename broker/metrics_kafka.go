@@ -17,7 +17,8 @@ import (
 // each cluster-wide figure is exported by exactly one node, and sum() over
 // the nodes is the cluster's figure, as it is for kafka_exporter's one
 // process per cluster:
-//   - a partition's series by its leader;
+//   - a partition's series by its leader, or by the active controller
+//     while it has none;
 //   - a group's series by its coordinator (the leader of its
 //     __consumer_offsets partition, with the offsets loaded);
 //   - kafka_brokers and kafka_topic_partitions by the active controller.
@@ -227,11 +228,20 @@ func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
 	ts := img.Topics()
 	for _, t := range ts {
 		gauge(ch, kTopicPartitions, float64(len(t.Partitions)), t.Name)
-		for _, p := range t.Partitions {
+		for i, p := range t.Partitions {
 			parts++
-			if p.Leader < 0 {
-				offline++
+			if p.Leader >= 0 {
+				continue
 			}
+			// No leader exports it: the controller does, as
+			// kafka_exporter would show it (no offsets: no replica serves).
+			offline++
+			pi := strconv.Itoa(i)
+			gauge(ch, kLeader, -1, t.Name, pi)
+			gauge(ch, kReplicas, float64(len(p.Replicas)), t.Name, pi)
+			gauge(ch, kISR, float64(len(p.ISR)), t.Name, pi)
+			gauge(ch, kPreferred, 0, t.Name, pi)
+			gauge(ch, kUnderReplicated, boolf(len(p.ISR) < len(p.Replicas)-len(p.Removing)), t.Name, pi)
 		}
 	}
 	gauge(ch, jOffline, float64(offline))

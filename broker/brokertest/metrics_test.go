@@ -126,8 +126,8 @@ func TestKafkaMetricsExportedOnce(t *testing.T) {
 	var sums map[string]float64
 	collect := func() {
 		counts, sums = map[string]int{}, map[string]float64{}
-		for id := int32(1); id <= 3; id++ {
-			for _, s := range scrapeAll(t, addrs[id]) {
+		for _, addr := range addrs {
+			for _, s := range scrapeAll(t, addr) {
 				counts[s.name+s.labels]++
 				sums[s.name+s.labels] += s.value
 				if s.labels != "" {
@@ -188,5 +188,29 @@ func TestKafkaMetricsExportedOnce(t *testing.T) {
 	}
 	if counts[`kafka_server_replicamanager_leadercount`] != 3 || sums[`kafka_server_replicamanager_partitioncount`] < 9 {
 		t.Errorf("leadercount on %d nodes, partitions %v", counts[`kafka_server_replicamanager_leadercount`], sums[`kafka_server_replicamanager_partitioncount`])
+	}
+	// A partition whose one replica is down: offline, reported by the
+	// active controller with leader -1.
+	if code := createTopic(t, c.Addr(1), "off", 1, 1); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "off", 1)
+	const offLeader = `kafka_topic_partition_leader{partition="0",topic="off"}`
+	eventually(t, 10*time.Second, "a leader for off-0", func() bool {
+		collect()
+		return counts[offLeader] == 1
+	})
+	host := int32(sums[offLeader])
+	if err := c.Stop(host); err != nil {
+		t.Fatal(err)
+	}
+	delete(addrs, host)
+	eventually(t, 20*time.Second, "off-0 offline, leader -1 from one node", func() bool {
+		collect()
+		return sums[`kafka_controller_kafkacontroller_offlinepartitionscount`] == 1 &&
+			counts[offLeader] == 1 && sums[offLeader] == -1
+	})
+	if counts[`kafka_topic_partition_current_offset{partition="0",topic="off"}`] != 0 {
+		t.Error("an offline partition has an offset series")
 	}
 }
