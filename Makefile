@@ -25,9 +25,9 @@ test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
-	@if ! command -v kcat >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
-		echo "installing kcat, python3-kafka and python3-confluent-kafka (Debian packages)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat python3-kafka python3-confluent-kafka >/dev/null; \
+	@if ! command -v kcat >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
+		echo "installing kcat, prometheus, python3-kafka and python3-confluent-kafka (Debian packages)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat prometheus python3-kafka python3-confluent-kafka >/dev/null; \
 	fi
 
 vet:
@@ -47,7 +47,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_FAST) ./controller
 
 compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 20m ./...
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 20m ./...
 
 # faults runs every fault-injection scenario of compat-tests at full length
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all

@@ -256,6 +256,7 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 	}
 	if !res.Duplicate {
 		b.metrics.bytesIn.Add(float64(len(records)))
+		b.metrics.produced(p.Topic, len(records), info.Records)
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

@@ -63,7 +63,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		respond(resp)
 		return
 	}
-	respond = b.countFetched(respond)
+	respond = b.countFetched(respond, replicaOf(req) >= 0)
 	respond = b.quotaFetch(cc, req, respond) // quota.go: runs before countFetched
 	replicaID := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
@@ -352,13 +352,19 @@ func putReadBuf(b []byte) {
 }
 
 // countFetched wraps respond to count the record bytes actually sent.
-func (b *Broker) countFetched(respond func(kmsg.Response)) func(kmsg.Response) {
+// A follower's bytes are not the topic's BytesOutPerSec (as in Kafka).
+func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(kmsg.Response) {
 	return func(r kmsg.Response) {
 		if fr, ok := r.(*pooledFetch); ok {
 			n := 0
 			for _, t := range fr.Topics {
+				tn := 0
 				for _, p := range t.Partitions {
-					n += len(p.RecordBatches)
+					tn += len(p.RecordBatches)
+				}
+				n += tn
+				if !follower && tn > 0 {
+					b.metrics.fetched(b, t.Topic, t.TopicID, tn)
 				}
 			}
 			b.metrics.bytesOut.Add(float64(n))

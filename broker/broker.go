@@ -499,6 +499,8 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	api := apiLabel(req.Key)
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
+	jmxDone, jmxHandled := m.requestStarted(req.Key, req.Version, req.Body)
+	defer jmxHandled()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
@@ -516,6 +518,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	}
 	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
 		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
+		jmxDone(time.Since(start))
 		if fix != nil && resp != nil {
 			fix(resp)
 		}

@@ -28,10 +28,11 @@ type metrics struct {
 	isrExpands   prometheus.Counter       // ISR expansions proposed by this leader
 	logDamage    prometheus.Counter       // reads that found a partition's log newly damaged
 	logRepairs   prometheus.Counter       // damaged follower logs truncated for re-fetching
+	jmx          *jmxMetrics              // the Kafka-named counters (metrics_jmx.go)
 }
 
 func newMetrics(b *Broker) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: prometheus.NewRegistry(), jmx: newJMXMetrics()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_requests_total", Help: "Requests served, by Kafka API key."}, []string{"api"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
 	m.flushTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
@@ -49,6 +50,7 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
 			return float64(b.underReplicated.Load())
 		}),
+		m.jmx.requests, kafkaCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
 			n := 0

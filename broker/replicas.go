@@ -56,7 +56,7 @@ type dirClaim struct {
 func (b *Broker) newReplica(topic string, index int32, id [16]byte, s replica.Settings) *replica.Partition {
 	p := replica.NewPartition(replica.PartitionConfig{Topic: topic, Index: index, TopicID: id,
 		Logger:   b.log.With().Str("topic", topic).Int32("partition", index).Logger(),
-		Settings: s, Core: b.replicaConfig(s), FlushTime: b.metrics.flushTime}, replicaHost{b})
+		Settings: s, Core: b.replicaConfig(s), FlushTime: b.metrics.flushObserver()}, replicaHost{b})
 	dir := b.partitionDir(topic, index)
 	r := &b.replicas
 	r.mu.Lock()
