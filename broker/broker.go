@@ -467,6 +467,9 @@ type connCtx struct {
 	clientHost string
 	listener   int
 	version    int16
+	// principal is the connection's principal, "User:<name>" (from
+	// protocol.Request.Principal); "" counts as User:ANONYMOUS.
+	principal string
 	// fail closes the connection after the responses already owed; for
 	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
 	fail func(error)
@@ -482,7 +485,8 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
 	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
-		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
+		principal: req.Principal,
+		fail:      func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0

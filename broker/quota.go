@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,12 @@ import (
 const anonymousPrincipal = "ANONYMOUS"
 
 // principalOf is the user whose quotas apply to cc's requests.
-func principalOf(*connCtx) string { return anonymousPrincipal }
+func principalOf(cc *connCtx) string {
+	if name, ok := strings.CutPrefix(cc.principal, "User:"); ok && name != "" {
+		return name
+	}
+	return anonymousPrincipal
+}
 
 // maxQuotaSensors bounds the tracked sensors.
 const maxQuotaSensors = 10000

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,12 @@ type ServerConfig struct {
 	// after that delay (Kafka's per-ip connection_creation_rate throttling:
 	// a refused client does not reconnect in a tight loop).
 	Admit func(remote net.Addr) time.Duration
+	// TLS, if set, makes the listener TLS: called per connection, so a
+	// reloaded certificate applies to new connections (protocol/tls.go).
+	TLS func() *tls.Config
+	// TLSPrincipal is the principal of a TLS client certificate
+	// (ssl.principal.mapping.rules); "" = User:ANONYMOUS.
+	TLSPrincipal func(*tls.ConnectionState) string
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -139,6 +146,7 @@ func (s *Server) startConn(nc net.Conn) {
 		stopCh: make(chan struct{}),
 	}
 	c.muteFn = c.mute
+	c.wrapTLS()
 	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.host = "/" + h
 	}
@@ -218,6 +226,9 @@ type conn struct {
 	// the end of the longest mute asked for (Request.Mute).
 	notBefore atomic.Int64
 	muteFn    func(time.Duration) // c.mute, made once rather than per request
+	// principal is the connection's principal ("User:..."); set by the
+	// reader before its first request, read only by the reader.
+	principal string
 }
 
 func (c *conn) stopReading() {
@@ -271,6 +282,9 @@ func (c *conn) isStopping() bool {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.slots)
+	if !c.handshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	for {
 		c.waitMuted()
@@ -294,6 +308,7 @@ func (c *conn) readLoop() {
 		}
 		req.ClientHost = c.host
 		req.Mute = c.muteFn
+		req.Principal = c.principal
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:

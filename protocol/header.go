@@ -28,6 +28,10 @@ type Request struct {
 	// throttles a client over its quota after answering at once. Set by
 	// the front end; safe from any goroutine.
 	Mute func(d time.Duration)
+	// Principal is the connection's current principal in Kafka's string
+	// form: "User:ANONYMOUS", the TLS client certificate's, or the
+	// SASL-authenticated one.
+	Principal string
 
 	frame []byte
 }
