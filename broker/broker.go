@@ -15,6 +15,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -81,7 +82,10 @@ type Broker struct {
 		next, limit int64 // [next, limit) is this node's current producer-id block
 	}
 
-	servers    []*protocol.Server
+	servers []*protocol.Server
+	// tlsSources are the TLS listeners' live configurations, by index of
+	// listeners; set in New, read-only after.
+	tlsSources map[int]*tlsconf.Source
 	listeners  []net.Listener
 	advertised []Listener // one per client listener, ports resolved
 
@@ -210,7 +214,7 @@ func (b *Broker) listen() error {
 			continue
 		}
 		b.listeners = append(b.listeners, ln)
-		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
 		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
 			a.Host = "127.0.0.1"
 		}
@@ -224,6 +228,10 @@ func (b *Broker) listen() error {
 	if len(b.listeners) == 0 && b.cfg.HasRole("broker") {
 		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
+	}
+	if err := b.loadTLS(); err != nil {
+		b.closeListeners()
+		return err
 	}
 	return nil
 }
@@ -322,7 +330,10 @@ func (b *Broker) serveClients() {
 	}
 	for i, ln := range b.listeners {
 		h := &connHandler{b: b, listener: i}
+		tlsCfg, tlsPrincipal := b.tlsServer(i)
 		s := protocol.NewServer(protocol.ServerConfig{
+			TLS:           tlsCfg,
+			TLSPrincipal:  tlsPrincipal,
 			MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
 			MaxInFlight:   int(b.cfg.NumIOThreads),
 			IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -333,8 +344,9 @@ func (b *Broker) serveClients() {
 		b.servers = append(b.servers, s)
 		b.log.Info().Str("listener", b.advertised[i].Name).Str("addr", ln.Addr().String()).
 			Str("advertised", net.JoinHostPort(b.advertised[i].Host, strconv.Itoa(int(b.advertised[i].Port)))).
-			Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
+			Str("protocol", b.advertised[i].Protocol).Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
 	}
+	b.watchTLS()
 }
 
 // goLoop is how the broker starts every goroutine of its own: tracked,

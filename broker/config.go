@@ -96,6 +96,16 @@ type Config struct {
 	AutoLeaderRebalance      bool
 	LeaderImbalanceCheckSecs int64
 	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// ListenerSecurityProtocolMap is listener.security.protocol.map
+	// (NAME:PROTOCOL,...); see ListenerProtocol.
+	ListenerSecurityProtocolMap string
+	// SSL holds the ssl.* keys given (tlsconf.Keys) and their
+	// listener.name.<name>.ssl.* overrides, by full key. Read-only: a
+	// setter copies it before writing.
+	SSL map[string]string
+	// SSLReloadCheckMs is how often a TLS listener's store files are
+	// checked for changes (fjord.ssl.reload.check.interval.ms).
+	SSLReloadCheckMs int64
 
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -155,6 +165,7 @@ func DefaultConfig() Config {
 		ReplicaLagTimeMaxMs:       30000,
 		AutoLeaderRebalance:       true,
 		LeaderImbalanceCheckSecs:  300,
+		SSLReloadCheckMs:          10000,
 	}
 }
 
@@ -224,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PartitionOpenTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))
+	}
+	if c.SSLReloadCheckMs < 1 {
+		errs = append(errs, fmt.Errorf("fjord.ssl.reload.check.interval.ms %d: must be >= 1", c.SSLReloadCheckMs))
 	}
 	if err := c.validateQuorum(); err != nil {
 		errs = append(errs, err)
@@ -332,6 +346,9 @@ type Listener struct {
 	Name string
 	Host string
 	Port int32
+	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	// (Config.ListenerProtocol); ParseListeners leaves it empty.
+	Protocol string
 }
 
 // ParseListeners parses a comma separated listener list.
