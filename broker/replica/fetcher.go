@@ -231,7 +231,7 @@ func (f *fetcher) connect() error {
 	if f.cl != nil {
 		f.cl.Close()
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
 		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID()))}
 	if d, ok := f.host.(interface{ ClientOpts() []kgo.Opt }); ok {
 		opts = append(opts, d.ClientOpts()...) // TLS to an SSL inter-broker listener
