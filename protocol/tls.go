@@ -47,5 +47,6 @@ func (c *conn) handshake() bool {
 			c.principal = p
 		}
 	}
+	c.log.Debug().Str("principal", c.principal).Str("tls", tls.VersionName(tc.ConnectionState().Version)).Msg("TLS connection")
 	return true
 }
