@@ -147,6 +147,23 @@ func TestTLSListeners(t *testing.T) {
 		}
 	}
 
+	t.Run("health", func(t *testing.T) {
+		// The image's healthcheck, on a node whose first client listener is
+		// SSL with client certificates required.
+		args := []string{"health", "--timeout", "10s"}
+		for _, o := range []string{"listeners=SSL://" + addrs["SSL"], "log.dirs=" + t.TempDir(),
+			"ssl.keystore.location=" + p("kafka01.keystore.jks"), "ssl.keystore.password=" + f.storePW, "ssl.key.password=" + f.keyPW,
+			"ssl.truststore.location=" + p("kafka.truststore.jks"), "ssl.truststore.password=" + f.storePW, "ssl.client.auth=required"} {
+			args = append(args, "--override", o)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, fjordBin, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "serving") {
+			t.Fatalf("fjord health over SSL: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("kcat", func(t *testing.T) {
 		kcat := kcatPath(t)
 		chain, key := f.pemPair(t, pkix.Name{CommonName: "kcat"})
