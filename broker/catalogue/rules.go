@@ -45,7 +45,7 @@ const (
 	whyMetrics    = "Kafka's metric reporters; Fjord serves Prometheus metrics itself (fjord.metrics.listener)"
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
-	whySecurity   = "TLS and SASL are not built yet (a listener that uses them is refused)"
+	whySecurity   = "SASL is not built yet (a listener that uses it is refused)"
 	whyACL        = "ACLs are not built yet"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"

@@ -47,7 +47,7 @@ type envVar struct {
 
 const (
 	whyJVMEnv       = "configures Kafka's JVM or the image's scripts"
-	whySecurityEnv  = "sets SASL or TLS credentials; TLS and SASL are not built yet (a listener that uses them is refused)"
+	whySecurityEnv  = "Bitnami's own SASL and TLS variables are not read: give TLS settings as ssl.* keys (KAFKA_CFG_SSL_*); SASL is not built yet"
 	whyK8sService   = "a Kubernetes service link, not configuration"
 	whyDynamicQuota = "KIP-853 dynamic quorums are not built; controller.quorum.voters lists the voters"
 )
