@@ -26,6 +26,7 @@ import (
 // with keytool -gencert.
 type tlsFixtures struct {
 	dir     string
+	caDir   string // ca.p12, ca.pem
 	storePW string // kafka_keystore_creds, kafka_truststore_creds
 	keyPW   string // kafka_ssl_key_creds
 	caPEM   []byte
@@ -65,13 +66,22 @@ func keytool(t *testing.T, stdin []byte, args ...string) []byte {
 
 func newTLSFixtures(t *testing.T) *tlsFixtures {
 	t.Helper()
-	f := &tlsFixtures{dir: t.TempDir(), storePW: "abcdefgh", keyPW: "keypass12"}
+	dir := t.TempDir()
+	return newTLSFixturesIn(t, dir, dir)
+}
+
+// newTLSFixturesIn writes the broker's stores to dir and the CA's files
+// (ca.p12, ca.pem) to caDir. The files are world-readable: a container's
+// user reads them through a bind mount.
+func newTLSFixturesIn(t *testing.T, dir, caDir string) *tlsFixtures {
+	t.Helper()
+	f := &tlsFixtures{dir: dir, caDir: caDir, storePW: "abcdefgh", keyPW: "keypass12"}
 	p := func(name string) string { return filepath.Join(f.dir, name) }
-	ca := p("ca.p12")
+	ca := filepath.Join(caDir, "ca.p12")
 	keytool(t, nil, "-genkeypair", "-alias", "ca", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=fjord-test-ca",
 		"-ext", "bc:c", "-validity", "2", "-keystore", ca, "-storetype", "PKCS12", "-storepass", "capass12")
 	f.caPEM = keytool(t, nil, "-exportcert", "-rfc", "-alias", "ca", "-keystore", ca, "-storepass", "capass12")
-	os.WriteFile(p("ca.pem"), f.caPEM, 0o600)
+	os.WriteFile(filepath.Join(caDir, "ca.pem"), f.caPEM, 0o644)
 	f.roots = x509.NewCertPool()
 	f.roots.AppendCertsFromPEM(f.caPEM)
 
@@ -85,7 +95,7 @@ func newTLSFixtures(t *testing.T) *tlsFixtures {
 	keytool(t, signed, "-importcert", "-alias", "kafka", "-keystore", ks, "-storepass", f.storePW, "-keypass", f.keyPW)
 	keytool(t, f.caPEM, "-importcert", "-noprompt", "-alias", "CARoot", "-keystore", p("kafka.truststore.jks"), "-storetype", "JKS", "-storepass", f.storePW)
 	for name, v := range map[string]string{"kafka_keystore_creds": f.storePW, "kafka_ssl_key_creds": f.keyPW, "kafka_truststore_creds": f.storePW} {
-		os.WriteFile(p(name), []byte(v+"\n"), 0o600)
+		os.WriteFile(p(name), []byte(v+"\n"), 0o644)
 	}
 	// The same key as PKCS12 (one password for store and key, as PKCS12 has).
 	keytool(t, nil, "-importkeystore", "-noprompt", "-srckeystore", ks, "-srcstorepass", f.storePW, "-srckeypass", f.keyPW, "-srcalias", "kafka",
@@ -96,8 +106,8 @@ func newTLSFixtures(t *testing.T) *tlsFixtures {
 // sign has the CA sign a PEM certificate request, for a server or client.
 func (f *tlsFixtures) sign(t *testing.T, csr []byte) []byte {
 	t.Helper()
-	return keytool(t, csr, "-gencert", "-rfc", "-alias", "ca", "-keystore", filepath.Join(f.dir, "ca.p12"), "-storepass", "capass12",
-		"-validity", "2", "-ext", "SAN=dns:localhost,ip:127.0.0.1", "-ext", "EKU=serverAuth,clientAuth")
+	return keytool(t, csr, "-gencert", "-rfc", "-alias", "ca", "-keystore", filepath.Join(f.caDir, "ca.p12"), "-storepass", "capass12",
+		"-validity", "2", "-ext", "SAN=dns:localhost,dns:broker,ip:127.0.0.1", "-ext", "EKU=serverAuth,clientAuth")
 }
 
 // pemPair makes a key here and has the CA sign it: the certificate chain
@@ -140,4 +150,37 @@ func strangerCert(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// composeTLS generates, under base laid out as apache/kafka's tree, the
+// files its docker/examples/fixtures/secrets holds (kafka01.keystore.jks,
+// kafka.truststore.jks and the three credentials files) for a broker
+// reached as broker or localhost, and a client certificate in PEM. It
+// returns the client files' names and, last, their directory.
+func composeTLS(t *testing.T, base string) []string {
+	t.Helper()
+	secrets := filepath.Join(base, "docker", "examples", "fixtures", "secrets")
+	if err := os.MkdirAll(secrets, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newTLSFixturesIn(t, secrets, t.TempDir())
+	clientDir := filepath.Join(base, "client-secrets")
+	os.MkdirAll(clientDir, 0o755)
+	chain, key := f.pemPair(t, pkix.Name{CommonName: "client"})
+	os.WriteFile(filepath.Join(clientDir, "ca.pem"), f.caPEM, 0o644)
+	os.WriteFile(filepath.Join(clientDir, "client.pem"), chain, 0o644)
+	os.WriteFile(filepath.Join(clientDir, "client.key"), key, 0o644)
+	return []string{"ca.pem", "client.pem", "client.key", clientDir}
+}
+
+// clientFlags are composeclient's TLS flags for composeTLS's files, seen
+// at dir ("" = where composeTLS wrote them); none without TLS.
+func clientFlags(files []string, dir string) []string {
+	if files == nil {
+		return nil
+	}
+	if dir == "" {
+		dir = files[3]
+	}
+	return []string{"--tls-ca", filepath.Join(dir, files[0]), "--tls-cert", filepath.Join(dir, files[1]), "--tls-key", filepath.Join(dir, files[2])}
 }
