@@ -86,8 +86,10 @@ type Broker struct {
 	// tlsSources are the TLS listeners' live configurations, by index of
 	// listeners; set in New, read-only after.
 	tlsSources map[int]*tlsconf.Source
-	listeners  []net.Listener
-	advertised []Listener // one per client listener, ports resolved
+	// tlsDialState logs inter-broker TLS dial failures once per change.
+	tlsDialState tlsDialState
+	listeners    []net.Listener
+	advertised   []Listener // one per client listener, ports resolved
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)

@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/tlsconf"
@@ -110,9 +112,38 @@ func (b *Broker) interBrokerOpts() []kgo.Opt {
 					cfg.ServerName = host
 				}
 				d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
-				return d.DialContext(ctx, network, addr)
+				c, err := d.DialContext(ctx, network, addr)
+				b.tlsDialState.note(b, name, addr, err)
+				return c, err
 			})}
 		}
 	}
 	return nil
+}
+
+// tlsDialState remembers, per peer address, whether the last inter-broker
+// TLS dial failed, so that a failing handshake (an untrusted or misnamed
+// certificate) is logged once when it starts and once when it ends, not
+// at every retry of the fetchers.
+type tlsDialState struct {
+	mu     sync.Mutex
+	failed map[string]string // addr -> the error last logged
+}
+
+func (s *tlsDialState) note(b *Broker, listener, addr string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, was := s.failed[addr]
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+	case err != nil && (!was || prev != err.Error()):
+		if s.failed == nil {
+			s.failed = map[string]string{}
+		}
+		s.failed[addr] = err.Error()
+		b.log.Warn().Err(err).Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection failed; retrying")
+	case err == nil && was:
+		delete(s.failed, addr)
+		b.log.Info().Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection works again")
+	}
 }
