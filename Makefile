@@ -25,9 +25,9 @@ test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
-	@if ! command -v kcat >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
-		echo "installing kcat, prometheus, python3-kafka and python3-confluent-kafka (Debian packages)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat prometheus python3-kafka python3-confluent-kafka >/dev/null; \
+	@if ! command -v kcat >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v keytool >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
+		echo "installing kcat, prometheus, keytool (default-jre-headless), python3-kafka and python3-confluent-kafka (Debian packages)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat prometheus default-jre-headless python3-kafka python3-confluent-kafka >/dev/null; \
 	fi
 
 vet:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -88,9 +89,14 @@ type Broker struct {
 		next, limit int64 // [next, limit) is this node's current producer-id block
 	}
 
-	servers    []*protocol.Server
-	listeners  []net.Listener
-	advertised []Listener // one per client listener, ports resolved
+	servers []*protocol.Server
+	// tlsSources are the TLS listeners' live configurations, by index of
+	// listeners; set in New, read-only after.
+	tlsSources map[int]*tlsconf.Source
+	// tlsDialState logs inter-broker TLS dial failures once per change.
+	tlsDialState tlsDialState
+	listeners    []net.Listener
+	advertised   []Listener // one per client listener, ports resolved
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)
@@ -224,7 +230,7 @@ func (b *Broker) listen() error {
 			continue
 		}
 		b.listeners = append(b.listeners, ln)
-		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
 		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
 			a.Host = "127.0.0.1"
 		}
@@ -238,6 +244,10 @@ func (b *Broker) listen() error {
 	if len(b.listeners) == 0 && b.cfg.HasRole("broker") {
 		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
+	}
+	if err := b.loadTLS(); err != nil {
+		b.closeListeners()
+		return err
 	}
 	return nil
 }
@@ -337,7 +347,10 @@ func (b *Broker) serveClients() {
 	b.limits.init(&b.cfg)
 	for i, ln := range b.listeners {
 		h := &connHandler{b: b, listener: i}
+		tlsCfg, tlsPrincipal := b.tlsServer(i)
 		s := protocol.NewServer(protocol.ServerConfig{
+			TLS:             tlsCfg,
+			TLSPrincipal:    tlsPrincipal,
 			MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
 			MaxInFlight:     int(b.cfg.NumIOThreads),
 			IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
@@ -350,8 +363,9 @@ func (b *Broker) serveClients() {
 		b.servers = append(b.servers, s)
 		b.log.Info().Str("listener", b.advertised[i].Name).Str("addr", ln.Addr().String()).
 			Str("advertised", net.JoinHostPort(b.advertised[i].Host, strconv.Itoa(int(b.advertised[i].Port)))).
-			Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
+			Str("protocol", b.advertised[i].Protocol).Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
 	}
+	b.watchTLS()
 }
 
 // goLoop is how the broker starts every goroutine of its own: tracked,
@@ -482,9 +496,11 @@ type connCtx struct {
 	ctx        context.Context
 	clientID   string
 	clientHost string
-	principal  string // "User:<name>", from req.Principal
 	listener   int
 	version    int16
+	// principal is the connection's principal, "User:<name>" (from
+	// protocol.Request.Principal); "" counts as User:ANONYMOUS.
+	principal string
 	// fail closes the connection after the responses already owed; for
 	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
 	fail func(error)

@@ -119,6 +119,17 @@ type Config struct {
 	// (audit.go); "" = stderr, "off" = nowhere.
 	AuditLogFile string
 
+	// ListenerSecurityProtocolMap is listener.security.protocol.map
+	// (NAME:PROTOCOL,...); see ListenerProtocol.
+	ListenerSecurityProtocolMap string
+	// SSL holds the ssl.* keys given (tlsconf.Keys) and their
+	// listener.name.<name>.ssl.* overrides, by full key. Read-only: a
+	// setter copies it before writing.
+	SSL map[string]string
+	// SSLReloadCheckMs is how often a TLS listener's store files are
+	// checked for changes (fjord.ssl.reload.check.interval.ms).
+	SSLReloadCheckMs int64
+
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
 	// as STATIC_BROKER_CONFIG (the rest as DEFAULT_CONFIG), and a static
@@ -181,6 +192,7 @@ func DefaultConfig() Config {
 		ReplicaLagTimeMaxMs:       30000,
 		AutoLeaderRebalance:       true,
 		LeaderImbalanceCheckSecs:  300,
+		SSLReloadCheckMs:          10000,
 	}
 }
 
@@ -253,6 +265,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PartitionOpenTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))
+	}
+	if c.SSLReloadCheckMs < 1 {
+		errs = append(errs, fmt.Errorf("fjord.ssl.reload.check.interval.ms %d: must be >= 1", c.SSLReloadCheckMs))
 	}
 	if err := c.validateQuorum(); err != nil {
 		errs = append(errs, err)
@@ -361,6 +376,9 @@ type Listener struct {
 	Name string
 	Host string
 	Port int32
+	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	// (Config.ListenerProtocol); ParseListeners leaves it empty.
+	Protocol string
 }
 
 // ParseListeners parses a comma separated listener list.

@@ -109,7 +109,7 @@ func newConfigKeys() []ConfigKey {
 		}
 		return ""
 	}
-	return []ConfigKey{
+	keys := []ConfigKey{
 		// Node identity and network.
 		{Name: "node.id", Def: itoa(int64(d.NodeID)), Doc: "Id of this node.",
 			Set: setInt(func(c *Config) *int32 { return &c.NodeID })},
@@ -249,8 +249,10 @@ func newConfigKeys() []ConfigKey {
 
 		{Name: "inter.broker.listener.name", Def: d.InterBrokerListenerName, Doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
 			Set: setString(func(c *Config) *string { return &c.InterBrokerListenerName })},
-		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list). Fjord serves PLAINTEXT only: a listener mapped to (or named) SSL, SASL_PLAINTEXT or SASL_SSL stops start-up; a name the map leaves out is PLAINTEXT.",
-			Set: checkAny},
+		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list): PLAINTEXT or SSL (docs/security.md). A listener mapped to (or named) SASL_PLAINTEXT or SASL_SSL stops start-up, as does an SSL controller listener; a name the map leaves out has the protocol it is named after, else PLAINTEXT.",
+			Set: setString(func(c *Config) *string { return &c.ListenerSecurityProtocolMap })},
+		{Name: "fjord.ssl.reload.check.interval.ms", Def: itoa(d.SSLReloadCheckMs), Doc: "How often a TLS listener's keystore and truststore files are checked (size and modification time); a changed store is loaded for new connections, a store that fails to load keeps the previous one (Fjord only).",
+			Set: setInt(func(c *Config) *int64 { return &c.SSLReloadCheckMs })},
 		{Name: "controller.quorum.bootstrap.servers", Doc: "KIP-853's quorum bootstrap. Without controller.quorum.voters, only one server naming this controller's own listener is accepted (a quorum of one, as Bitnami's single-node files give); anything else stops start-up: list the voters in controller.quorum.voters.",
 			Set: checkAny},
 		{Name: "log.cleaner.enable", Def: strconv.FormatBool(d.CleanerEnable), Doc: "Run log compaction for topics with cleanup.policy=compact (the committed offsets topic included).",
@@ -268,6 +270,7 @@ func newConfigKeys() []ConfigKey {
 		{Name: "fjord.audit.log.file", Def: d.AuditLogFile, Doc: "Where the audit log (one JSON line per denied request and per mutating admin request) is appended: a file path, empty for stderr (lines marked \"audit\":true), or off (Fjord only).",
 			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
+	return append(keys, sslKeys()...)
 }
 
 // ---- value parsers ----

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"strconv"
 
@@ -27,6 +28,10 @@ func (h fetchHost) Go(fn func()) bool       { return h.b.goLoop(fn) }
 func (h fetchHost) NodeID() int32           { return h.b.cfg.NodeID }
 func (h fetchHost) BrokerEpoch() int64      { return h.b.brokerEpoch.Load() }
 func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
+
+// ClientOpts are the replica fetchers' extra client options: TLS when the
+// inter-broker listener is SSL.
+func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerOpts() }
 func (h fetchHost) Repaired(*replica.Partition) {
 	h.b.metrics.logRepairs.Inc()
 }

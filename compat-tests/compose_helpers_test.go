@@ -496,12 +496,15 @@ func (ec *editedCompose) fixedHostPorts() []int {
 
 // composeProject is one `docker-compose -p` project of a copied file.
 type composeProject struct {
-	t       *testing.T
-	tool    composeTool
-	name    string
-	file    *editedCompose
-	clients sync.Map // client container names started on its network
-	started bool     // docker-compose up was run
+	// clientMounts are docker run -v values for the clients (a TLS
+	// file's client certificate).
+	clientMounts []string
+	t            *testing.T
+	tool         composeTool
+	name         string
+	file         *editedCompose
+	clients      sync.Map // client container names started on its network
+	started      bool     // docker-compose up was run
 }
 
 func (p *composeProject) network() string { return p.name + "_default" }
@@ -712,7 +715,11 @@ func (p *composeProject) startClient(image, role string, args ...string) *client
 	p.t.Helper()
 	c := &clientRun{name: fmt.Sprintf("%s-%s-%s", p.name, role, randomHex(2)), lines: make(chan string, 1000), done: make(chan struct{})}
 	p.clients.Store(c.name, true)
-	dargs := append([]string{"run", "--rm", "--name", c.name, "--label", clientLabel + "=" + p.name, "--network", p.network(), image}, args...)
+	dargs := []string{"run", "--rm", "--name", c.name, "--label", clientLabel + "=" + p.name, "--network", p.network()}
+	for _, m := range p.clientMounts {
+		dargs = append(dargs, "-v", m)
+	}
+	dargs = append(append(dargs, image), args...)
 	c.cmd = exec.Command("docker", dargs...)
 	c.cmd.Stdout = &c.stdout
 	pr, err := c.cmd.StderrPipe()

@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,11 @@ type composeFixture struct {
 	// leader of the workload's partition 0 is killed.
 	nodes map[int32]string
 	kill  bool
+	// tlsLayout, for a file with TLS listeners, is where the file lives in
+	// apache/kafka's tree (its secrets volume is relative to it): the test
+	// lays a temp directory out the same way, generates the stores there
+	// (composeTLS) and runs the clients with a client certificate.
+	tlsLayout string
 }
 
 var composeFixtures = []composeFixture{
@@ -84,6 +90,8 @@ var composeFixtures = []composeFixture{
 	{name: "apache-isolated", bootstrap: "kafka-1:19092,kafka-2:19092,kafka-3:19092",
 		hostBootstrap: "localhost:29092,localhost:39092,localhost:49092",
 		brokers:       3, rf: 3, nodes: map[int32]string{4: "kafka-1", 5: "kafka-2", 6: "kafka-3"}, kill: true},
+	{name: "apache-ssl", bootstrap: "broker:19093", hostBootstrap: "localhost:9093",
+		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}, tlsLayout: "docker/examples/docker-compose-files/single-node/ssl"},
 	{name: "confluent-kraft", bootstrap: "broker:29092", hostBootstrap: "localhost:9092",
 		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}},
 	{name: "confluent-server", bootstrap: "broker:29092", hostBootstrap: "localhost:9092",
@@ -168,6 +176,15 @@ type workloadJSON struct {
 func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, fx composeFixture) {
 	begin := time.Now()
 	dir := t.TempDir()
+	var clientTLS []string // client flags for a TLS file
+	if fx.tlsLayout != "" {
+		base := dir
+		dir = filepath.Join(base, fx.tlsLayout)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		clientTLS = composeTLS(t, base)
+	}
 
 	ec := editCompose(t, fx.name, dir, images.fjord, false)
 	p := &composeProject{t: t, tool: tool, name: composeProjectPrefix + strconv.Itoa(os.Getpid()) + strings.ReplaceAll(fx.name, "-", ""), file: ec}
@@ -220,8 +237,12 @@ func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, f
 	stop := p.watchExits(ids, nil, cancel)
 	rctx, rcancel := context.WithTimeoutCause(ctx, 150*time.Second, fmt.Errorf("roundtrip did not finish in 150s"))
 	defer rcancel()
-	c := p.startClient(images.client, "roundtrip", "roundtrip", "--bootstrap", fx.bootstrap, "--topic", "compose-roundtrip",
-		"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s")
+	if clientTLS != nil {
+		p.clientMounts = []string{clientTLS[len(clientTLS)-1] + ":/client-secrets:ro"}
+	}
+	c := p.startClient(images.client, "roundtrip", append([]string{"roundtrip", "--bootstrap", fx.bootstrap, "--topic", "compose-roundtrip",
+		"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s"},
+		clientFlags(clientTLS, "/client-secrets")...)...)
 	werr := c.wait(rctx)
 	stop()
 	rt := &roundtripJSON{}
@@ -242,8 +263,9 @@ func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, f
 		t.Logf("host-side check skipped: the published host ports were rewritten, so %s (advertised by the file) is not where the brokers are", fx.hostBootstrap)
 	default:
 		hctx, hcancel := context.WithTimeout(context.Background(), 150*time.Second)
-		cmd := exec.CommandContext(hctx, images.clientBin, "roundtrip", "--bootstrap", fx.hostBootstrap, "--topic", "compose-host-roundtrip",
-			"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s")
+		hostArgs := append([]string{"roundtrip", "--bootstrap", fx.hostBootstrap, "--topic", "compose-host-roundtrip",
+			"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s"}, clientFlags(clientTLS, "")...)
+		cmd := exec.CommandContext(hctx, images.clientBin, hostArgs...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,12 @@ type ServerConfig struct {
 	// FailedAuthDelay is how long a connection lingers, unread, after a
 	// failed authentication (connection.failed.authentication.delay.ms).
 	FailedAuthDelay time.Duration
+	// TLS, if set, makes the listener TLS: called per connection, so a
+	// reloaded certificate applies to new connections (protocol/tls.go).
+	TLS func() *tls.Config
+	// TLSPrincipal is the principal of a TLS client certificate
+	// (ssl.principal.mapping.rules); "" = User:ANONYMOUS.
+	TLSPrincipal func(*tls.ConnectionState) string
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -147,6 +154,7 @@ func (s *Server) startConn(nc net.Conn) {
 		admitted: release,
 	}
 	c.muteFn = c.mute
+	c.wrapTLS()
 	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.host = "/" + h
 	}
@@ -231,6 +239,9 @@ type conn struct {
 	// the end of the longest mute asked for (Request.Mute).
 	notBefore atomic.Int64
 	muteFn    func(time.Duration) // c.mute, made once rather than per request
+	// principal is the connection's principal ("User:..."); set by the
+	// reader before its first request, read only by the reader.
+	principal string
 }
 
 func (c *conn) stopReading() {
@@ -284,6 +295,9 @@ func (c *conn) isStopping() bool {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.slots)
+	if !c.handshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, 32<<10)
 	for {
 		c.waitMuted()
@@ -309,8 +323,8 @@ func (c *conn) readLoop() {
 			return // the writer sends what is owed, then closes
 		}
 		req.ClientHost = c.host
-		req.Principal = "User:ANONYMOUS"
 		req.Mute = c.muteFn
+		req.Principal = c.principal
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:

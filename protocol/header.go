@@ -16,9 +16,6 @@ type Request struct {
 	CorrelationID int32
 	ClientID      string // empty when the client sent null
 	ClientHost    string // the peer's address as Kafka reports it: "/" + IP
-	// Principal is the connection's current principal in Kafka's string
-	// form, "User:<name>": "User:ANONYMOUS" until TLS or SASL says more.
-	Principal string
 	// Body is the decoded request, nil only for an ApiVersions request of a
 	// version newer than this broker knows (answered by the front end itself).
 	// Byte fields of Body alias the frame.
@@ -31,6 +28,10 @@ type Request struct {
 	// throttles a client over its quota after answering at once. Set by
 	// the front end; safe from any goroutine.
 	Mute func(d time.Duration)
+	// Principal is the connection's current principal in Kafka's string
+	// form: "User:ANONYMOUS", the TLS client certificate's, or the
+	// SASL-authenticated one.
+	Principal string
 
 	frame []byte
 }

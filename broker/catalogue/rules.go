@@ -44,7 +44,8 @@ const (
 	whyJVM        = "sizes Kafka's JVM threads, buffers or files; Fjord sizes its own"
 	whyMetrics    = "Kafka's metric reporters; Fjord serves Prometheus metrics itself (fjord.metrics.listener)"
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
-	whySecurity   = "TLS and SASL are not built yet (a listener that uses them is refused)"
+	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
+	whySecurity   = "SASL is not built yet (a listener that uses it is refused)"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -117,8 +118,19 @@ var brokerExact = map[string]rule{
 			if v == "" || strings.EqualFold(v, "PLAINTEXT") {
 				return ""
 			}
-			return "brokers talk PLAINTEXT only: TLS and SASL are not built yet"
+			if strings.EqualFold(v, "SSL") {
+				return "Fjord picks the inter-broker listener by name only: set inter.broker.listener.name to a listener mapped to SSL"
+			}
+			return "brokers talk PLAINTEXT or SSL only: SASL is not built yet"
 		}},
+	"ssl.engine.factory.class": {class: Unsupported, why: whyJSSE, asFjord: empty, refuseWhen: "any class name",
+		refuse: func(v string) string {
+			if v == "" {
+				return ""
+			}
+			return "a custom SSL engine factory is Java code; Fjord uses Go's TLS with the ssl.* keys it documents"
+		}},
+	"ssl.protocol":              with(ignored, "Go negotiates the highest version of ssl.enabled.protocols"),
 	"principal.builder.class":   with(unsupported, whySecurity),
 	"connections.max.reauth.ms": with(unsupported, whySecurity),
 
@@ -178,7 +190,7 @@ var brokerPrefix = map[string]rule{
 	"zookeeper.":                  with(ignored, whyZooKeeper),
 	"metrics.":                    with(ignored, whyMetrics),
 	"password.encoder.":           with(ignored, "encrypts dynamic password configs, which Fjord does not store"),
-	"ssl.":                        with(unsupported, whySecurity),
+	"ssl.":                        with(ignored, whyJSSE),
 	"sasl.":                       with(unsupported, whySecurity),
 	"security.":                   with(unsupported, whySecurity),
 	"delegation.token.":           with(unsupported, whySecurity),

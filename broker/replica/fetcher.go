@@ -231,8 +231,12 @@ func (f *fetcher) connect() error {
 	if f.cl != nil {
 		f.cl.Close()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID())))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
+		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID()))}
+	if d, ok := f.host.(interface{ ClientOpts() []kgo.Opt }); ok {
+		opts = append(opts, d.ClientOpts()...) // TLS to an SSL inter-broker listener
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,6 +57,8 @@ type config struct {
 	// producer committing every txn records (e2e then reads
 	// read_committed, so its latency is produce to visible-when-committed).
 	txn int
+	// tls, from -tls-ca, dials -brokers with TLS (nil: plaintext).
+	tls *tls.Config
 }
 
 func main() {
@@ -146,6 +149,9 @@ func parseFlags(args []string) (*config, error) {
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results instead of tables")
 	fjordRF3 := fs.Bool("fjord-rf3", false, "also start a 3-node fjord cluster from -fjord-bin and bench it with replication factor 3 (min.insync.replicas=2)")
 	txn := fs.Int("txn", 0, "with N > 0: the produce and e2e suites use a transactional producer committing every N records, and e2e consumes read_committed")
+	tlsCA := fs.String("tls-ca", "", "`path` of a PEM CA file: dial -brokers with TLS trusting it (an SSL listener)")
+	tlsCert := fs.String("tls-cert", "", "`path` of a PEM client certificate chain for -tls-ca (with -tls-key), for ssl.client.auth=required")
+	tlsKey := fs.String("tls-key", "", "`path` of the PEM private key of -tls-cert")
 	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -171,6 +177,15 @@ func parseFlags(args []string) (*config, error) {
 		fjordRF3:    *fjordRF3,
 		txn:         *txn,
 	}
+	if *tlsCA != "" {
+		tc, err := loadTLS(*tlsCA, *tlsCert, *tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		cfg.tls = tc
+	} else if *tlsCert != "" || *tlsKey != "" {
+		return nil, errors.New("-tls-cert and -tls-key need -tls-ca")
+	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			cfg.brokers = append(cfg.brokers, b)
@@ -186,6 +201,8 @@ func parseFlags(args []string) (*config, error) {
 	switch {
 	case len(cfg.brokers) == 0 && !cfg.kfake && cfg.fjordBin == "":
 		return nil, errors.New("nothing to bench: give -brokers, -kfake and/or -fjord-bin")
+	case cfg.tls != nil && (cfg.kfake || cfg.fjordBin != ""):
+		return nil, errors.New("-tls-ca applies to -brokers only: bench -kfake and -fjord-bin in another run")
 	case cfg.txn < 0:
 		return nil, errors.New("-txn must be >= 0")
 	case cfg.partitions < 1 || cfg.rf < 1 || cfg.rf > 32767:

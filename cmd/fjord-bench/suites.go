@@ -48,6 +48,9 @@ func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(codec),
 	}
+	if b.cfg.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(b.cfg.tls))
+	}
 	if b.cfg.txn <= 0 {
 		// When -timeout fires, fail in-flight records instead of waiting
 		// for their outcome, so the run stops on time (franz-go refuses

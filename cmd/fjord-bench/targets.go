@@ -22,7 +22,11 @@ func logf(format string, args ...any) {
 // clusters that outlive the run).
 func benchBrokers(ctx context.Context, cfg *config, name string, brokers []string, cleanup bool) *TargetResult {
 	res := &TargetResult{Target: name, Brokers: brokers, SuiteErrors: map[string]string{}}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ClientID("fjord-bench-admin"))
+	admOpts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("fjord-bench-admin")}
+	if cfg.tls != nil {
+		admOpts = append(admOpts, kgo.DialTLSConfig(cfg.tls))
+	}
+	admCl, err := kgo.NewClient(admOpts...)
 	if err != nil {
 		res.Error = err.Error()
 		return res

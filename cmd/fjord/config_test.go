@@ -143,6 +143,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.ControllerQuorumVoters = "1@localhost:9093"
 	want.OffsetsTopicReplication = 1
 	want.InterBrokerListenerName = "PLAINTEXT"
+	want.ListenerSecurityProtocolMap = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 	want.TxnTopicReplication, want.TxnTopicMinISR = 1, 1
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
@@ -436,11 +437,13 @@ func TestErrors(t *testing.T) {
 		{"unclean election refused", []string{"--override", "unclean.leader.election.enable=true"}, nil,
 			[]string{"--override: unclean.leader.election.enable: Fjord never elects a leader outside the ISR"}},
 		{"SASL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT"},
-			[]string{"listener SASL_PLAINTEXT uses SASL_PLAINTEXT: TLS and SASL are not built yet"}},
-		{"listener named SSL refused", nil, []string{"KAFKA_LISTENERS=SSL://127.0.0.1:9093"},
-			[]string{"listener SSL uses SSL"}},
-		{"listener mapped to SSL refused", nil, []string{"KAFKA_LISTENERS=EXTERNAL://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=EXTERNAL:SSL,CONTROLLER:PLAINTEXT"},
-			[]string{"listener EXTERNAL uses SSL"}},
+			[]string{"listener SASL_PLAINTEXT uses SASL_PLAINTEXT: SASL is not built yet"}},
+		{"SASL_SSL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_SSL://127.0.0.1:9092"},
+			[]string{"listener SASL_SSL uses SASL_SSL: SASL is not built yet"}},
+		{"SSL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
+			[]string{"listener CONTROLLER uses SSL: the controller listener (controller.listener.names) is served in plain text only"}},
+		{"security.inter.broker.protocol=SSL refused", nil, []string{"KAFKA_SECURITY_INTER_BROKER_PROTOCOL=SSL"},
+			[]string{"set inter.broker.listener.name to a listener mapped to SSL"}},
 		{"bad protocol map", nil, []string{"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT"},
 			[]string{"env KAFKA_LISTENER_SECURITY_PROTOCOL_MAP: listener.security.protocol.map: "}},
 		{"removed Kafka key", nil, []string{"KAFKA_ADVERTISED_HOST_NAME=kafka"},

@@ -30,12 +30,14 @@ import (
 type envKind uint8
 
 const (
-	envIgnored     envKind = iota + 1 // JVM and image plumbing: listed once at start-up
-	envUnsupported                    // means something Fjord does not do yet: a warning each
-	envClusterID                      // sets cluster.id
-	envLogLevel                       // a log4j level: Fjord's log level
-	envKafkaOpts                      // JVM options; -D system properties are read
-	envEnableKRaft                    // Bitnami: "no" asks for ZooKeeper mode
+	envIgnored           envKind = iota + 1 // JVM and image plumbing: listed once at start-up
+	envUnsupported                          // means something Fjord does not do yet: a warning each
+	envClusterID                            // sets cluster.id
+	envLogLevel                             // a log4j level: Fjord's log level
+	envKafkaOpts                            // JVM options; -D system properties are read
+	envEnableKRaft                          // Bitnami: "no" asks for ZooKeeper mode
+	envSecretFile                           // apache/kafka: a store's file name under the secrets directory
+	envSecretCredentials                    // apache/kafka: a file there holding a password
 )
 
 type envVar struct {
@@ -45,7 +47,7 @@ type envVar struct {
 
 const (
 	whyJVMEnv       = "configures Kafka's JVM or the image's scripts"
-	whySecurityEnv  = "sets SASL or TLS credentials; TLS and SASL are not built yet (a listener that uses them is refused)"
+	whySecurityEnv  = "Bitnami's own SASL and TLS variables are not read: give TLS settings as ssl.* keys (KAFKA_CFG_SSL_*); SASL is not built yet"
 	whyK8sService   = "a Kubernetes service link, not configuration"
 	whyDynamicQuota = "KIP-853 dynamic quorums are not built; controller.quorum.voters lists the voters"
 )
@@ -62,6 +64,13 @@ var imageEnv = map[string]envVar{
 	"KAFKA_VERSION":              {envIgnored, whyJVMEnv},
 	"KAFKA_HOME":                 {envIgnored, whyJVMEnv},
 	"KAFKA_LOG4J_ROOT_LOGLEVEL":  {envLogLevel, ""},
+
+	// apache/kafka's (and Confluent's) TLS convention (secretEnv).
+	"KAFKA_SSL_KEYSTORE_FILENAME":      {envSecretFile, ""},
+	"KAFKA_SSL_KEYSTORE_CREDENTIALS":   {envSecretCredentials, ""},
+	"KAFKA_SSL_KEY_CREDENTIALS":        {envSecretCredentials, ""},
+	"KAFKA_SSL_TRUSTSTORE_FILENAME":    {envSecretFile, ""},
+	"KAFKA_SSL_TRUSTSTORE_CREDENTIALS": {envSecretCredentials, ""},
 
 	// Bitnami's image variables.
 	"KAFKA_KRAFT_CLUSTER_ID":            {envClusterID, ""},
@@ -83,6 +92,30 @@ var imageEnv = map[string]envVar{
 	"KAFKA_TLS_CLIENT_AUTH":             {envUnsupported, whySecurityEnv},
 	"KAFKA_TLS_TRUSTSTORE_FILE":         {envUnsupported, whySecurityEnv},
 	"KAFKA_KRAFT_BOOTSTRAP_SCRAM_USERS": {envUnsupported, whySecurityEnv},
+}
+
+// secretEnv maps apache/kafka's TLS variables to the property each sets:
+// a *_FILENAME names a store file in the secrets directory, a
+// *_CREDENTIALS a file there whose content (without the trailing newline,
+// as the image's $(cat ...) strips it) is the password. As in the image's
+// script, they win over the same property given directly.
+var secretEnv = map[string]string{
+	"KAFKA_SSL_KEYSTORE_FILENAME":      "ssl.keystore.location",
+	"KAFKA_SSL_KEYSTORE_CREDENTIALS":   "ssl.keystore.password",
+	"KAFKA_SSL_KEY_CREDENTIALS":        "ssl.key.password",
+	"KAFKA_SSL_TRUSTSTORE_FILENAME":    "ssl.truststore.location",
+	"KAFKA_SSL_TRUSTSTORE_CREDENTIALS": "ssl.truststore.password",
+}
+
+// secretsDir is where the image mounts its secrets; FJORD_SECRETS_DIR
+// moves it (for runs outside a container).
+func secretsDir(env [][2]string) string {
+	for _, e := range env {
+		if e[0] == "FJORD_SECRETS_DIR" && e[1] != "" {
+			return e[1]
+		}
+	}
+	return "/etc/kafka/secrets"
 }
 
 // imageEnvPrefix lists families of image variables by prefix.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 )
 
 // health is `fjord health`: exit 0 when the local node serves — its client
@@ -57,8 +58,14 @@ func health(args []string, environ []string, out io.Writer) int {
 		return 2
 	}
 	addr := *bootstrap
+	var dialOpts []kgo.Opt
 	if addr == "" {
-		if addr, err = localAddr(cfg); err != nil {
+		var name string
+		if addr, name, err = localAddr(cfg); err != nil {
+			fmt.Fprintf(out, "fjord health: %v\n", err)
+			return 2
+		}
+		if dialOpts, err = healthTLS(cfg, name); err != nil {
 			fmt.Fprintf(out, "fjord health: %v\n", err)
 			return 2
 		}
@@ -70,7 +77,7 @@ func health(args []string, environ []string, out io.Writer) int {
 			try = deadline
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), try)
-		err = checkServing(ctx, addr, cfg.NodeID, *brokers)
+		err = checkServing(ctx, addr, cfg.NodeID, *brokers, dialOpts...)
 		cancel()
 		if err == nil {
 			fmt.Fprintf(out, "fjord health: node %d at %s serving\n", cfg.NodeID, addr)
@@ -86,10 +93,10 @@ func health(args []string, environ []string, out io.Writer) int {
 
 // localAddr is the address of the node's first client listener, reached
 // from inside its own host (an any-address bind is dialled on loopback).
-func localAddr(cfg broker.Config) (string, error) {
+func localAddr(cfg broker.Config) (addr, name string, err error) {
 	ls, err := broker.ParseListeners(cfg.Listeners)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, l := range ls {
 		if slices.Contains(strings.Split(cfg.ControllerListenerNames, ","), l.Name) {
@@ -99,15 +106,33 @@ func localAddr(cfg broker.Config) (string, error) {
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"
 		}
-		return net.JoinHostPort(host, strconv.Itoa(int(l.Port))), nil
+		return net.JoinHostPort(host, strconv.Itoa(int(l.Port))), l.Name, nil
 	}
-	return "", errors.New("no client listener in listeners")
+	return "", "", errors.New("no client listener in listeners")
+}
+
+// healthTLS dials a TLS listener as the node's own client: presenting its
+// keystore's certificate (for ssl.client.auth=required) and, since it
+// dials its own process on loopback, not checking the server's
+// certificate, which names the advertised host and may chain to a CA only
+// clients hold.
+func healthTLS(cfg broker.Config, listener string) ([]kgo.Opt, error) {
+	if p := cfg.ListenerProtocol(listener); p != "SSL" && p != "SASL_SSL" {
+		return nil, nil
+	}
+	src, err := tlsconf.Load(tlsconf.ForListener(cfg.SSL, listener))
+	if err != nil {
+		return nil, err
+	}
+	c := src.Client().Clone()
+	c.InsecureSkipVerify, c.VerifyConnection = true, nil //nolint:gosec // our own process on loopback
+	return []kgo.Opt{kgo.DialTLSConfig(c)}, nil
 }
 
 // checkServing asks addr for ApiVersions and Metadata and wants node id
 // among the brokers, and at least want brokers.
-func checkServing(ctx context.Context, addr string, id int32, want int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+func checkServing(ctx context.Context, addr string, id int32, want int, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		return err
 	}

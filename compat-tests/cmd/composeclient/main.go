@@ -22,6 +22,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -103,14 +105,41 @@ func runID() string {
 // request timeouts so that a dead broker is noticed in seconds, and
 // frequent metadata refreshes so that a moved leader is found quickly.
 func baseOpts(seeds []string) []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(3 * time.Second),
 		kgo.RequestTimeoutOverhead(5 * time.Second),
 		kgo.RetryTimeout(10 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.MetadataMaxAge(5 * time.Second),
+	}, tlsOpts...)
+}
+
+// tlsOpts dial with TLS (roundtrip --tls-ca); empty: plaintext. Set once
+// from the flags, before any client.
+var tlsOpts []kgo.Opt
+
+// setTLS trusts the PEM CA at caPath and, with certPath and keyPath,
+// presents that client certificate.
+func setTLS(caPath, certPath, keyPath string) error {
+	ca, err := os.ReadFile(caPath)
+	if err != nil {
+		return err
 	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		return fmt.Errorf("%s: no PEM certificate", caPath)
+	}
+	cfg := &tls.Config{RootCAs: roots}
+	if certPath != "" {
+		c, err := tls.LoadX509KeyPair(certPath, keyPath)
+		if err != nil {
+			return err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	tlsOpts = []kgo.Opt{kgo.DialTLSConfig(cfg)}
+	return nil
 }
 
 type brokerJSON struct {
@@ -408,8 +437,17 @@ func roundtrip(args []string, stdout io.Writer) int {
 	brokers := fs.Int("brokers", 1, "brokers the metadata must list before starting")
 	timeout := fs.Duration("timeout", 90*time.Second, "bound on the whole run")
 	group := fs.String("group", "", "consumer group (default: <topic>-group)")
+	tlsCA := fs.String("tls-ca", "", "PEM CA file: dial with TLS trusting it")
+	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain, with --tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *tlsCA != "" {
+		if err := setTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
+			fmt.Fprintf(os.Stderr, "roundtrip: --tls-ca: %v\n", err)
+			return 2
+		}
 	}
 	if *bootstrap == "" || *topic == "" {
 		fmt.Fprintln(os.Stderr, "roundtrip: --bootstrap and --topic are required")

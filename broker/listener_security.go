@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fjordlog/fjord/broker/tlsconf"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SecurityProtocols are Kafka's listener security protocols.
+var SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// ParseProtocolMap parses listener.security.protocol.map.
+func ParseProtocolMap(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for item := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		name, proto, ok := strings.Cut(strings.TrimSpace(item), ":")
+		proto = strings.ToUpper(strings.TrimSpace(proto))
+		if !ok || strings.TrimSpace(name) == "" || !slices.Contains(SecurityProtocols, proto) {
+			return nil, fmt.Errorf("%q: want NAME:PROTOCOL with PROTOCOL one of %s", item, strings.Join(SecurityProtocols, ", "))
+		}
+		out[strings.TrimSpace(name)] = proto
+	}
+	return out, nil
+}
+
+// ListenerProtocol is the security protocol of listener name: the one
+// listener.security.protocol.map gives it, else the name itself when it is
+// a protocol's (SSL://), else PLAINTEXT (Kafka refuses a name the map
+// leaves out; Fjord's own compose files rely on PLAINTEXT).
+func (c *Config) ListenerProtocol(name string) string {
+	m, _ := ParseProtocolMap(c.ListenerSecurityProtocolMap) // checked at start-up
+	if p, ok := m[name]; ok {
+		return p
+	}
+	if slices.Contains(SecurityProtocols, strings.ToUpper(name)) {
+		return strings.ToUpper(name)
+	}
+	return "PLAINTEXT"
+}
+
+// isTLS reports whether a listener protocol runs over TLS.
+func isTLS(protocol string) bool { return protocol == "SSL" || protocol == "SASL_SSL" }
+
+// loadTLS reads the stores of every TLS client listener: a store that is
+// missing, has a wrong password or a setting Go cannot honour stops
+// start-up. Called by listen, before anything is served.
+func (b *Broker) loadTLS() error {
+	for i, a := range b.advertised {
+		if !isTLS(a.Protocol) {
+			continue
+		}
+		src, err := tlsconf.Load(tlsconf.ForListener(b.cfg.SSL, a.Name))
+		if err != nil {
+			return err
+		}
+		if b.tlsSources == nil {
+			b.tlsSources = map[int]*tlsconf.Source{}
+		}
+		b.tlsSources[i] = src
+		b.log.Info().Str("listener", a.Name).Str("subject", src.Subject()).Msg("TLS listener")
+	}
+	return nil
+}
+
+// watchTLS reloads each TLS listener's stores when their files change.
+func (b *Broker) watchTLS() {
+	for _, i := range slices.Sorted(maps.Keys(b.tlsSources)) {
+		src, name := b.tlsSources[i], b.advertised[i].Name
+		b.goLoop(func() {
+			src.Watch(b.ctx, time.Duration(b.cfg.SSLReloadCheckMs)*time.Millisecond, b.log.With().Str("listener", name).Logger())
+		})
+	}
+}
+
+// tlsServer is a listener's protocol.ServerConfig TLS hooks; nil for a
+// plaintext listener.
+func (b *Broker) tlsServer(i int) (func() *tls.Config, func(*tls.ConnectionState) string) {
+	src := b.tlsSources[i]
+	if src == nil {
+		return nil, nil
+	}
+	return src.Server, src.Principal
+}
+
+// interBrokerOpts are the client options for this node's connections to
+// other brokers' inter-broker listener (replication, transaction markers):
+// TLS when that listener is, trusting its truststore and presenting its
+// keystore's certificate, as Kafka's inter-broker clients do. Every broker
+// of a cluster has the same inter-broker listener name, so this node's own
+// settings for it describe the peer's.
+func (b *Broker) interBrokerOpts() []kgo.Opt {
+	name := b.interBrokerListener()
+	for i, a := range b.advertised {
+		if a.Name == name && b.tlsSources[i] != nil {
+			src := b.tlsSources[i]
+			return []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+				cfg := src.Client().Clone()
+				if host, _, err := net.SplitHostPort(addr); err == nil && cfg.ServerName == "" {
+					cfg.ServerName = host
+				}
+				d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+				c, err := d.DialContext(ctx, network, addr)
+				b.tlsDialState.note(b, name, addr, err)
+				return c, err
+			})}
+		}
+	}
+	return nil
+}
+
+// tlsDialState remembers, per peer address, whether the last inter-broker
+// TLS dial failed, so that a failing handshake (an untrusted or misnamed
+// certificate) is logged once when it starts and once when it ends, not
+// at every retry of the fetchers.
+type tlsDialState struct {
+	mu     sync.Mutex
+	failed map[string]string // addr -> the error last logged
+}
+
+func (s *tlsDialState) note(b *Broker, listener, addr string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, was := s.failed[addr]
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+	case err != nil && (!was || prev != err.Error()):
+		if s.failed == nil {
+			s.failed = map[string]string{}
+		}
+		s.failed[addr] = err.Error()
+		b.log.Warn().Err(err).Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection failed; retrying")
+	case err == nil && was:
+		delete(s.failed, addr)
+		b.log.Info().Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection works again")
+	}
+}
