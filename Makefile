@@ -40,6 +40,7 @@ unit:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=$(FUZZ_FAST) ./protocol
+	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZ_FAST) ./protocol
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateBatch$$' -fuzztime=$(FUZZ_FAST) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZ_DISK) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzFilter$$' -fuzztime=$(FUZZ_FAST) ./broker/acl
@@ -47,7 +48,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_FAST) ./controller
 
 compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 20m ./...
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 # faults runs every fault-injection scenario of compat-tests at full length
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all
