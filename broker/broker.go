@@ -465,6 +465,7 @@ type connCtx struct {
 	ctx        context.Context
 	clientID   string
 	clientHost string
+	principal  string // "User:<name>", as the front end authenticated the connection
 	listener   int
 	version    int16
 	// fail closes the connection after the responses already owed; for
@@ -481,7 +482,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	api := apiLabel(req.Key)
 	m.requests.WithLabelValues(api).Inc()
 	start := time.Now()
-	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, listener: h.listener, version: req.Version,
+	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: h.listener, version: req.Version,
 		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +63,13 @@ import (
 const anonymousPrincipal = "ANONYMOUS"
 
 // principalOf is the user whose quotas apply to cc's requests.
-func principalOf(*connCtx) string { return anonymousPrincipal }
+func principalOf(cc *connCtx) string {
+	name := strings.TrimPrefix(cc.principal, "User:")
+	if name == "" {
+		return anonymousPrincipal
+	}
+	return name
+}
 
 // maxQuotaSensors bounds the tracked sensors.
 const maxQuotaSensors = 10000

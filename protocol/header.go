@@ -28,6 +28,10 @@ type Request struct {
 	// throttles a client over its quota after answering at once. Set by
 	// the front end; safe from any goroutine.
 	Mute func(d time.Duration)
+	// Principal is who the connection authenticated as when the request
+	// was read, in Kafka's "User:<name>" form (AnonymousPrincipal when
+	// nobody did).
+	Principal string
 
 	frame []byte
 }
