@@ -84,6 +84,9 @@ type Broker struct {
 	servers    []*protocol.Server
 	listeners  []net.Listener
 	advertised []Listener // one per client listener, ports resolved
+	// saslServers authenticate each client listener's connections (nil
+	// for a listener without SASL); built with the listeners (sasl.go).
+	saslServers []protocol.Authenticator
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)
@@ -210,7 +213,7 @@ func (b *Broker) listen() error {
 			continue
 		}
 		b.listeners = append(b.listeners, ln)
-		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port)}
+		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
 		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
 			a.Host = "127.0.0.1"
 		}
@@ -224,6 +227,10 @@ func (b *Broker) listen() error {
 	if len(b.listeners) == 0 && b.cfg.HasRole("broker") {
 		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
+	}
+	if err := b.buildSASL(); err != nil {
+		b.closeListeners()
+		return err
 	}
 	return nil
 }
@@ -328,6 +335,7 @@ func (b *Broker) serveClients() {
 			IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 			DrainTimeout:  30 * time.Second,
 			Admit:         b.admitConnection,
+			SASL:          b.saslServers[i],
 		}, h, versionTable{}, b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/fjordlog/fjord/broker/sasl"
 	"net"
 	"slices"
 	"strconv"
@@ -96,6 +97,12 @@ type Config struct {
 	AutoLeaderRebalance      bool
 	LeaderImbalanceCheckSecs int64
 	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// SecurityProtocolMap is listener.security.protocol.map as given
+	// (NAME:PROTOCOL,...); see ListenerProtocol.
+	SecurityProtocolMap string
+	// SASL holds the SASL keys; its per-listener ones and sasl.jaas.config
+	// (which hold passwords) are never reported by DescribeConfigs.
+	SASL sasl.Settings
 
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -110,6 +117,7 @@ func DefaultConfig() Config {
 	return Config{
 		NodeID:                    1,
 		Listeners:                 "PLAINTEXT://127.0.0.1:9092",
+		SASL:                      sasl.Settings{EnabledMechanisms: "GSSAPI", InterBrokerMechanism: "GSSAPI"},
 		ClusterID:                 "",
 		LogDirs:                   "./fjord-data",
 		NumPartitions:             1,
@@ -332,6 +340,26 @@ type Listener struct {
 	Name string
 	Host string
 	Port int32
+	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+	// (Config.ListenerProtocol); "" in a freshly parsed list.
+	Protocol string
+}
+
+// ListenerProtocol resolves a listener's security protocol from
+// listener.security.protocol.map: a name the map leaves out is itself
+// when it is one of the four protocols, else PLAINTEXT.
+func (c *Config) ListenerProtocol(name string) string {
+	for item := range strings.SplitSeq(c.SecurityProtocolMap, ",") {
+		n, p, ok := strings.Cut(strings.TrimSpace(item), ":")
+		if ok && strings.TrimSpace(n) == name {
+			return strings.ToUpper(strings.TrimSpace(p))
+		}
+	}
+	switch u := strings.ToUpper(name); u {
+	case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		return u
+	}
+	return "PLAINTEXT"
 }
 
 // ParseListeners parses a comma separated listener list.

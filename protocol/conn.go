@@ -55,6 +55,9 @@ type ServerConfig struct {
 	// after that delay (Kafka's per-ip connection_creation_rate throttling:
 	// a refused client does not reconnect in a tight loop).
 	Admit func(remote net.Addr) time.Duration
+	// SASL, if set, must authenticate a connection before it is served
+	// (auth.go); nil = the listener needs no SASL.
+	SASL Authenticator
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -218,6 +221,8 @@ type conn struct {
 	// the end of the longest mute asked for (Request.Mute).
 	notBefore atomic.Int64
 	muteFn    func(time.Duration) // c.mute, made once rather than per request
+
+	auth authState // readLoop's own
 }
 
 func (c *conn) stopReading() {
@@ -277,10 +282,16 @@ func (c *conn) readLoop() {
 		if c.s.cfg.IdleTimeout > 0 && !c.isStopping() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		frame, err := readFrame(br, c.s.cfg.MaxFrameBytes, true)
+		frame, err := c.nextFrame(br)
 		if err != nil {
 			c.readFailed(err)
 			return
+		}
+		if c.auth.raw { // a v0 exchange's bare token (auth.go)
+			if !c.rawStep(frame) {
+				return
+			}
+			continue
 		}
 		req, err := ParseRequest(frame, c.s.vs)
 		if err != nil {
@@ -294,11 +305,17 @@ func (c *conn) readLoop() {
 		}
 		req.ClientHost = c.host
 		req.Mute = c.muteFn
+		req.Principal = c.principal()
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:
 		case <-c.ctx.Done():
 			return
+		}
+		if handled, stop := c.gate(req, sl); stop {
+			return // the writer sends what is owed, then closes
+		} else if handled {
+			continue
 		}
 		if req.Body == nil { // ApiVersions newer than ours
 			sl.respond(UnsupportedAPIVersions(c.s.vs), nil)

@@ -145,6 +145,9 @@ func skipTags(b []byte) ([]byte, error) {
 
 // AppendResponse appends a complete response frame (size prefix included).
 func AppendResponse(dst []byte, key int16, correlationID int32, resp kmsg.Response) []byte {
+	if dst, ok := rawTokenFrame(dst, resp); ok {
+		return dst
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))

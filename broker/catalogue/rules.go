@@ -120,12 +120,14 @@ var brokerExact = map[string]rule{
 		}},
 	"super.users":                    with(unsupported, whyACL+" (no authorizer runs)"),
 	"allow.everyone.if.no.acl.found": with(unsupported, whyACL+" (no authorizer runs)"),
-	"security.inter.broker.protocol": {class: Unsupported, why: whySecurity, asFjord: equalFold("PLAINTEXT"), refuseWhen: "anything but PLAINTEXT",
+	"security.inter.broker.protocol": {class: Unsupported, why: whySecurity, asFjord: func(v string) bool {
+		return strings.EqualFold(v, "PLAINTEXT") || strings.EqualFold(v, "SASL_PLAINTEXT")
+	}, refuseWhen: "anything but PLAINTEXT or SASL_PLAINTEXT",
 		refuse: func(v string) string {
-			if v == "" || strings.EqualFold(v, "PLAINTEXT") {
+			if v == "" || strings.EqualFold(v, "PLAINTEXT") || strings.EqualFold(v, "SASL_PLAINTEXT") {
 				return ""
 			}
-			return "brokers talk PLAINTEXT only: TLS and SASL are not built yet"
+			return "brokers talk PLAINTEXT or SASL_PLAINTEXT only: TLS is not built yet"
 		}},
 	"principal.builder.class":   with(unsupported, whySecurity),
 	"connections.max.reauth.ms": with(unsupported, whySecurity),

@@ -143,6 +143,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.ControllerQuorumVoters = "1@localhost:9093"
 	want.OffsetsTopicReplication = 1
 	want.InterBrokerListenerName = "PLAINTEXT"
+	want.SecurityProtocolMap = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 	want.TxnTopicReplication, want.TxnTopicMinISR = 1, 1
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
@@ -426,8 +427,8 @@ func TestErrors(t *testing.T) {
 			[]string{"env KAFKA_AUTHORIZER_CLASS_NAME: authorizer.class.name=", "ACLs are not built yet"}},
 		{"unclean election refused", []string{"--override", "unclean.leader.election.enable=true"}, nil,
 			[]string{"--override: unclean.leader.election.enable: Fjord never elects a leader outside the ISR"}},
-		{"SASL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT"},
-			[]string{"listener SASL_PLAINTEXT uses SASL_PLAINTEXT: TLS and SASL are not built yet"}},
+		{"SASL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
+			[]string{"controller listener CONTROLLER uses SASL_PLAINTEXT"}},
 		{"listener named SSL refused", nil, []string{"KAFKA_LISTENERS=SSL://127.0.0.1:9093"},
 			[]string{"listener SSL uses SSL"}},
 		{"listener mapped to SSL refused", nil, []string{"KAFKA_LISTENERS=EXTERNAL://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=EXTERNAL:SSL,CONTROLLER:PLAINTEXT"},

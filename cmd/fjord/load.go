@@ -90,6 +90,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 
 	settings := make(map[string]setting)
 	var errs []error
+	var jaasFile string // KAFKA_OPTS -Djava.security.auth.login.config
 	put := func(key, value, origin string, l layer) {
 		if prev, ok := settings[key]; ok && prev.layer > l {
 			return
@@ -166,7 +167,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		case envKafkaOpts:
 			for _, o := range parseKafkaOpts(value) {
 				if o.prop == "java.security.auth.login.config" {
-					out.warnings = append(out.warnings, configNote{"env KAFKA_OPTS", "-D" + o.prop, fmt.Sprintf("the JAAS file %q is not read: SASL is not built yet (a listener that uses it is refused)", o.value)})
+					jaasFile = o.value
 					continue
 				}
 				out.ignored = append(out.ignored, "KAFKA_OPTS "+o.word)
@@ -188,6 +189,11 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		k, v, _ := strings.Cut(o, "=")
 		put(strings.TrimSpace(k), v, "--override", layerFlag)
 	}
+
+	// The SASL keys that hold passwords or name a listener are kept apart
+	// from the key table, so DescribeConfigs never reports them.
+	saslSettings := takeSASLSettings(settings)
+	saslSettings.JAASFile = jaasFile
 
 	// Judge the keys Fjord does not implement against Kafka's catalogue.
 	keys := mapsKeys(settings)
@@ -272,6 +278,8 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	} else {
 		cfg.AdvertisedListeners = adv
 	}
+	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism
+	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
 		errs = append(errs, err)
 	}
@@ -333,9 +341,9 @@ func advertiseHostname(adv string) (string, error) {
 // securityProtocols are Kafka's listener security protocols.
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
-// checkSecurityProtocols refuses a listener whose security protocol is not
-// PLAINTEXT: serving TLS or SASL clients in plain text would look secure
-// and not be. A listener named after a protocol (SSL://) has that
+// checkSecurityProtocols refuses a listener whose security protocol is
+// neither PLAINTEXT nor SASL_PLAINTEXT (the latter on client listeners
+// only): serving TLS clients in plain text would look secure and not be. A listener named after a protocol (SSL://) has that
 // protocol; another name takes its protocol from
 // listener.security.protocol.map, and one the map does not name is
 // PLAINTEXT (Kafka refuses it; Fjord's own compose files rely on it).
@@ -366,8 +374,14 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 		if !ok && slices.Contains(securityProtocols, strings.ToUpper(n)) {
 			proto = strings.ToUpper(n)
 		}
-		if proto != "" && proto != "PLAINTEXT" {
-			errs = append(errs, fmt.Errorf("listener %s uses %s: TLS and SASL are not built yet, and Fjord will not serve such a listener in plain text", n, proto))
+		switch {
+		case proto == "" || proto == "PLAINTEXT":
+		case proto == "SASL_PLAINTEXT" && !cfg.IsControllerListener(n):
+			// Served with SASL (broker/sasl.go checks its mechanisms).
+		case proto == "SASL_PLAINTEXT":
+			errs = append(errs, fmt.Errorf("controller listener %s uses SASL_PLAINTEXT: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n))
+		default:
+			errs = append(errs, fmt.Errorf("listener %s uses %s: TLS is not built yet, and Fjord will not serve such a listener in plain text", n, proto))
 		}
 	}
 	return errors.Join(errs...)
