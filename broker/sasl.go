@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fjordlog/fjord/broker/sasl"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
 )
 
@@ -17,7 +18,7 @@ func (b *Broker) buildSASL() error {
 		switch l.Protocol {
 		case "PLAINTEXT":
 		case "SASL_PLAINTEXT":
-			srv, err := sasl.NewServer(b.cfg.SASL, l.Name)
+			srv, err := sasl.NewServer(b.cfg.SASL, l.Name, b.scramLookup)
 			if err != nil {
 				return err
 			}
@@ -28,4 +29,10 @@ func (b *Broker) buildSASL() error {
 		}
 	}
 	return nil
+}
+
+// scramLookup serves SCRAM exchanges from the current metadata image.
+func (b *Broker) scramLookup(mechanism, user string) (sasl.ScramSecret, bool) {
+	s, ok := b.image().ScramCredential(user, controller.ScramMechanismNamed(mechanism))
+	return sasl.ScramSecret{Salt: s.Salt, StoredKey: s.StoredKey, ServerKey: s.ServerKey, Iterations: s.Iterations}, ok
 }

@@ -119,6 +119,18 @@ func Encode(r Record) []byte {
 			e.b = append(e.b, 1)
 			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*b.Value))
 		}
+	case ScramCredential:
+		e.str(b.User)
+		e.b = append(e.b, byte(b.Mechanism))
+		if b.Remove {
+			e.b = append(e.b, 1)
+		} else {
+			e.b = append(e.b, 0)
+			e.str(string(b.Salt))
+			e.str(string(b.StoredKey))
+			e.str(string(b.ServerKey))
+			e.i32(b.Iterations)
+		}
 	case Batch:
 		if len(b.Records) == 0 {
 			panic("controller: Encode of an empty Batch")
@@ -260,6 +272,13 @@ func decode(data []byte, inBatch bool) (Record, error) {
 		if d.flag() {
 			v := math.Float64frombits(uint64(d.i64()))
 			b.Value = &v
+		}
+		body = b
+	case TypeScramCredential:
+		b := ScramCredential{User: d.str(), Mechanism: ScramMechanism(d.byte())}
+		if b.Remove = d.flag(); !b.Remove {
+			b.Salt, b.StoredKey, b.ServerKey = []byte(d.str()), []byte(d.str()), []byte(d.str())
+			b.Iterations = d.i32()
 		}
 		body = b
 	case TypeBatch:

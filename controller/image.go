@@ -48,6 +48,8 @@ type Image struct {
 	// quotas are the client quotas by entity (quota.go). Invariant: no
 	// entity has an empty map.
 	quotas map[QuotaEntity]map[string]float64
+	// scram are the SCRAM credentials (scram.go).
+	scram map[ScramKey]ScramSecret
 }
 
 // BrokerState is a registered broker as the image sees it.
@@ -297,6 +299,8 @@ func (img *Image) apply(index uint64, r Record) error {
 		img.nextProducerID = b.First + b.Count
 	case ClientQuota:
 		return img.setClientQuota(b)
+	case ScramCredential:
+		return img.setScramCredential(b)
 	default:
 		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
 	}

@@ -23,6 +23,7 @@ const (
 	TypeBatch            RecordType = 11
 	TypeClientQuota      RecordType = 12 // quota.go
 	TypeChangeReplicas   RecordType = 13 // 12 is reserved (client quotas)
+	TypeScramCredential  RecordType = 14 // scram.go
 )
 
 // String names the type for logs and test output.
@@ -54,6 +55,8 @@ func (t RecordType) String() string {
 		return "ClientQuota"
 	case TypeChangeReplicas:
 		return "ChangeReplicas"
+	case TypeScramCredential:
+		return "ScramCredential"
 	}
 	return "RecordType(" + strconv.Itoa(int(t)) + ")"
 }

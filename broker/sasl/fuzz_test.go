@@ -25,3 +25,26 @@ func FuzzParsePlain(f *testing.F) {
 		}
 	})
 }
+
+// SCRAM client messages come from unauthenticated peers.
+func FuzzParseScramClientFirst(f *testing.F) {
+	f.Add([]byte("n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL"))
+	f.Add([]byte("y,a=u=2Cx,n=u=3D,r=abc,tokenauth=true"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cf, err := ParseClientFirst(b)
+		if err == nil && (cf.User == "" || cf.Nonce == "" || len(cf.GS2Header)+len(cf.Bare) != len(b)) {
+			t.Fatalf("%q parsed as %+v", b, cf)
+		}
+	})
+}
+
+func FuzzParseScramClientFinal(f *testing.F) {
+	f.Add([]byte("c=biws,r=abcdef,p=dHpbV3uCGxnd6ndSjeekYwYXeIfR3GBxyyoxNsO1d0I="))
+	f.Add([]byte("c=biws,r=a,ext=1,p=AAAA"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cf, err := ParseClientFinal(b)
+		if err == nil && (len(cf.Proof) == 0 || len(cf.WithoutProof) >= len(b)) {
+			t.Fatalf("%q parsed as %+v", b, cf)
+		}
+	})
+}

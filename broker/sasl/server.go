@@ -28,7 +28,7 @@ type Settings struct {
 }
 
 // Supported are the mechanisms Fjord serves.
-var Supported = []string{"PLAIN"}
+var Supported = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // ListenerMechanisms is the listener's enabled mechanisms:
 // listener.name.<l>.sasl.enabled.mechanisms, else sasl.enabled.mechanisms.
@@ -132,15 +132,20 @@ func (s Settings) Login(listener, mechanism string) (user, pass string, err erro
 type Server struct {
 	mechs []string
 	plain map[string]string // PLAIN user name -> password (the module's user_<name> options)
+	scram ScramLookup       // the SCRAM credentials of the metadata image
 }
 
 // NewServer builds the authenticator of one SASL listener, or says why
-// the listener cannot be served.
-func NewServer(s Settings, listener string) (*Server, error) {
-	srv := &Server{mechs: s.ListenerMechanisms(listener)}
+// the listener cannot be served. scram serves the SCRAM mechanisms (it
+// may be nil when none is enabled).
+func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) {
+	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram}
 	for _, m := range srv.mechs {
 		if !slices.Contains(Supported, m) {
 			return nil, fmt.Errorf("listener %s: SASL mechanism %s is not supported (Fjord serves %s): set sasl.enabled.mechanisms", listener, m, strings.Join(Supported, ", "))
+		}
+		if strings.HasPrefix(m, "SCRAM-") && scram == nil {
+			return nil, fmt.Errorf("listener %s: %s needs the SCRAM credentials of the metadata image", listener, m)
 		}
 	}
 	if slices.Contains(srv.mechs, "PLAIN") {
@@ -174,6 +179,10 @@ func (s *Server) Start(mechanism string, _ net.Addr, _ *tls.ConnectionState) (pr
 	case "PLAIN":
 		if s.plain != nil {
 			return &plainExchange{users: s.plain}, nil
+		}
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if s.scram != nil && slices.Contains(s.mechs, mechanism) {
+			return &scramExchange{mechanism: mechanism, lookup: s.scram}, nil
 		}
 	}
 	return nil, fmt.Errorf("mechanism %s is not enabled", mechanism)

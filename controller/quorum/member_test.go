@@ -162,6 +162,16 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 			t.Fatalf("quotas of %v differ: %v vs %v", e, a.ClientQuotas(e), b.ClientQuotas(e))
 		}
 	}
+	if !reflect.DeepEqual(a.ScramCredentials(), b.ScramCredentials()) {
+		t.Fatalf("SCRAM credentials differ:\n%v\n%v", a.ScramCredentials(), b.ScramCredentials())
+	}
+	for _, k := range a.ScramCredentials() {
+		x, _ := a.ScramCredential(k.User, k.Mechanism)
+		y, _ := b.ScramCredential(k.User, k.Mechanism)
+		if !reflect.DeepEqual(x, y) {
+			t.Fatalf("SCRAM credential %v differs", k)
+		}
+	}
 }
 
 func TestElectAndCommit(t *testing.T) {

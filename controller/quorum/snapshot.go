@@ -31,7 +31,8 @@ import (
 //     no accessor listing them, so Member keeps a shadow of them, fed by the
 //     SetConfig records it applies);
 //   - ProducerIDs{First: 0, Count: NextProducerID} when ids were handed out;
-//   - ClientQuota for every key of every quota entity.
+//   - ClientQuota for every key of every quota entity;
+//   - ScramCredential for every SCRAM credential.
 //
 // The records are placed at strictly increasing indexes no greater than the
 // snapshot index: registrations at their epochs, the others greedily in the
@@ -165,6 +166,11 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 			v := q[k]
 			free = append(free, controller.NewRecord(controller.ClientQuota{Entity: e.Parts(), Key: k, Value: &v}))
 		}
+	}
+	for _, k := range img.ScramCredentials() {
+		s, _ := img.ScramCredential(k.User, k.Mechanism)
+		free = append(free, controller.NewRecord(controller.ScramCredential{User: k.User, Mechanism: k.Mechanism,
+			Salt: s.Salt, StoredKey: s.StoredKey, ServerKey: s.ServerKey, Iterations: s.Iterations}))
 	}
 
 	if out, ok := placeGreedy(regs, unfences, free, v); ok {

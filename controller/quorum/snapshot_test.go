@@ -129,6 +129,15 @@ func richBodies() func(img *controller.Image) controller.Body {
 			return controller.ClientQuota{Entity: []controller.QuotaEntityPart{{Type: controller.QuotaIP}},
 				Key: controller.QuotaConnectionCreationRate} // removed: gone from the snapshot too
 		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "u", Mechanism: controller.ScramSHA256, Salt: []byte("s"), StoredKey: []byte("a"), ServerKey: []byte("b"), Iterations: 4096}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "v", Mechanism: controller.ScramSHA512, Salt: []byte("s"), StoredKey: []byte("a"), ServerKey: []byte("b"), Iterations: 4096}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "v", Mechanism: controller.ScramSHA512, Remove: true}
+		},
 	}
 	return func(img *controller.Image) controller.Body {
 		if i == len(steps) {
