@@ -111,7 +111,9 @@ func (img *Image) ScramCredential(user string, m ScramMechanism) (ScramSecret, b
 // ScramCredentials returns every credential's key, by user then mechanism.
 func (img *Image) ScramCredentials() []ScramKey {
 	ks := slices.Collect(maps.Keys(img.scram))
-	slices.SortFunc(ks, func(a, b ScramKey) int { return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Mechanism, b.Mechanism)) })
+	slices.SortFunc(ks, func(a, b ScramKey) int {
+		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Mechanism, b.Mechanism))
+	})
 	return ks
 }
 
