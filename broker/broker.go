@@ -305,6 +305,9 @@ func (b *Broker) Start() {
 			return
 		}
 		b.serveClients()
+		if b.cfg.SASL.ScramBootstrap != "" {
+			b.goLoop(b.bootstrapScram)
+		}
 		b.ensureOffsetsTopic()
 	})
 	b.coord.Start() // the groups' timeouts and offset expiry

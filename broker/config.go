@@ -168,6 +168,9 @@ func DefaultConfig() Config {
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
+	if _, err := sasl.ParseScramBootstrap(c.SASL.ScramBootstrap); err != nil {
+		return fmt.Errorf("fjord.sasl.scram.bootstrap: %w", err)
+	}
 	var errs []error
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node.id %d: must be >= 0", c.NodeID))

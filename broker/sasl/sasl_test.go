@@ -117,3 +117,22 @@ func TestPlainExchange(t *testing.T) {
 		}
 	}
 }
+
+func TestParseScramBootstrap(t *testing.T) {
+	got, err := ParseScramBootstrap("SCRAM-SHA-256=[name=admin,password=a,b]")
+	if err == nil {
+		t.Errorf("a bare word accepted: %+v", got)
+	}
+	got, err = ParseScramBootstrap(`SCRAM-SHA-256=[name=admin,password="x=y"]; scram-sha-512=[name=b,password=p,iterations=8192]`)
+	if err != nil || len(got) != 2 || got[0].Password != "x=y" || got[1].Mechanism != "SCRAM-SHA-512" || got[1].Iterations != 8192 || got[0].Iterations != 4096 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []string{"PLAIN=[name=a,password=b]", "SCRAM-SHA-256=[name=a]", "SCRAM-SHA-256=[name=a,password=b", "SCRAM-SHA-256=[name=a,password=b,iterations=100]", "SCRAM-SHA-256=[name=a,password=hunter2,colour=red]"} {
+		_, err := ParseScramBootstrap(bad)
+		if err == nil {
+			t.Errorf("%q accepted", bad)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: the error shows the password: %v", bad, err)
+		}
+	}
+}

@@ -22,6 +22,9 @@ type Settings struct {
 	// JAASFile is the path KAFKA_OPTS named with
 	// -Djava.security.auth.login.config.
 	JAASFile string
+	// ScramBootstrap is fjord.sasl.scram.bootstrap (ParseScramBootstrap):
+	// credentials created at start-up when they do not exist.
+	ScramBootstrap string
 	// Listener holds the listener.name.<l>.… SASL keys, by full key
 	// name (listener name lower-case, as Kafka writes them).
 	Listener map[string]string

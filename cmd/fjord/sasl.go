@@ -7,7 +7,7 @@ import (
 )
 
 // takeSASLSettings removes from settings the SASL keys that are not in
-// the key table: sasl.jaas.config and the listener.name.<l>.… SASL keys
+// the key table: sasl.jaas.config, fjord.sasl.scram.bootstrap and the listener.name.<l>.… SASL keys
 // (sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config per
 // listener). They hold passwords, so they are applied apart and never
 // reported as static configs.
@@ -17,6 +17,8 @@ func takeSASLSettings(settings map[string]setting) sasl.Settings {
 		switch {
 		case key == "sasl.jaas.config":
 			s.JAASConfig = v.value
+		case key == "fjord.sasl.scram.bootstrap":
+			s.ScramBootstrap = v.value
 		case strings.HasPrefix(key, "listener.name.") && (strings.HasSuffix(key, ".sasl.jaas.config") || strings.HasSuffix(key, ".sasl.enabled.mechanisms")):
 			// Kafka lower-cases the listener name in these keys; the
 			// apache image's env mapping gives them lower-case already.
