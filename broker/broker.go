@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,6 +88,10 @@ type Broker struct {
 	// saslServers authenticate each client listener's connections (nil
 	// for a listener without SASL); built with the listeners (sasl.go).
 	saslServers []protocol.Authenticator
+	// interBrokerSASL authenticates this broker's own connections to the
+	// others' inter-broker listener when it is SASL; nil when not. Set
+	// with saslServers, read-only after.
+	interBrokerSASL []kgo.Opt
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)

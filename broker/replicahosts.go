@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"strconv"
 
@@ -27,6 +28,9 @@ func (h fetchHost) Go(fn func()) bool       { return h.b.goLoop(fn) }
 func (h fetchHost) NodeID() int32           { return h.b.cfg.NodeID }
 func (h fetchHost) BrokerEpoch() int64      { return h.b.brokerEpoch.Load() }
 func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
+
+// ClientOpts authenticates fetches when the inter-broker listener is SASL.
+func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerSASL }
 func (h fetchHost) Repaired(*replica.Partition) {
 	h.b.metrics.logRepairs.Inc()
 }

@@ -7,6 +7,10 @@ import (
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/twmb/franz-go/pkg/kgo"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // buildSASL makes the authenticator of every SASL client listener. A SASL
@@ -28,6 +32,37 @@ func (b *Broker) buildSASL() error {
 			return fmt.Errorf("listener %s: security protocol %s is not served", l.Name, l.Protocol)
 		}
 	}
+	return b.buildInterBrokerSASL()
+}
+
+// buildInterBrokerSASL picks how this broker authenticates to the others
+// when the inter-broker listener is SASL: sasl.mechanism.inter.broker.protocol
+// with the username and password options of the listener's login module
+// (every broker is assumed to share the listener's security settings, as
+// in Kafka).
+func (b *Broker) buildInterBrokerSASL() error {
+	name := b.interBrokerListener()
+	if !b.cfg.HasRole("broker") || b.cfg.ListenerProtocol(name) != "SASL_PLAINTEXT" {
+		return nil
+	}
+	mech := b.cfg.SASL.InterBroker()
+	user, pass, err := b.cfg.SASL.Login(name, mech)
+	if err != nil {
+		return fmt.Errorf("inter-broker listener %s (sasl.mechanism.inter.broker.protocol %s): %w", name, mech, err)
+	}
+	var m kgosasl.Mechanism
+	switch mech {
+	case "PLAIN":
+		m = plain.Auth{User: user, Pass: pass}.AsMechanism()
+	case "SCRAM-SHA-256":
+		m = scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		m = scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
+	default:
+		return fmt.Errorf("sasl.mechanism.inter.broker.protocol %s: Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+	}
+	b.interBrokerSASL = []kgo.Opt{kgo.SASL(m)}
+	b.log.Info().Str("listener", name).Str("mechanism", mech).Str("user", user).Msg("brokers authenticate to each other with SASL")
 	return nil
 }
 

@@ -88,9 +88,9 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("broker %d has no %s endpoint", node, b.interBrokerListener())
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))),
-		kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID)))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))),
+		kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
+		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID))}, b.interBrokerSASL...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,12 @@ type FetchHost interface {
 	Logger() *zerolog.Logger
 }
 
+// ClientOpter is what a FetchHost implements when connections to leaders
+// need more than an address: SASL on the inter-broker listener.
+type ClientOpter interface {
+	ClientOpts() []kgo.Opt
+}
+
 // FollowerThrottle is what a FetchHost implements to throttle this
 // follower's replication (follower.replication.throttled.rate): a
 // partition over the quota is left out of the next fetch.
@@ -231,8 +237,12 @@ func (f *fetcher) connect() error {
 	if f.cl != nil {
 		f.cl.Close()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID())))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
+		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID()))}
+	if co, ok := f.host.(ClientOpter); ok {
+		opts = append(opts, co.ClientOpts()...)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
