@@ -2,6 +2,7 @@ package compattests
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
@@ -33,7 +35,8 @@ func saslBroker(t *testing.T) (*Broker, string) {
 		"listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://"+saslAddr,
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
 		"inter.broker.listener.name=PLAINTEXT",
-		"sasl.enabled.mechanisms=PLAIN",
+		"sasl.enabled.mechanisms=PLAIN,OAUTHBEARER",
+		`listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`,
 		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`,
 	)
 	return b, saslAddr
@@ -127,7 +130,7 @@ func TestSASLPlain(t *testing.T) {
 		if err := parseResponse(f, c.corr, hr, false); err != nil {
 			t.Fatal(err)
 		}
-		if hr.ErrorCode != kerr.UnsupportedSaslMechanism.Code || !slices.Equal(hr.SupportedMechanisms, []string{"PLAIN"}) {
+		if hr.ErrorCode != kerr.UnsupportedSaslMechanism.Code || !slices.Equal(hr.SupportedMechanisms, []string{"PLAIN", "OAUTHBEARER"}) {
 			t.Errorf("handshake SCRAM-SHA-999: error %d mechanisms %v", hr.ErrorCode, hr.SupportedMechanisms)
 		}
 
@@ -165,6 +168,27 @@ func TestSASLPlain(t *testing.T) {
 			closed := errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || err != nil && strings.Contains(err.Error(), "reset")
 			if closed != a.close {
 				t.Errorf("%s: a 600000 byte frame announced: read %v, want closed=%v", a.addr, err, a.close)
+			}
+		}
+	})
+
+	t.Run("oauthbearer unsecured", func(t *testing.T) {
+		jwt := func(claims string) string {
+			enc := base64.RawURLEncoding.EncodeToString
+			return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
+		}
+		exp := time.Now().Add(time.Hour).Unix()
+		good := jwt(fmt.Sprintf(`{"sub":"oliver","exp":%d,"scope":"kafka"}`, exp))
+		cl := newClient(t, addr, kgo.SASL(oauth.Auth{Token: good}.AsMechanism()), kgo.DefaultProduceTopic("sasl-t"))
+		if err := cl.ProduceSync(testCtx(t, 20*time.Second), kgo.StringRecord("oauth")).FirstErr(); err != nil {
+			t.Fatalf("produce with an unsecured JWT: %v", err)
+		}
+		for what, tok := range map[string]string{
+			"expired":  jwt(fmt.Sprintf(`{"sub":"oliver","exp":%d,"scope":"kafka"}`, time.Now().Add(-time.Minute).Unix())),
+			"no scope": jwt(fmt.Sprintf(`{"sub":"oliver","exp":%d}`, exp)),
+		} {
+			if err := pingWith(t, addr, oauth.Auth{Token: tok}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+				t.Errorf("%s token: %v, want SASL_AUTHENTICATION_FAILED", what, err)
 			}
 		}
 	})

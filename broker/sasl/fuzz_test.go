@@ -48,3 +48,16 @@ func FuzzParseScramClientFinal(f *testing.F) {
 		}
 	})
 }
+
+// OAUTHBEARER's GS2 header and key/value list come from unauthenticated
+// peers; so does the token the unsecured validator decodes.
+func FuzzParseOAuthBearer(f *testing.F) {
+	f.Add([]byte("n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIiwiZXhwIjo5OTk5OTk5OTk5fQ.\x01\x01"))
+	f.Add([]byte("y,a=x,\x01k=v\x01auth=Bearer a.b.\x01\x01"))
+	v, _ := newUnsecuredValidator(nil)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if tok, _, err := ParseOAuthBearer(b); err == nil {
+			v.validate(tok)
+		}
+	})
+}

@@ -31,7 +31,7 @@ type Settings struct {
 }
 
 // Supported are the mechanisms Fjord serves.
-var Supported = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+var Supported = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 
 // ListenerMechanisms is the listener's enabled mechanisms:
 // listener.name.<l>.sasl.enabled.mechanisms, else sasl.enabled.mechanisms.
@@ -134,8 +134,9 @@ func (s Settings) Login(listener, mechanism string) (user, pass string, err erro
 // (plain is non-nil when PLAIN is in mechs).
 type Server struct {
 	mechs []string
-	plain map[string]string // PLAIN user name -> password (the module's user_<name> options)
-	scram ScramLookup       // the SCRAM credentials of the metadata image
+	plain map[string]string   // PLAIN user name -> password (the module's user_<name> options)
+	scram ScramLookup         // the SCRAM credentials of the metadata image
+	oauth *unsecuredValidator // OAUTHBEARER's, when enabled
 }
 
 // NewServer builds the authenticator of one SASL listener, or says why
@@ -150,6 +151,24 @@ func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) 
 		if strings.HasPrefix(m, "SCRAM-") && scram == nil {
 			return nil, fmt.Errorf("listener %s: %s needs the SCRAM credentials of the metadata image", listener, m)
 		}
+	}
+	if slices.Contains(srv.mechs, "OAUTHBEARER") {
+		// Kafka wants an OAuthBearerLoginModule entry; its validator
+		// options are optional, so a listener without one gets the
+		// defaults.
+		var opts map[string]string
+		if mods, _, err := s.Modules(listener, "OAUTHBEARER"); err == nil {
+			for _, m := range mods {
+				if m.Class == OAuthLoginModule {
+					opts = m.Options
+				}
+			}
+		}
+		v, err := newUnsecuredValidator(opts)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: OAUTHBEARER: %w", listener, err)
+		}
+		srv.oauth = v
 	}
 	if slices.Contains(srv.mechs, "PLAIN") {
 		mods, where, err := s.Modules(listener, "PLAIN")
@@ -182,6 +201,10 @@ func (s *Server) Start(mechanism string, _ net.Addr, _ *tls.ConnectionState) (pr
 	case "PLAIN":
 		if s.plain != nil {
 			return &plainExchange{users: s.plain}, nil
+		}
+	case "OAUTHBEARER":
+		if s.oauth != nil {
+			return &oauthExchange{v: s.oauth}, nil
 		}
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		if s.scram != nil && slices.Contains(s.mechs, mechanism) {
