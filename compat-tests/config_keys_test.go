@@ -76,7 +76,8 @@ func TestConfigKeysCatalogue(t *testing.T) {
 			{[]string{"--override", "log.retention.hour=1"}, "", `unknown configuration key "log.retention.hour" (did you mean "log.retention.hours"?`},
 			{nil, "KAFKA_NUM_NETWORK_THREAD=3", `did you mean "num.network.threads"?`},
 			{nil, "KAFKA_AUTHORIZER_CLASS_NAME=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "ACLs are not built yet"},
-			{nil, "KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "TLS and SASL are not built yet"},
+			{nil, "KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:0", "SASL mechanism GSSAPI is not supported"},
+			{nil, "KAFKA_LISTENERS=SSL://127.0.0.1:0", "TLS is not built yet"},
 		} {
 			cmd := exec.Command(fjordBin, append(c.args, "--override", "log.dirs="+t.TempDir())...)
 			cmd.Env = os.Environ()

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -608,5 +610,37 @@ func TestBitnamiEnvironment(t *testing.T) {
 	}
 	if cfg.NumPartitions != 4 || cfg.RetentionMs != 60000 || cfg.ClusterID != "abcdefghijklmnopqrstuv" {
 		t.Fatalf("num.partitions %d, log.retention.ms %d, cluster.id %q", cfg.NumPartitions, cfg.RetentionMs, cfg.ClusterID)
+	}
+}
+
+// A SASL_PLAINTEXT listener starts only with mechanisms and users Fjord
+// can serve; the per-listener JAAS key and the JAAS file of KAFKA_OPTS
+// are both read.
+func TestSASLListenerConfig(t *testing.T) {
+	base := []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"}
+	jaas := filepath.Join(t.TempDir(), "jaas.conf")
+	if err := os.WriteFile(jaas, []byte("KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\"; };"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string // "" = starts
+	}{
+		{nil, "SASL mechanism GSSAPI is not supported"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN"}, "no JAAS configuration for PLAIN"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", "KAFKA_OPTS=-Djava.security.auth.login.config=" + jaas}, ""},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", `KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, ""},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", `KAFKA_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required password="p";`}, "gives PLAIN no users"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=SCRAM-SHA-512"}, ""},
+	} {
+		l, err := loadConfig(nil, append(slices.Clone(base), c.env...))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.env, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want %q", c.env, err, c.want)
+		case c.want == "" && strings.Contains(fmt.Sprint(l.cfg.Static), "PlainLoginModule"):
+			t.Errorf("%q: the JAAS config is a static config DescribeConfigs would show", c.env)
+		}
 	}
 }

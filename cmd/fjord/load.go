@@ -13,6 +13,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/sasl"
 )
 
 // layer is a source of settings; a higher layer wins key by key.
@@ -377,7 +378,10 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 		switch {
 		case proto == "" || proto == "PLAINTEXT":
 		case proto == "SASL_PLAINTEXT" && !cfg.IsControllerListener(n):
-			// Served with SASL (broker/sasl.go checks its mechanisms).
+			// Served with SASL: its mechanisms and users must be servable.
+			if _, err := sasl.NewServer(cfg.SASL, n, noScram); err != nil {
+				errs = append(errs, err)
+			}
 		case proto == "SASL_PLAINTEXT":
 			errs = append(errs, fmt.Errorf("controller listener %s uses SASL_PLAINTEXT: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n))
 		default:
