@@ -46,6 +46,7 @@ const (
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whySecurity   = "TLS and SASL are not built yet (a listener that uses them is refused)"
 	whyACL        = "ACLs are not built yet"
+	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -130,7 +131,7 @@ var brokerExact = map[string]rule{
 			return "brokers talk PLAINTEXT or SASL_PLAINTEXT only: TLS is not built yet"
 		}},
 	"principal.builder.class":   with(unsupported, whySecurity),
-	"connections.max.reauth.ms": with(unsupported, whySecurity),
+	"connections.max.reauth.ms": with(unsupported, "re-authentication (KIP-368) is not built: SASL sessions do not expire"),
 
 	// Storage behaviour Fjord has in other terms.
 	"compression.type":                      {class: Unsupported, why: "Fjord keeps batches as the producer compressed them", asFjord: equalFold("producer")},
@@ -194,7 +195,7 @@ var brokerPrefix = map[string]rule{
 	"metrics.":                    with(ignored, whyMetrics),
 	"password.encoder.":           with(ignored, "encrypts dynamic password configs, which Fjord does not store"),
 	"ssl.":                        with(unsupported, whySecurity),
-	"sasl.":                       with(unsupported, whySecurity),
+	"sasl.":                       with(unsupported, whySASLKey),
 	"security.":                   with(unsupported, whySecurity),
 	"delegation.token.":           with(unsupported, whySecurity),
 	"transaction.":                with(unsupported, "tunes Kafka's transaction coordinator; Fjord's has its own intervals"),
