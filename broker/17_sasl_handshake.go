@@ -13,8 +13,10 @@ import (
 //     against the listener's enabled ones (UNSUPPORTED_SASL_MECHANISM with
 //     them, then the connection closes), and the exchange begins.
 //   - A handshake that reaches the broker is one on a listener without
-//     SASL, or a second one after authentication: ILLEGAL_SASL_STATE, as
-//     Kafka answers it (re-authentication, KIP-368, is not built).
+//     SASL, or one after authentication on a connection whose session has
+//     no lifetime (no re-authentication, KIP-368): ILLEGAL_SASL_STATE, as
+//     Kafka answers it. With connections.max.reauth.ms, the front end takes
+//     a v1 handshake after authentication as a re-authentication.
 //
 // Version notes:
 //   - v0: the SASL tokens that follow are bare size-prefixed frames

@@ -16,7 +16,9 @@ import (
 //     authentication) is answered ILLEGAL_SASL_STATE, as Kafka does.
 //
 // Version notes:
-//   - v1: session_lifetime_ms (KIP-368): 0, sessions do not expire
+//   - v1: session_lifetime_ms (KIP-368): connections.max.reauth.ms (0:
+//     sessions do not expire); the front end takes a re-authentication
+//     and closes a connection whose session ended without one
 //   - v2: flexible
 func init() { regKey(36, 0, 2, handleSASLAuthenticate) }
 

@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -61,10 +62,18 @@ const (
 // with exch (a v0 handshake: the client's next frames are bare SASL
 // tokens, not Kafka requests); principal is "" until an exchange finished
 // (or when the listener needs no SASL, AnonymousPrincipal from the start).
+//
+// Re-authentication (KIP-368): once authenticated with a lifetime, expiry
+// is set; a SaslHandshake v1+ then starts a new exchange (exch set again,
+// principal kept until it finishes, and it must finish as the same
+// principal with the same mechanism), and any other request after expiry
+// closes the connection.
 type authState struct {
 	exch      SASLExchange
 	raw       bool
 	principal string
+	mechanism string
+	expiry    time.Time // zero: the session does not expire
 }
 
 // principal is what every request of the connection carries.
@@ -76,10 +85,13 @@ func (c *conn) principal() string {
 }
 
 // authenticated reports whether requests other than the SASL ones may be
-// served.
+// served (during a re-authentication too: the frames are still bounded
+// by socket.request.max.bytes only).
 func (c *conn) authenticated() bool {
 	return c.s.cfg.SASL == nil || c.auth.principal != ""
 }
+
+var errSessionExpired = errors.New("SASL session expired without re-authentication (connections.max.reauth.ms)")
 
 // nextFrame reads the next frame: before authentication bounded by
 // sasl.server.max.receive.size, and after a v0 handshake a bare token.
@@ -137,7 +149,7 @@ func rawTokenFrame(dst []byte, resp kmsg.Response) ([]byte, bool) {
 // connection without a reply (a v0 client has no way to read an error),
 // after the failed-authentication delay. false = stop reading.
 func (c *conn) rawStep(tok []byte) bool {
-	reply, done, principal, _, err := c.auth.exch.Step(tok)
+	reply, done, principal, lifetime, err := c.auth.exch.Step(tok)
 	if err != nil {
 		c.log.Info().Err(err).Msg("closing connection: SASL authentication failed")
 		time.Sleep(failedAuthDelay) // this connection's own reader: nobody else waits
@@ -152,15 +164,19 @@ func (c *conn) rawStep(tok []byte) bool {
 	}
 	sl.respond(rawToken{kmsg.NewPtrSASLAuthenticateResponse(), reply}, nil)
 	if done {
-		c.authDone(principal)
+		c.authDone(principal, lifetime)
 	}
 	return true
 }
 
-func (c *conn) authDone(principal string) {
+func (c *conn) authDone(principal string, lifetime time.Duration) {
 	c.auth.exch, c.auth.raw = nil, false
 	c.auth.principal = principal
-	c.log.Debug().Str("principal", principal).Msg("authenticated")
+	c.auth.expiry = time.Time{}
+	if lifetime > 0 {
+		c.auth.expiry = time.Now().Add(lifetime)
+	}
+	c.log.Debug().Str("principal", principal).Dur("lifetime", lifetime).Msg("authenticated")
 }
 
 // gate answers what an unauthenticated connection may ask: SaslHandshake
@@ -168,11 +184,22 @@ func (c *conn) authDone(principal string) {
 // handler. Anything else closes the connection, as Kafka does. handled
 // says the request was answered here; stop that the reader must stop.
 func (c *conn) gate(req *Request, sl *slot) (handled, stop bool) {
-	if c.authenticated() {
+	if c.s.cfg.SASL == nil {
+		return false, false
+	}
+	if c.auth.principal != "" && c.auth.exch == nil {
+		switch {
+		case c.auth.expiry.IsZero():
+		case req.Key == saslHandshakeKey && req.Version >= 1:
+			return true, c.handshake(req, sl) // re-authentication
+		case time.Now().After(c.auth.expiry):
+			sl.respond(nil, errSessionExpired)
+			return true, true
+		}
 		return false, false
 	}
 	switch {
-	case req.Key == apiVersionsKey && c.auth.exch == nil:
+	case req.Key == apiVersionsKey && c.auth.exch == nil && c.auth.principal == "":
 		return false, false
 	case req.Key == saslHandshakeKey:
 		return true, c.handshake(req, sl)
@@ -193,6 +220,8 @@ func (c *conn) handshake(req *Request, sl *slot) (stop bool) {
 		resp.ErrorCode = errIllegalSASLState
 	case !slices.Contains(mechs, kreq.Mechanism):
 		resp.ErrorCode = errUnsupportedSASLMechanism
+	case c.auth.principal != "" && kreq.Mechanism != c.auth.mechanism:
+		resp.ErrorCode = errIllegalSASLState // KIP-368: no mechanism change on re-authentication
 	default:
 		var cs *tls.ConnectionState
 		if tc, ok := c.nc.(*tls.Conn); ok {
@@ -205,7 +234,7 @@ func (c *conn) handshake(req *Request, sl *slot) (stop bool) {
 			resp.ErrorCode = errUnsupportedSASLMechanism
 			break
 		}
-		c.auth.exch, c.auth.raw = exch, req.Version == 0
+		c.auth.exch, c.auth.raw, c.auth.mechanism = exch, req.Version == 0, kreq.Mechanism
 		sl.respond(resp, nil)
 		return false
 	}
@@ -234,9 +263,17 @@ func (c *conn) authenticate(req *Request, sl *slot) (stop bool) {
 		time.AfterFunc(failedAuthDelay, func() { sl.respond(resp, nil) })
 		return true
 	}
+	if done && c.auth.principal != "" && principal != c.auth.principal {
+		resp.ErrorCode = errSASLAuthenticationFailed
+		msg := "Authentication failed: cannot change principals during re-authentication"
+		resp.ErrorMessage = &msg
+		c.log.Info().Str("principal", c.auth.principal).Str("new_principal", principal).Msg("closing connection: re-authentication changed the principal")
+		time.AfterFunc(failedAuthDelay, func() { sl.respond(resp, nil) })
+		return true
+	}
 	resp.SASLAuthBytes = reply
 	if done {
-		c.authDone(principal)
+		c.authDone(principal, lifetime)
 		resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	}
 	sl.respond(resp, nil)

@@ -83,42 +83,43 @@ func ParseOAuthBearer(msg []byte) (token string, ext map[string]string, err erro
 	return token, ext, nil
 }
 
-// validate checks an unsecured JWT and returns its principal name.
-func (v *unsecuredValidator) validate(token string) (string, error) {
+// validate checks an unsecured JWT and returns its principal name and
+// expiry.
+func (v *unsecuredValidator) validate(token string) (string, time.Time, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[2] != "" {
-		return "", errors.New("not an unsecured JWT (header.payload. with no signature)")
+		return "", time.Time{}, errors.New("not an unsecured JWT (header.payload. with no signature)")
 	}
 	var hdr map[string]any
 	if err := decodeJWTPart(parts[0], &hdr); err != nil {
-		return "", fmt.Errorf("JWT header: %w", err)
+		return "", time.Time{}, fmt.Errorf("JWT header: %w", err)
 	}
 	if alg, _ := hdr["alg"].(string); alg != "none" {
-		return "", fmt.Errorf("JWT alg %q: only unsecured (none) tokens are accepted", alg)
+		return "", time.Time{}, fmt.Errorf("JWT alg %q: only unsecured (none) tokens are accepted", alg)
 	}
 	var claims map[string]any
 	if err := decodeJWTPart(parts[1], &claims); err != nil {
-		return "", fmt.Errorf("JWT payload: %w", err)
+		return "", time.Time{}, fmt.Errorf("JWT payload: %w", err)
 	}
 	now := v.now()
 	exp, ok := numericDate(claims["exp"])
 	if !ok {
-		return "", errors.New("JWT has no numeric exp claim")
+		return "", time.Time{}, errors.New("JWT has no numeric exp claim")
 	}
 	if !now.Before(exp.Add(v.skew)) {
-		return "", errors.New("JWT expired")
+		return "", time.Time{}, errors.New("JWT expired")
 	}
 	if iat, ok := numericDate(claims["iat"]); ok && iat.After(now.Add(v.skew)) {
-		return "", errors.New("JWT issued in the future")
+		return "", time.Time{}, errors.New("JWT issued in the future")
 	}
 	if _, present := claims["iat"]; present {
 		if _, ok := numericDate(claims["iat"]); !ok {
-			return "", errors.New("JWT iat claim is not a number")
+			return "", time.Time{}, errors.New("JWT iat claim is not a number")
 		}
 	}
 	sub, _ := claims[v.principalClaim].(string)
 	if strings.TrimSpace(sub) == "" {
-		return "", fmt.Errorf("JWT has no %s claim", v.principalClaim)
+		return "", time.Time{}, fmt.Errorf("JWT has no %s claim", v.principalClaim)
 	}
 	if len(v.requiredScope) > 0 {
 		have := map[string]bool{}
@@ -136,11 +137,11 @@ func (v *unsecuredValidator) validate(token string) (string, error) {
 		}
 		for _, s := range v.requiredScope {
 			if !have[s] {
-				return "", fmt.Errorf("JWT lacks the required scope %q", s)
+				return "", time.Time{}, fmt.Errorf("JWT lacks the required scope %q", s)
 			}
 		}
 	}
-	return sub, nil
+	return sub, exp, nil
 }
 
 func decodeJWTPart(s string, dst any) error {
@@ -166,8 +167,9 @@ func numericDate(v any) (time.Time, bool) {
 
 // oauthExchange is one OAUTHBEARER authentication: one client message.
 type oauthExchange struct {
-	v    *unsecuredValidator
-	done bool
+	v        *unsecuredValidator
+	lifetime time.Duration // connections.max.reauth.ms; 0 = unbounded
+	done     bool
 }
 
 func (x *oauthExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, error) {
@@ -179,9 +181,15 @@ func (x *oauthExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, e
 	if err != nil {
 		return nil, false, "", 0, err
 	}
-	sub, err := x.v.validate(token)
+	sub, exp, err := x.v.validate(token)
 	if err != nil {
 		return nil, false, "", 0, fmt.Errorf("invalid token: %w", err)
 	}
-	return []byte{}, true, "User:" + sub, 0, nil
+	// KIP-368: with re-authentication on, the session ends no later than
+	// the token.
+	lifetime := x.lifetime
+	if left := exp.Sub(x.v.now()); lifetime > 0 && left < lifetime {
+		lifetime = max(left, time.Millisecond)
+	}
+	return []byte{}, true, "User:" + sub, lifetime, nil
 }

@@ -190,6 +190,7 @@ var errScramCredentials = errors.New("Invalid user credentials")
 type scramExchange struct {
 	mechanism string
 	lookup    ScramLookup
+	lifetime  time.Duration
 	step      int
 	first     ClientFirst
 	secret    ScramSecret
@@ -252,7 +253,7 @@ func (x *scramExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, e
 		}
 		mac = hmac.New(h, x.secret.ServerKey)
 		mac.Write([]byte(authMsg))
-		return []byte("v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))), true, "User:" + x.first.User, 0, nil
+		return []byte("v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))), true, "User:" + x.first.User, x.lifetime, nil
 	}
 	return nil, false, "", 0, errors.New("SCRAM exchange already finished")
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ type Settings struct {
 	// JAASFile is the path KAFKA_OPTS named with
 	// -Djava.security.auth.login.config.
 	JAASFile string
+	// ReauthMs is connections.max.reauth.ms: 0 = sessions do not expire.
+	ReauthMs int64
 	// ScramBootstrap is fjord.sasl.scram.bootstrap (ParseScramBootstrap):
 	// credentials created at start-up when they do not exist.
 	ScramBootstrap string
@@ -50,6 +53,19 @@ func (s Settings) ListenerMechanisms(listener string) []string {
 		}
 	}
 	return out
+}
+
+// Reauth is the session lifetime on listener for mechanism:
+// listener.name.<l>.<mechanism>.connections.max.reauth.ms, else
+// connections.max.reauth.ms; 0 = unbounded.
+func (s Settings) Reauth(listener, mechanism string) time.Duration {
+	ms := s.ReauthMs
+	if v, ok := s.Listener["listener.name."+strings.ToLower(listener)+"."+strings.ToLower(mechanism)+".connections.max.reauth.ms"]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
+			ms = n
+		}
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // InterBroker is the mechanism brokers authenticate to each other with.
@@ -133,20 +149,27 @@ func (s Settings) Login(listener, mechanism string) (user, pass string, err erro
 // Invariants: read-only once built; every mechanism of mechs is served
 // (plain is non-nil when PLAIN is in mechs).
 type Server struct {
-	mechs []string
-	plain map[string]string   // PLAIN user name -> password (the module's user_<name> options)
-	scram ScramLookup         // the SCRAM credentials of the metadata image
-	oauth *unsecuredValidator // OAUTHBEARER's, when enabled
+	mechs  []string
+	reauth map[string]time.Duration // session lifetime by mechanism; 0 = unbounded
+	plain  map[string]string        // PLAIN user name -> password (the module's user_<name> options)
+	scram  ScramLookup              // the SCRAM credentials of the metadata image
+	oauth  *unsecuredValidator      // OAUTHBEARER's, when enabled
 }
 
 // NewServer builds the authenticator of one SASL listener, or says why
 // the listener cannot be served. scram serves the SCRAM mechanisms (it
 // may be nil when none is enabled).
 func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) {
-	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram}
+	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram, reauth: map[string]time.Duration{}}
 	for _, m := range srv.mechs {
 		if !slices.Contains(Supported, m) {
 			return nil, fmt.Errorf("listener %s: SASL mechanism %s is not supported (Fjord serves %s): set sasl.enabled.mechanisms", listener, m, strings.Join(Supported, ", "))
+		}
+		srv.reauth[m] = s.Reauth(listener, m)
+		if v, ok := s.Listener["listener.name."+strings.ToLower(listener)+"."+strings.ToLower(m)+".connections.max.reauth.ms"]; ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || n < 0 {
+				return nil, fmt.Errorf("listener %s: %s connections.max.reauth.ms %q: want a non-negative integer", listener, m, v)
+			}
 		}
 		if strings.HasPrefix(m, "SCRAM-") && scram == nil {
 			return nil, fmt.Errorf("listener %s: %s needs the SCRAM credentials of the metadata image", listener, m)
@@ -200,15 +223,15 @@ func (s *Server) Start(mechanism string, _ net.Addr, _ *tls.ConnectionState) (pr
 	switch mechanism {
 	case "PLAIN":
 		if s.plain != nil {
-			return &plainExchange{users: s.plain}, nil
+			return &plainExchange{users: s.plain, lifetime: s.reauth[mechanism]}, nil
 		}
 	case "OAUTHBEARER":
 		if s.oauth != nil {
-			return &oauthExchange{v: s.oauth}, nil
+			return &oauthExchange{v: s.oauth, lifetime: s.reauth[mechanism]}, nil
 		}
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		if s.scram != nil && slices.Contains(s.mechs, mechanism) {
-			return &scramExchange{mechanism: mechanism, lookup: s.scram}, nil
+			return &scramExchange{mechanism: mechanism, lookup: s.scram, lifetime: s.reauth[mechanism]}, nil
 		}
 	}
 	return nil, fmt.Errorf("mechanism %s is not enabled", mechanism)
@@ -220,8 +243,9 @@ var errBadCredentials = errors.New("Invalid username or password")
 
 // plainExchange is RFC 4616 PLAIN: one client message, an empty reply.
 type plainExchange struct {
-	users map[string]string
-	done  bool
+	users    map[string]string
+	lifetime time.Duration
+	done     bool
 }
 
 // ParsePlain splits a PLAIN message: [authzid] NUL authcid NUL passwd.
@@ -257,5 +281,5 @@ func (p *plainExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, e
 	if subtle.ConstantTimeCompare([]byte(want), []byte(pass)) != 1 || !ok {
 		return nil, false, "", 0, errBadCredentials
 	}
-	return []byte{}, true, "User:" + user, 0, nil
+	return []byte{}, true, "User:" + user, p.lifetime, nil
 }

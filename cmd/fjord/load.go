@@ -279,7 +279,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	} else {
 		cfg.AdvertisedListeners = adv
 	}
-	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism
+	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism, saslSettings.ReauthMs = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism, cfg.SASL.ReauthMs
 	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
 		errs = append(errs, err)

@@ -19,7 +19,7 @@ func takeSASLSettings(settings map[string]setting) sasl.Settings {
 			s.JAASConfig = v.value
 		case key == "fjord.sasl.scram.bootstrap":
 			s.ScramBootstrap = v.value
-		case strings.HasPrefix(key, "listener.name.") && (strings.HasSuffix(key, ".sasl.jaas.config") || strings.HasSuffix(key, ".sasl.enabled.mechanisms")):
+		case strings.HasPrefix(key, "listener.name.") && (strings.HasSuffix(key, ".sasl.jaas.config") || strings.HasSuffix(key, ".sasl.enabled.mechanisms") || strings.HasSuffix(key, ".connections.max.reauth.ms")):
 			// Kafka lower-cases the listener name in these keys; the
 			// apache image's env mapping gives them lower-case already.
 			if s.Listener == nil {
