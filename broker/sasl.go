@@ -46,21 +46,22 @@ func (b *Broker) buildInterBrokerSASL() error {
 		return nil
 	}
 	mech := b.cfg.SASL.InterBroker()
+	var build func(user, pass string) kgosasl.Mechanism
+	switch mech {
+	case "PLAIN":
+		build = func(u, p string) kgosasl.Mechanism { return plain.Auth{User: u, Pass: p}.AsMechanism() }
+	case "SCRAM-SHA-256":
+		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha256Mechanism() }
+	case "SCRAM-SHA-512":
+		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha512Mechanism() }
+	default:
+		return fmt.Errorf("inter-broker listener %s is SASL_PLAINTEXT: sasl.mechanism.inter.broker.protocol %s is not supported; Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name, mech)
+	}
 	user, pass, err := b.cfg.SASL.Login(name, mech)
 	if err != nil {
 		return fmt.Errorf("inter-broker listener %s (sasl.mechanism.inter.broker.protocol %s): %w", name, mech, err)
 	}
-	var m kgosasl.Mechanism
-	switch mech {
-	case "PLAIN":
-		m = plain.Auth{User: user, Pass: pass}.AsMechanism()
-	case "SCRAM-SHA-256":
-		m = scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
-	case "SCRAM-SHA-512":
-		m = scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()
-	default:
-		return fmt.Errorf("sasl.mechanism.inter.broker.protocol %s: Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
-	}
+	m := build(user, pass)
 	b.interBrokerSASL = []kgo.Opt{kgo.SASL(m)}
 	b.log.Info().Str("listener", name).Str("mechanism", mech).Str("user", user).Msg("brokers authenticate to each other with SASL")
 	return nil
