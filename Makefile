@@ -46,6 +46,11 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzFilter$$' -fuzztime=$(FUZZ_FAST) ./broker/acl
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeLogStart$$' -fuzztime=$(FUZZ_DISK) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_FAST) ./controller
+	$(GO) test -run='^$$' -fuzz='^FuzzParseJAAS$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
+	$(GO) test -run='^$$' -fuzz='^FuzzParsePlain$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
+	$(GO) test -run='^$$' -fuzz='^FuzzParseScramClientFirst$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
+	$(GO) test -run='^$$' -fuzz='^FuzzParseScramClientFinal$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
+	$(GO) test -run='^$$' -fuzz='^FuzzParseOAuthBearer$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
 
 compat: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...

@@ -282,17 +282,12 @@ var authzRules = map[int16]authzRule{
 	71: {"none (as in Kafka)", 0, nil},
 	72: {"none (as in Kafka)", 0, nil},
 	75: {"DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions},
-
-	// Served by the SASL branch (issue 13); here so the table is whole
-	// when it merges. authzRulesAhead lists them.
 	17: {"none (before authentication)", 0, nil},
 	36: {"none (before authentication)", 0, nil},
 	50: {"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
 	51: {"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
 }
 
-// authzRulesAhead are the keys of authzRules another branch serves.
-var authzRulesAhead = map[int16]bool{17: true, 36: true, 50: true, 51: true}
 
 // AuthzTable lists the table for docs and tests: key, requirement, blast
 // rank.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"os"
 	"path/filepath"
@@ -97,6 +98,13 @@ type Broker struct {
 	tlsDialState tlsDialState
 	listeners    []net.Listener
 	advertised   []Listener // one per client listener, ports resolved
+	// saslServers authenticate each client listener's connections (nil
+	// for a listener without SASL); built with the listeners (sasl.go).
+	saslServers []protocol.Authenticator
+	// interBrokerSASL authenticates this broker's own connections to the
+	// others' inter-broker listener when it is SASL; nil when not. Set
+	// with saslServers, read-only after.
+	interBrokerSASL []kgo.Opt
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)
@@ -249,6 +257,10 @@ func (b *Broker) listen() error {
 		b.closeListeners()
 		return err
 	}
+	if err := b.buildSASL(); err != nil {
+		b.closeListeners()
+		return err
+	}
 	return nil
 }
 
@@ -322,6 +334,9 @@ func (b *Broker) Start() {
 			return
 		}
 		b.serveClients()
+		if b.cfg.SASL.ScramBootstrap != "" {
+			b.goLoop(b.bootstrapScram)
+		}
 		b.ensureOffsetsTopic()
 	})
 	b.coord.Start() // the groups' timeouts and offset expiry
@@ -358,6 +373,7 @@ func (b *Broker) serveClients() {
 			Admit:           b.admitConnection,
 			Budget:          b.limits.budget,
 			FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
+			SASL:            b.saslServers[i],
 		}, h, versionTable{}, b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)

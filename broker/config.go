@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/fjordlog/fjord/broker/sasl"
 	"math"
 	"net"
 	"slices"
@@ -129,6 +130,9 @@ type Config struct {
 	// SSLReloadCheckMs is how often a TLS listener's store files are
 	// checked for changes (fjord.ssl.reload.check.interval.ms).
 	SSLReloadCheckMs int64
+	// SASL holds the SASL keys; its per-listener ones and sasl.jaas.config
+	// (which hold passwords) are never reported by DescribeConfigs.
+	SASL sasl.Settings
 
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -143,6 +147,7 @@ func DefaultConfig() Config {
 	return Config{
 		NodeID:                    1,
 		Listeners:                 "PLAINTEXT://127.0.0.1:9092",
+		SASL:                      sasl.Settings{EnabledMechanisms: "GSSAPI", InterBrokerMechanism: "GSSAPI"},
 		ClusterID:                 "",
 		LogDirs:                   "./fjord-data",
 		NumPartitions:             1,
@@ -198,6 +203,9 @@ func DefaultConfig() Config {
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
+	if _, err := sasl.ParseScramBootstrap(c.SASL.ScramBootstrap); err != nil {
+		return fmt.Errorf("fjord.sasl.scram.bootstrap: %w", err)
+	}
 	var errs []error
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node.id %d: must be >= 0", c.NodeID))

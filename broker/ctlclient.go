@@ -181,6 +181,12 @@ func notController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, e := range r.Results {
+			if e.ErrorCode == nc {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -106,7 +106,7 @@ func (b *Broker) interBrokerOpts() []kgo.Opt {
 	for i, a := range b.advertised {
 		if a.Name == name && b.tlsSources[i] != nil {
 			src := b.tlsSources[i]
-			return []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return append(slices.Clip(b.interBrokerSASL), kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 				cfg := src.Client().Clone()
 				if host, _, err := net.SplitHostPort(addr); err == nil && cfg.ServerName == "" {
 					cfg.ServerName = host
@@ -115,10 +115,10 @@ func (b *Broker) interBrokerOpts() []kgo.Opt {
 				c, err := d.DialContext(ctx, network, addr)
 				b.tlsDialState.note(b, name, addr, err)
 				return c, err
-			})}
+			}))
 		}
 	}
-	return nil
+	return b.interBrokerSASL
 }
 
 // tlsDialState remembers, per peer address, whether the last inter-broker

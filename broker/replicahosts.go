@@ -30,7 +30,7 @@ func (h fetchHost) BrokerEpoch() int64      { return h.b.brokerEpoch.Load() }
 func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
 
 // ClientOpts are the replica fetchers' extra client options: TLS when the
-// inter-broker listener is SSL.
+// inter-broker listener is SSL, SASL when it is SASL (interBrokerOpts).
 func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerOpts() }
 func (h fetchHost) Repaired(*replica.Partition) {
 	h.b.metrics.logRepairs.Inc()

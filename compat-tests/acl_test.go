@@ -602,6 +602,26 @@ func authProbes() []authProbe {
 			}
 			return resp.Entries[0].ErrorCode, nil
 		}},
+		{50, true, "DescribeUserScramCredentials", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			resp, err := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest().RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{51, true, "AlterUserScramCredentials", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			// Deleting a credential nobody has: RESOURCE_NOT_FOUND when
+			// allowed, so nothing is changed either way.
+			req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+			d.Name, d.Mechanism = p+"nobody", 1
+			req.Deletions = append(req.Deletions, d)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Results) == 0 {
+				return -1, err
+			}
+			return resp.Results[0].ErrorCode, nil
+		}},
 		{57, true, "UpdateFeatures", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrUpdateFeaturesRequest()
 			req.TimeoutMillis, req.ValidateOnly = 5000, true

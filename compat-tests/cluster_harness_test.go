@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // Session and heartbeat settings of every cluster test: a silent broker is
@@ -49,6 +50,10 @@ type Cluster struct {
 	roles       []string  // process.roles of node id at [id-1]
 	clientPorts []string  // PLAINTEXT listener of node id at [id-1] (unused on a controller-only node)
 	ctlPorts    []string  // CONTROLLER listener of node id at [id-1] (unused on a broker-only node)
+
+	// clientOpts are extra options of every pinned client: SASL when the
+	// overrides ask the probe to authenticate (compat.probe.sasl.plain).
+	clientOpts []kgo.Opt
 
 	mu      sync.Mutex
 	clients map[int]*kgo.Client // pinned clients by node id
@@ -100,6 +105,12 @@ func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, 
 	n := len(roles)
 	ports := freePorts(t, 2*n)
 	c := &Cluster{t: t, roles: roles, clientPorts: ports[:n], ctlPorts: ports[n:], clients: map[int]*kgo.Client{}}
+	for _, o := range overrides {
+		if up, ok := strings.CutPrefix(o, "compat.probe.sasl.plain="); ok {
+			u, p, _ := strings.Cut(up, ":")
+			c.clientOpts = append(c.clientOpts, kgo.SASL(plain.Auth{User: u, Pass: p}.AsMechanism()))
+		}
+	}
 	var voters []string
 	for i := 0; i < n; i++ {
 		if hasRole(roles[i], "controller") {
@@ -432,7 +443,7 @@ func (c *Cluster) Client(id int) *kgo.Client {
 	if cl, ok := c.clients[id]; ok {
 		return cl
 	}
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -440,9 +451,9 @@ func (c *Cluster) Client(id int) *kgo.Client {
 		}),
 		kgo.DialTimeout(time.Second),
 		kgo.RequestRetries(2),
-		kgo.RetryTimeout(5*time.Second),
-		kgo.MetadataMinAge(10*time.Millisecond),
-	)
+		kgo.RetryTimeout(5 * time.Second),
+		kgo.MetadataMinAge(10 * time.Millisecond),
+	}, c.clientOpts...)...)
 	if err != nil {
 		c.t.Fatalf("kgo.NewClient for node %d: %v", id, err)
 	}

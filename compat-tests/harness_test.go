@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // fjordBin is the broker binary every test runs: $FJORD_BIN, or one built
@@ -152,8 +153,18 @@ func (b *Broker) launch(port string) error {
 		"--override", "listeners=PLAINTEXT://" + addr,
 		"--override", "log.dirs=" + b.DataDir,
 	}
+	var probeOpts []kgo.Opt
 	for _, o := range b.overrides {
-		args = append(args, "--override", o)
+		// compat.probe.sasl.plain=user:password is the harness's, not
+		// fjord's: the probe authenticates so on a SASL-only listener.
+		if up, ok := strings.CutPrefix(o, "compat.probe.sasl.plain="); ok {
+			u, p, _ := strings.Cut(up, ":")
+			probeOpts = append(probeOpts, kgo.SASL(plain.Auth{User: u, Pass: p}.AsMechanism()))
+			continue
+		}
+		// {port} is this start's port, for a test that lists its own
+		// listeners and keeps the probed PLAINTEXT one.
+		args = append(args, "--override", strings.ReplaceAll(o, "{port}", port))
 	}
 	b.mu.Lock()
 	b.starts++
@@ -193,7 +204,7 @@ func (b *Broker) launch(port string) error {
 			return fmt.Errorf("broker exited during start-up: %v\n%s", werr, b.tailLog(50))
 		default:
 		}
-		if last = probe(addr); last == nil {
+		if last = probe(addr, probeOpts...); last == nil {
 			return nil
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -203,13 +214,13 @@ func (b *Broker) launch(port string) error {
 }
 
 // probe checks that addr accepts TCP and answers a kadm metadata request.
-func probe(addr string) error {
+func probe(addr string, opts ...kgo.Opt) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		return err
 	}

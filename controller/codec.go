@@ -132,6 +132,18 @@ func Encode(r Record) []byte {
 		} else {
 			e.b = append(e.b, 0)
 		}
+	case ScramCredential:
+		e.str(b.User)
+		e.b = append(e.b, byte(b.Mechanism))
+		if b.Remove {
+			e.b = append(e.b, 1)
+		} else {
+			e.b = append(e.b, 0)
+			e.str(string(b.Salt))
+			e.str(string(b.StoredKey))
+			e.str(string(b.ServerKey))
+			e.i32(b.Iterations)
+		}
 	case Batch:
 		if len(b.Records) == 0 {
 			panic("controller: Encode of an empty Batch")
@@ -285,6 +297,13 @@ func decode(data []byte, inBatch bool) (Record, error) {
 		a.Operation = int8(d.byte())
 		a.Permission = int8(d.byte())
 		body = ACLChange{ACL: a, Remove: d.flag()}
+	case TypeScramCredential:
+		b := ScramCredential{User: d.str(), Mechanism: ScramMechanism(d.byte())}
+		if b.Remove = d.flag(); !b.Remove {
+			b.Salt, b.StoredKey, b.ServerKey = []byte(d.str()), []byte(d.str()), []byte(d.str())
+			b.Iterations = d.i32()
+		}
+		body = b
 	case TypeBatch:
 		if inBatch {
 			return Record{}, fmt.Errorf("%w: Batch inside a Batch", ErrCorrupt)

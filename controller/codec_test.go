@@ -33,6 +33,8 @@ func sampleRecords() []Record {
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaUser, Name: ptr("alice")}, {Type: QuotaClientID}}, Key: QuotaProducerByteRate, Value: ptr(1048576.0)},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaIP, Name: ptr("")}}, Key: QuotaConnectionCreationRate},
 		ClientQuota{Key: "k", Value: ptr(-0.5)},
+		ScramCredential{User: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"), StoredKey: []byte("st"), ServerKey: []byte("sv"), Iterations: 8192},
+		ScramCredential{User: "alice", Mechanism: ScramSHA256, Remove: true},
 		ChangeReplicas{TopicID: id, Partition: 3, Replicas: []int32{2, 3, 4, 1}, Adding: []int32{4}, Removing: []int32{1}, ISR: []int32{1, 2}, Leader: -1},
 		ChangeReplicas{TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		ACLChange{ACL: ACL{ResourceType: 2, Name: "mf.settlement.", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3}},

@@ -50,6 +50,8 @@ type Image struct {
 	quotas map[QuotaEntity]map[string]float64
 	// acls is the set of ACL bindings (acl.go); nil when empty.
 	acls map[ACL]struct{}
+	// scram are the SCRAM credentials (scram.go).
+	scram map[ScramKey]ScramSecret
 }
 
 // BrokerState is a registered broker as the image sees it.
@@ -301,6 +303,8 @@ func (img *Image) apply(index uint64, r Record) error {
 		return img.setClientQuota(b)
 	case ACLChange:
 		return img.applyACL(b)
+	case ScramCredential:
+		return img.setScramCredential(b)
 	default:
 		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
 	}

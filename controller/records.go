@@ -24,6 +24,7 @@ const (
 	TypeClientQuota      RecordType = 12 // quota.go
 	TypeChangeReplicas   RecordType = 13 // 12 is reserved (client quotas)
 	TypeACL              RecordType = 15 // acl.go; 14 is reserved (SCRAM credentials)
+	TypeScramCredential  RecordType = 14 // scram.go
 )
 
 // String names the type for logs and test output.
@@ -57,6 +58,8 @@ func (t RecordType) String() string {
 		return "ChangeReplicas"
 	case TypeACL:
 		return "ACL"
+	case TypeScramCredential:
+		return "ScramCredential"
 	}
 	return "RecordType(" + strconv.Itoa(int(t)) + ")"
 }

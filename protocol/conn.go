@@ -62,8 +62,10 @@ type ServerConfig struct {
 	// their handler, across every server sharing it
 	// (queued.max.request.bytes; see limits.go).
 	Budget *Budget
-	// FailedAuthDelay is how long a connection lingers, unread, after a
-	// failed authentication (connection.failed.authentication.delay.ms).
+	// FailedAuthDelay is how long a failed SASL authentication waits before
+	// its answer (and the connection's close), so a password cannot be
+	// guessed at full speed (connection.failed.authentication.delay.ms;
+	// auth.go).
 	FailedAuthDelay time.Duration
 	// TLS, if set, makes the listener TLS: called per connection, so a
 	// reloaded certificate applies to new connections (protocol/tls.go).
@@ -71,6 +73,9 @@ type ServerConfig struct {
 	// TLSPrincipal is the principal of a TLS client certificate
 	// (ssl.principal.mapping.rules); "" = User:ANONYMOUS.
 	TLSPrincipal func(*tls.ConnectionState) string
+	// SASL, if set, must authenticate a connection before it is served
+	// (auth.go); nil = the listener needs no SASL.
+	SASL Authenticator
 }
 
 // Server accepts Kafka connections and runs the per-connection pipeline.
@@ -239,9 +244,11 @@ type conn struct {
 	// the end of the longest mute asked for (Request.Mute).
 	notBefore atomic.Int64
 	muteFn    func(time.Duration) // c.mute, made once rather than per request
-	// principal is the connection's principal ("User:..."); set by the
-	// reader before its first request, read only by the reader.
-	principal string
+	// tlsPrincipal is the TLS client certificate's principal ("" when
+	// none); set by the reader before its first request, read only by it.
+	tlsPrincipal string
+
+	auth authState // readLoop's own
 }
 
 func (c *conn) stopReading() {
@@ -295,7 +302,7 @@ func (c *conn) isStopping() bool {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.slots)
-	if !c.handshake() {
+	if !c.tlsHandshake() {
 		return
 	}
 	br := bufio.NewReaderSize(c.nc, 32<<10)
@@ -305,11 +312,17 @@ func (c *conn) readLoop() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
 		g := c.frameGrant()
-		frame, err := readFrame(br, c.s.cfg.MaxFrameBytes, true, g)
+		frame, err := c.nextFrame(br, g)
 		if err != nil {
 			g.release()
 			c.readFailed(err)
 			return
+		}
+		if c.auth.raw { // a v0 exchange's bare token (auth.go)
+			if !c.rawStep(frame) {
+				return
+			}
+			continue
 		}
 		req, err := ParseRequest(frame, c.s.vs)
 		if err != nil {
@@ -324,13 +337,18 @@ func (c *conn) readLoop() {
 		}
 		req.ClientHost = c.host
 		req.Mute = c.muteFn
-		req.Principal = c.principal
+		req.Principal = c.principal()
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:
 		case <-c.ctx.Done():
 			g.release()
 			return
+		}
+		if handled, stop := c.gate(req, sl); stop {
+			return // the writer sends what is owed, then closes
+		} else if handled {
+			continue
 		}
 		if req.Body == nil { // ApiVersions newer than ours
 			g.release()

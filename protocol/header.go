@@ -28,9 +28,9 @@ type Request struct {
 	// throttles a client over its quota after answering at once. Set by
 	// the front end; safe from any goroutine.
 	Mute func(d time.Duration)
-	// Principal is the connection's current principal in Kafka's string
-	// form: "User:ANONYMOUS", the TLS client certificate's, or the
-	// SASL-authenticated one.
+	// Principal is who the connection authenticated as when the request
+	// was read, in Kafka's "User:<name>" form (AnonymousPrincipal when
+	// nobody did).
 	Principal string
 
 	frame []byte
@@ -145,6 +145,9 @@ func skipTags(b []byte) ([]byte, error) {
 
 // AppendResponse appends a complete response frame (size prefix included).
 func AppendResponse(dst []byte, key int16, correlationID int32, resp kmsg.Response) []byte {
+	if dst, ok := rawTokenFrame(dst, resp); ok {
+		return dst
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))

@@ -214,24 +214,3 @@ func (s *Server) admit(nc net.Conn) (release func(), ok bool) {
 	return nil, false
 }
 
-// waitFailedAuth is the hook for a failed authentication
-// (connection.failed.authentication.delay.ms): the SASL gate calls it on
-// the reader goroutine after it has queued the failure response, then
-// returns from readLoop. Nothing more is read; the writer sends the
-// responses owed, the failure among them, and the connection closes
-// FailedAuthDelay after the failure, so a client guessing passwords gets
-// one guess per delay per connection and cannot reconnect in a tight loop.
-// It returns early if the connection or the server closes.
-func (c *conn) waitFailedAuth() {
-	d := c.s.cfg.FailedAuthDelay
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-c.ctx.Done():
-	case <-c.stopCh:
-	}
-}

@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// AnonymousPrincipal is the principal of a connection that has not
-// authenticated (Kafka's KafkaPrincipal.ANONYMOUS).
-const AnonymousPrincipal = "User:ANONYMOUS"
-
 // handshakeTimeout bounds a TLS handshake: a peer that connects and sends
 // nothing must not hold a connection's goroutines for long.
 const handshakeTimeout = 10 * time.Second
@@ -17,7 +13,6 @@ const handshakeTimeout = 10 * time.Second
 // no I/O: the handshake runs on the reader goroutine (handshake), never on
 // the accept loop.
 func (c *conn) wrapTLS() {
-	c.principal = AnonymousPrincipal
 	if c.s.cfg.TLS == nil {
 		return
 	}
@@ -26,10 +21,10 @@ func (c *conn) wrapTLS() {
 	}
 }
 
-// handshake completes a TLS handshake within handshakeTimeout and takes
+// tlsHandshake completes a TLS handshake within handshakeTimeout and takes
 // the principal from the client certificate; false closes the connection
 // (nothing was read, so nothing is owed).
-func (c *conn) handshake() bool {
+func (c *conn) tlsHandshake() bool {
 	tc, ok := c.nc.(*tls.Conn)
 	if !ok {
 		return true
@@ -44,9 +39,9 @@ func (c *conn) handshake() bool {
 	if c.s.cfg.TLSPrincipal != nil {
 		st := tc.ConnectionState()
 		if p := c.s.cfg.TLSPrincipal(&st); p != "" {
-			c.principal = p
+			c.tlsPrincipal = p
 		}
 	}
-	c.log.Debug().Str("principal", c.principal).Str("tls", tls.VersionName(tc.ConnectionState().Version)).Msg("TLS connection")
+	c.log.Debug().Str("principal", c.principal()).Str("tls", tls.VersionName(tc.ConnectionState().Version)).Msg("TLS connection")
 	return true
 }

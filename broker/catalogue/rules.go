@@ -45,7 +45,8 @@ const (
 	whyMetrics    = "Kafka's metric reporters; Fjord serves Prometheus metrics itself (fjord.metrics.listener)"
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
-	whySecurity   = "SASL is not built yet (a listener that uses it is refused)"
+	whySecurity   = "SASL over TLS (SASL_SSL) is not built yet (a listener that uses it is refused)"
+	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -113,15 +114,17 @@ var brokerExact = map[string]rule{
 	// Security.
 	// authorizer.class.name, super.users and allow.everyone.if.no.acl.found
 	// are broker keys Fjord implements (broker/keys.go, broker/authz.go).
-	"security.inter.broker.protocol": {class: Unsupported, why: whySecurity, asFjord: equalFold("PLAINTEXT"), refuseWhen: "anything but PLAINTEXT",
+	"security.inter.broker.protocol": {class: Unsupported, why: whySecurity, asFjord: func(v string) bool {
+		return strings.EqualFold(v, "PLAINTEXT") || strings.EqualFold(v, "SASL_PLAINTEXT")
+	}, refuseWhen: "anything but PLAINTEXT or SASL_PLAINTEXT",
 		refuse: func(v string) string {
-			if v == "" || strings.EqualFold(v, "PLAINTEXT") {
+			if v == "" || strings.EqualFold(v, "PLAINTEXT") || strings.EqualFold(v, "SASL_PLAINTEXT") {
 				return ""
 			}
 			if strings.EqualFold(v, "SSL") {
 				return "Fjord picks the inter-broker listener by name only: set inter.broker.listener.name to a listener mapped to SSL"
 			}
-			return "brokers talk PLAINTEXT or SSL only: SASL is not built yet"
+			return "brokers talk PLAINTEXT, SSL or SASL_PLAINTEXT only: SASL_SSL is not built yet"
 		}},
 	"ssl.engine.factory.class": {class: Unsupported, why: whyJSSE, asFjord: empty, refuseWhen: "any class name",
 		refuse: func(v string) string {
@@ -132,7 +135,7 @@ var brokerExact = map[string]rule{
 		}},
 	"ssl.protocol":              with(ignored, "Go negotiates the highest version of ssl.enabled.protocols"),
 	"principal.builder.class":   with(unsupported, whySecurity),
-	"connections.max.reauth.ms": with(unsupported, whySecurity),
+	"connections.max.reauth.ms": with(unsupported, "re-authentication (KIP-368) is not built: SASL sessions do not expire"),
 
 	// Storage behaviour Fjord has in other terms.
 	"compression.type":                      {class: Unsupported, why: "Fjord keeps batches as the producer compressed them", asFjord: equalFold("producer")},
@@ -191,7 +194,7 @@ var brokerPrefix = map[string]rule{
 	"metrics.":                    with(ignored, whyMetrics),
 	"password.encoder.":           with(ignored, "encrypts dynamic password configs, which Fjord does not store"),
 	"ssl.":                        with(ignored, whyJSSE),
-	"sasl.":                       with(unsupported, whySecurity),
+	"sasl.":                       with(unsupported, whySASLKey),
 	"security.":                   with(unsupported, whySecurity),
 	"delegation.token.":           with(unsupported, whySecurity),
 	"transaction.":                with(unsupported, "tunes Kafka's transaction coordinator; Fjord's has its own intervals"),

@@ -40,6 +40,12 @@ type FetchHost interface {
 	Logger() *zerolog.Logger
 }
 
+// ClientOpter is what a FetchHost implements when connections to leaders
+// need more than an address: SASL on the inter-broker listener.
+type ClientOpter interface {
+	ClientOpts() []kgo.Opt
+}
+
 // FollowerThrottle is what a FetchHost implements to throttle this
 // follower's replication (follower.replication.throttled.rate): a
 // partition over the quota is left out of the next fetch.
@@ -233,8 +239,8 @@ func (f *fetcher) connect() error {
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
 		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID()))}
-	if d, ok := f.host.(interface{ ClientOpts() []kgo.Opt }); ok {
-		opts = append(opts, d.ClientOpts()...) // TLS to an SSL inter-broker listener
+	if co, ok := f.host.(ClientOpter); ok {
+		opts = append(opts, co.ClientOpts()...)
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

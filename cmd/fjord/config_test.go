@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -436,14 +438,14 @@ func TestErrors(t *testing.T) {
 			[]string{"env KAFKA_AUTHORIZER_CLASS_NAME: authorizer.class.name", "is not available"}},
 		{"unclean election refused", []string{"--override", "unclean.leader.election.enable=true"}, nil,
 			[]string{"--override: unclean.leader.election.enable: Fjord never elects a leader outside the ISR"}},
-		{"SASL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT"},
-			[]string{"listener SASL_PLAINTEXT uses SASL_PLAINTEXT: SASL is not built yet"}},
 		{"SASL_SSL listener refused", nil, []string{"KAFKA_LISTENERS=SASL_SSL://127.0.0.1:9092"},
-			[]string{"listener SASL_SSL uses SASL_SSL: SASL is not built yet"}},
+			[]string{"listener SASL_SSL uses SASL_SSL: SASL over TLS is not built yet"}},
 		{"SSL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
 			[]string{"listener CONTROLLER uses SSL: the controller listener (controller.listener.names) is served in plain text only"}},
 		{"security.inter.broker.protocol=SSL refused", nil, []string{"KAFKA_SECURITY_INTER_BROKER_PROTOCOL=SSL"},
 			[]string{"set inter.broker.listener.name to a listener mapped to SSL"}},
+		{"SASL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
+			[]string{"controller listener CONTROLLER uses SASL_PLAINTEXT"}},
 		{"bad protocol map", nil, []string{"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT"},
 			[]string{"env KAFKA_LISTENER_SECURITY_PROTOCOL_MAP: listener.security.protocol.map: "}},
 		{"removed Kafka key", nil, []string{"KAFKA_ADVERTISED_HOST_NAME=kafka"},
@@ -619,5 +621,37 @@ func TestBitnamiEnvironment(t *testing.T) {
 	}
 	if cfg.NumPartitions != 4 || cfg.RetentionMs != 60000 || cfg.ClusterID != "abcdefghijklmnopqrstuv" {
 		t.Fatalf("num.partitions %d, log.retention.ms %d, cluster.id %q", cfg.NumPartitions, cfg.RetentionMs, cfg.ClusterID)
+	}
+}
+
+// A SASL_PLAINTEXT listener starts only with mechanisms and users Fjord
+// can serve; the per-listener JAAS key and the JAAS file of KAFKA_OPTS
+// are both read.
+func TestSASLListenerConfig(t *testing.T) {
+	base := []string{"KAFKA_LISTENERS=SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"}
+	jaas := filepath.Join(t.TempDir(), "jaas.conf")
+	if err := os.WriteFile(jaas, []byte("KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\"; };"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string // "" = starts
+	}{
+		{nil, "SASL mechanism GSSAPI is not supported"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN"}, "no JAAS configuration for PLAIN"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", "KAFKA_OPTS=-Djava.security.auth.login.config=" + jaas}, ""},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", `KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, ""},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=PLAIN", `KAFKA_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required password="p";`}, "gives PLAIN no users"},
+		{[]string{"KAFKA_SASL_ENABLED_MECHANISMS=SCRAM-SHA-512"}, ""},
+	} {
+		l, err := loadConfig(nil, append(slices.Clone(base), c.env...))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.env, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want %q", c.env, err, c.want)
+		case c.want == "" && strings.Contains(fmt.Sprint(l.cfg.Static), "PlainLoginModule"):
+			t.Errorf("%q: the JAAS config is a static config DescribeConfigs would show", c.env)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/catalogue"
 	"github.com/fjordlog/fjord/broker/tlsconf"
+	"github.com/fjordlog/fjord/broker/sasl"
 )
 
 // layer is a source of settings; a higher layer wins key by key.
@@ -92,6 +93,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 
 	settings := make(map[string]setting)
 	var errs []error
+	var jaasFile string // KAFKA_OPTS -Djava.security.auth.login.config
 	put := func(key, value, origin string, l layer) {
 		if prev, ok := settings[key]; ok && prev.layer > l {
 			return
@@ -168,7 +170,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		case envKafkaOpts:
 			for _, o := range parseKafkaOpts(value) {
 				if o.prop == "java.security.auth.login.config" {
-					out.warnings = append(out.warnings, configNote{"env KAFKA_OPTS", "-D" + o.prop, fmt.Sprintf("the JAAS file %q is not read: SASL is not built yet (a listener that uses it is refused)", o.value)})
+					jaasFile = o.value
 					continue
 				}
 				out.ignored = append(out.ignored, "KAFKA_OPTS "+o.word)
@@ -200,6 +202,11 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		k, v, _ := strings.Cut(o, "=")
 		put(strings.TrimSpace(k), v, "--override", layerFlag)
 	}
+
+	// The SASL keys that hold passwords or name a listener are kept apart
+	// from the key table, so DescribeConfigs never reports them.
+	saslSettings := takeSASLSettings(settings)
+	saslSettings.JAASFile = jaasFile
 
 	// Judge the keys Fjord does not implement against Kafka's catalogue.
 	keys := mapsKeys(settings)
@@ -293,6 +300,8 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	} else {
 		cfg.AdvertisedListeners = adv
 	}
+	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism, saslSettings.ReauthMs = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism, cfg.SASL.ReauthMs
+	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
 		errs = append(errs, err)
 	}
@@ -352,10 +361,11 @@ func advertiseHostname(adv string) (string, error) {
 }
 
 // checkSecurityProtocols refuses a listener Fjord cannot serve as its
-// security protocol asks: SASL (not built in this branch), and TLS on a
-// controller listener (the quorum's transport is plaintext). Serving such
+// security protocol asks: SASL over TLS (not built yet), SASL or TLS on a
+// controller listener (the quorum's transport is plaintext), and a SASL
+// listener whose mechanisms or users cannot be served. Serving such
 // clients in plain text would look secure and not be. The map itself must
-// parse.
+// parse; a listener's protocol is broker.Config.ListenerProtocol's.
 func checkSecurityProtocols(cfg broker.Config, m setting) error {
 	if _, err := broker.ParseProtocolMap(m.value); err != nil {
 		return fmt.Errorf("%s: listener.security.protocol.map: %w", m.origin, err)
@@ -372,10 +382,17 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 	var errs []error
 	for _, n := range names {
 		switch proto := cfg.ListenerProtocol(n); {
-		case proto == "SASL_PLAINTEXT" || proto == "SASL_SSL":
-			errs = append(errs, fmt.Errorf("listener %s uses %s: SASL is not built yet, and Fjord will not serve such a listener without it", n, proto))
+		case proto == "SASL_SSL":
+			errs = append(errs, fmt.Errorf("listener %s uses SASL_SSL: SASL over TLS is not built yet, and Fjord will not serve such a listener without it", n))
 		case proto == "SSL" && cfg.IsControllerListener(n):
 			errs = append(errs, fmt.Errorf("listener %s uses SSL: the controller listener (controller.listener.names) is served in plain text only; map it to PLAINTEXT and keep it on a private network", n))
+		case proto == "SASL_PLAINTEXT" && cfg.IsControllerListener(n):
+			errs = append(errs, fmt.Errorf("controller listener %s uses SASL_PLAINTEXT: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n))
+		case proto == "SASL_PLAINTEXT":
+			// Served with SASL: its mechanisms and users must be servable.
+			if _, err := sasl.NewServer(cfg.SASL, n, noScram); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

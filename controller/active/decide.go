@@ -111,6 +111,8 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return c.legacyAlterConfigs(ctx, img, req)
 	case *kmsg.AlterClientQuotasRequest:
 		return c.alterClientQuotas(ctx, img, req) // quota.go
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.alterUserScramCredentials(ctx, img, req) // scram.go
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return c.alterReassignments(ctx, img, req)
 	case *kmsg.ListPartitionReassignmentsRequest:

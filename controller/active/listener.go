@@ -3,6 +3,7 @@ package active
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/fjordlog/fjord/protocol"
@@ -31,6 +32,7 @@ var apis = map[int16][2]int16{
 	43: {0, 2},   // ElectLeaders
 	44: {0, 1},   // IncrementalAlterConfigs
 	49: {0, 1},   // AlterClientQuotas
+	51: {0, 0},   // AlterUserScramCredentials (scram.go)
 	45: {0, 1},   // AlterPartitionReassignments
 	46: {0, 0},   // ListPartitionReassignments
 	30: {0, 3},   // CreateAcls (acl.go)
@@ -203,6 +205,25 @@ func ErrorResponse(kreq kmsg.Request, code int16) kmsg.Response {
 				se.Entity = append(se.Entity, re)
 			}
 			r.Entries = append(r.Entries, se)
+		}
+		return r
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		r := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		var users []string
+		for _, d := range req.Deletions {
+			if !slices.Contains(users, d.Name) {
+				users = append(users, d.Name)
+			}
+		}
+		for _, u := range req.Upsertions {
+			if !slices.Contains(users, u.Name) {
+				users = append(users, u.Name)
+			}
+		}
+		for _, u := range users {
+			rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			rr.User, rr.ErrorCode = u, code
+			r.Results = append(r.Results, rr)
 		}
 		return r
 	}

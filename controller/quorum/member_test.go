@@ -165,6 +165,16 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 	if !reflect.DeepEqual(a.ACLs(), b.ACLs()) {
 		t.Fatalf("acls differ:\n%v\n%v", a.ACLs(), b.ACLs())
 	}
+	if !reflect.DeepEqual(a.ScramCredentials(), b.ScramCredentials()) {
+		t.Fatalf("SCRAM credentials differ:\n%v\n%v", a.ScramCredentials(), b.ScramCredentials())
+	}
+	for _, k := range a.ScramCredentials() {
+		x, _ := a.ScramCredential(k.User, k.Mechanism)
+		y, _ := b.ScramCredential(k.User, k.Mechanism)
+		if !reflect.DeepEqual(x, y) {
+			t.Fatalf("SCRAM credential %v differs", k)
+		}
+	}
 }
 
 func TestElectAndCommit(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 //   - ProducerIDs{First: 0, Count: NextProducerID} when ids were handed out;
 //   - ClientQuota for every key of every quota entity;
 //   - ACLChange (an add) for every ACL binding.
+//   - ScramCredential for every SCRAM credential.
 //
 // The records are placed at strictly increasing indexes no greater than the
 // snapshot index: registrations at their epochs, the others greedily in the
@@ -169,6 +170,11 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 	}
 	for _, a := range img.ACLs() {
 		free = append(free, controller.NewRecord(controller.ACLChange{ACL: a}))
+	}
+	for _, k := range img.ScramCredentials() {
+		s, _ := img.ScramCredential(k.User, k.Mechanism)
+		free = append(free, controller.NewRecord(controller.ScramCredential{User: k.User, Mechanism: k.Mechanism,
+			Salt: s.Salt, StoredKey: s.StoredKey, ServerKey: s.ServerKey, Iterations: s.Iterations}))
 	}
 
 	if out, ok := placeGreedy(regs, unfences, free, v); ok {

@@ -141,6 +141,15 @@ func richBodies() func(img *controller.Image) controller.Body {
 			return controller.ACLChange{ACL: controller.ACL{ResourceType: 3, Name: "g", PatternType: 3,
 				Principal: "User:bob", Host: "10.0.0.1", Operation: 3, Permission: 2}, Remove: true}
 		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "u", Mechanism: controller.ScramSHA256, Salt: []byte("s"), StoredKey: []byte("a"), ServerKey: []byte("b"), Iterations: 4096}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "v", Mechanism: controller.ScramSHA512, Salt: []byte("s"), StoredKey: []byte("a"), ServerKey: []byte("b"), Iterations: 4096}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.ScramCredential{User: "v", Mechanism: controller.ScramSHA512, Remove: true}
+		},
 	}
 	return func(img *controller.Image) controller.Body {
 		if i == len(steps) {

@@ -1,0 +1,89 @@
+package broker
+
+import (
+	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeUserScramCredentials: v0
+//
+// Behaviour (KIP-554):
+//   - From this broker's metadata image: each user's SCRAM mechanisms and
+//     iteration counts; never the salt or keys.
+//   - Users null or empty: every user with a credential. A user named
+//     twice: DUPLICATE_RESOURCE for it; a user without any credential:
+//     RESOURCE_NOT_FOUND, as Kafka answers.
+//
+// Version notes:
+//   - v0: flexible
+func init() { regKey(50, 0, 0, handleDescribeUserScramCredentials) }
+
+func handleDescribeUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	img := b.image()
+	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
+	var all []string
+	for _, k := range img.ScramCredentials() {
+		s, _ := img.ScramCredential(k.User, k.Mechanism)
+		ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+		ci.Mechanism, ci.Iterations = int8(k.Mechanism), s.Iterations
+		if byUser[k.User] == nil {
+			all = append(all, k.User)
+		}
+		byUser[k.User] = append(byUser[k.User], ci)
+	}
+	users := all
+	if len(req.Users) > 0 {
+		users = nil
+		for _, u := range req.Users {
+			users = append(users, u.Name)
+		}
+	}
+	count := map[string]int{}
+	for _, u := range users {
+		count[u]++
+	}
+	done := map[string]bool{}
+	for _, u := range users {
+		if done[u] {
+			continue
+		}
+		done[u] = true
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User = u
+		switch {
+		case count[u] > 1:
+			r.ErrorCode = kerr.DuplicateResource.Code
+			msg := "Cannot describe SCRAM credentials for the same user twice in a single request: " + u
+			r.ErrorMessage = &msg
+		case byUser[u] == nil:
+			r.ErrorCode = kerr.ResourceNotFound.Code
+			msg := "Attempt to describe a user credential that does not exist: " + u
+			r.ErrorMessage = &msg
+		default:
+			r.CredentialInfos = byUser[u]
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	respond(resp)
+}
+
+// scramShows reports whether img holds the outcome of an accepted
+// AlterUserScramCredentials: the upserted credentials with their salts,
+// the deleted ones gone.
+func scramShows(img *controller.Image, req *kmsg.AlterUserSCRAMCredentialsRequest, ok map[string]bool) bool {
+	for _, d := range req.Deletions {
+		if _, has := img.ScramCredential(d.Name, controller.ScramMechanism(d.Mechanism)); ok[d.Name] && has {
+			return false
+		}
+	}
+	for _, u := range req.Upsertions {
+		s, has := img.ScramCredential(u.Name, controller.ScramMechanism(u.Mechanism))
+		if ok[u.Name] && (!has || string(s.Salt) != string(u.Salt) || s.Iterations != u.Iterations) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,285 @@
+package sasl
+
+import (
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fjordlog/fjord/protocol"
+)
+
+// Settings are the node's SASL keys as its sources gave them.
+type Settings struct {
+	EnabledMechanisms    string // sasl.enabled.mechanisms (Kafka's default GSSAPI)
+	InterBrokerMechanism string // sasl.mechanism.inter.broker.protocol (Kafka's default GSSAPI)
+	JAASConfig           string // sasl.jaas.config, for every listener and mechanism not given its own
+	// JAASFile is the path KAFKA_OPTS named with
+	// -Djava.security.auth.login.config.
+	JAASFile string
+	// ReauthMs is connections.max.reauth.ms: 0 = sessions do not expire.
+	ReauthMs int64
+	// ScramBootstrap is fjord.sasl.scram.bootstrap (ParseScramBootstrap):
+	// credentials created at start-up when they do not exist.
+	ScramBootstrap string
+	// Listener holds the listener.name.<l>.… SASL keys, by full key
+	// name (listener name lower-case, as Kafka writes them).
+	Listener map[string]string
+}
+
+// Supported are the mechanisms Fjord serves.
+var Supported = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+
+// ListenerMechanisms is the listener's enabled mechanisms:
+// listener.name.<l>.sasl.enabled.mechanisms, else sasl.enabled.mechanisms.
+func (s Settings) ListenerMechanisms(listener string) []string {
+	v, ok := s.Listener["listener.name."+strings.ToLower(listener)+".sasl.enabled.mechanisms"]
+	if !ok {
+		v = s.EnabledMechanisms
+	}
+	if strings.TrimSpace(v) == "" {
+		v = "GSSAPI"
+	}
+	var out []string
+	for m := range strings.SplitSeq(v, ",") {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Reauth is the session lifetime on listener for mechanism:
+// listener.name.<l>.<mechanism>.connections.max.reauth.ms, else
+// connections.max.reauth.ms; 0 = unbounded.
+func (s Settings) Reauth(listener, mechanism string) time.Duration {
+	ms := s.ReauthMs
+	if v, ok := s.Listener["listener.name."+strings.ToLower(listener)+"."+strings.ToLower(mechanism)+".connections.max.reauth.ms"]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
+			ms = n
+		}
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// InterBroker is the mechanism brokers authenticate to each other with.
+func (s Settings) InterBroker() string {
+	if m := strings.ToUpper(strings.TrimSpace(s.InterBrokerMechanism)); m != "" {
+		return m
+	}
+	return "GSSAPI"
+}
+
+// Modules finds the JAAS login modules for one listener and mechanism,
+// in Kafka's order: listener.name.<l>.<mechanism>.sasl.jaas.config, then
+// sasl.jaas.config, then the JAAS file's "<l>.KafkaServer" section, then
+// its "KafkaServer". where names the source, for messages.
+func (s Settings) Modules(listener, mechanism string) (mods []LoginModule, where string, err error) {
+	l := strings.ToLower(listener)
+	key := "listener.name." + l + "." + strings.ToLower(mechanism) + ".sasl.jaas.config"
+	if v, ok := s.Listener[key]; ok {
+		mods, err := ParseJAASConfig(v)
+		return mods, key, err
+	}
+	if s.JAASConfig != "" {
+		mods, err := ParseJAASConfig(s.JAASConfig)
+		return mods, "sasl.jaas.config", err
+	}
+	if s.JAASFile == "" {
+		return nil, "", fmt.Errorf("listener %s: no JAAS configuration for %s: set %s, or name a JAAS file in KAFKA_OPTS (-Djava.security.auth.login.config=)", listener, mechanism, key)
+	}
+	data, err := os.ReadFile(s.JAASFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("JAAS file: %w", err)
+	}
+	secs, err := ParseJAASFile(string(data))
+	if err != nil {
+		return nil, "", fmt.Errorf("JAAS file %s: %w", s.JAASFile, err)
+	}
+	for _, name := range []string{l + ".KafkaServer", "KafkaServer"} {
+		if mods, ok := secs[name]; ok {
+			return mods, s.JAASFile + " section " + name, nil
+		}
+	}
+	return nil, "", fmt.Errorf("JAAS file %s: no section %s.KafkaServer or KafkaServer for listener %s", s.JAASFile, l, listener)
+}
+
+// loginModule picks the mechanism's module among mods.
+func loginModule(mods []LoginModule, mechanism string) (LoginModule, bool) {
+	class := PlainLoginModule
+	if strings.HasPrefix(mechanism, "SCRAM-") {
+		class = ScramLoginModule
+	}
+	for _, m := range mods {
+		if m.Class == class {
+			return m, true
+		}
+	}
+	return LoginModule{}, false
+}
+
+// Login is the username and password this broker presents with mechanism
+// on listener (the login module's username and password options), for
+// its own connections to other brokers.
+func (s Settings) Login(listener, mechanism string) (user, pass string, err error) {
+	mods, where, err := s.Modules(listener, mechanism)
+	if err != nil {
+		return "", "", err
+	}
+	m, ok := loginModule(mods, mechanism)
+	if !ok {
+		return "", "", fmt.Errorf("%s: no login module for %s", where, mechanism)
+	}
+	user, uok := m.Options["username"]
+	pass, pok := m.Options["password"]
+	if !uok || !pok {
+		return "", "", fmt.Errorf("%s: %s has no username and password options for the broker's own connections", where, m.Class)
+	}
+	return user, pass, nil
+}
+
+// Server is one listener's protocol.Authenticator.
+//
+// Invariants: read-only once built; every mechanism of mechs is served
+// (plain is non-nil when PLAIN is in mechs).
+type Server struct {
+	mechs  []string
+	reauth map[string]time.Duration // session lifetime by mechanism; 0 = unbounded
+	plain  map[string]string        // PLAIN user name -> password (the module's user_<name> options)
+	scram  ScramLookup              // the SCRAM credentials of the metadata image
+	oauth  *unsecuredValidator      // OAUTHBEARER's, when enabled
+}
+
+// NewServer builds the authenticator of one SASL listener, or says why
+// the listener cannot be served. scram serves the SCRAM mechanisms (it
+// may be nil when none is enabled).
+func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) {
+	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram, reauth: map[string]time.Duration{}}
+	for _, m := range srv.mechs {
+		if !slices.Contains(Supported, m) {
+			return nil, fmt.Errorf("listener %s: SASL mechanism %s is not supported (Fjord serves %s): set sasl.enabled.mechanisms", listener, m, strings.Join(Supported, ", "))
+		}
+		srv.reauth[m] = s.Reauth(listener, m)
+		if v, ok := s.Listener["listener.name."+strings.ToLower(listener)+"."+strings.ToLower(m)+".connections.max.reauth.ms"]; ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || n < 0 {
+				return nil, fmt.Errorf("listener %s: %s connections.max.reauth.ms %q: want a non-negative integer", listener, m, v)
+			}
+		}
+		if strings.HasPrefix(m, "SCRAM-") && scram == nil {
+			return nil, fmt.Errorf("listener %s: %s needs the SCRAM credentials of the metadata image", listener, m)
+		}
+	}
+	if slices.Contains(srv.mechs, "OAUTHBEARER") {
+		// Kafka wants an OAuthBearerLoginModule entry; its validator
+		// options are optional, so a listener without one gets the
+		// defaults.
+		var opts map[string]string
+		if mods, _, err := s.Modules(listener, "OAUTHBEARER"); err == nil {
+			for _, m := range mods {
+				if m.Class == OAuthLoginModule {
+					opts = m.Options
+				}
+			}
+		}
+		v, err := newUnsecuredValidator(opts)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: OAUTHBEARER: %w", listener, err)
+		}
+		srv.oauth = v
+	}
+	if slices.Contains(srv.mechs, "PLAIN") {
+		mods, where, err := s.Modules(listener, "PLAIN")
+		if err != nil {
+			return nil, err
+		}
+		m, ok := loginModule(mods, "PLAIN")
+		if !ok {
+			return nil, fmt.Errorf("listener %s: %s has no %s for PLAIN", listener, where, PlainLoginModule)
+		}
+		srv.plain = map[string]string{}
+		for k, v := range m.Options {
+			if u, ok := strings.CutPrefix(k, "user_"); ok && u != "" {
+				srv.plain[u] = v
+			}
+		}
+		if len(srv.plain) == 0 {
+			return nil, fmt.Errorf("listener %s: %s gives PLAIN no users (user_<name>=\"<password>\" options)", listener, where)
+		}
+	}
+	return srv, nil
+}
+
+// Mechanisms implements protocol.Authenticator.
+func (s *Server) Mechanisms() []string { return slices.Clone(s.mechs) }
+
+// Start implements protocol.Authenticator.
+func (s *Server) Start(mechanism string, _ net.Addr, _ *tls.ConnectionState) (protocol.SASLExchange, error) {
+	switch mechanism {
+	case "PLAIN":
+		if s.plain != nil {
+			return &plainExchange{users: s.plain, lifetime: s.reauth[mechanism]}, nil
+		}
+	case "OAUTHBEARER":
+		if s.oauth != nil {
+			return &oauthExchange{v: s.oauth, lifetime: s.reauth[mechanism]}, nil
+		}
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if s.scram != nil && slices.Contains(s.mechs, mechanism) {
+			return &scramExchange{mechanism: mechanism, lookup: s.scram, lifetime: s.reauth[mechanism]}, nil
+		}
+	}
+	return nil, fmt.Errorf("mechanism %s is not enabled", mechanism)
+}
+
+// errBadCredentials is what a client hears for an unknown user or a wrong
+// password alike, as Kafka words it.
+var errBadCredentials = errors.New("Invalid username or password")
+
+// plainExchange is RFC 4616 PLAIN: one client message, an empty reply.
+type plainExchange struct {
+	users    map[string]string
+	lifetime time.Duration
+	done     bool
+}
+
+// ParsePlain splits a PLAIN message: [authzid] NUL authcid NUL passwd.
+func ParsePlain(msg []byte) (authzid, user, pass string, err error) {
+	parts := strings.Split(string(msg), "\x00")
+	if len(parts) != 3 {
+		return "", "", "", errors.New("Invalid SASL/PLAIN response: expected 3 tokens")
+	}
+	if parts[1] == "" {
+		return "", "", "", errors.New("Authentication failed: username not specified")
+	}
+	if parts[2] == "" {
+		return "", "", "", errors.New("Authentication failed: password not specified")
+	}
+	return parts[0], parts[1], parts[2], nil
+}
+
+func (p *plainExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, error) {
+	if p.done {
+		return nil, false, "", 0, errors.New("PLAIN takes one message")
+	}
+	p.done = true
+	authzid, user, pass, err := ParsePlain(msg)
+	if err != nil {
+		return nil, false, "", 0, err
+	}
+	if authzid != "" && authzid != user {
+		return nil, false, "", 0, errors.New("Authentication failed: Client requested an authorization id that is different from username")
+	}
+	want, ok := p.users[user]
+	// Compare even for an unknown user, so the time taken does not say
+	// which user names exist.
+	if subtle.ConstantTimeCompare([]byte(want), []byte(pass)) != 1 || !ok {
+		return nil, false, "", 0, errBadCredentials
+	}
+	return []byte{}, true, "User:" + user, p.lifetime, nil
+}
