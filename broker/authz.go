@@ -288,7 +288,6 @@ var authzRules = map[int16]authzRule{
 	51: {"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
 }
 
-
 // AuthzTable lists the table for docs and tests: key, requirement, blast
 // rank.
 func AuthzTable() map[int16][2]string {

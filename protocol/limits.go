@@ -213,4 +213,3 @@ func (s *Server) admit(nc net.Conn) (release func(), ok bool) {
 	}
 	return nil, false
 }
-

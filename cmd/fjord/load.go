@@ -14,8 +14,8 @@ import (
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/catalogue"
-	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/sasl"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 )
 
 // layer is a source of settings; a higher layer wins key by key.
