@@ -21,7 +21,7 @@ func (b *Broker) buildSASL() error {
 	for i, l := range b.advertised {
 		switch l.Protocol {
 		case "PLAINTEXT", "SSL": // TLS: tls.go's
-		case "SASL_PLAINTEXT":
+		case "SASL_PLAINTEXT", "SASL_SSL": // SASL_SSL: TLS first (tls.go), then SASL
 			srv, err := sasl.NewServer(b.cfg.SASL, l.Name, b.scramLookup)
 			if err != nil {
 				return err
@@ -42,7 +42,7 @@ func (b *Broker) buildSASL() error {
 // in Kafka).
 func (b *Broker) buildInterBrokerSASL() error {
 	name := b.interBrokerListener()
-	if !b.cfg.HasRole("broker") || b.cfg.ListenerProtocol(name) != "SASL_PLAINTEXT" {
+	if p := b.cfg.ListenerProtocol(name); !b.cfg.HasRole("broker") || (p != "SASL_PLAINTEXT" && p != "SASL_SSL") {
 		return nil
 	}
 	mech := b.cfg.SASL.InterBroker()
@@ -55,7 +55,7 @@ func (b *Broker) buildInterBrokerSASL() error {
 	case "SCRAM-SHA-512":
 		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha512Mechanism() }
 	default:
-		return fmt.Errorf("inter-broker listener %s is SASL_PLAINTEXT: sasl.mechanism.inter.broker.protocol %s is not supported; Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name, mech)
+		return fmt.Errorf("inter-broker listener %s is SASL: sasl.mechanism.inter.broker.protocol %s is not supported; Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name, mech)
 	}
 	user, pass, err := b.cfg.SASL.Login(name, mech)
 	if err != nil {

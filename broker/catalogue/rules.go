@@ -45,7 +45,7 @@ const (
 	whyMetrics    = "Kafka's metric reporters; Fjord serves Prometheus metrics itself (fjord.metrics.listener)"
 	whyFormat     = "message-format versioning and down-conversion: Fjord keeps and serves record batches (v2) as written"
 	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
-	whySecurity   = "SASL over TLS (SASL_SSL) is not built yet (a listener that uses it is refused)"
+	whySecurity   = "a security setting Fjord does not implement (docs/security.md lists the ones it reads)"
 	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
 	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
@@ -124,7 +124,7 @@ var brokerExact = map[string]rule{
 			if strings.EqualFold(v, "SSL") {
 				return "Fjord picks the inter-broker listener by name only: set inter.broker.listener.name to a listener mapped to SSL"
 			}
-			return "brokers talk PLAINTEXT, SSL or SASL_PLAINTEXT only: SASL_SSL is not built yet"
+			return "Fjord picks the inter-broker listener by name only: set inter.broker.listener.name to a listener mapped to " + strings.ToUpper(v)
 		}},
 	"ssl.engine.factory.class": {class: Unsupported, why: whyJSSE, asFjord: empty, refuseWhen: "any class name",
 		refuse: func(v string) string {

@@ -361,8 +361,7 @@ func advertiseHostname(adv string) (string, error) {
 }
 
 // checkSecurityProtocols refuses a listener Fjord cannot serve as its
-// security protocol asks: SASL over TLS (not built yet), SASL or TLS on a
-// controller listener (the quorum's transport is plaintext), and a SASL
+// security protocol asks: SASL or TLS on a controller listener (the quorum's transport is plaintext), and a SASL
 // listener whose mechanisms or users cannot be served. Serving such
 // clients in plain text would look secure and not be. The map itself must
 // parse; a listener's protocol is broker.Config.ListenerProtocol's.
@@ -382,13 +381,11 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 	var errs []error
 	for _, n := range names {
 		switch proto := cfg.ListenerProtocol(n); {
-		case proto == "SASL_SSL":
-			errs = append(errs, fmt.Errorf("listener %s uses SASL_SSL: SASL over TLS is not built yet, and Fjord will not serve such a listener without it", n))
 		case proto == "SSL" && cfg.IsControllerListener(n):
 			errs = append(errs, fmt.Errorf("listener %s uses SSL: the controller listener (controller.listener.names) is served in plain text only; map it to PLAINTEXT and keep it on a private network", n))
-		case proto == "SASL_PLAINTEXT" && cfg.IsControllerListener(n):
-			errs = append(errs, fmt.Errorf("controller listener %s uses SASL_PLAINTEXT: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n))
-		case proto == "SASL_PLAINTEXT":
+		case (proto == "SASL_PLAINTEXT" || proto == "SASL_SSL") && cfg.IsControllerListener(n):
+			errs = append(errs, fmt.Errorf("controller listener %s uses %s: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n, proto))
+		case proto == "SASL_PLAINTEXT" || proto == "SASL_SSL":
 			// Served with SASL: its mechanisms and users must be servable.
 			if _, err := sasl.NewServer(cfg.SASL, n, noScram); err != nil {
 				errs = append(errs, err)
