@@ -40,15 +40,20 @@ func (b *Broker) lifecycle() {
 		}
 		b.brokerEpoch.Store(epoch)
 		b.log.Info().Int64("broker_epoch", epoch).Msg("registered with the controller")
+		failed := 0 // heartbeats in a row without an answer
 		for ctx.Err() == nil {
 			shutdown := b.shuttingDown.Load()
 			resp, err := b.ctl.Heartbeat(ctx, epoch, int64(b.appliedVersion.Load()), shutdown)
 			if err != nil {
-				if ctx.Err() == nil {
-					b.log.Warn().Err(err).Msg("heartbeat failed")
+				if failed++; failed == 1 && ctx.Err() == nil {
+					b.log.Warn().Err(err).Msg("heartbeat failed; retrying (logged again once answered)")
 				}
 				b.sleepHeartbeat(ctx, fast)
 				continue
+			}
+			if failed > 0 {
+				b.log.Info().Int("failed", failed).Msg("heartbeat answered again")
+				failed = 0
 			}
 			if resp.code == kerr.StaleBrokerEpoch.Code || resp.code == kerr.BrokerIDNotRegistered.Code {
 				if shutdown {
@@ -73,11 +78,17 @@ func (b *Broker) lifecycle() {
 			if !resp.fenced && !readyOnce {
 				// Serve once the local replicas reflect the unfencing (and
 				// the leaderships it brought back), not merely once the
-				// controller has decided it.
-				if !b.waitImage(ctx, func(img *controller.Image) bool {
+				// controller has decided it. The wait lasts at most a
+				// heartbeat interval: a node slow to apply a large image
+				// (a restart among a thousand partitions) keeps its session
+				// meanwhile instead of being fenced again for silence.
+				wctx, cancel := context.WithTimeout(ctx, interval)
+				applied := b.waitImage(wctx, func(img *controller.Image) bool {
 					bs, ok := img.Broker(b.cfg.NodeID)
 					return ok && !bs.Fenced && bs.Epoch == epoch
-				}) {
+				})
+				cancel()
+				if !applied {
 					continue
 				}
 				readyOnce = true

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -233,13 +234,16 @@ type heartbeatAnswer struct {
 
 // Heartbeat sends a BrokerHeartbeat for the registration of the given
 // broker epoch, saying the metadata offset this broker has applied and
-// whether it wants to shut down. Bounded by broker.session.timeout.ms.
+// whether it wants to shut down. Bounded by controller.HeartbeatTimeout, so
+// a controller too busy to answer still hears from this broker several
+// times per session.
 func (c *ctlClient) Heartbeat(ctx context.Context, epoch, appliedOffset int64, wantShutdown bool) (heartbeatAnswer, error) {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, epoch
 	req.WantShutdown = wantShutdown
 	req.CurrentMetadataOffset = appliedOffset
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.b.cfg.BrokerSessionTimeoutMs)*time.Millisecond)
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	ctx, cancel := context.WithTimeout(ctx, controller.HeartbeatTimeout(ms(c.b.cfg.BrokerSessionTimeoutMs), ms(c.b.cfg.BrokerHeartbeatIntervalMs)))
 	defer cancel()
 	resp, err := callAs[*kmsg.BrokerHeartbeatResponse](ctx, c, req)
 	if err != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -86,6 +87,30 @@ func (l *Liveness) Heartbeat(img *Image, broker int32, brokerEpoch int64, caught
 		}
 	})
 	return out, 0
+}
+
+// Heard records that broker's heartbeat for brokerEpoch arrived at at,
+// before the decision loop got to it. A broker is alive when its heartbeat
+// reaches the controller, not when a loop stuck behind a slow proposal
+// answers it: the broker gives up on an unanswered heartbeat and sends
+// another (HeartbeatTimeout), and counting only the answered ones fenced
+// every broker after each stall longer than a session. A heartbeat of
+// another registration (a stale epoch) proves nothing.
+func (l *Liveness) Heard(img *Image, broker int32, brokerEpoch int64, at int64) {
+	if b, ok := img.Broker(broker); !ok || b.Epoch != brokerEpoch {
+		return
+	}
+	if seen, ok := l.lastSeen[broker]; !ok || at > seen {
+		l.lastSeen[broker] = at
+	}
+}
+
+// HeartbeatTimeout is how long a broker waits for the answer to one
+// heartbeat before it sends another: a third of the session, and at least
+// the heartbeat interval. So a controller busy for longer than a session
+// still hears (Heard) from a live broker two or three times per session.
+func HeartbeatTimeout(session, interval time.Duration) time.Duration {
+	return min(session, max(interval, session/3))
 }
 
 // Shutdown decides a heartbeat from a broker asking to shut down

@@ -93,7 +93,7 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
+	defer removeUnlessKept(root)
 	nodes := make([]*clusterNode, 3)
 	var voters []string
 	for i := range nodes {
@@ -494,4 +494,14 @@ func benchFjordCluster(ctx context.Context, cfg *config) *TargetResult {
 	c := *cfg
 	c.rf = 3
 	return benchBrokers(ctx, &c, "fjord x3 rf3", addrs, false)
+}
+
+// removeUnlessKept removes a run's directory, or keeps it (and says where)
+// when FJORD_BENCH_KEEP is set, so the nodes' logs can be read afterwards.
+func removeUnlessKept(dir string) {
+	if os.Getenv("FJORD_BENCH_KEEP") != "" {
+		logf("kept %s (FJORD_BENCH_KEEP)", dir)
+		return
+	}
+	os.RemoveAll(dir)
 }

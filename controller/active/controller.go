@@ -51,6 +51,13 @@ type Controller struct {
 	serve  sync.Once
 	wg     sync.WaitGroup // run and the listener's mux
 
+	// arrivals are the heartbeats that arrived since the loop's last tick,
+	// by broker (Call writes, the loop takes).
+	arrivals struct {
+		sync.Mutex
+		m map[int32]arrival
+	}
+
 	mux    *connMux         // nil without a CONTROLLER listener
 	server *protocol.Server // the listener's Kafka half; set by Serve
 

@@ -45,6 +45,7 @@ func newController(cfg Config, m member) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, m: m, log: cfg.Logger.With().Str("component", "controller").Logger(),
 		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout, live: controller.NewLiveness()}
+	c.arrivals.m = map[int32]arrival{}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -58,6 +59,9 @@ func newController(cfg Config, m member) (*Controller, error) {
 // ended first; the caller answers NOT_CONTROLLER or retries elsewhere.
 // The caller keeps req; the response is the caller's.
 func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
+	if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok {
+		c.arrived(hb.BrokerID, hb.BrokerEpoch)
+	}
 	cl := call{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1)}
 	select {
 	case c.calls <- cl:
@@ -104,7 +108,6 @@ func (c *Controller) run() {
 			if !c.leading() {
 				continue
 			}
-			now := time.Now().UnixMilli()
 			if c.cfg.AutoLeaderRebalance && time.Since(c.lastRebal) >= c.cfg.LeaderImbalanceCheckInterval {
 				c.lastRebal = time.Now()
 				if recs := controller.ElectPreferred(c.m.Image()); len(recs) > 0 {
@@ -120,7 +123,11 @@ func (c *Controller) run() {
 			if !c.leading() {
 				continue
 			}
-			if recs := c.live.Tick(c.m.Image(), now, c.sessionMs()); len(recs) > 0 {
+			now, img := time.Now().UnixMilli(), c.m.Image()
+			for id, a := range c.takeArrivals() {
+				c.live.Heard(img, id, a.epoch, a.at)
+			}
+			if recs := c.live.Tick(img, now, c.sessionMs()); len(recs) > 0 {
 				var fenced []int32
 				for _, r := range recs {
 					if f, ok := r.Body.(controller.FenceBroker); ok {
@@ -160,6 +167,7 @@ func (c *Controller) leading() bool {
 	}
 	if !c.wasLeader {
 		c.wasLeader, c.live, c.lastRebal = true, controller.NewLiveness(), time.Now()
+		c.takeArrivals() // heard by an earlier leadership: every broker gets a full session
 		c.log.Info().Uint64("image_version", c.m.Image().Version()).Msg("became the active controller")
 	}
 	return true
@@ -202,4 +210,31 @@ func (c *Controller) defaults() controller.Defaults {
 		RF:             c.cfg.DefaultReplication,
 		ValidateConfig: c.cfg.ValidateTopicConfig,
 	}
+}
+
+// arrival is the latest heartbeat a broker sent, as it arrived.
+type arrival struct {
+	epoch int64 // the broker epoch it heartbeat for
+	at    int64 // ms
+}
+
+// arrived notes a heartbeat from broker at brokerEpoch as it arrives, before
+// it waits for the loop: the loop counts it towards the broker's session
+// even if the broker gives up waiting for the answer (Liveness.Heard).
+func (c *Controller) arrived(broker int32, brokerEpoch int64) {
+	c.arrivals.Lock()
+	c.arrivals.m[broker] = arrival{epoch: brokerEpoch, at: time.Now().UnixMilli()}
+	c.arrivals.Unlock()
+}
+
+// takeArrivals returns the heartbeats that arrived since the last call.
+func (c *Controller) takeArrivals() map[int32]arrival {
+	c.arrivals.Lock()
+	defer c.arrivals.Unlock()
+	if len(c.arrivals.m) == 0 {
+		return nil
+	}
+	m := c.arrivals.m
+	c.arrivals.m = map[int32]arrival{}
+	return m
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,6 +29,8 @@ type fakeMember struct {
 	propose int   // Propose calls
 	// slow, if set, is how long each Propose takes (a busy disk).
 	slow time.Duration
+	// fences lists every broker a proposal fenced.
+	fences []int32
 }
 
 func newFakeMember() *fakeMember { return &fakeMember{img: new(controller.Image), leader: true} }
@@ -65,8 +69,20 @@ func (f *fakeMember) Propose(ctx context.Context, r controller.Record) (uint64, 
 	if err != nil {
 		return idx, err
 	}
+	for _, b := range f.img.LiveBrokers() {
+		if nb, ok := next.Broker(b.ID); ok && nb.Fenced {
+			f.fences = append(f.fences, b.ID)
+		}
+	}
 	f.img = next
 	return idx, nil
+}
+
+// fenced lists the brokers fenced so far, in order, once per fencing.
+func (f *fakeMember) fenced() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.fences)
 }
 
 func (f *fakeMember) set(fn func(f *fakeMember)) {
@@ -313,6 +329,86 @@ func TestHeartbeatsQueuedBehindASlowProposal(t *testing.T) {
 			if b, _ := m.Image().Broker(id); b.Fenced {
 				t.Fatalf("broker %d fenced though it heartbeat every second", id)
 			}
+		}
+	})
+}
+
+// A heartbeat proves its broker alive when it arrives, not when a busy
+// loop answers it. Here the tick's own proposal (moving a leadership back
+// to its preferred replica) is slower than a session, and the brokers'
+// heartbeats give up meanwhile, as a broker's do (HeartbeatTimeout):
+// before, the silence check right after that proposal fenced every broker
+// at once, and the fencing's proposal stalled the loop again.
+func TestHeartbeatsThatGiveUpBehindASlowTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		cfg := testConfig()
+		cfg.BrokerSessionTimeout = 3 * time.Second
+		cfg.DefaultReplication = 2
+		cfg.AutoLeaderRebalance, cfg.LeaderImbalanceCheckInterval = true, time.Second
+		c := start(t, cfg, m)
+		epochs := map[int32]int64{1: join(t, c, 1), 2: join(t, c, 2)}
+		if tp := createTopic(t, c, "t"); tp.ErrorCode != 0 {
+			t.Fatalf("create: %+v", tp)
+		}
+		pref := m.Image().Topic("t").Partitions[0].Replicas[0]
+		var silent atomic.Int32
+		silent.Store(pref) // the preferred leader goes quiet, loses its leadership
+		var wg sync.WaitGroup
+		ctx, stop := context.WithCancel(t.Context())
+		for id, e := range epochs {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if silent.Load() != id {
+						hb := kmsg.NewPtrBrokerHeartbeatRequest()
+						hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, e, int64(m.Image().Version())
+						hctx, cancel := context.WithTimeout(ctx, controller.HeartbeatTimeout(cfg.BrokerSessionTimeout, time.Second))
+						c.Call(hctx, hb)
+						cancel()
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			})
+		}
+		time.Sleep(cfg.BrokerSessionTimeout + time.Second)
+		if l := m.Image().Topic("t").Partitions[0].Leader; l == pref {
+			t.Fatalf("leader still %d after its session", l)
+		}
+		// The preferred replica returns and the leader takes it back into
+		// the ISR; every proposal from now on takes longer than a session,
+		// the tick's move of the leadership back among them.
+		silent.Store(-1)
+		time.Sleep(time.Second)
+		tp := m.Image().Topic("t")
+		pt := tp.Partitions[0]
+		ar := kmsg.NewPtrAlterPartitionRequest()
+		ar.BrokerID, ar.BrokerEpoch = pt.Leader, epochs[pt.Leader]
+		at := kmsg.NewAlterPartitionRequestTopic()
+		at.TopicID = tp.ID
+		ap := kmsg.NewAlterPartitionRequestTopicPartition()
+		ap.LeaderEpoch, ap.PartitionEpoch = pt.LeaderEpoch, pt.PartitionEpoch
+		for _, id := range []int32{1, 2} {
+			me := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			me.BrokerID, me.BrokerEpoch = id, epochs[id]
+			ap.NewEpochISR = append(ap.NewEpochISR, me)
+			ap.NewISR = append(ap.NewISR, id)
+		}
+		at.Partitions = append(at.Partitions, ap)
+		ar.Topics = append(ar.Topics, at)
+		m.set(func(f *fakeMember) { f.slow = 3500 * time.Millisecond })
+		if r, ok := c.Call(t.Context(), ar).(*kmsg.AlterPartitionResponse); !ok || r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("AlterPartition: %+v", r)
+		}
+		before := len(m.fenced())
+		time.Sleep(15 * time.Second)
+		stop()
+		wg.Wait()
+		if f := m.fenced()[before:]; len(f) > 0 {
+			t.Fatalf("brokers %v fenced though their heartbeats kept arriving", f)
+		}
+		if l := m.Image().Topic("t").Partitions[0].Leader; l != pref {
+			b, _ := m.Image().Broker(pref)
+			t.Fatalf("leadership not moved back to %d: leader %d; %+v %+v", pref, l, b, m.Image().Topic("t").Partitions[0])
 		}
 	})
 }
