@@ -48,10 +48,11 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta  metadataLog      // the metadata log: actl, or a follower on a broker-only node
-	actl  activeController // this node's controller role; nil without it
-	ctl   *ctlClient       // requests to the active controller
-	ctlLn net.Listener     // the CONTROLLER listener, if any (actl serves it)
+	meta   metadataLog      // the metadata log: actl, or a follower on a broker-only node
+	actl   activeController // this node's controller role; nil without it
+	ctl    *ctlClient       // requests to the active controller
+	alters alterBatcher     // AlterPartition proposals queued for the controller (isr.go)
+	ctlLn  net.Listener     // the CONTROLLER listener, if any (actl serves it)
 
 	// replicas tracks every local replica driver until its log is
 	// deleted (replicas.go); openSem bounds concurrent log opens.

@@ -30,8 +30,27 @@ type ctlClient struct {
 	b  *Broker
 	mu struct {
 		sync.Mutex
-		clients map[int32]*kgo.Client // by voter node id; dialled lazily
+		clients map[ctlRoute]*kgo.Client // dialled lazily
 	}
+}
+
+// ctlRoute is one connection to a voter's controller listener. Heartbeats
+// and registrations have a connection of their own: behind a storm of
+// AlterPartitions (each waiting for a quorum round trip, sixteen in flight
+// per connection) a heartbeat sharing their connection was not even read
+// for seconds, and its broker was fenced for silence.
+type ctlRoute struct {
+	voter    int32
+	liveness bool
+}
+
+// routeOf is the connection req goes on, to voter.
+func routeOf(voter int32, req kmsg.Request) ctlRoute {
+	switch req.(type) {
+	case *kmsg.BrokerHeartbeatRequest, *kmsg.BrokerRegistrationRequest:
+		return ctlRoute{voter: voter, liveness: true}
+	}
+	return ctlRoute{voter: voter}
 }
 
 // errNotController means no node is known to be the active controller, or
@@ -44,30 +63,30 @@ var errMalformedAnswer = errors.New("broker: malformed answer from the controlle
 
 func newCtlClient(b *Broker) *ctlClient {
 	c := &ctlClient{b: b}
-	c.mu.clients = map[int32]*kgo.Client{}
+	c.mu.clients = map[ctlRoute]*kgo.Client{}
 	return c
 }
 
-// client returns the connection pool to voter id's controller listener.
-func (c *ctlClient) client(id int32) (*kgo.Client, error) {
+// client returns the connection to a voter's controller listener.
+func (c *ctlClient) client(r ctlRoute) (*kgo.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl := c.mu.clients[id]; cl != nil {
+	if cl := c.mu.clients[r]; cl != nil {
 		return cl, nil
 	}
 	vs, _ := ParseVoters(c.b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
-		if v.ID == id {
+		if v.ID == r.voter {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.DialTimeout(2*time.Second),
 				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.b.cfg.NodeID)), kgo.RequestRetries(0))
 			if err != nil {
 				return nil, err
 			}
-			c.mu.clients[id] = cl
+			c.mu.clients[r] = cl
 			return cl, nil
 		}
 	}
-	return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", id)
+	return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", r.voter)
 }
 
 func (c *ctlClient) close() {
@@ -117,7 +136,7 @@ func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 
 // request sends req to voter id's controller listener itself.
 func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := c.client(id)
+	cl, err := c.client(routeOf(id, req))
 	if err != nil {
 		return nil, err
 	}
@@ -269,33 +288,63 @@ type isrMember struct {
 	epoch int64
 }
 
-// AlterPartition sends prop and returns the partition's error code (the
-// request's, if the controller refused it whole).
-func (c *ctlClient) AlterPartition(ctx context.Context, prop isrProposal) (int16, error) {
+// AlterPartitions sends props, proposals of one broker epoch, as one
+// AlterPartition and returns each partition's error code, in order (the
+// request's code for every one if the controller refused it whole).
+func (c *ctlClient) AlterPartitions(ctx context.Context, brokerEpoch int64, props []isrProposal) ([]int16, error) {
 	req := kmsg.NewPtrAlterPartitionRequest()
-	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, prop.brokerEpoch
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = prop.topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.index, prop.leaderEpoch, prop.partitionEpoch
-	for _, im := range prop.isr {
-		rp.NewISR = append(rp.NewISR, im.id)
-		m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		m.BrokerID, m.BrokerEpoch = im.id, im.epoch
-		rp.NewEpochISR = append(rp.NewEpochISR, m)
+	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, brokerEpoch
+	// at[i][j] is the proposal behind req.Topics[i].Partitions[j]: one
+	// topic entry per topic id, partitions in the order proposed.
+	var at [][]int
+	topicAt := map[[16]byte]int{}
+	for k, prop := range props {
+		i, ok := topicAt[prop.topicID]
+		if !ok {
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.TopicID = prop.topicID
+			req.Topics = append(req.Topics, rt)
+			at = append(at, nil)
+			i = len(req.Topics) - 1
+			topicAt[prop.topicID] = i
+		}
+		rp := kmsg.NewAlterPartitionRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.index, prop.leaderEpoch, prop.partitionEpoch
+		for _, im := range prop.isr {
+			rp.NewISR = append(rp.NewISR, im.id)
+			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			m.BrokerID, m.BrokerEpoch = im.id, im.epoch
+			rp.NewEpochISR = append(rp.NewEpochISR, m)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		at[i] = append(at[i], k)
 	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	resp, err := callAs[*kmsg.AlterPartitionResponse](ctx, c, req)
-	switch {
-	case err != nil:
-		return -1, err
-	case resp.ErrorCode != 0:
-		return resp.ErrorCode, nil
-	case len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != prop.index:
-		return -1, fmt.Errorf("%w: AlterPartition for one partition answered with %d topics", errMalformedAnswer, len(resp.Topics))
+	if err != nil {
+		return nil, err
 	}
-	return resp.Topics[0].Partitions[0].ErrorCode, nil
+	codes := make([]int16, len(props))
+	if resp.ErrorCode != 0 {
+		for k := range codes {
+			codes[k] = resp.ErrorCode
+		}
+		return codes, nil
+	}
+	if len(resp.Topics) != len(req.Topics) {
+		return nil, fmt.Errorf("%w: AlterPartition for %d topics answered with %d", errMalformedAnswer, len(req.Topics), len(resp.Topics))
+	}
+	for i, rt := range resp.Topics {
+		if rt.TopidID != req.Topics[i].TopicID || len(rt.Partitions) != len(at[i]) {
+			return nil, fmt.Errorf("%w: AlterPartition answer for topic %d does not match the request", errMalformedAnswer, i)
+		}
+		for j, rp := range rt.Partitions {
+			if rp.Partition != req.Topics[i].Partitions[j].Partition {
+				return nil, fmt.Errorf("%w: AlterPartition answered partition %d for %d", errMalformedAnswer, rp.Partition, req.Topics[i].Partitions[j].Partition)
+			}
+			codes[at[i][j]] = rp.ErrorCode
+		}
+	}
+	return codes, nil
 }
 
 // AllocateProducerIDs reserves a block of producer ids for this broker

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,27 +75,34 @@ func TestCtlClientHeartbeat(t *testing.T) {
 	}
 }
 
-func TestCtlClientAlterPartition(t *testing.T) {
-	answer := func(topics, partitions int, index int32, code int16) func(kmsg.Request) kmsg.Response {
-		return func(kmsg.Request) kmsg.Response {
+func TestCtlClientAlterPartitions(t *testing.T) {
+	// echo answers the request's partitions in order, with code for each,
+	// after bend changes the answer's shape.
+	echo := func(code int16, bend func(*kmsg.AlterPartitionResponse)) func(kmsg.Request) kmsg.Response {
+		return func(kreq kmsg.Request) kmsg.Response {
+			req := kreq.(*kmsg.AlterPartitionRequest)
 			r := kmsg.NewPtrAlterPartitionResponse()
-			for range topics {
+			for _, qt := range req.Topics {
 				rt := kmsg.NewAlterPartitionResponseTopic()
-				for range partitions {
+				rt.TopidID = qt.TopicID
+				for _, qp := range qt.Partitions {
 					rp := kmsg.NewAlterPartitionResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = index, code
+					rp.Partition, rp.ErrorCode = qp.Partition, code+int16(qp.Partition)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				r.Topics = append(r.Topics, rt)
+			}
+			if bend != nil {
+				bend(r)
 			}
 			return r
 		}
 	}
 	prop := isrProposal{brokerEpoch: 12, topicID: [16]byte{9}, index: 3, leaderEpoch: 4, partitionEpoch: 5,
 		isr: []isrMember{{7, 12}, {8, -1}}}
-	c, actl := cannedClient(answer(1, 1, 3, kerr.InvalidUpdateVersion.Code))
-	if code, err := c.AlterPartition(context.Background(), prop); err != nil || code != kerr.InvalidUpdateVersion.Code {
-		t.Fatalf("alter: %d, %v", code, err)
+	c, actl := cannedClient(echo(0, nil))
+	if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop}); err != nil || !slices.Equal(codes, []int16{3}) {
+		t.Fatalf("alter: %v, %v", codes, err)
 	}
 	req := actl.asked[0].(*kmsg.AlterPartitionRequest)
 	rp := req.Topics[0].Partitions[0]
@@ -102,11 +110,45 @@ func TestCtlClientAlterPartition(t *testing.T) {
 		rp.LeaderEpoch != 4 || rp.PartitionEpoch != 5 || len(rp.NewISR) != 2 || rp.NewEpochISR[1].BrokerEpoch != -1 {
 		t.Fatalf("request: %+v", req)
 	}
-	for _, bad := range []func(kmsg.Request) kmsg.Response{answer(0, 0, 3, 0), answer(1, 0, 3, 0), answer(2, 1, 3, 0),
-		answer(1, 2, 3, 0), answer(1, 1, 4, 0), func(kmsg.Request) kmsg.Response { return kmsg.NewPtrApiVersionsResponse() }} {
+	// Three proposals over two topics, one partition twice: one request,
+	// each answer back to its proposal.
+	other := prop
+	other.topicID, other.index = [16]byte{10}, 1
+	again := prop
+	again.partitionEpoch = 6
+	c, actl = cannedClient(echo(100, nil))
+	codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop, other, again})
+	if err != nil || !slices.Equal(codes, []int16{103, 101, 103}) || len(actl.asked) != 1 {
+		t.Fatalf("batch: %v, %v, %d requests", codes, err, len(actl.asked))
+	}
+	req = actl.asked[0].(*kmsg.AlterPartitionRequest)
+	if len(req.Topics) != 2 || len(req.Topics[0].Partitions) != 2 || req.Topics[0].Partitions[1].PartitionEpoch != 6 {
+		t.Fatalf("batch request: %+v", req)
+	}
+	// A request refused whole gives every proposal its code.
+	c, _ = cannedClient(func(kmsg.Request) kmsg.Response {
+		r := kmsg.NewPtrAlterPartitionResponse()
+		r.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return r
+	})
+	if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop, other}); err != nil ||
+		!slices.Equal(codes, []int16{kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code}) {
+		t.Fatalf("refused whole: %v, %v", codes, err)
+	}
+	for name, bad := range map[string]func(kmsg.Request) kmsg.Response{
+		"no topics":     echo(0, func(r *kmsg.AlterPartitionResponse) { r.Topics = nil }),
+		"no partitions": echo(0, func(r *kmsg.AlterPartitionResponse) { r.Topics[0].Partitions = nil }),
+		"extra topic":   echo(0, func(r *kmsg.AlterPartitionResponse) { r.Topics = append(r.Topics, r.Topics[0]) }),
+		"extra partition": echo(0, func(r *kmsg.AlterPartitionResponse) {
+			r.Topics[0].Partitions = append(r.Topics[0].Partitions, r.Topics[0].Partitions[0])
+		}),
+		"other partition": echo(0, func(r *kmsg.AlterPartitionResponse) { r.Topics[0].Partitions[0].Partition = 4 }),
+		"other topic":     echo(0, func(r *kmsg.AlterPartitionResponse) { r.Topics[0].TopidID = [16]byte{1} }),
+		"other api":       func(kmsg.Request) kmsg.Response { return kmsg.NewPtrApiVersionsResponse() },
+	} {
 		c, _ := cannedClient(bad)
-		if code, err := c.AlterPartition(context.Background(), prop); !errors.Is(err, errMalformedAnswer) || code != -1 {
-			t.Errorf("malformed answer: %d, %v", code, err)
+		if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop}); !errors.Is(err, errMalformedAnswer) || codes != nil {
+			t.Errorf("%s: %v, %v", name, codes, err)
 		}
 	}
 }

@@ -186,19 +186,50 @@ func (c *Controller) electLeaders(ctx context.Context, img *controller.Image, re
 	return resp
 }
 
-// alterPartition decides each partition's ISR change against the image
-// with the earlier partitions' changes applied. A new ISR without the
-// leader itself is Fjord's resignation: the leader cannot serve the
-// partition (controller.Resign).
+// alterPartition decides each partition's ISR change and commits them
+// all in one proposal: a leader back from a restart sends hundreds at
+// once, and a quorum round trip each kept the decision loop (and every
+// call behind it) busy for seconds. Changes to distinct partitions are
+// independent, so all are decided against one image; a partition named
+// again is decided after the changes before it are committed. A new ISR
+// without the leader itself is Fjord's resignation: the leader cannot
+// serve the partition (controller.Resign).
 func (c *Controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	for _, rt := range req.Topics {
+	type key struct {
+		topic [16]byte
+		index int32
+	}
+	var (
+		pending []controller.Record
+		waiting [][2]int         // resp.Topics[i].Partitions[j] decided, in pending
+		keys    = map[key]bool{} // partitions in pending
+	)
+	commit := func() {
+		if len(pending) > 0 {
+			if _, err := c.propose(ctx, pending); err != nil {
+				for _, w := range waiting {
+					resp.Topics[w[0]].Partitions[w[1]].ErrorCode = proposeCode(err)
+				}
+			}
+		}
+		pending, waiting = nil, nil
+		clear(keys)
+	}
+	img := c.m.Image()
+	for ti, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionResponseTopic()
 		st.TopidID = rt.TopicID
+		resp.Topics = append(resp.Topics, st)
 		for _, rp := range rt.Partitions {
+			if k := (key{rt.TopicID, rp.Partition}); keys[k] {
+				commit()
+				img = c.m.Image()
+			} else {
+				keys[k] = true
+			}
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition
-			img := c.m.Image()
 			isr := rp.NewISR
 			if req.Version >= 3 {
 				isr = nil
@@ -222,17 +253,23 @@ func (c *Controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitio
 					}
 				}
 			}
+			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)
 			if sp.ErrorCode == 0 {
-				if _, err := c.propose(ctx, recs); err != nil {
-					sp.ErrorCode = proposeCode(err)
-				}
+				pending = append(pending, recs...)
+				waiting = append(waiting, [2]int{ti, len(resp.Topics[ti].Partitions) - 1})
 			}
-			if p, ok := c.m.Image().Partition(rt.TopicID, rp.Partition); ok && sp.ErrorCode == 0 {
+		}
+	}
+	commit()
+	after := c.m.Image()
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			sp := &rt.Partitions[j]
+			if p, ok := after.Partition(rt.TopidID, sp.Partition); ok && sp.ErrorCode == 0 {
 				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
 			}
-			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
 }

@@ -379,22 +379,7 @@ func TestHeartbeatsThatGiveUpBehindASlowTick(t *testing.T) {
 		// the tick's move of the leadership back among them.
 		silent.Store(-1)
 		time.Sleep(time.Second)
-		tp := m.Image().Topic("t")
-		pt := tp.Partitions[0]
-		ar := kmsg.NewPtrAlterPartitionRequest()
-		ar.BrokerID, ar.BrokerEpoch = pt.Leader, epochs[pt.Leader]
-		at := kmsg.NewAlterPartitionRequestTopic()
-		at.TopicID = tp.ID
-		ap := kmsg.NewAlterPartitionRequestTopicPartition()
-		ap.LeaderEpoch, ap.PartitionEpoch = pt.LeaderEpoch, pt.PartitionEpoch
-		for _, id := range []int32{1, 2} {
-			me := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-			me.BrokerID, me.BrokerEpoch = id, epochs[id]
-			ap.NewEpochISR = append(ap.NewEpochISR, me)
-			ap.NewISR = append(ap.NewISR, id)
-		}
-		at.Partitions = append(at.Partitions, ap)
-		ar.Topics = append(ar.Topics, at)
+		ar := alterISR(m.Image(), "t", epochs, []int32{0}, []int32{1, 2})
 		m.set(func(f *fakeMember) { f.slow = 3500 * time.Millisecond })
 		if r, ok := c.Call(t.Context(), ar).(*kmsg.AlterPartitionResponse); !ok || r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
 			t.Fatalf("AlterPartition: %+v", r)
@@ -483,4 +468,86 @@ func TestLivenessNeverNil(t *testing.T) {
 	if recs := c.live.Tick(m.Image(), time.Now().UnixMilli(), c.sessionMs()); len(recs) != 0 {
 		t.Fatalf("a forgotten liveness fenced: %v", recs)
 	}
+}
+
+// alterISR is the AlterPartition the leader of topic's partitions sends,
+// proposing isr for each (a partition may be named twice), at the epochs
+// the image img shows.
+func alterISR(img *controller.Image, topic string, epochs map[int32]int64, partitions, isr []int32) *kmsg.AlterPartitionRequest {
+	tp := img.Topic(topic)
+	ar := kmsg.NewPtrAlterPartitionRequest()
+	ar.Version = 3
+	at := kmsg.NewAlterPartitionRequestTopic()
+	at.TopicID = tp.ID
+	for _, p := range partitions {
+		pt := tp.Partitions[p]
+		ar.BrokerID, ar.BrokerEpoch = pt.Leader, epochs[pt.Leader]
+		ap := kmsg.NewAlterPartitionRequestTopicPartition()
+		ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch = p, pt.LeaderEpoch, pt.PartitionEpoch
+		for _, id := range isr {
+			me := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			me.BrokerID, me.BrokerEpoch = id, epochs[id]
+			ap.NewEpochISR = append(ap.NewEpochISR, me)
+			ap.NewISR = append(ap.NewISR, id)
+		}
+		at.Partitions = append(at.Partitions, ap)
+	}
+	ar.Topics = append(ar.Topics, at)
+	return ar
+}
+
+// One AlterPartition for many partitions is one proposal; a partition
+// named twice is decided against the first change, committed.
+func TestAlterPartitionBatched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFakeMember()
+		cfg := testConfig()
+		cfg.DefaultReplication = 2
+		c := start(t, cfg, m)
+		epochs := map[int32]int64{1: join(t, c, 1), 2: join(t, c, 2)}
+		if tp := createTopic(t, c, "t"); tp.ErrorCode != 0 {
+			t.Fatalf("create: %+v", tp)
+		}
+		// Broker 1's partitions shrink their ISR to broker 1 alone.
+		var mine []int32
+		for i, pt := range m.Image().Topic("t").Partitions {
+			if pt.Leader == 1 {
+				mine = append(mine, int32(i))
+			}
+		}
+		if len(mine) < 2 {
+			mine = nil // placement gave broker 1 one leadership: use broker 2's
+			for i, pt := range m.Image().Topic("t").Partitions {
+				if pt.Leader == 2 {
+					mine = append(mine, int32(i))
+				}
+			}
+		}
+		leader := m.Image().Topic("t").Partitions[mine[0]].Leader
+		m.mu.Lock()
+		before := m.propose
+		m.mu.Unlock()
+		r := c.Call(t.Context(), alterISR(m.Image(), "t", epochs, mine, []int32{leader})).(*kmsg.AlterPartitionResponse)
+		m.mu.Lock()
+		proposals := m.propose - before
+		m.mu.Unlock()
+		if proposals != 1 {
+			t.Fatalf("%d proposals for one AlterPartition of %d partitions", proposals, len(mine))
+		}
+		for i, sp := range r.Topics[0].Partitions {
+			if sp.ErrorCode != 0 || !slices.Equal(sp.ISR, []int32{leader}) {
+				t.Fatalf("partition %d: %+v", mine[i], sp)
+			}
+			if pt := m.Image().Topic("t").Partitions[mine[i]]; !slices.Equal(pt.ISR, []int32{leader}) {
+				t.Fatalf("partition %d ISR %v in the image", mine[i], pt.ISR)
+			}
+		}
+		// The same partition twice at the same epochs: the first change
+		// commits, the second is stale against it.
+		twice := alterISR(m.Image(), "t", epochs, []int32{mine[0], mine[0]}, []int32{1, 2})
+		r = c.Call(t.Context(), twice).(*kmsg.AlterPartitionResponse)
+		if got := r.Topics[0].Partitions; got[0].ErrorCode != 0 || got[1].ErrorCode == 0 {
+			t.Fatalf("partition named twice: %+v", got)
+		}
+	})
 }
