@@ -97,7 +97,10 @@ type Config struct {
 	// leader.imbalance.check.interval.seconds).
 	AutoLeaderRebalance      bool
 	LeaderImbalanceCheckSecs int64
-	MetricsAddr              string // fjord.metrics.listener: host:port for /metrics, empty = off
+	// FastFencing: the active controller fences a broker whose listeners
+	// refuse connections at once (fjord.controller.fast.fencing.enable).
+	FastFencing bool
+	MetricsAddr string // fjord.metrics.listener: host:port for /metrics, empty = off
 	// Client connection and request-memory limits (broker/limits.go):
 	// max.connections, max.connections.per.ip and its overrides (dynamic),
 	// queued.max.request.bytes, connection.failed.authentication.delay.ms.
@@ -196,6 +199,7 @@ func DefaultConfig() Config {
 		PartitionOpenTimeoutMs:    120000,
 		ReplicaLagTimeMaxMs:       30000,
 		AutoLeaderRebalance:       true,
+		FastFencing:               true,
 		LeaderImbalanceCheckSecs:  300,
 		SSLReloadCheckMs:          10000,
 	}

@@ -242,6 +242,8 @@ func newConfigKeys() []ConfigKey {
 			Set: setRate(func(c *Config) *int64 { return &c.FollowerReplicationThrottledRate })},
 		{Name: "auto.leader.rebalance.enable", Def: strconv.FormatBool(d.AutoLeaderRebalance), Doc: "Move leadership back to each partition's preferred replica when it is live and in sync.",
 			Set: setBool(func(c *Config) *bool { return &c.AutoLeaderRebalance })},
+		{Name: "fjord.controller.fast.fencing.enable", Def: strconv.FormatBool(d.FastFencing), Doc: "The active controller holds an idle connection to each broker's listeners and fences a broker at once when they all refuse connections (its process is gone), instead of after broker.session.timeout.ms; a frozen or unreachable broker is still left to its session (Fjord only).",
+			Set: setBool(func(c *Config) *bool { return &c.FastFencing })},
 		{Name: "leader.imbalance.check.interval.seconds", Def: itoa(d.LeaderImbalanceCheckSecs), Doc: "How often the active controller moves leadership back to preferred replicas.",
 			Set: setInt(func(c *Config) *int64 { return &c.LeaderImbalanceCheckSecs })},
 		{Name: "fjord.partition.open.timeout.ms", Def: itoa(d.PartitionOpenTimeoutMs), Doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",

@@ -137,6 +137,7 @@ func (b *Broker) activeConfig() active.Config {
 		DeleteTopicEnable:            b.cfg.DeleteTopicEnable,
 		AutoLeaderRebalance:          b.cfg.AutoLeaderRebalance,
 		LeaderImbalanceCheckInterval: time.Duration(b.cfg.LeaderImbalanceCheckSecs) * time.Second,
+		WatchListeners:               b.cfg.FastFencing,
 		ValidateTopicConfig: func(name, value string) error {
 			return validateTopicConfigs(map[string]string{name: value})
 		},

@@ -24,10 +24,23 @@ type Liveness struct {
 	// lastSeen is the time of each broker's last accepted heartbeat or
 	// registration, or of the session start the first Tick gave it.
 	lastSeen map[int32]int64
+	// refused is, by broker, the registration fenced early because its
+	// listeners refused connections (Refused), and whether a heartbeat
+	// sent after that proved it alive all the same.
+	refused map[int32]refusal
+}
+
+// refusal is one early fencing of a broker epoch.
+type refusal struct {
+	epoch     int64
+	at        int64 // ms
+	disproved bool  // a later heartbeat came: no early fencing for this epoch again
 }
 
 // NewLiveness returns a Liveness that has seen no broker yet.
-func NewLiveness() *Liveness { return &Liveness{lastSeen: map[int32]int64{}} }
+func NewLiveness() *Liveness {
+	return &Liveness{lastSeen: map[int32]int64{}, refused: map[int32]refusal{}}
+}
 
 // Register decides a BrokerRegistration. A retried registration (same
 // incarnation) needs no record: the broker's epoch is in the image. A new
@@ -66,12 +79,29 @@ func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutM
 // unfenced: UnfenceBroker, followed by elections for the leaderless
 // partitions whose ISR it holds.
 func (l *Liveness) Heartbeat(img *Image, broker int32, brokerEpoch int64, caughtUp bool, now int64) ([]Record, int16) {
+	return l.HeartbeatSent(img, broker, brokerEpoch, caughtUp, now, now)
+}
+
+// HeartbeatSent is Heartbeat for one that arrived at sent and is decided
+// at now: the session runs from now (a broker waiting for its answer
+// cannot send another), and one sent before its broker was found gone
+// (Refused) changes nothing.
+func (l *Liveness) HeartbeatSent(img *Image, broker int32, brokerEpoch int64, caughtUp bool, sent, now int64) ([]Record, int16) {
 	b, ok := img.Broker(broker)
 	if !ok {
 		return nil, kerr.BrokerIDNotRegistered.Code
 	}
 	if b.Epoch != brokerEpoch {
 		return nil, kerr.StaleBrokerEpoch.Code
+	}
+	if r, ok := l.refused[broker]; ok && r.epoch == brokerEpoch && !r.disproved {
+		if sent <= r.at {
+			// Sent before the process was found gone (a heartbeat queued
+			// behind others): it proves nothing and must not unfence.
+			return nil, 0
+		}
+		r.disproved = true
+		l.refused[broker] = r
 	}
 	l.lastSeen[broker] = now
 	if !b.Fenced || !caughtUp {
@@ -111,6 +141,34 @@ func (l *Liveness) Heard(img *Image, broker int32, brokerEpoch int64, at int64) 
 // still hears (Heard) from a live broker two or three times per session.
 func HeartbeatTimeout(session, interval time.Duration) time.Duration {
 	return min(session, max(interval, session/3))
+}
+
+// Refused decides what to do about a broker whose every listener refused
+// connections (TCP RST: the host is up, no process listens) at brokerEpoch,
+// as the active controller's watch found: a killed broker is fenced at
+// once, as a session expiry would do seconds later, with its ISR and
+// leadership changes. A frozen or unreachable broker refuses nothing and
+// is left to its session. The registration must be the current one and
+// unfenced; and once a heartbeat sent after such a fencing disproves it (a
+// broker alive behind listeners that refuse the controller, say a
+// firewall's REJECT), that registration is never fenced early again, so a
+// wrong signal costs one fencing, not a flapping broker. Heartbeats sent
+// before the fencing (as they arrived: Heartbeat's now) do not unfence it.
+func (l *Liveness) Refused(img *Image, broker int32, brokerEpoch, now int64) []Record {
+	b, ok := img.Broker(broker)
+	if !ok || b.Fenced || b.Epoch != brokerEpoch || !l.MayFenceEarly(broker, brokerEpoch) {
+		return nil
+	}
+	l.refused[broker] = refusal{epoch: brokerEpoch, at: now}
+	l.lastSeen[broker] = now
+	return append([]Record{NewRecord(FenceBroker{ID: broker, Epoch: b.Epoch})}, removeBrokers(img, []int32{broker})...)
+}
+
+// MayFenceEarly reports whether Refused may fence broker's registration at
+// brokerEpoch: no heartbeat has disproved an earlier refusal of it.
+func (l *Liveness) MayFenceEarly(broker int32, brokerEpoch int64) bool {
+	r, ok := l.refused[broker]
+	return !ok || r.epoch != brokerEpoch || !r.disproved
 }
 
 // Shutdown decides a heartbeat from a broker asking to shut down

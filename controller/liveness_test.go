@@ -308,3 +308,53 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatalf("re-register: %d %v", code, recs)
 	}
 }
+
+// A broker whose listeners refuse connections is fenced at once, its
+// leaderships moved; heartbeats it sent before do not unfence it, one sent
+// after does, and then that registration is never fenced early again.
+func TestRefusedFencesEarlyOnce(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	c.create("t", 6, 3)
+	l := NewLiveness()
+	l.Tick(c.img, 0, session)
+	if recs := l.Refused(c.img, 2, c.epoch(2)+1, 100); recs != nil {
+		t.Fatalf("another registration fenced: %v", recs)
+	}
+	recs := l.Refused(c.img, 2, c.epoch(2), 100)
+	if len(recs) == 0 || !reflect.DeepEqual(recs[0].Body, FenceBroker{ID: 2, Epoch: c.epoch(2)}) {
+		t.Fatalf("refused: %v", recs)
+	}
+	c.apply(recs...)
+	if b, _ := c.img.Broker(2); !b.Fenced || len(c.img.PartitionsLedBy(2)) != 0 {
+		t.Fatalf("broker 2 not fenced, or still leads %d partitions", len(c.img.PartitionsLedBy(2)))
+	}
+	if recs := l.Refused(c.img, 2, c.epoch(2), 150); recs != nil {
+		t.Fatalf("fenced twice: %v", recs)
+	}
+	// Sent before the refusal, decided after it: nothing.
+	if recs, code := l.HeartbeatSent(c.img, 2, c.epoch(2), true, 90, 200); code != 0 || recs != nil {
+		t.Fatalf("stale heartbeat: %d %v", code, recs)
+	}
+	if !l.MayFenceEarly(2, c.epoch(2)) {
+		t.Fatal("a stale heartbeat disproved the refusal")
+	}
+	// Sent after: the broker lives; it is unfenced, and never fenced early
+	// again at this epoch.
+	recs, code := l.HeartbeatSent(c.img, 2, c.epoch(2), true, 300, 300)
+	if code != 0 || len(recs) == 0 || !reflect.DeepEqual(recs[0].Body, UnfenceBroker{ID: 2, Epoch: c.epoch(2)}) {
+		t.Fatalf("heartbeat after: %d %v", code, recs)
+	}
+	c.apply(recs...)
+	if l.MayFenceEarly(2, c.epoch(2)) {
+		t.Fatal("early fencing still allowed after it was disproved")
+	}
+	if recs := l.Refused(c.img, 2, c.epoch(2), 400); recs != nil {
+		t.Fatalf("fenced early again: %v", recs)
+	}
+	// The session still fences it.
+	beat(t, c, l, 5000, 2)
+	if recs := l.Tick(c.img, 300+session, session); len(recs) == 0 {
+		t.Fatal("silent broker not fenced by its session")
+	}
+}

@@ -293,8 +293,6 @@ func (n *clusterNode) start() error {
 		"--override", "controller.quorum.voters="+n.voter,
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, n.ctl),
 		"--override", "log.dirs="+filepath.Join(n.dir, "data"),
-		"--override", "broker.session.timeout.ms=3000",
-		"--override", "broker.heartbeat.interval.ms=500",
 	)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()

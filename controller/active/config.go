@@ -63,6 +63,10 @@ type Config struct {
 	// rebalancing is on).
 	AutoLeaderRebalance          bool
 	LeaderImbalanceCheckInterval time.Duration
+	// WatchListeners fences a broker whose listeners refuse connections
+	// (its process is gone) at once rather than after its session
+	// (watch.go; fjord.controller.fast.fencing.enable).
+	WatchListeners bool
 	// ValidateTopicConfig checks one topic config given at creation; an
 	// error makes the topic INVALID_CONFIG. nil accepts every config.
 	ValidateTopicConfig func(name, value string) error

@@ -61,8 +61,12 @@ type Controller struct {
 	mux    *connMux         // nil without a CONTROLLER listener
 	server *protocol.Server // the listener's Kafka half; set by Serve
 
+	// refused carries the watches' findings to run (watch.go).
+	refused chan refusedBroker
+
 	// Owned by run.
 	live       *controller.Liveness // never nil; replaced on each change of leadership
+	watches    watchSet             // while leading (watch.go)
 	wasLeader  bool
 	lastRebal  time.Time
 	proposeTTL time.Duration

@@ -19,7 +19,8 @@ import (
 // batch for the whole request.
 
 // decide answers one request. REQUIRES: leading.
-func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+// arrived is when the request reached the controller (ms).
+func (c *Controller) decide(ctx context.Context, kreq kmsg.Request, arrived int64) kmsg.Response {
 	now := time.Now().UnixMilli()
 	img := c.m.Image()
 	switch req := kreq.(type) {
@@ -60,7 +61,14 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 			recs, code = c.live.Shutdown(img, req.BrokerID, req.BrokerEpoch, now)
 			what = "controlled shutdown: broker fenced, its leaderships moved"
 		} else {
-			recs, code = c.live.Heartbeat(img, req.BrokerID, req.BrokerEpoch, caughtUp, now)
+			early := c.live.MayFenceEarly(req.BrokerID, req.BrokerEpoch)
+			// As it arrived: one sent before its broker was found gone
+			// must not unfence it (Liveness.Refused).
+			recs, code = c.live.HeartbeatSent(img, req.BrokerID, req.BrokerEpoch, caughtUp, arrived, now)
+			if early && !c.live.MayFenceEarly(req.BrokerID, req.BrokerEpoch) {
+				c.log.Warn().Int32("broker", req.BrokerID).
+					Msg("broker heartbeats though its listeners refused the controller's connections: not fenced early again until it registers anew")
+			}
 		}
 		if code != 0 {
 			resp.ErrorCode = code

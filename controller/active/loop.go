@@ -32,9 +32,10 @@ const proposeTimeout = 10 * time.Second
 
 // call is one request for the active controller.
 type call struct {
-	ctx   context.Context
-	req   kmsg.Request
-	reply chan kmsg.Response // buffered 1
+	ctx     context.Context
+	req     kmsg.Request
+	reply   chan kmsg.Response // buffered 1
+	arrived int64              // ms, when Call took it
 }
 
 // newController returns a Controller deciding through m that is not yet
@@ -46,6 +47,7 @@ func newController(cfg Config, m member) (*Controller, error) {
 	c := &Controller{cfg: cfg, m: m, log: cfg.Logger.With().Str("component", "controller").Logger(),
 		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout, live: controller.NewLiveness()}
 	c.arrivals.m = map[int32]arrival{}
+	c.refused, c.watches = make(chan refusedBroker, 16), watchSet{}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -62,7 +64,7 @@ func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
 	if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok {
 		c.arrived(hb.BrokerID, hb.BrokerEpoch)
 	}
-	cl := call{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1)}
+	cl := call{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1), arrived: time.Now().UnixMilli()}
 	select {
 	case c.calls <- cl:
 	case <-ctx.Done():
@@ -138,6 +140,20 @@ func (c *Controller) run() {
 					Msg("broker session expired: fencing, moving its leaderships")
 				c.propose(c.ctx, recs)
 			}
+			c.syncWatches(c.m.Image())
+		case rb := <-c.refused:
+			if w := c.watches[rb.id]; w != nil && w.epoch == rb.epoch {
+				w.cancel() // ended; the next tick watches again if still wanted
+				delete(c.watches, rb.id)
+			}
+			if !c.leading() {
+				continue
+			}
+			if recs := c.live.Refused(c.m.Image(), rb.id, rb.epoch, time.Now().UnixMilli()); len(recs) > 0 {
+				c.log.Warn().Int32("broker", rb.id).Int("partition_changes", len(recs)-1).
+					Msg("broker's listeners refuse connections (its process is gone): fencing it now, moving its leaderships")
+				c.propose(c.ctx, recs)
+			}
 		case cl := <-c.calls:
 			c.handle(cl)
 		}
@@ -151,7 +167,7 @@ func (c *Controller) handle(cl call) {
 		cl.reply <- nil
 		return
 	}
-	cl.reply <- c.decide(cl.ctx, cl.req)
+	cl.reply <- c.decide(cl.ctx, cl.req, cl.arrived)
 }
 
 func (c *Controller) sessionMs() int64 { return c.cfg.BrokerSessionTimeout.Milliseconds() }
@@ -163,6 +179,7 @@ func (c *Controller) leading() bool {
 		// Liveness is soft state of a leadership: forget it, keeping an
 		// empty table (never nil) for whatever still runs this turn.
 		c.wasLeader, c.live = false, controller.NewLiveness()
+		c.stopWatches()
 		return false
 	}
 	if !c.wasLeader {
