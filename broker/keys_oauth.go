@@ -14,8 +14,13 @@ import (
 func oauthKeys() []ConfigKey {
 	out := make([]ConfigKey, 0, len(sasl.OAuthKeys))
 	for _, k := range sasl.OAuthKeys {
-		name := k.Name
-		out = append(out, ConfigKey{Name: name, Def: k.Def, Doc: k.Doc + " See docs/security.md.",
+		name, doc := k.Name, k.Doc+" See docs/security.md."
+		if k.Def != "" {
+			// As the ssl.* rows: the default is applied where the key is
+			// read (Settings.oauthConfig), so an unset key stays unset.
+			doc = "Default " + k.Def + ". " + doc
+		}
+		out = append(out, ConfigKey{Name: name, Doc: doc,
 			Set: func(c *Config, v string) error {
 				m := maps.Clone(c.SASL.OAuth)
 				if m == nil {
