@@ -187,8 +187,14 @@ func TestSASLPlain(t *testing.T) {
 			"expired":  jwt(fmt.Sprintf(`{"sub":"oliver","exp":%d,"scope":"kafka"}`, time.Now().Add(-time.Minute).Unix())),
 			"no scope": jwt(fmt.Sprintf(`{"sub":"oliver","exp":%d}`, exp)),
 		} {
-			if err := pingWith(t, addr, oauth.Auth{Token: tok}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
-				t.Errorf("%s token: %v, want SASL_AUTHENTICATION_FAILED", what, err)
+			// Kafka's error exchange: the JSON as a challenge, then
+			// SASL_AUTHENTICATION_FAILED (franz-go stops at the challenge).
+			first, second := oauthRaw(t, addr, tok)
+			if string(first.SASLAuthBytes) != `{"status":"invalid_token"}` || second == nil || second.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+				t.Errorf("%s token: %+v then %+v, want invalid_token and SASL_AUTHENTICATION_FAILED", what, first, second)
+			}
+			if err := pingWith(t, addr, oauth.Auth{Token: tok}.AsMechanism()); err == nil {
+				t.Errorf("%s token: franz-go connected", what)
 			}
 		}
 	})
