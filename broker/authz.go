@@ -298,5 +298,23 @@ func AuthzTable() map[int16][2]string {
 	return out
 }
 
+// authorizedOps is KIP-430's answer for cc's principal on one resource:
+// the bit set of the operations the authorizer allows it, every operation
+// of the resource type when no authorizer is configured (as Kafka). Not
+// audited: asking is not being denied.
+func (b *Broker) authorizedOps(cc *connCtx, rt acl.ResourceType, name string) int32 {
+	return b.authorizer().AuthorizedOperations(cc.principal, cc.clientHost, rt, name)
+}
+
+// clusterOps is KIP-430's answer for the cluster. As Kafka, a principal
+// that may not DESCRIBE the cluster is told 0, not what else it may do.
+func (b *Broker) clusterOps(cc *connCtx) int32 {
+	ops := b.authorizedOps(cc, acl.ResourceCluster, acl.ClusterName)
+	if ops&(1<<acl.OpDescribe) == 0 {
+		return 0
+	}
+	return ops
+}
+
 // principalHost is the host part of cc for audit lines and ACL hosts.
 func principalHost(cc *connCtx) string { return strings.TrimPrefix(cc.clientHost, "/") }
