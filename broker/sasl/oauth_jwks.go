@@ -2,6 +2,9 @@ package sasl
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,8 +80,9 @@ func parseJWKS(data []byte) (*keySet, error) {
 }
 
 // find returns the keys that may have signed a token with kid and alg:
-// by kid when the token names one, else every key; a key that states its
-// alg must state this one.
+// by kid when the token names one, else every key; the key's type must be
+// alg's, and a key that states its alg must state this one. (A token
+// without a kid costs at most one verification per such key.)
 func (ks *keySet) find(kid string, alg string) []jose.JSONWebKey {
 	if ks == nil {
 		return nil
@@ -91,9 +95,36 @@ func (ks *keySet) find(kid string, alg string) []jose.JSONWebKey {
 		if k.Algorithm != "" && k.Algorithm != alg {
 			continue
 		}
+		if keyType(k.Key) != algKeyType(alg) {
+			continue
+		}
 		out = append(out, k)
 	}
 	return out
+}
+
+func keyType(key any) string {
+	switch key.(type) {
+	case *rsa.PublicKey:
+		return "RSA"
+	case *ecdsa.PublicKey:
+		return "EC"
+	case ed25519.PublicKey:
+		return "OKP"
+	}
+	return ""
+}
+
+func algKeyType(alg string) string {
+	switch {
+	case strings.HasPrefix(alg, "RS"), strings.HasPrefix(alg, "PS"):
+		return "RSA"
+	case strings.HasPrefix(alg, "ES"):
+		return "EC"
+	case alg == string(jose.EdDSA):
+		return "OKP"
+	}
+	return "none"
 }
 
 func (ks *keySet) kids() string {

@@ -186,6 +186,8 @@ func TestOAuthBearerSigned(t *testing.T) {
 	}{
 		{"good RS256", good, true},
 		{"good ES256", ecKey.sign(t, claims(nil)), true},
+		{"no kid: the keys of its type are tried", testKey{"", jose.ES256, ecKey.priv}.sign(t, claims(nil)), true},
+		{"kid of a key of another type", testKey{"e1", jose.RS256, rsaKey.priv}.sign(t, claims(nil)), false},
 		{"second audience", rsaKey.sign(t, claims(func(c map[string]any) { c["aud"] = "other" })), true},
 		{"expired", rsaKey.sign(t, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })), false},
 		{"expired within the skew", rsaKey.sign(t, claims(func(c map[string]any) { c["exp"] = now.Add(-10 * time.Second).Unix() })), true},
