@@ -269,7 +269,7 @@ func newConfigKeys() []ConfigKey {
 		// Authorization (authz.go, docs/security.md).
 		{Name: "authorizer.class.name", Doc: "Unset: no authorizer (every client may do everything). " + StandardAuthorizerClass + " turns on Kafka's ACLs (" + legacyAuthorizerClass + " is accepted as its alias, with a warning); any other class stops start-up.",
 			Set: setAuthorizerClass},
-		{Name: "super.users", Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops).",
+		{Name: "super.users", Dynamic: true, Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops). Dynamic for the whole cluster only (IncrementalAlterConfigs on the cluster default broker resource; a value there replaces the static one on every node, without a restart); a per-broker value is refused, so nodes never disagree on who is a super user.",
 			Set: setSuperUsers},
 		{Name: "allow.everyone.if.no.acl.found", Def: strconv.FormatBool(d.AllowEveryoneIfNoACL), Doc: "With the authorizer on, a resource that no ACL names is open to everyone (true) or to super users only (false).",
 			Set: setBool(func(c *Config) *bool { return &c.AllowEveryoneIfNoACL })},

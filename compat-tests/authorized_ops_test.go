@@ -151,3 +151,90 @@ func TestAuthorizedOperations(t *testing.T) {
 		t.Errorf("describe groups, not asked: %v %+v", err, dgr)
 	}
 }
+
+// TestDynamicSuperUsers: super.users changed with IncrementalAlterConfigs
+// on the cluster default takes effect without a restart, and its removal
+// too; a per-broker value is refused.
+func TestDynamicSuperUsers(t *testing.T) {
+	saslAddr := net.JoinHostPort("127.0.0.1", freePort(t))
+	b := startBroker(t, t.TempDir(),
+		"listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://"+saslAddr,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+		"inter.broker.listener.name=PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN",
+		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
+		stdAuthorizer, "super.users="+anon,
+	)
+	ctx := testCtx(t, 60*time.Second)
+	adm := newAdmin(t, b.Addr)
+	aliceCl := newClient(t, saslAddr, plainOpt("alice", "alice-secret"))
+	alice := kadm.NewClient(aliceCl)
+	// clusterOps polls (bounded) until alice's cluster operations are want
+	// (KIP-430: 8096 is every cluster operation).
+	clusterOps := func(want int32) {
+		t.Helper()
+		var got int32
+		for ctx.Err() == nil {
+			req := kmsg.NewPtrDescribeClusterRequest()
+			req.IncludeClusterAuthorizedOperations = true
+			resp, err := req.RequestWith(ctx, aliceCl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got = resp.ClusterAuthorizedOperations; got == want {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("alice's cluster operations %d, want %d", got, want)
+	}
+	createAs := func(topic string) error {
+		res, err := alice.CreateTopic(ctx, 1, 1, nil, topic)
+		if err != nil {
+			return err
+		}
+		return res.Err
+	}
+
+	clusterOps(0)
+	if err := createAs("su-1"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("alice, not a super user, creates a topic: %v", err)
+	}
+	set := func(v *string, brokers ...int32) error {
+		op := kadm.SetConfig
+		if v == nil {
+			op = kadm.DeleteConfig
+		}
+		rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: "super.users", Value: v}}, brokers...)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Err != nil {
+				return r.Err
+			}
+		}
+		return nil
+	}
+	if err := set(kmsg.StringPtr(anon+";User:alice"), 1); !errors.Is(err, kerr.InvalidConfig) {
+		t.Errorf("super.users for broker 1 alone: %v, want INVALID_CONFIG", err)
+	}
+	if err := set(kmsg.StringPtr(anon + ";User:alice")); err != nil {
+		t.Fatalf("super.users for the cluster: %v", err)
+	}
+	clusterOps(8096)
+	if err := createAs("su-1"); err != nil {
+		t.Errorf("alice, a super user now, creates a topic: %v", err)
+	}
+	// Removing the dynamic value falls back to the static one.
+	if err := set(nil); err != nil {
+		t.Fatalf("delete super.users: %v", err)
+	}
+	clusterOps(0)
+	if err := createAs("su-2"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice, no longer a super user, creates a topic: %v", err)
+	}
+	if !b.logContains("super.users changed") {
+		t.Error("no log line for the change")
+	}
+}
