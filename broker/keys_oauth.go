@@ -14,7 +14,7 @@ import (
 func oauthKeys() []ConfigKey {
 	out := make([]ConfigKey, 0, len(sasl.OAuthKeys))
 	for _, k := range sasl.OAuthKeys {
-		name, doc := k.Name, k.Doc+" See docs/security.md."
+		name, doc := k.Name, k.Doc+" Per listener: listener.name.<l>.oauthbearer."+k.Name+". See docs/security.md."
 		if k.Def != "" {
 			// As the ssl.* rows: the default is applied where the key is
 			// read (Settings.oauthConfig), so an unset key stays unset.

@@ -49,12 +49,16 @@ var OAuthKeys = []struct{ Name, Def, Doc string }{
 	{"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "10000", "Longest wait between JWKS fetch retries, and the bound of one refresh's waits in all; while no set was ever fetched, a refresh is tried this often."},
 }
 
-// oauthConfig reads listener's sasl.oauthbearer.* key name:
-// listener.name.<l>.<name>, else the broker-wide key, else Kafka's
-// default.
+// oauthConfig reads listener's sasl.oauthbearer.* key name as Kafka's
+// handler does: listener.name.<l>.oauthbearer.<name> (the form Kafka's
+// documentation gives), else listener.name.<l>.<name>, else the
+// broker-wide key, else Kafka's default.
 func (s Settings) oauthConfig(listener, name string) string {
-	if v, ok := s.Listener["listener.name."+strings.ToLower(listener)+"."+name]; ok {
-		return strings.TrimSpace(v)
+	l := "listener.name." + strings.ToLower(listener) + "."
+	for _, k := range []string{l + "oauthbearer." + name, l + name} {
+		if v, ok := s.Listener[k]; ok {
+			return strings.TrimSpace(v)
+		}
 	}
 	if v, ok := s.OAuth[name]; ok {
 		return strings.TrimSpace(v)

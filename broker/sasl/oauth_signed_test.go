@@ -385,4 +385,10 @@ func TestOAuthBearerJWKSParse(t *testing.T) {
 	if err != nil || srv.jwks == nil || srv.jwks.src.Host != "b" {
 		t.Errorf("listener override: %+v %v", srv, err)
 	}
+	srv, err = NewServer(Settings{EnabledMechanisms: "OAUTHBEARER", OAuth: map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "http://a/"},
+		Listener: map[string]string{"listener.name.l.sasl.oauthbearer.jwks.endpoint.url": "http://b/",
+			"listener.name.l.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": "http://c/"}}, "L", nil, Hooks{})
+	if err != nil || srv.jwks == nil || srv.jwks.src.Host != "c" {
+		t.Errorf("listener and mechanism override: %+v %v", srv, err)
+	}
 }
