@@ -2,8 +2,8 @@ package compattests
 
 import (
 	"errors"
+	"fmt"
 	"math"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -15,20 +15,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
+// plainUsersBroker starts a node with ACLs on, ANONYMOUS (its PLAINTEXT
+// listener) a super user, and PLAIN users on its SASL listener, each with
+// the password <name>-secret.
+func plainUsersBroker(t *testing.T, users ...string) (*Broker, string) {
+	t.Helper()
+	jaas := "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required"
+	for _, u := range users {
+		jaas += fmt.Sprintf(` user_%s="%s-secret"`, u, u)
+	}
+	return saslBrokerWith(t, "sasl.enabled.mechanisms=PLAIN", jaas+";", stdAuthorizer, "super.users="+anon)
+}
+
 // TestAuthorizedOperations: KIP-430's bit sets, as two principals with
 // different ACLs see them through kadm (Metadata, DescribeGroups) and
 // kmsg (DescribeCluster, Metadata v10's cluster field,
 // DescribeTopicPartitions), and the "not asked" value.
 func TestAuthorizedOperations(t *testing.T) {
-	saslAddr := net.JoinHostPort("127.0.0.1", freePort(t))
-	b := startBroker(t, t.TempDir(),
-		"listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://"+saslAddr,
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-		"inter.broker.listener.name=PLAINTEXT",
-		"sasl.enabled.mechanisms=PLAIN",
-		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";`,
-		stdAuthorizer, "super.users="+anon,
-	)
+	b, saslAddr := plainUsersBroker(t, "alice", "bob")
 	ctx := testCtx(t, 60*time.Second)
 	adm := newAdmin(t, b.Addr)
 	createTopic(t, adm, "ops-t", 1, nil)
@@ -156,15 +160,7 @@ func TestAuthorizedOperations(t *testing.T) {
 // on the cluster default takes effect without a restart, and its removal
 // too; a per-broker value is refused.
 func TestDynamicSuperUsers(t *testing.T) {
-	saslAddr := net.JoinHostPort("127.0.0.1", freePort(t))
-	b := startBroker(t, t.TempDir(),
-		"listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://"+saslAddr,
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-		"inter.broker.listener.name=PLAINTEXT",
-		"sasl.enabled.mechanisms=PLAIN",
-		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
-		stdAuthorizer, "super.users="+anon,
-	)
+	b, saslAddr := plainUsersBroker(t, "alice")
 	ctx := testCtx(t, 60*time.Second)
 	adm := newAdmin(t, b.Addr)
 	aliceCl := newClient(t, saslAddr, plainOpt("alice", "alice-secret"))

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,11 +103,7 @@ func oauthRaw(t *testing.T, addr, token string) (first, second *kmsg.SASLAuthent
 func TestSASLOAuthBearerJWKS(t *testing.T) {
 	iss := newOAuthIssuer(t)
 	audit := filepath.Join(t.TempDir(), "audit.log")
-	saslAddr := net.JoinHostPort("127.0.0.1", freePort(t))
-	b := startBroker(t, t.TempDir(),
-		"listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://"+saslAddr,
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-		"inter.broker.listener.name=PLAINTEXT",
+	b, saslAddr := saslBrokerWith(t,
 		"sasl.enabled.mechanisms=OAUTHBEARER",
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
 		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
