@@ -177,9 +177,13 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 		t.Errorf("a token for another audience: %+v", first)
 	}
 
-	// The refusals are in the audit log, with why (and never the token).
+	// The refusals are in the audit log, with why (and never the token):
+	// the forged token twice (by hand, and franz-go's, which never
+	// acknowledges the error).
 	var line map[string]any
-	for ctx.Err() == nil && line == nil {
+	forgedLines := 0
+	for ctx.Err() == nil && forgedLines < 2 {
+		forgedLines = 0
 		f, err := os.Open(audit)
 		if err == nil {
 			sc := bufio.NewScanner(f)
@@ -188,6 +192,7 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 				if json.Unmarshal(sc.Bytes(), &l) == nil && l["api"] == "SASLAuthenticate" && l["mechanism"] == "OAUTHBEARER" &&
 					strings.Contains(fmt.Sprint(l["reason"]), "signature") {
 					line = l
+					forgedLines++
 				}
 				if strings.Contains(sc.Text(), forged) {
 					t.Error("the audit log holds the token")
@@ -195,11 +200,11 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 			}
 			f.Close()
 		}
-		if line == nil {
+		if forgedLines < 2 {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if line == nil || line["outcome"] != "denied" || line["client"] != "127.0.0.1" {
-		t.Errorf("audit line for the forged token: %v", line)
+	if forgedLines < 2 || line["outcome"] != "denied" || line["client"] != "127.0.0.1" {
+		t.Errorf("audit lines for the forged token: %d, the last %v", forgedLines, line)
 	}
 }

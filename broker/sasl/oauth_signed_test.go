@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -390,5 +391,32 @@ func TestOAuthBearerJWKSParse(t *testing.T) {
 			"listener.name.l.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": "http://c/"}}, "L", nil, Hooks{})
 	if err != nil || srv.jwks == nil || srv.jwks.src.Host != "c" {
 		t.Errorf("listener and mechanism override: %+v %v", srv, err)
+	}
+}
+
+// Hooks.Denied hears each failed authentication once, an OAUTHBEARER one
+// when the token is refused (a client may never acknowledge the error).
+func TestDeniedHook(t *testing.T) {
+	var reasons []string
+	hooks := Hooks{Denied: func(_ net.Addr, mech, reason string) { reasons = append(reasons, mech+": "+reason) }}
+	srv, err := NewServer(Settings{EnabledMechanisms: "OAUTHBEARER,PLAIN", JAASConfig: PlainLoginModule + ` required user_a="pw";`}, "L", nil, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := oauthMsg(unsecuredJWT(t, map[string]any{"sub": "a"})) // no exp
+	x, _ := srv.Start("OAUTHBEARER", nil, nil)
+	if reply, _, _, _, err := x.Step(bad); err != nil || string(reply) != invalidToken || len(reasons) != 1 {
+		t.Fatalf("refused token: reply %q err %v reasons %q", reply, err, reasons)
+	}
+	if _, _, _, _, err := x.Step([]byte{1}); err == nil || len(reasons) != 1 {
+		t.Errorf("acknowledged: err %v reasons %q", err, reasons)
+	}
+	x, _ = srv.Start("PLAIN", nil, nil)
+	if _, _, _, _, err := x.Step([]byte("\x00a\x00wrong")); err == nil || len(reasons) != 2 || !strings.HasPrefix(reasons[1], "PLAIN: ") {
+		t.Errorf("wrong password: err %v reasons %q", err, reasons)
+	}
+	x, _ = srv.Start("PLAIN", nil, nil)
+	if _, done, _, _, err := x.Step([]byte("\x00a\x00pw")); err != nil || !done || len(reasons) != 2 {
+		t.Errorf("good password: err %v reasons %q", err, reasons)
 	}
 }

@@ -307,7 +307,9 @@ func (s *Server) Start(mechanism string, remote net.Addr, _ *tls.ConnectionState
 	return &reportingExchange{SASLExchange: x, mechanism: mechanism, remote: remote, denied: s.hooks.Denied}, nil
 }
 
-// reportingExchange tells Hooks.Denied of the exchange's failure.
+// reportingExchange tells Hooks.Denied of the exchange's failure, once.
+// An OAUTHBEARER refusal is told when the token is refused, not when the
+// client acknowledges the error: many clients (franz-go) never do.
 type reportingExchange struct {
 	protocol.SASLExchange
 	mechanism string
@@ -317,13 +319,13 @@ type reportingExchange struct {
 
 func (r *reportingExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, error) {
 	reply, done, principal, lifetime, err := r.SASLExchange.Step(msg)
-	if err != nil {
-		reason := err.Error()
-		var f *oauthFailure
-		if errors.As(err, &f) {
-			reason = f.Reason()
-		}
-		r.denied(r.remote, r.mechanism, reason)
+	var f *oauthFailure
+	switch ox, isOAuth := r.SASLExchange.(*oauthExchange); {
+	case errors.As(err, &f): // told at the refusal
+	case err != nil:
+		r.denied(r.remote, r.mechanism, err.Error())
+	case isOAuth && ox.refused != nil:
+		r.denied(r.remote, r.mechanism, ox.refused.Error())
 	}
 	return reply, done, principal, lifetime, err
 }
