@@ -2,6 +2,7 @@ package compattests
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -10,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +102,7 @@ func oauthRaw(t *testing.T, addr, token string) (first, second *kmsg.SASLAuthent
 // signed tokens against a JWKS served over http (KIP-768). franz-go with a
 // token of the provider's key produces and consumes; a token signed by
 // another key is refused with Kafka's invalid_token exchange and audited;
+// librdkafka (confluent-kafka-python) with a signed token is served too;
 // with ACLs on, the principal is the sub claim.
 func TestSASLOAuthBearerJWKS(t *testing.T) {
 	iss := newOAuthIssuer(t)
@@ -116,15 +120,20 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 	adm := newAdmin(t, b.Addr)
 	createTopic(t, adm, "oauth-t", 1, nil)
 	ctx := testCtx(t, 60*time.Second)
-	res, err := adm.CreateACLs(ctx, newACLs().Allow("User:alice").Topics("oauth-t").Operations(kadm.OpWrite, kadm.OpRead))
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("create ACLs: %v %+v", err, res)
+	for _, acls := range []*kadm.ACLBuilder{
+		newACLs().Allow("User:alice").Topics("oauth-t").Operations(kadm.OpWrite, kadm.OpRead),
+		newACLs().Allow("User:alice").Groups("oauth-g").Operations(kadm.OpRead),
+	} {
+		if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+			t.Fatalf("create ACLs: %v %+v", err, res)
+		}
 	}
 
 	alice := oauth.Auth{Token: signToken(t, iss.key, iss.kid, "alice")}.AsMechanism()
 	cl := newClient(t, saslAddr, kgo.SASL(alice), kgo.DefaultProduceTopic("oauth-t"))
 	// The JWKS is fetched in the background: the first exchanges may come
 	// before it (bounded wait).
+	var err error
 	for ctx.Err() == nil {
 		if err = cl.ProduceSync(ctx, kgo.StringRecord("signed-0")).FirstErr(); err == nil {
 			break
@@ -142,6 +151,29 @@ func TestSASLOAuthBearerJWKS(t *testing.T) {
 	if recs := consumeAll(t, saslAddr, "oauth-t", 5, 20*time.Second, kgo.SASL(alice)); len(recs) != 5 || string(recs[0].Value) != "signed-0" {
 		t.Fatalf("consumed %d records", len(recs))
 	}
+
+	// librdkafka, through confluent-kafka-python's oauth_cb.
+	t.Run("confluent-kafka", func(t *testing.T) {
+		py := confluentPython(t)
+		script, err := filepath.Abs("testdata/confluent_oauth.py")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmdCtx, cancel := context.WithTimeout(ctx, 45*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cmdCtx, py, script, saslAddr, "oauth-t", "oauth-g")
+		cmd.Stdin = strings.NewReader(signToken(t, iss.key, iss.kid, "alice"))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var got struct {
+			Acked  int      `json:"acked"`
+			Values []string `json:"values"`
+		}
+		if err != nil || json.Unmarshal(out, &got) != nil || got.Acked != 1 || !slices.Contains(got.Values, "rdkafka-oauth") {
+			t.Errorf("confluent-kafka with a signed token: %v %s\n%s", err, out, stderr.String())
+		}
+	})
 
 	if n := strings.Count(b.readLog(), "JWKS loaded"); n != 1 {
 		t.Errorf("%d \"JWKS loaded\" log lines, want 1 (one per change)", n)
