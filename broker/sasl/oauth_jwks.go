@@ -187,7 +187,13 @@ func newJWKS(raw string, refresh, backoff, backoffMax time.Duration) (*jwks, err
 	return &jwks{
 		src: u, refresh: refresh, backoff: backoff, backoffMax: max(backoffMax, backoff),
 		kidEvery: jwksKidInterval, kidWait: jwksKidWait,
-		client: &http.Client{Timeout: jwksTimeout},
+		client: &http.Client{Timeout: jwksTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			// An https JWKS must not be downgraded: the keys are the trust.
+			if len(via) >= 5 || req.URL.Scheme != via[0].URL.Scheme {
+				return fmt.Errorf("redirect to %s refused", req.URL.Redacted())
+			}
+			return nil
+		}},
 		log:    zerolog.Nop(),
 		kick:   make(chan struct{}, 1),
 		next:   make(chan struct{}),
