@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,6 +27,10 @@ import (
 //     broker that has not applied the deletion still lists the old topic.
 //   - Partitions: leader (-1 while none: LEADER_NOT_AVAILABLE), leader
 //     epoch, replicas, ISR and the replicas on fenced brokers as offline.
+//   - Authorized operations (KIP-430, v8+): when asked, the bit set of
+//     the operations the principal may perform on each topic (and, v8-10,
+//     on the cluster, 0 without DESCRIBE on it), from the authorizer;
+//     -2147483648 when not asked.
 //   - ControllerID: the active controller's node id when it is a live broker
 //     (a combined node), else this broker's: admin requests sent to it are
 //     forwarded to the active controller either way.
@@ -84,10 +89,17 @@ func (b *Broker) metadata(cc *connCtx, req *kmsg.MetadataRequest, createCodes ma
 	cid := b.clusterID
 	resp.ClusterID = &cid
 	resp.ControllerID = b.clientControllerID(img)
+	if req.IncludeClusterAuthorizedOperations && req.Version >= 8 && req.Version <= 10 {
+		resp.AuthorizedOperations = b.clusterOps(cc) // the cluster's, v8-10
+	}
+	var ops func(topic string) int32
+	if req.IncludeTopicAuthorizedOperations {
+		ops = func(topic string) int32 { return b.authorizedOps(cc, acl.ResourceTopic, topic) }
+	}
 
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, describeTopic(img, t, req))
+			resp.Topics = append(resp.Topics, describeTopic(img, t, ops))
 		}
 		return resp
 	}
@@ -124,19 +136,22 @@ func (b *Broker) metadata(cc *connCtx, req *kmsg.MetadataRequest, createCodes ma
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, describeTopic(img, t, req))
+		resp.Topics = append(resp.Topics, describeTopic(img, t, ops))
 	}
 	return resp
 }
 
-func describeTopic(img *controller.Image, t *controller.Topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+// describeTopic is t's entry; ops, when the request asked for KIP-430's
+// authorized operations, gives them (else they stay Kafka's "not asked",
+// -2147483648).
+func describeTopic(img *controller.Image, t *controller.Topic, ops func(topic string) int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
-	if req.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = allTopicOperations
+	if ops != nil {
+		mt.AuthorizedOperations = ops(t.Name)
 	}
 	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
@@ -157,7 +172,3 @@ func describeTopic(img *controller.Image, t *controller.Topic, req *kmsg.Metadat
 	}
 	return mt
 }
-
-// allTopicOperations is the KIP-430 bit set of every topic operation: no
-// authorization is configured, so everything is allowed.
-const allTopicOperations = 1<<2 | 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -9,7 +10,9 @@ import (
 //
 // Behaviour: state, protocol and members (with assignments) of each group;
 // a group with only committed offsets is Empty; an unknown group is Dead
-// with no error, as Kafka answers these versions.
+// with no error, as Kafka answers these versions. v3+ asked for
+// authorized operations (KIP-430) get the operations the principal may
+// perform on the group, from the authorizer (-2147483648 when not asked).
 //
 // Version notes: v1: throttle; v3: authorized operations; v4: group
 // instance id; v5: flexible
@@ -34,12 +37,9 @@ func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 			}
 		}
 		if req.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = allGroupOperations
+			d.AuthorizedOperations = b.authorizedOps(cc, acl.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)
 	}
 	respond(resp)
 }
-
-// allGroupOperations: READ, DELETE, DESCRIBE (KIP-430 bits).
-const allGroupOperations = 1<<3 | 1<<6 | 1<<8

@@ -20,6 +20,9 @@ import (
 //     themselves, on their CONTROLLER listener (bootstrap.controllers). Any
 //     other type is UNSUPPORTED_ENDPOINT_TYPE. The response echoes the type
 //     served (1).
+//   - ClusterAuthorizedOperations (KIP-430): when asked, the operations the
+//     principal may perform on the cluster, from the authorizer (0 without
+//     DESCRIBE on it, as Kafka); -2147483648 when not asked.
 //
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
@@ -46,7 +49,7 @@ func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.clientControllerID(img)
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = allClusterOperations
+		resp.ClusterAuthorizedOperations = b.clusterOps(cc)
 	}
 	listener := b.advertised[cc.listener].Name
 	for _, bs := range img.Brokers() {
@@ -73,7 +76,3 @@ const (
 	endpointTypeBrokers     = 1
 	endpointTypeControllers = 2
 )
-
-// allClusterOperations is the KIP-430 bit set of every cluster operation
-// (no authorization is configured).
-const allClusterOperations = 1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -39,8 +40,8 @@ import (
 //     controller.Partition), which is the guarantee KIP-966's ELR exists to
 //     restore, so it has no ELR to report.
 //   - Topic authorized operations: always filled (v0 has no flag to ask for
-//     them; Kafka fills them always): every topic operation, since no
-//     authorization is configured.
+//     them; Kafka fills them always): the operations the principal may
+//     perform on the topic, from the authorizer (KIP-430).
 //
 // Version notes:
 //   - v0: flexible, the only version (KIP-966, Kafka 3.8).
@@ -53,7 +54,13 @@ const maxDescribePartitions = 2000
 func handleDescribeTopicPartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	listener := b.advertised[cc.listener].Name
-	respond(describeTopicPartitions(b.image(), listener, req))
+	resp := describeTopicPartitions(b.image(), listener, req)
+	for i := range resp.Topics {
+		if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+			t.AuthorizedOperations = b.authorizedOps(cc, acl.ResourceTopic, *t.Topic)
+		}
+	}
+	respond(resp)
 }
 
 // describeTopicPartitions answers req from img; listener is the request's
@@ -136,7 +143,6 @@ func describeTopicPage(img *controller.Image, listener string, t *controller.Top
 	name := t.Name
 	st.Topic, st.TopicID = &name, t.ID
 	st.IsInternal = isInternalTopic(name)
-	st.AuthorizedOperations = allTopicOperations
 	st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 	for i := start; i < end; i++ {
 		p := t.Partitions[i]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -132,6 +133,24 @@ func (a *auditLog) denied(cc *connCtx, api int16, op acl.Operation, rt acl.Resou
 	}
 	a.emit(a.b, cc, api, func(ev *zerolog.Event) {
 		ev.Str("resource", rt.String()+":"+name).Str("operation", op.String()).Str("outcome", "denied")
+	})
+}
+
+// authFailed records a failed SASL authentication on listener (an index
+// of the advertised listeners): the mechanism and why, never the secret.
+func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason string) {
+	if a == nil {
+		return
+	}
+	cc := &connCtx{listener: listener, principal: ""}
+	if remote != nil {
+		cc.clientHost = remote.String()
+		if h, _, err := net.SplitHostPort(remote.String()); err == nil {
+			cc.clientHost = h
+		}
+	}
+	a.emit(a.b, cc, 36, func(ev *zerolog.Event) {
+		ev.Str("mechanism", mechanism).Str("reason", reason).Str("outcome", "denied")
 	})
 }
 

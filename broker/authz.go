@@ -61,12 +61,14 @@ func setSuperUsers(c *Config, v string) error {
 	return nil
 }
 
-// authzCache is the authorizer built from one image's ACLs. Rebuilt when
-// the image's ACL set changes (controller.Image.SameACLs), not on every
-// image.
+// authzCache is the authorizer built from one image's ACLs and the running
+// super.users (dynamic: the image's cluster default may change it).
+// Rebuilt when the image's ACL set changes (controller.Image.SameACLs) or
+// super.users does, not on every image.
 type authzCache struct {
-	img *controller.Image
-	az  *acl.Authorizer
+	img   *controller.Image
+	super string
+	az    *acl.Authorizer
 }
 
 // authorizer returns the authorizer for the current image, nil when
@@ -79,8 +81,9 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	if img == nil {
 		img = &controller.Image{}
 	}
+	live := b.live()
 	c := b.authzCache.Load()
-	if c != nil && (c.img == img || c.img.SameACLs(img)) {
+	if c != nil && c.super == live.SuperUsers && (c.img == img || c.img.SameACLs(img)) {
 		return c.az
 	}
 	as := img.ACLs()
@@ -88,8 +91,11 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	for i, a := range as {
 		bs[i] = bindingOf(a)
 	}
-	az := acl.New(acl.Config{SuperUsers: acl.ParseSuperUsers(b.cfg.SuperUsers), AllowIfNoACL: b.cfg.AllowEveryoneIfNoACL}, bs)
-	b.authzCache.Store(&authzCache{img: img, az: az})
+	az := acl.New(acl.Config{SuperUsers: acl.ParseSuperUsers(live.SuperUsers), AllowIfNoACL: b.cfg.AllowEveryoneIfNoACL}, bs)
+	if c != nil && c.super != live.SuperUsers {
+		b.log.Info().Str("super_users", live.SuperUsers).Msg("super.users changed: the authorizer follows")
+	}
+	b.authzCache.Store(&authzCache{img: img, super: live.SuperUsers, az: az})
 	return az
 }
 
@@ -262,13 +268,13 @@ var authzRules = map[int16]authzRule{
 	30: {"ALTER on CLUSTER", 5, checkCreateACLs},
 	31: {"ALTER on CLUSTER", 5, checkDeleteACLs},
 	32: {"DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs},
-	33: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs", 4, checkAlterConfigs},
+	33: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkAlterConfigs},
 	34: {"ALTER on CLUSTER", 4, checkAlterReplicaLogDirs},
 	35: {"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
 	37: {"ALTER on TOPIC", 4, checkCreatePartitions},
 	42: {"DELETE on GROUP", 2, checkDeleteGroups},
 	43: {"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
-	44: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs", 4, checkIncrementalAlterConfigs},
+	44: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkIncrementalAlterConfigs},
 	45: {"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
 	46: {"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
 	47: {"DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete},
@@ -296,6 +302,24 @@ func AuthzTable() map[int16][2]string {
 		out[k] = [2]string{r.need, fmt.Sprint(r.blast)}
 	}
 	return out
+}
+
+// authorizedOps is KIP-430's answer for cc's principal on one resource:
+// the bit set of the operations the authorizer allows it, every operation
+// of the resource type when no authorizer is configured (as Kafka). Not
+// audited: asking is not being denied.
+func (b *Broker) authorizedOps(cc *connCtx, rt acl.ResourceType, name string) int32 {
+	return b.authorizer().AuthorizedOperations(cc.principal, cc.clientHost, rt, name)
+}
+
+// clusterOps is KIP-430's answer for the cluster. As Kafka, a principal
+// that may not DESCRIBE the cluster is told 0, not what else it may do.
+func (b *Broker) clusterOps(cc *connCtx) int32 {
+	ops := b.authorizedOps(cc, acl.ResourceCluster, acl.ClusterName)
+	if ops&(1<<acl.OpDescribe) == 0 {
+		return 0
+	}
+	return ops
 }
 
 // principalHost is the host part of cc for audit lines and ACL hosts.

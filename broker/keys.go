@@ -255,7 +255,7 @@ func newConfigKeys() []ConfigKey {
 			Set: setString(func(c *Config) *string { return &c.ListenerSecurityProtocolMap })},
 		{Name: "fjord.ssl.reload.check.interval.ms", Def: itoa(d.SSLReloadCheckMs), Doc: "How often a TLS listener's keystore and truststore files are checked (size and modification time); a changed store is loaded for new connections, a store that fails to load keeps the previous one (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.SSLReloadCheckMs })},
-		{Name: "sasl.enabled.mechanisms", Def: d.SASL.EnabledMechanisms, Doc: "SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers, in preference order (listener.name.<l>.sasl.enabled.mechanisms overrides it per listener). Fjord serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (unsecured tokens); a SASL listener whose list holds another mechanism (Kafka's default GSSAPI included) stops start-up. PLAIN's users are the user_<name>=\"<password>\" options of the PlainLoginModule in listener.name.<l>.plain.sasl.jaas.config, else sasl.jaas.config, else the KafkaServer section of the JAAS file KAFKA_OPTS names (-Djava.security.auth.login.config=); see docs/security.md.",
+		{Name: "sasl.enabled.mechanisms", Def: d.SASL.EnabledMechanisms, Doc: "SASL mechanisms a SASL_PLAINTEXT or SASL_SSL listener offers, in preference order (listener.name.<l>.sasl.enabled.mechanisms overrides it per listener). Fjord serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (unsecured tokens, or tokens signed by a JWKS: sasl.oauthbearer.jwks.endpoint.url); a SASL listener whose list holds another mechanism (Kafka's default GSSAPI included) stops start-up. PLAIN's users are the user_<name>=\"<password>\" options of the PlainLoginModule in listener.name.<l>.plain.sasl.jaas.config, else sasl.jaas.config, else the KafkaServer section of the JAAS file KAFKA_OPTS names (-Djava.security.auth.login.config=); see docs/security.md.",
 			Set: setString(func(c *Config) *string { return &c.SASL.EnabledMechanisms })},
 		{Name: "connections.max.reauth.ms", Def: "0", Doc: "Lifetime of a SASL session (KIP-368): SaslAuthenticate v1+ tells the client, which re-authenticates on the same connection before it ends; a connection whose session ended without it is closed at its next request. 0 = sessions do not expire. listener.name.<l>.<mechanism>.connections.max.reauth.ms overrides it; an OAUTHBEARER session ends no later than its token.",
 			Set: setInt(func(c *Config) *int64 { return &c.SASL.ReauthMs })},
@@ -271,14 +271,14 @@ func newConfigKeys() []ConfigKey {
 		// Authorization (authz.go, docs/security.md).
 		{Name: "authorizer.class.name", Doc: "Unset: no authorizer (every client may do everything). " + StandardAuthorizerClass + " turns on Kafka's ACLs (" + legacyAuthorizerClass + " is accepted as its alias, with a warning); any other class stops start-up.",
 			Set: setAuthorizerClass},
-		{Name: "super.users", Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops).",
+		{Name: "super.users", Dynamic: true, Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops). Dynamic for the whole cluster only (IncrementalAlterConfigs on the cluster default broker resource; a value there replaces the static one on every node, without a restart); a per-broker value is refused, so nodes never disagree on who is a super user.",
 			Set: setSuperUsers},
 		{Name: "allow.everyone.if.no.acl.found", Def: strconv.FormatBool(d.AllowEveryoneIfNoACL), Doc: "With the authorizer on, a resource that no ACL names is open to everyone (true) or to super users only (false).",
 			Set: setBool(func(c *Config) *bool { return &c.AllowEveryoneIfNoACL })},
 		{Name: "fjord.audit.log.file", Def: d.AuditLogFile, Doc: "Where the audit log (one JSON line per denied request and per mutating admin request) is appended: a file path, empty for stderr (lines marked \"audit\":true), or off (Fjord only).",
 			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
-	return append(keys, sslKeys()...)
+	return append(append(keys, sslKeys()...), oauthKeys()...)
 }
 
 // ---- value parsers ----

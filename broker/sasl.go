@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/fjordlog/fjord/broker/sasl"
@@ -22,11 +23,14 @@ func (b *Broker) buildSASL() error {
 		switch l.Protocol {
 		case "PLAINTEXT", "SSL": // TLS: tls.go's
 		case "SASL_PLAINTEXT", "SASL_SSL": // SASL_SSL: TLS first (tls.go), then SASL
-			srv, err := sasl.NewServer(b.cfg.SASL, l.Name, b.scramLookup)
+			listener := i
+			srv, err := sasl.NewServer(b.cfg.SASL, l.Name, b.scramLookup, sasl.Hooks{Log: b.log,
+				Denied: func(remote net.Addr, mech, reason string) { b.audit.authFailed(listener, remote, mech, reason) }})
 			if err != nil {
 				return err
 			}
 			b.saslServers[i] = srv
+			b.goLoop(func() { srv.Run(b.ctx) })
 			b.log.Info().Str("listener", l.Name).Str("mechanisms", strings.Join(srv.Mechanisms(), ",")).Msg("SASL required")
 		default:
 			return fmt.Errorf("listener %s: security protocol %s is not served", l.Name, l.Protocol)

@@ -257,6 +257,10 @@ func (c *conn) authenticate(req *Request, sl *slot) (stop bool) {
 	if err != nil {
 		resp.ErrorCode = errSASLAuthenticationFailed
 		msg := "Authentication failed: " + err.Error()
+		var cm interface{ ClientMessage() string } // a mechanism's own wording (OAUTHBEARER's JSON)
+		if errors.As(err, &cm) {
+			msg = cm.ClientMessage()
+		}
 		resp.ErrorMessage = &msg
 		c.log.Info().Err(err).Msg("closing connection: SASL authentication failed")
 		time.AfterFunc(c.s.cfg.FailedAuthDelay, func() { sl.respond(resp, nil) })

@@ -331,3 +331,47 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// KIP-430's bit sets: Kafka's supported operations per resource type,
+// each decided by Authorize (implications and DENY included).
+func TestAuthorizedOperations(t *testing.T) {
+	// Kafka's values for "everything": topic 3576, group 328, cluster 8096.
+	var none *Authorizer
+	for rt, want := range map[ResourceType]int32{ResourceTopic: 3576, ResourceGroup: 328, ResourceCluster: 8096} {
+		if got := none.AuthorizedOperations(alice, "h", rt, "x"); got != want {
+			t.Errorf("no authorizer, %v: %d, want %d", rt, got, want)
+		}
+	}
+	a := New(Config{SuperUsers: []string{"User:root"}}, []Binding{
+		lit(ResourceTopic, "t", alice, "*", OpWrite, PermAllow), // implies DESCRIBE
+		lit(ResourceTopic, "t", alice, "*", OpDescribeConfigs, PermAllow),
+		lit(ResourceTopic, "t", bob, "*", OpAll, PermAllow),
+		lit(ResourceTopic, "t", bob, "*", OpDelete, PermDeny),
+		lit(ResourceGroup, "g", alice, "*", OpRead, PermAllow),
+		lit(ResourceCluster, ClusterName, alice, "*", OpIdempotentWrite, PermAllow),
+	})
+	bit := func(ops ...Operation) int32 {
+		var b int32
+		for _, o := range ops {
+			b |= 1 << o
+		}
+		return b
+	}
+	for _, c := range []struct {
+		who  string
+		rt   ResourceType
+		name string
+		want int32
+	}{
+		{alice, ResourceTopic, "t", bit(OpWrite, OpDescribe, OpDescribeConfigs)},
+		{alice, ResourceTopic, "other", 0},
+		{bob, ResourceTopic, "t", bit(OpRead, OpWrite, OpCreate, OpDescribe, OpAlter, OpDescribeConfigs, OpAlterConfigs)},
+		{alice, ResourceGroup, "g", bit(OpRead, OpDescribe)},
+		{alice, ResourceCluster, ClusterName, bit(OpIdempotentWrite)},
+		{"User:root", ResourceCluster, ClusterName, 8096},
+	} {
+		if got := a.AuthorizedOperations(c.who, "10.0.0.1", c.rt, c.name); got != c.want {
+			t.Errorf("%s on %v %q: %b, want %b", c.who, c.rt, c.name, got, c.want)
+		}
+	}
+}

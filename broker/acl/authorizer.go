@@ -163,3 +163,29 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, rt Resou
 	}
 	return false
 }
+
+// supportedOps are the operations Kafka defines on each resource type
+// (its AclEntry.supportedOperations): what KIP-430's authorized
+// operations are chosen from. ALL is not among them.
+var supportedOps = map[ResourceType][]Operation{
+	ResourceTopic:           {OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs},
+	ResourceGroup:           {OpRead, OpDescribe, OpDelete},
+	ResourceCluster:         {OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe},
+	ResourceTransactionalID: {OpDescribe, OpWrite},
+	ResourceDelegationToken: {OpDescribe},
+	ResourceUser:            {OpCreateTokens, OpDescribeTokens},
+}
+
+// AuthorizedOperations is KIP-430's bit set (bit n = operation code n) of
+// the operations on resource (rt, name) that principal from host may
+// perform, each decided as Authorize decides it (implied operations
+// included). A nil authorizer (none configured) allows every operation.
+func (a *Authorizer) AuthorizedOperations(principal, host string, rt ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOps[rt] {
+		if a == nil || a.Authorize(principal, host, op, rt, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}

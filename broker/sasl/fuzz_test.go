@@ -1,6 +1,9 @@
 package sasl
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The JAAS parser reads operator-written files, and PLAIN messages come
 // from unauthenticated peers: neither may panic or loop on any input.
@@ -58,6 +61,36 @@ func FuzzParseOAuthBearer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if tok, _, err := ParseOAuthBearer(b); err == nil {
 			v.validate(tok) //nolint:errcheck
+		}
+	})
+}
+
+// A signed validator's token comes from unauthenticated peers, and the
+// JWKS from an endpoint over the network: neither may panic, and only a
+// token signed by a key of the set passes.
+func FuzzOAuthBearerSigned(f *testing.F) {
+	k := newECKey(f, "k")
+	good := k.sign(f, map[string]any{"sub": "a", "iat": 1, "exp": 1 << 40})
+	f.Add(good, jwksJSON(f, k))
+	f.Add("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.", []byte(`{"keys":[{"kty":"oct","k":"AA"}]}`))
+	f.Add("a.b.c", []byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`))
+	j, err := newJWKS("http://127.0.0.1:1/", time.Hour, time.Millisecond, time.Millisecond)
+	if err != nil {
+		f.Fatal(err)
+	}
+	j.kidEvery, j.lastKick = time.Hour, time.Now() // no fetches
+	v := &signedValidator{keys: j, subClaim: "sub", scopeClaim: "scope", now: time.Now}
+	fixed, err := parseJWKS(jwksJSON(f, k))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, tok string, set []byte) {
+		if ks, err := parseJWKS(set); err == nil && len(ks.keys) == 0 {
+			t.Fatal("an empty set parsed")
+		}
+		j.cur.Store(fixed)
+		if p, _, err := v.validate(tok); err == nil && tok != good && p != "a" {
+			t.Fatalf("%q accepted as %q", tok, p)
 		}
 	})
 }

@@ -165,31 +165,75 @@ func numericDate(v any) (time.Time, bool) {
 	return time.Unix(int64(sec), int64(frac*1e9)), true
 }
 
-// oauthExchange is one OAUTHBEARER authentication: one client message.
+// tokenValidator checks a bearer token: the unsecured or the JWKS one.
+type tokenValidator interface {
+	validate(token string) (principal string, exp time.Time, err error)
+}
+
+// invalidToken is what a client is told of any token refused, as Kafka
+// words it (RFC 7628 section 3.2.2): the reason goes to the log and the
+// audit line only.
+const invalidToken = `{"status":"invalid_token"}`
+
+// oauthFailure is the error of an exchange whose token was refused:
+// reason is why (for the log), ClientMessage what the client hears.
+type oauthFailure struct{ reason error }
+
+func (f *oauthFailure) Error() string { return "invalid token: " + f.reason.Error() }
+
+// ClientMessage is the SaslAuthenticate error message, unprefixed, as
+// Kafka sends it for OAUTHBEARER.
+func (f *oauthFailure) ClientMessage() string { return invalidToken }
+
+// Reason is why the token was refused.
+func (f *oauthFailure) Reason() string { return f.reason.Error() }
+
+// oauthExchange is one OAUTHBEARER authentication: the client's message,
+// and when its token is refused Kafka's error exchange: the server
+// answers the JSON error as a challenge, the client acknowledges with a
+// single %x01, and the server then fails the authentication with that
+// JSON as SASL_AUTHENTICATION_FAILED's message.
 type oauthExchange struct {
-	v        *unsecuredValidator
-	lifetime time.Duration // connections.max.reauth.ms; 0 = unbounded
+	v        tokenValidator
+	now      func() time.Time
+	lifetime time.Duration // connections.max.reauth.ms; 0 = bounded by the token alone
+	refused  error         // the token was refused: the next message must be %x01
 	done     bool
 }
 
 func (x *oauthExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, error) {
+	if reason := x.refused; reason != nil {
+		x.done, x.refused = true, nil
+		if len(msg) != 1 || msg[0] != 0x01 {
+			reason = fmt.Errorf("%w (and the client answered the error with something other than %%x01)", reason)
+		}
+		return nil, false, "", 0, &oauthFailure{reason: reason}
+	}
 	if x.done {
 		return nil, false, "", 0, errors.New("OAUTHBEARER takes one message")
 	}
-	x.done = true
 	token, _, err := ParseOAuthBearer(msg)
 	if err != nil {
+		x.done = true
 		return nil, false, "", 0, err
 	}
 	sub, exp, err := x.v.validate(token)
 	if err != nil {
-		return nil, false, "", 0, fmt.Errorf("invalid token: %w", err)
+		x.refused = err
+		return []byte(invalidToken), false, "", 0, nil
 	}
-	// KIP-368: with re-authentication on, the session ends no later than
-	// the token.
-	lifetime := x.lifetime
-	if left := exp.Sub(x.v.now()); lifetime > 0 && left < lifetime {
-		lifetime = max(left, time.Millisecond)
+	x.done = true
+	// The session ends no later than the token (KIP-368 re-authentication
+	// takes a fresh one), even with connections.max.reauth.ms 0: a token
+	// outliving its exp on an open connection would be a credential that
+	// cannot be revoked.
+	now := time.Now
+	if x.now != nil {
+		now = x.now
+	}
+	lifetime := max(exp.Sub(now()), time.Millisecond)
+	if x.lifetime > 0 && x.lifetime < lifetime {
+		lifetime = x.lifetime
 	}
 	return []byte{}, true, "User:" + sub, lifetime, nil
 }

@@ -3,6 +3,8 @@ package sasl
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -16,6 +18,26 @@ func unsecuredJWT(t *testing.T, claims map[string]any) string {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	return enc(map[string]any{"alg": "none"}) + "." + enc(claims) + "."
+}
+
+// runOAuth runs one OAUTHBEARER exchange as a Kafka client does: on an
+// error challenge it acknowledges with %x01 and gets the failure. It
+// checks the wire form of a refusal: Kafka's JSON, challenge and message.
+func runOAuth(v tokenValidator, msg []byte) (string, time.Duration, error) {
+	x := &oauthExchange{v: v}
+	reply, done, p, life, err := x.Step(msg)
+	if err != nil || done {
+		return p, life, err
+	}
+	if string(reply) != invalidToken {
+		return "", 0, fmt.Errorf("challenge %q, want %s", reply, invalidToken)
+	}
+	_, done, _, _, err = x.Step([]byte{1})
+	var f *oauthFailure
+	if done || !errors.As(err, &f) || f.ClientMessage() != invalidToken {
+		return "", 0, fmt.Errorf("after the %%x01: done %v err %v, want an oauthFailure", done, err)
+	}
+	return "", 0, err
 }
 
 func TestOAuthBearerUnsecured(t *testing.T) {
@@ -39,15 +61,15 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		{"no scope", map[string]any{"sub": "alice", "exp": exp}, false},
 		{"future iat", map[string]any{"sub": "alice", "exp": exp, "iat": exp, "scope": "kafka"}, false},
 	} {
-		_, done, p, _, err := (&oauthExchange{v: v}).Step(msg(unsecuredJWT(t, c.claims)))
-		if (err == nil) != c.ok || c.ok && (!done || p != "User:alice") {
-			t.Errorf("%s: done %v principal %q err %v", c.what, done, p, err)
+		p, _, err := runOAuth(v, msg(unsecuredJWT(t, c.claims)))
+		if (err == nil) != c.ok || c.ok && p != "User:alice" {
+			t.Errorf("%s: principal %q err %v", c.what, p, err)
 		}
 	}
 	// A signed token's alg is refused.
 	b, _ := json.Marshal(map[string]any{"sub": "alice", "exp": exp})
 	signed := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256"}`)) + "." + base64.RawURLEncoding.EncodeToString(b) + ".sig"
-	if _, _, _, _, err := (&oauthExchange{v: v}).Step(msg(signed)); err == nil {
+	if _, _, err := runOAuth(v, msg(signed)); err == nil {
 		t.Error("a signed token accepted by the unsecured validator")
 	}
 	for _, bad := range []string{"", "n,,", "n,,\x01auth=Bearer x\x01", "n,,\x01auth=Basic x\x01\x01", "p=x,,\x01auth=Bearer x\x01\x01", "n,,\x01k\x01\x01"} {

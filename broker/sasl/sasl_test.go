@@ -66,7 +66,7 @@ func TestModulesOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Settings{EnabledMechanisms: "PLAIN", JAASFile: path, Listener: map[string]string{}}
-	srv, err := NewServer(s, "SASL_PLAINTEXT", nil)
+	srv, err := NewServer(s, "SASL_PLAINTEXT", nil, Hooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,24 +74,24 @@ func TestModulesOrder(t *testing.T) {
 		t.Errorf("users from the file = %v", srv.plain)
 	}
 	s.JAASConfig = PlainLoginModule + ` required user_bob="b";`
-	if srv, err = NewServer(s, "SASL_PLAINTEXT", nil); err != nil || srv.plain["bob"] != "b" || len(srv.plain) != 1 {
+	if srv, err = NewServer(s, "SASL_PLAINTEXT", nil, Hooks{}); err != nil || srv.plain["bob"] != "b" || len(srv.plain) != 1 {
 		t.Errorf("sasl.jaas.config should win over the file: %v %v", srv, err)
 	}
 	s.Listener["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = PlainLoginModule + ` required username="c" password="cc" user_c="cc";`
-	if srv, err = NewServer(s, "SASL_PLAINTEXT", nil); err != nil || srv.plain["c"] != "cc" || len(srv.plain) != 1 {
+	if srv, err = NewServer(s, "SASL_PLAINTEXT", nil, Hooks{}); err != nil || srv.plain["c"] != "cc" || len(srv.plain) != 1 {
 		t.Errorf("the listener's key should win: %v %v", srv, err)
 	}
 	if u, p, err := s.Login("SASL_PLAINTEXT", "PLAIN"); u != "c" || p != "cc" || err != nil {
 		t.Errorf("Login = %q %q %v", u, p, err)
 	}
 	s.Listener["listener.name.sasl_plaintext.sasl.enabled.mechanisms"] = "PLAIN,GSSAPI"
-	if _, err := NewServer(s, "SASL_PLAINTEXT", nil); err == nil {
+	if _, err := NewServer(s, "SASL_PLAINTEXT", nil, Hooks{}); err == nil {
 		t.Error("GSSAPI accepted")
 	}
-	if _, err := NewServer(Settings{}, "X", nil); err == nil {
+	if _, err := NewServer(Settings{}, "X", nil, Hooks{}); err == nil {
 		t.Error("Kafka's default (GSSAPI) accepted")
 	}
-	if _, err := NewServer(Settings{EnabledMechanisms: "PLAIN"}, "X", nil); err == nil {
+	if _, err := NewServer(Settings{EnabledMechanisms: "PLAIN"}, "X", nil, Hooks{}); err == nil {
 		t.Error("PLAIN without users accepted")
 	}
 }

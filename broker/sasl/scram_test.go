@@ -34,7 +34,7 @@ func TestScramWithFranz(t *testing.T) {
 	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		sec := secretFor(t, mech, "pa,ss=word", 4096)
 		lookup := func(m, user string) (ScramSecret, bool) { return sec, m == mech && user == "al=ice" }
-		srv, err := NewServer(Settings{EnabledMechanisms: mech}, "L", lookup)
+		srv, err := NewServer(Settings{EnabledMechanisms: mech}, "L", lookup, Hooks{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"context"
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/rs/zerolog"
 )
 
 // Settings are the node's SASL keys as its sources gave them.
@@ -31,6 +33,17 @@ type Settings struct {
 	// Listener holds the listener.name.<l>.… SASL keys, by full key
 	// name (listener name lower-case, as Kafka writes them).
 	Listener map[string]string
+	// OAuth holds the broker-wide sasl.oauthbearer.* keys (OAuthKeys), by
+	// name.
+	OAuth map[string]string
+}
+
+// Hooks are what a Server tells the node that built it.
+type Hooks struct {
+	Log zerolog.Logger
+	// Denied hears every failed authentication: the mechanism and why
+	// (never a secret). It may be nil.
+	Denied func(remote net.Addr, mechanism, reason string)
 }
 
 // Supported are the mechanisms Fjord serves.
@@ -153,14 +166,19 @@ type Server struct {
 	reauth map[string]time.Duration // session lifetime by mechanism; 0 = unbounded
 	plain  map[string]string        // PLAIN user name -> password (the module's user_<name> options)
 	scram  ScramLookup              // the SCRAM credentials of the metadata image
-	oauth  *unsecuredValidator      // OAUTHBEARER's, when enabled
+	oauth  tokenValidator           // OAUTHBEARER's, when enabled
+	jwks   *jwks                    // the signed validator's key set, refreshed by Run; nil without one
+	hooks  Hooks
 }
 
 // NewServer builds the authenticator of one SASL listener, or says why
 // the listener cannot be served. scram serves the SCRAM mechanisms (it
 // may be nil when none is enabled).
-func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) {
-	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram, reauth: map[string]time.Duration{}}
+//
+// It does no network I/O: a JWKS over http(s) is fetched by Run (a file
+// JWKS is read here, and a bad one stops start-up as in Kafka).
+func NewServer(s Settings, listener string, scram ScramLookup, hooks Hooks) (*Server, error) {
+	srv := &Server{mechs: s.ListenerMechanisms(listener), scram: scram, reauth: map[string]time.Duration{}, hooks: hooks}
 	for _, m := range srv.mechs {
 		if !slices.Contains(Supported, m) {
 			return nil, fmt.Errorf("listener %s: SASL mechanism %s is not supported (Fjord serves %s): set sasl.enabled.mechanisms", listener, m, strings.Join(Supported, ", "))
@@ -176,22 +194,9 @@ func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) 
 		}
 	}
 	if slices.Contains(srv.mechs, "OAUTHBEARER") {
-		// Kafka wants an OAuthBearerLoginModule entry; its validator
-		// options are optional, so a listener without one gets the
-		// defaults.
-		var opts map[string]string
-		if mods, _, err := s.Modules(listener, "OAUTHBEARER"); err == nil {
-			for _, m := range mods {
-				if m.Class == OAuthLoginModule {
-					opts = m.Options
-				}
-			}
-		}
-		v, err := newUnsecuredValidator(opts)
-		if err != nil {
+		if err := srv.buildOAuth(s, listener); err != nil {
 			return nil, fmt.Errorf("listener %s: OAUTHBEARER: %w", listener, err)
 		}
-		srv.oauth = v
 	}
 	if slices.Contains(srv.mechs, "PLAIN") {
 		mods, where, err := s.Modules(listener, "PLAIN")
@@ -215,26 +220,114 @@ func NewServer(s Settings, listener string, scram ScramLookup) (*Server, error) 
 	return srv, nil
 }
 
+// buildOAuth picks the listener's OAUTHBEARER validator by its callback
+// handler class, as Kafka does, with one difference: a listener left on
+// the default (unsecured) handler while sasl.oauthbearer.jwks.endpoint.url
+// is set checks signed tokens, since accepting unsigned ones there would
+// look secure and not be.
+func (srv *Server) buildOAuth(s Settings, listener string) error {
+	key := "listener.name." + strings.ToLower(listener) + ".oauthbearer.sasl.server.callback.handler.class"
+	class := strings.TrimSpace(s.Listener[key])
+	signed := false
+	switch {
+	case class == OAuthValidatorHandler || class == OAuthValidatorHandler3:
+		signed = true
+	case class == "":
+		signed = s.oauthConfig(listener, "sasl.oauthbearer.jwks.endpoint.url") != ""
+	case strings.HasPrefix(class, "org.apache.kafka.") && strings.HasSuffix(class, ".OAuthBearerUnsecuredValidatorCallbackHandler"):
+	default:
+		return fmt.Errorf("%s %q: Fjord serves %s (JWKS-signed tokens) and %s", key, class, OAuthValidatorHandler, OAuthUnsecuredHandler)
+	}
+	if signed {
+		v, err := newSignedValidator(s, listener)
+		if err != nil {
+			return err
+		}
+		v.keys.log = srv.hooks.Log.With().Str("listener", listener).Logger()
+		if v.keys.src.Scheme == "file" {
+			if err := v.keys.load(context.Background()); err != nil {
+				return err
+			}
+		}
+		srv.oauth, srv.jwks = v, v.keys
+		return nil
+	}
+	// Kafka wants an OAuthBearerLoginModule entry; its validator options
+	// are optional, so a listener without one gets the defaults.
+	var opts map[string]string
+	if mods, _, err := s.Modules(listener, "OAUTHBEARER"); err == nil {
+		for _, m := range mods {
+			if m.Class == OAuthLoginModule {
+				opts = m.Options
+			}
+		}
+	}
+	v, err := newUnsecuredValidator(opts)
+	if err != nil {
+		return err
+	}
+	srv.oauth = v
+	return nil
+}
+
+// Run keeps the server's background state fresh (the JWKS) until ctx
+// ends; it returns at once when there is none.
+func (s *Server) Run(ctx context.Context) {
+	if s.jwks != nil {
+		s.jwks.run(ctx)
+	}
+}
+
 // Mechanisms implements protocol.Authenticator.
 func (s *Server) Mechanisms() []string { return slices.Clone(s.mechs) }
 
 // Start implements protocol.Authenticator.
-func (s *Server) Start(mechanism string, _ net.Addr, _ *tls.ConnectionState) (protocol.SASLExchange, error) {
+func (s *Server) Start(mechanism string, remote net.Addr, _ *tls.ConnectionState) (protocol.SASLExchange, error) {
+	var x protocol.SASLExchange
 	switch mechanism {
 	case "PLAIN":
 		if s.plain != nil {
-			return &plainExchange{users: s.plain, lifetime: s.reauth[mechanism]}, nil
+			x = &plainExchange{users: s.plain, lifetime: s.reauth[mechanism]}
 		}
 	case "OAUTHBEARER":
 		if s.oauth != nil {
-			return &oauthExchange{v: s.oauth, lifetime: s.reauth[mechanism]}, nil
+			x = &oauthExchange{v: s.oauth, lifetime: s.reauth[mechanism]}
 		}
 	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		if s.scram != nil && slices.Contains(s.mechs, mechanism) {
-			return &scramExchange{mechanism: mechanism, lookup: s.scram, lifetime: s.reauth[mechanism]}, nil
+			x = &scramExchange{mechanism: mechanism, lookup: s.scram, lifetime: s.reauth[mechanism]}
 		}
 	}
-	return nil, fmt.Errorf("mechanism %s is not enabled", mechanism)
+	if x == nil {
+		return nil, fmt.Errorf("mechanism %s is not enabled", mechanism)
+	}
+	if s.hooks.Denied == nil {
+		return x, nil
+	}
+	return &reportingExchange{SASLExchange: x, mechanism: mechanism, remote: remote, denied: s.hooks.Denied}, nil
+}
+
+// reportingExchange tells Hooks.Denied of the exchange's failure, once.
+// An OAUTHBEARER refusal is told when the token is refused, not when the
+// client acknowledges the error: many clients (franz-go) never do.
+type reportingExchange struct {
+	protocol.SASLExchange
+	mechanism string
+	remote    net.Addr
+	denied    func(net.Addr, string, string)
+}
+
+func (r *reportingExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, error) {
+	reply, done, principal, lifetime, err := r.SASLExchange.Step(msg)
+	var f *oauthFailure
+	switch ox, isOAuth := r.SASLExchange.(*oauthExchange); {
+	case errors.As(err, &f): // told at the refusal
+	case err != nil:
+		r.denied(r.remote, r.mechanism, err.Error())
+	case isOAuth && ox.refused != nil:
+		r.denied(r.remote, r.mechanism, ox.refused.Error())
+	}
+	return reply, done, principal, lifetime, err
 }
 
 // errBadCredentials is what a client hears for an unknown user or a wrong

@@ -301,6 +301,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		cfg.AdvertisedListeners = adv
 	}
 	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism, saslSettings.ReauthMs = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism, cfg.SASL.ReauthMs
+	saslSettings.OAuth = cfg.SASL.OAuth // the key table's (broker/keys_oauth.go)
 	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
 		errs = append(errs, err)
@@ -387,7 +388,7 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 			errs = append(errs, fmt.Errorf("controller listener %s uses %s: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n, proto))
 		case proto == "SASL_PLAINTEXT" || proto == "SASL_SSL":
 			// Served with SASL: its mechanisms and users must be servable.
-			if _, err := sasl.NewServer(cfg.SASL, n, noScram); err != nil {
+			if _, err := sasl.NewServer(cfg.SASL, n, noScram, sasl.Hooks{}); err != nil {
 				errs = append(errs, err)
 			}
 		}
