@@ -364,6 +364,7 @@ func (b *Broker) serveClients() {
 		h := &connHandler{b: b, listener: i}
 		tlsCfg, tlsPrincipal := b.tlsServer(i)
 		s := protocol.NewServer(protocol.ServerConfig{
+			Name:            b.advertised[i].Name,
 			TLS:             tlsCfg,
 			TLSPrincipal:    tlsPrincipal,
 			MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
@@ -545,6 +546,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	}
 	if deny != nil {
 		h.b.audit.admin(cc, req.Key, req.Body, deny)
+		noteResponseErrors(req.Client, req.Key, req.Version, deny)
 		respond(deny, nil)
 		return
 	}
@@ -559,6 +561,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 			respond(nil, nil)
 			return
 		}
+		noteResponseErrors(req.Client, req.Key, req.Version, resp)
 		respond(resp, nil)
 	})
 	h.b.quotaRequestTime(cc, req.Body, time.Since(start))
