@@ -327,6 +327,11 @@ func (b *Broker) Start() {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
 		}
 	}
+	if b.cfg.ConsoleAddr != "" {
+		if err := b.serveConsole(b.cfg.ConsoleAddr); err != nil {
+			b.log.Error().Err(err).Str("addr", b.cfg.ConsoleAddr).Msg("console listener failed; serving Kafka without it")
+		}
+	}
 	b.goLoop(func() {
 		select {
 		case <-b.ready:
