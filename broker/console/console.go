@@ -361,12 +361,15 @@ var funcs = template.FuncMap{
 		slices.Sort(ks)
 		return ks
 	},
-	"sub": func(a, b int64) int64 { return a - b },
-	"add": func(a, b int) int { return a + b },
+	"sub1": func(n int) int { return n - 1 },
 }
 
 func ago(now, t time.Time) string {
-	return formatDur(now.Sub(t).Round(time.Second)) + " ago"
+	d := now.Sub(t)
+	if d < time.Minute {
+		return strconv.Itoa(int(d.Seconds())) + " s ago"
+	}
+	return formatDur(d) + " ago"
 }
 
 func formatDur(d time.Duration) string {
