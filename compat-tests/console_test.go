@@ -1,8 +1,12 @@
 package compattests
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,9 +84,62 @@ func (b *browser) load(u, name string) *html.Node {
 		b.t.Fatalf("%s: no page title in the DOM:\n%s", u, dom)
 	}
 	if b.shots != "" && name != "" {
-		b.run("--hide-scrollbars", "--window-size=1280,900", "--screenshot="+filepath.Join(b.shots, name+".png"), u)
+		path := filepath.Join(b.shots, name+".png")
+		b.run("--hide-scrollbars", "--window-size=1280,900", "--screenshot="+path, u)
+		if err := shrinkPNG(path); err != nil {
+			b.t.Fatalf("screenshot %s: %v", path, err)
+		}
 	}
 	return doc
+}
+
+// shrinkPNG rewrites a screenshot with a palette of its 256 most used
+// colors (each other color mapped to the nearest): a page is mostly flat
+// colors, and the file shrinks to a fraction.
+func shrinkPNG(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	counts := map[color.RGBA]int{}
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cs := make([]color.RGBA, 0, len(counts))
+	for c := range counts {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b color.RGBA) int { return counts[b] - counts[a] })
+	pal := make(color.Palette, 0, 256)
+	for _, c := range cs[:min(len(cs), 256)] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(bounds, pal)
+	index := map[color.RGBA]uint8{}
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			i, ok := index[c]
+			if !ok {
+				i = uint8(pal.Index(c))
+				index[c] = i
+			}
+			out.SetColorIndex(x, y, i)
+		}
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&buf, out); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // find returns the first element named tag (with id, when given).
@@ -244,7 +302,8 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	ctx := testCtx(t, 90*time.Second)
 	adm := newAdmin(t, b.Addr)
-	createTopic(t, adm, "console-orders", 3, nil)
+	retention := "86400000"
+	createTopic(t, adm, "console-orders", 3, map[string]*string{"retention.ms": &retention})
 	createTopic(t, adm, "console-events", 1, nil)
 	// An error the clients page must show: the topic exists.
 	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "console-orders"); err == nil && resp.Err == nil {
@@ -365,6 +424,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if r[1] != "1" || r[6] != hw || r[9] != "leader" {
 			t.Errorf("topic: partition %d row %q, want leader 1 and high watermark %s", p, r, hw)
 		}
+	}
+	if r := row(t, doc, "configs", "retention.ms"); r[1] != retention {
+		t.Errorf("topic: config row %q, want retention.ms %s", r, retention)
 	}
 	doc = br.load(link(t, base, doc, "0"), "partition")
 	recs := rows(t, doc, "records")
