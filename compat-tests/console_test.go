@@ -36,14 +36,7 @@ import (
 // FJORD_REQUIRE_CHROMIUM is set.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("FJORD_REQUIRE_CHROMIUM") != "" {
-			t.Fatalf("chromium not found and FJORD_REQUIRE_CHROMIUM is set: %v", err)
-		}
-		t.Skipf("chromium not found (%v); set FJORD_REQUIRE_CHROMIUM to make this a failure", err)
-	}
-	return p
+	return toolPath(t, "chromium", "FJORD_REQUIRE_CHROMIUM")
 }
 
 // browser runs headless Chromium, one process per page.
@@ -336,11 +329,11 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// kcat, a librdkafka client, waiting on console-events: the clients
 	// page shows another client software beside franz-go.
-	kcat, err := exec.LookPath("kcat")
-	if err != nil && os.Getenv("FJORD_REQUIRE_KCAT") != "" {
-		t.Fatalf("kcat not found and FJORD_REQUIRE_KCAT is set: %v", err)
+	kcat := ""
+	if _, err := exec.LookPath("kcat"); err == nil || os.Getenv("FJORD_REQUIRE_KCAT") != "" {
+		kcat = kcatPath(t)
 	}
-	if err == nil {
+	if kcat != "" {
 		cmd := exec.CommandContext(ctx, kcat, "-C", "-b", b.Addr, "-t", "console-events", "-o", "end", "-q", "-X", "client.id=console-kcat")
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("kcat: %v", err)
