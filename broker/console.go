@@ -56,25 +56,58 @@ func (s consoleSource) Cluster() console.Cluster {
 			c.Partitions++
 			ref := console.PartitionRef{Topic: t.Name, Partition: int32(i), Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
 			if p.Leader < 0 {
-				c.Offline = append(c.Offline, ref)
+				if c.OfflineCount++; len(c.Offline) < console.MaxPartitionsListed {
+					c.Offline = append(c.Offline, ref)
+				}
 			}
-			if len(p.ISR) < len(p.Replicas)-len(p.Removing) {
-				c.UnderReplicated = append(c.UnderReplicated, ref)
+			if underReplicated(p) {
+				if c.UnderReplicatedCount++; len(c.UnderReplicated) < console.MaxPartitionsListed {
+					c.UnderReplicated = append(c.UnderReplicated, ref)
+				}
 			}
 		}
 	}
 	return c
 }
 
-func (s consoleSource) Topics() []console.Topic {
-	img := s.b.image()
+func (s consoleSource) Topics(limit int, internal bool) ([]console.TopicSummary, int, int) {
 	local := s.b.topicsSnapshot()
-	ts := img.Topics()
-	out := make([]console.Topic, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, s.topic(t, local[t.Name], false))
+	var out []console.TopicSummary
+	total, hidden := 0, 0
+	for _, t := range s.b.image().Topics() { // by name
+		if isInternalTopic(t.Name) && !internal {
+			hidden++
+			continue
+		}
+		if total++; len(out) >= limit {
+			continue
+		}
+		ts := console.TopicSummary{Name: t.Name, Internal: isInternalTopic(t.Name), Partitions: len(t.Partitions)}
+		lt := local[t.Name]
+		for i, p := range t.Partitions {
+			ts.RF = max(ts.RF, len(p.Replicas)-len(p.Removing))
+			if underReplicated(p) {
+				ts.UnderReplicated++
+			}
+			if p.Leader < 0 {
+				ts.Offline++
+			}
+			if lt != nil && i < len(lt.parts) && lt.parts[i] != nil {
+				if lg := lt.parts[i].Log(); lg != nil {
+					ts.Local++
+					ts.Bytes += lg.Size()
+				}
+			}
+		}
+		out = append(out, ts)
 	}
-	return out
+	return out, total, hidden
+}
+
+// underReplicated: the ISR is smaller than the replica set, the replicas
+// a move removes not counted (kafka_exporter's and Kafka's definition).
+func underReplicated(p controller.Partition) bool {
+	return len(p.ISR) < len(p.Replicas)-len(p.Removing)
 }
 
 func (s consoleSource) Topic(name string) (console.Topic, bool) {
@@ -82,12 +115,12 @@ func (s consoleSource) Topic(name string) (console.Topic, bool) {
 	if t == nil {
 		return console.Topic{}, false
 	}
-	return s.topic(t, s.b.topicsSnapshot()[name], true), true
+	return s.topic(t, s.b.topicsSnapshot()[name]), true
 }
 
 // topic joins the image's topic with this node's replicas of it (lt, nil
 // when it holds none).
-func (s consoleSource) topic(t *controller.Topic, lt *topic, configs bool) console.Topic {
+func (s consoleSource) topic(t *controller.Topic, lt *topic) console.Topic {
 	ct := console.Topic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: isInternalTopic(t.Name)}
 	for i, p := range t.Partitions {
 		cp := console.Partition{Index: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
@@ -101,13 +134,11 @@ func (s consoleSource) topic(t *controller.Topic, lt *topic, configs bool) conso
 		}
 		ct.Partitions = append(ct.Partitions, cp)
 	}
-	if configs {
-		for k, v := range t.Configs {
-			ck, known := catalogue.Lookup(catalogue.Topic, k)
-			ct.Configs = append(ct.Configs, console.Config{Name: k, Value: v, Sensitive: known && ck.Type == "password"})
-		}
-		slices.SortFunc(ct.Configs, func(a, b console.Config) int { return cmp.Compare(a.Name, b.Name) })
+	for k, v := range t.Configs {
+		ck, known := catalogue.Lookup(catalogue.Topic, k)
+		ct.Configs = append(ct.Configs, console.Config{Name: k, Value: v, Sensitive: known && ck.Type == "password"})
 	}
+	slices.SortFunc(ct.Configs, func(a, b console.Config) int { return cmp.Compare(a.Name, b.Name) })
 	return ct
 }
 
@@ -213,11 +244,15 @@ func (s consoleSource) groupHW(tp coordinator.TopicPartition) (int64, bool) {
 	return max(p.HW(), lg.EndOffset()), true
 }
 
-func (s consoleSource) Groups() []console.GroupSummary {
+func (s consoleSource) Groups(limit int) ([]console.GroupSummary, int) {
 	c := s.b.coord
 	var out []console.GroupSummary
-	for _, g := range c.ListGroups() {
+	total := 0
+	for _, g := range c.ListGroups() { // by id
 		if c.Status(g.ID) != nil {
+			continue
+		}
+		if total++; len(out) >= limit {
 			continue
 		}
 		gs := console.GroupSummary{ID: g.ID, State: g.State, ProtocolType: g.ProtocolType}
@@ -233,7 +268,7 @@ func (s consoleSource) Groups() []console.GroupSummary {
 		}
 		out = append(out, gs)
 	}
-	return out
+	return out, total
 }
 
 func (s consoleSource) Group(id string) (console.Group, bool) {

@@ -49,6 +49,12 @@ const (
 	TailReadBytes = 4 << 20
 	// MaxClients is the most connections the clients page lists.
 	MaxClients = 500
+	// MaxTopics and MaxGroups are the most topics and groups listed.
+	MaxTopics = 1000
+	MaxGroups = 1000
+	// MaxPartitionsListed is the most under-replicated (and offline)
+	// partitions the cluster page names.
+	MaxPartitionsListed = 200
 	// maxPages and maxTails are how many pages, and record tails among
 	// them, are rendered at once; a visitor beyond gets 503.
 	maxPages = 8
@@ -161,44 +167,14 @@ func (c *Console) cluster(*http.Request) (string, any, error) {
 	return "Cluster", c.src.Cluster(), nil
 }
 
-// topicRow is a topic in the list.
-type topicRow struct {
-	Topic
-	RF, UnderReplicated, Offline, Local int
-	Bytes                               int64
-}
-
 func (c *Console) topics(r *http.Request) (string, any, error) {
-	ts := c.src.Topics()
-	rows := make([]topicRow, 0, len(ts))
 	internal := r.URL.Query().Get("internal") == "1"
-	hidden := 0
-	for _, t := range ts {
-		if t.Internal && !internal {
-			hidden++
-			continue
-		}
-		row := topicRow{Topic: t}
-		for _, p := range t.Partitions {
-			row.RF = max(row.RF, len(p.Replicas)-len(p.Removing))
-			if p.UnderReplicated() {
-				row.UnderReplicated++
-			}
-			if p.Leader < 0 {
-				row.Offline++
-			}
-			if p.Local {
-				row.Local++
-				row.Bytes += p.Bytes
-			}
-		}
-		rows = append(rows, row)
-	}
+	rows, total, hidden := c.src.Topics(MaxTopics, internal)
 	return "Topics", struct {
-		Rows     []topicRow
-		Hidden   int
-		Internal bool
-	}{rows, hidden, internal}, nil
+		Rows          []TopicSummary
+		Total, Hidden int
+		Internal      bool
+	}{rows, total, hidden, internal}, nil
 }
 
 func (c *Console) topic(r *http.Request) (string, any, error) {
@@ -259,7 +235,11 @@ func (c *Console) partition(r *http.Request) (string, any, error) {
 }
 
 func (c *Console) groups(*http.Request) (string, any, error) {
-	return "Consumer groups", c.src.Groups(), nil
+	gs, total := c.src.Groups(MaxGroups)
+	return "Consumer groups", struct {
+		Groups []GroupSummary
+		Total  int
+	}{gs, total}, nil
 }
 
 // groupView is the group page: the timeline newest first, with each

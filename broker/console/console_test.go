@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,10 @@ func TestShow(t *testing.T) {
 
 // fakeSource is a fixed node for rendering tests, with hostile strings
 // where clients choose them.
-type fakeSource struct{ tails []TailLimits }
+type fakeSource struct {
+	tails  []TailLimits
+	limits []int // the limits Topics, Groups and Clients were called with
+}
 
 const evil = `<script>alert(1)</script>`
 
@@ -54,17 +58,22 @@ func (f *fakeSource) Identity() (string, int32) { return "cluster-x", 2 }
 
 func (f *fakeSource) Cluster() Cluster {
 	return Cluster{ClusterID: "cluster-x", NodeID: 2, Controller: 1, MetadataVersion: 42,
-		Brokers:         []Broker{{ID: 1, Endpoints: []string{"PLAINTEXT 127.0.0.1:1"}}, {ID: 2}, {ID: 3, Fenced: true}},
-		Voters:          []Voter{{1, "127.0.0.1:9"}, {2, "127.0.0.1:10"}},
-		Topics:          1,
-		Partitions:      2,
-		UnderReplicated: []PartitionRef{{Topic: "orders", Partition: 1, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1}}},
+		Brokers:              []Broker{{ID: 1, Endpoints: []string{"PLAINTEXT 127.0.0.1:1"}}, {ID: 2}, {ID: 3, Fenced: true}},
+		Voters:               []Voter{{1, "127.0.0.1:9"}, {2, "127.0.0.1:10"}},
+		Topics:               1,
+		Partitions:           2,
+		UnderReplicated:      []PartitionRef{{Topic: "orders", Partition: 1, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1}}},
+		UnderReplicatedCount: 301,
 	}
 }
 
-func (f *fakeSource) Topics() []Topic {
-	t, _ := f.Topic("orders")
-	return []Topic{t, {Name: "__consumer_offsets", Internal: true}}
+func (f *fakeSource) Topics(limit int, internal bool) ([]TopicSummary, int, int) {
+	f.limits = append(f.limits, limit)
+	out := []TopicSummary{{Name: "orders", Partitions: 2, RF: 2, UnderReplicated: 1, Local: 1, Bytes: 2048}}
+	if internal {
+		return append(out, TopicSummary{Name: "__consumer_offsets", Internal: true, Partitions: 50}), 2, 0
+	}
+	return out, 1, 1
 }
 
 func (f *fakeSource) Topic(name string) (Topic, bool) {
@@ -86,8 +95,9 @@ func (f *fakeSource) Tail(topic string, p int32, lim TailLimits) (Tail, error) {
 	}}, nil
 }
 
-func (f *fakeSource) Groups() []GroupSummary {
-	return []GroupSummary{{ID: evil, State: "Stable", ProtocolType: "consumer", Members: 1, Generation: 3, Lag: 7, LagKnown: true}}
+func (f *fakeSource) Groups(limit int) ([]GroupSummary, int) {
+	f.limits = append(f.limits, limit)
+	return []GroupSummary{{ID: evil, State: "Stable", ProtocolType: "consumer", Members: 1, Generation: 3, Lag: 7, LagKnown: true}}, 1500
 }
 
 func (f *fakeSource) Group(id string) (Group, bool) {
@@ -104,6 +114,7 @@ func (f *fakeSource) Group(id string) (Group, bool) {
 }
 
 func (f *fakeSource) Clients(limit int) ([]protocol.ClientInfo, int) {
+	f.limits = append(f.limits, limit)
 	return []protocol.ClientInfo{{Listener: "PLAINTEXT", Remote: "127.0.0.1:5000", ClientID: evil, Principal: "User:alice",
 		SoftwareName: "franz-go", SoftwareVersion: "1.21.7", Requests: 9, Since: time.Now().Add(-time.Minute),
 		Versions: []protocol.APIVersion{{Key: 0, Version: 11}, {Key: 18, Version: 4}},
@@ -125,12 +136,12 @@ func TestPages(t *testing.T) {
 		url  string
 		want []string
 	}{
-		{"/", []string{"Under-replicated", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10"}},
+		{"/", []string{"Under-replicated", `id="under-replicated">301<`, "The first 1 of 301.", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10"}},
 		{"/topics", []string{`href="/topic?name=orders"`, "show 1 internal topic", "2.0 KiB"}},
 		{"/topics?internal=1", []string{"__consumer_offsets"}},
 		{"/topic?name=orders", []string{`href="/partition?topic=orders&amp;p=0"`, "retention.ms", "hidden", "under-replicated"}},
 		{"/partition?topic=orders&p=0", []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "{\n  &#34;n&#34;: 1\n}", "hex", "null"}},
-		{"/groups", []string{`href="/group?id=%3cscript%3ealert%281%29%3c%2fscript%3e"`, ">7<"}},
+		{"/groups", []string{`href="/group?id=%3cscript%3ealert%281%29%3c%2fscript%3e"`, ">7<", "The first 1 of 1500 groups."}},
 		{"/group?id=" + strings.ReplaceAll(evil, "/", "%2F"), []string{"session timeout", "member joined", "2 → 3", "3.1 s", "orders-0", "m-1"}},
 		{"/clients", []string{"franz-go", "1.21.7", "User:alice", "NOT_LEADER_FOR_PARTITION", "Produce v11", "(orders-0)"}},
 	} {
@@ -152,6 +163,9 @@ func TestPages(t *testing.T) {
 				t.Errorf("%s: no link %s", p.url, nav)
 			}
 		}
+	}
+	if want := []int{MaxTopics, MaxTopics, MaxGroups, MaxClients}; !slices.Equal(src.limits, want) {
+		t.Errorf("the lists were asked for %v, want %v", src.limits, want)
 	}
 	if code, _ := get(t, c, "/topic?name=nope"); code != 404 {
 		t.Errorf("an unknown topic: status %d, want 404", code)

@@ -14,17 +14,21 @@ import (
 type Source interface {
 	// Identity is the cluster id and this node's id, for every page.
 	Identity() (clusterID string, nodeID int32)
+	// Cluster lists at most MaxPartitionsListed under-replicated and
+	// offline partitions each, with their counts.
 	Cluster() Cluster
-	// Topics lists every topic of the metadata image with its partitions;
-	// configs are left out.
-	Topics() []Topic
+	// Topics lists at most limit topics of the metadata image by name,
+	// internal ones only when internal is set, with how many match and how
+	// many internal ones were left out.
+	Topics(limit int, internal bool) (list []TopicSummary, total, hidden int)
 	// Topic is one topic with its configs; false when it does not exist.
 	Topic(name string) (Topic, bool)
 	// Tail reads the last records of this node's replica of a partition,
 	// within the limits given.
 	Tail(topic string, partition int32, lim TailLimits) (Tail, error)
-	// Groups lists the groups this node coordinates.
-	Groups() []GroupSummary
+	// Groups lists at most limit of the groups this node coordinates, by
+	// id, and how many it coordinates.
+	Groups(limit int) ([]GroupSummary, int)
 	// Group describes one; false when this node does not know it.
 	Group(id string) (Group, bool)
 	// Clients returns at most limit of the open client connections, and
@@ -44,8 +48,12 @@ type Cluster struct {
 	Voters          []Voter
 	Topics          int
 	Partitions      int
-	UnderReplicated []PartitionRef
-	Offline         []PartitionRef
+	// UnderReplicated and Offline are the first MaxPartitionsListed of
+	// UnderReplicatedCount and OfflineCount.
+	UnderReplicated      []PartitionRef
+	Offline              []PartitionRef
+	UnderReplicatedCount int
+	OfflineCount         int
 }
 
 // Broker is a registered broker.
@@ -70,6 +78,18 @@ type PartitionRef struct {
 	Leader    int32
 	Replicas  []int32
 	ISR       []int32
+}
+
+// TopicSummary is a topic in the list, its partitions counted.
+type TopicSummary struct {
+	Name            string
+	Internal        bool
+	Partitions      int
+	RF              int // replicas per partition (a move's leaving ones not counted)
+	UnderReplicated int
+	Offline         int
+	Local           int   // partitions with a replica on this node
+	Bytes           int64 // in those replicas
 }
 
 // Topic is a topic with its partitions.
@@ -107,7 +127,8 @@ type Partition struct {
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set
-// (those a move removes not counted).
+// (those a move removes not counted). (The broker's underReplicated is the
+// same test on its image's partitions.)
 func (p Partition) UnderReplicated() bool {
 	return len(p.ISR) < len(p.Replicas)-len(p.Removing)
 }
