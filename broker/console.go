@@ -37,7 +37,7 @@ func (s consoleSource) Identity() (string, int32) { return s.b.clusterID, s.b.cf
 func (s consoleSource) Cluster() console.Cluster {
 	b := s.b
 	img := b.image()
-	c := console.Cluster{ClusterID: b.clusterID, NodeID: b.cfg.NodeID, Controller: b.meta.Leader(), MetadataVersion: img.Version()}
+	c := console.Cluster{ClusterID: b.clusterID, NodeID: b.cfg.NodeID, Roles: b.cfg.ProcessRoles, Controller: b.meta.Leader(), MetadataVersion: img.Version()}
 	for _, bs := range img.Brokers() {
 		cb := console.Broker{ID: bs.ID, Rack: bs.Rack, Fenced: bs.Fenced, Epoch: bs.Epoch}
 		for _, e := range bs.Endpoints {

@@ -39,7 +39,8 @@ type Source interface {
 // Cluster is the cluster as this node's metadata image has it.
 type Cluster struct {
 	ClusterID string
-	NodeID    int32 // the node serving the console
+	NodeID    int32  // the node serving the console
+	Roles     string // its process.roles
 	// Controller is the active controller (the metadata quorum's leader)
 	// as this node knows it; -1 when unknown.
 	Controller      int32
