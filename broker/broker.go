@@ -328,6 +328,11 @@ func (b *Broker) Start() {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
 		}
 	}
+	if b.cfg.ConsoleAddr != "" {
+		if err := b.serveConsole(b.cfg.ConsoleAddr); err != nil {
+			b.log.Error().Err(err).Str("addr", b.cfg.ConsoleAddr).Msg("console listener failed; serving Kafka without it")
+		}
+	}
 	b.goLoop(func() {
 		select {
 		case <-b.ready:
@@ -365,6 +370,7 @@ func (b *Broker) serveClients() {
 		h := &connHandler{b: b, listener: i}
 		tlsCfg, tlsPrincipal := b.tlsServer(i)
 		s := protocol.NewServer(protocol.ServerConfig{
+			Name:            b.advertised[i].Name,
 			TLS:             tlsCfg,
 			TLSPrincipal:    tlsPrincipal,
 			MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
@@ -546,6 +552,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	}
 	if deny != nil {
 		h.b.audit.admin(cc, req.Key, req.Body, deny)
+		noteResponseErrors(req.Client, req.Key, req.Version, deny)
 		respond(deny, nil)
 		return
 	}
@@ -560,6 +567,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 			respond(nil, nil)
 			return
 		}
+		noteResponseErrors(req.Client, req.Key, req.Version, resp)
 		respond(resp, nil)
 	})
 	h.b.quotaRequestTime(cc, req.Body, time.Since(start))

@@ -24,14 +24,7 @@ import (
 // unless FJORD_REQUIRE_PROMETHEUS is set.
 func prometheusPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("FJORD_REQUIRE_PROMETHEUS") != "" {
-			t.Fatalf("prometheus not found and FJORD_REQUIRE_PROMETHEUS is set: %v", err)
-		}
-		t.Skipf("prometheus not found (%v); set FJORD_REQUIRE_PROMETHEUS to make this a failure", err)
-	}
-	return p
+	return toolPath(t, "prometheus", "FJORD_REQUIRE_PROMETHEUS")
 }
 
 // metricsLine is the node's log line naming its bound /metrics address.
