@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -174,7 +173,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	var gone []*topic
 	var created []*replica.Partition
 	follow := map[int32][]*replica.Partition{}
-	var assigns []assignStep
+	var assigns []replica.PendingStep // stepped together: replica.StepAll
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		if old != nil && old.meta.ID != it.ID {
@@ -200,7 +199,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 				p.SetSettings(settingsFor(live, it.Configs))
 			}
 			if p != nil {
-				assigns = append(assigns, assignStep{p, replica.Assign{Assignment: assignment(img, ip)}})
+				assigns = append(assigns, replica.PendingStep{P: p, Ev: replica.Assign{Assignment: assignment(img, ip)}})
 				if ip.Leader >= 0 && ip.Leader != me {
 					follow[ip.Leader] = append(follow[ip.Leader], p)
 				}
@@ -233,7 +232,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 			b.log.Info().Str("topic", t.name).Int("replicas", n).Msg("deleting a deleted topic's local replicas")
 		}
 	}
-	stepAll(assigns)
+	replica.StepAll(assigns)
 	for _, p := range created {
 		p.Start()
 	}
@@ -250,41 +249,6 @@ func (b *Broker) applyImage(img *controller.Image) {
 	b.fetch.Update(follow)
 	b.followOffsets(next[offsetsTopic])
 	b.followTxns(next[txnTopic])
-}
-
-// assignStep is one partition's Assign of an image.
-type assignStep struct {
-	p  *replica.Partition
-	ev replica.Assign
-}
-
-// assignParallelism bounds the Assign steps of one image run at once.
-const assignParallelism = 16
-
-// stepAll steps each partition's Assign, several at a time (each partition
-// once, so its own steps stay in order). A leadership starting here
-// fsyncs the leader-epoch checkpoint before it takes a write; a failover
-// that moved 535 leaderships to one node made it wait for those fsyncs one
-// after another, 4 s on a busy two-core machine, before the image (and the
-// new followers' fetchers) took effect. Concurrent fsyncs share the
-// filesystem's journal commits.
-func stepAll(steps []assignStep) {
-	if len(steps) <= 1 {
-		for _, s := range steps {
-			s.p.Step(s.ev)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(steps), assignParallelism) {
-		wg.Go(func() { // joined below: scoped to this call
-			for i := next.Add(1) - 1; i < int64(len(steps)); i = next.Add(1) - 1 {
-				steps[i].p.Step(steps[i].ev)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // assignment is what img says of a partition, for its core.
