@@ -85,13 +85,11 @@ func brokerDescribeConfig(args []string, out, errOut io.Writer) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	rcs, err := adm.DescribeBrokerConfigs(ctx, ids...)
 	if err != nil {
 		return c.fail(fmt.Errorf("%s: %w", label, err))
@@ -156,13 +154,11 @@ func brokerAlterConfig(args []string, out, errOut io.Writer) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	resps, err := adm.AlterBrokerConfigs(ctx, alters, ids...)
 	if err != nil {
 		return c.fail(fmt.Errorf("%s: %w", label, err))
