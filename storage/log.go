@@ -661,6 +661,7 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 // Flush makes every batch appended before the call durable. Concurrent
 // callers share one fdatasync: whoever holds flushMu syncs everything written
 // so far, and callers queued behind it usually find their data covered.
+// FlushGroup does the same for many logs at once.
 func (l *Log) Flush() error {
 	target := l.end.Load()
 	if l.durable.Load() >= target {
@@ -668,23 +669,40 @@ func (l *Log) Flush() error {
 	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	if l.durable.Load() >= target {
-		return nil
-	}
-	l.mu.Lock()
-	if l.mu.failed != nil {
-		err := l.mu.failed
-		l.mu.Unlock()
+	end, dirty, done, err := l.flushBegin(target)
+	if done || err != nil {
 		return err
 	}
-	end := l.end.Load()
-	dirty := make([]*segment, 0, len(l.mu.dirty))
+	if err := l.syncSegments(dirty); err != nil {
+		return err
+	}
+	l.durable.Store(end)
+	return nil
+}
+
+// flushBegin takes what a flush must sync: the end it makes durable and the
+// segments written since the last flush (done: target is durable already).
+// REQUIRES: flushMu held, until the flush publishes its end or fails.
+func (l *Log) flushBegin(target int64) (end int64, dirty []*segment, done bool, err error) {
+	if l.durable.Load() >= target {
+		return 0, nil, true, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.failed != nil {
+		return 0, nil, false, l.mu.failed
+	}
+	end = l.end.Load()
+	dirty = make([]*segment, 0, len(l.mu.dirty))
 	for s := range l.mu.dirty {
 		dirty = append(dirty, s)
 	}
 	clear(l.mu.dirty)
-	l.mu.Unlock()
+	return end, dirty, false, nil
+}
 
+// syncSegments fdatasyncs each segment. REQUIRES: flushMu held.
+func (l *Log) syncSegments(dirty []*segment) error {
 	for _, s := range dirty {
 		if err := s.f.SyncData(); err != nil {
 			if s.removed.Load() {
@@ -699,7 +717,6 @@ func (l *Log) Flush() error {
 			return err
 		}
 	}
-	l.durable.Store(end)
 	return nil
 }
 

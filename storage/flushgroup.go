@@ -1,0 +1,195 @@
+package storage
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileSystemSyncer is what an FS implements when one call can make every
+// file on a file system durable (Linux's syncfs). Flushing a thousand
+// partitions' logs one fdatasync each costs a journal commit and a device
+// cache flush per file; one syncfs costs one of each, so FlushGroup uses it
+// for many logs at once.
+type FileSystemSyncer interface {
+	// SyncFileSystem makes every file on the file system holding f durable,
+	// and reports any write-back error on it since the last call (on any
+	// file): an error says nothing about which file, so the caller syncs
+	// each of its own files again to find out. errNoSyncFS: not available.
+	SyncFileSystem(f File) error
+}
+
+// errNoSyncFS means the file system offers no trustworthy syncfs.
+var errNoSyncFS = errors.New("storage: syncfs not available")
+
+// SyncFileSystem is FileSystemSyncer's, for any File with a descriptor.
+func (osFS) SyncFileSystem(f File) error {
+	fd, ok := f.(fder)
+	if !ok || !syncfsReportsErrors() {
+		return errNoSyncFS
+	}
+	for {
+		err := unix.Syncfs(int(fd.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// fder is a File backed by a descriptor (osFile, and wrappers of it).
+type fder interface{ Fd() uintptr }
+
+// syncfsOK: syncfs(2) reports write-back errors on this kernel (Linux 5.8
+// and later; before, it returned 0 whatever happened, and a log must never
+// publish data of unknown fate).
+var syncfsOK = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	return kernelAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 8)
+})
+
+func syncfsReportsErrors() bool { return syncfsOK() }
+
+// kernelAtLeast reports whether a kernel release ("6.18.44-foo") is at
+// least major.minor.
+func kernelAtLeast(release string, major, minor int) bool {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	digits := func(v string) string { // "8-rc1" -> "8"
+		if i := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+			return v[:i]
+		}
+		return v
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(digits(parts[1]))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
+}
+
+// FlushGroup is Flush for many logs at once: each log's batches appended
+// before the call are durable when it returns, and errs[i] is logs[i]'s
+// Flush error. When the logs' file system offers it (FileSystemSyncer),
+// one syncfs per file system stands in for every log's fdatasyncs; if
+// syncfs fails, or is not offered, each log syncs its own segments, so a
+// failed write-back still fails exactly the logs it hit (fsyncgate).
+//
+// It holds every log's flushMu for the duration, taken in the order of the
+// logs' directories, so two groups never wait on each other in a cycle and
+// no single Flush publishes an end the group has not made durable.
+func FlushGroup(logs []*Log) []error {
+	errs := make([]error, len(logs))
+	type member struct {
+		l     *Log
+		at    []int // indexes in logs (a log named twice)
+		end   int64
+		dirty []*segment
+	}
+	byDir := map[string]*member{}
+	var ms []*member
+	for i, l := range logs {
+		if m := byDir[l.dir]; m != nil {
+			m.at = append(m.at, i)
+			continue
+		}
+		m := &member{l: l, at: []int{i}}
+		byDir[l.dir] = m
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b *member) int { return cmp.Compare(a.l.dir, b.l.dir) })
+	fail := func(m *member, err error) {
+		for _, i := range m.at {
+			errs[i] = err
+		}
+	}
+	var pending []*member
+	for _, m := range ms {
+		target := m.l.end.Load()
+		if m.l.durable.Load() >= target {
+			continue
+		}
+		m.l.flushMu.Lock()
+		defer m.l.flushMu.Unlock()
+		end, dirty, done, err := m.l.flushBegin(target)
+		switch {
+		case err != nil:
+			fail(m, err)
+		case !done:
+			m.end, m.dirty = end, dirty
+			pending = append(pending, m)
+		}
+	}
+	if len(pending) == 0 {
+		return errs
+	}
+	synced := false
+	if fss, ok := pending[0].l.fs.(FileSystemSyncer); ok && len(pending) > 1 {
+		dirty := make([][]*segment, len(pending))
+		for i, m := range pending {
+			dirty[i] = m.dirty
+		}
+		synced = syncFileSystems(fss, dirty)
+	}
+	for _, m := range pending {
+		if !synced {
+			if err := m.l.syncSegments(m.dirty); err != nil {
+				fail(m, err)
+				continue
+			}
+		}
+		m.l.durable.Store(m.end)
+	}
+	return errs
+}
+
+// syncFileSystems syncfs's once per file system the dirty segments are on,
+// and reports whether every call succeeded (and there was something to
+// sync through); false means: sync each file instead.
+func syncFileSystems(fss FileSystemSyncer, dirty [][]*segment) bool {
+	seen := map[uint64]bool{}
+	did := false
+	for _, segs := range dirty {
+		for _, s := range segs {
+			if s.removed.Load() {
+				continue
+			}
+			dev, ok := deviceOf(s.f)
+			if !ok {
+				return false
+			}
+			if seen[dev] {
+				continue
+			}
+			seen[dev] = true
+			if err := fss.SyncFileSystem(s.f); err != nil {
+				return false
+			}
+			did = true
+		}
+	}
+	return did
+}
+
+// deviceOf is the device (file system) a file is on.
+func deviceOf(f File) (uint64, bool) {
+	fd, ok := f.(fder)
+	if !ok {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(fd.Fd()), &st) != nil {
+		return 0, false
+	}
+	return uint64(st.Dev), true
+}
