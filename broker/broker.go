@@ -95,6 +95,9 @@ type Broker struct {
 	// tlsSources are the TLS listeners' live configurations, by index of
 	// listeners; set in New, read-only after.
 	tlsSources map[int]*tlsconf.Source
+	// ctlTLS is the CONTROLLER listener's, when it is TLS (served by a
+	// controller, dialled by every node); set in New, read-only after.
+	ctlTLS *tlsconf.Source
 	// tlsDialState logs inter-broker TLS dial failures once per change.
 	tlsDialState tlsDialState
 	listeners    []net.Listener
@@ -258,6 +261,10 @@ func (b *Broker) listen() error {
 		b.closeListeners()
 		return err
 	}
+	if err := b.loadControllerTLS(); err != nil {
+		b.closeListeners()
+		return err
+	}
 	if err := b.buildSASL(); err != nil {
 		b.closeListeners()
 		return err
@@ -317,6 +324,7 @@ func (b *Broker) Start() {
 	if b.actl != nil {
 		b.actl.Serve()
 	}
+	b.watchControllerTLS()
 	if !b.cfg.HasRole("broker") {
 		close(b.ready) // a controller serves only the CONTROLLER listener
 		return

@@ -77,7 +77,7 @@ func (c *ctlClient) client(r ctlRoute) (*kgo.Client, error) {
 	vs, _ := ParseVoters(c.b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
 		if v.ID == r.voter {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.DialTimeout(2*time.Second),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.Dialer(c.b.ctlDial),
 				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.b.cfg.NodeID)), kgo.RequestRetries(0))
 			if err != nil {
 				return nil, err

@@ -130,6 +130,10 @@ func (b *Broker) activeConfig() active.Config {
 		TickInterval:  100 * time.Millisecond,
 		MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		TLS:           b.ctlServerTLS(),
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return b.ctlDial(ctx, "tcp", addr)
+		},
 
 		BrokerSessionTimeout:         time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		NumPartitions:                b.cfg.NumPartitions,

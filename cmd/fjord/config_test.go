@@ -442,8 +442,6 @@ func TestErrors(t *testing.T) {
 			[]string{"listener SASL_SSL: SASL mechanism GSSAPI is not supported"}},
 		{"SASL_SSL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
 			[]string{"controller listener CONTROLLER uses SASL_SSL"}},
-		{"SSL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"},
-			[]string{"listener CONTROLLER uses SSL: the controller listener (controller.listener.names) is served in plain text only"}},
 		{"security.inter.broker.protocol=SSL refused", nil, []string{"KAFKA_SECURITY_INTER_BROKER_PROTOCOL=SSL"},
 			[]string{"set inter.broker.listener.name to a listener mapped to SSL"}},
 		{"SASL controller listener refused", nil, []string{"KAFKA_LISTENERS=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},

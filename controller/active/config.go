@@ -1,6 +1,8 @@
 package active
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,6 +38,15 @@ type Config struct {
 	// the member then listens on a loopback port nobody dials, and there is
 	// no Kafka half.
 	Listener net.Listener
+	// TLS, if set, makes the CONTROLLER listener TLS (an SSL listener in
+	// listener.security.protocol.map): called per connection, so a
+	// reloaded certificate serves new connections. The handshake is done
+	// before the listener tells raft's connections from Kafka's (mux.go).
+	TLS func() *tls.Config
+	// Dial, if set, is how raft connects to the other voters' CONTROLLER
+	// listeners (with TLS when they are; node.Config.Dial). nil dials
+	// plain TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// TickInterval is the raft tick; 0 means 100ms.
 	TickInterval time.Duration
 	// MaxFrameBytes bounds a request on the listener's Kafka half

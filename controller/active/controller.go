@@ -101,10 +101,11 @@ func Start(cfg Config) (*Controller, error) {
 		Voters:       voters,
 		Dir:          cfg.Dir,
 		TickInterval: cfg.TickInterval,
+		Dial:         cfg.Dial,
 		Logger:       cfg.Logger.With().Str("component", "quorum").Logger(),
 	}
 	if cfg.Listener != nil {
-		c.mux = newConnMux(cfg.Listener, cfg.Logger)
+		c.mux = newConnMux(cfg.Listener, cfg.TLS, cfg.Logger)
 		nc.Listener = c.mux.raft
 	} else {
 		nc.Listen = "127.0.0.1:0"

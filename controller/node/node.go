@@ -108,6 +108,10 @@ type Config struct {
 	// Listener, if set, is an already-bound listener the node takes over
 	// (and closes on Close). Tests use it to learn every port first.
 	Listener net.Listener
+	// Dial, if set, opens a connection to a peer's controller listener
+	// (a TLS one: the handshake is done when it returns); it must honour
+	// ctx's deadline. nil dials plain TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// TickInterval is the raft tick (election timeout 10 ticks, heartbeat
 	// 1). Default 100ms.
 	TickInterval time.Duration
