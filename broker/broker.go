@@ -19,11 +19,13 @@ import (
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Broker is one Fjord node: a member of the metadata quorum (a voter when
@@ -109,6 +111,15 @@ type Broker struct {
 	// others' inter-broker listener when it is SASL; nil when not. Set
 	// with saslServers, read-only after.
 	interBrokerSASL []kgo.Opt
+	// ctlSASLServer authenticates the CONTROLLER listener's connections
+	// (raft's and Kafka's) when it is SASL, on a controller; ctlSASL is this
+	// node's identity towards the controllers then. Set with saslServers,
+	// read-only after.
+	ctlSASLServer protocol.Authenticator
+	ctlSASL       kgosasl.Mechanism
+	// ctlImage is the controller role once started, for the CONTROLLER
+	// listener's SCRAM lookups (which can arrive while Start runs).
+	ctlImage atomic.Pointer[active.Controller]
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)

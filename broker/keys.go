@@ -261,6 +261,8 @@ func newConfigKeys() []ConfigKey {
 			Set: setInt(func(c *Config) *int64 { return &c.SASL.ReauthMs })},
 		{Name: "sasl.mechanism.inter.broker.protocol", Def: d.SASL.InterBrokerMechanism, Doc: "SASL mechanism brokers use to authenticate to each other when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), with the username and password options of the listener's login module for it.",
 			Set: setString(func(c *Config) *string { return &c.SASL.InterBrokerMechanism })},
+		{Name: "sasl.mechanism.controller.protocol", Def: d.SASL.ControllerMechanism, Doc: "SASL mechanism brokers and controllers use to authenticate to the controllers when the CONTROLLER listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), with the username and password options of that listener's login module for it; raft's connections between voters authenticate with it too (docs/security.md).",
+			Set: setString(func(c *Config) *string { return &c.SASL.ControllerMechanism })},
 		{Name: "controller.quorum.bootstrap.servers", Doc: "KIP-853's quorum bootstrap. Without controller.quorum.voters, only one server naming this controller's own listener is accepted (a quorum of one, as Bitnami's single-node files give); anything else stops start-up: list the voters in controller.quorum.voters.",
 			Set: checkAny},
 		{Name: "log.cleaner.enable", Def: strconv.FormatBool(d.CleanerEnable), Doc: "Run log compaction for topics with cleanup.policy=compact (the committed offsets topic included).",

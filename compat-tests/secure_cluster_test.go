@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -106,10 +107,10 @@ func TestSecureCluster(t *testing.T) {
 	// The CONTROLLER listener: a client certificate signed by the CA is
 	// served, none is refused at the handshake.
 	withCert := &tls.Config{RootCAs: f.roots, Certificates: []tls.Certificate{f.clientCert(t, pkix.Name{CommonName: "ops"})}}
-	if err := ctlAPIVersions(ctx, c.CtlAddr(1), withCert); err != nil {
+	if err := ctlDescribe(ctx, c.CtlAddr(1), withCert); err != nil {
 		t.Errorf("CONTROLLER listener with a client certificate: %v", err)
 	}
-	if err := ctlAPIVersions(ctx, c.CtlAddr(1), &tls.Config{RootCAs: f.roots}); err == nil {
+	if err := ctlDescribe(ctx, c.CtlAddr(1), &tls.Config{RootCAs: f.roots}); err == nil {
 		t.Errorf("CONTROLLER listener served a client without a certificate (ssl.client.auth=required)")
 	}
 
@@ -170,15 +171,84 @@ func debugFetchCount(ctx context.Context, cl *kgo.Client, topic string) (int, er
 	return n, nil
 }
 
-// ctlAPIVersions asks a CONTROLLER listener for its versions over TLS.
-func ctlAPIVersions(ctx context.Context, addr string, tc *tls.Config) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTLSConfig(tc), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+// ctlDescribe asks a CONTROLLER listener over TLS to describe the
+// controllers (DescribeCluster, endpoint type 2), which it answers only
+// after authentication.
+func ctlDescribe(ctx context.Context, addr string, tc *tls.Config, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(tc), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err = cl.Request(ctx, kmsg.NewPtrApiVersionsRequest())
-	return err
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.EndpointType = 2
+	kresp, err := cl.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp := kresp.(*kmsg.DescribeClusterResponse); len(resp.Brokers) != 3 {
+		return fmt.Errorf("DescribeCluster of the controllers: %d voters, want 3", len(resp.Brokers))
+	}
+	return nil
+}
+
+// TestSASLControllerListener: three voters whose CONTROLLER listener is
+// SASL_SSL with PLAIN (sasl.mechanism.controller.protocol): raft between
+// the voters authenticates after its preamble, brokers authenticate their
+// registrations and heartbeats, so the quorum forms, elects, registers
+// every broker and replicates a topic at RF 3. A client with a wrong
+// password is refused on the CONTROLLER listener, one with the
+// controller's credentials is served.
+func TestSASLControllerListener(t *testing.T) {
+	f := newTLSFixtures(t)
+	p := func(name string) string { return filepath.Join(f.dir, name) }
+	c := startCluster(t, 3,
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+		"ssl.keystore.location="+p("kafka01.keystore.jks"), "ssl.keystore.password="+f.storePW, "ssl.key.password="+f.keyPW,
+		"ssl.truststore.location="+p("kafka.truststore.jks"), "ssl.truststore.password="+f.storePW,
+		"sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.controller.protocol=PLAIN",
+		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="ctl-secret" user_controller="ctl-secret";`,
+	)
+	ctx := testCtx(t, 60*time.Second)
+	const topic = "sasl-ctl-rf3"
+	three := "3"
+	if resp, err := c.Admin(1).CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &three}, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create %s (forwarded to the controller over SASL_SSL): %v %v", topic, err, resp.Err)
+	}
+	cl := newClient(t, c.Addr(2), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint("r-", i))).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d: %v", i, err)
+		}
+	}
+	tc := &tls.Config{RootCAs: f.roots}
+	if err := ctlDescribe(ctx, c.CtlAddr(1), tc, plainOpt("controller", "ctl-secret")); err != nil {
+		t.Errorf("CONTROLLER listener with the controller's credentials: %v", err)
+	}
+	err := ctlDescribe(ctx, c.CtlAddr(1), tc, plainOpt("controller", "wrong"))
+	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("CONTROLLER listener with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if err := ctlDescribe(ctx, c.CtlAddr(1), tc); err == nil {
+		t.Errorf("CONTROLLER listener served a client that did not authenticate")
+	}
+
+	// A raft connection (Fjord's raft preamble) that sends a raft frame
+	// instead of authenticating is closed before raft reads it.
+	conn, err := tls.Dial("tcp", c.CtlAddr(3), tc)
+	if err != nil {
+		t.Fatalf("TLS dial of the CONTROLLER listener: %v", err)
+	}
+	defer conn.Close()
+	conn.Write([]byte{0xFF, 'F', 'J', 'R', 'A', 'F', 'T', 1, 0, 0, 0, 2, 8, 1})
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Errorf("an unauthenticated raft connection stayed open (read %d, %v)", n, err)
+	}
+	c.WaitFor(t, 10*time.Second, func() bool {
+		return strings.Contains(c.Node(3).readLog(), "closing raft connection: SASL authentication failed")
+	})
 }

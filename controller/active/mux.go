@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,10 +20,14 @@ import (
 // the handshake comes first and the byte read is the first one inside it,
 // so both halves are TLS and both get the listener's ssl.client.auth.
 type connMux struct {
-	ln          net.Listener
-	tls         func() *tls.Config // nil: plaintext
-	raft, kafka *chanListener
-	log         zerolog.Logger
+	ln  net.Listener
+	tls func() *tls.Config // nil: plaintext
+	// sasl, when set, authenticates raft's connections before they reach
+	// raft (raftauth.go); the Kafka half's server authenticates its own.
+	sasl            protocol.Authenticator
+	failedAuthDelay time.Duration
+	raft, kafka     *chanListener
+	log             zerolog.Logger
 }
 
 func newConnMux(ln net.Listener, tlsCfg func() *tls.Config, log zerolog.Logger) *connMux {
@@ -67,12 +72,24 @@ func (m *connMux) route(c net.Conn) {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	pc := &prefixConn{Conn: c, prefix: first[:]}
 	dst := m.kafka
 	if node.IsPreamble(first[:]) {
 		dst = m.raft
+		if m.sasl != nil {
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			principal, err := authenticateRaft(pc, m.sasl, m.failedAuthDelay)
+			if err != nil {
+				m.log.Info().Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: closing raft connection: SASL authentication failed")
+				c.Close()
+				return
+			}
+			m.log.Debug().Str("principal", principal).Str("remote", c.RemoteAddr().String()).Msg("controller listener: raft connection authenticated")
+			_ = c.SetDeadline(time.Time{})
+			pc = &prefixConn{Conn: c, prefix: slices.Clone(node.Preamble[:])}
+		}
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	if !dst.deliver(pc) {
 		c.Close()
 	}

@@ -112,6 +112,10 @@ type Config struct {
 	// (a TLS one: the handshake is done when it returns); it must honour
 	// ctx's deadline. nil dials plain TCP.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Authenticate, if set, runs on a new outbound connection after the
+	// preamble and before the first frame (a SASL exchange); an error
+	// closes the connection and counts as a failed dial.
+	Authenticate func(ctx context.Context, c net.Conn) error
 	// TickInterval is the raft tick (election timeout 10 ticks, heartbeat
 	// 1). Default 100ms.
 	TickInterval time.Duration

@@ -116,16 +116,34 @@ func newPeer(n *Node, id uint64, addr string) *peer {
 	return &peer{n: n, id: id, addr: addr, queue: make(chan raftpb.Message, peerQueueLen)}
 }
 
-// dial opens a connection to the peer within dialTimeout, through
-// Config.Dial when set (a TLS controller listener).
+// dial opens a connection to the peer, through Config.Dial when set (a
+// TLS controller listener), sends the preamble and runs
+// Config.Authenticate when set (a SASL one), all within dialTimeout.
 func (p *peer) dial() (net.Conn, error) {
-	if p.n.cfg.Dial == nil {
-		d := net.Dialer{Timeout: dialTimeout}
-		return d.DialContext(p.n.ctx, "tcp", p.addr)
-	}
 	ctx, cancel := context.WithTimeout(p.n.ctx, dialTimeout)
 	defer cancel()
-	return p.n.cfg.Dial(ctx, p.addr)
+	var c net.Conn
+	var err error
+	if p.n.cfg.Dial == nil {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", p.addr)
+	} else {
+		c, err = p.n.cfg.Dial(ctx, p.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if _, err = c.Write(Preamble[:]); err == nil && p.n.cfg.Authenticate != nil {
+		err = p.n.cfg.Authenticate(ctx, c)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 // isDialError reports whether err is the TCP dial's own failure (the
@@ -198,7 +216,6 @@ func (p *peer) run() {
 			}
 			backoff = 0
 			conn, w = c, bufio.NewWriterSize(c, 64<<10)
-			_, _ = w.Write(Preamble[:]) // flushed with the first frame
 		}
 		err := writeFrame(w, &m)
 		if errors.Is(err, errFrameTooLarge) {
