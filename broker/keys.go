@@ -251,7 +251,7 @@ func newConfigKeys() []ConfigKey {
 
 		{Name: "inter.broker.listener.name", Def: d.InterBrokerListenerName, Doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
 			Set: setString(func(c *Config) *string { return &c.InterBrokerListenerName })},
-		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (docs/security.md). An SSL or SASL controller listener stops start-up; a name the map leaves out has the protocol it is named after, else PLAINTEXT.",
+		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (docs/security.md). The CONTROLLER listener may be any of them: TLS and SASL then cover raft's connections between voters and brokers' requests to the controllers alike; a name the map leaves out has the protocol it is named after, else PLAINTEXT.",
 			Set: setString(func(c *Config) *string { return &c.ListenerSecurityProtocolMap })},
 		{Name: "fjord.ssl.reload.check.interval.ms", Def: itoa(d.SSLReloadCheckMs), Doc: "How often a TLS listener's keystore and truststore files are checked (size and modification time); a changed store is loaded for new connections, a store that fails to load keeps the previous one (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.SSLReloadCheckMs })},
