@@ -33,11 +33,8 @@ import (
 // leave no info line.
 func TestSecureCluster(t *testing.T) {
 	f := newTLSFixtures(t)
-	p := func(name string) string { return filepath.Join(f.dir, name) }
-	c := startCluster(t, 3,
+	c := startCluster(t, 3, append(f.jksOverrides(),
 		"listener.security.protocol.map=PLAINTEXT:SASL_SSL,CONTROLLER:SSL",
-		"ssl.keystore.location="+p("kafka01.keystore.jks"), "ssl.keystore.password="+f.storePW, "ssl.key.password="+f.keyPW,
-		"ssl.truststore.location="+p("kafka.truststore.jks"), "ssl.truststore.password="+f.storePW,
 		"ssl.client.auth=none",
 		"listener.name.controller.ssl.client.auth=required",
 		"sasl.enabled.mechanisms=PLAIN",
@@ -45,7 +42,7 @@ func TestSecureCluster(t *testing.T) {
 		`listener.name.plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";`,
 		"compat.probe.sasl.plain=alice:alice-secret",
 		"compat.probe.tls.ca="+filepath.Join(f.caDir, "ca.pem"),
-	)
+	)...)
 	ctx := testCtx(t, 90*time.Second)
 	adm := c.Admin(1)
 	const topic = "secure-rf3"
@@ -203,15 +200,12 @@ func ctlDescribe(ctx context.Context, addr string, tc *tls.Config, opts ...kgo.O
 // controller's credentials is served.
 func TestSASLControllerListener(t *testing.T) {
 	f := newTLSFixtures(t)
-	p := func(name string) string { return filepath.Join(f.dir, name) }
-	c := startCluster(t, 3,
+	c := startCluster(t, 3, append(f.jksOverrides(),
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
-		"ssl.keystore.location="+p("kafka01.keystore.jks"), "ssl.keystore.password="+f.storePW, "ssl.key.password="+f.keyPW,
-		"ssl.truststore.location="+p("kafka.truststore.jks"), "ssl.truststore.password="+f.storePW,
 		"sasl.enabled.mechanisms=PLAIN",
 		"sasl.mechanism.controller.protocol=PLAIN",
 		`listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="ctl-secret" user_controller="ctl-secret";`,
-	)
+	)...)
 	ctx := testCtx(t, 60*time.Second)
 	const topic = "sasl-ctl-rf3"
 	three := "3"
