@@ -25,9 +25,9 @@ test: deps vet unit fuzz compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
-	@if ! command -v kcat >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v keytool >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
-		echo "installing kcat, prometheus, keytool (default-jre-headless), python3-kafka and python3-confluent-kafka (Debian packages)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat prometheus default-jre-headless python3-kafka python3-confluent-kafka >/dev/null; \
+	@if ! command -v kcat >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v keytool >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1; then \
+		echo "installing kcat, prometheus, chromium, keytool (default-jre-headless), python3-kafka and python3-confluent-kafka (Debian packages)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat prometheus chromium default-jre-headless python3-kafka python3-confluent-kafka >/dev/null; \
 	fi
 
 vet:
@@ -54,7 +54,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzOAuthBearerSigned$$' -fuzztime=100000x ./broker/sasl
 
 compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_CHROMIUM=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 # faults runs every fault-injection scenario of compat-tests at full length
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all
@@ -63,6 +63,12 @@ compat: build
 .PHONY: faults
 faults: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_FAULTS=full $(GO) test -count=1 -timeout 20m -run TestFault -v ./...
+
+# console-screenshots renders docs/console/*.png: the web console in
+# headless Chromium, as TestConsoleInChromium sets it up.
+.PHONY: console-screenshots
+console-screenshots: build
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_CHROMIUM=1 FJORD_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInChromium .
 
 # bench measures fjord and franz-go's in-memory kfake side by side.
 bench: build

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -203,26 +202,10 @@ func appendUnique(ps []*replica.Partition, p *replica.Partition) []*replica.Part
 	return append(ps, p)
 }
 
-// flushAll makes the partitions durable, concurrently: a request's wait is
-// its slowest partition's fsync, not the sum.
+// flushAll makes the partitions durable (replica.FlushAll) and calls onErr
+// for each one that failed.
 func flushAll(ps []*replica.Partition, onErr func(*replica.Partition, error)) {
-	if len(ps) == 1 {
-		if err := ps[0].Flush(); err != nil && onErr != nil {
-			onErr(ps[0], err)
-		}
-		return
-	}
-	errs := make([]error, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Add(1)
-		go func() { // joined below: scoped to this call
-			defer wg.Done()
-			errs[i] = p.Flush()
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
+	for i, err := range replica.FlushAll(ps) {
 		if err != nil && onErr != nil {
 			onErr(ps[i], err)
 		}

@@ -347,6 +347,11 @@ func (b *Broker) Start() {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
 		}
 	}
+	if b.cfg.ConsoleAddr != "" {
+		if err := b.serveConsole(b.cfg.ConsoleAddr); err != nil {
+			b.log.Error().Err(err).Str("addr", b.cfg.ConsoleAddr).Msg("console listener failed; serving Kafka without it")
+		}
+	}
 	b.goLoop(func() {
 		select {
 		case <-b.ready:
@@ -384,6 +389,7 @@ func (b *Broker) serveClients() {
 		h := &connHandler{b: b, listener: i}
 		tlsCfg, tlsPrincipal := b.tlsServer(i)
 		s := protocol.NewServer(protocol.ServerConfig{
+			Name:            b.advertised[i].Name,
 			TLS:             tlsCfg,
 			TLSPrincipal:    tlsPrincipal,
 			MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
@@ -565,6 +571,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	}
 	if deny != nil {
 		h.b.audit.admin(cc, req.Key, req.Body, deny)
+		noteResponseErrors(req.Client, req.Key, req.Version, deny)
 		respond(deny, nil)
 		return
 	}
@@ -579,6 +586,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 			respond(nil, nil)
 			return
 		}
+		noteResponseErrors(req.Client, req.Key, req.Version, resp)
 		respond(resp, nil)
 	})
 	h.b.quotaRequestTime(cc, req.Body, time.Since(start))

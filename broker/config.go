@@ -101,6 +101,7 @@ type Config struct {
 	// refuse connections at once (fjord.controller.fast.fencing.enable).
 	FastFencing bool
 	MetricsAddr string // fjord.metrics.listener: host:port for /metrics, empty = off
+	ConsoleAddr string // fjord.console.listener: host:port for the web console, empty = off
 	// Client connection and request-memory limits (broker/limits.go):
 	// max.connections, max.connections.per.ip and its overrides (dynamic),
 	// queued.max.request.bytes, connection.failed.authentication.delay.ms.
@@ -143,6 +144,11 @@ type Config struct {
 	// key outranks a dynamic lower-priority synonym. Read-only.
 	Static map[string]string
 }
+
+// DevConsoleAddr is where a zero-config run (no configuration source at
+// all: a developer's `fjord`) serves the web console; any configuration
+// leaves it off unless fjord.console.listener is set.
+const DevConsoleAddr = "127.0.0.1:8092"
 
 // DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
 // data in ./fjord-data and fsyncs before acknowledging.

@@ -80,25 +80,31 @@ func apiLabel(key int16) string { return strconv.Itoa(int(key)) }
 // serveMetrics serves /metrics and /debug/pprof on addr until the broker
 // stops.
 func (b *Broker) serveMetrics(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return b.serveHTTP(addr, mux, "/metrics and /debug/pprof")
+}
+
+// serveHTTP serves h on addr until the broker stops; what names it in
+// logs.
+func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	b.goLoop(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			b.log.Warn().Err(err).Msg("metrics listener")
+			b.log.Warn().Err(err).Str("serving", what).Msg("HTTP listener")
 		}
 	})
 	b.goLoop(func() {
 		<-b.stop
 		srv.Close()
 	})
-	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving /metrics and /debug/pprof")
+	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving " + what)
 	return nil
 }

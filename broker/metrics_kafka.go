@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"net"
 	"strconv"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,7 +23,8 @@ import (
 //     while it has none;
 //   - a group's series by its coordinator (the leader of its
 //     __consumer_offsets partition, with the offsets loaded);
-//   - kafka_brokers and kafka_topic_partitions by the active controller.
+//   - kafka_brokers, kafka_broker_info and kafka_topic_partitions by the
+//     active controller.
 //
 // It reads state only (the replicas' views, the coordinator's tables, the
 // metadata image): no goroutine per partition and no request to another
@@ -38,6 +41,7 @@ func kdesc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	// kafka_exporter's names, labels and help texts.
 	kBrokers         = kdesc("kafka_brokers", "Number of Brokers in the Kafka Cluster.")
+	kBrokerInfo      = kdesc("kafka_broker_info", "Information about the Kafka Broker.", "address", "id")
 	kTopicPartitions = kdesc("kafka_topic_partitions", "Number of partitions for this Topic", "topic")
 	kCurrentOffset   = kdesc("kafka_topic_partition_current_offset", "Current Offset of a Broker at Topic/Partition", "topic", "partition")
 	kOldestOffset    = kdesc("kafka_topic_partition_oldest_offset", "Oldest Offset of a Broker at Topic/Partition", "topic", "partition")
@@ -73,7 +77,7 @@ var (
 )
 
 func (c kafkaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{kBrokers, kTopicPartitions, kCurrentOffset, kOldestOffset, kLeader, kReplicas, kISR,
+	for _, d := range []*prometheus.Desc{kBrokers, kBrokerInfo, kTopicPartitions, kCurrentOffset, kOldestOffset, kLeader, kReplicas, kISR,
 		kPreferred, kUnderReplicated, kGroupOffset, kGroupOffsetSum, kGroupLag, kGroupLagSum, kGroupMembers,
 		jUnderReplicated, jPartitionCount, jLeaderCount, jISRShrinks, jISRExpands, jActive, jOffline, jTopicCount, jPartCount,
 		jBytesIn, jMessagesIn, jBytesOut, jQueue, jTotalTime, jTotalTimeCount, jFlush, jFlushCount} {
@@ -223,7 +227,11 @@ func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
 	if img == nil {
 		return
 	}
-	gauge(ch, kBrokers, float64(len(img.LiveBrokers())))
+	live := img.LiveBrokers()
+	gauge(ch, kBrokers, float64(len(live)))
+	for _, bs := range live {
+		gauge(ch, kBrokerInfo, 1, c.brokerAddress(img, bs), strconv.Itoa(int(bs.ID)))
+	}
 	offline, parts := 0, 0
 	ts := img.Topics()
 	for _, t := range ts {
@@ -247,4 +255,18 @@ func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
 	gauge(ch, jOffline, float64(offline))
 	gauge(ch, jTopicCount, float64(len(ts)))
 	gauge(ch, jPartCount, float64(parts))
+}
+
+// brokerAddress is the host:port a client reaches bs at, as Metadata
+// answers it: on the listener named as this node's first client listener,
+// else (a controller-only node has none) on bs's first registered one.
+func (c kafkaCollector) brokerAddress(img *controller.Image, bs controller.BrokerState) string {
+	e, ok := controller.Endpoint{}, false
+	if len(c.b.advertised) > 0 {
+		e, ok = endpoint(img, bs.ID, c.b.advertised[0].Name)
+	}
+	if !ok && len(bs.Endpoints) > 0 {
+		e = bs.Endpoints[0]
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 }

@@ -174,6 +174,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	var gone []*topic
 	var created []*replica.Partition
 	follow := map[int32][]*replica.Partition{}
+	var assigns []replica.PendingStep // stepped together: replica.StepAll
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
 		if old != nil && old.meta.ID != it.ID {
@@ -199,7 +200,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 				p.SetSettings(settingsFor(live, it.Configs))
 			}
 			if p != nil {
-				p.Step(replica.Assign{Assignment: assignment(img, ip)})
+				assigns = append(assigns, replica.PendingStep{P: p, Ev: replica.Assign{Assignment: assignment(img, ip)}})
 				if ip.Leader >= 0 && ip.Leader != me {
 					follow[ip.Leader] = append(follow[ip.Leader], p)
 				}
@@ -232,6 +233,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 			b.log.Info().Str("topic", t.name).Int("replicas", n).Msg("deleting a deleted topic's local replicas")
 		}
 	}
+	replica.StepAll(assigns)
 	for _, p := range created {
 		p.Start()
 	}

@@ -461,10 +461,11 @@ func TestClusterControllerFailover(t *testing.T) {
 	t.Logf("controller after rejoin: node %d", final)
 }
 
-// TestClusterBrokerLoss: SIGKILL a node that is not the controller; after
-// the session timeout its leaderships move to the other ISR members with a
-// higher leader epoch; creation keeps working; the node comes back
-// unfenced.
+// TestClusterBrokerLoss: SIGKILL a node that is not the controller; its
+// leaderships move to the other ISR members with a higher leader epoch
+// (fast fencing: the controller sees its listeners refuse connections,
+// TestFastFencing; without it, after the session timeout); creation keeps
+// working; the node comes back unfenced.
 func TestClusterBrokerLoss(t *testing.T) {
 	c := startCluster(t, 3)
 	all := c.IDs()
@@ -525,9 +526,6 @@ func TestClusterBrokerLoss(t *testing.T) {
 	moved := time.Since(killed)
 	t.Logf("broker loss: leaderships of node %d moved %v after SIGKILL (session timeout %v)", victim, moved.Round(time.Millisecond), clusterSessionTimeout)
 	t.Logf("layout after the move: %s", topicLayout(after))
-	if moved < clusterSessionTimeout-time.Second {
-		t.Errorf("node %d fenced %v after the kill, well before the %v session timeout", victim, moved, clusterSessionTimeout)
-	}
 	c.waitBrokers(t, 5*time.Second, toInt32s(survivors))
 
 	// The RF=1 partition on the dead node has no leader (no unclean

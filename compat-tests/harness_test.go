@@ -362,6 +362,21 @@ func (b *Broker) reportErrorLines() {
 // logContains reports whether the broker log has a line containing s.
 func (b *Broker) logContains(s string) bool { return strings.Contains(b.readLog(), s) }
 
+// toolPath finds an external program the test runs (kcat, prometheus,
+// chromium): the test is skipped when it is absent, unless the
+// environment variable require is set, which makes it a failure.
+func toolPath(t *testing.T, name, require string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv(require) != "" {
+			t.Fatalf("%s not found and %s is set: %v", name, require, err)
+		}
+		t.Skipf("%s not found (%v); set %s to make this a failure", name, err, require)
+	}
+	return p
+}
+
 // ---- client helpers ----
 
 // newClient returns a franz-go client for the broker, closed at cleanup.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -17,14 +16,7 @@ import (
 // kcatPath finds kcat: skip when absent, unless FJORD_REQUIRE_KCAT is set.
 func kcatPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("FJORD_REQUIRE_KCAT") != "" {
-			t.Fatalf("kcat not found and FJORD_REQUIRE_KCAT is set: %v", err)
-		}
-		t.Skipf("kcat not found (%v); set FJORD_REQUIRE_KCAT to make this a failure", err)
-	}
-	return p
+	return toolPath(t, "kcat", "FJORD_REQUIRE_KCAT")
 }
 
 // runKcat runs one bounded kcat invocation and returns its stdout.

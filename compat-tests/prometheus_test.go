@@ -24,14 +24,7 @@ import (
 // unless FJORD_REQUIRE_PROMETHEUS is set.
 func prometheusPath(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("FJORD_REQUIRE_PROMETHEUS") != "" {
-			t.Fatalf("prometheus not found and FJORD_REQUIRE_PROMETHEUS is set: %v", err)
-		}
-		t.Skipf("prometheus not found (%v); set FJORD_REQUIRE_PROMETHEUS to make this a failure", err)
-	}
-	return p
+	return toolPath(t, "prometheus", "FJORD_REQUIRE_PROMETHEUS")
 }
 
 // metricsLine is the node's log line naming its bound /metrics address.
@@ -244,6 +237,23 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 	prom.await(t, c, 10*time.Second, `sum(kafka_controller_kafkacontroller_activecontrollercount)`,
 		"one active controller", func(v float64) bool { return v == 1 })
 	prom.await(t, c, 10*time.Second, `sum(kafka_brokers)`, "three brokers", func(v float64) bool { return v == 3 })
+	prom.await(t, c, 10*time.Second, `count(kafka_broker_info == 1)`, "one info series per broker", func(v float64) bool { return v == 3 })
+	brokerInfo := func() map[string]string { // id -> address
+		rs, err := prom.query(`kafka_broker_info`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, r := range rs {
+			m[r.Metric["id"]] = r.Metric["address"]
+		}
+		return m
+	}
+	for _, id := range c.IDs() {
+		if got := brokerInfo()[strconv.Itoa(id)]; got != c.Addr(id) {
+			t.Fatalf("kafka_broker_info{id=%q}: address %q, want %q (all: %v)", strconv.Itoa(id), got, c.Addr(id), brokerInfo())
+		}
+	}
 	prom.await(t, c, 10*time.Second, `sum(rate(kafka_server_brokertopicmetrics_messagesin_total{topic="`+topic+`"}[5s]))`,
 		"records flowing in", func(v float64) bool { return v > 0 })
 	prom.await(t, c, 10*time.Second, `sum(rate(kafka_server_brokertopicmetrics_bytesout_total{topic="`+topic+`"}[5s]))`,
@@ -291,6 +301,10 @@ func TestPrometheusScrapesCluster(t *testing.T) {
 		"under-replicated partitions after the kill", func(v float64) bool { return v > 0 })
 	per := prom.await(t, c, 10*time.Second, `sum(kafka_topic_partition_under_replicated_partition{topic="`+topic+`"})`,
 		"kafka_exporter's under-replicated flag after the kill", func(v float64) bool { return v > 0 })
+	prom.await(t, c, 10*time.Second, `count(kafka_broker_info)`, "the killed node's info series gone", func(v float64) bool { return v == 2 })
+	if addr, ok := brokerInfo()[strconv.Itoa(victim)]; ok {
+		t.Fatalf("kafka_broker_info still lists the killed node %d at %s", victim, addr)
+	}
 	t.Logf("node %d killed: %v under-replicated partitions (%v of %s) seen after %v", victim, urp, per, topic, time.Since(killed).Round(100*time.Millisecond))
 }
 

@@ -92,6 +92,15 @@
 //     FENCED_INSTANCE_ID even without the instance id (Kafka:
 //     UNKNOWN_MEMBER_ID when the instance id is absent).
 //
+// # Rebalance timeline
+//
+// Each group keeps its last TimelineLen rebalances (Timeline): the cause
+// (a member joined, left or went silent, changed its metadata, the leader
+// rejoined, a static member was replaced, members never synced, a member
+// hit the rebalance limit), the member, the generations, and when the
+// rebalance started, its join phase ended and it settled (Stable, Empty, or
+// superseded by the next one). The console shows it; nothing here reads it.
+//
 // Member ids are clientID (or, for static members, the instance id) + "-" +
 // [Config.MemberIDNonce + "-"] + a per-group counter: unique within the
 // group and repeatable in tests.

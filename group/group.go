@@ -115,6 +115,10 @@ type Group struct {
 	pendingSync  map[string]bool
 	syncDeadline int64
 
+	// timeline is the group's recent rebalances, oldest first, at most
+	// TimelineLen (timeline.go); only its last entry may be in progress.
+	timeline []Rebalance
+
 	out []Reply // replies of the current call
 }
 

@@ -164,6 +164,13 @@ func (h *harness) do(c *ddCase) string {
 		return h.g.dump()
 	case "describe":
 		return describe(h.g.Describe())
+	case "timeline":
+		var tb strings.Builder
+		for _, r := range h.g.Timeline() {
+			fmt.Fprintf(&tb, "%s by %s: gen %d->%d members=%d start=%d join_end=%d end=%d %s\n",
+				r.Cause, orDash(r.Member), r.From, r.Generation, r.Members, r.Start, r.JoinEnd, r.End, orDash(r.Outcome))
+		}
+		return strings.TrimSuffix(tb.String(), "\n")
 	case "delete":
 		if err := h.g.Delete(); err != nil {
 			return "error: " + err.Error()

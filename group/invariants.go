@@ -83,5 +83,20 @@ func (g *Group) checkInvariants() error {
 	if (g.syncDeadline >= 0) != (len(g.pendingSync) > 0) {
 		bad("sync deadline %d with %d pending syncs", g.syncDeadline, len(g.pendingSync))
 	}
+	if len(g.timeline) > TimelineLen {
+		bad("timeline has %d entries, more than %d", len(g.timeline), TimelineLen)
+	}
+	for i, r := range g.timeline {
+		if r.End < 0 && i != len(g.timeline)-1 {
+			bad("timeline entry %d of %d is open", i, len(g.timeline))
+		}
+		// (Times are not compared: the caller's clock may step back.)
+		if (r.End < 0) != (r.Outcome == "") || (r.End >= 0 && r.JoinEnd < 0) {
+			bad("timeline entry %d inconsistent: %+v", i, r)
+		}
+	}
+	if g.openRebalance() != nil && g.state != statePreparingRebalance && g.state != stateCompletingRebalance {
+		bad("a rebalance is open in %s", g.state)
+	}
 	return errors.Join(errs...)
 }

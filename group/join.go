@@ -90,7 +90,7 @@ func (g *Group) Join(now int64, req *kmsg.JoinGroupRequest, meta JoinMeta, token
 			break
 		}
 		g.park(m, req, meta, w)
-		g.forceRebalance(now, m)
+		g.forceRebalance(now, m, CauseMetadataChange)
 	case stateStable:
 		if m.id != g.leader && m.matches(req.Protocols) {
 			m.refreshSession(now)
@@ -100,8 +100,12 @@ func (g *Group) Join(now int64, req *kmsg.JoinGroupRequest, meta JoinMeta, token
 		// The leader rejoining forces a rebalance even without changes:
 		// that is how it reacts to changes outside member metadata
 		// (new partitions, for a consumer).
+		cause := CauseMetadataChange
+		if m.id == g.leader && m.matches(req.Protocols) {
+			cause = CauseLeaderRejoined
+		}
 		g.park(m, req, meta, w)
-		g.forceRebalance(now, m)
+		g.forceRebalance(now, m, cause)
 	}
 	return g.flush()
 }
@@ -143,7 +147,7 @@ func (g *Group) addMember(now int64, id string, inst *string, req *kmsg.JoinGrou
 		g.maybeCompleteJoin(now)
 		return
 	}
-	g.forceRebalance(now, m)
+	g.forceRebalance(now, m, CauseMemberJoined)
 }
 
 // replaceStatic hands the instance id of old to a new member id (KIP-345):
@@ -200,13 +204,14 @@ func (g *Group) replaceStatic(now int64, old *member, req *kmsg.JoinGroupRequest
 			} else {
 				g.reply(w.token, g.joinOK(m, req.Version, leaderBefore, false))
 			}
+			g.noteInPlace(now, CauseStaticReplaced, *m.instanceID)
 			return
 		}
 		m.join = w
-		g.forceRebalance(now, m)
+		g.forceRebalance(now, m, CauseStaticReplaced)
 	case stateCompletingRebalance:
 		m.join = w
-		g.forceRebalance(now, m)
+		g.forceRebalance(now, m, CauseStaticReplaced)
 	case statePreparingRebalance:
 		m.join = w
 		g.maybeCompleteJoin(now)

@@ -50,7 +50,7 @@ func (g *Group) leave(now int64, memberID string, inst *string) error {
 		if inst == nil || g.static[*inst] == nil {
 			return ErrUnknownMember
 		}
-		g.removeMember(now, g.static[*inst])
+		g.removeMember(now, g.static[*inst], CauseMemberLeft)
 		return nil
 	}
 	if _, ok := g.pending[memberID]; ok && inst == nil {
@@ -62,6 +62,6 @@ func (g *Group) leave(now int64, memberID string, inst *string) error {
 	if err != nil {
 		return err
 	}
-	g.removeMember(now, m)
+	g.removeMember(now, m, CauseMemberLeft)
 	return nil
 }

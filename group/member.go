@@ -164,3 +164,12 @@ func (g *Group) newMemberID(prefix string) string {
 	}
 	return prefix + "-" + n
 }
+
+// who names m in the rebalance timeline: its instance id when static
+// (stable across its member ids), else its member id.
+func (m *member) who() string {
+	if m.instanceID != nil {
+		return *m.instanceID
+	}
+	return m.id
+}

@@ -6,21 +6,24 @@ import "slices"
 // already forced Config.MaxRebalanceAttempts of them since the group was
 // last Stable: then m is removed instead (its parked JoinGroup gets
 // UNKNOWN_MEMBER_ID), which rebalances the others without it.
-func (g *Group) forceRebalance(now int64, m *member) {
+func (g *Group) forceRebalance(now int64, m *member, cause Cause) {
 	m.forced++
 	if m.forced > g.cfg.MaxRebalanceAttempts {
-		g.removeMember(now, m)
+		g.removeMember(now, m, CauseRebalanceLimit)
 		return
 	}
-	g.prepareRebalance(now)
+	g.prepareRebalance(now, cause, m.who())
 }
 
 // prepareRebalance enters PreparingRebalance from Empty, CompletingRebalance
 // or Stable. SyncGroups parked in CompletingRebalance are answered
 // REBALANCE_IN_PROGRESS and the half-made assignment is dropped. From Empty
 // the phase gets the initial delay; otherwise its deadline is the rebalance
-// timeout, and it ends at once if everyone has already rejoined.
-func (g *Group) prepareRebalance(now int64) {
+// timeout, and it ends at once if everyone has already rejoined. The
+// timeline records the rebalance with its cause and the member (who) that
+// caused it.
+func (g *Group) prepareRebalance(now int64, cause Cause, who string) {
+	g.noteRebalance(now, cause, who)
 	if g.state == stateCompletingRebalance {
 		for _, m := range g.order {
 			m.assignment = nil
@@ -100,9 +103,11 @@ func (g *Group) completeJoin(now int64) {
 	g.initialDelay = false
 	g.newMemberAdded = false
 	g.joinDeadline = -1
+	g.noteJoinEnd(now)
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol = ""
+		g.endRebalance(now, OutcomeEmpty)
 		return
 	}
 	g.protocol = g.selectProtocol()
@@ -121,8 +126,9 @@ func (g *Group) completeJoin(now int64) {
 // removeMember removes m and moves the group along: a rebalance from
 // CompletingRebalance or Stable, a possible end of the join phase from
 // PreparingRebalance. Parked requests of m get UNKNOWN_MEMBER_ID, so the
-// client rejoins as a new member if it is still alive.
-func (g *Group) removeMember(now int64, m *member) {
+// client rejoins as a new member if it is still alive. cause is the
+// timeline's, should the removal start a rebalance.
+func (g *Group) removeMember(now int64, m *member, cause Cause) {
 	if m.join != nil {
 		g.reply(m.join.token, joinError(m.join.version, "", ErrUnknownMember))
 		m.join = nil
@@ -134,7 +140,7 @@ func (g *Group) removeMember(now int64, m *member) {
 	g.detach(m)
 	switch g.state {
 	case stateCompletingRebalance, stateStable:
-		g.prepareRebalance(now)
+		g.prepareRebalance(now, cause, m.who())
 	case statePreparingRebalance:
 		g.maybeCompleteJoin(now)
 	}

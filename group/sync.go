@@ -85,6 +85,7 @@ func (g *Group) completeSync(now int64, assignments []kmsg.SyncGroupRequestGroup
 		}
 	}
 	g.state = stateStable
+	g.endRebalance(now, OutcomeStable)
 	for _, m := range g.order {
 		m.forced = 0
 		if m.sync != nil {

@@ -53,7 +53,7 @@ func (g *Group) tickOnce(now int64) bool {
 
 	for _, m := range slices.Clone(g.order) {
 		if g.members[m.id] == m && !m.waiting() && now >= m.sessionDeadline {
-			g.removeMember(now, m)
+			g.removeMember(now, m, CauseSessionTimeout)
 			changed = true
 		}
 	}
@@ -69,14 +69,18 @@ func (g *Group) tickOnce(now int64) bool {
 	}
 
 	if (g.state == stateCompletingRebalance || g.state == stateStable) && g.syncDeadline >= 0 && now >= g.syncDeadline {
+		who := ""
 		for _, m := range slices.Clone(g.order) {
 			if g.pendingSync[m.id] {
 				// Not parked anywhere: it has not synced, and joins are
 				// only parked in PreparingRebalance.
+				if who == "" {
+					who = m.who()
+				}
 				g.detach(m)
 			}
 		}
-		g.prepareRebalance(now)
+		g.prepareRebalance(now, CauseSyncTimeout, who)
 		changed = true
 	}
 	return changed

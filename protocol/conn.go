@@ -47,6 +47,8 @@ type Handler interface {
 
 // ServerConfig tunes the front end.
 type ServerConfig struct {
+	// Name is the listener's name, as the client registry reports it.
+	Name          string
 	MaxFrameBytes int32         // socket.request.max.bytes
 	MaxInFlight   int           // requests read ahead per connection before reading stalls
 	IdleTimeout   time.Duration // connections.max.idle.ms; 0 = never
@@ -157,6 +159,7 @@ func (s *Server) startConn(nc net.Conn) {
 		log:      s.log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
 		stopCh:   make(chan struct{}),
 		admitted: release,
+		client:   newClient(s.cfg.Name, nc.RemoteAddr().String()),
 	}
 	c.muteFn = c.mute
 	c.wrapTLS()
@@ -247,6 +250,8 @@ type conn struct {
 	// tlsPrincipal is the TLS client certificate's principal ("" when
 	// none); set by the reader before its first request, read only by it.
 	tlsPrincipal string
+	// client is the connection's record in the client registry.
+	client *Client
 
 	auth authState // readLoop's own
 }
@@ -338,6 +343,8 @@ func (c *conn) readLoop() {
 		req.ClientHost = c.host
 		req.Mute = c.muteFn
 		req.Principal = c.principal()
+		req.Client = c.client
+		c.client.NoteRequest(req)
 		sl := &slot{key: req.Key, corr: req.CorrelationID, done: make(chan struct{})}
 		select {
 		case c.slots <- sl:

@@ -10,6 +10,9 @@
 // refuse a connection as it is accepted (ServerConfig.Admit: connection
 // counts and rates). Request memory is bounded (limits.go): a frame's
 // buffer grows as its bytes arrive, under a budget shared by connections.
+// Each connection keeps a small record of its client (clients.go: software
+// name and version, API versions used, principal, the last errors a handler
+// noted), which Server.Clients lists.
 //
 // Frame layout (all integers big-endian):
 //

@@ -32,6 +32,9 @@ type Request struct {
 	// was read, in Kafka's "User:<name>" form (AnonymousPrincipal when
 	// nobody did).
 	Principal string
+	// Client is the connection's record in the client registry
+	// (clients.go), for the handler to note the errors it returns.
+	Client *Client
 
 	frame []byte
 }

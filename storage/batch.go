@@ -201,6 +201,12 @@ const maxDecompressed = 256 << 20
 // EachRecord walks the records of a batch, decompressing if needed, calling
 // fn until it returns false. Malformed records end the walk with an error.
 func EachRecord(b []byte, info BatchInfo, fn func(Record) bool) error {
+	return EachRecordWithin(b, info, maxDecompressed, fn)
+}
+
+// EachRecordWithin is EachRecord for a reader with a smaller memory budget:
+// a compressed batch whose body decompresses past limit bytes is an error.
+func EachRecordWithin(b []byte, info BatchInfo, limit int, fn func(Record) bool) error {
 	if len(b) < BatchHeaderLen {
 		// A short read: the segment was truncated under a reader.
 		return fmt.Errorf("%w: %d bytes, need %d for a header", ErrCorruptBatch, len(b), BatchHeaderLen)
@@ -208,7 +214,7 @@ func EachRecord(b []byte, info BatchInfo, fn func(Record) bool) error {
 	body := b[BatchHeaderLen:]
 	if info.Codec != CodecNone {
 		var err error
-		if body, err = decompress(info.Codec, body, maxDecompressed); err != nil {
+		if body, err = decompress(info.Codec, body, min(limit, maxDecompressed)); err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
 		}
 	}

@@ -405,6 +405,15 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		}
 		return nil
 	}
+	// Append every partition's batches, then fsync those that need it
+	// together (a response's wait is its slowest fsync, not their sum),
+	// then take each one's high watermark and log start.
+	type applied struct {
+		a  *fetched
+		sp *kmsg.FetchResponseTopicPartition
+	}
+	var done []applied
+	var toFlush []*Partition
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
@@ -413,15 +422,32 @@ func (f *fetcher) fetch(parts []*Partition) error {
 				if a.rate > 0 {
 					th.FollowerFetchedBytes(a.rate, len(sp.RecordBatches))
 				}
-				f.apply(a, sp)
+				if ok, flush := f.apply(a, sp); ok {
+					done = append(done, applied{a, sp})
+					if flush {
+						toFlush = append(toFlush, a.p)
+					}
+				}
 			}
+		}
+	}
+	failed := map[*Partition]bool{}
+	for i, err := range FlushAll(toFlush) {
+		if err != nil {
+			failed[toFlush[i]] = true
+		}
+	}
+	for _, d := range done {
+		if !failed[d.a.p] {
+			f.followLeader(d.a, d.sp)
 		}
 	}
 	return nil
 }
 
-// apply appends one partition's fetched batches.
-func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
+// apply appends one partition's fetched batches. It reports whether the
+// partition goes on to followLeader and whether it needs an fsync first.
+func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) (ok, flush bool) {
 	p, lg := a.p, a.lg
 	switch sp.ErrorCode {
 	case 0:
@@ -438,14 +464,14 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
 		} else {
 			p.Step(Diverged{LeaderEpoch: a.epoch})
 		}
-		return
+		return false, false
 	case kerr.KafkaStorageError.Code:
 		p.Step(LeaderDamaged{})
-		return
+		return false, false
 	default:
 		// Not (or no longer) the leader, stale epochs: the next image
 		// moves the partition; nothing to write.
-		return
+		return false, false
 	}
 	if len(sp.RecordBatches) > 0 {
 		ok, err := p.appendAsFollower(f.leader, a.epoch, sp.RecordBatches)
@@ -454,17 +480,20 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
 				p.Logger.Error().Err(err).Msg("appending fetched batches; finding the divergence point again")
 				p.Step(Diverged{LeaderEpoch: a.epoch})
 			}
-			return
+			return false, false
 		}
 		if !ok {
-			return // the partition moved while the fetch was in flight
+			return false, false // the partition moved while the fetch was in flight
 		}
-		if p.SyncOnAck() {
-			if err := p.Flush(); err != nil {
-				return
-			}
-		}
+		return true, p.SyncOnAck()
 	}
+	return true, false
+}
+
+// followLeader takes the leader's high watermark and log start from a
+// fetched partition, once what it appended is durable.
+func (f *fetcher) followLeader(a *fetched, sp *kmsg.FetchResponseTopicPartition) {
+	p, lg := a.p, a.lg
 	p.leaderHW.Store(sp.HighWatermark)
 	p.Step(LeaderHW{HW: sp.HighWatermark})
 	if sp.LogStartOffset > lg.StartOffset() {

@@ -650,3 +650,52 @@ func (p *Partition) Flush() error {
 	p.Step(Flushed{Durable: lg.DurableOffset()})
 	return nil
 }
+
+// parallelism bounds the partitions FlushAll and StepAll work on at once.
+const parallelism = 16
+
+// FlushAll flushes ps concurrently and returns each one's error: a
+// request's or a fetch's wait is its slowest partition's fsync, not the
+// sum, and concurrent fsyncs share the filesystem's journal commits.
+func FlushAll(ps []*Partition) []error {
+	errs := make([]error, len(ps))
+	forEachBounded(len(ps), func(i int) { errs[i] = ps[i].Flush() })
+	return errs
+}
+
+// PendingStep is one event for one partition.
+type PendingStep struct {
+	P  *Partition
+	Ev any
+}
+
+// StepAll steps each partition its event, several at a time; each
+// partition at most once, so its own events stay in order. A leadership
+// starting here fsyncs the leader-epoch checkpoint before it takes a
+// write: a failover that moved 535 leaderships to one node waited for
+// those fsyncs one after another (4 s on a busy two-core machine) before
+// the image, and the new followers' fetchers, took effect.
+func StepAll(steps []PendingStep) {
+	forEachBounded(len(steps), func(i int) { steps[i].P.Step(steps[i].Ev) })
+}
+
+// forEachBounded runs fn(0..n-1), parallelism at a time, and returns when
+// all have.
+func forEachBounded(n int, fn func(i int)) {
+	if n <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, parallelism) {
+		wg.Go(func() { // joined below: scoped to this call
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				fn(int(i))
+			}
+		})
+	}
+	wg.Wait()
+}

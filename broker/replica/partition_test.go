@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +217,30 @@ func TestOpenFailedServesStorageError(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.props) != 0 {
 		t.Fatalf("resigned to nobody: %+v", h.props)
+	}
+}
+
+// forEachBounded runs every index exactly once, never more than
+// parallelism at a time.
+func TestForEachBounded(t *testing.T) {
+	for _, n := range []int{0, 1, 2, parallelism, 5 * parallelism} {
+		seen := make([]atomic.Int32, n)
+		var running, peak atomic.Int32
+		forEachBounded(n, func(i int) {
+			r := running.Add(1)
+			for p := peak.Load(); r > p && !peak.CompareAndSwap(p, r); p = peak.Load() {
+			}
+			time.Sleep(time.Millisecond)
+			seen[i].Add(1)
+			running.Add(-1)
+		})
+		for i := range seen {
+			if c := seen[i].Load(); c != 1 {
+				t.Fatalf("n=%d: index %d ran %d times", n, i, c)
+			}
+		}
+		if p := peak.Load(); p > parallelism {
+			t.Fatalf("n=%d: %d at once", n, p)
+		}
 	}
 }

@@ -194,9 +194,9 @@ func newJWKS(raw string, refresh, backoff, backoffMax time.Duration) (*jwks, err
 			}
 			return nil
 		}},
-		log:    zerolog.Nop(),
-		kick:   make(chan struct{}, 1),
-		next:   make(chan struct{}),
+		log:  zerolog.Nop(),
+		kick: make(chan struct{}, 1),
+		next: make(chan struct{}),
 	}, nil
 }
 

@@ -113,6 +113,17 @@ func (c *cli) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), *c.timeout)
 }
 
+// adminCtx is an admin client and the operation's context (bounded by
+// --timeout); done releases both.
+func (c *cli) adminCtx() (*kadm.Client, context.Context, func(), error) {
+	adm, closeAdm, err := c.admin()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := c.ctx()
+	return adm, ctx, func() { cancel(); closeAdm() }, nil
+}
+
 // fail reports err and returns exitFail.
 func (c *cli) fail(err error) int {
 	fmt.Fprintf(c.err, "%s: %v\n", c.name, err)

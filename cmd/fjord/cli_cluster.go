@@ -37,13 +37,11 @@ func clusterInfo(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return c.fail(err)

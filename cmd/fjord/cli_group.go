@@ -26,13 +26,11 @@ func groupList(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	gs, err := adm.ListGroups(ctx)
 	if err != nil {
 		return c.fail(err)
@@ -77,13 +75,11 @@ func groupDescribe(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	gs, err := adm.DescribeGroups(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)
@@ -143,13 +139,11 @@ func groupLag(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	lags, err := adm.Lag(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)
@@ -224,13 +218,11 @@ func groupResetOffsets(args []string, out, errOut io.Writer) int {
 			return c.usageErr("--to-datetime: %v", err)
 		}
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	gs, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return c.fail(err)
@@ -338,13 +330,11 @@ func groupDelete(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	resps, err := adm.DeleteGroups(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)

@@ -1,10 +1,10 @@
 package main
 
-// `fjord produce` and `fjord consume`: kcat-like, a line per record.
+// `fjord produce` and the record formats of `fjord consume`: kcat-like, a
+// line per record.
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -79,130 +78,6 @@ func produceCmd(args []string, in io.Reader, out, errOut io.Writer) int {
 		return c.fail(fmt.Errorf("%d of %d records failed, first: %w", failed, failed+n, firstErr))
 	}
 	return exitOK
-}
-
-// consume prints records, a line per record by default ("%v\n"), or per
-// a kcat -f format: %t topic, %p partition, %o offset, %k key, %v value,
-// %T timestamp (ms), %h headers, %K/%S key and value sizes, \n \t \\.
-func consumeCmd(args []string, out, errOut io.Writer) int {
-	c := newCLI("fjord consume", out, errOut)
-	topic := c.fs.String("t", "", "topic")
-	part := c.fs.Int("p", -1, "partition (-1: all)")
-	offset := c.fs.String("o", "beginning", "where to start: beginning, end, an offset N, or -N (N before the end)")
-	count := c.fs.Int("c", 0, "stop after this many records (0: no limit)")
-	exitAtEnd := c.fs.Bool("e", false, "exit once every partition's end (at start-up) is reached")
-	format := c.fs.String("f", "", "output format (kcat's -f); default: the value and a newline")
-	*c.timeout = 0
-	if code, ok := c.parse(args, 0, 0); !ok {
-		return code
-	}
-	if *topic == "" {
-		return c.usageErr("-t topic is required")
-	}
-	ctx := context.Background()
-	if *c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *c.timeout)
-		defer cancel()
-	}
-	adm, done, err := c.admin()
-	if err != nil {
-		return c.fail(err)
-	}
-	defer done()
-	starts, err := adm.ListStartOffsets(ctx, *topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return c.fail(fmt.Errorf("topic %s: %w", *topic, err))
-	}
-	ends, err := adm.ListEndOffsets(ctx, *topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return c.fail(fmt.Errorf("topic %s: %w", *topic, err))
-	}
-	from := map[int32]kgo.Offset{}
-	remaining := map[int32]int64{} // with -e: the end offset still to reach
-	var perr error
-	starts.Each(func(s kadm.ListedOffset) {
-		if *part >= 0 && s.Partition != int32(*part) {
-			return
-		}
-		e, _ := ends.Lookup(s.Topic, s.Partition)
-		var first int64
-		switch *offset {
-		case "beginning":
-			first = s.Offset
-		case "end":
-			first = e.Offset
-		default:
-			n, err := strconv.ParseInt(*offset, 10, 64)
-			if err != nil {
-				perr = fmt.Errorf("-o %q: want beginning, end, N or -N", *offset)
-				return
-			}
-			if n < 0 {
-				n = e.Offset + n
-			}
-			first = max(s.Offset, min(n, e.Offset))
-		}
-		from[s.Partition] = kgo.NewOffset().At(first)
-		if first < e.Offset {
-			remaining[s.Partition] = e.Offset
-		}
-	})
-	if perr != nil {
-		return c.usageErr("%v", perr)
-	}
-	if len(from) == 0 {
-		return c.fail(fmt.Errorf("topic %s has no partition %d", *topic, *part))
-	}
-	if *exitAtEnd && len(remaining) == 0 {
-		return exitOK
-	}
-	cl, err := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{*topic: from}), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		return c.fail(err)
-	}
-	defer cl.Close()
-	w := bufio.NewWriter(out)
-	defer w.Flush()
-	enc := json.NewEncoder(w)
-	seen := 0
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			w.Flush()
-			return c.fail(err)
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s[%d]: %w", t, p, err) })
-		if ferr != nil {
-			w.Flush()
-			return c.fail(ferr)
-		}
-		for _, r := range fs.Records() {
-			if *c.json {
-				enc.Encode(recordJSON(r))
-			} else {
-				w.WriteString(formatRecord(*format, r))
-			}
-			seen++
-			if e, ok := remaining[r.Partition]; ok && r.Offset+1 >= e {
-				delete(remaining, r.Partition)
-			}
-			if *count > 0 && seen >= *count {
-				return exitOK
-			}
-		}
-		w.Flush()
-		if *exitAtEnd && len(remaining) == 0 {
-			return exitOK
-		}
-	}
 }
 
 type jsonRecord struct {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,5 +46,29 @@ func TestCLIParseInterleaved(t *testing.T) {
 	c = newCLI("x", &errOut, &errOut)
 	if s := c.seeds(); len(s) != 2 || s[1] != "h2:2" {
 		t.Fatalf("seeds from $FJORD_BOOTSTRAP: %v", s)
+	}
+}
+
+func TestConfigAlters(t *testing.T) {
+	alters, err := configAlters([]string{"log.retention.ms=1000,listener.x=[a,b]", "c=d"}, []string{"e,f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range alters {
+		v := "-"
+		if a.Value != nil {
+			v = *a.Value
+		}
+		got = append(got, fmt.Sprintf("%v %s=%s", a.Op, a.Name, v))
+	}
+	want := []string{"0 log.retention.ms=1000", "0 listener.x=a,b", "0 c=d", "1 e=-", "1 f=-"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for _, bad := range [][2][]string{{{"k"}, nil}, {{"k=1"}, {"k"}}, {nil, nil}, {{"=1"}, nil}} {
+		if _, err := configAlters(bad[0], bad[1]); err == nil {
+			t.Errorf("configAlters(%q, %q): no error", bad[0], bad[1])
+		}
 	}
 }

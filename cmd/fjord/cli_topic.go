@@ -26,13 +26,11 @@ func topicCreate(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, 1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	resp, err := adm.CreateTopic(ctx, int32(*parts), int16(*rf), cfg.m, c.args[0])
 	if err == nil {
 		err = resp.Err
@@ -63,13 +61,11 @@ func topicList(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 0, 0); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	var tds kadm.TopicDetails
 	if *internal {
 		tds, err = adm.ListTopicsWithInternal(ctx)
@@ -119,13 +115,11 @@ func topicDescribe(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	md, err := adm.Metadata(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)
@@ -193,13 +187,11 @@ func topicDelete(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	resps, err := adm.DeleteTopics(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)
@@ -251,13 +243,11 @@ func topicAlterConfig(args []string, out, errOut io.Writer) int {
 	if len(alters) == 0 {
 		return c.usageErr("nothing to alter: give --set k=v or --delete k")
 	}
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.adminCtx()
 	if err != nil {
 		return c.fail(err)
 	}
 	defer done()
-	ctx, cancel := c.ctx()
-	defer cancel()
 	resps, err := adm.AlterTopicConfigs(ctx, alters, c.args[0])
 	if err != nil {
 		return c.fail(err)

@@ -26,9 +26,12 @@ func usage() string {
              --to-offset N | --to-datetime RFC3339 | --shift-by N) [--execute]
        fjord group delete GROUP...
        fjord produce -t TOPIC [-p PARTITION] [-k SEP]        (a record per stdin line)
-       fjord consume -t TOPIC [-p PARTITION] [-o beginning|end|N|-N] [-c COUNT] [-e]
-             [-f '%t %p %o %k %v %T %h\n']
+       fjord consume -t TOPIC [-p PARTITION | -G GROUP] [-o beginning|end|N|-N]
+             [-c COUNT] [-e] [-f '%t %p %o %k %v %T %h\n']
        fjord cluster info
+       fjord broker describe-config (--entity-name ID | --entity-default) [--all]
+       fjord broker alter-config (--entity-name ID | --entity-default)
+             [--add-config k=v[,k2=v2]]... [--delete-config k[,k2]]...
        fjord verify [--duration 30s] [--rate 500] [--partitions 6]
              [--replication-factor N] [--keys 64] [--keep]
 
@@ -39,6 +42,9 @@ of a table) and --timeout. Exit status: 0 done; 1 the operation failed (an
 error from the cluster, a refusal such as resetting the offsets of a
 group with members, or verify finding a problem); 2 a usage error.
 group reset-offsets only prints its plan unless --execute is given.
+consume -G joins the group, which shares the topic's partitions among its
+members; it commits what it printed (also on SIGINT or SIGTERM, which end
+it with status 0), and the next run resumes after it.
 
 fjord verify creates a topic, produces keyed records (acks=all,
 idempotent) while a consumer group processes them, reads everything back

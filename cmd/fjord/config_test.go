@@ -28,8 +28,38 @@ func TestDefaultsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := broker.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+	want := broker.DefaultConfig()
+	want.ConsoleAddr = broker.DevConsoleAddr // a zero-config run
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
+	}
+}
+
+// The console is on in a zero-config run only: any configuration source
+// leaves it off unless fjord.console.listener is given.
+func TestConsoleOnlyInZeroConfig(t *testing.T) {
+	props := writeProps(t, "log.dirs=/tmp/x\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"nothing", nil, []string{"HOME=/root", "FJORD_LOG_LEVEL=debug"}, broker.DevConsoleAddr},
+		{"a config file", []string{"--config", props}, nil, ""},
+		{"an override", []string{"--override", "num.partitions=3"}, nil, ""},
+		{"KAFKA_ environment", nil, []string{"KAFKA_NUM_PARTITIONS=3"}, ""},
+		{"an image's defaults", nil, []string{"FJORD_DEFAULT_LOG_DIRS=/var/lib/fjord"}, ""},
+		{"CLUSTER_ID", nil, []string{"CLUSTER_ID=abc"}, ""},
+		{"asked for", []string{"--config", props, "--override", "fjord.console.listener=127.0.0.1:0"}, nil, "127.0.0.1:0"},
+	} {
+		cfg, err := LoadConfig(c.args, c.env)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.ConsoleAddr != c.want {
+			t.Errorf("%s: fjord.console.listener %q, want %q", c.name, cfg.ConsoleAddr, c.want)
+		}
 	}
 }
 
@@ -240,7 +270,7 @@ func sampleValue(k broker.ConfigKey) string {
 	switch k.Name {
 	case "advertised.listeners":
 		return "PLAINTEXT://example.com:9092"
-	case "fjord.metrics.listener":
+	case "fjord.metrics.listener", "fjord.console.listener":
 		return "127.0.0.1:9100"
 	case "controller.quorum.voters":
 		return "1@localhost:9093"

@@ -314,11 +314,32 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	if len(errs) > 0 {
 		return out, fmt.Errorf("config: %w", errors.Join(errs...))
 	}
+	if zeroConfig(configPath, overrides, env) {
+		// A developer's bare `fjord`: the console is one click away.
+		// Any configuration source means a deliberate set-up, where a
+		// listener showing record contents must be asked for.
+		cfg.ConsoleAddr = broker.DevConsoleAddr
+	}
 	if err := cfg.Validate(); err != nil {
 		return out, fmt.Errorf("config: %w", err)
 	}
 	out.cfg = cfg
 	return out, nil
+}
+
+// zeroConfig reports whether no configuration source was given: no
+// --config, no --override, and none of the environment variables that
+// configure a node (KAFKA_*, CLUSTER_ID, FJORD_DEFAULT_*).
+func zeroConfig(configPath string, overrides []string, env [][2]string) bool {
+	if configPath != "" || len(overrides) > 0 {
+		return false
+	}
+	for _, e := range env {
+		if strings.HasPrefix(e[0], "KAFKA_") || strings.HasPrefix(e[0], "FJORD_DEFAULT_") || e[0] == "CLUSTER_ID" {
+			return false
+		}
+	}
+	return true
 }
 
 // checkKafkaValue checks a value against the type Kafka gives its key.

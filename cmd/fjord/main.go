@@ -3,7 +3,7 @@
 //
 //	fjord [--config server.properties] [--override key=value ...]
 //	fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
-//	fjord topic|group|produce|consume|cluster|verify ... (a Kafka client; see usage())
+//	fjord topic|group|produce|consume|cluster|broker|verify ... (a Kafka client; see usage())
 //
 // Configuration uses Kafka's property names; see docs/configuration.md.
 package main
@@ -89,6 +89,8 @@ func runClient(name string, args []string) (code int, ok bool) {
 		return consumeCmd(args, os.Stdout, os.Stderr), true
 	case "cluster":
 		return clusterCmd(args, os.Stdout, os.Stderr), true
+	case "broker":
+		return brokerCmd(args, os.Stdout, os.Stderr), true
 	case "verify":
 		return verifyCmd(args, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stdout.Fd()))), true
 	}

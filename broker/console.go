@@ -1,0 +1,346 @@
+package broker
+
+import (
+	"cmp"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/console"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/storage"
+)
+
+// consoleSource is what the web console (package broker/console, on
+// fjord.console.listener) reads of the broker. Each call works from
+// published state: the metadata image and the topics map (copy-on-write,
+// read without locks), the replicas' atomics, the coordinator's tables
+// under its lock for a copy only, and the servers' client records. Only
+// Tail reads a log, with no lock held.
+type consoleSource struct{ b *Broker }
+
+// maxTailHeaders bounds the headers shown per record.
+const maxTailHeaders = 16
+
+func (s consoleSource) Identity() (string, int32) { return s.b.clusterID, s.b.cfg.NodeID }
+
+func (s consoleSource) Cluster() console.Cluster {
+	b := s.b
+	img := b.image()
+	c := console.Cluster{ClusterID: b.clusterID, NodeID: b.cfg.NodeID, Roles: b.cfg.ProcessRoles, Controller: b.meta.Leader(), MetadataVersion: img.Version()}
+	for _, bs := range img.Brokers() {
+		cb := console.Broker{ID: bs.ID, Rack: bs.Rack, Fenced: bs.Fenced, Epoch: bs.Epoch}
+		for _, e := range bs.Endpoints {
+			cb.Endpoints = append(cb.Endpoints, e.Name+" "+net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+		}
+		c.Brokers = append(c.Brokers, cb)
+	}
+	if vs, err := ParseVoters(b.cfg.ControllerQuorumVoters); err == nil {
+		for _, v := range vs {
+			c.Voters = append(c.Voters, console.Voter{ID: v.ID, Addr: v.Addr})
+		}
+	}
+	for _, t := range img.Topics() {
+		c.Topics++
+		for i, p := range t.Partitions {
+			c.Partitions++
+			ref := console.PartitionRef{Topic: t.Name, Partition: int32(i), Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
+			if p.Leader < 0 {
+				if c.OfflineCount++; len(c.Offline) < console.MaxPartitionsListed {
+					c.Offline = append(c.Offline, ref)
+				}
+			}
+			if underReplicated(p) {
+				if c.UnderReplicatedCount++; len(c.UnderReplicated) < console.MaxPartitionsListed {
+					c.UnderReplicated = append(c.UnderReplicated, ref)
+				}
+			}
+		}
+	}
+	return c
+}
+
+func (s consoleSource) Topics(limit int, internal bool) ([]console.TopicSummary, int, int) {
+	local := s.b.topicsSnapshot()
+	var out []console.TopicSummary
+	total, hidden := 0, 0
+	for _, t := range s.b.image().Topics() { // by name
+		if isInternalTopic(t.Name) && !internal {
+			hidden++
+			continue
+		}
+		if total++; len(out) >= limit {
+			continue
+		}
+		ts := console.TopicSummary{Name: t.Name, Internal: isInternalTopic(t.Name), Partitions: len(t.Partitions)}
+		lt := local[t.Name]
+		for i, p := range t.Partitions {
+			ts.RF = max(ts.RF, len(p.Replicas)-len(p.Removing))
+			if underReplicated(p) {
+				ts.UnderReplicated++
+			}
+			if p.Leader < 0 {
+				ts.Offline++
+			}
+			if lt != nil && i < len(lt.parts) && lt.parts[i] != nil {
+				if lg := lt.parts[i].Log(); lg != nil {
+					ts.Local++
+					ts.Bytes += lg.Size()
+				}
+			}
+		}
+		out = append(out, ts)
+	}
+	return out, total, hidden
+}
+
+// underReplicated: the ISR is smaller than the replica set, the replicas
+// a move removes not counted (kafka_exporter's and Kafka's definition).
+func underReplicated(p controller.Partition) bool {
+	return len(p.ISR) < len(p.Replicas)-len(p.Removing)
+}
+
+func (s consoleSource) Topic(name string) (console.Topic, bool) {
+	t := s.b.image().Topic(name)
+	if t == nil {
+		return console.Topic{}, false
+	}
+	return s.topic(t, s.b.topicsSnapshot()[name]), true
+}
+
+// topic joins the image's topic with this node's replicas of it (lt, nil
+// when it holds none).
+func (s consoleSource) topic(t *controller.Topic, lt *topic) console.Topic {
+	ct := console.Topic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: isInternalTopic(t.Name)}
+	for i, p := range t.Partitions {
+		cp := console.Partition{Index: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: p.Replicas, ISR: p.ISR, Adding: p.Adding, Removing: p.Removing}
+		if lt != nil && i < len(lt.parts) && lt.parts[i] != nil {
+			rp := lt.parts[i]
+			if lg := rp.Log(); lg != nil {
+				cp.Local, cp.LocalLeads = true, rp.Leads()
+				cp.LogStart, cp.LogEnd, cp.HighWater, cp.Bytes = lg.StartOffset(), lg.EndOffset(), rp.HW(), lg.Size()
+			}
+		}
+		ct.Partitions = append(ct.Partitions, cp)
+	}
+	for k, v := range t.Configs {
+		ck, known := catalogue.Lookup(catalogue.Topic, k)
+		ct.Configs = append(ct.Configs, console.Config{Name: k, Value: v, Sensitive: known && ck.Type == "password"})
+	}
+	slices.SortFunc(ct.Configs, func(a, b console.Config) int { return cmp.Compare(a.Name, b.Name) })
+	return ct
+}
+
+// Tail reads the records of the last lim.Records offsets below the high
+// watermark of this node's replica, leader or follower (a follower's high
+// watermark trails the leader's by a fetch). Control records are skipped,
+// so a transactional partition shows fewer. Reading stops after
+// lim.ReadBytes of log, and a compressed batch may decompress to at most
+// that much.
+func (s consoleSource) Tail(name string, partition int32, lim console.TailLimits) (console.Tail, error) {
+	b := s.b
+	it := b.image().Topic(name)
+	if it == nil || partition < 0 || int(partition) >= len(it.Partitions) {
+		return console.Tail{}, fmt.Errorf("no partition %s-%d", name, partition)
+	}
+	t := console.Tail{Topic: name, Partition: partition, Leader: it.Partitions[partition].Leader}
+	lt := b.lookup(name)
+	if lt == nil || int(partition) >= len(lt.parts) || lt.parts[partition] == nil {
+		return t, nil
+	}
+	p := lt.parts[partition]
+	lg, v, code := p.Serve(replica.LocalRead)
+	if code != 0 {
+		return t, fmt.Errorf("%s-%d: this node's replica is %s", name, partition, v.Phase)
+	}
+	t.Local = true
+	t.LogStart, t.HighWater = lg.StartOffset(), p.HW()
+	from := max(t.LogStart, t.HighWater-int64(lim.Records))
+	read := 0
+	for off := from; off < t.HighWater; {
+		if read >= lim.ReadBytes {
+			t.Short = true
+			break
+		}
+		data, err := lg.Read(off, min(1<<20, lim.ReadBytes-read), t.HighWater, nil)
+		if err != nil {
+			return t, fmt.Errorf("%s-%d at offset %d: %w", name, partition, off, err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		read += len(data)
+		for len(data) > 0 {
+			info, err := storage.ParseHeader(data)
+			if err != nil || info.Bytes > len(data) {
+				return t, fmt.Errorf("%s-%d: unreadable batch after offset %d", name, partition, off)
+			}
+			base := storage.BaseOffset(data)
+			if !info.Control {
+				err = storage.EachRecordWithin(data[:info.Bytes], info, lim.ReadBytes, func(r storage.Record) bool {
+					o := base + int64(r.OffsetDelta)
+					if o >= from && o < t.HighWater {
+						t.Records = append(t.Records, tailRecord(r, o, info, lim.ValueBytes))
+					}
+					return true
+				})
+				if err != nil {
+					return t, fmt.Errorf("%s-%d: batch at %d: %w", name, partition, base, err)
+				}
+			}
+			off = base + int64(info.LastDelta) + 1
+			data = data[info.Bytes:]
+		}
+	}
+	if n := len(t.Records); n > lim.Records {
+		t.Records = t.Records[n-lim.Records:]
+	}
+	return t, nil
+}
+
+func tailRecord(r storage.Record, off int64, info storage.BatchInfo, n int) console.Record {
+	ts := info.BaseTimestamp + r.TimestampDelta
+	if info.LogAppendTimed {
+		ts = info.MaxTimestamp
+	}
+	cr := console.Record{Offset: off, Timestamp: time.UnixMilli(ts), Key: console.Clip(r.Key, n), Value: console.Clip(r.Value, n)}
+	for i, h := range r.Headers {
+		if i == maxTailHeaders {
+			cr.Headers = append(cr.Headers, console.Header{Key: fmt.Sprintf("(%d more headers)", len(r.Headers)-i), Value: console.Bytes{Null: true}})
+			break
+		}
+		cr.Headers = append(cr.Headers, console.Header{Key: string(console.Clip(h[0], n).Data), Value: console.Clip(h[1], n)})
+	}
+	return cr
+}
+
+// groupHW is what the group pages measure lag against: the local
+// replica's high watermark on the leader, on a follower what it has
+// replicated (as the lag series of metrics_kafka.go).
+func (s consoleSource) groupHW(tp coordinator.TopicPartition) (int64, bool) {
+	t := s.b.lookup(tp.Topic)
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.parts) || t.parts[tp.Partition] == nil {
+		return 0, false
+	}
+	p := t.parts[tp.Partition]
+	lg := p.Log()
+	if lg == nil {
+		return 0, false
+	}
+	if p.Leads() {
+		return p.HW(), true
+	}
+	return max(p.HW(), lg.EndOffset()), true
+}
+
+func (s consoleSource) Groups(limit int) ([]console.GroupSummary, int) {
+	c := s.b.coord
+	var out []console.GroupSummary
+	total := 0
+	for _, g := range c.ListGroups() { // by id
+		if c.Status(g.ID) != nil {
+			continue
+		}
+		if total++; len(out) >= limit {
+			continue
+		}
+		gs := console.GroupSummary{ID: g.ID, State: g.State, ProtocolType: g.ProtocolType}
+		c.With(g.ID, false, func(gr *group.Group) []group.Reply {
+			gs.Members, gs.Generation = gr.NumMembers(), gr.Generation()
+			return nil
+		})
+		for tp, off := range c.Offsets(g.ID) {
+			if hw, ok := s.groupHW(tp); ok && off.Offset >= 0 {
+				gs.Lag += max(hw-off.Offset, 0)
+				gs.LagKnown = true
+			}
+		}
+		out = append(out, gs)
+	}
+	return out, total
+}
+
+func (s consoleSource) Group(id string) (console.Group, bool) {
+	c := s.b.coord
+	if c.Status(id) != nil {
+		return console.Group{}, false
+	}
+	g := console.Group{ID: id, State: "Empty"}
+	var d kmsg.DescribeGroupsResponseGroup
+	exists := c.With(id, false, func(gr *group.Group) []group.Reply {
+		d = gr.Describe()
+		g.Generation, g.Leader, g.Protocol, g.Timeline = gr.Generation(), gr.Leader(), gr.Protocol(), gr.Timeline()
+		return nil
+	})
+	offs := c.Offsets(id)
+	if !exists && len(offs) == 0 {
+		return console.Group{}, false
+	}
+	if exists {
+		g.State, g.ProtocolType = d.State, d.ProtocolType
+	}
+	owner := map[coordinator.TopicPartition]string{}
+	for _, m := range d.Members {
+		cm := console.Member{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		if m.InstanceID != nil {
+			cm.InstanceID = *m.InstanceID
+		}
+		if d.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
+			var a kmsg.ConsumerMemberAssignment
+			if a.ReadFrom(m.MemberAssignment) == nil {
+				cm.Assigned = map[string][]int32{}
+				for _, t := range a.Topics {
+					cm.Assigned[t.Topic] = append(cm.Assigned[t.Topic], t.Partitions...)
+					for _, p := range t.Partitions {
+						owner[coordinator.TopicPartition{Topic: t.Topic, Partition: p}] = m.MemberID
+					}
+				}
+			}
+		}
+		g.Members = append(g.Members, cm)
+	}
+	for tp, off := range offs {
+		o := console.GroupOffset{Topic: tp.Topic, Partition: tp.Partition, Committed: off.Offset, Member: owner[tp]}
+		if hw, ok := s.groupHW(tp); ok && off.Offset >= 0 {
+			o.HighWater, o.Lag, o.LagKnown = hw, max(hw-off.Offset, 0), true
+		}
+		g.Offsets = append(g.Offsets, o)
+	}
+	slices.SortFunc(g.Offsets, func(a, b console.GroupOffset) int {
+		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
+	return g, true
+}
+
+func (s consoleSource) Clients(limit int) ([]protocol.ClientInfo, int) {
+	s.b.mu.RLock()
+	servers := slices.Clone(s.b.servers)
+	s.b.mu.RUnlock()
+	var out []protocol.ClientInfo
+	total := 0
+	for _, srv := range servers {
+		cs, n := srv.Clients(limit - len(out))
+		out = append(out, cs...)
+		total += n
+	}
+	return out, total
+}
+
+// serveConsole serves the web console on addr until the broker stops.
+func (b *Broker) serveConsole(addr string) error {
+	return b.serveHTTP(addr, console.New(consoleSource{b}, b.log), "the web console")
+}
