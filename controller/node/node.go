@@ -30,6 +30,10 @@
 //	| length, uint32 big-endian | raftpb.Message.Marshal() bytes       |
 //	+---------------------------+----------------------------------//-+
 //
+// When Config.Authenticate is set (a SASL CONTROLLER listener), its
+// exchange runs between the preamble and the first frame; Config.Dial may
+// wrap the whole connection in TLS.
+//
 // A frame longer than MaxFrameSize is rejected: the reader closes the
 // connection, the writer drops the message and reports it undelivered.
 // The preamble's last byte is the format version. Its first byte lets the
