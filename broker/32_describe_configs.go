@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,15 +100,36 @@ func (d *describer) entry(scope catalogue.Scope, name string, value *string, src
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name, c.Value, c.Source, c.ReadOnly = name, value, src, readOnly
 	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
-	k, known := catalogue.Lookup(scope, name)
+	k, _ := catalogue.Lookup(scope, name)
 	c.ConfigType = configType(k.Type)
-	if known && (k.Type == "password") {
+	if sensitiveConfig(scope, name) {
 		c.IsSensitive, c.Value = true, nil
 	}
 	if d.docs && doc != "" {
 		c.Documentation = &doc
 	}
 	return c
+}
+
+// maskSynonyms hides the synonyms' values of a sensitive key.
+func maskSynonyms(sensitive bool, syns []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	if sensitive {
+		for i := range syns {
+			syns[i].Value = nil
+		}
+	}
+	return syns
+}
+
+// sensitiveConfig reports a password key, as Kafka's PASSWORD type, whose
+// value DescribeConfigs never shows: also a listener-prefixed one
+// (listener.name.<l>.ssl.keystore.password).
+func sensitiveConfig(scope catalogue.Scope, name string) bool {
+	if _, base, ok := tlsconf.ListenerKey(name); ok {
+		name = base
+	}
+	k, known := catalogue.Lookup(scope, name)
+	return known && k.Type == "password"
 }
 
 // brokerSynonyms are the sources of key and its synonyms below layer top,
@@ -146,7 +168,7 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 		}
 		c := d.entry(catalogue.Broker, k.Name, value, layer.source(), !k.Dynamic, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = d.brokerSynonyms(k.Name, layerBroker)
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(k.Name, layerBroker))
 		}
 		out = append(out, c)
 	}
@@ -164,7 +186,7 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 		v, layer, _ := d.ls.lookup(name)
 		c := d.entry(catalogue.Broker, name, &v, layer.source(), false, "")
 		if d.synonyms {
-			c.ConfigSynonyms = d.brokerSynonyms(name, layerBroker)
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, layerBroker))
 		}
 		out = append(out, c)
 	}
@@ -183,7 +205,7 @@ func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConf
 		k, _ := LookupConfigKey(name)
 		c := d.entry(catalogue.Broker, name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = d.brokerSynonyms(name, layerClusterDefault)
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, layerClusterDefault))
 		}
 		out = append(out, c)
 	}

@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
@@ -39,7 +42,15 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	fwd := *req
 	fwd.Resources = nil
-	for _, rr := range req.Resources {
+	refused := map[int]kmsg.IncrementalAlterConfigsResponseResource{} // by index in req.Resources
+	for i, rr := range req.Resources {
+		if err := b.checkOwnSSL(rr); err != nil {
+			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			sr.ErrorCode, sr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
+			refused[i] = sr
+			continue
+		}
 		if rr.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
 			fwd.Resources = append(fwd.Resources, rr)
 		}
@@ -52,7 +63,11 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 			fresp = b.forwardConfigs(ctx, &fwd, active.IncrementalChanges(&fwd), req.ValidateOnly).(*kmsg.IncrementalAlterConfigsResponse)
 		}
 		next := 0
-		for _, rr := range req.Resources {
+		for i, rr := range req.Resources {
+			if sr, ok := refused[i]; ok {
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
 			if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 				sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -127,4 +142,30 @@ func (b *Broker) awaitConfigs(ctx context.Context, changes []controller.ConfigCh
 		}
 		return true
 	})
+}
+
+// checkOwnSSL checks a change of this node's own TLS settings before it is
+// forwarded: the new stores must load here (checkDynamicSSL), so a wrong
+// path or password is INVALID_CONFIG rather than a certificate that never
+// changes.
+func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) error {
+	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) ||
+		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return isSSLKey(c.Name) }) {
+		return nil
+	}
+	after := maps.Clone(b.image().BrokerConfigs()[rr.ResourceName])
+	if after == nil {
+		after = map[string]string{}
+	}
+	for _, c := range rr.Configs {
+		switch controller.ConfigOp(c.Op) {
+		case controller.OpSet:
+			if c.Value != nil {
+				after[c.Name] = *c.Value
+			}
+		case controller.OpDelete:
+			delete(after, c.Name)
+		}
+	}
+	return b.checkDynamicSSL(after)
 }

@@ -19,11 +19,13 @@ import (
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Broker is one Fjord node: a member of the metadata quorum (a voter when
@@ -95,6 +97,9 @@ type Broker struct {
 	// tlsSources are the TLS listeners' live configurations, by index of
 	// listeners; set in New, read-only after.
 	tlsSources map[int]*tlsconf.Source
+	// ctlTLS is the CONTROLLER listener's, when it is TLS (served by a
+	// controller, dialled by every node); set in New, read-only after.
+	ctlTLS *tlsconf.Source
 	// tlsDialState logs inter-broker TLS dial failures once per change.
 	tlsDialState tlsDialState
 	listeners    []net.Listener
@@ -106,6 +111,15 @@ type Broker struct {
 	// others' inter-broker listener when it is SASL; nil when not. Set
 	// with saslServers, read-only after.
 	interBrokerSASL []kgo.Opt
+	// ctlSASLServer authenticates the CONTROLLER listener's connections
+	// (raft's and Kafka's) when it is SASL, on a controller; ctlSASL is this
+	// node's identity towards the controllers then. Set with saslServers,
+	// read-only after.
+	ctlSASLServer protocol.Authenticator
+	ctlSASL       kgosasl.Mechanism
+	// ctlImage is the controller role once started, for the CONTROLLER
+	// listener's SCRAM lookups (which can arrive while Start runs).
+	ctlImage atomic.Pointer[active.Controller]
 
 	metrics *metrics
 	quotas  *quotas                  // client quota enforcement (quota.go)
@@ -258,6 +272,10 @@ func (b *Broker) listen() error {
 		b.closeListeners()
 		return err
 	}
+	if err := b.loadControllerTLS(); err != nil {
+		b.closeListeners()
+		return err
+	}
 	if err := b.buildSASL(); err != nil {
 		b.closeListeners()
 		return err
@@ -317,6 +335,7 @@ func (b *Broker) Start() {
 	if b.actl != nil {
 		b.actl.Serve()
 	}
+	b.watchControllerTLS()
 	if !b.cfg.HasRole("broker") {
 		close(b.ready) // a controller serves only the CONTROLLER listener
 		return

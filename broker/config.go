@@ -156,7 +156,7 @@ func DefaultConfig() Config {
 	return Config{
 		NodeID:                    1,
 		Listeners:                 "PLAINTEXT://127.0.0.1:9092",
-		SASL:                      sasl.Settings{EnabledMechanisms: "GSSAPI", InterBrokerMechanism: "GSSAPI"},
+		SASL:                      sasl.Settings{EnabledMechanisms: "GSSAPI", InterBrokerMechanism: "GSSAPI", ControllerMechanism: "GSSAPI"},
 		ClusterID:                 "",
 		LogDirs:                   "./fjord-data",
 		NumPartitions:             1,

@@ -77,8 +77,12 @@ func (c *ctlClient) client(r ctlRoute) (*kgo.Client, error) {
 	vs, _ := ParseVoters(c.b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
 		if v.ID == r.voter {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(v.Addr), kgo.DialTimeout(2*time.Second),
-				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.b.cfg.NodeID)), kgo.RequestRetries(0))
+			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr), kgo.Dialer(c.b.ctlDial),
+				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.b.cfg.NodeID)), kgo.RequestRetries(0)}
+			if c.b.ctlSASL != nil {
+				opts = append(opts, kgo.SASL(c.b.ctlSASL))
+			}
+			cl, err := kgo.NewClient(opts...)
 			if err != nil {
 				return nil, err
 			}

@@ -158,6 +158,9 @@ func checkConfig(res controller.ConfigResource, key, value string) error {
 	if res.Type == controller.ResourceTopic {
 		return checkTopicConfig(key, value)
 	}
+	if isSSLKey(key) {
+		return checkSSLConfig(res, key)
+	}
 	if key == "super.users" && res.Name != "" {
 		return controller.ConfigError(kerr.InvalidConfig, "super.users may be changed for the whole cluster only (the default broker resource, name \"\"), so that every node agrees on who is a super user")
 	}

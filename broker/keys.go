@@ -253,7 +253,7 @@ func newConfigKeys() []ConfigKey {
 
 		{Name: "inter.broker.listener.name", Def: d.InterBrokerListenerName, Doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
 			Set: setString(func(c *Config) *string { return &c.InterBrokerListenerName })},
-		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (docs/security.md). An SSL or SASL controller listener stops start-up; a name the map leaves out has the protocol it is named after, else PLAINTEXT.",
+		{Name: "listener.security.protocol.map", Doc: "Security protocol of each listener name (NAME:PROTOCOL list): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (docs/security.md). The CONTROLLER listener may be any of them: TLS and SASL then cover raft's connections between voters and brokers' requests to the controllers alike; a name the map leaves out has the protocol it is named after, else PLAINTEXT.",
 			Set: setString(func(c *Config) *string { return &c.ListenerSecurityProtocolMap })},
 		{Name: "fjord.ssl.reload.check.interval.ms", Def: itoa(d.SSLReloadCheckMs), Doc: "How often a TLS listener's keystore and truststore files are checked (size and modification time); a changed store is loaded for new connections, a store that fails to load keeps the previous one (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.SSLReloadCheckMs })},
@@ -263,6 +263,8 @@ func newConfigKeys() []ConfigKey {
 			Set: setInt(func(c *Config) *int64 { return &c.SASL.ReauthMs })},
 		{Name: "sasl.mechanism.inter.broker.protocol", Def: d.SASL.InterBrokerMechanism, Doc: "SASL mechanism brokers use to authenticate to each other when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), with the username and password options of the listener's login module for it.",
 			Set: setString(func(c *Config) *string { return &c.SASL.InterBrokerMechanism })},
+		{Name: "sasl.mechanism.controller.protocol", Def: d.SASL.ControllerMechanism, Doc: "SASL mechanism brokers and controllers use to authenticate to the controllers when the CONTROLLER listener is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), with the username and password options of that listener's login module for it; raft's connections between voters authenticate with it too (docs/security.md).",
+			Set: setString(func(c *Config) *string { return &c.SASL.ControllerMechanism })},
 		{Name: "controller.quorum.bootstrap.servers", Doc: "KIP-853's quorum bootstrap. Without controller.quorum.voters, only one server naming this controller's own listener is accepted (a quorum of one, as Bitnami's single-node files give); anything else stops start-up: list the voters in controller.quorum.voters.",
 			Set: checkAny},
 		{Name: "log.cleaner.enable", Def: strconv.FormatBool(d.CleanerEnable), Doc: "Run log compaction for topics with cleanup.policy=compact (the committed offsets topic included).",

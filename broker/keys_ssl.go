@@ -25,12 +25,13 @@ var sslKeyDocs = []struct{ name, def, doc string }{
 	{"ssl.endpoint.identification.algorithm", "", "Default https. https: this broker checks the host name in other brokers' certificates when it replicates over TLS; empty: only the chain is checked."},
 }
 
-// sslKeys are the table rows of the ssl.* keys. They are static: a change
-// of a store file is picked up without one (fjord.ssl.reload.check.interval.ms).
+// sslKeys are the table rows of the ssl.* keys. A change of a store file
+// is picked up without a restart (fjord.ssl.reload.check.interval.ms), and
+// so is a dynamic change of a broker's own ssl.* keys (listener_dynssl.go).
 func sslKeys() []ConfigKey {
 	out := make([]ConfigKey, 0, len(sslKeyDocs))
 	for _, k := range sslKeyDocs {
-		out = append(out, ConfigKey{Name: k.name, Def: k.def, Doc: k.doc, Set: setSSL(k.name)})
+		out = append(out, ConfigKey{Name: k.name, Def: k.def, Doc: k.doc, Set: setSSL(k.name), Dynamic: true})
 	}
 	return out
 }

@@ -75,6 +75,16 @@ func (b *Broker) loadTLS() error {
 	return nil
 }
 
+// watchControllerTLS reloads the CONTROLLER listener's stores when their
+// files change.
+func (b *Broker) watchControllerTLS() {
+	if src, name := b.ctlTLS, b.controllerListener(); src != nil {
+		b.goLoop(func() {
+			src.Watch(b.ctx, time.Duration(b.cfg.SSLReloadCheckMs)*time.Millisecond, b.log.With().Str("listener", name).Logger())
+		})
+	}
+}
+
 // watchTLS reloads each TLS listener's stores when their files change.
 func (b *Broker) watchTLS() {
 	for _, i := range slices.Sorted(maps.Keys(b.tlsSources)) {
@@ -107,18 +117,74 @@ func (b *Broker) interBrokerOpts() []kgo.Opt {
 		if a.Name == name && b.tlsSources[i] != nil {
 			src := b.tlsSources[i]
 			return append(slices.Clip(b.interBrokerSASL), kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
-				cfg := src.Client().Clone()
-				if host, _, err := net.SplitHostPort(addr); err == nil && cfg.ServerName == "" {
-					cfg.ServerName = host
-				}
-				d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
-				c, err := d.DialContext(ctx, network, addr)
-				b.tlsDialState.note(b, name, addr, err)
-				return c, err
+				return b.dialTLS(ctx, src, name, network, addr)
 			}))
 		}
 	}
 	return b.interBrokerSASL
+}
+
+// dialTLS connects to addr, a peer's listener name whose settings src
+// holds, and completes the TLS handshake: it trusts the truststore,
+// presents the keystore's certificate and checks the peer's host name
+// unless ssl.endpoint.identification.algorithm is empty.
+func (b *Broker) dialTLS(ctx context.Context, src *tlsconf.Source, name, network, addr string) (net.Conn, error) {
+	cfg := src.Client().Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+	c, err := d.DialContext(ctx, network, addr)
+	b.tlsDialState.note(b, name, addr, err)
+	return c, err
+}
+
+// controllerListener is the name of the listener the controllers serve
+// brokers and each other on: the first of controller.listener.names, as
+// in Kafka.
+func (b *Broker) controllerListener() string {
+	first, _, _ := strings.Cut(b.cfg.ControllerListenerNames, ",")
+	return strings.TrimSpace(first)
+}
+
+// loadControllerTLS reads the CONTROLLER listener's stores when it is TLS,
+// on every node: a controller serves it (and dials the other voters with
+// it), a broker dials the controllers with it. The settings are the
+// listener's own (listener.name.controller.ssl.*) or the broker-wide
+// ssl.*, so one keystore and truststore serve both directions and
+// ssl.client.auth=required works between controllers.
+func (b *Broker) loadControllerTLS() error {
+	name := b.controllerListener()
+	if !isTLS(b.cfg.ListenerProtocol(name)) {
+		return nil
+	}
+	src, err := tlsconf.Load(tlsconf.ForListener(b.cfg.SSL, name))
+	if err != nil {
+		return err
+	}
+	b.ctlTLS = src
+	b.log.Info().Str("listener", name).Str("subject", src.Subject()).Msg("TLS controller listener")
+	return nil
+}
+
+// ctlDial connects to a controller's CONTROLLER listener: TLS when it is,
+// else plain TCP. Raft's connections and the broker's Kafka requests to
+// the controllers both use it.
+func (b *Broker) ctlDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if b.ctlTLS == nil {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		return d.DialContext(ctx, network, addr)
+	}
+	return b.dialTLS(ctx, b.ctlTLS, b.controllerListener(), network, addr)
+}
+
+// ctlServerTLS is the CONTROLLER listener's per-connection TLS
+// configuration, nil when it is plaintext.
+func (b *Broker) ctlServerTLS() func() *tls.Config {
+	if b.ctlTLS == nil {
+		return nil
+	}
+	return b.ctlTLS.Server
 }
 
 // tlsDialState remembers, per peer address, whether the last inter-broker
@@ -141,9 +207,9 @@ func (s *tlsDialState) note(b *Broker, listener, addr string, err error) {
 			s.failed = map[string]string{}
 		}
 		s.failed[addr] = err.Error()
-		b.log.Warn().Err(err).Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection failed; retrying")
+		b.log.Warn().Err(err).Str("listener", listener).Str("peer", addr).Msg("TLS connection to a peer's listener failed; retrying")
 	case err == nil && was:
 		delete(s.failed, addr)
-		b.log.Info().Str("listener", listener).Str("peer", addr).Msg("inter-broker TLS connection works again")
+		b.log.Info().Str("listener", listener).Str("peer", addr).Msg("TLS connection to a peer's listener works again")
 	}
 }

@@ -112,6 +112,7 @@ func (b *Broker) startQuorum(ctl net.Listener) error {
 		return err
 	}
 	b.actl, b.meta = c, c
+	b.ctlImage.Store(c)
 	return nil
 }
 
@@ -123,13 +124,20 @@ func (b *Broker) activeConfig() active.Config {
 		voters[v.ID] = v.Addr
 	}
 	return active.Config{
-		NodeID:        b.cfg.NodeID,
-		ClusterID:     b.clusterID,
-		Voters:        voters,
-		Dir:           filepath.Join(b.logDir, metadataDir),
-		TickInterval:  100 * time.Millisecond,
-		MaxFrameBytes: b.cfg.SocketRequestMaxBytes,
-		IdleTimeout:   time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		NodeID:          b.cfg.NodeID,
+		ClusterID:       b.clusterID,
+		Voters:          voters,
+		Dir:             filepath.Join(b.logDir, metadataDir),
+		TickInterval:    100 * time.Millisecond,
+		MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
+		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		TLS:             b.ctlServerTLS(),
+		SASL:            b.ctlSASLServer,
+		RaftSASL:        b.ctlSASL,
+		FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return b.ctlDial(ctx, "tcp", addr)
+		},
 
 		BrokerSessionTimeout:         time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		NumPartitions:                b.cfg.NumPartitions,

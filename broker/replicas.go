@@ -167,6 +167,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		if old := b.liveCfg.Swap(&live); old != nil {
 			b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
 		}
+		b.reconfigureTLS(img)
 	}
 	live := b.live()
 	next := make(map[string]*topic, len(cur))

@@ -36,6 +36,9 @@ func (b *Broker) buildSASL() error {
 			return fmt.Errorf("listener %s: security protocol %s is not served", l.Name, l.Protocol)
 		}
 	}
+	if err := b.buildControllerSASL(); err != nil {
+		return err
+	}
 	return b.buildInterBrokerSASL()
 }
 
@@ -50,6 +53,19 @@ func (b *Broker) buildInterBrokerSASL() error {
 		return nil
 	}
 	mech := b.cfg.SASL.InterBroker()
+	m, user, err := b.clientMechanism(name, mech)
+	if err != nil {
+		return fmt.Errorf("inter-broker listener %s (sasl.mechanism.inter.broker.protocol %s): %w", name, mech, err)
+	}
+	b.interBrokerSASL = []kgo.Opt{kgo.SASL(m)}
+	b.log.Info().Str("listener", name).Str("mechanism", mech).Str("user", user).Msg("brokers authenticate to each other with SASL")
+	return nil
+}
+
+// clientMechanism is this node's own SASL identity on listener name for
+// mechanism mech: the username and password options of the listener's
+// login module for it.
+func (b *Broker) clientMechanism(name, mech string) (kgosasl.Mechanism, string, error) {
 	var build func(user, pass string) kgosasl.Mechanism
 	switch mech {
 	case "PLAIN":
@@ -59,16 +75,55 @@ func (b *Broker) buildInterBrokerSASL() error {
 	case "SCRAM-SHA-512":
 		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha512Mechanism() }
 	default:
-		return fmt.Errorf("inter-broker listener %s is SASL: sasl.mechanism.inter.broker.protocol %s is not supported; Fjord's brokers authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name, mech)
+		return nil, "", fmt.Errorf("mechanism %s is not supported for Fjord's own connections: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
 	}
 	user, pass, err := b.cfg.SASL.Login(name, mech)
 	if err != nil {
-		return fmt.Errorf("inter-broker listener %s (sasl.mechanism.inter.broker.protocol %s): %w", name, mech, err)
+		return nil, "", err
 	}
-	m := build(user, pass)
-	b.interBrokerSASL = []kgo.Opt{kgo.SASL(m)}
-	b.log.Info().Str("listener", name).Str("mechanism", mech).Str("user", user).Msg("brokers authenticate to each other with SASL")
+	return build(user, pass), user, nil
+}
+
+// buildControllerSASL prepares a SASL CONTROLLER listener (SASL_PLAINTEXT
+// or SASL_SSL): on a controller its server side, which the listener's
+// Kafka half and raft's connections both pass; on every node the identity
+// it authenticates to the controllers with (sasl.mechanism.controller.protocol,
+// as Kafka's KRaft nodes do): brokers' registrations and heartbeats, and
+// raft between voters. A SCRAM identity must exist in the metadata log
+// first, which the quorum cannot reach without it: use PLAIN for the
+// controllers (docs/security.md).
+func (b *Broker) buildControllerSASL() error {
+	name := b.controllerListener()
+	if p := b.cfg.ListenerProtocol(name); p != "SASL_PLAINTEXT" && p != "SASL_SSL" {
+		return nil
+	}
+	if b.cfg.HasRole("controller") {
+		srv, err := sasl.NewServer(b.cfg.SASL, name, b.ctlScramLookup, sasl.Hooks{Log: b.log})
+		if err != nil {
+			return err
+		}
+		b.ctlSASLServer = srv
+		b.goLoop(func() { srv.Run(b.ctx) })
+	}
+	mech := b.cfg.SASL.Controller()
+	m, user, err := b.clientMechanism(name, mech)
+	if err != nil {
+		return fmt.Errorf("controller listener %s (sasl.mechanism.controller.protocol %s): %w", name, mech, err)
+	}
+	b.ctlSASL = m
+	b.log.Info().Str("listener", name).Str("mechanism", mech).Str("user", user).Msg("SASL controller listener: this node authenticates to the controllers")
 	return nil
+}
+
+// ctlScramLookup serves the CONTROLLER listener's SCRAM exchanges from the
+// metadata image the controller role applies.
+func (b *Broker) ctlScramLookup(mechanism, user string) (sasl.ScramSecret, bool) {
+	c := b.ctlImage.Load()
+	if c == nil {
+		return sasl.ScramSecret{}, false
+	}
+	s, ok := c.Image().ScramCredential(user, controller.ScramMechanismNamed(mechanism))
+	return sasl.ScramSecret{Salt: s.Salt, StoredKey: s.StoredKey, ServerKey: s.ServerKey, Iterations: s.Iterations}, ok
 }
 
 // scramLookup serves SCRAM exchanges from the current metadata image.

@@ -11,6 +11,7 @@ package compattests
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,9 @@ type Cluster struct {
 	// clientOpts are extra options of every pinned client: SASL when the
 	// overrides ask the probe to authenticate (compat.probe.sasl.plain).
 	clientOpts []kgo.Opt
+	// tls, when set, is the pinned clients' TLS configuration: the client
+	// listener is TLS (compat.probe.tls.ca).
+	tls *tls.Config
 
 	mu      sync.Mutex
 	clients map[int]*kgo.Client // pinned clients by node id
@@ -109,6 +113,9 @@ func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, 
 		if up, ok := strings.CutPrefix(o, "compat.probe.sasl.plain="); ok {
 			u, p, _ := strings.Cut(up, ":")
 			c.clientOpts = append(c.clientOpts, kgo.SASL(plain.Auth{User: u, Pass: p}.AsMechanism()))
+		}
+		if ca, ok := strings.CutPrefix(o, "compat.probe.tls.ca="); ok {
+			c.tls = probeTLS(t, ca)
 		}
 	}
 	var voters []string
@@ -446,6 +453,10 @@ func (c *Cluster) Client(id int) *kgo.Client {
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			if c.tls != nil {
+				d := tls.Dialer{Config: c.tls}
+				return d.DialContext(ctx, network, addr)
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, network, addr)
 		}),

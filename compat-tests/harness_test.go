@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -162,6 +164,12 @@ func (b *Broker) launch(port string) error {
 			probeOpts = append(probeOpts, kgo.SASL(plain.Auth{User: u, Pass: p}.AsMechanism()))
 			continue
 		}
+		// compat.probe.tls.ca=ca.pem: the probed listener is TLS, its
+		// certificate signed by that CA.
+		if ca, ok := strings.CutPrefix(o, "compat.probe.tls.ca="); ok {
+			probeOpts = append(probeOpts, kgo.DialTLSConfig(probeTLS(b.t, ca)))
+			continue
+		}
 		// {port} is this start's port, for a test that lists its own
 		// listeners and keeps the probed PLAINTEXT one.
 		args = append(args, "--override", strings.ReplaceAll(o, "{port}", port))
@@ -211,6 +219,20 @@ func (b *Broker) launch(port string) error {
 	}
 	b.Kill()
 	return fmt.Errorf("broker at %s not ready after 30s (last error: %v)", addr, last)
+}
+
+// probeTLS is the client configuration of a harness probe on a TLS
+// listener whose certificate the CA in caFile (PEM) signed.
+func probeTLS(t testing.TB, caFile string) *tls.Config {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatalf("compat.probe.tls.ca: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("compat.probe.tls.ca %s: no certificate", caFile)
+	}
+	return &tls.Config{RootCAs: roots}
 }
 
 // probe checks that addr accepts TCP and answers a kadm metadata request.

@@ -103,6 +103,16 @@ func newTLSFixturesIn(t *testing.T, dir, caDir string) *tlsFixtures {
 	return f
 }
 
+// jksOverrides are the broker-wide ssl.* settings of the JKS keystore
+// and truststore.
+func (f *tlsFixtures) jksOverrides() []string {
+	p := func(name string) string { return filepath.Join(f.dir, name) }
+	return []string{
+		"ssl.keystore.location=" + p("kafka01.keystore.jks"), "ssl.keystore.password=" + f.storePW, "ssl.key.password=" + f.keyPW,
+		"ssl.truststore.location=" + p("kafka.truststore.jks"), "ssl.truststore.password=" + f.storePW,
+	}
+}
+
 // sign has the CA sign a PEM certificate request, for a server or client.
 func (f *tlsFixtures) sign(t *testing.T, csr []byte) []byte {
 	t.Helper()

@@ -2,6 +2,9 @@ package protocol
 
 import (
 	"crypto/tls"
+	"errors"
+	"io"
+	"net"
 	"time"
 )
 
@@ -17,8 +20,46 @@ func (c *conn) wrapTLS() {
 		return
 	}
 	if cfg := c.s.cfg.TLS(); cfg != nil {
-		c.nc = tls.Server(c.nc, cfg)
+		c.nc = tls.Server(&countingConn{Conn: c.nc}, cfg)
 	}
+}
+
+// countingConn counts the bytes read from a connection, so that a failed
+// handshake can tell a peer that never sent a byte from one that tried.
+type countingConn struct {
+	net.Conn
+	n int64 // read by one goroutine at a time: tls.Conn serializes reads
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// quietHandshakeFailure reports a failed handshake that is no news: the
+// peer connected and closed (or idled) without a byte (a port probe, the
+// active controller's listener watch), or hung up in the middle (a client
+// closed while dialling). A refused certificate or protocol ends with an
+// alert instead, which is worth an info line.
+func quietHandshakeFailure(cc *countingConn, err error) bool {
+	return cc.n == 0 || errors.Is(err, io.EOF)
+}
+
+// ServerHandshake makes nc a TLS server connection and completes its
+// handshake within handshakeTimeout, for a listener that needs TLS before
+// anything else (the CONTROLLER listener, before it tells raft from Kafka).
+// silent reports a failure that is no news worth an info line
+// (quietHandshakeFailure).
+func ServerHandshake(nc net.Conn, cfg *tls.Config) (tc *tls.Conn, silent bool, err error) {
+	cc := &countingConn{Conn: nc}
+	tc = tls.Server(cc, cfg)
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		return nil, quietHandshakeFailure(cc, err), err
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, false, nil
 }
 
 // tlsHandshake completes a TLS handshake within handshakeTimeout and takes
@@ -31,7 +72,11 @@ func (c *conn) tlsHandshake() bool {
 	}
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))
 	if err := tc.Handshake(); err != nil {
-		c.log.Info().Err(err).Msg("closing connection: TLS handshake failed")
+		ev := c.log.Info()
+		if cc, ok := tc.NetConn().(*countingConn); ok && quietHandshakeFailure(cc, err) {
+			ev = c.log.Debug()
+		}
+		ev.Err(err).Msg("closing connection: TLS handshake failed")
 		c.cancel()
 		return false
 	}

@@ -21,6 +21,7 @@ import (
 type Settings struct {
 	EnabledMechanisms    string // sasl.enabled.mechanisms (Kafka's default GSSAPI)
 	InterBrokerMechanism string // sasl.mechanism.inter.broker.protocol (Kafka's default GSSAPI)
+	ControllerMechanism  string // sasl.mechanism.controller.protocol (Kafka's default GSSAPI)
 	JAASConfig           string // sasl.jaas.config, for every listener and mechanism not given its own
 	// JAASFile is the path KAFKA_OPTS named with
 	// -Djava.security.auth.login.config.
@@ -84,6 +85,15 @@ func (s Settings) Reauth(listener, mechanism string) time.Duration {
 // InterBroker is the mechanism brokers authenticate to each other with.
 func (s Settings) InterBroker() string {
 	if m := strings.ToUpper(strings.TrimSpace(s.InterBrokerMechanism)); m != "" {
+		return m
+	}
+	return "GSSAPI"
+}
+
+// Controller is the mechanism brokers and controllers authenticate to the
+// controllers with on a SASL CONTROLLER listener.
+func (s Settings) Controller() string {
+	if m := strings.ToUpper(strings.TrimSpace(s.ControllerMechanism)); m != "" {
 		return m
 	}
 	return "GSSAPI"

@@ -12,9 +12,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -271,9 +273,43 @@ func cipherSuites(v string, maxV uint16) ([]uint16, error) {
 // (Watch) and a changed store replaces the configuration for new
 // connections; a store that fails to load keeps the old one.
 type Source struct {
+	// mu guards settings, and orders a reload against a reconfiguration:
+	// a store is swapped in only under mu, for the settings in force.
+	mu       sync.Mutex
 	settings Settings
 	cur      atomic.Pointer[built]
 	stamp    atomic.Value // string: the files' size and mtime when last loaded
+}
+
+// Check loads settings without serving them: whether Reconfigure would
+// take them.
+func Check(s Settings) error {
+	_, err := build(s)
+	return err
+}
+
+// Same reports whether s are the settings in force.
+func (s *Source) Same(ns Settings) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Equal(s.settings.values, ns.values)
+}
+
+// Reconfigure replaces the settings (a dynamic config change, as Kafka's
+// dynamic SSL reconfiguration): the new stores are loaded at once and
+// serve new connections, and their files are the ones watched from now
+// on. Settings that do not load change nothing.
+func (s *Source) Reconfigure(ns Settings) error {
+	b, err := build(ns)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settings = ns
+	s.cur.Store(b)
+	s.stamp.Store(stamp(ns.files()))
+	return nil
 }
 
 // Load reads and checks a listener's settings once: the start-up check.
@@ -329,8 +365,7 @@ func stamp(files []string) string {
 // Watch polls the store files every interval until ctx ends and reloads
 // them when one changed: one log line per reload or failed reload.
 func (s *Source) Watch(ctx context.Context, interval time.Duration, log zerolog.Logger) {
-	files := s.settings.files()
-	if len(files) == 0 || interval <= 0 {
+	if interval <= 0 {
 		return
 	}
 	t := time.NewTicker(interval)
@@ -342,19 +377,30 @@ func (s *Source) Watch(ctx context.Context, interval time.Duration, log zerolog.
 			return
 		case <-t.C:
 		}
+		s.mu.Lock()
+		settings := s.settings
+		s.mu.Unlock()
+		files := settings.files()
+		if len(files) == 0 {
+			continue // inline PEM: nothing to watch (until a reconfiguration names files)
+		}
 		st := stamp(files)
 		if st == s.stamp.Load().(string) || st == failed {
 			continue
 		}
-		b, err := build(s.settings)
+		b, err := build(settings)
 		if err != nil {
 			failed = st
 			log.Error().Err(err).Msg("TLS stores changed but do not load; still serving the previous certificate")
 			continue
 		}
 		failed = ""
-		s.cur.Store(b)
-		s.stamp.Store(st)
+		s.mu.Lock()
+		if maps.Equal(s.settings.values, settings.values) { // else reconfigured meanwhile: its stores win
+			s.cur.Store(b)
+			s.stamp.Store(st)
+		}
+		s.mu.Unlock()
 		log.Info().Str("subject", DistinguishedName(b.leaf)).Time("not_after", b.leaf.NotAfter).Msg("TLS stores reloaded; new connections get the new certificate")
 	}
 }

@@ -301,6 +301,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		cfg.AdvertisedListeners = adv
 	}
 	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism, saslSettings.ReauthMs = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism, cfg.SASL.ReauthMs
+	saslSettings.ControllerMechanism = cfg.SASL.ControllerMechanism
 	saslSettings.OAuth = cfg.SASL.OAuth // the key table's (broker/keys_oauth.go)
 	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
@@ -383,8 +384,8 @@ func advertiseHostname(adv string) (string, error) {
 }
 
 // checkSecurityProtocols refuses a listener Fjord cannot serve as its
-// security protocol asks: SASL or TLS on a controller listener (the quorum's transport is plaintext), and a SASL
-// listener whose mechanisms or users cannot be served. Serving such
+// security protocol asks: a SASL listener (a client, inter-broker or
+// controller one) whose mechanisms or users cannot be served. Serving such
 // clients in plain text would look secure and not be. The map itself must
 // parse; a listener's protocol is broker.Config.ListenerProtocol's.
 func checkSecurityProtocols(cfg broker.Config, m setting) error {
@@ -403,10 +404,6 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 	var errs []error
 	for _, n := range names {
 		switch proto := cfg.ListenerProtocol(n); {
-		case proto == "SSL" && cfg.IsControllerListener(n):
-			errs = append(errs, fmt.Errorf("listener %s uses SSL: the controller listener (controller.listener.names) is served in plain text only; map it to PLAINTEXT and keep it on a private network", n))
-		case (proto == "SASL_PLAINTEXT" || proto == "SASL_SSL") && cfg.IsControllerListener(n):
-			errs = append(errs, fmt.Errorf("controller listener %s uses %s: the controller quorum does not authenticate yet, and Fjord will not serve such a listener without it", n, proto))
 		case proto == "SASL_PLAINTEXT" || proto == "SASL_SSL":
 			// Served with SASL: its mechanisms and users must be servable.
 			if _, err := sasl.NewServer(cfg.SASL, n, noScram, sasl.Hooks{}); err != nil {

@@ -1,13 +1,17 @@
 package active
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Config configures a node's controller role: where its quorum member
@@ -36,6 +40,25 @@ type Config struct {
 	// the member then listens on a loopback port nobody dials, and there is
 	// no Kafka half.
 	Listener net.Listener
+	// TLS, if set, makes the CONTROLLER listener TLS (an SSL listener in
+	// listener.security.protocol.map): called per connection, so a
+	// reloaded certificate serves new connections. The handshake is done
+	// before the listener tells raft's connections from Kafka's (mux.go).
+	TLS func() *tls.Config
+	// Dial, if set, is how raft connects to the other voters' CONTROLLER
+	// listeners (with TLS when they are; node.Config.Dial). nil dials
+	// plain TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// SASL, if set, makes the CONTROLLER listener SASL (SASL_PLAINTEXT or
+	// SASL_SSL): its Kafka half authenticates as a client listener does,
+	// and a raft connection authenticates after its preamble
+	// (raftauth.go). RaftSASL is this voter's identity on the other
+	// voters' listeners (sasl.mechanism.controller.protocol); set with
+	// SASL. FailedAuthDelay delays a refusal
+	// (connection.failed.authentication.delay.ms).
+	SASL            protocol.Authenticator
+	RaftSASL        sasl.Mechanism
+	FailedAuthDelay time.Duration
 	// TickInterval is the raft tick; 0 means 100ms.
 	TickInterval time.Duration
 	// MaxFrameBytes bounds a request on the listener's Kafka half
@@ -100,6 +123,9 @@ func (c *Config) validateQuorum() error {
 	}
 	if c.Listener == nil && len(c.Voters) > 1 {
 		errs = append(errs, errors.New("active: a quorum of several voters needs a Listener"))
+	}
+	if (c.SASL == nil) != (c.RaftSASL == nil) {
+		errs = append(errs, errors.New("active: SASL and RaftSASL go together"))
 	}
 	if c.MaxFrameBytes < 0 || c.IdleTimeout < 0 || c.TickInterval < 0 {
 		errs = append(errs, errors.New("active: MaxFrameBytes, IdleTimeout and TickInterval must be >= 0"))

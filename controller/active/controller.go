@@ -101,10 +101,13 @@ func Start(cfg Config) (*Controller, error) {
 		Voters:       voters,
 		Dir:          cfg.Dir,
 		TickInterval: cfg.TickInterval,
+		Dial:         cfg.Dial,
+		Authenticate: raftAuthenticator(cfg.RaftSASL),
 		Logger:       cfg.Logger.With().Str("component", "quorum").Logger(),
 	}
 	if cfg.Listener != nil {
-		c.mux = newConnMux(cfg.Listener, cfg.Logger)
+		c.mux = newConnMux(cfg.Listener, cfg.TLS, cfg.Logger)
+		c.mux.sasl, c.mux.failedAuthDelay = cfg.SASL, cfg.FailedAuthDelay
 		nc.Listener = c.mux.raft
 	} else {
 		nc.Listen = "127.0.0.1:0"
@@ -142,7 +145,11 @@ func (c *Controller) Serve() {
 			MaxInFlight:   16,
 			IdleTimeout:   c.cfg.IdleTimeout,
 			DrainTimeout:  5 * time.Second,
-		}, kafkaHandler{c}, versions{}, c.cfg.Logger.With().Str("listener", "CONTROLLER").Logger())
+			// The mux did the TLS handshake (mux.go); SASL comes after it,
+			// as on a client listener.
+			SASL:            c.cfg.SASL,
+			FailedAuthDelay: c.cfg.FailedAuthDelay,
+		}, kafkaHandler{c}, versions{sasl: c.cfg.SASL != nil}, c.cfg.Logger.With().Str("listener", "CONTROLLER").Logger())
 		c.server.Serve(c.mux.kafka)
 	})
 }

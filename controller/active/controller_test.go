@@ -194,7 +194,7 @@ func TestMuxRoutesByFirstByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newConnMux(ln, testConfig().Logger)
+	m := newConnMux(ln, nil, testConfig().Logger)
 	done := make(chan struct{})
 	go func() { m.run(); close(done) }()
 	defer func() { ln.Close(); <-done }()

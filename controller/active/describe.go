@@ -67,6 +67,8 @@ func (c *Controller) describeControllers(req *kmsg.DescribeClusterRequest) *kmsg
 }
 
 // allClusterOperations is the KIP-430 bit set of every cluster operation
-// (no authorization is configured); the broker's DescribeCluster answers
-// the same set.
-const allClusterOperations = 1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+// (no authorization is configured on this listener), in Kafka's
+// AclOperation codes: CREATE (5), ALTER (7), DESCRIBE (8), CLUSTER_ACTION
+// (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12):
+// 8096, what a broker without an authorizer answers too (broker/acl).
+const allClusterOperations = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12

@@ -44,18 +44,34 @@ var apis = map[int16][2]int16{
 	67: {0, 0},   // AllocateProducerIDs
 }
 
-// versions is apis as a protocol.Versions.
-type versions struct{}
+// saslAPIs are served, by the protocol server's SASL gate, on a SASL
+// CONTROLLER listener only.
+var saslAPIs = map[int16][2]int16{
+	17: {0, 1}, // SaslHandshake
+	36: {0, 2}, // SaslAuthenticate
+}
 
-func (versions) Supported(key int16) (int16, int16, bool) {
+// versions is apis as a protocol.Versions, with saslAPIs on a SASL
+// listener (clients pick their SASL flow from ApiVersions).
+type versions struct{ sasl bool }
+
+func (v versions) Supported(key int16) (int16, int16, bool) {
 	r, ok := apis[key]
+	if !ok && v.sasl {
+		r, ok = saslAPIs[key]
+	}
 	return r[0], r[1], ok
 }
 
-func (versions) All() []kmsg.ApiVersionsResponseApiKey {
-	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+func (v versions) All() []kmsg.ApiVersionsResponseApiKey {
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis)+len(saslAPIs))
 	for k, r := range apis {
 		out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r[0], MaxVersion: r[1]})
+	}
+	for k, r := range saslAPIs {
+		if v.sasl {
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r[0], MaxVersion: r[1]})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
 	return out
@@ -67,7 +83,7 @@ type kafkaHandler struct{ c *Controller }
 func (h kafkaHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
 	if api, ok := req.Body.(*kmsg.ApiVersionsRequest); ok {
 		resp := api.ResponseKind().(*kmsg.ApiVersionsResponse)
-		resp.ApiKeys = versions{}.All()
+		resp.ApiKeys = versions{sasl: h.c.cfg.SASL != nil}.All()
 		resp.FinalizedFeaturesEpoch = -1
 		respond(resp, nil)
 		return

@@ -1,27 +1,37 @@
 package active
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fjordlog/fjord/controller/node"
+	"github.com/fjordlog/fjord/protocol"
 	"github.com/rs/zerolog"
 )
 
 // connMux splits the CONTROLLER listener in two by each connection's first
 // byte: raft connections open with node.Preamble, whose first byte no Kafka
 // frame can start with; everything else is Kafka's protocol (broker
-// registration, heartbeats, forwarded admin requests).
+// registration, heartbeats, forwarded admin requests). On a TLS listener
+// the handshake comes first and the byte read is the first one inside it,
+// so both halves are TLS and both get the listener's ssl.client.auth.
 type connMux struct {
-	ln          net.Listener
-	raft, kafka *chanListener
-	log         zerolog.Logger
+	ln  net.Listener
+	tls func() *tls.Config // nil: plaintext
+	// sasl, when set, authenticates raft's connections before they reach
+	// raft (raftauth.go); the Kafka half's server authenticates its own.
+	sasl            protocol.Authenticator
+	failedAuthDelay time.Duration
+	raft, kafka     *chanListener
+	log             zerolog.Logger
 }
 
-func newConnMux(ln net.Listener, log zerolog.Logger) *connMux {
-	return &connMux{ln: ln, raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr()), log: log}
+func newConnMux(ln net.Listener, tlsCfg func() *tls.Config, log zerolog.Logger) *connMux {
+	return &connMux{ln: ln, tls: tlsCfg, raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr()), log: log}
 }
 
 // run accepts until the listener closes, then closes both halves.
@@ -41,18 +51,45 @@ func (m *connMux) run() {
 // connection, first byte replayed, to the matching half.
 func (m *connMux) route(c net.Conn) {
 	var first [1]byte
+	if m.tls != nil {
+		tc, silent, err := protocol.ServerHandshake(c, m.tls())
+		if err != nil {
+			// A peer that connects and closes without a byte (a port
+			// probe, a start-up readiness check) is not news.
+			ev := m.log.Info()
+			if silent {
+				ev = m.log.Debug()
+			}
+			ev.Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: closing connection: TLS handshake failed")
+			c.Close()
+			return
+		}
+		c = tc
+	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadFull(c, first[:]); err != nil {
 		m.log.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: connection closed before its first byte")
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	pc := &prefixConn{Conn: c, prefix: first[:]}
 	dst := m.kafka
 	if node.IsPreamble(first[:]) {
 		dst = m.raft
+		if m.sasl != nil {
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			principal, err := authenticateRaft(pc, m.sasl, m.failedAuthDelay)
+			if err != nil {
+				m.log.Info().Err(err).Str("remote", c.RemoteAddr().String()).Msg("controller listener: closing raft connection: SASL authentication failed")
+				c.Close()
+				return
+			}
+			m.log.Debug().Str("principal", principal).Str("remote", c.RemoteAddr().String()).Msg("controller listener: raft connection authenticated")
+			_ = c.SetDeadline(time.Time{})
+			pc = &prefixConn{Conn: c, prefix: slices.Clone(node.Preamble[:])}
+		}
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	if !dst.deliver(pc) {
 		c.Close()
 	}

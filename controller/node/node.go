@@ -30,6 +30,10 @@
 //	| length, uint32 big-endian | raftpb.Message.Marshal() bytes       |
 //	+---------------------------+----------------------------------//-+
 //
+// When Config.Authenticate is set (a SASL CONTROLLER listener), its
+// exchange runs between the preamble and the first frame; Config.Dial may
+// wrap the whole connection in TLS.
+//
 // A frame longer than MaxFrameSize is rejected: the reader closes the
 // connection, the writer drops the message and reports it undelivered.
 // The preamble's last byte is the format version. Its first byte lets the
@@ -108,6 +112,14 @@ type Config struct {
 	// Listener, if set, is an already-bound listener the node takes over
 	// (and closes on Close). Tests use it to learn every port first.
 	Listener net.Listener
+	// Dial, if set, opens a connection to a peer's controller listener
+	// (a TLS one: the handshake is done when it returns); it must honour
+	// ctx's deadline. nil dials plain TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Authenticate, if set, runs on a new outbound connection after the
+	// preamble and before the first frame (a SASL exchange); an error
+	// closes the connection and counts as a failed dial.
+	Authenticate func(ctx context.Context, c net.Conn) error
 	// TickInterval is the raft tick (election timeout 10 ticks, heartbeat
 	// 1). Default 100ms.
 	TickInterval time.Duration

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,6 +116,44 @@ func newPeer(n *Node, id uint64, addr string) *peer {
 	return &peer{n: n, id: id, addr: addr, queue: make(chan raftpb.Message, peerQueueLen)}
 }
 
+// dial opens a connection to the peer, through Config.Dial when set (a
+// TLS controller listener), sends the preamble and runs
+// Config.Authenticate when set (a SASL one), all within dialTimeout.
+func (p *peer) dial() (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(p.n.ctx, dialTimeout)
+	defer cancel()
+	var c net.Conn
+	var err error
+	if p.n.cfg.Dial == nil {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", p.addr)
+	} else {
+		c, err = p.n.cfg.Dial(ctx, p.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	_ = c.SetDeadline(deadline)
+	if _, err = c.Write(Preamble[:]); err == nil && p.n.cfg.Authenticate != nil {
+		err = p.n.cfg.Authenticate(ctx, c)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// isDialError reports whether err is the TCP dial's own failure (the
+// peer is down or unreachable) rather than what came after connecting.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(errors.As(err, &op) && op.Op == "dial")
+}
+
 // run is the peer's writer goroutine. While the peer is down (a dial
 // failed and the backoff has not passed) messages are dropped and
 // reported, so raft slows down to probing instead of queueing.
@@ -124,6 +163,9 @@ func (p *peer) run() {
 		w        *bufio.Writer
 		backoff  time.Duration
 		nextDial time.Time
+		// handshakeFailed is the last failure logged at Warn, "" when
+		// none since the last connection.
+		handshakeFailed string
 	)
 	log := p.n.log.With().Uint64("peer", p.id).Logger()
 	closeConn := func() {
@@ -149,21 +191,31 @@ func (p *peer) run() {
 				fail(m)
 				continue
 			}
-			d := net.Dialer{Timeout: dialTimeout}
-			c, err := d.DialContext(p.n.ctx, "tcp", p.addr)
+			c, err := p.dial()
 			if err != nil {
 				backoff = min(max(backoff*2, backoffMin), backoffMax)
 				nextDial = time.Now().Add(backoff)
-				log.Debug().Err(err).Dur("backoff", backoff).Msg("dial peer")
+				if isDialError(err) || err.Error() == handshakeFailed {
+					log.Debug().Err(err).Dur("backoff", backoff).Msg("dial peer")
+				} else {
+					// A handshake the peer's listener refuses (an untrusted
+					// certificate) is a configuration error, not a peer
+					// that is down: once per distinct error.
+					handshakeFailed = err.Error()
+					log.Warn().Err(err).Str("addr", p.addr).Msg("peer connection failed after connecting (TLS?); retrying")
+				}
 				fail(m)
 				continue
+			}
+			if handshakeFailed != "" {
+				handshakeFailed = ""
+				log.Info().Str("addr", p.addr).Msg("peer connection works again")
 			}
 			if !p.n.track(c) {
 				return
 			}
 			backoff = 0
 			conn, w = c, bufio.NewWriterSize(c, 64<<10)
-			_, _ = w.Write(Preamble[:]) // flushed with the first frame
 		}
 		err := writeFrame(w, &m)
 		if errors.Is(err, errFrameTooLarge) {
