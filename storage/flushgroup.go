@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,18 +29,32 @@ type FileSystemSyncer interface {
 var errNoSyncFS = errors.New("storage: syncfs not available")
 
 // SyncFileSystem is FileSystemSyncer's, for any File with a descriptor.
+//
+// After syncfs has reported one error it is not used again by this
+// process: the error it reports is the file system's, once per descriptor,
+// so a later call through the same descriptor could succeed while a page
+// of some log outside the group that saw the error is still lost. From
+// then on every log syncs its own files, whose fdatasync reports their own
+// errors.
 func (osFS) SyncFileSystem(f File) error {
 	fd, ok := f.(fder)
-	if !ok || !syncfsReportsErrors() {
+	if !ok || !syncfsReportsErrors() || syncfsFailed.Load() {
 		return errNoSyncFS
 	}
 	for {
 		err := unix.Syncfs(int(fd.Fd()))
-		if err != unix.EINTR {
-			return err
+		if err == unix.EINTR {
+			continue
 		}
+		if err != nil {
+			syncfsFailed.Store(true)
+		}
+		return err
 	}
 }
+
+// syncfsFailed: a syncfs reported an error; see osFS.SyncFileSystem.
+var syncfsFailed atomic.Bool
 
 // fder is a File backed by a descriptor (osFile, and wrappers of it).
 type fder interface{ Fd() uintptr }
