@@ -38,6 +38,9 @@ type Config struct {
 	// FS holds the log's files; nil means the operating system's (OSFS).
 	// Fixed at Open: SetConfig ignores it.
 	FS FS
+	// Files is the node's cache of open segment files, shared by all its
+	// logs; nil means one without a bound. Fixed at Open like FS.
+	Files *FileCache
 }
 
 // DefaultConfig matches Kafka's defaults.
@@ -85,10 +88,11 @@ const cleanShutdownFile = "clean-shutdown"
 // epoch cache starts below end, except the latest, which may start at end (an
 // epoch recorded before its first batch is written, or whose write failed).
 type Log struct {
-	dir string
-	cfg Config
-	fs  FS // never nil
-	log zerolog.Logger
+	dir   string
+	cfg   Config
+	fs    FS         // never nil
+	files *FileCache // never nil
+	log   zerolog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -156,7 +160,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if err := mkdirAllDurable(fs, dir); err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, cfg: cfg, fs: fs, log: log}
+	files := cfg.Files
+	if files == nil {
+		files = unboundedFiles
+	}
+	l := &Log{dir: dir, cfg: cfg, fs: fs, files: files, log: log}
 	l.mu.dirty = make(map[*segment]struct{})
 
 	bases, txnFiles, err := listSegments(fs, dir)
@@ -241,7 +249,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				return nil
 			}
 		}
-		s, err := openSegment(fs, dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
+		s, err := openSegment(fs, files, dir, base, active && !clean, active && !cfg.Compacted, !active, cfg.IndexIntervalBytes, onBatch, beforeCut)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("log %s: %w", dir, err)
@@ -287,7 +295,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 	}
 	if len(segs) == 0 {
-		s, err := createSegment(fs, dir, 0)
+		s, err := createSegment(fs, files, dir, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -302,6 +310,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		segs = append(segs, s)
 	}
 	last := segs[len(segs)-1]
+	// Sealed segments hold no descriptor while idle: readers reopen them
+	// through the cache.
+	for _, s := range segs[:len(segs)-1] {
+		s.unpinWriter()
+	}
 	if last.size > 0 {
 		// The time-based roll counts from when this process first could
 		// have appended, not from the zero time.
@@ -625,11 +638,16 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = err
 		return nil, err
 	}
-	for _, f := range []File{old.f, old.ix.offFile, old.ix.timeFile} {
-		if err := f.SyncData(); err != nil {
-			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
-			return nil, l.mu.failed
-		}
+	if err := old.f.SyncData(); err != nil {
+		l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
+		return nil, l.mu.failed
+	}
+	// The sealed segment's indexes go to their files now, durably, so a
+	// restart trusts them; createSegment's directory sync below makes
+	// their names durable too.
+	if err := old.writeIndexFiles(true); err != nil {
+		l.mu.failed = fmt.Errorf("segment %d: index at roll: %w", old.base, err)
+		return nil, l.mu.failed
 	}
 	// Before the snapshot at base vouches for its entries (txnindex.go);
 	// createSegment's directory sync makes its name durable.
@@ -642,10 +660,14 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 			return nil, fmt.Errorf("segment %d: %w", base, err)
 		}
 	}
-	s, err := createSegment(l.fs, l.dir, base)
+	s, err := createSegment(l.fs, l.files, l.dir, base)
 	if err != nil {
 		return nil, err
 	}
+	// Sealed: no more writes, so no descriptor while idle (the aborted
+	// transaction index reopens if a truncation cuts it).
+	old.unpinWriter()
+	old.closeTxnIndex()
 	l.mu.producers.expire(now, l.producerTTL())
 	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
@@ -686,7 +708,14 @@ func (l *Log) Flush() error {
 	l.mu.Unlock()
 
 	for _, s := range dirty {
-		if err := s.f.SyncData(); err != nil {
+		// A pin of its own: the segment may be sealed, and its file
+		// evicted, meanwhile (a roll syncs it first).
+		f, err := s.h.acquire()
+		if err == nil {
+			err = f.SyncData()
+			s.h.release()
+		}
+		if err != nil {
 			if s.removed.Load() {
 				continue // deleted by retention while we synced: nothing to keep
 			}
@@ -721,6 +750,19 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte,
 	if offset >= limit {
 		return nil, nil
 	}
+	for try := 0; ; try++ {
+		b, err := l.readOnce(offset, maxBytes, limit, dst)
+		// A segment removed or replaced while this read held it, and its
+		// file closed by then: the current list has what replaced it.
+		if try < 2 && errors.Is(err, errFileRetired) {
+			continue
+		}
+		return b, err
+	}
+}
+
+// readOnce is Read on the segment list of the moment.
+func (l *Log) readOnce(offset int64, maxBytes int, limit int64, dst []byte) ([]byte, error) {
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	if i < 0 {
