@@ -57,6 +57,10 @@ type Broker struct {
 	// deleted (replicas.go); openSem bounds concurrent log opens.
 	replicas replicaRegistry
 	openSem  chan struct{}
+	// files is the node's cache of open log files, fdBudget its division
+	// of the descriptors (fdbudget.go). Set in New.
+	files    *storage.FileCache
+	fdBudget fdBudget
 	// throttles are the replication quotas (throttle.go).
 	throttles replThrottles
 	// limits bound the client listeners' connections and request memory (limits.go).
@@ -162,6 +166,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.stop = b.ctx.Done()
 	b.replicas.live = map[*replica.Partition]*dirClaim{}
+	b.files, b.fdBudget = newFileCache(cfg)
+	log.Info().Int("rlimit_nofile", b.fdBudget.limit).Int("log_open_files_max", b.fdBudget.capacity).
+		Int("partition_limit", b.fdBudget.partLimit).Msg("file descriptor budget")
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.startQuotas()

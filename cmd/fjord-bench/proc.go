@@ -47,13 +47,6 @@ func killChildren() {
 // --override log.dirs=DIR` on a free loopback port with a temp data dir and
 // waits until it answers a metadata request.
 func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("fjord binary: %w", err)
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -62,9 +55,25 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &fjordProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, done: make(chan struct{})}
-	if p.log, err = os.Create(filepath.Join(dir, "fjord.log")); err != nil {
+	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
 		os.RemoveAll(dir)
+	}
+	return p, err
+}
+
+// startFjordIn is startFjord on a given directory and address: a restart
+// of a node whose data is there (its output is appended to fjord.log).
+func startFjordIn(ctx context.Context, bin, dir, addr string) (*fjordProc, error) {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("fjord binary: %w", err)
+	}
+	p := &fjordProc{addr: addr, dir: dir, done: make(chan struct{})}
+	if p.log, err = os.OpenFile(filepath.Join(dir, "fjord.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, err
 	}
 	p.cmd = exec.Command(bin,
@@ -76,7 +85,6 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	logf("[fjord] starting %s", strings.Join(p.cmd.Args, " "))
 	if err := p.cmd.Start(); err != nil {
 		p.log.Close()
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start fjord: %w", err)
 	}
 	childrenMu.Lock()
@@ -86,7 +94,7 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 
 	if err := p.waitReady(ctx); err != nil {
 		tail := p.logTail()
-		p.stop()
+		p.halt(syscall.SIGTERM, 10*time.Second)
 		return nil, fmt.Errorf("%w; fjord log: %s", err, tail)
 	}
 	return p, nil
@@ -130,11 +138,18 @@ func (p *fjordProc) exited() bool {
 
 // stop sends SIGTERM, kills after 10s, and removes the temp dir.
 func (p *fjordProc) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.halt(syscall.SIGTERM, 10*time.Second)
+	os.RemoveAll(p.dir)
+}
+
+// halt sends sig, kills after wait, and waits for the exit; the data
+// stays for a restart (startFjordIn).
+func (p *fjordProc) halt(sig syscall.Signal, wait time.Duration) {
+	p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		logf("[fjord] did not stop on SIGTERM within 10s, killing")
+	case <-time.After(wait):
+		logf("[fjord] did not stop on %v within %s, killing", sig, wait)
 		p.cmd.Process.Kill()
 		<-p.done
 	}
@@ -142,7 +157,6 @@ func (p *fjordProc) stop() {
 	delete(children, p)
 	childrenMu.Unlock()
 	p.log.Close()
-	os.RemoveAll(p.dir)
 }
 
 // logTail returns the last lines of the process's output, on one line.
