@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -79,6 +81,10 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 		if !p.exited() {
 			p.halt(syscall.SIGKILL, time.Second)
 		}
+		if os.Getenv("FJORD_BENCH_KEEP") != "" {
+			logf("[many] kept %s", dir)
+			return
+		}
 		os.RemoveAll(dir)
 	}()
 	time.Sleep(time.Second) // let start-up garbage settle before the baseline
@@ -100,7 +106,10 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 	if err == nil {
 		err = r.Err
 	}
-	if err != nil {
+	if errors.Is(err, kerr.RequestTimedOut) {
+		// The creation goes on in the controller; the clock keeps running.
+		logf("[many] CreateTopics timed out (%v); waiting for the partitions", err)
+	} else if err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
 	if err := waitServing(ctx, adm, n, 0); err != nil {
