@@ -440,17 +440,41 @@ func (b *Broker) Close() error {
 
 // closeLogs closes every open log, those of replicas being deleted
 // included. REQUIRES: every goroutine stopped (no open still running).
+//
+// openSlots logs close at once: each close is a few fsyncs (indexes,
+// producer snapshot, clean-shutdown marker), which one at a time made a
+// node of 10,000 partitions take 49 s to stop.
 func (b *Broker) closeLogs() error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	type job struct {
+		p  *replica.Partition
+		lg *storage.Log
+	}
+	work := make(chan job)
+	for range openSlots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				if err := j.lg.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s-%d: %w", j.p.Topic, j.p.Index, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
 	for _, p := range b.liveReplicas() {
-		lg := p.Log()
-		if lg == nil {
-			continue
-		}
-		if err := lg.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err))
+		if lg := p.Log(); lg != nil {
+			work <- job{p, lg}
 		}
 	}
+	close(work)
+	wg.Wait()
 	if len(errs) == 0 {
 		b.log.Info().Msg("all logs flushed and closed")
 	}

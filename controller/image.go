@@ -406,6 +406,20 @@ func (img *Image) putTopic(t *Topic) {
 	}
 }
 
+// setPartition installs p as partition i of t: in place when this batch
+// owns t, else in a copy that it then owns.
+func (img *Image) setPartition(t *Topic, i int32, p Partition) {
+	if img.owned != nil && img.owned.topics[t.ID] {
+		t.Partitions[i] = p
+		return
+	}
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions)
+	nt.Partitions[i] = p
+	img.putTopic(&nt)
+	img.ownTopic(nt.ID)
+}
+
 // ownTopic records that the batch being applied allocated topic id's Topic
 // value and partition array itself (a new topic, or a fresh copy).
 func (img *Image) ownTopic(id [16]byte) {
@@ -460,10 +474,7 @@ func (img *Image) changePartition(b ChangePartition) error {
 	if err := p.check(); err != nil {
 		return fmt.Errorf("%w: change partition %q-%d: %v", ErrNotApplicable, t.Name, b.Partition, err)
 	}
-	nt := *t
-	nt.Partitions = slices.Clone(t.Partitions)
-	nt.Partitions[b.Partition] = p
-	img.putTopic(&nt)
+	img.setPartition(t, b.Partition, p)
 	return nil
 }
 

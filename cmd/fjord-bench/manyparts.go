@@ -78,7 +78,7 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 	}
 	dir, addr := p.dir, p.addr
 	defer func() {
-		if !p.exited() {
+		if p != nil && !p.exited() {
 			p.halt(syscall.SIGKILL, time.Second)
 		}
 		if os.Getenv("FJORD_BENCH_KEEP") != "" {
@@ -137,9 +137,11 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 	restart := func(what string) (float64, error) {
 		start := time.Now()
 		var err error
-		if p, err = startFjordIn(ctx, cfg.fjordBin, dir, addr); err != nil {
+		np, err := startFjordIn(ctx, cfg.fjordBin, dir, addr, 10*time.Minute)
+		if err != nil {
 			return 0, fmt.Errorf("restart after %s: %w", what, err)
 		}
+		p = np
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("fjord-bench-many"))
 		if err != nil {
 			return 0, err

@@ -55,7 +55,7 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), startupWait)
 	if err != nil {
 		os.RemoveAll(dir)
 	}
@@ -64,7 +64,8 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 
 // startFjordIn is startFjord on a given directory and address: a restart
 // of a node whose data is there (its output is appended to fjord.log).
-func startFjordIn(ctx context.Context, bin, dir, addr string) (*fjordProc, error) {
+// A node answers only once it has opened its logs: wait bounds that.
+func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration) (*fjordProc, error) {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func startFjordIn(ctx context.Context, bin, dir, addr string) (*fjordProc, error
 	childrenMu.Unlock()
 	go func() { p.cmd.Wait(); close(p.done) }()
 
-	if err := p.waitReady(ctx); err != nil {
+	if err := p.waitReady(ctx, wait); err != nil {
 		tail := p.logTail()
 		p.halt(syscall.SIGTERM, 10*time.Second)
 		return nil, fmt.Errorf("%w; fjord log: %s", err, tail)
@@ -102,8 +103,8 @@ func startFjordIn(ctx context.Context, bin, dir, addr string) (*fjordProc, error
 
 // waitReady pings the broker until it answers, the process exits, or
 // startupWait passes.
-func (p *fjordProc) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startupWait)
+func (p *fjordProc) waitReady(ctx context.Context, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
 	if err != nil {
@@ -121,7 +122,7 @@ func (p *fjordProc) waitReady(ctx context.Context) error {
 		case <-p.done:
 			return fmt.Errorf("fjord exited during start-up (%v)", p.cmd.ProcessState)
 		case <-ctx.Done():
-			return fmt.Errorf("fjord did not answer on %s within %s: %v", p.addr, startupWait, err)
+			return fmt.Errorf("fjord did not answer on %s within %s: %v", p.addr, wait, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
