@@ -172,6 +172,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 	next := make(map[string]*topic, len(cur))
 	var gone []*topic
 	var created []*replica.Partition
+	var assigns []assignStep
 	follow := map[int32][]*replica.Partition{}
 	for _, it := range img.Topics() {
 		old := cur[it.Name]
@@ -198,7 +199,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 				p.SetSettings(settingsFor(live, it.Configs))
 			}
 			if p != nil {
-				p.Step(replica.Assign{Assignment: assignment(img, ip)})
+				assigns = append(assigns, assignStep{p, replica.Assign{Assignment: assignment(img, ip)}})
 				if ip.Leader >= 0 && ip.Leader != me {
 					follow[ip.Leader] = append(follow[ip.Leader], p)
 				}
@@ -214,6 +215,7 @@ func (b *Broker) applyImage(img *controller.Image) {
 		}
 		next[it.Name] = &topic{name: it.Name, meta: &topicMeta{ID: it.ID, Configs: it.Configs, Internal: it.Name == offsetsTopic}, parts: parts}
 	}
+	stepAll(assigns)
 	for name, t := range cur {
 		if _, ok := next[name]; !ok {
 			gone = append(gone, t)
@@ -247,6 +249,41 @@ func (b *Broker) applyImage(img *controller.Image) {
 	b.fetch.Update(follow)
 	b.followOffsets(next[offsetsTopic])
 	b.followTxns(next[txnTopic])
+}
+
+// assignStep is one replica's Assign of an image.
+type assignStep struct {
+	p  *replica.Partition
+	ev replica.Assign
+}
+
+// stepAll steps every replica's Assign, openSlots at a time: a new
+// leadership records its epoch durably within its step (one fsync), so
+// one at a time a node that leads 10,000 partitions took 10-20 s to lead
+// them after a restart. Replicas are independent; each gets one step.
+func stepAll(steps []assignStep) {
+	if len(steps) < 2*openSlots {
+		for _, s := range steps {
+			s.p.Step(s.ev)
+		}
+		return
+	}
+	work := make(chan assignStep)
+	var wg sync.WaitGroup
+	for range openSlots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				s.p.Step(s.ev)
+			}
+		}()
+	}
+	for _, s := range steps {
+		work <- s
+	}
+	close(work)
+	wg.Wait()
 }
 
 // assignment is what img says of a partition, for its core.

@@ -108,6 +108,9 @@ type Log struct {
 		// savedStart is the offset log-start-offset holds, -1 without the
 		// file (logstart.go).
 		savedStart int64
+		// markerUnsynced: Open removed the clean-shutdown marker and has
+		// not yet made the removal durable (markerGoneLocked).
+		markerUnsynced bool
 		// hadTxnIndex: this log has had a .txnindex file, so a roll
 		// removes any at the new segment's base (one a failed removal left
 		// there must not become the new segment's). Logs without aborted
@@ -174,16 +177,29 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	cleanPath := filepath.Join(dir, cleanShutdownFile)
 	_, statErr := fs.Stat(cleanPath)
 	clean := statErr == nil
+	markerUnsynced := false
 	if clean {
-		// From here on a crash must look unclean, durably: a marker that
-		// came back would have the next Open trust this active segment's
-		// index and skip the CRC checks of its tail.
+		// Once the log changes a crash must look unclean, durably: a
+		// marker that came back would have the next Open trust this
+		// active segment's index and skip the CRC checks of its tail. Not
+		// before: while the log is as the clean close left it, a marker
+		// that comes back tells the truth. So the removal is made durable
+		// before the first change (markerGoneLocked), not here, which was
+		// one fsync per partition at every start-up.
 		if err := fs.Remove(cleanPath); err != nil {
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
-		if err := fs.SyncDir(dir); err != nil {
-			return nil, fmt.Errorf("log %s: sync directory after removing %s: %w", dir, cleanShutdownFile, err)
+		markerUnsynced = true
+	}
+	syncMarker := func(int64) error {
+		if !markerUnsynced {
+			return nil
 		}
+		if err := fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("sync directory after removing %s: %w", cleanShutdownFile, err)
+		}
+		markerUnsynced = false
+		return nil
 	}
 	removeTempFiles(fs, dir)
 	removeOrphanTxnIndexes(fs, dir, bases, txnFiles)
@@ -225,7 +241,9 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		// replica fetches them again from its leader.
 		cut := false
 		var beforeCut func(int64) error
-		if !active {
+		if active {
+			beforeCut = syncMarker // a cut changes the log
+		} else {
 			later := bases[i+1:]
 			beforeCut = func(pos int64) error {
 				log.Error().Int64("segment", base).Int64("position", pos).Int64("dropped_from", later[0]).
@@ -356,6 +374,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	}
 	l.mu.producers = prods
 	l.mu.txns = txns
+	l.mu.markerUnsynced = markerUnsynced
 	l.mu.hadTxnIndex = len(txnFiles) > 0 || txnDirChanged
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
@@ -376,7 +395,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if restartAt >= 0 {
 		l.flushMu.Lock()
 		l.mu.Lock()
-		err := l.truncateFullyLocked(restartAt, restartAt)
+		err := l.truncateFullyLocked(restartAt, restartAt) // syncs the marker's removal first
 		l.mu.Unlock()
 		l.flushMu.Unlock()
 		if err != nil {
@@ -529,6 +548,9 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 // a control batch's marker, nil for data.
 // REQUIRES: l.mu held.
 func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
+	if err := l.markerGoneLocked(); err != nil {
+		return AppendResult{}, err
+	}
 	s := l.active()
 	base := l.end.Load()
 	epochs, newEpoch, err := l.epochCache().next(leaderEpoch, base, false)
@@ -616,6 +638,20 @@ func (l *Log) rollNeeded(s *segment, size, end, firstAppendMs int64, n int, last
 		// relative offsets in the indexes are int32
 		end+int64(lastDelta)-s.base > 1<<31-2 ||
 		size+int64(n) > 1<<31-1
+}
+
+// markerGoneLocked makes Open's removal of the clean-shutdown marker
+// durable, once, before the first write or truncation changes the log.
+// REQUIRES: l.mu held.
+func (l *Log) markerGoneLocked() error {
+	if !l.mu.markerUnsynced {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log %s: sync directory after removing %s: %w", l.dir, cleanShutdownFile, err)
+	}
+	l.mu.markerUnsynced = false
+	return nil
 }
 
 // writableLocked reports why the log cannot be changed, if it cannot.

@@ -133,6 +133,9 @@ func (s *segment) cutPoint(offset int64) (cutInfo, error) {
 // truncateLocked is Truncate for StartOffset() <= offset < EndOffset().
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateLocked(offset int64) error {
+	if err := l.markerGoneLocked(); err != nil {
+		return err
+	}
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
@@ -365,6 +368,9 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 // the recorded start, Open's rule: offsets deleted anyway).
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyLocked(offset, start int64) error {
+	if err := l.markerGoneLocked(); err != nil {
+		return err
+	}
 	// Failures before the first segment goes leave the log as it was.
 	if err := removeSnapshotsAbove(l.fs, l.dir, -1); err != nil {
 		return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
