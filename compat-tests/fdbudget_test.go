@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +21,10 @@ import (
 // alike, rather than accepted and left offline; what fits is created
 // and serves; the node keeps accepting connections throughout.
 // With RLIMIT_NOFILE 2048 the file cache gets 1024 descriptors (1024 are
-// kept for connections) and the node hosts at most 960 replicas.
+// kept for connections) and the node hosts at most 960 replicas, 50 of
+// which __consumer_offsets takes at start-up.
 func TestDescriptorBudget(t *testing.T) {
-	const nofile, limit = 2048, 960
+	const nofile, limit, big = 2048, 960, 890
 	b := startBrokerLimited(t, t.TempDir(), nofile, "num.partitions=1")
 	adm := newAdmin(t, b.Addr)
 	ctx := testCtx(t, 2*time.Minute)
@@ -42,14 +45,14 @@ func TestDescriptorBudget(t *testing.T) {
 	refused("CreateTopics past the budget", withMessage(err, r.ErrMessage))
 
 	// What fits is created, up to the limit, and serves.
-	if r, err := adm.CreateTopic(ctx, limit-10, 1, nil, "big"); err != nil || r.Err != nil {
+	if r, err := adm.CreateTopic(ctx, big, 1, nil, "big"); err != nil || r.Err != nil {
 		t.Fatalf("create big within the budget: %v %v", err, r.Err)
 	}
 	if r, err := adm.CreateTopic(ctx, 4, 1, nil, "small"); err != nil || r.Err != nil {
 		t.Fatalf("create small within the budget: %v %v", err, r.Err)
 	}
-	// Growing past it is refused.
-	cr, err := adm.CreatePartitions(ctx, 20, "small")
+	// Growing past it is refused (50 + 890 + 4 + 36 > 960).
+	cr, err := adm.CreatePartitions(ctx, 36, "small")
 	if err == nil {
 		err = cr["small"].Err
 	}
@@ -91,8 +94,8 @@ func TestDescriptorBudget(t *testing.T) {
 	if err != nil || ends.Error() != nil {
 		t.Fatalf("ListOffsets of big: %v %v", err, ends.Error())
 	}
-	if n := len(ends["big"]); n != limit-10 {
-		t.Fatalf("big lists %d partitions, want %d", n, limit-10)
+	if n := len(ends["big"]); n != big {
+		t.Fatalf("big lists %d partitions, want %d", n, big)
 	}
 
 	// Deleting a topic gives its share back: the refused size now fits.
@@ -140,7 +143,8 @@ func TestManySegmentsFewDescriptors(t *testing.T) {
 	if r, err := adm.CreateTopic(ctx, parts, 1, cfgs, "segs"); err != nil || r.Err != nil {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
-	cl := newClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	cl := newClient(t, b.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	produce := func(round int) {
 		t.Helper()
 		// One record per partition per call: each is a batch of its own,
@@ -183,6 +187,15 @@ func TestManySegmentsFewDescriptors(t *testing.T) {
 	}
 	produce(0)
 	check("live", 1)
+	logs, _ := filepath.Glob(filepath.Join(b.DataDir, "*", "segs-*", "*.log"))
+	if more, _ := filepath.Glob(filepath.Join(b.DataDir, "segs-*", "*.log")); len(more) > len(logs) {
+		logs = more
+	}
+	if len(logs) <= nofile {
+		out, _ := exec.Command("sh", "-c", "ls -la "+filepath.Join(b.DataDir, "segs-0")+"; ls "+b.DataDir+" | head").CombinedOutput()
+		t.Fatalf("%d segment files, want more than the %d descriptors: the test does not exercise the cache\n%s", len(logs), nofile, out)
+	}
+	t.Logf("%d segment files on %d descriptors", len(logs), nofile)
 
 	b.Stop()
 	b.Restart()
