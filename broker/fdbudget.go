@@ -108,18 +108,28 @@ func (b *Broker) newBudgetCheck() *budgetCheck {
 	return c
 }
 
-// add takes in a topic's new replicas, parts partitions at rf (spread) or
-// assigned (mine of them); it returns a refusal message when they would
-// take this node past its limit, and then does not count them.
-func (c *budgetCheck) add(topic string, parts, rf, mine int, assigned bool) string {
-	n := mine
-	if !assigned {
+// add takes in a topic's new replicas: parts partitions at rf, spread by
+// the controller, or as assigned (each new partition's replicas) when
+// assigned is not empty. It returns a refusal message, logged, when they
+// would take this node past its limit, and then does not count them.
+func (c *budgetCheck) add(api, topic string, parts, rf int, assigned [][]int32) string {
+	n := 0
+	for _, rs := range assigned {
+		for _, id := range rs {
+			if id == c.me {
+				n++
+			}
+		}
+	}
+	if len(assigned) == 0 {
 		rf = min(max(rf, 1), c.live)
 		n = (parts*rf + c.live - 1) / c.live
 	}
 	if c.have+n > c.limit.partLimit {
-		return fmt.Sprintf("topic %s: %d more partition replicas on broker %d, which has %d, is past its limit of %s",
+		msg := fmt.Sprintf("topic %s: %d more partition replicas on broker %d, which has %d, is past its limit of %s",
 			topic, n, c.me, c.have, c.limit)
+		c.b.log.Warn().Str("topic", topic).Msg(api + " refused: " + msg)
+		return msg
 	}
 	c.have += n
 	return ""
@@ -133,26 +143,22 @@ func (b *Broker) refuseCreateTopics(req *kmsg.CreateTopicsRequest) []kmsg.Create
 	var refused []kmsg.CreateTopicsResponseTopic
 	kept := req.Topics[:0:0]
 	for _, rt := range req.Topics {
-		parts, rf, mine := int(rt.NumPartitions), int(rt.ReplicationFactor), 0
+		parts, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
 		if parts < 0 {
 			parts = int(live.NumPartitions)
 		}
 		if rf < 0 {
 			rf = int(live.DefaultReplication)
 		}
+		var assigned [][]int32
 		for _, a := range rt.ReplicaAssignment {
-			for _, id := range a.Replicas {
-				if id == c.me {
-					mine++
-				}
-			}
+			assigned = append(assigned, a.Replicas)
 		}
-		if msg := c.add(rt.Topic, parts, rf, mine, len(rt.ReplicaAssignment) > 0); msg != "" {
+		if msg := c.add("CreateTopics", rt.Topic, parts, rf, assigned); msg != "" {
 			st := kmsg.NewCreateTopicsResponseTopic()
 			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.PolicyViolation.Code, &msg
 			st.NumPartitions, st.ReplicationFactor = -1, -1
 			refused = append(refused, st)
-			b.log.Warn().Str("topic", rt.Topic).Msg("CreateTopics refused: " + msg)
 			continue
 		}
 		kept = append(kept, rt)
@@ -176,20 +182,15 @@ func (b *Broker) refuseCreatePartitions(req *kmsg.CreatePartitionsRequest) []kms
 			kept = append(kept, rt) // the controller's errors to give
 			continue
 		}
-		mine := 0
+		var assigned [][]int32
 		for _, a := range rt.Assignment {
-			for _, id := range a.Replicas {
-				if id == c.me {
-					mine++
-				}
-			}
+			assigned = append(assigned, a.Replicas)
 		}
 		rf := len(t.Partitions[0].Replicas)
-		if msg := c.add(rt.Topic, int(rt.Count)-len(t.Partitions), rf, mine, len(rt.Assignment) > 0); msg != "" {
+		if msg := c.add("CreatePartitions", rt.Topic, int(rt.Count)-len(t.Partitions), rf, assigned); msg != "" {
 			st := kmsg.NewCreatePartitionsResponseTopic()
 			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.PolicyViolation.Code, &msg
 			refused = append(refused, st)
-			b.log.Warn().Str("topic", rt.Topic).Msg("CreatePartitions refused: " + msg)
 			continue
 		}
 		kept = append(kept, rt)
