@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +38,8 @@ type ManyPartitions struct {
 	RSSBaseMiB      float64 `json:"rss_base_mib"`
 	RSSMiB          float64 `json:"rss_mib"`
 	RSSPerPartKiB   float64 `json:"rss_per_partition_kib"`
+	HeapMiB         float64 `json:"heap_inuse_mib"`
+	HeapPerPartKiB  float64 `json:"heap_per_partition_kib"`
 	CleanStopSec    float64 `json:"clean_stop_s"`
 	CleanRestartSec float64 `json:"clean_restart_serving_s"`
 	RSSAfterMiB     float64 `json:"rss_after_clean_restart_mib"`
@@ -64,6 +70,7 @@ func runManyPartitions(ctx context.Context, cfg *config, out io.Writer) int {
 	fmt.Fprintf(out, "  create topic                      %8.1f s\n", res.CreateSec)
 	fmt.Fprintf(out, "  produce one record to each        %8.1f s\n", res.ProduceSec)
 	fmt.Fprintf(out, "  RSS before / with the topic       %8.0f / %.0f MiB (%.1f KiB per partition)\n", res.RSSBaseMiB, res.RSSMiB, res.RSSPerPartKiB)
+	fmt.Fprintf(out, "  Go heap in use with the topic      %8.0f MiB (%.1f KiB per partition)\n", res.HeapMiB, res.HeapPerPartKiB)
 	fmt.Fprintf(out, "  clean stop (SIGTERM)              %8.1f s\n", res.CleanStopSec)
 	fmt.Fprintf(out, "  restart after clean stop, serving %8.1f s (RSS %.0f MiB)\n", res.CleanRestartSec, res.RSSAfterMiB)
 	fmt.Fprintf(out, "  restart after kill -9, serving    %8.1f s\n", res.KillRestartSec)
@@ -72,11 +79,26 @@ func runManyPartitions(ctx context.Context, cfg *config, out io.Writer) int {
 
 func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error {
 	n := cfg.manyPartitions
-	p, err := startFjord(ctx, cfg.fjordBin)
+	// The node's /metrics (fjord.metrics.listener) gives its heap.
+	ports := make([]int, 2)
+	for i := range ports {
+		var err error
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	extra := []string{"--override", "fjord.metrics.listener=" + metrics}
+	dir, err := os.MkdirTemp("", "fjord-bench-")
 	if err != nil {
 		return err
 	}
-	dir, addr := p.dir, p.addr
+	p, err := startFjordIn(ctx, cfg.fjordBin, dir, addr, startupWait, extra...)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
 	defer func() {
 		if p != nil && !p.exited() {
 			p.halt(syscall.SIGKILL, time.Second)
@@ -89,6 +111,10 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 	}()
 	time.Sleep(time.Second) // let start-up garbage settle before the baseline
 	if res.RSSBaseMiB, err = rssMiB(p.cmd.Process.Pid); err != nil {
+		return err
+	}
+	heapBase, err := heapInUseMiB(ctx, metrics)
+	if err != nil {
 		return err
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("fjord-bench-many"),
@@ -132,12 +158,18 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 		return err
 	}
 	res.RSSPerPartKiB = (res.RSSMiB - res.RSSBaseMiB) * 1024 / float64(n)
+	heap, err := heapInUseMiB(ctx, metrics)
+	if err != nil {
+		return err
+	}
+	res.HeapMiB = heap
+	res.HeapPerPartKiB = (heap - heapBase) * 1024 / float64(n)
 	cl.Close()
 
 	restart := func(what string) (float64, error) {
 		start := time.Now()
 		var err error
-		np, err := startFjordIn(ctx, cfg.fjordBin, dir, addr, 10*time.Minute)
+		np, err := startFjordIn(ctx, cfg.fjordBin, dir, addr, 10*time.Minute, extra...)
 		if err != nil {
 			return 0, fmt.Errorf("restart after %s: %w", what, err)
 		}
@@ -170,6 +202,29 @@ func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error
 		return err
 	}
 	return nil
+}
+
+// heapInUseMiB reads go_memstats_heap_inuse_bytes from the node's
+// Prometheus endpoint, after asking nothing else of it.
+func heapInUseMiB(ctx context.Context, addr string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			b, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return b / (1 << 20), err
+		}
+	}
+	return 0, fmt.Errorf("metrics at %s: no go_memstats_heap_inuse_bytes", addr)
 }
 
 // waitServing polls ListOffsets until every one of the n partitions of

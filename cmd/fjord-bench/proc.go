@@ -65,7 +65,8 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 // startFjordIn is startFjord on a given directory and address: a restart
 // of a node whose data is there (its output is appended to fjord.log).
 // A node answers only once it has opened its logs: wait bounds that.
-func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration) (*fjordProc, error) {
+// extra are more command-line arguments.
+func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration, extra ...string) (*fjordProc, error) {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
@@ -77,10 +78,10 @@ func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration
 	if p.log, err = os.OpenFile(filepath.Join(dir, "fjord.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin,
-		"--override", "listeners=PLAINTEXT://"+p.addr,
-		"--override", "log.dirs="+filepath.Join(dir, "data"),
-	)
+	p.cmd = exec.Command(bin, append([]string{
+		"--override", "listeners=PLAINTEXT://" + p.addr,
+		"--override", "log.dirs=" + filepath.Join(dir, "data"),
+	}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
 	logf("[fjord] starting %s", strings.Join(p.cmd.Args, " "))
