@@ -117,6 +117,17 @@ func (h *cachedFile) acquire() (File, error) {
 
 	f, err := h.fs.OpenFile(h.path, os.O_RDWR, 0o644)
 	if err != nil {
+		// Removed while we opened it: the removal opened the file itself
+		// first (segment.keepOpen), or retired it closed.
+		c.mu.Lock()
+		got, retired := h.pinLocked(), h.retired
+		c.mu.Unlock()
+		if got != nil {
+			return got, nil
+		}
+		if retired {
+			return nil, fmt.Errorf("%s: %w", h.path, errFileRetired)
+		}
 		return nil, err
 	}
 	c.mu.Lock()

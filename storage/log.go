@@ -849,6 +849,11 @@ func (s *segment) readBatches(dst []byte, offset, pos, size int64, maxBytes int,
 				if buf, err = s.readInto(dst, pos, info.Bytes); err != nil {
 					return nil, err
 				}
+				if len(buf) < info.Bytes {
+					// The file ends before the size this read was given:
+					// cut meanwhile (a truncation), not damage.
+					return nil, fmt.Errorf("segment %d: read at %d: %d of %d bytes, the file is shorter than the segment", s.base, pos, len(buf), info.Bytes)
+				}
 				if err := CheckCRC(buf); err != nil {
 					return s.corruptAt(buf, 0, pos, offset, next, err.Error())
 				}
