@@ -210,3 +210,82 @@ func TestManySegmentsFewDescriptors(t *testing.T) {
 		t.Fatalf("the node ran out of descriptors or panicked:\n%s", b.tailLog(30))
 	}
 }
+
+// TestDescriptorBudgetLowered: the safety net behind the check at
+// creation. A node restarted with fewer descriptors than its replicas
+// need (RLIMIT_NOFILE lowered from 4096 to 1536: 480 replicas, for 550)
+// opens what fits and keeps the rest offline, with KAFKA_STORAGE_ERROR to
+// clients and a log line naming the budget, rather than run out of
+// descriptors; it keeps accepting connections; and once a topic is
+// deleted the offline replicas open on their next retry.
+func TestDescriptorBudgetLowered(t *testing.T) {
+	// 400 + 100 + the 50 of __consumer_offsets; 480 fit.
+	const parts, total, fit = 400, 550, 480
+	b := startBrokerLimited(t, t.TempDir(), 4096, "num.partitions=1")
+	adm := newAdmin(t, b.Addr)
+	ctx := testCtx(t, 3*time.Minute)
+	if r, err := adm.CreateTopic(ctx, parts, 1, nil, "wide"); err != nil || r.Err != nil {
+		t.Fatalf("create wide: %v %v", err, r.Err)
+	}
+	if r, err := adm.CreateTopic(ctx, 100, 1, nil, "spare"); err != nil || r.Err != nil {
+		t.Fatalf("create spare: %v %v", err, r.Err)
+	}
+	b.Stop()
+	b.nofile = 1536
+	b.Restart()
+	adm = newAdmin(t, b.Addr)
+	for i := range 20 {
+		if err := probe(b.Addr); err != nil {
+			t.Fatalf("connection %d past the budget: %v", i, err)
+		}
+	}
+	offline := func() int {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(ctx, "wide", "spare", "__consumer_offsets")
+		if err != nil {
+			t.Fatalf("ListOffsets: %v", err)
+		}
+		n := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil {
+				if !errors.Is(o.Err, kerr.KafkaStorageError) && !errors.Is(o.Err, kerr.NotLeaderForPartition) && !errors.Is(o.Err, kerr.LeaderNotAvailable) {
+					t.Errorf("%s[%d]: %v, want a retriable storage error", o.Topic, o.Partition, o.Err)
+				}
+				n++
+			}
+		})
+		return n
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	n := offline()
+	for n > total-fit && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond) // the opens that fit are still going on
+		n = offline()
+	}
+	if n != total-fit {
+		t.Fatalf("%d replicas offline, want %d: the node opened other than what its budget allows", n, total-fit)
+	}
+	t.Logf("%d of %d replicas offline past the budget", n, total)
+	if !b.logContains("file descriptor budget exhausted") {
+		t.Fatalf("no log line names the exhausted budget")
+	}
+	// Deleting a topic frees its share; the rest open on a later retry.
+	if _, err := adm.DeleteTopics(ctx, "spare"); err != nil {
+		t.Fatalf("delete spare: %v", err)
+	}
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, "wide")
+		if err == nil && ends.Error() == nil && len(ends["wide"]) == parts {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wide never served whole after spare was deleted: %v %v", err, ends.Error())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	log := b.readLog()
+	if strings.Contains(log, "too many open files") || strings.Contains(log, "panic:") {
+		t.Fatalf("the node ran out of descriptors or panicked:\n%s", b.tailLog(30))
+	}
+}
