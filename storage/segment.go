@@ -240,8 +240,8 @@ func markerOf(b []byte, info BatchInfo) *EndTxnMarker {
 //
 // The segment comes back with the writer's pin of its file held (s.f):
 // the caller unpins a sealed one. writeIndex has rebuilt indexes written
-// out (unsynced); an active segment's stay in memory until its seal or a
-// clean close (createSegment).
+// out (fdatasynced); an active segment's stay in memory until its seal or
+// a clean close (createSegment).
 func openSegment(fs FS, files *FileCache, dir string, base int64, recover, contiguous, writeIndex bool, indexInterval int32, onBatch replayFunc, beforeCut func(pos int64) error) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	s.h = files.handle(fs, s.path)
@@ -324,9 +324,10 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 	if !rebuild {
 		s.ix.offs, s.ix.times = offs, times
 	} else if writeIndex {
-		// scan filled the in-memory indexes; write them out. Unsynced: a
-		// torn file fails indexesAgree at the next open and is rebuilt.
-		if err := s.writeIndexFiles(false); err != nil {
+		// scan filled the in-memory indexes; write them out, durably (a
+		// clean close, which used to sync every index, now writes only
+		// the active segment's), so a later clean start can trust them.
+		if err := s.writeIndexFiles(true); err != nil {
 			s.close()
 			return nil, err
 		}
