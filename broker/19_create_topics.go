@@ -16,6 +16,9 @@ import (
 //     both, as in Kafka. Replication factor above the live brokers is
 //     INVALID_REPLICATION_FACTOR.
 //   - ValidateOnly (v1+) checks everything and creates nothing.
+//   - A topic whose replicas would take this broker past its descriptor
+//     budget (fjord.log.open.files.max, fdbudget.go) is POLICY_VIOLATION,
+//     with a message naming the limit, checked here before forwarding.
 //
 // Version notes:
 //   - v1: validate only, error messages; v5: flexible, returns partitions,

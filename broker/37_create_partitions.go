@@ -18,6 +18,8 @@ import (
 //     INVALID_REPLICATION_FACTOR when the topic's replication factor exceeds
 //     the live brokers, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST for a
 //     topic named twice.
+//   - New partitions whose replicas would take this broker past its
+//     descriptor budget are POLICY_VIOLATION (fdbudget.go), checked here.
 //   - ValidateOnly checks and changes nothing.
 //
 // Version notes:
@@ -29,9 +31,13 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+		refused := b.refuseCreatePartitions(req)
+		var kresp kmsg.Response = req.ResponseKind()
+		if len(req.Topics) > 0 {
+			var err error
+			if kresp, err = b.ctl.call(ctx, req); err != nil {
+				kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+			}
 		}
 		resp := kresp.(*kmsg.CreatePartitionsResponse)
 		resp.Version = req.Version
@@ -50,6 +56,7 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 				}
 			}
 		}
+		resp.Topics = append(resp.Topics, refused...)
 		respond(resp)
 	})
 }

@@ -60,6 +60,10 @@ type Broker struct {
 	// deleted (replicas.go); openSem bounds concurrent log opens.
 	replicas replicaRegistry
 	openSem  chan struct{}
+	// files is the node's cache of open log files, fdBudget its division
+	// of the descriptors (fdbudget.go). Set in New.
+	files    *storage.FileCache
+	fdBudget fdBudget
 	// throttles are the replication quotas (throttle.go).
 	throttles replThrottles
 	// limits bound the client listeners' connections and request memory (limits.go).
@@ -177,6 +181,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.stop = b.ctx.Done()
 	b.replicas.live = map[*replica.Partition]*dirClaim{}
+	b.files, b.fdBudget = newFileCache(cfg)
+	log.Info().Int("rlimit_nofile", b.fdBudget.limit).Int("log_open_files_max", b.fdBudget.capacity).
+		Int("partition_limit", b.fdBudget.partLimit).Msg("file descriptor budget")
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
 	b.startQuotas()
@@ -459,17 +466,41 @@ func (b *Broker) Close() error {
 
 // closeLogs closes every open log, those of replicas being deleted
 // included. REQUIRES: every goroutine stopped (no open still running).
+//
+// openSlots logs close at once: each close is a few fsyncs (indexes,
+// producer snapshot, clean-shutdown marker), which one at a time made a
+// node of 10,000 partitions take 49 s to stop.
 func (b *Broker) closeLogs() error {
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	type job struct {
+		p  *replica.Partition
+		lg *storage.Log
+	}
+	work := make(chan job)
+	for range openSlots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				if err := j.lg.Close(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s-%d: %w", j.p.Topic, j.p.Index, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
 	for _, p := range b.liveReplicas() {
-		lg := p.Log()
-		if lg == nil {
-			continue
-		}
-		if err := lg.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err))
+		if lg := p.Log(); lg != nil {
+			work <- job{p, lg}
 		}
 	}
+	close(work)
+	wg.Wait()
 	if len(errs) == 0 {
 		b.log.Info().Msg("all logs flushed and closed")
 	}

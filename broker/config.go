@@ -79,6 +79,10 @@ type Config struct {
 	// PartitionOpenTimeoutMs bounds how long applying a metadata change
 	// waits for new replicas to open (fjord.partition.open.timeout.ms).
 	PartitionOpenTimeoutMs int64
+	// LogOpenFilesMax is the capacity of the node's cache of open log
+	// files (fjord.log.open.files.max); 0 derives it from RLIMIT_NOFILE
+	// (fdbudget.go).
+	LogOpenFilesMax int64
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).
 	ReplicaLagTimeMaxMs int64
@@ -280,6 +284,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaLagTimeMaxMs < 1 {
 		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: must be >= 1", c.ReplicaLagTimeMaxMs))
+	}
+	if c.LogOpenFilesMax < 0 {
+		errs = append(errs, fmt.Errorf("fjord.log.open.files.max %d: must be >= 0", c.LogOpenFilesMax))
 	}
 	if c.PartitionOpenTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))

@@ -70,6 +70,15 @@ func newMetrics(b *Broker) *metrics {
 			}
 			return float64(n)
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_open_files", Help: "Log segment files held open by the node's file cache (at most fjord.log.open.files.max while no read pins more)."}, func() float64 {
+			return float64(b.files.Stats().Open)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_opens_total", Help: "Log segment files the file cache opened, first opens and reopens after an eviction."}, func() float64 {
+			return float64(b.files.Stats().Opens)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_evictions_total", Help: "Idle log segment files the file cache closed to stay within fjord.log.open.files.max."}, func() float64 {
+			return float64(b.files.Stats().Evictions)
+		}),
 	)
 	return m
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
@@ -35,7 +34,8 @@ type replicaRegistry struct {
 	// live maps every driver not yet Deleted to its directory claim.
 	live map[*replica.Partition]*dirClaim
 	dirs map[string]*dirClaim // the newest claim of each directory
-	// fds estimates the file descriptors the open logs hold.
+	// fds counts the descriptors the open logs hold permanently: one
+	// each, its active segment's (fdbudget.go).
 	fds int
 }
 
@@ -48,7 +48,7 @@ type dirClaim struct {
 	dir      string
 	prev     *dirClaim
 	released chan struct{}
-	fds      int // descriptors its open log holds, as estimated at open
+	fds      int // descriptors its open log holds permanently (0 or 1)
 }
 
 // newReplica makes the driver of this broker's replica of partition index
@@ -290,14 +290,6 @@ func (b *Broker) waitOpened(ps []*replica.Partition) {
 // 1,000 directory creations and log opens).
 const openSlots = 16
 
-// fdReserve is the part of the descriptor limit kept for connections,
-// the metadata quorum and everything else that is not a log.
-const fdReserve = 1024
-
-// fdsPerLog estimates a log's descriptors: three per segment (.log,
-// .index, .timeindex) plus one for directory work.
-func fdsPerLog(segments int) int { return 3*segments + 1 }
-
 // errFDBudget refuses an open that would exhaust the descriptor limit.
 var errFDBudget = errors.New("broker: file descriptor budget exhausted")
 
@@ -338,13 +330,31 @@ func (b *Broker) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, error
 	if h := b.openHook.Load(); h != nil {
 		(*h)(p.Topic, p.Index)
 	}
-	limit := b.fdLimit()
+	// The safety net behind the check at creation (fdbudget.go): a
+	// replica it did not foresee stays offline rather than exhaust the
+	// descriptors. The slot is taken before the open, so concurrent opens
+	// cannot overshoot together.
 	b.replicas.mu.Lock()
 	inUse := b.replicas.fds
-	b.replicas.mu.Unlock()
-	if inUse+fdsPerLog(1) > limit-fdReserve {
-		return nil, fmt.Errorf("%w: about %d of %d descriptors held by logs (%d kept for connections)", errFDBudget, inUse, limit, fdReserve)
+	if inUse+1 > b.fdBudget.partLimit {
+		b.replicas.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d replicas open, the limit is %s", errFDBudget, inUse, b.fdBudget)
 	}
+	b.replicas.fds++
+	c.fds = 1
+	b.replicas.mu.Unlock()
+	lg, err := b.openLogFiles(p, c)
+	if err != nil {
+		b.replicas.mu.Lock()
+		b.replicas.fds -= c.fds
+		c.fds = 0
+		b.replicas.mu.Unlock()
+	}
+	return lg, err
+}
+
+// openLogFiles is openLog past the budget.
+func (b *Broker) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log, error) {
 	dir := c.dir
 	pmPath := filepath.Join(dir, "partition.metadata")
 	want := encodeUUID(p.TopicID)
@@ -372,25 +382,13 @@ func (b *Broker) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, error
 			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 		}
 	}
-	lg, err := storage.Open(dir, p.Settings().Storage, p.Logger)
+	scfg := p.Settings().Storage
+	scfg.Files = b.files
+	lg, err := storage.Open(dir, scfg, p.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
-	b.replicas.mu.Lock()
-	c.fds = fdsPerLog(lg.SegmentCount())
-	b.replicas.fds += c.fds
-	b.replicas.mu.Unlock()
 	return lg, nil
-}
-
-// fdLimit is the process's descriptor limit (Go raises the soft limit to
-// the hard one at start-up).
-func (b *Broker) fdLimit() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
-		return 1 << 30
-	}
-	return int(rl.Cur)
 }
 
 // parseTopicID reads the topic_id line of a partition.metadata file.

@@ -43,6 +43,19 @@ func validTopicName(name string) error {
 // topics it created are in this broker's image. A controller that cannot
 // be reached makes every topic REQUEST_TIMED_OUT.
 func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	refused := b.refuseCreateTopics(req)
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Topics = refused
+		return resp
+	}
+	resp := b.forwardCreateTopics(ctx, req)
+	resp.Topics = append(resp.Topics, refused...)
+	return resp
+}
+
+// forwardCreateTopics is createTopics once the descriptor budget passed.
+func (b *Broker) forwardCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	kresp, err := b.ctl.call(ctx, req)
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)

@@ -635,7 +635,13 @@ func (d *diskRun) checkRecovery(c diskCase, victim, logFrom int, want map[int32]
 		if exp.indexes {
 			segs, err := diskSegments(dir)
 			var missing []string
-			for _, s := range segs {
+			// The active segment's indexes live in memory (written at its
+			// roll or a clean close, rebuilt by every unclean start): its
+			// files need not be back.
+			for i, s := range segs {
+				if i == len(segs)-1 {
+					continue
+				}
 				for _, ext := range []string{".index", ".timeindex"} {
 					if _, err := os.Stat(strings.TrimSuffix(s.path, ".log") + ext); err != nil {
 						missing = append(missing, segName(s)+" "+ext)
@@ -645,7 +651,7 @@ func (d *diskRun) checkRecovery(c diskCase, victim, logFrom int, want map[int32]
 			if err != nil || len(missing) > 0 {
 				t.Errorf("case %s: node %d p%d: index files not rebuilt (%v): %v", c.name, victim, p, err, missing)
 			} else {
-				d.logf("case %s: node %d p%d: index files of all %d segments rebuilt", c.name, victim, p, len(segs))
+				d.logf("case %s: node %d p%d: index files of all %d sealed segments rebuilt", c.name, victim, p, max(len(segs)-1, 0))
 			}
 		}
 	}

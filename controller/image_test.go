@@ -453,3 +453,41 @@ func TestApplyACL(t *testing.T) {
 		t.Fatal("LITERAL filter matches a prefix")
 	}
 }
+
+// A batch creating a topic and its partitions grows them in place (the
+// batch's own allocations), yet images before it, and a failed batch,
+// stay as they were, and a later batch's changes share nothing with it.
+func TestApplyBatchOwnsWhatItCreates(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("")
+	id := [16]byte{7}
+	recs := []Record{NewRecord(CreateTopic{Name: "t", ID: id})}
+	for p := range int32(1000) {
+		recs = append(recs, NewRecord(CreatePartition{TopicID: id, Partition: p, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}))
+	}
+	before := c.img
+	c.apply(NewBatch(recs))
+	first := c.img
+	if before.Topic("t") != nil || len(first.Topic("t").Partitions) != 1000 {
+		t.Fatalf("after the batch: before has %v, after %d partitions", before.Topic("t"), len(first.Topic("t").Partitions))
+	}
+	// A second batch adds partitions and changes one created by the first.
+	c.apply(NewBatch([]Record{
+		NewRecord(CreatePartition{TopicID: id, Partition: 1000, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}),
+		NewRecord(SetConfig{Resource: ConfigResource{Type: ResourceTopic, Name: "t"}, Key: "retention.ms", Value: ptr("5")}),
+		NewRecord(CreatePartition{TopicID: id, Partition: 1001, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}),
+	}))
+	if n := len(first.Topic("t").Partitions); n != 1000 {
+		t.Fatalf("the first batch's image changed: %d partitions", n)
+	}
+	if n := len(c.img.Topic("t").Partitions); n != 1002 {
+		t.Fatalf("after the second batch: %d partitions, want 1002", n)
+	}
+	// A batch that fails part way leaves its base image unchanged.
+	bad := []Record{NewRecord(CreatePartition{TopicID: id, Partition: 1002, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}),
+		NewRecord(CreatePartition{TopicID: id, Partition: 7})}
+	applyErr(t, c.img, NewBatch(bad))
+	if n := len(c.img.Topic("t").Partitions); n != 1002 {
+		t.Fatalf("a failed batch changed the image: %d partitions", n)
+	}
+}

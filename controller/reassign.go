@@ -137,10 +137,7 @@ func (img *Image) changeReplicas(b ChangeReplicas) error {
 	if err := p.check(); err != nil {
 		return fmt.Errorf("%w: change replicas %q-%d: %v", ErrNotApplicable, t.Name, b.Partition, err)
 	}
-	nt := *t
-	nt.Partitions = slices.Clone(t.Partitions)
-	nt.Partitions[b.Partition] = p
-	img.putTopic(&nt)
+	img.setPartition(t, b.Partition, p)
 	return nil
 }
 

@@ -220,7 +220,12 @@ func (r abortedRanges) has(info BatchInfo, base int64) bool {
 
 // eachStoredBatch reads a segment's batches sequentially up to size.
 func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) error {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 256<<10)
+	f, err := s.h.acquire()
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	defer s.h.release()
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
 	var buf []byte
 	for pos := int64(0); pos < size; {
 		var hdr [BatchHeaderLen]byte
@@ -302,13 +307,17 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 			return fmt.Errorf("segment %d: %w", old.base, err)
 		}
 	}
+	// The old file stays open for readers that still hold the old
+	// segment (until the grace below ends), and is never reopened by its
+	// name, which names the cleaned file from the rename on.
+	old.keepOpen()
 	if err := l.fs.Rename(cleaned, old.path); err != nil {
 		return fmt.Errorf("segment %d: install cleaned: %w", old.base, err)
 	}
 	if err := l.fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("segment %d: %w", old.base, err)
 	}
-	ns, err := openSegment(l.fs, dir, old.base, true, false, l.cfg.IndexIntervalBytes, nil, nil)
+	ns, err := openSegment(l.fs, l.files, dir, old.base, true, false, false, l.cfg.IndexIntervalBytes, nil, nil)
 	if err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: reopen after cleaning: %w", old.base, err)
 		return l.mu.failed
@@ -320,9 +329,11 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	// The aborted transaction index, untouched on disk, goes with it.
 	ns.txn, old.txn = old.txn, nil
 	ns.publishAborted()
-	for _, f := range []File{ns.ix.offFile, ns.ix.timeFile} {
-		f.Sync()
+	if err := ns.writeIndexFiles(true); err != nil {
+		// Derived: the next open rebuilds what is missing.
+		l.log.Warn().Err(err).Int64("segment", ns.base).Msg("writing a cleaned segment's indexes")
 	}
+	ns.unpinWriter()
 	next := append([]*segment(nil), segs...)
 	next[idx] = ns
 	l.publishSegs(next)

@@ -179,15 +179,19 @@ func syncFileSystems(fss FileSystemSyncer, dirty [][]*segment) bool {
 			if s.removed.Load() {
 				continue
 			}
-			dev, ok := deviceOf(s.f)
-			if !ok {
+			// A pin of its own, as syncSegments takes: the segment may
+			// have been sealed, its file evicted, meanwhile.
+			f, err := s.h.acquire()
+			if err != nil {
 				return false
 			}
-			if seen[dev] {
-				continue
+			dev, ok := deviceOf(f)
+			if ok && !seen[dev] {
+				seen[dev] = true
+				err = fss.SyncFileSystem(f)
 			}
-			seen[dev] = true
-			if err := fss.SyncFileSystem(s.f); err != nil {
+			s.h.release()
+			if !ok || err != nil {
 				return false
 			}
 			did = true

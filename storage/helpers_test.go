@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,8 +270,34 @@ func openLog(t testing.TB, dir string, cfg Config) *Log {
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
-	t.Cleanup(func() { l.Close() })
+	openLogs.Store(filepath.Clean(dir), l)
+	t.Cleanup(func() { openLogs.CompareAndDelete(filepath.Clean(dir), l); l.Close() })
 	return l
+}
+
+// openLogs maps the directory of each log openLog opened to it, for
+// activeIndexToDisk.
+var openLogs sync.Map
+
+// activeIndexToDisk writes the active segment's in-memory indexes to its
+// files, as a clean Close would, when dir is the directory of a log still
+// open: checks of the index files then check the indexes the log serves
+// lookups from. A closed log's files are left as they are.
+func activeIndexToDisk(t testing.TB, dir string) {
+	t.Helper()
+	v, ok := openLogs.Load(filepath.Clean(dir))
+	if !ok {
+		return
+	}
+	l := v.(*Log)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return
+	}
+	if err := l.active().writeIndexFiles(false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // appendOpts builds, validates and appends one batch.

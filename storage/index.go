@@ -25,9 +25,11 @@ const (
 	timeEntryLen   = 12
 )
 
-// index holds a segment's sparse offset and time indexes in memory and
-// mirrors them to their files. The in-memory copy serves lookups; the files
-// exist for restarts and for operators' tools.
+// index holds a segment's sparse offset and time indexes in memory. The
+// in-memory copy serves lookups; the .index and .timeindex files exist for
+// restarts and for operators' tools, and are written whole when the
+// segment is sealed or the log closes cleanly (segment.writeIndexFiles),
+// so no descriptor stays open for them.
 //
 // Invariant: offsets and positions increase strictly along offs; timestamps
 // increase strictly along times.
@@ -35,12 +37,8 @@ const (
 // through segment.publish and search them without locks, since appends never
 // modify existing elements.
 type index struct {
-	offs      []offsetEntry
-	times     []timeEntry
-	offFile   File // opened with O_APPEND
-	timeFile  File // opened with O_APPEND
-	scratch   [timeEntryLen]byte
-	fileError error // sticky: a failed index write only costs lookups speed
+	offs  []offsetEntry
+	times []timeEntry
 }
 
 func (ix *index) appendOffset(rel, pos int32) {
@@ -48,12 +46,6 @@ func (ix *index) appendOffset(rel, pos int32) {
 		return
 	}
 	ix.offs = append(ix.offs, offsetEntry{rel, pos})
-	if ix.offFile != nil && ix.fileError == nil {
-		b := ix.scratch[:offsetEntryLen]
-		binary.BigEndian.PutUint32(b[0:], uint32(rel))
-		binary.BigEndian.PutUint32(b[4:], uint32(pos))
-		_, ix.fileError = ix.offFile.Write(b)
-	}
 }
 
 func (ix *index) appendTime(ts int64, rel int32) {
@@ -61,12 +53,6 @@ func (ix *index) appendTime(ts int64, rel int32) {
 		return
 	}
 	ix.times = append(ix.times, timeEntry{ts, rel})
-	if ix.timeFile != nil && ix.fileError == nil {
-		b := ix.scratch[:timeEntryLen]
-		binary.BigEndian.PutUint64(b[0:], uint64(ts))
-		binary.BigEndian.PutUint32(b[8:], uint32(rel))
-		_, ix.fileError = ix.timeFile.Write(b)
-	}
 }
 
 // lookupPos returns the position to start scanning from for relative offset

@@ -38,6 +38,9 @@ type Config struct {
 	// FS holds the log's files; nil means the operating system's (OSFS).
 	// Fixed at Open: SetConfig ignores it.
 	FS FS
+	// Files is the node's cache of open segment files, shared by all its
+	// logs; nil means one without a bound. Fixed at Open like FS.
+	Files *FileCache
 }
 
 // DefaultConfig matches Kafka's defaults.
@@ -85,10 +88,11 @@ const cleanShutdownFile = "clean-shutdown"
 // epoch cache starts below end, except the latest, which may start at end (an
 // epoch recorded before its first batch is written, or whose write failed).
 type Log struct {
-	dir string
-	cfg Config
-	fs  FS // never nil
-	log zerolog.Logger
+	dir   string
+	cfg   Config
+	fs    FS         // never nil
+	files *FileCache // never nil
+	log   zerolog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +108,9 @@ type Log struct {
 		// savedStart is the offset log-start-offset holds, -1 without the
 		// file (logstart.go).
 		savedStart int64
+		// markerUnsynced: Open removed the clean-shutdown marker and has
+		// not yet made the removal durable (markerGoneLocked).
+		markerUnsynced bool
 		// hadTxnIndex: this log has had a .txnindex file, so a roll
 		// removes any at the new segment's base (one a failed removal left
 		// there must not become the new segment's). Logs without aborted
@@ -156,7 +163,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if err := mkdirAllDurable(fs, dir); err != nil {
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, cfg: cfg, fs: fs, log: log}
+	files := cfg.Files
+	if files == nil {
+		files = unboundedFiles
+	}
+	l := &Log{dir: dir, cfg: cfg, fs: fs, files: files, log: log}
 	l.mu.dirty = make(map[*segment]struct{})
 
 	bases, txnFiles, err := listSegments(fs, dir)
@@ -166,16 +177,29 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	cleanPath := filepath.Join(dir, cleanShutdownFile)
 	_, statErr := fs.Stat(cleanPath)
 	clean := statErr == nil
+	markerUnsynced := false
 	if clean {
-		// From here on a crash must look unclean, durably: a marker that
-		// came back would have the next Open trust this active segment's
-		// index and skip the CRC checks of its tail.
+		// Once the log changes a crash must look unclean, durably: a
+		// marker that came back would have the next Open trust this
+		// active segment's index and skip the CRC checks of its tail. Not
+		// before: while the log is as the clean close left it, a marker
+		// that comes back tells the truth. So the removal is made durable
+		// before the first change (markerGoneLocked), not here, which was
+		// one fsync per partition at every start-up.
 		if err := fs.Remove(cleanPath); err != nil {
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
-		if err := fs.SyncDir(dir); err != nil {
-			return nil, fmt.Errorf("log %s: sync directory after removing %s: %w", dir, cleanShutdownFile, err)
+		markerUnsynced = true
+	}
+	syncMarker := func(int64) error {
+		if !markerUnsynced {
+			return nil
 		}
+		if err := fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("sync directory after removing %s: %w", cleanShutdownFile, err)
+		}
+		markerUnsynced = false
+		return nil
 	}
 	removeTempFiles(fs, dir)
 	removeOrphanTxnIndexes(fs, dir, bases, txnFiles)
@@ -217,7 +241,9 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		// replica fetches them again from its leader.
 		cut := false
 		var beforeCut func(int64) error
-		if !active {
+		if active {
+			beforeCut = syncMarker // a cut changes the log
+		} else {
 			later := bases[i+1:]
 			beforeCut = func(pos int64) error {
 				log.Error().Int64("segment", base).Int64("position", pos).Int64("dropped_from", later[0]).
@@ -241,7 +267,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				return nil
 			}
 		}
-		s, err := openSegment(fs, dir, base, active && !clean, active && !cfg.Compacted, cfg.IndexIntervalBytes, onBatch, beforeCut)
+		s, err := openSegment(fs, files, dir, base, active && !clean, active && !cfg.Compacted, !active, cfg.IndexIntervalBytes, onBatch, beforeCut)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("log %s: %w", dir, err)
@@ -287,7 +313,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 	}
 	if len(segs) == 0 {
-		s, err := createSegment(fs, dir, 0)
+		s, err := createSegment(fs, files, dir, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -302,6 +328,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		segs = append(segs, s)
 	}
 	last := segs[len(segs)-1]
+	// Sealed segments hold no descriptor while idle: readers reopen them
+	// through the cache.
+	for _, s := range segs[:len(segs)-1] {
+		s.unpinWriter()
+	}
 	if last.size > 0 {
 		// The time-based roll counts from when this process first could
 		// have appended, not from the zero time.
@@ -343,6 +374,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	}
 	l.mu.producers = prods
 	l.mu.txns = txns
+	l.mu.markerUnsynced = markerUnsynced
 	l.mu.hadTxnIndex = len(txnFiles) > 0 || txnDirChanged
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
@@ -363,7 +395,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if restartAt >= 0 {
 		l.flushMu.Lock()
 		l.mu.Lock()
-		err := l.truncateFullyLocked(restartAt, restartAt)
+		err := l.truncateFullyLocked(restartAt, restartAt) // syncs the marker's removal first
 		l.mu.Unlock()
 		l.flushMu.Unlock()
 		if err != nil {
@@ -516,6 +548,9 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 // a control batch's marker, nil for data.
 // REQUIRES: l.mu held.
 func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
+	if err := l.markerGoneLocked(); err != nil {
+		return AppendResult{}, err
+	}
 	s := l.active()
 	base := l.end.Load()
 	epochs, newEpoch, err := l.epochCache().next(leaderEpoch, base, false)
@@ -605,6 +640,20 @@ func (l *Log) rollNeeded(s *segment, size, end, firstAppendMs int64, n int, last
 		size+int64(n) > 1<<31-1
 }
 
+// markerGoneLocked makes Open's removal of the clean-shutdown marker
+// durable, once, before the first write or truncation changes the log.
+// REQUIRES: l.mu held.
+func (l *Log) markerGoneLocked() error {
+	if !l.mu.markerUnsynced {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log %s: sync directory after removing %s: %w", l.dir, cleanShutdownFile, err)
+	}
+	l.mu.markerUnsynced = false
+	return nil
+}
+
 // writableLocked reports why the log cannot be changed, if it cannot.
 // REQUIRES: l.mu held.
 func (l *Log) writableLocked() error {
@@ -625,11 +674,16 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = err
 		return nil, err
 	}
-	for _, f := range []File{old.f, old.ix.offFile, old.ix.timeFile} {
-		if err := f.SyncData(); err != nil {
-			l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
-			return nil, l.mu.failed
-		}
+	if err := old.f.SyncData(); err != nil {
+		l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
+		return nil, l.mu.failed
+	}
+	// The sealed segment's indexes go to their files now, durably, so a
+	// restart trusts them; createSegment's directory sync below makes
+	// their names durable too.
+	if err := old.writeIndexFiles(true); err != nil {
+		l.mu.failed = fmt.Errorf("segment %d: index at roll: %w", old.base, err)
+		return nil, l.mu.failed
 	}
 	// Before the snapshot at base vouches for its entries (txnindex.go);
 	// createSegment's directory sync makes its name durable.
@@ -642,10 +696,14 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 			return nil, fmt.Errorf("segment %d: %w", base, err)
 		}
 	}
-	s, err := createSegment(l.fs, l.dir, base)
+	s, err := createSegment(l.fs, l.files, l.dir, base)
 	if err != nil {
 		return nil, err
 	}
+	// Sealed: no more writes, so no descriptor while idle (the aborted
+	// transaction index reopens if a truncation cuts it).
+	old.unpinWriter()
+	old.closeTxnIndex()
 	l.mu.producers.expire(now, l.producerTTL())
 	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
@@ -704,7 +762,14 @@ func (l *Log) flushBegin(target int64) (end int64, dirty []*segment, done bool, 
 // syncSegments fdatasyncs each segment. REQUIRES: flushMu held.
 func (l *Log) syncSegments(dirty []*segment) error {
 	for _, s := range dirty {
-		if err := s.f.SyncData(); err != nil {
+		// A pin of its own: the segment may be sealed, and its file
+		// evicted, meanwhile (a roll syncs it first).
+		f, err := s.h.acquire()
+		if err == nil {
+			err = f.SyncData()
+			s.h.release()
+		}
+		if err != nil {
 			if s.removed.Load() {
 				continue // deleted by retention while we synced: nothing to keep
 			}
@@ -738,6 +803,19 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte,
 	if offset >= limit {
 		return nil, nil
 	}
+	for try := 0; ; try++ {
+		b, err := l.readOnce(offset, maxBytes, limit, dst)
+		// A segment removed or replaced while this read held it, and its
+		// file closed by then: the current list has what replaced it.
+		if try < 2 && errors.Is(err, errFileRetired) {
+			continue
+		}
+		return b, err
+	}
+}
+
+// readOnce is Read on the segment list of the moment.
+func (l *Log) readOnce(offset int64, maxBytes int, limit int64, dst []byte) ([]byte, error) {
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	if i < 0 {
@@ -787,6 +865,11 @@ func (s *segment) readBatches(dst []byte, offset, pos, size int64, maxBytes int,
 				// One oversized batch, whole.
 				if buf, err = s.readInto(dst, pos, info.Bytes); err != nil {
 					return nil, err
+				}
+				if len(buf) < info.Bytes {
+					// The file ends before the size this read was given:
+					// cut meanwhile (a truncation), not damage.
+					return nil, fmt.Errorf("segment %d: read at %d: %d of %d bytes, the file is shorter than the segment", s.base, pos, len(buf), info.Bytes)
 				}
 				if err := CheckCRC(buf); err != nil {
 					return s.corruptAt(buf, 0, pos, offset, next, err.Error())

@@ -295,6 +295,9 @@ func TestSegmentRollBySize(t *testing.T) {
 			t.Fatalf("segment name %q is not zero-padded", name)
 		}
 		bases = append(bases, base)
+		if name == logs[len(logs)-1] {
+			activeIndexToDisk(t, dir) // the active segment's live in memory
+		}
 		for _, ext := range []string{".index", ".timeindex"} {
 			if _, err := os.Stat(filepath.Join(dir, stem+ext)); err != nil {
 				t.Fatalf("segment %s has no %s: %v", stem, ext, err)
@@ -366,6 +369,7 @@ func TestSegmentRollBySize(t *testing.T) {
 // maximum timestamp.
 func checkIndexFiles(t *testing.T, dir string, base int64, logData []byte, interval int32) {
 	t.Helper()
+	activeIndexToDisk(t, dir)
 	ob, err := os.ReadFile(segmentPath(dir, base, ".index"))
 	if err != nil {
 		t.Fatal(err)

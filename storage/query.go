@@ -202,12 +202,13 @@ func (l *Log) Close() error {
 				err = active.f.SyncData()
 			}
 		}
+		// The active segment's indexes, which lived in memory, go to their
+		// files for the next start to trust (sealed ones were written at
+		// their roll).
+		if e := segs[len(segs)-1].writeIndexFiles(true); e != nil && err == nil {
+			err = e
+		}
 		for _, s := range segs {
-			for _, f := range []File{s.ix.offFile, s.ix.timeFile} {
-				if e := f.Sync(); e != nil && err == nil {
-					err = e
-				}
-			}
 			// Before the snapshot below vouches for its entries.
 			if e := s.syncTxnIndex(); e != nil && err == nil {
 				err = e

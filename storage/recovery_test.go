@@ -1073,9 +1073,10 @@ func (syncDirFailsFS) SyncDir(dir string) error {
 
 // TestOpenCleanMarkerRemovalDurable: Open after a clean shutdown removes
 // the clean-shutdown marker and must know the removal is durable before it
-// takes appends; otherwise a crash may bring the marker back, and the next
-// Open would trust the active segment's index and skip the CRC checks of
-// its tail.
+// takes appends (or truncates); otherwise a crash may bring the marker
+// back, and the next Open would trust the active segment's index and skip
+// the CRC checks of its tail. Until the log changes, a marker that comes
+// back tells the truth, so Open itself does not wait for the removal.
 func TestOpenCleanMarkerRemovalDurable(t *testing.T) {
 	fs := NewMemFS()
 	cfg := testConfig()
@@ -1087,11 +1088,17 @@ func TestOpenCleanMarkerRemovalDurable(t *testing.T) {
 	}
 	cfg.FS = syncDirFailsFS{fs}
 	l2, err := Open("/data/topic-0", cfg, zerolog.Nop())
-	if err == nil {
-		l2.Close()
-		t.Fatal("regression: Open took a log whose clean-shutdown marker it could not durably remove (the directory sync failed)")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
 	}
-	if !errors.Is(err, syscall.EIO) {
-		t.Fatalf("Open: %v, want the sync's error", err)
+	defer l2.Close()
+	if _, err := appendRaw(l2, buildBatch(t, batchOpts{N: 1}), 2); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("regression: an append to a log whose clean-shutdown marker could not durably be removed: %v, want the sync's error", err)
+	}
+	if err := l2.Truncate(1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("regression: a truncation of a log whose clean-shutdown marker could not durably be removed: %v, want the sync's error", err)
+	}
+	if l2.EndOffset() != 3 {
+		t.Fatalf("the log changed: end %d, want 3", l2.EndOffset())
 	}
 }

@@ -268,6 +268,11 @@ const maxRelOffset = 1<<31 - 1
 // pwrite.
 // REQUIRES: l.mu held.
 func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res *AppendReplicaResult) error {
+	if len(kept) > 0 {
+		if err := l.markerGoneLocked(); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < len(kept); {
 		s := l.active()
 		first := kept[i]

@@ -134,6 +134,8 @@ func replicate(t *testing.T, leader, follower *Log, chunk int, torn bool, rng *r
 // byte for byte, and the same index files.
 func sameFiles(t *testing.T, leaderDir, followerDir string) {
 	t.Helper()
+	activeIndexToDisk(t, leaderDir)
+	activeIndexToDisk(t, followerDir)
 	ll, fl := filesWithExt(t, leaderDir, ".log"), filesWithExt(t, followerDir, ".log")
 	if !reflect.DeepEqual(ll, fl) {
 		t.Fatalf("segments differ: leader %v, follower %v", ll, fl)

@@ -25,7 +25,13 @@ type segment struct {
 	base int64
 	path string // the .log file
 	fs   FS
-	f    File
+	// h is the .log file in the node's FileCache; readers pin it for each
+	// read. f is the writer's own pin of it: set while the segment is the
+	// active one (and while Open or compaction sets it up), nil once it
+	// is sealed, so a sealed segment holds no descriptor while idle.
+	// Writer-owned like next and size.
+	h *cachedFile
+	f File
 
 	next            int64 // offset after the last batch
 	size            int64 // bytes of complete batches
@@ -105,18 +111,25 @@ func segmentPath(dir string, base int64, ext string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
 }
 
-func createSegment(fs FS, dir string, base int64) (*segment, error) {
+// createSegment creates an empty active segment. Its index files are not
+// created: an active segment's indexes live in memory, and are written out
+// when it is sealed (roll) or the log closes cleanly; after a crash
+// recovery rebuilds them from the .log anyway. Stale index files of an
+// older segment of this base are removed, so a clean start cannot take
+// them for this one's.
+func createSegment(fs FS, files *FileCache, dir string, base int64) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
-	var err error
-	if s.f, err = fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+	f, err := fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
 	}
-	if err := s.openIndexFiles(true); err != nil {
+	s.h, s.f = files.adopt(fs, s.path, f), f
+	if err := s.removeIndexFiles(); err != nil {
 		s.close()
 		return nil, err
 	}
-	// The new files' directory entries must survive a crash once data in
-	// them is acknowledged.
+	// The new file's directory entry must survive a crash once data in it
+	// is acknowledged.
 	if err := fs.SyncDir(dir); err != nil {
 		s.close()
 		return nil, fmt.Errorf("segment %d: sync directory: %w", base, err)
@@ -124,17 +137,64 @@ func createSegment(fs FS, dir string, base int64) (*segment, error) {
 	return s, nil
 }
 
-func (s *segment) openIndexFiles(truncate bool) error {
-	flags := os.O_RDWR | os.O_CREATE | os.O_APPEND
-	if truncate {
-		flags |= os.O_TRUNC
+// unpinWriter gives up the writer's pin of the .log file (at a seal, or
+// after Open set up a sealed segment): it may now be closed while idle.
+// REQUIRES: Log.mu held (or the segment not yet shared).
+func (s *segment) unpinWriter() {
+	if s.f != nil {
+		s.f = nil
+		s.h.release()
 	}
-	var err error
-	if s.ix.offFile, err = s.fs.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".index"), flags, 0o644); err != nil {
-		return fmt.Errorf("segment %d index: %w", s.base, err)
+}
+
+// pinWriter takes the writer's pin of the .log file, for a sealed segment
+// that becomes the active one again (truncation).
+// REQUIRES: Log.mu held.
+func (s *segment) pinWriter() error {
+	if s.f != nil {
+		return nil
 	}
-	if s.ix.timeFile, err = s.fs.OpenFile(segmentPath(filepath.Dir(s.path), s.base, ".timeindex"), flags, 0o644); err != nil {
-		return fmt.Errorf("segment %d time index: %w", s.base, err)
+	f, err := s.h.acquire()
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	s.f = f
+	return nil
+}
+
+// writeIndexFiles writes the in-memory indexes to the .index and
+// .timeindex files whole, fdatasynced when sync is set. The files are
+// closed again: no descriptor stays open for them.
+func (s *segment) writeIndexFiles(sync bool) error {
+	offs := make([]byte, 0, len(s.ix.offs)*offsetEntryLen)
+	for _, e := range s.ix.offs {
+		offs = binary.BigEndian.AppendUint32(offs, uint32(e.rel))
+		offs = binary.BigEndian.AppendUint32(offs, uint32(e.pos))
+	}
+	times := make([]byte, 0, len(s.ix.times)*timeEntryLen)
+	for _, e := range s.ix.times {
+		times = binary.BigEndian.AppendUint64(times, uint64(e.ts))
+		times = binary.BigEndian.AppendUint32(times, uint32(e.rel))
+	}
+	dir := filepath.Dir(s.path)
+	for _, w := range []struct {
+		ext  string
+		data []byte
+	}{{".index", offs}, {".timeindex", times}} {
+		if err := writeWhole(s.fs, segmentPath(dir, s.base, w.ext), w.data, sync); err != nil {
+			return fmt.Errorf("segment %d: write %s: %w", s.base, w.ext, err)
+		}
+	}
+	return nil
+}
+
+// removeIndexFiles removes the segment's index files, if any: their
+// entries no longer describe the .log (a new segment, or one truncated).
+func (s *segment) removeIndexFiles() error {
+	for _, ext := range []string{".index", ".timeindex"} {
+		if err := s.fs.Remove(segmentPath(filepath.Dir(s.path), s.base, ext)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("segment %d: %w", s.base, err)
+		}
 	}
 	return nil
 }
@@ -177,10 +237,17 @@ func markerOf(b []byte, info BatchInfo) *EndTxnMarker {
 // beforeCut, if not nil, runs before recovery cuts a damaged tail off the
 // file (with the position of the cut); an error from it leaves the file
 // as it is and fails the open.
-func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexInterval int32, onBatch replayFunc, beforeCut func(pos int64) error) (*segment, error) {
+//
+// The segment comes back with the writer's pin of its file held (s.f):
+// the caller unpins a sealed one. writeIndex has rebuilt indexes written
+// out (fdatasynced); an active segment's stay in memory until its seal or
+// a clean close (createSegment).
+func openSegment(fs FS, files *FileCache, dir string, base int64, recover, contiguous, writeIndex bool, indexInterval int32, onBatch replayFunc, beforeCut func(pos int64) error) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
+	s.h = files.handle(fs, s.path)
 	var err error
-	if s.f, err = fs.OpenFile(s.path, os.O_RDWR, 0o644); err != nil {
+	if s.f, err = s.h.acquire(); err != nil {
+		s.h.drop()
 		return nil, fmt.Errorf("segment %d: %w", base, err)
 	}
 	st, err := s.f.Stat()
@@ -226,14 +293,14 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 	if !recover && !indexesAgree(s, offs, times) {
 		// Well-formed but wrong index files: rebuild from the log.
 		s.close()
-		return openSegment(fs, dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
+		return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, beforeCut)
 	}
 	if good < fileSize {
 		if !recover {
 			// A clean shutdown never leaves a partial batch: the file changed
 			// behind our back. Rebuild everything from what is valid.
 			s.close()
-			return openSegment(fs, dir, base, true, contiguous, indexInterval, onBatch, beforeCut)
+			return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, beforeCut)
 		}
 		if beforeCut != nil {
 			if err := beforeCut(good); err != nil {
@@ -256,24 +323,13 @@ func openSegment(fs FS, dir string, base int64, recover, contiguous bool, indexI
 	}
 	if !rebuild {
 		s.ix.offs, s.ix.times = offs, times
-	}
-	if err := s.openIndexFiles(rebuild); err != nil {
-		s.close()
-		return nil, err
-	}
-	if rebuild {
-		// scan filled the in-memory indexes; write them out.
-		offs, times := s.ix.offs, s.ix.times
-		s.ix.offs, s.ix.times = nil, nil
-		for _, e := range offs {
-			s.ix.appendOffset(e.rel, e.pos)
-		}
-		for _, e := range times {
-			s.ix.appendTime(e.ts, e.rel)
-		}
-		if s.ix.fileError != nil {
+	} else if writeIndex {
+		// scan filled the in-memory indexes; write them out, durably (a
+		// clean close, which used to sync every index, now writes only
+		// the active segment's), so a later clean start can trust them.
+		if err := s.writeIndexFiles(true); err != nil {
 			s.close()
-			return nil, fmt.Errorf("segment %d: write index: %w", base, s.ix.fileError)
+			return nil, err
 		}
 	}
 	return s, nil
@@ -403,9 +459,14 @@ func (s *segment) noteAppended(pos int64, n int, last, maxTS int64, epoch int32,
 // be a batch boundary; a length that cannot be a batch, or runs past size,
 // is ErrCorruptBatch.
 func (s *segment) walkHeaders(pos, size int64, fn func(pos int64, hdr []byte) (bool, error)) error {
+	f, err := s.h.acquire()
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	defer s.h.release()
 	var hdr [BatchHeaderLen]byte
 	for pos < size {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}
 		n := batchLen(hdr[:])
@@ -432,7 +493,12 @@ func (s *segment) readInto(dst []byte, pos int64, n int) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	got, err := s.f.ReadAt(buf, pos)
+	f, err := s.h.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	got, err := f.ReadAt(buf, pos)
+	s.h.release()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("segment %d: read at %d: %w", s.base, pos, err)
 	}
@@ -445,9 +511,17 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 	// An offset below the base (a read walking on across a gap between
 	// segments, perhaps wider than an int32) starts at the first batch.
 	pos := int64(lookupPos(offs, int32(min(max(offset-s.base, 0), math.MaxInt32))))
+	if pos >= size {
+		return size, nil
+	}
+	f, err := s.h.acquire()
+	if err != nil {
+		return 0, fmt.Errorf("segment %d: %w", s.base, err)
+	}
+	defer s.h.release()
 	var hdr [BatchHeaderLen]byte
 	for pos < size {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return 0, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}
 		length := int64(int32(binary.BigEndian.Uint32(hdr[offLength:])))
@@ -463,15 +537,13 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 	return size, nil
 }
 
+// close gives the segment's descriptors back: the .log's once no reader
+// holds it. REQUIRES: Log.mu held, or the segment not shared (or no
+// longer reachable by the writer: see remove).
 func (s *segment) close() {
-	if s.f != nil {
-		s.f.Close()
-	}
-	if s.ix.offFile != nil {
-		s.ix.offFile.Close()
-	}
-	if s.ix.timeFile != nil {
-		s.ix.timeFile.Close()
+	s.unpinWriter()
+	if s.h != nil {
+		s.h.drop()
 	}
 	s.closeTxnIndex()
 }
@@ -484,6 +556,7 @@ func (s *segment) close() {
 // Open removes.
 func (s *segment) remove(grace time.Duration) error {
 	s.removed.Store(true)
+	s.keepOpen()
 	exts := []string{".log", ".index", ".timeindex"}
 	if s.txn != nil {
 		exts = append(exts, txnIndexExt)
@@ -494,8 +567,23 @@ func (s *segment) remove(grace time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
+	s.unpinWriter()
 	time.AfterFunc(grace, s.close)
 	return errors.Join(errs...)
+}
+
+// keepOpen retires the segment's file open: readers that reach the
+// segment until its close (after the grace period) read the file as it is
+// now, and nothing reopens it by its name, which is about to go or to
+// name another file. Should the open fail, they get errFileRetired.
+// Log.mu held.
+func (s *segment) keepOpen() {
+	if _, err := s.h.acquire(); err == nil {
+		s.h.retire()
+		s.h.release()
+		return
+	}
+	s.h.retire()
 }
 
 // indexesAgree cross-checks trusted index files against the log after the

@@ -133,6 +133,9 @@ func (s *segment) cutPoint(offset int64) (cutInfo, error) {
 // truncateLocked is Truncate for StartOffset() <= offset < EndOffset().
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateLocked(offset int64) error {
+	if err := l.markerGoneLocked(); err != nil {
+		return err
+	}
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
@@ -197,7 +200,7 @@ func (l *Log) truncateLocked(offset int64) error {
 		}
 	}
 	// 3. The segment holding the cut.
-	if err := s.cutFiles(nt); err != nil {
+	if err := s.cutFiles(); err != nil {
 		return fail(err)
 	}
 	delete(l.mu.dirty, s)
@@ -233,9 +236,13 @@ func (l *Log) truncateLocked(offset int64) error {
 
 // cutFiles makes s's files match its state after a truncation: the .log cut
 // to size (taking any preallocated tail with it) and fdatasynced, the
-// indexes cut to their kept entries (nTimes time entries).
+// index files removed.
 // REQUIRES: Log.mu held.
-func (s *segment) cutFiles(nTimes int) error {
+func (s *segment) cutFiles() error {
+	// s becomes the active segment: the writer pins its file.
+	if err := s.pinWriter(); err != nil {
+		return err
+	}
 	if err := s.f.Truncate(s.size); err != nil {
 		return fmt.Errorf("segment %d: truncate to %d bytes: %w", s.base, s.size, err)
 	}
@@ -243,20 +250,10 @@ func (s *segment) cutFiles(nTimes int) error {
 	if err := s.f.SyncData(); err != nil {
 		return fmt.Errorf("segment %d: sync after truncate: %w", s.base, err)
 	}
-	if s.ix.fileError != nil {
-		// The index files already lack entries; cutting them could extend
-		// them with zeros. Recovery rebuilds them.
-		return nil
-	}
-	// Index files are derived: not synced. After a crash this segment is
-	// the active one, whose indexes recovery rebuilds.
-	if err := s.ix.offFile.Truncate(int64(len(s.ix.offs)) * offsetEntryLen); err != nil {
-		return fmt.Errorf("segment %d: truncate index: %w", s.base, err)
-	}
-	if err := s.ix.timeFile.Truncate(int64(nTimes) * timeEntryLen); err != nil {
-		return fmt.Errorf("segment %d: truncate time index: %w", s.base, err)
-	}
-	return nil
+	// As the active segment its indexes live in memory; files that
+	// describe the longer segment go (not synced: after a crash this
+	// segment is the active one, whose indexes recovery rebuilds).
+	return s.removeIndexFiles()
 }
 
 // replayProducers rebuilds the producer table and transaction state for a
@@ -371,6 +368,9 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 // the recorded start, Open's rule: offsets deleted anyway).
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyLocked(offset, start int64) error {
+	if err := l.markerGoneLocked(); err != nil {
+		return err
+	}
 	// Failures before the first segment goes leave the log as it was.
 	if err := removeSnapshotsAbove(l.fs, l.dir, -1); err != nil {
 		return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
@@ -417,7 +417,7 @@ func (l *Log) truncateFullyLocked(offset, start int64) error {
 	if err := l.fs.Remove(segmentPath(l.dir, offset, txnIndexExt)); err != nil && !os.IsNotExist(err) {
 		return fail(err)
 	}
-	ns, err := createSegment(l.fs, l.dir, offset)
+	ns, err := createSegment(l.fs, l.files, l.dir, offset)
 	if err != nil {
 		return fail(err)
 	}

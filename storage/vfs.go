@@ -194,6 +194,27 @@ func WriteFileSyncFS(fs FS, path string, data []byte) error {
 	return fs.SyncDir(filepath.Dir(path))
 }
 
+// writeWhole replaces the contents of name with data in place (no
+// temporary file: for derived files a torn write is detected and rebuilt,
+// such as indexes), fdatasynced when sync is set.
+func writeWhole(fs FS, name string, data []byte, sync bool) error {
+	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if sync {
+		if err := f.SyncData(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
 // mkdirAllDurable is MkdirAll that also makes each directory it creates
 // durable in its parent. SyncDir of a directory says nothing about the
 // directory's own name in its parent (POSIX; ext4's journal usually

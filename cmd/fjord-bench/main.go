@@ -59,6 +59,9 @@ type config struct {
 	txn int
 	// tls, from -tls-ca, dials -brokers with TLS (nil: plaintext).
 	tls *tls.Config
+	// manyPartitions > 0 runs the many-partitions mode (manyparts.go)
+	// instead of the suites.
+	manyPartitions int
 }
 
 func main() {
@@ -93,6 +96,13 @@ func run() int {
 			return 2
 		}
 		return runCluster(ctx, cfg, os.Stdout)
+	}
+	if cfg.manyPartitions > 0 {
+		if cfg.fjordBin == "" {
+			fmt.Fprintln(os.Stderr, "fjord-bench: -many-partitions needs -fjord-bin")
+			return 2
+		}
+		return runManyPartitions(ctx, cfg, os.Stdout)
 	}
 
 	rep := newReport(cfg)
@@ -153,6 +163,7 @@ func parseFlags(args []string) (*config, error) {
 	tlsCert := fs.String("tls-cert", "", "`path` of a PEM client certificate chain for -tls-ca (with -tls-key), for ssl.client.auth=required")
 	tlsKey := fs.String("tls-key", "", "`path` of the PEM private key of -tls-cert")
 	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
+	manyParts := fs.Int("many-partitions", 0, "with N > 0: instead of the suites, create N partitions on one -fjord-bin node and time its restarts (clean stop, kill -9) until every partition serves ListOffsets; report resident memory per partition")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -161,21 +172,22 @@ func parseFlags(args []string) (*config, error) {
 	}
 
 	cfg := &config{
-		kfake:       *kfake,
-		fjordBin:    *fjordBin,
-		suites:      map[string]bool{},
-		partitions:  *partitions,
-		rf:          *rf,
-		records:     *records,
-		size:        *size,
-		rate:        *rate,
-		duration:    *duration,
-		compression: *compression,
-		timeout:     *timeout,
-		json:        *jsonOut,
-		cluster:     *cluster,
-		fjordRF3:    *fjordRF3,
-		txn:         *txn,
+		kfake:          *kfake,
+		fjordBin:       *fjordBin,
+		suites:         map[string]bool{},
+		partitions:     *partitions,
+		rf:             *rf,
+		records:        *records,
+		size:           *size,
+		rate:           *rate,
+		duration:       *duration,
+		compression:    *compression,
+		timeout:        *timeout,
+		json:           *jsonOut,
+		cluster:        *cluster,
+		fjordRF3:       *fjordRF3,
+		txn:            *txn,
+		manyPartitions: *manyParts,
 	}
 	if *tlsCA != "" {
 		tc, err := loadTLS(*tlsCA, *tlsCert, *tlsKey)

@@ -47,13 +47,6 @@ func killChildren() {
 // --override log.dirs=DIR` on a free loopback port with a temp data dir and
 // waits until it answers a metadata request.
 func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("fjord binary: %w", err)
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -62,21 +55,38 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &fjordProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, done: make(chan struct{})}
-	if p.log, err = os.Create(filepath.Join(dir, "fjord.log")); err != nil {
+	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), startupWait)
+	if err != nil {
 		os.RemoveAll(dir)
+	}
+	return p, err
+}
+
+// startFjordIn is startFjord on a given directory and address: a restart
+// of a node whose data is there (its output is appended to fjord.log).
+// A node answers only once it has opened its logs: wait bounds that.
+// extra are more command-line arguments.
+func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration, extra ...string) (*fjordProc, error) {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin,
-		"--override", "listeners=PLAINTEXT://"+p.addr,
-		"--override", "log.dirs="+filepath.Join(dir, "data"),
-	)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("fjord binary: %w", err)
+	}
+	p := &fjordProc{addr: addr, dir: dir, done: make(chan struct{})}
+	if p.log, err = os.OpenFile(filepath.Join(dir, "fjord.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, append([]string{
+		"--override", "listeners=PLAINTEXT://" + p.addr,
+		"--override", "log.dirs=" + filepath.Join(dir, "data"),
+	}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
 	logf("[fjord] starting %s", strings.Join(p.cmd.Args, " "))
 	if err := p.cmd.Start(); err != nil {
 		p.log.Close()
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start fjord: %w", err)
 	}
 	childrenMu.Lock()
@@ -84,9 +94,9 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	childrenMu.Unlock()
 	go func() { p.cmd.Wait(); close(p.done) }()
 
-	if err := p.waitReady(ctx); err != nil {
+	if err := p.waitReady(ctx, wait); err != nil {
 		tail := p.logTail()
-		p.stop()
+		p.halt(syscall.SIGTERM, 10*time.Second)
 		return nil, fmt.Errorf("%w; fjord log: %s", err, tail)
 	}
 	return p, nil
@@ -94,8 +104,8 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 
 // waitReady pings the broker until it answers, the process exits, or
 // startupWait passes.
-func (p *fjordProc) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startupWait)
+func (p *fjordProc) waitReady(ctx context.Context, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
 	if err != nil {
@@ -113,7 +123,7 @@ func (p *fjordProc) waitReady(ctx context.Context) error {
 		case <-p.done:
 			return fmt.Errorf("fjord exited during start-up (%v)", p.cmd.ProcessState)
 		case <-ctx.Done():
-			return fmt.Errorf("fjord did not answer on %s within %s: %v", p.addr, startupWait, err)
+			return fmt.Errorf("fjord did not answer on %s within %s: %v", p.addr, wait, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -130,11 +140,18 @@ func (p *fjordProc) exited() bool {
 
 // stop sends SIGTERM, kills after 10s, and removes the temp dir.
 func (p *fjordProc) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.halt(syscall.SIGTERM, 10*time.Second)
+	os.RemoveAll(p.dir)
+}
+
+// halt sends sig, kills after wait, and waits for the exit; the data
+// stays for a restart (startFjordIn).
+func (p *fjordProc) halt(sig syscall.Signal, wait time.Duration) {
+	p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		logf("[fjord] did not stop on SIGTERM within 10s, killing")
+	case <-time.After(wait):
+		logf("[fjord] did not stop on %v within %s, killing", sig, wait)
 		p.cmd.Process.Kill()
 		<-p.done
 	}
@@ -142,7 +159,6 @@ func (p *fjordProc) stop() {
 	delete(children, p)
 	childrenMu.Unlock()
 	p.log.Close()
-	os.RemoveAll(p.dir)
 }
 
 // logTail returns the last lines of the process's output, on one line.
