@@ -261,8 +261,11 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 
 // sampleValue is a valid value for key k.
 func sampleValue(k broker.ConfigKey) string {
-	if k.Name == "allow.everyone.if.no.acl.found" { // its default is the zero value
+	switch k.Name { // defaults that are the zero value
+	case "allow.everyone.if.no.acl.found":
 		return "true"
+	case "fjord.log.open.files.max":
+		return "4096"
 	}
 	if k.Def != "" {
 		return k.Def
