@@ -230,8 +230,6 @@ func TestTLSStartupRefusals(t *testing.T) {
 		{"missing file", []string{"ssl.keystore.location=" + ks + ".missing"}, "no such file or directory"},
 		{"unknown cipher", []string{"ssl.keystore.location=" + ks, "ssl.keystore.password=" + f.storePW, "ssl.key.password=" + f.keyPW,
 			"ssl.enabled.protocols=TLSv1.2", "ssl.cipher.suites=TLS_RSA_WITH_FOO"}, "TLS_RSA_WITH_FOO is not a cipher suite Go's TLS serves"},
-		{"SSL controller listener", []string{"listeners=PLAINTEXT://127.0.0.1:" + freePort(t) + ",CONTROLLER://127.0.0.1:" + freePort(t),
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "controller listener (controller.listener.names) is served in plain text only"},
 	} {
 		var args []string
 		for _, o := range append(append([]string{}, base...), tc.ov...) {
