@@ -10,8 +10,6 @@ import (
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/twmb/franz-go/pkg/kgo"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // buildSASL makes the authenticator of every SASL client listener. A SASL
@@ -63,25 +61,9 @@ func (b *Broker) buildInterBrokerSASL() error {
 }
 
 // clientMechanism is this node's own SASL identity on listener name for
-// mechanism mech: the username and password options of the listener's
-// login module for it.
+// mechanism mech (sasl.Settings.ClientMechanism).
 func (b *Broker) clientMechanism(name, mech string) (kgosasl.Mechanism, string, error) {
-	var build func(user, pass string) kgosasl.Mechanism
-	switch mech {
-	case "PLAIN":
-		build = func(u, p string) kgosasl.Mechanism { return plain.Auth{User: u, Pass: p}.AsMechanism() }
-	case "SCRAM-SHA-256":
-		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha256Mechanism() }
-	case "SCRAM-SHA-512":
-		build = func(u, p string) kgosasl.Mechanism { return scram.Auth{User: u, Pass: p}.AsSha512Mechanism() }
-	default:
-		return nil, "", fmt.Errorf("mechanism %s is not supported for Fjord's own connections: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
-	}
-	user, pass, err := b.cfg.SASL.Login(name, mech)
-	if err != nil {
-		return nil, "", err
-	}
-	return build(user, pass), user, nil
+	return b.cfg.SASL.ClientMechanism(name, mech)
 }
 
 // buildControllerSASL prepares a SASL CONTROLLER listener (SASL_PLAINTEXT

@@ -24,7 +24,9 @@ import (
 // node (registered and unfenced) — for a compose healthcheck in an image
 // without a shell. The node's address and id come from the same
 // configuration the node reads (--config, KAFKA_* environment,
-// --override), so the check needs no flags inside the node's container.
+// --override), so the check needs no flags inside the node's container;
+// on a TLS or SASL listener it connects as the node itself (its keystore,
+// its own login module's username and password).
 //
 //	fjord health [--bootstrap host:port] [--brokers N] [--wait] [--timeout 60s] [--config F] [--override k=v ...]
 //
@@ -69,6 +71,12 @@ func health(args []string, environ []string, out io.Writer) int {
 			fmt.Fprintf(out, "fjord health: %v\n", err)
 			return 2
 		}
+		saslOpts, err := healthSASL(cfg, name)
+		if err != nil {
+			fmt.Fprintf(out, "fjord health: %v\n", err)
+			return 2
+		}
+		dialOpts = append(dialOpts, saslOpts...)
 	}
 	deadline := time.Now().Add(*timeout)
 	for {
@@ -127,6 +135,26 @@ func healthTLS(cfg broker.Config, listener string) ([]kgo.Opt, error) {
 	c := src.Client().Clone()
 	c.InsecureSkipVerify, c.VerifyConnection = true, nil //nolint:gosec // our own process on loopback
 	return []kgo.Opt{kgo.DialTLSConfig(c)}, nil
+}
+
+// healthSASL authenticates on a SASL listener as the node itself: the
+// username and password of the listener's login module (the JAAS file
+// KAFKA_OPTS names, sasl.jaas.config ...), with the inter-broker mechanism
+// when the listener enables it. Without it a SASL listener answers only
+// ApiVersions and SaslHandshake, and a healthcheck could never pass.
+func healthSASL(cfg broker.Config, listener string) ([]kgo.Opt, error) {
+	if p := cfg.ListenerProtocol(listener); p != "SASL_PLAINTEXT" && p != "SASL_SSL" {
+		return nil, nil
+	}
+	mech, err := cfg.SASL.SelfMechanism(listener)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := cfg.SASL.ClientMechanism(listener, mech)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: the node's own %s identity: %w", listener, mech, err)
+	}
+	return []kgo.Opt{kgo.SASL(m)}, nil
 }
 
 // checkServing asks addr for ApiVersions and Metadata and wants node id
