@@ -24,12 +24,21 @@ package compattests
 //     and check the commits). The test fails early if a Kafka container
 //     stops meanwhile (a start-up error), with the last 60 lines of
 //     docker-compose logs.
-//  4. If the file's host ports were kept and it advertises a listener to
+//     A file whose volumes are relative to its place in apache/kafka's
+//     tree (apache-ssl, apache-sasl) is copied to that place under the
+//     temp dir, with what its volume holds: generated JKS stores and
+//     credentials (apache-ssl), the example's JAAS file (apache-sasl). The
+//     clients then use TLS with a client certificate, or SASL with the
+//     example's credentials (the JAAS file's user_alice).
+//  4. For a SASL file, `authcheck` on the network: the example's user is
+//     served, the same user with a wrong password gets
+//     SASL_AUTHENTICATION_FAILED, a client without SASL is not served.
+//  5. If the file's host ports were kept and it advertises a listener to
 //     the host (localhost:9092, ...), the same roundtrip runs on the host.
-//  5. `fjord health --brokers N`, the image's healthcheck command (see
+//  6. `fjord health --brokers N`, the image's healthcheck command (see
 //     docker/test.sh), runs in every broker container: these files carry
 //     no healthcheck, but one users add must pass with their environment.
-//  6. For the clusters (apache-combined, apache-isolated, bitnami-cluster):
+//  7. For the clusters (apache-combined, apache-isolated, bitnami-cluster):
 //     a `workload` client (acks=all, idempotent, RF 3, bootstrapping from
 //     every broker) runs while the leader of its partition 0 is killed
 //     with `docker kill` ~3 s in, producing for 20 s; nothing acknowledged
@@ -51,6 +60,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,11 +84,22 @@ type composeFixture struct {
 	// leader of the workload's partition 0 is killed.
 	nodes map[int32]string
 	kill  bool
-	// tlsLayout, for a file with TLS listeners, is where the file lives in
-	// apache/kafka's tree (its secrets volume is relative to it): the test
-	// lays a temp directory out the same way, generates the stores there
-	// (composeTLS) and runs the clients with a client certificate.
-	tlsLayout string
+	// layout, for a file whose volumes are relative to where it lives in
+	// apache/kafka's tree, is that place: the test lays a temp directory
+	// out the same way.
+	layout string
+	// tls: the file has TLS listeners; the test generates the stores its
+	// volume holds (composeTLS) and runs the clients with a client
+	// certificate.
+	tls bool
+	// files are fixture files beside the compose file, put at these paths
+	// (relative to the root of layout) before the start.
+	files map[string]string
+	// saslUser, for a file with SASL listeners, is the user the clients
+	// authenticate as with saslMechanism; the password is that user's
+	// user_<name> option in the fixture file jaas, the JAAS file the
+	// example gives its broker.
+	saslUser, saslMechanism, jaas string
 }
 
 var composeFixtures = []composeFixture{
@@ -91,7 +112,11 @@ var composeFixtures = []composeFixture{
 		hostBootstrap: "localhost:29092,localhost:39092,localhost:49092",
 		brokers:       3, rf: 3, nodes: map[int32]string{4: "kafka-1", 5: "kafka-2", 6: "kafka-3"}, kill: true},
 	{name: "apache-ssl", bootstrap: "broker:19093", hostBootstrap: "localhost:9093",
-		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}, tlsLayout: "docker/examples/docker-compose-files/single-node/ssl"},
+		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}, layout: "docker/examples/docker-compose-files/single-node/ssl", tls: true},
+	{name: "apache-sasl", bootstrap: "broker:19094", hostBootstrap: "localhost:9094",
+		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}, layout: "docker/examples/docker-compose-files/single-node/sasl_plaintext",
+		files:    map[string]string{"broker_jaas.conf": "docker/examples/fixtures/sasl/broker_jaas.conf"},
+		saslUser: "alice", saslMechanism: "PLAIN", jaas: "broker_jaas.conf"},
 	{name: "confluent-kraft", bootstrap: "broker:29092", hostBootstrap: "localhost:9092",
 		brokers: 1, rf: 1, nodes: map[int32]string{1: "broker"}},
 	{name: "confluent-server", bootstrap: "broker:29092", hostBootstrap: "localhost:9092",
@@ -176,15 +201,21 @@ type workloadJSON struct {
 func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, fx composeFixture) {
 	begin := time.Now()
 	dir := t.TempDir()
-	var clientTLS []string // client flags for a TLS file
-	if fx.tlsLayout != "" {
+	var clientTLS []string // composeTLS's files, for a TLS file
+	if fx.layout != "" {
 		base := dir
-		dir = filepath.Join(base, fx.tlsLayout)
+		dir = filepath.Join(base, fx.layout)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		clientTLS = composeTLS(t, base)
+		for src, dst := range fx.files {
+			placeFixtureFile(t, fx.name, src, filepath.Join(base, dst))
+		}
+		if fx.tls {
+			clientTLS = composeTLS(t, base)
+		}
 	}
+	clientSASL := composeSASLFlags(t, fx)
 
 	ec := editCompose(t, fx.name, dir, images.fjord, false)
 	p := &composeProject{t: t, tool: tool, name: composeProjectPrefix + strconv.Itoa(os.Getpid()) + strings.ReplaceAll(fx.name, "-", ""), file: ec}
@@ -242,7 +273,7 @@ func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, f
 	}
 	c := p.startClient(images.client, "roundtrip", append([]string{"roundtrip", "--bootstrap", fx.bootstrap, "--topic", "compose-roundtrip",
 		"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s"},
-		clientFlags(clientTLS, "/client-secrets")...)...)
+		slices.Concat(clientFlags(clientTLS, "/client-secrets"), clientSASL)...)...)
 	werr := c.wait(rctx)
 	stop()
 	rt := &roundtripJSON{}
@@ -254,6 +285,10 @@ func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, f
 	t.Logf("roundtrip on the compose network via %s: ok in %dms (%v); brokers advertised %s; committed %v",
 		fx.bootstrap, rt.ElapsedMs, rt.StepsMs, rt.brokerList(), rt.Committed)
 
+	if fx.saslUser != "" {
+		testComposeAuth(t, p, images, fx, clientSASL)
+	}
+
 	// The host-side check, through the listener the file advertises to the
 	// host.
 	switch {
@@ -264,7 +299,7 @@ func testComposeFixture(t *testing.T, tool composeTool, images *composeImages, f
 	default:
 		hctx, hcancel := context.WithTimeout(context.Background(), 150*time.Second)
 		hostArgs := append([]string{"roundtrip", "--bootstrap", fx.hostBootstrap, "--topic", "compose-host-roundtrip",
-			"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s"}, clientFlags(clientTLS, "")...)
+			"--partitions", "3", "--rf", strconv.Itoa(fx.rf), "--records", "300", "--brokers", strconv.Itoa(fx.brokers), "--timeout", "120s"}, slices.Concat(clientFlags(clientTLS, ""), clientSASL)...)
 		cmd := exec.CommandContext(hctx, images.clientBin, hostArgs...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

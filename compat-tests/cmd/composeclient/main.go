@@ -7,6 +7,10 @@
 //
 //	composeclient roundtrip --bootstrap host:port[,...] --topic T --partitions P --rf R --records N --brokers B --timeout D
 //	composeclient workload  --bootstrap host:port[,...] --topic T --rf 3 --duration D --out /dev/stdout
+//	composeclient authcheck --bootstrap host:port --sasl-user U --sasl-password P
+//
+// Each takes --tls-ca/--tls-cert/--tls-key (TLS) and --sasl-mechanism
+// (PLAIN by default)/--sasl-user/--sasl-password (SASL).
 //
 // Each writes one JSON object (its result) to stdout (workload: to --out)
 // and exits 0 only on success. Progress goes to stderr; the workload writes
@@ -31,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,11 +45,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: composeclient roundtrip|workload [flags]")
+		fmt.Fprintln(os.Stderr, "usage: composeclient roundtrip|workload|authcheck [flags]")
 		os.Exit(2)
 	}
 	var code int
@@ -53,6 +61,8 @@ func main() {
 		code = roundtrip(os.Args[2:], os.Stdout)
 	case "workload":
 		code = workload(os.Args[2:])
+	case "authcheck":
+		code = authcheck(os.Args[2:], os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "composeclient: unknown subcommand %q\n", os.Args[1])
 		code = 2
@@ -112,34 +122,76 @@ func baseOpts(seeds []string) []kgo.Opt {
 		kgo.RetryTimeout(10 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.MetadataMaxAge(5 * time.Second),
-	}, tlsOpts...)
+	}, slices.Concat(tlsOpts, saslOpts)...)
 }
 
-// tlsOpts dial with TLS (roundtrip --tls-ca); empty: plaintext. Set once
-// from the flags, before any client.
-var tlsOpts []kgo.Opt
+// tlsOpts dial with TLS (the --tls-* flags) and saslOpts authenticate
+// with SASL (the --sasl-* flags); empty: plaintext. Set once from the
+// flags, before any client.
+var tlsOpts, saslOpts []kgo.Opt
 
-// setTLS trusts the PEM CA at caPath and, with certPath and keyPath,
+// securityFlags registers the --tls-* and --sasl-* flags on fs; the
+// returned function, called after fs.Parse, sets tlsOpts and saslOpts.
+func securityFlags(fs *flag.FlagSet) func() error {
+	tlsCA := fs.String("tls-ca", "", "PEM CA file: dial with TLS trusting it")
+	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain, with --tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	mech := fs.String("sasl-mechanism", "PLAIN", "with --sasl-user: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	user := fs.String("sasl-user", "", "authenticate with SASL as this user (with --sasl-password)")
+	pass := fs.String("sasl-password", "", "password of --sasl-user")
+	return func() error {
+		tlsOpts, saslOpts = nil, nil
+		if *tlsCA != "" {
+			o, err := tlsOpt(*tlsCA, *tlsCert, *tlsKey)
+			if err != nil {
+				return fmt.Errorf("--tls-ca: %w", err)
+			}
+			tlsOpts = []kgo.Opt{o}
+		}
+		if *user != "" {
+			m, err := saslMechanism(*mech, *user, *pass)
+			if err != nil {
+				return err
+			}
+			saslOpts = []kgo.Opt{kgo.SASL(m)}
+		}
+		return nil
+	}
+}
+
+// saslMechanism is franz-go's mechanism name for user and pass.
+func saslMechanism(name, user, pass string) (sasl.Mechanism, error) {
+	switch strings.ToUpper(name) {
+	case "PLAIN":
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", name)
+}
+
+// tlsOpt trusts the PEM CA at caPath and, with certPath and keyPath,
 // presents that client certificate.
-func setTLS(caPath, certPath, keyPath string) error {
+func tlsOpt(caPath, certPath, keyPath string) (kgo.Opt, error) {
 	ca, err := os.ReadFile(caPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(ca) {
-		return fmt.Errorf("%s: no PEM certificate", caPath)
+		return nil, fmt.Errorf("%s: no PEM certificate", caPath)
 	}
 	cfg := &tls.Config{RootCAs: roots}
 	if certPath != "" {
 		c, err := tls.LoadX509KeyPair(certPath, keyPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.Certificates = []tls.Certificate{c}
 	}
-	tlsOpts = []kgo.Opt{kgo.DialTLSConfig(cfg)}
-	return nil
+	return kgo.DialTLSConfig(cfg), nil
 }
 
 type brokerJSON struct {
@@ -437,17 +489,13 @@ func roundtrip(args []string, stdout io.Writer) int {
 	brokers := fs.Int("brokers", 1, "brokers the metadata must list before starting")
 	timeout := fs.Duration("timeout", 90*time.Second, "bound on the whole run")
 	group := fs.String("group", "", "consumer group (default: <topic>-group)")
-	tlsCA := fs.String("tls-ca", "", "PEM CA file: dial with TLS trusting it")
-	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain, with --tls-key")
-	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	security := securityFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *tlsCA != "" {
-		if err := setTLS(*tlsCA, *tlsCert, *tlsKey); err != nil {
-			fmt.Fprintf(os.Stderr, "roundtrip: --tls-ca: %v\n", err)
-			return 2
-		}
+	if err := security(); err != nil {
+		fmt.Fprintf(os.Stderr, "roundtrip: %v\n", err)
+		return 2
 	}
 	if *bootstrap == "" || *topic == "" {
 		fmt.Fprintln(os.Stderr, "roundtrip: --bootstrap and --topic are required")
@@ -719,7 +767,12 @@ func workload(args []string) int {
 	inflight := fs.Int("inflight", 64, "most records not yet acknowledged or failed")
 	setup := fs.Duration("setup-timeout", 90*time.Second, "bound on waiting for brokers and creating the topic")
 	out := fs.String("out", "/dev/stdout", "where to write the JSON result")
+	security := securityFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := security(); err != nil {
+		fmt.Fprintf(os.Stderr, "workload: %v\n", err)
 		return 2
 	}
 	if *bootstrap == "" || *topic == "" {
