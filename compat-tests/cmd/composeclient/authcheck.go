@@ -43,16 +43,7 @@ func authcheck(args []string, stdout io.Writer) int {
 	}
 	res := &authcheckResult{Bootstrap: *bootstrap, User: user}
 	err := runAuthcheck(res, splitSeeds(*bootstrap), mech, user, pass, *timeout)
-	if err != nil {
-		res.Error = err.Error()
-		logf("authcheck failed: %v", err)
-	}
-	res.OK = err == nil
-	writeJSON(stdout, res)
-	if !res.OK {
-		return 1
-	}
-	return 0
+	return report(stdout, "authcheck", err, &res.OK, &res.Error, res)
 }
 
 // metadataWith asks for brokers once, with opts as the only security

@@ -455,6 +455,21 @@ func writeJSON(w io.Writer, v any) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
+// report sets a result's ok and error fields from err, writes the result
+// to w as JSON and returns the exit code.
+func report(w io.Writer, what string, err error, ok *bool, msg *string, res any) int {
+	if err != nil {
+		*msg = err.Error()
+		logf("%s failed: %v", what, err)
+	}
+	*ok = err == nil
+	writeJSON(w, res)
+	if !*ok {
+		return 1
+	}
+	return 0
+}
+
 // ---- roundtrip ----
 
 type roundtripResult struct {
@@ -511,16 +526,7 @@ func roundtrip(args []string, stdout io.Writer) int {
 	if err == nil && len(res.Problems) > 0 {
 		err = fmt.Errorf("%d problems: %s", len(res.Problems), strings.Join(res.Problems[:min(len(res.Problems), 5)], "; "))
 	}
-	if err != nil {
-		res.Error = err.Error()
-		logf("roundtrip failed: %v", err)
-	}
-	res.OK = err == nil
-	writeJSON(stdout, res)
-	if !res.OK {
-		return 1
-	}
-	return 0
+	return report(stdout, "roundtrip", err, &res.OK, &res.Error, res)
 }
 
 func runRoundtrip(res *roundtripResult, seeds []string, topic, group string, partitions, rf, n, brokers int, timeout time.Duration) error {
