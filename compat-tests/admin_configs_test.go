@@ -414,8 +414,13 @@ func TestAdminConfigsCluster(t *testing.T) {
 		t.Fatalf("broker 2: %v", err)
 	}
 	// DescribeConfigs of a broker goes to that broker (c.Admin(id) is
-	// pinned to node id).
-	wantKey(t, ctx, c.Admin(2), true, "2", "log.cleaner.backoff.ms", "1234", kmsg.ConfigSourceDynamicBrokerConfig)
+	// pinned to node id). Node 1 forwarded the change and answered once its
+	// own image showed it; node 2 applies the same record on its own time.
+	c.Await(t, 10*time.Second, "broker 2 describes its dynamic log.cleaner.backoff.ms", func() (bool, string) {
+		cf, ok := describeKey(t, ctx, c.Admin(2), true, "2", "log.cleaner.backoff.ms")
+		return ok && cf.MaybeValue() == "1234" && cf.Source == kmsg.ConfigSourceDynamicBrokerConfig,
+			fmt.Sprintf("%q (%v)", cf.MaybeValue(), cf.Source)
+	})
 	wantKey(t, ctx, c.Admin(3), true, "3", "log.cleaner.backoff.ms", "15000", kmsg.ConfigSourceDefaultConfig)
 	if _, err := c.Admin(3).DescribeBrokerConfigs(ctx, 2); err == nil {
 		rcs, _ := c.Admin(3).DescribeBrokerConfigs(ctx, 2)
