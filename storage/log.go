@@ -146,6 +146,9 @@ type Log struct {
 	// drop older ones (Kafka pauses its cleaner for the same reason).
 	// Written under mu.
 	truncations atomic.Uint64
+	// dev is the device of the log's file system with devKnown set, 0
+	// until FlushGroup has looked it up (Log.device).
+	dev atomic.Uint64
 }
 
 // Open opens or creates the log in dir, recovering after an unclean

@@ -541,28 +541,54 @@ func (c CodeError) Error() string { return kerr.ErrorForCode(int16(c)).Error() }
 // ErrTimedOut when expire fires: the last two leave the outcome unknown to
 // the client, which is why they are retriable.
 func (p *Partition) WaitCommitted(ctx context.Context, target int64, epoch int32, expire <-chan time.Time) error {
+	// Already decided (every acks=all write at replication factor 1, once
+	// flushed): no channel, no watch.
+	if done, err := p.committed(target, epoch); done {
+		return err
+	}
 	ch := make(chan struct{}, 1)
 	defer p.Unwatch(ch)
 	for {
 		p.Watch(ch)
-		v := p.view.Load()
-		if !v.Leads() || v.LeaderEpoch != epoch {
-			return fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
-		}
-		if p.hw.Load() >= target {
-			if minISR := p.settings.Load().MinISR; int32(len(v.ISR)) < minISR {
-				return fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", ErrNotEnoughReplicasAfterAppend, v.ISR, minISR)
-			}
-			return nil
+		// Registered before looking again, so no move is missed.
+		if done, err := p.committed(target, epoch); done {
+			return err
 		}
 		select {
 		case <-ch:
 		case <-expire:
-			return fmt.Errorf("%w: in-sync replicas %v did not all confirm offset %d in time", ErrTimedOut, v.ISR, target-1)
+			return fmt.Errorf("%w: in-sync replicas %v did not all confirm offset %d in time", ErrTimedOut, p.view.Load().ISR, target-1)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// WaitCommittedUntil is WaitCommitted with a deadline, whose timer it
+// makes only if it has to wait.
+func (p *Partition) WaitCommittedUntil(ctx context.Context, target int64, epoch int32, deadline time.Time) error {
+	if done, err := p.committed(target, epoch); done {
+		return err
+	}
+	timer := time.NewTimer(max(time.Until(deadline), 0))
+	defer timer.Stop()
+	return p.WaitCommitted(ctx, target, epoch, timer.C)
+}
+
+// committed reports whether WaitCommitted's outcome for target at epoch is
+// decided now, and that outcome.
+func (p *Partition) committed(target int64, epoch int32) (bool, error) {
+	v := p.view.Load()
+	if !v.Leads() || v.LeaderEpoch != epoch {
+		return true, fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
+	}
+	if p.hw.Load() < target {
+		return false, nil
+	}
+	if minISR := p.settings.Load().MinISR; int32(len(v.ISR)) < minISR {
+		return true, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", ErrNotEnoughReplicasAfterAppend, v.ISR, minISR)
+	}
+	return true, nil
 }
 
 // truncateTo cuts a follower's log back to offset (no-op at or past its
