@@ -348,7 +348,14 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 500, 1, 16<<20
 	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
-	var asked []fetched
+	// Sized up front, as the leader sizes its response: a fetch names
+	// every partition followed there, and growing these one append at a
+	// time was a third of a follower's allocations.
+	asked := make([]fetched, 0, len(parts))
+	perTopic := map[string]int{}
+	for _, p := range parts {
+		perTopic[p.Topic]++
+	}
 	th, _ := f.host.(FollowerThrottle)
 	withheld := false
 	for _, p := range parts {
@@ -370,6 +377,7 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		if !ok {
 			nt := kmsg.NewFetchRequestTopic()
 			nt.Topic, nt.TopicID = p.Topic, p.TopicID
+			nt.Partitions = make([]kmsg.FetchRequestTopicPartition, 0, perTopic[p.Topic])
 			req.Topics = append(req.Topics, nt)
 			i = len(req.Topics) - 1
 			topicAt[p.Topic] = i
@@ -412,7 +420,7 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		a  *fetched
 		sp *kmsg.FetchResponseTopicPartition
 	}
-	var done []applied
+	done := make([]applied, 0, len(asked))
 	var toFlush []*Partition
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
