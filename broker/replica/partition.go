@@ -742,13 +742,17 @@ func forEachBounded(n int, fn func(i int)) {
 		return
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, parallelism) {
-		wg.Go(func() { // joined below: scoped to this call
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				fn(int(i))
-			}
-		})
+	work := func() {
+		for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+			fn(int(i))
+		}
 	}
+	// The caller is one of the workers: a request's flush of two
+	// partitions hands one of them to another goroutine, not both.
+	var wg sync.WaitGroup
+	for range min(n, parallelism) - 1 {
+		wg.Go(work) // joined below: scoped to this call
+	}
+	work()
 	wg.Wait()
 }
