@@ -2,7 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -78,21 +81,23 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		unverified = b.verifyTxnProduce(cc.ctx, *req.TransactionID, req)
 	}
 	now := time.Now().UnixMilli()
-	var toFlush []*replica.Partition
-	var flushing map[*replica.Partition]bool // toFlush's members, once it is long
-	var waits []ackWait
-	var firstErr error
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
+	// Three passes: resolve every partition and lay out the response;
+	// append (several partitions at once for a large request); then
+	// gather errors, flushes and acks=all waits in request order.
+	var jobs []produceJob
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		st := &resp.Topics[i]
+		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t := b.lookup(rt.Topic)
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
+		for j, rp := range rt.Partitions {
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
-			var p *replica.Partition
-			var err error
-			var w ackWait
+			jb := produceJob{sp: sp, rec: rp.Records, w: ackWait{topic: i, index: j}}
 			code, refused := unverified[txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
@@ -100,35 +105,53 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			case refused:
 				sp.ErrorCode = code
 			default:
-				var lg *storage.Log
-				var v *replica.View
-				if p, lg, v, sp.ErrorCode = b.servingPartition(t, rp.Partition, replica.Produce); p != nil {
-					w, err = b.appendTo(p, lg, v, rp.Records, req.Acks, now, &sp)
-				}
+				jb.p, jb.lg, jb.v, sp.ErrorCode = b.servingPartition(t, rp.Partition, replica.Produce)
 			}
-			if err != nil {
-				sp.ErrorCode = errorCode(err)
-				sp.ErrorMessage = errMessage(err)
-				loggerOr(p, b).Debug().Err(err).Str("client_id", cc.clientID).Msg("produce refused")
-			}
-			if sp.ErrorCode != 0 {
-				b.metrics.errors.WithLabelValues("0", itoa(sp.ErrorCode)).Inc()
-			}
-			if sp.ErrorCode != 0 && firstErr == nil {
-				firstErr = fmt.Errorf("produce to %s-%d: error code %d", rt.Topic, rp.Partition, sp.ErrorCode)
-			}
-			if sp.ErrorCode == 0 && p != nil {
-				if p.SyncOnAck() {
-					toFlush, flushing = appendUnique(toFlush, flushing, p)
-				}
-				if req.Acks == -1 {
-					w.topic, w.index = len(resp.Topics), len(st.Partitions)
-					waits = append(waits, w)
-				}
-			}
-			st.Partitions = append(st.Partitions, sp)
+			jobs = append(jobs, jb)
 		}
-		resp.Topics = append(resp.Topics, st)
+	}
+	appendJob := func(i int) {
+		jb := &jobs[i]
+		if jb.p == nil {
+			return
+		}
+		w, err := b.appendTo(jb.p, jb.lg, jb.v, jb.rec, req.Acks, now, jb.sp)
+		w.topic, w.index = jb.w.topic, jb.w.index
+		jb.w, jb.err = w, err
+	}
+	if parallelAppends(jobs) {
+		forEachParallel(len(jobs), appendJob)
+	} else {
+		for i := range jobs {
+			appendJob(i)
+		}
+	}
+	var toFlush []*replica.Partition
+	var flushing map[*replica.Partition]bool // toFlush's members, once it is long
+	var waits []ackWait
+	var firstErr error
+	for i := range jobs {
+		jb := &jobs[i]
+		sp := jb.sp
+		if jb.err != nil {
+			sp.ErrorCode = errorCode(jb.err)
+			sp.ErrorMessage = errMessage(jb.err)
+			loggerOr(jb.p, b).Debug().Err(jb.err).Str("client_id", cc.clientID).Msg("produce refused")
+		}
+		if sp.ErrorCode != 0 {
+			b.metrics.errors.WithLabelValues("0", itoa(sp.ErrorCode)).Inc()
+		}
+		if sp.ErrorCode != 0 && firstErr == nil {
+			firstErr = fmt.Errorf("produce to %s-%d: error code %d", resp.Topics[jb.w.topic].Topic, sp.Partition, sp.ErrorCode)
+		}
+		if sp.ErrorCode == 0 && jb.p != nil {
+			if jb.p.SyncOnAck() {
+				toFlush, flushing = appendUnique(toFlush, flushing, jb.p)
+			}
+			if req.Acks == -1 {
+				waits = append(waits, jb.w)
+			}
+		}
 	}
 	if req.Acks == 0 {
 		if len(toFlush) > 0 {
@@ -183,6 +206,62 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		}
 		respond(resp)
 	})
+}
+
+// parallelAppendMin is the number of partitions from which a request's
+// appends run several at once: a request to 1,000 partitions spent 10 ms
+// appending one partition after another in the connection's reader, a
+// quarter of its time to the response.
+const parallelAppendMin = 32
+
+// produceJob is one partition of a produce request: where its response
+// goes, the replica that takes it (nil: refused before the append), and
+// what the append returned.
+type produceJob struct {
+	sp  *kmsg.ProduceResponseTopicPartition
+	p   *replica.Partition
+	lg  *storage.Log
+	v   *replica.View
+	rec []byte
+	w   ackWait // its topic and index are the response's place
+	err error
+}
+
+// parallelAppends reports whether a request's partitions may be appended
+// concurrently: enough of them, and none named twice, whose batches must
+// then land in the order the request gives.
+func parallelAppends(jobs []produceJob) bool {
+	if len(jobs) < parallelAppendMin {
+		return false
+	}
+	seen := make(map[*replica.Partition]bool, len(jobs))
+	for _, jb := range jobs {
+		if jb.p != nil {
+			if seen[jb.p] {
+				return false
+			}
+			seen[jb.p] = true
+		}
+	}
+	return true
+}
+
+// forEachParallel runs fn(0..n-1) on as many goroutines as there are
+// CPUs for Go (at most 8), the caller among them, and returns when all
+// have.
+func forEachParallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	work := func() {
+		for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+			fn(int(i))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), 8, n) - 1 {
+		wg.Go(work) // joined below: scoped to this call
+	}
+	work()
+	wg.Wait()
 }
 
 // ackWait is an acks=all batch waiting for the high watermark.

@@ -172,10 +172,13 @@ func TestQuotaSensorsBounded(t *testing.T) {
 	now := time.Unix(0, 0)
 	q := newQuotas(func() *controller.Image { return img }, func() time.Time { return now })
 	q.max = 3
+	// A second apart, so "least recently used" names one sensor: with
+	// equal times the eviction may pick either (it failed 24 runs in 200).
 	for _, id := range []string{"a", "b", "c"} {
 		q.record(quotaProduce, anonymousPrincipal, id, 1, false)
+		now = now.Add(time.Second)
 	}
-	now = now.Add(5 * time.Second)
+	now = now.Add(2 * time.Second)
 	q.record(quotaProduce, anonymousPrincipal, "c", 1, false) // c is the most recent
 	q.record(quotaProduce, anonymousPrincipal, "d", 1, false) // evicts a, the least recently used
 	if _, ok := q.mu.sensors[sensorKey{kind: quotaProduce, client: "a", hasClient: true}]; ok || len(q.mu.sensors) != 3 {
