@@ -148,8 +148,17 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 	res.Create1000VisibleMs = msSince(start)
 	logf("[cluster] 1000 partitions measured")
 
-	// Failover, three times.
-	for round := range 3 {
+	if err := controllerFailover(ctx, nodes, 3, res); err != nil {
+		return err
+	}
+	return leaderFailover(ctx, nodes, res)
+}
+
+// controllerFailover kills the active controller rounds times and measures
+// the time to the first CreateTopics a survivor answers with success; the
+// killed node is restarted (and the cluster whole again) between rounds.
+func controllerFailover(ctx context.Context, nodes []*clusterNode, rounds int, res *ClusterResult) error {
+	for round := range rounds {
 		ctl, err := controllerOf(ctx, nodes)
 		if err != nil {
 			return err
@@ -178,7 +187,7 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 		res.FailoverMs = append(res.FailoverMs, msSince(start))
-		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[round])
+		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[len(res.FailoverMs)-1])
 		if err := victim.start(); err != nil {
 			return err
 		}
@@ -186,7 +195,7 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 			return err
 		}
 	}
-	return leaderFailover(ctx, nodes, res)
+	return nil
 }
 
 // leaderFailover kills the leader of a replicated partition under acks=all
