@@ -73,40 +73,40 @@ func newFigureSet(cfg *config) *figureSet {
 			t = ""
 		}
 		first = false
-		s.def(t, "produce_rps_"+l.id, "produce, "+l.label, "records/s", "", ratioAtLeast(1), "")
-		s.def("", "consume_rps_"+l.id, "consume, "+l.label+" batches", "records/s", "", ratioAtLeast(1), "")
+		s.def(t, "produce_rps_"+l.id, "produce "+l.label, "records/s", "", ratioAtLeast(1), "")
+		s.def("", "consume_rps_"+l.id, "consume of the "+l.label+" records", "records/s", "", ratioAtLeast(1), "")
 	}
 	for _, l := range lingers {
-		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s, "+l.label, "ms", "", nil, "")
-		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s, "+l.label, "ms", "", ratioAtMost(1.5), "")
+		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s "+l.label, "ms", "", nil, "")
+		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s "+l.label, "ms", "", ratioAtMost(1.5), "")
 	}
 	for _, l := range lingers {
 		note := ""
 		if l.dflt {
 			note = "the client holds each batch up to its linger before sending, so with the default linger this absolute target is out of reach for any broker (compare kfake's figure)"
 		}
-		s.def("", "e2e_p99_"+l.id, "end-to-end p99 at "+rate+"/s, "+l.label, "ms", "", below(2), note)
+		s.def("", "e2e_p99_"+l.id, "end-to-end p99 at "+rate+"/s "+l.label, "ms", "", below(2), note)
 	}
 	for i, l := range lingers {
 		t := ""
 		if i == 0 {
-			t = "broker CPU (utime+stime of the broker process over the produce suite)"
+			t = "broker CPU: utime+stime of the broker process over the produce suite"
 		}
-		s.def(t, "cpu_s_per_gb_"+l.id, "CPU per GB produced, "+l.label, "s/GB", "", nil, "")
+		s.def(t, "cpu_s_per_gb_"+l.id, "broker CPU per GB produced, "+l.label, "s/GB", "", nil, "")
 	}
-	s.def("three fjord processes, RF 3, min.insync.replicas 2, acks=all", "rf3_produce_rps", "produce, linger 0 (kfake column: one node)", "records/s", "", ratioAtLeast(0.5), "")
-	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s, linger 0", "ms", "", below(5), "")
-	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s, linger default", "ms", "", below(5), "")
-	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce, linger 0 (ratio: to %d partitions)", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
-	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader: SIGKILL → first acks=all write acked, median", "s", "", atMost(2), "")
-	s.def("", "controller_failover_s", "controller: SIGKILL → CreateTopics ok, median", "s", "", nil, "")
+	s.def("three fjord processes, RF 3, min.insync.replicas 2, acks=all", "rf3_produce_rps", "produce linger 0, kfake column one node", "records/s", "", ratioAtLeast(0.5), "")
+	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s linger 0", "ms", "", below(5), "")
+	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
+	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
+	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
+	s.def("", "controller_failover_s", "controller, SIGKILL → CreateTopics ok, median", "s", "", nil, "")
 	n := cfg.manyPartitions
 	s.def(fmt.Sprintf("one node, %d partitions (one record each)", n), "many_rss_mib", "resident memory with the topic", "MiB", "", below(1024), "")
 	s.def("", "many_rss_restart_mib", "resident memory after the clean restart", "MiB", "", below(1024), "")
-	s.def("", "many_mib_per_partition", "resident memory per partition (RSS with the topic less before it, over N)", "MiB", "", nil, "")
-	s.def("", "many_clean_restart_s", "start-up after a clean stop, until every partition serves", "s", "", below(10), "")
-	s.def("", "many_kill_restart_s", "start-up after kill -9, until every partition serves", "s", "", below(30), "")
-	s.def("", "many_create_s", "CreateTopics until every partition serves", "s", "", nil, "")
+	s.def("", "many_mib_per_partition", "resident memory per partition, (with − before) / N", "MiB", "", nil, "")
+	s.def("", "many_clean_restart_s", "start-up after a clean stop, to all serving", "s", "", below(10), "")
+	s.def("", "many_kill_restart_s", "start-up after kill -9, to all serving", "s", "", below(30), "")
+	s.def("", "many_create_s", "CreateTopics, to all serving", "s", "", nil, "")
 	return s
 }
 

@@ -69,6 +69,24 @@ func (t *Target) String() string {
 	return fmt.Sprintf("%s %s", op, trimFloat(t.Value))
 }
 
+// label is the figure's name with its unit.
+func (f *Figure) label() string {
+	if f.Unit == "" {
+		return f.Name
+	}
+	return f.Name + ", " + f.Unit
+}
+
+// targetString is the target with the figure's unit when it bounds the
+// value itself: "< 2 ms", "≥ 1×".
+func (f *Figure) targetString() string {
+	s := f.Target.String()
+	if f.Target != nil && f.Target.Of == "value" && f.Unit != "" {
+		s += " " + f.Unit
+	}
+	return s
+}
+
 // check reports whether v meets the target.
 func (t *Target) check(v float64) bool {
 	switch t.Op {
@@ -194,11 +212,7 @@ func printFigures(w io.Writer, figs []*Figure, sections map[string]string) {
 		if t, ok := sections[f.ID]; ok {
 			rows = append(rows, []string{t})
 		}
-		name := f.Name
-		if f.Unit != "" {
-			name += " (" + f.Unit + ")"
-		}
-		rows = append(rows, []string{"  " + name, fmtValue(f.Fjord), fmtValue(f.Kfake), fmtRatio(f.Ratio), f.Target.String(), fmtMet(f.Met)})
+		rows = append(rows, []string{"  " + f.label(), fmtValue(f.Fjord), fmtValue(f.Kfake), fmtRatio(f.Ratio), f.targetString(), fmtMet(f.Met)})
 	}
 	renderTable(w, rows)
 	first := true
@@ -327,11 +341,7 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 		if fb != nil {
 			vb, ratB, metB = fb.Fjord, fb.Ratio, fb.Met
 		}
-		name := f.Name
-		if f.Unit != "" {
-			name += " (" + f.Unit + ")"
-		}
-		rows = append(rows, []string{name, fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtRatio(ratA), fmtRatio(ratB), f.Target.String(), fmtMet(metA) + " → " + fmtMet(metB)})
+		rows = append(rows, []string{f.label(), fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtRatio(ratA), fmtRatio(ratB), f.targetString(), fmtMet(metA) + " → " + fmtMet(metB)})
 	}
 	renderTable(w, rows)
 }
