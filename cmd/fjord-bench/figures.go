@@ -289,7 +289,8 @@ func runCompare(a, b string, w io.Writer) int {
 }
 
 // printCompare prints b against a figure by figure: both fjord values,
-// the relative change, both ratios, and whether the target was met in
+// the relative change, kfake's relative change (how much the machine
+// drifted between the runs), both ratios, and whether the target was met in
 // each. Figures only one side has are listed with "-" for the other.
 // Whether a change is better depends on the figure (records/s up, ms
 // down), so the table gives the sign only; the target column says which
@@ -330,18 +331,18 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 	for _, f := range a.Figures {
 		inA[f.ID] = f
 	}
-	rows := [][]string{{"figure", "A fjord", "B fjord", "change", "A ratio", "B ratio", "target", "met A → B"}}
+	rows := [][]string{{"figure", "A fjord", "B fjord", "change", "kfake change", "A ratio", "B ratio", "target", "met A → B"}}
 	for _, f := range order {
 		fa, fb := inA[f.ID], byID[f.ID]
-		var va, vb, ratA, ratB *float64
+		var va, vb, ka, kb, ratA, ratB *float64
 		var metA, metB *bool
 		if fa != nil {
-			va, ratA, metA = fa.Fjord, fa.Ratio, fa.Met
+			va, ka, ratA, metA = fa.Fjord, fa.Kfake, fa.Ratio, fa.Met
 		}
 		if fb != nil {
-			vb, ratB, metB = fb.Fjord, fb.Ratio, fb.Met
+			vb, kb, ratB, metB = fb.Fjord, fb.Kfake, fb.Ratio, fb.Met
 		}
-		rows = append(rows, []string{f.label(), fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtRatio(ratA), fmtRatio(ratB), f.targetString(), fmtMet(metA) + " → " + fmtMet(metB)})
+		rows = append(rows, []string{f.label(), fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtChange(ka, kb), fmtRatio(ratA), fmtRatio(ratB), f.targetString(), fmtMet(metA) + " → " + fmtMet(metB)})
 	}
 	renderTable(w, rows)
 }
