@@ -30,18 +30,18 @@ var lingers = []struct {
 
 // figureSet holds the figures of a run in table order, by ID.
 type figureSet struct {
-	list     []*Figure
-	byID     map[string]*Figure
-	sections map[string]string // figure ID → title printed before it
+	list    []*Figure
+	byID    map[string]*Figure
+	section string // the group the next figure defined belongs to
 }
 
 func (s *figureSet) def(section, id, name, unit, versus string, t *Target, note string) {
-	f := &Figure{ID: id, Name: name, Unit: unit, Versus: versus, Target: t, Note: note}
+	if section != "" {
+		s.section = section
+	}
+	f := &Figure{ID: id, Section: s.section, Name: name, Unit: unit, Versus: versus, Target: t, Note: note}
 	s.list = append(s.list, f)
 	s.byID[id] = f
-	if section != "" {
-		s.sections[id] = section
-	}
 }
 
 func (s *figureSet) fjord(id string, v float64) {
@@ -62,7 +62,7 @@ func (s *figureSet) put(target, id string, v float64) {
 }
 
 func newFigureSet(cfg *config) *figureSet {
-	s := &figureSet{byID: map[string]*Figure{}, sections: map[string]string{}}
+	s := &figureSet{byID: map[string]*Figure{}}
 	p := cfg.partitions
 	rate := trimFloat(cfg.rate)
 	sec := fmt.Sprintf("one node, %d partitions, %d B values, acks=all, idempotent; paced suites %s rec/s of 1 KiB for %s", p, cfg.size, rate, cfg.duration)
@@ -177,7 +177,7 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 		}
 	}
 
-	printFigures(w, res.Figures, figs.sections)
+	printFigures(w, res.Figures)
 	fmt.Fprintf(w, "\nload at end: %s; the run took %.0f s", m.LoadEnd, res.Seconds)
 	if cfg.repeat > 1 {
 		fmt.Fprintf(w, "; figures are medians of %d rounds", cfg.repeat)
@@ -229,8 +229,18 @@ func suiteErrors(tag string, r *TargetResult, fail func(string, ...any)) {
 }
 
 // withBroker starts a one-node broker (fjord from -fjord-bin, or a kfake
-// child), runs fn on it, and stops it.
+// child), lets its start-up settle for a second, runs fn on it, and stops
+// it.
 func withBroker(ctx context.Context, cfg *config, which string, fn func(addr string, pid int)) error {
+	settled := fn
+	fn = func(addr string, pid int) {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return
+		}
+		settled(addr, pid)
+	}
 	if which == "kfake" {
 		p, err := startKfake(ctx)
 		if err != nil {

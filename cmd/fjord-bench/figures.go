@@ -31,7 +31,8 @@ type AllResult struct {
 // then is the reference and shows in the kfake column's place as "-").
 // Met is nil when the figure has no target or could not be evaluated.
 type Figure struct {
-	ID           string    `json:"id"` // stable key, for -compare
+	ID           string    `json:"id"`      // stable key, for -compare
+	Section      string    `json:"section"` // the group it is printed in: what runs, where
 	Name         string    `json:"name"`
 	Unit         string    `json:"unit"`
 	Versus       string    `json:"versus,omitempty"` // ID of the reference figure, if not kfake
@@ -206,11 +207,13 @@ func fmtMet(m *bool) string {
 
 // printFigures prints the table of -all: figure | fjord | kfake | ratio |
 // target | met?, one section title before each group of figures.
-func printFigures(w io.Writer, figs []*Figure, sections map[string]string) {
+func printFigures(w io.Writer, figs []*Figure) {
 	rows := [][]string{{"figure", "fjord", "kfake", "ratio", "target", "met?"}}
+	section := ""
 	for _, f := range figs {
-		if t, ok := sections[f.ID]; ok {
-			rows = append(rows, []string{t})
+		if f.Section != section {
+			section = f.Section
+			rows = append(rows, []string{section})
 		}
 		rows = append(rows, []string{"  " + f.label(), fmtValue(f.Fjord), fmtValue(f.Kfake), fmtRatio(f.Ratio), f.targetString(), fmtMet(f.Met)})
 	}
@@ -332,7 +335,12 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 		inA[f.ID] = f
 	}
 	rows := [][]string{{"figure", "A fjord", "B fjord", "change", "kfake change", "A ratio", "B ratio", "target", "met A → B"}}
+	section := ""
 	for _, f := range order {
+		if f.Section != section {
+			section = f.Section
+			rows = append(rows, []string{section})
+		}
 		fa, fb := inA[f.ID], byID[f.ID]
 		var va, vb, ka, kb, ratA, ratB *float64
 		var metA, metB *bool
@@ -342,7 +350,7 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 		if fb != nil {
 			vb, kb, ratB, metB = fb.Fjord, fb.Kfake, fb.Ratio, fb.Met
 		}
-		rows = append(rows, []string{f.label(), fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtChange(ka, kb), fmtRatio(ratA), fmtRatio(ratB), f.targetString(), fmtMet(metA) + " → " + fmtMet(metB)})
+		rows = append(rows, []string{"  " + f.label(), fmtValue(va), fmtValue(vb), fmtChange(va, vb), fmtChange(ka, kb), fmtRatio(ratA), fmtRatio(ratB), f.targetString(), fmtMet(metA) + " → " + fmtMet(metB)})
 	}
 	renderTable(w, rows)
 }

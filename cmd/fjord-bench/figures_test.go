@@ -177,7 +177,7 @@ func TestCompare(t *testing.T) {
 	a := sampleResult("aaaaaaa", 100000, 2)
 	b := sampleResult("bbbbbbb", 125000, 1)
 	// A figure only B has, and a different machine.
-	b.Figures = append(b.Figures, &Figure{ID: "new", Name: "new figure", Unit: "s", Fjord: fp(3)})
+	b.Figures = append(b.Figures, &Figure{ID: "new", Section: "later", Name: "new figure", Unit: "s", Fjord: fp(3)})
 	b.Machine.CPUs = 4
 	var out bytes.Buffer
 	printCompare(&out, a, b, "a.json", "b.json")
@@ -191,6 +191,7 @@ func TestCompare(t *testing.T) {
 		"yes → yes",
 		"NO → yes", // p99 ratio 2 → 1 against ≤ 1.5
 		"new figure, s",
+		"\nlater\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("compare output lacks %q:\n%s", want, s)
@@ -198,7 +199,7 @@ func TestCompare(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "new figure") || !strings.Contains(last, "- → -") {
+	if !strings.HasPrefix(last, "  new figure") || !strings.Contains(last, "- → -") {
 		t.Errorf("a figure only B has should come last with no A value: %q", last)
 	}
 }
@@ -207,7 +208,11 @@ func TestPrintFigures(t *testing.T) {
 	r := sampleResult("x", 90000, 1.2)
 	r.Figures[0].Note = "a note"
 	var out bytes.Buffer
-	printFigures(&out, r.Figures, map[string]string{"produce_rps_l0": "section one"})
+	r.Figures[0].Section, r.Figures[1].Section = "section one", "section one"
+	printFigures(&out, r.Figures)
+	if n := strings.Count(out.String(), "section one"); n != 1 {
+		t.Errorf("section title printed %d times, want once", n)
+	}
 	s := out.String()
 	for _, want := range []string{"figure", "met?", "section one", "produce linger 0, records/s", "90000", "100000", "0.90", "≥ 1×", "NO", "yes", "notes:", "produce_rps_l0: a note"} {
 		if !strings.Contains(s, want) {
