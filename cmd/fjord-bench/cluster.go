@@ -423,7 +423,15 @@ func waitBrokers(ctx context.Context, nodes []*clusterNode, want int) error {
 				break
 			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("node %d does not list %d brokers: %v; log: %s", n.id, want, err, n.proc.logTail())
+				seen := "no answer"
+				if m != nil {
+					var ids []int32
+					for _, b := range m.Brokers {
+						ids = append(ids, b.NodeID)
+					}
+					seen = fmt.Sprintf("brokers %v, controller %d", ids, m.ControllerID)
+				}
+				return fmt.Errorf("node %d does not list %d brokers within %s (last answer: %s; %v); its log: %s", n.id, want, startupWait, seen, err, n.proc.logTail())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -479,8 +487,11 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 		}
 	}
 	if err := waitBrokers(ctx, nodes, 3); err != nil {
-		stop()
-		return nil, nil, err
+		// Keep the nodes' logs: a cluster that does not form is a finding.
+		for _, n := range nodes {
+			n.stop()
+		}
+		return nil, nil, fmt.Errorf("%w (the nodes' directories and logs are kept in %s)", err, root)
 	}
 	return nodes, stop, nil
 }
