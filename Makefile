@@ -10,7 +10,7 @@ BIN := bin/fjord
 FUZZ_FAST ?= 200000x
 FUZZ_DISK ?= 1000x
 
-.PHONY: run build test deps vet unit fuzz compat bench bench-cluster docker docker-test clean
+.PHONY: run build test deps vet unit fuzz compat bench bench-json bench-compare bench-cluster docker docker-test clean
 
 run:
 	$(GO) run ./cmd/fjord
@@ -37,6 +37,7 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 ./...
+	cd cmd/fjord-bench && $(GO) test -count=1 ./...
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=$(FUZZ_FAST) ./protocol
@@ -70,9 +71,26 @@ faults: build
 console-screenshots: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_CHROMIUM=1 FJORD_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInChromium .
 
-# bench measures fjord and franz-go's in-memory kfake side by side.
+# bench measures every figure of the performance issue, fjord next to
+# franz-go's kfake (run as a child process), as ratios against their
+# targets, in one run of about 5-15 minutes (docs/benchmarks.md).
+# BENCH_ARGS adds flags, e.g. BENCH_ARGS='-all-skip manyparts -repeat 3'.
+BENCH_ARGS ?=
 bench: build
-	cd cmd/fjord-bench && $(GO) run . -kfake -fjord-bin $(CURDIR)/$(BIN)
+	cd cmd/fjord-bench && $(GO) run . -all -fjord-bin $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# bench-json is bench that also writes bench-results/COMMIT.json, for
+# comparing two commits with bench-compare. Not part of `make test` (nor CI):
+# its figures depend on the machine and how busy it is.
+BENCH_COMMIT = $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)
+bench-json: build
+	mkdir -p bench-results
+	cd cmd/fjord-bench && $(GO) run . -all -fjord-bin $(CURDIR)/$(BIN) -json-out $(CURDIR)/bench-results/$(BENCH_COMMIT).json $(BENCH_ARGS)
+
+# bench-compare A=bench-results/abc.json B=bench-results/def.json prints
+# the figure-by-figure change from A to B.
+bench-compare:
+	cd cmd/fjord-bench && $(GO) run . -compare $(abspath $(A)),$(abspath $(B))
 
 # bench-cluster measures the metadata quorum of a three-process cluster.
 bench-cluster: build

@@ -148,8 +148,17 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 	res.Create1000VisibleMs = msSince(start)
 	logf("[cluster] 1000 partitions measured")
 
-	// Failover, three times.
-	for round := range 3 {
+	if err := controllerFailover(ctx, nodes, 3, res); err != nil {
+		return err
+	}
+	return leaderFailover(ctx, nodes, res)
+}
+
+// controllerFailover kills the active controller rounds times and measures
+// the time to the first CreateTopics a survivor answers with success; the
+// killed node is restarted (and the cluster whole again) between rounds.
+func controllerFailover(ctx context.Context, nodes []*clusterNode, rounds int, res *ClusterResult) error {
+	for round := range rounds {
 		ctl, err := controllerOf(ctx, nodes)
 		if err != nil {
 			return err
@@ -178,7 +187,7 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 		res.FailoverMs = append(res.FailoverMs, msSince(start))
-		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[round])
+		logf("[cluster] failover %d: node %d killed, CreateTopics ok after %.0f ms", round, victim.id, res.FailoverMs[len(res.FailoverMs)-1])
 		if err := victim.start(); err != nil {
 			return err
 		}
@@ -186,7 +195,7 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 			return err
 		}
 	}
-	return leaderFailover(ctx, nodes, res)
+	return nil
 }
 
 // leaderFailover kills the leader of a replicated partition under acks=all
@@ -414,7 +423,15 @@ func waitBrokers(ctx context.Context, nodes []*clusterNode, want int) error {
 				break
 			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("node %d does not list %d brokers: %v; log: %s", n.id, want, err, n.proc.logTail())
+				seen := "no answer"
+				if m != nil {
+					var ids []int32
+					for _, b := range m.Brokers {
+						ids = append(ids, b.NodeID)
+					}
+					seen = fmt.Sprintf("brokers %v, controller %d", ids, m.ControllerID)
+				}
+				return fmt.Errorf("node %d does not list %d brokers within %s (last answer: %s; %v); its log: %s", n.id, want, startupWait, seen, err, n.proc.logTail())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -470,8 +487,11 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 		}
 	}
 	if err := waitBrokers(ctx, nodes, 3); err != nil {
-		stop()
-		return nil, nil, err
+		// Keep the nodes' logs: a cluster that does not form is a finding.
+		for _, n := range nodes {
+			n.stop()
+		}
+		return nil, nil, fmt.Errorf("%w (the nodes' directories and logs are kept in %s)", err, root)
 	}
 	return nodes, stop, nil
 }

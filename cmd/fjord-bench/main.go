@@ -3,10 +3,14 @@
 // rate, end-to-end latency, and consume throughput.
 //
 // It can bench any bootstrap address (-brokers), franz-go's in-memory fake
-// broker kfake started in-process (-kfake), and a fjord binary it starts
-// itself on a loopback port (-fjord-bin), all in one run, and prints the
-// figures side by side (or as JSON with -json). A fjord process it starts is
-// also sampled for resident memory. Every run is bounded by -timeout.
+// broker kfake started as a child process (-kfake) or in-process
+// (-kfake-inproc), and a fjord binary it starts itself on a loopback port
+// (-fjord-bin), all in one run, and prints the figures side by side (or as
+// JSON with -json). A broker process it starts is also sampled for
+// resident memory and CPU time. -all runs every figure of the performance
+// issue in one run and prints them as ratios against kfake with their
+// targets; -compare prints the change between two such results. Every
+// run is bounded by -timeout.
 //
 // It is a module of its own so that client libraries stay out of the broker
 // module. See docs/benchmarks.md.
@@ -60,8 +64,27 @@ type config struct {
 	// tls, from -tls-ca, dials -brokers with TLS (nil: plaintext).
 	tls *tls.Config
 	// manyPartitions > 0 runs the many-partitions mode (manyparts.go)
-	// instead of the suites.
+	// instead of the suites; under -all it is the N of that step.
 	manyPartitions int
+	// linger is the producers' linger; lingerDefault leaves franz-go's
+	// default (10 ms in v1.21.7) instead.
+	linger        time.Duration
+	lingerDefault bool
+	// kfakeInProc runs kfake inside this process (-kfake-inproc) rather
+	// than as a child process (-kfake).
+	kfakeInProc bool
+	// all runs every figure of the performance issue (all.go); allSkip
+	// names steps it leaves out, repeat how many rounds it runs.
+	all     bool
+	allSkip map[string]bool
+	repeat  int
+	// jsonOut is a file the full result is written to as JSON, besides
+	// the table.
+	jsonOut string
+	// compare holds two -all JSON result files to print deltas between.
+	compare []string
+	// label names the run in the machine record (default: git commit).
+	label string
 }
 
 func main() {
@@ -69,10 +92,16 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) == 2 && os.Args[1] == serveKfakeArg {
+		return serveKfake()
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fjord-bench:", err)
 		return 2
+	}
+	if len(cfg.compare) == 2 {
+		return runCompare(cfg.compare[0], cfg.compare[1], os.Stdout)
 	}
 
 	// The whole run, start-up and tear-down included, lives in this context.
@@ -90,6 +119,9 @@ func run() int {
 	})
 	defer watchdog.Stop()
 
+	if cfg.all {
+		return runAll(ctx, cfg, os.Stdout)
+	}
 	if cfg.cluster {
 		if cfg.fjordBin == "" {
 			fmt.Fprintln(os.Stderr, "fjord-bench: -cluster needs -fjord-bin")
@@ -123,6 +155,9 @@ func run() int {
 	if cfg.kfake && ctx.Err() == nil {
 		rep.add(benchKfake(ctx, cfg))
 	}
+	if cfg.kfakeInProc && ctx.Err() == nil {
+		rep.add(benchKfakeInProcess(ctx, cfg))
+	}
 	if err := ctx.Err(); err != nil {
 		rep.Aborted = fmt.Sprintf("run stopped early: %v (timeout %s)", context.Cause(ctx), cfg.timeout)
 	}
@@ -135,6 +170,12 @@ func run() int {
 	} else {
 		rep.printTable(os.Stdout)
 	}
+	if cfg.jsonOut != "" {
+		if err := writeJSONFile(cfg.jsonOut, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "fjord-bench:", err)
+			return 1
+		}
+	}
 	if rep.failed() {
 		return 1
 	}
@@ -145,7 +186,8 @@ func run() int {
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("fjord-bench", flag.ContinueOnError)
 	brokers := fs.String("brokers", "", "bootstrap `host:port[,host:port...]` of a Kafka-compatible cluster to bench")
-	kfake := fs.Bool("kfake", false, "also start franz-go's in-memory fake broker (kfake) in-process and bench it")
+	kfake := fs.Bool("kfake", false, "also start franz-go's in-memory fake broker (kfake) in a child process of its own and bench it")
+	kfakeInProc := fs.Bool("kfake-inproc", false, "also start kfake inside this process (sharing the clients' Go runtime) and bench it")
 	fjordBin := fs.String("fjord-bin", "", "`path` of a fjord binary to start on a free loopback port (temp data dir) and bench")
 	suites := fs.String("suites", strings.Join(allSuites, ","), "comma-separated suites to run: "+strings.Join(allSuites, ","))
 	partitions := fs.Int("partitions", 6, "partitions of each fresh bench topic")
@@ -163,12 +205,28 @@ func parseFlags(args []string) (*config, error) {
 	tlsCert := fs.String("tls-cert", "", "`path` of a PEM client certificate chain for -tls-ca (with -tls-key), for ssl.client.auth=required")
 	tlsKey := fs.String("tls-key", "", "`path` of the PEM private key of -tls-cert")
 	cluster := fs.Bool("cluster", false, "instead of the client suites, bench the metadata quorum of a 3-node cluster of -fjord-bin processes")
-	manyParts := fs.Int("many-partitions", 0, "with N > 0: instead of the suites, create N partitions on one -fjord-bin node and time its restarts (clean stop, kill -9) until every partition serves ListOffsets; report resident memory per partition")
+	linger := fs.String("linger", "0", "producer linger: a duration, or \"default\" for the client's own (franz-go: 10ms)")
+	all := fs.Bool("all", false, "run every figure of the performance issue against -fjord-bin and a kfake child, and print one table of ratios and targets (bounded by -timeout, 20m by default here)")
+	allSkip := fs.String("all-skip", "", "with -all: comma-separated steps to leave out: "+strings.Join(allSteps, ","))
+	repeat := fs.Int("repeat", 1, "with -all: rounds to run; figures are medians, fjord and kfake alternate which goes first")
+	jsonFile := fs.String("json-out", "", "also write the full result as JSON to `path` (the table still prints)")
+	compare := fs.String("compare", "", "`a.json,b.json`: print the figure-by-figure change between two -all -json-out results, then exit")
+	label := fs.String("label", "", "name of this run in the machine record (default: git rev-parse --short HEAD)")
+	manyParts := fs.Int("many-partitions", 0, "with N > 0: instead of the suites, create N partitions on one -fjord-bin node and time its restarts (clean stop, kill -9) until every partition serves ListOffsets; report resident memory per partition (with -all: the N of that step, default 10000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *compare != "" {
+		files := strings.Split(*compare, ",")
+		if len(files) != 2 || files[0] == "" || files[1] == "" {
+			return nil, errors.New("-compare takes two files: a.json,b.json")
+		}
+		return &config{compare: files}, nil
 	}
 
 	cfg := &config{
@@ -188,6 +246,51 @@ func parseFlags(args []string) (*config, error) {
 		fjordRF3:       *fjordRF3,
 		txn:            *txn,
 		manyPartitions: *manyParts,
+		kfakeInProc:    *kfakeInProc,
+		all:            *all,
+		allSkip:        map[string]bool{},
+		repeat:         *repeat,
+		jsonOut:        *jsonFile,
+		label:          *label,
+	}
+	if *linger == "default" {
+		cfg.lingerDefault = true
+	} else if d, err := time.ParseDuration(*linger); err != nil || d < 0 {
+		return nil, fmt.Errorf("-linger %q: want a duration >= 0 or \"default\"", *linger)
+	} else {
+		cfg.linger = d
+	}
+	if cfg.all {
+		if !set["timeout"] {
+			cfg.timeout = 20 * time.Minute
+		}
+		if !set["many-partitions"] {
+			cfg.manyPartitions = 10000
+		}
+		for _, st := range strings.Split(*allSkip, ",") {
+			if st = strings.TrimSpace(st); st == "" {
+				continue
+			}
+			if !slices.Contains(allSteps, st) {
+				return nil, fmt.Errorf("-all-skip: unknown step %q (have %s)", st, strings.Join(allSteps, ","))
+			}
+			cfg.allSkip[st] = true
+		}
+		switch {
+		case cfg.fjordBin == "":
+			return nil, errors.New("-all needs -fjord-bin")
+		case len(cfg.brokers) > 0 || cfg.kfake || cfg.kfakeInProc || cfg.cluster || cfg.fjordRF3 || cfg.tls != nil || cfg.txn > 0:
+			return nil, errors.New("-all runs its own targets: leave out -brokers, -kfake, -kfake-inproc, -cluster, -fjord-rf3, -tls-*, -txn")
+		case cfg.repeat < 1:
+			return nil, errors.New("-repeat must be >= 1")
+		case cfg.manyPartitions < 1:
+			return nil, errors.New("-many-partitions must be >= 1 (leave the step out with -all-skip manyparts)")
+		}
+	} else if set["repeat"] || set["all-skip"] {
+		return nil, errors.New("-repeat and -all-skip apply to -all only")
+	}
+	if cfg.jsonOut != "" && (cfg.cluster || (cfg.manyPartitions > 0 && !cfg.all)) {
+		return nil, errors.New("-json-out applies to -all and the client suites; -cluster and -many-partitions print JSON with -json")
 	}
 	if *tlsCA != "" {
 		tc, err := loadTLS(*tlsCA, *tlsCert, *tlsKey)
@@ -211,9 +314,9 @@ func parseFlags(args []string) (*config, error) {
 		cfg.suites[s] = true
 	}
 	switch {
-	case len(cfg.brokers) == 0 && !cfg.kfake && cfg.fjordBin == "":
-		return nil, errors.New("nothing to bench: give -brokers, -kfake and/or -fjord-bin")
-	case cfg.tls != nil && (cfg.kfake || cfg.fjordBin != ""):
+	case len(cfg.brokers) == 0 && !cfg.kfake && !cfg.kfakeInProc && cfg.fjordBin == "":
+		return nil, errors.New("nothing to bench: give -brokers, -kfake, -kfake-inproc and/or -fjord-bin")
+	case cfg.tls != nil && (cfg.kfake || cfg.kfakeInProc || cfg.fjordBin != ""):
 		return nil, errors.New("-tls-ca applies to -brokers only: bench -kfake and -fjord-bin in another run")
 	case cfg.txn < 0:
 		return nil, errors.New("-txn must be >= 0")

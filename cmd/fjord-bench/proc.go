@@ -41,6 +41,9 @@ func killChildren() {
 	for p := range children {
 		p.cmd.Process.Kill()
 	}
+	for p := range kfakeChildren.m {
+		p.cmd.Process.Kill()
+	}
 }
 
 // startFjord runs `bin --override listeners=PLAINTEXT://127.0.0.1:PORT

@@ -38,6 +38,7 @@ func newReport(cfg *config) *report {
 			"records": cfg.records, "size": cfg.size, "rate": cfg.rate,
 			"duration": cfg.duration.String(), "compression": cfg.compression,
 			"timeout": cfg.timeout.String(), "latency_record_size": latencyRecordSize,
+			"linger": lingerString(cfg),
 		},
 		Started:  time.Now().UTC().Truncate(time.Second),
 		Go:       runtime.Version(),
@@ -45,6 +46,14 @@ func newReport(cfg *config) *report {
 		CPUs:     runtime.NumCPU(),
 		cfg:      cfg,
 	}
+}
+
+// lingerString is -linger as the run used it.
+func lingerString(c *config) string {
+	if c.lingerDefault {
+		return "default"
+	}
+	return c.linger.String()
 }
 
 func (r *report) add(t *TargetResult) { r.Targets = append(r.Targets, t) }
@@ -77,8 +86,8 @@ func (r *report) printHeader(w io.Writer) {
 	fmt.Fprintf(w, "command:  %s\n", r.Command)
 	fmt.Fprintf(w, "          (from cmd/fjord-bench, `go run .` takes the same flags)\n")
 	c := r.cfg
-	fmt.Fprintf(w, "settings: suites=%s partitions=%d rf=%d records=%d size=%d rate=%g duration=%s compression=%s timeout=%s\n",
-		r.Settings["suites"], c.partitions, c.rf, c.records, c.size, c.rate, c.duration, c.compression, c.timeout)
+	fmt.Fprintf(w, "settings: suites=%s partitions=%d rf=%d records=%d size=%d rate=%g duration=%s linger=%s compression=%s timeout=%s\n",
+		r.Settings["suites"], c.partitions, c.rf, c.records, c.size, c.rate, c.duration, lingerString(c), c.compression, c.timeout)
 	fmt.Fprintf(w, "host:     %s %s, %d CPUs, started %s\n\n", r.Go, r.Platform, r.CPUs, r.Started.Format(time.RFC3339))
 }
 
@@ -104,6 +113,12 @@ func (r *report) printTable(w io.Writer) {
 	if c.suites[suiteProduce] {
 		section(fmt.Sprintf("produce: %d x %d B, acks=all", c.records, c.size))
 		thrRows(row, suiteProduce, func(t *TargetResult) *Throughput { return t.Produce })
+		row("  broker CPU (s/GB)", func(t *TargetResult) string {
+			if t.ProduceCPU == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", t.ProduceCPU.SecPerGB)
+		})
 	}
 	if c.suites[suiteLatency] {
 		section(fmt.Sprintf("latency: produce->ack, %g rec/s for %s, 1 KiB", c.rate, c.duration))
@@ -117,8 +132,8 @@ func (r *report) printTable(w io.Writer) {
 		section(fmt.Sprintf("consume: read back %d records", c.records))
 		thrRows(row, suiteConsume, func(t *TargetResult) *Throughput { return t.Consume })
 	}
-	if c.fjordBin != "" {
-		section("memory: started fjord process, VmRSS")
+	if c.fjordBin != "" || c.kfake {
+		section("memory: broker process the tool started, VmRSS")
 		mem := func(f func(m *Memory) float64) func(t *TargetResult) string {
 			return func(t *TargetResult) string {
 				if t.Memory == nil {

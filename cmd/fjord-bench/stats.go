@@ -22,6 +22,25 @@ type TargetResult struct {
 	E2E     *Latency    `json:"e2e,omitempty"`
 	Consume *Throughput `json:"consume,omitempty"`
 	Memory  *Memory     `json:"memory,omitempty"`
+	// ProduceCPU is the broker process's CPU time during the produce
+	// suite, for a broker the tool started (fjord, kfake as a child).
+	ProduceCPU *CPU `json:"produce_cpu,omitempty"`
+}
+
+// CPU is a broker process's user+system CPU time (from /proc/PID/stat)
+// over a suite, per 10^9 value bytes the suite produced.
+type CPU struct {
+	Seconds  float64 `json:"seconds"`
+	Bytes    int64   `json:"bytes"`
+	SecPerGB float64 `json:"seconds_per_gb"`
+}
+
+func newCPU(sec float64, bytes int64) *CPU {
+	c := &CPU{Seconds: sec, Bytes: bytes}
+	if bytes > 0 {
+		c.SecPerGB = sec / (float64(bytes) / 1e9)
+	}
+	return c
 }
 
 // Throughput is the outcome of the produce and consume suites. Bytes count

@@ -38,15 +38,18 @@ type bench struct {
 
 // clientOpts are the options every client of the suite shares. Producer
 // settings are franz-go's defaults (idempotent, acks=all, default max in
-// flight) except linger, which we pin to 0, and compression (-compression).
+// flight) except linger, 0 unless -linger says otherwise ("default" keeps
+// the client's 10 ms), and compression (-compression).
 func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	codec, _ := compressionCodec(b.cfg.compression)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(b.brokers...),
 		kgo.ClientID("fjord-bench"),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(codec),
+	}
+	if !b.cfg.lingerDefault {
+		opts = append(opts, kgo.ProducerLinger(b.cfg.linger))
 	}
 	if b.cfg.tls != nil {
 		opts = append(opts, kgo.DialTLSConfig(b.cfg.tls))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -21,6 +22,13 @@ func logf(format string, args ...any) {
 // bootstrap address. With cleanup it deletes its topics afterwards (for
 // clusters that outlive the run).
 func benchBrokers(ctx context.Context, cfg *config, name string, brokers []string, cleanup bool) *TargetResult {
+	return benchBrokersProc(ctx, cfg, name, brokers, cleanup, 0)
+}
+
+// benchBrokersProc is benchBrokers on a broker that is the local process
+// pid (0: unknown): its CPU time is read before and after the produce
+// suite.
+func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []string, cleanup bool, pid int) *TargetResult {
 	res := &TargetResult{Target: name, Brokers: brokers, SuiteErrors: map[string]string{}}
 	admOpts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID("fjord-bench-admin")}
 	if cfg.tls != nil {
@@ -82,6 +90,11 @@ func benchBrokers(ctx context.Context, cfg *config, name string, brokers []strin
 			suite = suiteConsume
 		}
 		ok = run(suite, func(topic string) error {
+			var cpu0 float64
+			var cpuErr error
+			if pid > 0 {
+				cpu0, cpuErr = cpuSeconds(pid)
+			}
 			t, err := b.produceThroughput(ctx, topic)
 			if err != nil {
 				return err
@@ -89,6 +102,14 @@ func benchBrokers(ctx context.Context, cfg *config, name string, brokers []strin
 			produced = topic
 			if cfg.suites[suiteProduce] {
 				res.Produce = t
+				if pid > 0 {
+					cpu1, err := cpuSeconds(pid)
+					if err = cmp.Or(cpuErr, err); err != nil {
+						logf("[%s] reading CPU time: %v", name, err)
+					} else {
+						res.ProduceCPU = newCPU(cpu1-cpu0, t.Bytes)
+					}
+				}
 			}
 			return nil
 		})
@@ -145,21 +166,56 @@ func (b *bench) deleteTopics() {
 	}
 }
 
-// benchKfake starts franz-go's in-memory fake broker in this process, on a
-// random loopback port, and benches it.
-func benchKfake(ctx context.Context, cfg *config) *TargetResult {
+// benchKfakeInProcess starts franz-go's in-memory fake broker in this
+// process, on a random loopback port, and benches it (-kfake-inproc: the
+// clients and the broker then share one Go runtime).
+func benchKfakeInProcess(ctx context.Context, cfg *config) *TargetResult {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
-		return &TargetResult{Target: "kfake", Error: err.Error()}
+		return &TargetResult{Target: "kfake in-process", Error: err.Error()}
 	}
 	defer c.Close()
 	addrs := c.ListenAddrs()
-	logf("[kfake] started on %v", addrs)
-	return benchBrokers(ctx, cfg, "kfake", addrs, false)
+	logf("[kfake in-process] started on %v", addrs)
+	return benchBrokers(ctx, cfg, "kfake in-process", addrs, false)
 }
 
-// benchFjord starts the fjord binary, benches it, and reports its resident
-// memory: once idle after start-up, and the peak while the suites ran.
+// benchKfake starts kfake in a child process of its own (this binary, run
+// with -serve-kfake) and benches it like a fjord child: resident memory and
+// the CPU time of the produce suite.
+func benchKfake(ctx context.Context, cfg *config) *TargetResult {
+	p, err := startKfake(ctx)
+	if err != nil {
+		return &TargetResult{Target: "kfake", Error: err.Error()}
+	}
+	defer p.stop()
+	logf("[kfake] pid %d serving on %s", p.pid(), p.addr)
+	return benchChild(ctx, cfg, "kfake", p.addr, p.pid())
+}
+
+// benchChild benches the broker process pid serving on addr, and reports
+// its resident memory: once idle after start-up, and the peak while the
+// suites ran.
+func benchChild(ctx context.Context, cfg *config, name, addr string, pid int) *TargetResult {
+	// Let start-up work settle, then take the idle figure.
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+	}
+	idle, err := rssMiB(pid)
+	if err != nil {
+		logf("[%s] reading memory: %v", name, err)
+	}
+	sampler := startRSSSampler(pid, 50*time.Millisecond)
+	res := benchBrokersProc(ctx, cfg, name, []string{addr}, false, pid)
+	peak, n := sampler.stop()
+	if err == nil {
+		res.Memory = &Memory{IdleMiB: idle, PeakMiB: max(peak, idle), Samples: n}
+	}
+	return res
+}
+
+// benchFjord starts the fjord binary and benches it as benchChild does.
 func benchFjord(ctx context.Context, cfg *config) *TargetResult {
 	p, err := startFjord(ctx, cfg.fjordBin)
 	if err != nil {
@@ -167,22 +223,7 @@ func benchFjord(ctx context.Context, cfg *config) *TargetResult {
 	}
 	defer p.stop()
 	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
-
-	// Let start-up work settle, then take the idle figure.
-	select {
-	case <-time.After(time.Second):
-	case <-ctx.Done():
-	}
-	idle, err := rssMiB(p.cmd.Process.Pid)
-	if err != nil {
-		logf("[fjord] reading memory: %v", err)
-	}
-	sampler := startRSSSampler(p.cmd.Process.Pid, 50*time.Millisecond)
-	res := benchBrokers(ctx, cfg, "fjord", []string{p.addr}, false)
-	peak, n := sampler.stop()
-	if err == nil {
-		res.Memory = &Memory{IdleMiB: idle, PeakMiB: max(peak, idle), Samples: n}
-	}
+	res := benchChild(ctx, cfg, "fjord", p.addr, p.cmd.Process.Pid)
 	if p.exited() {
 		res.Error = "fjord exited during the run; its log: " + p.logTail()
 	}

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The -all mode measures, in one run, every figure the performance issue
+// sets a target for, fjord next to kfake where kfake has the figure, and
+// prints them as one table of ratios and targets. kfake always runs as a
+// child process (-serve-kfake), so both brokers are measured the same way:
+// own process, own Go runtime, its CPU time read from /proc.
+
+// allSteps are the steps of a round, in the order they run.
+var allSteps = []string{"single", "rf3", "partitions1000", "failover", "manyparts"}
+
+// lingers are the two producer settings the single-node figures are taken
+// at: linger 0 (this tool's default, every record sent at once) and the
+// client's default linger (10 ms in franz-go v1.21.7), the issue's method.
+var lingers = []struct {
+	id, label string
+	dflt      bool
+}{{"l0", "linger 0", false}, {"ld", "linger default", true}}
+
+// figureSet holds the figures of a run in table order, by ID.
+type figureSet struct {
+	list    []*Figure
+	byID    map[string]*Figure
+	section string // the group the next figure defined belongs to
+}
+
+func (s *figureSet) def(section, id, name, unit, versus string, t *Target, note string) {
+	if section != "" {
+		s.section = section
+	}
+	f := &Figure{ID: id, Section: s.section, Name: name, Unit: unit, Versus: versus, Target: t, Note: note}
+	s.list = append(s.list, f)
+	s.byID[id] = f
+}
+
+func (s *figureSet) fjord(id string, v float64) {
+	s.byID[id].FjordSamples = append(s.byID[id].FjordSamples, v)
+}
+
+func (s *figureSet) kfake(id string, v float64) {
+	s.byID[id].KfakeSamples = append(s.byID[id].KfakeSamples, v)
+}
+
+// put records v for the target ("fjord" or "kfake") of one figure.
+func (s *figureSet) put(target, id string, v float64) {
+	if target == "kfake" {
+		s.kfake(id, v)
+	} else {
+		s.fjord(id, v)
+	}
+}
+
+func newFigureSet(cfg *config) *figureSet {
+	s := &figureSet{byID: map[string]*Figure{}}
+	p := cfg.partitions
+	rate := trimFloat(cfg.rate)
+	sec := fmt.Sprintf("one node, %d partitions, %d B values, acks=all, idempotent; paced suites %s rec/s of 1 KiB for %s", p, cfg.size, rate, cfg.duration)
+	first := true
+	for _, l := range lingers {
+		t := sec
+		if !first {
+			t = ""
+		}
+		first = false
+		s.def(t, "produce_rps_"+l.id, "produce "+l.label, "records/s", "", ratioAtLeast(1), "")
+		s.def("", "consume_rps_"+l.id, "consume of the "+l.label+" records", "records/s", "", ratioAtLeast(1), "")
+	}
+	for _, l := range lingers {
+		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s "+l.label, "ms", "", nil, "")
+		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s "+l.label, "ms", "", ratioAtMost(1.5), "")
+	}
+	for _, l := range lingers {
+		note := ""
+		if l.dflt {
+			note = "the client holds each batch up to its linger before sending, so with the default linger this absolute target is out of reach for any broker (compare kfake's figure)"
+		}
+		s.def("", "e2e_p99_"+l.id, "end-to-end p99 at "+rate+"/s "+l.label, "ms", "", below(2), note)
+	}
+	for i, l := range lingers {
+		t := ""
+		if i == 0 {
+			t = "broker CPU: utime+stime of the broker process over the produce suite"
+		}
+		s.def(t, "cpu_s_per_gb_"+l.id, "broker CPU per GB produced, "+l.label, "s/GB", "", nil, "")
+	}
+	s.def("three fjord processes, RF 3, min.insync.replicas 2, acks=all", "rf3_produce_rps", "produce linger 0, kfake column one node", "records/s", "", ratioAtLeast(0.5), "")
+	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s linger 0", "ms", "", below(5), "")
+	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
+	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
+	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
+	s.def("", "controller_failover_s", "controller, SIGKILL → CreateTopics ok, median", "s", "", nil, "")
+	n := cfg.manyPartitions
+	s.def(fmt.Sprintf("one node, %d partitions (one record each)", n), "many_rss_mib", "resident memory with the topic", "MiB", "", below(1024), "")
+	s.def("", "many_rss_restart_mib", "resident memory after the clean restart", "MiB", "", below(1024), "")
+	s.def("", "many_mib_per_partition", "resident memory per partition, (with − before) / N", "MiB", "", nil, "")
+	s.def("", "many_clean_restart_s", "start-up after a clean stop, to all serving", "s", "", below(10), "")
+	s.def("", "many_kill_restart_s", "start-up after kill -9, to all serving", "s", "", below(30), "")
+	s.def("", "many_create_s", "CreateTopics, to all serving", "s", "", nil, "")
+	return s
+}
+
+func runAll(ctx context.Context, cfg *config, w io.Writer) int {
+	start := time.Now()
+	m := collectMachine(ctx, cfg.label, cfg.fjordBin)
+	var skipped []string
+	for _, st := range allSteps {
+		if cfg.allSkip[st] {
+			skipped = append(skipped, st)
+		}
+	}
+	res := &AllResult{
+		Command: commandLine(os.Args[1:]),
+		Settings: map[string]any{
+			"partitions": cfg.partitions, "records": cfg.records, "size": cfg.size,
+			"rate": cfg.rate, "duration": cfg.duration.String(), "compression": cfg.compression,
+			"timeout": cfg.timeout.String(), "repeat": cfg.repeat, "skip": strings.Join(skipped, ","),
+			"many_partitions": cfg.manyPartitions, "latency_record_size": latencyRecordSize,
+			"lingers": "0 and the client default (franz-go v1.21.7: 10ms)",
+		},
+		Machine: m,
+		Started: start.UTC().Truncate(time.Second),
+	}
+	// With -json, stdout carries the JSON only.
+	out := w
+	if cfg.json {
+		w = io.Discard
+	}
+	fmt.Fprintf(w, "command:  %s\n", res.Command)
+	fmt.Fprintf(w, "settings: partitions=%d records=%d size=%d rate=%g duration=%s repeat=%d many-partitions=%d skip=%s timeout=%s\n",
+		cfg.partitions, cfg.records, cfg.size, cfg.rate, cfg.duration, cfg.repeat, cfg.manyPartitions, orDash(strings.Join(skipped, ",")), cfg.timeout)
+	printMachine(w, m)
+	fmt.Fprintln(w)
+
+	figs := newFigureSet(cfg)
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		res.Errors = append(res.Errors, msg)
+		logf("%s", msg)
+	}
+	steps := map[string]func(round int){
+		"single":         func(round int) { allSingle(ctx, cfg, round, figs, fail) },
+		"rf3":            func(int) { allRF3(ctx, cfg, figs, fail) },
+		"partitions1000": func(int) { allPartitions1000(ctx, cfg, figs, fail) },
+		"failover":       func(int) { allFailover(ctx, cfg, figs, fail) },
+		"manyparts":      func(int) { allManyParts(ctx, cfg, figs, fail) },
+	}
+	for round := range cfg.repeat {
+		for _, st := range allSteps {
+			if cfg.allSkip[st] || ctx.Err() != nil {
+				continue
+			}
+			logf("[all] round %d of %d: %s (%.0f s into the run, load %s)", round+1, cfg.repeat, st, time.Since(start).Seconds(), loadAvg())
+			steps[st](round)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		res.Aborted = fmt.Sprintf("run stopped early: %v (timeout %s)", context.Cause(ctx), cfg.timeout)
+	}
+	m.LoadEnd = loadAvg()
+	res.Seconds = time.Since(start).Seconds()
+	evaluateAll(figs.list)
+	// Steps left out leave no rows.
+	for _, f := range figs.list {
+		if len(f.FjordSamples) > 0 || len(f.KfakeSamples) > 0 {
+			res.Figures = append(res.Figures, f)
+		}
+	}
+
+	printFigures(w, res.Figures)
+	fmt.Fprintf(w, "\nload at end: %s; the run took %.0f s", m.LoadEnd, res.Seconds)
+	if cfg.repeat > 1 {
+		fmt.Fprintf(w, "; figures are medians of %d rounds", cfg.repeat)
+	}
+	fmt.Fprintln(w)
+	if len(res.Errors) > 0 {
+		fmt.Fprintln(w, "\nerrors:")
+		for _, e := range res.Errors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	if res.Aborted != "" {
+		fmt.Fprintf(w, "\n%s\n", res.Aborted)
+	}
+	code := 0
+	if cfg.jsonOut != "" {
+		if err := writeJSONFile(cfg.jsonOut, res); err != nil {
+			fmt.Fprintln(os.Stderr, "fjord-bench:", err)
+			code = 1
+		} else {
+			logf("[all] result written to %s", cfg.jsonOut)
+		}
+	}
+	if cfg.json {
+		printJSONTo(out, res)
+	}
+	if len(res.Errors) > 0 || res.Aborted != "" {
+		code = 1
+	}
+	return code
+}
+
+func printJSONTo(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// suiteErrors reports a target's errors through fail.
+func suiteErrors(tag string, r *TargetResult, fail func(string, ...any)) {
+	if r.Error != "" {
+		fail("[%s] %s", tag, r.Error)
+	}
+	for _, s := range allSuites {
+		if e, ok := r.SuiteErrors[s]; ok {
+			fail("[%s] %s: %s", tag, s, e)
+		}
+	}
+}
+
+// withBroker starts a one-node broker (fjord from -fjord-bin, or a kfake
+// child), lets its start-up settle for a second, runs fn on it, and stops
+// it.
+func withBroker(ctx context.Context, cfg *config, which string, fn func(addr string, pid int)) error {
+	settled := fn
+	fn = func(addr string, pid int) {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return
+		}
+		settled(addr, pid)
+	}
+	if which == "kfake" {
+		p, err := startKfake(ctx)
+		if err != nil {
+			return err
+		}
+		defer p.stop()
+		logf("[kfake] pid %d serving on %s", p.pid(), p.addr)
+		fn(p.addr, p.pid())
+		return nil
+	}
+	p, err := startFjord(ctx, cfg.fjordBin)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
+	fn(p.addr, p.cmd.Process.Pid)
+	if p.exited() {
+		return fmt.Errorf("fjord exited during the run; its log: %s", p.logTail())
+	}
+	return nil
+}
+
+// allSingle runs the four client suites on one fjord node and one kfake
+// child, at each linger; which goes first alternates by round, so drift
+// in the machine's load hits both.
+func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fail func(string, ...any)) {
+	order := []string{"fjord", "kfake"}
+	if round%2 == 1 {
+		slices.Reverse(order)
+	}
+	for _, target := range order {
+		err := withBroker(ctx, cfg, target, func(addr string, pid int) {
+			for _, l := range lingers {
+				c := *cfg
+				c.suites = map[string]bool{suiteProduce: true, suiteLatency: true, suiteE2E: true, suiteConsume: true}
+				c.linger, c.lingerDefault = 0, l.dflt
+				tag := target + ", " + l.label
+				r := benchBrokersProc(ctx, &c, tag, []string{addr}, false, pid)
+				suiteErrors(tag, r, fail)
+				if r.Produce != nil {
+					figs.put(target, "produce_rps_"+l.id, r.Produce.RecordsPerSec)
+					if target == "kfake" && !l.dflt {
+						figs.kfake("rf3_produce_rps", r.Produce.RecordsPerSec)
+					}
+				}
+				if r.Consume != nil {
+					figs.put(target, "consume_rps_"+l.id, r.Consume.RecordsPerSec)
+				}
+				if r.Latency != nil {
+					figs.put(target, "ack_p50_"+l.id, r.Latency.P50Ms)
+					figs.put(target, "ack_p99_"+l.id, r.Latency.P99Ms)
+				}
+				if r.E2E != nil {
+					figs.put(target, "e2e_p99_"+l.id, r.E2E.P99Ms)
+				}
+				if r.ProduceCPU != nil {
+					figs.put(target, "cpu_s_per_gb_"+l.id, r.ProduceCPU.SecPerGB)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		})
+		if err != nil {
+			fail("[%s] %v", target, err)
+		}
+	}
+}
+
+// allRF3 runs produce and produce→ack latency on three fjord processes at
+// RF 3 (min.insync.replicas 2, set by newTopic for rf >= 3).
+func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
+	nodes, stop, err := startBenchCluster(ctx, cfg.fjordBin)
+	if err != nil {
+		fail("[fjord x3 rf3] %v", err)
+		return
+	}
+	defer stop()
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.addr)
+	}
+	for _, l := range lingers {
+		c := *cfg
+		c.rf = 3
+		c.linger, c.lingerDefault = 0, l.dflt
+		c.suites = map[string]bool{suiteLatency: true}
+		if !l.dflt {
+			c.suites[suiteProduce] = true
+		}
+		tag := "fjord x3 rf3, " + l.label
+		r := benchBrokers(ctx, &c, tag, addrs, false)
+		suiteErrors(tag, r, fail)
+		if r.Produce != nil {
+			figs.fjord("rf3_produce_rps", r.Produce.RecordsPerSec)
+		}
+		if r.Latency != nil {
+			figs.fjord("rf3_ack_p99_"+l.id, r.Latency.P99Ms)
+		}
+	}
+}
+
+// allPartitions1000 runs the produce suite on a fresh fjord node with
+// 1,000 partitions, linger 0.
+func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
+	err := withBroker(ctx, cfg, "fjord", func(addr string, pid int) {
+		c := *cfg
+		c.partitions = 1000
+		c.linger, c.lingerDefault = 0, false
+		c.suites = map[string]bool{suiteProduce: true}
+		r := benchBrokersProc(ctx, &c, "fjord, 1000 partitions", []string{addr}, false, pid)
+		suiteErrors("fjord, 1000 partitions", r, fail)
+		if r.Produce != nil {
+			figs.fjord("p1000_produce_rps", r.Produce.RecordsPerSec)
+		}
+	})
+	if err != nil {
+		fail("[fjord, 1000 partitions] %v", err)
+	}
+}
+
+// allFailover kills the controller three times, then a partition leader
+// three times, on a fresh three-node cluster with the brokers' default
+// settings (the client side is tuned as in -cluster: see leaderFailover).
+func allFailover(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
+	nodes, stop, err := startBenchCluster(ctx, cfg.fjordBin)
+	if err != nil {
+		fail("[failover] %v", err)
+		return
+	}
+	defer stop()
+	cr := &ClusterResult{Nodes: 3}
+	if err := controllerFailover(ctx, nodes, 3, cr); err != nil {
+		fail("[failover] controller: %v", err)
+	}
+	if ctx.Err() == nil {
+		if err := leaderFailover(ctx, nodes, cr); err != nil {
+			fail("[failover] partition leader: %v", err)
+		}
+	}
+	for _, v := range cr.FailoverMs {
+		figs.fjord("controller_failover_s", v/1000)
+	}
+	for _, v := range cr.LeaderFailoverMs {
+		figs.fjord("leader_failover_s", v/1000)
+	}
+}
+
+// allManyParts is -many-partitions N on a fresh node.
+func allManyParts(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
+	mp := &ManyPartitions{Partitions: cfg.manyPartitions}
+	if err := manyPartitions(ctx, cfg, mp); err != nil {
+		fail("[many partitions] %v", err)
+		return
+	}
+	figs.fjord("many_rss_mib", mp.RSSMiB)
+	figs.fjord("many_rss_restart_mib", mp.RSSAfterMiB)
+	figs.fjord("many_mib_per_partition", mp.RSSPerPartKiB/1024)
+	figs.fjord("many_clean_restart_s", mp.CleanRestartSec)
+	figs.fjord("many_kill_restart_s", mp.KillRestartSec)
+	figs.fjord("many_create_s", mp.CreateSec)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/binary"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestParseStatTicks(t *testing.T) {
+	// A command name with spaces and parentheses; utime 1234, stime 567.
+	line := "4242 (fjord (x) y) S 1 4242 4242 0 -1 4194560 1000 0 0 0 1234 567 0 0 20 0 9 0 100 123456 789 18446744073709551615\n"
+	got, err := parseStatTicks(line)
+	if err != nil || got != 1234+567 {
+		t.Fatalf("parseStatTicks = %d, %v; want 1801", got, err)
+	}
+	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 u s 0"} {
+		if _, err := parseStatTicks(bad); err == nil {
+			t.Errorf("parseStatTicks(%q) took it", bad)
+		}
+	}
+}
+
+func TestCPUSecondsOfSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	// Burn a little CPU so the count is not zero at tick resolution;
+	// no bound on the time it takes is asserted.
+	end := time.Now().Add(30 * time.Millisecond)
+	for x := 0; time.Now().Before(end); x++ {
+		_ = strconv.Itoa(x)
+	}
+	s, err := cpuSeconds(os.Getpid())
+	if err != nil || s <= 0 {
+		t.Fatalf("cpuSeconds(self) = %g, %v", s, err)
+	}
+}
+
+func TestAuxvValue(t *testing.T) {
+	var b []byte
+	put := func(k, v uint64) {
+		b = binary.NativeEndian.AppendUint64(b, k)
+		b = binary.NativeEndian.AppendUint64(b, v)
+	}
+	put(6, 4096) // AT_PAGESZ
+	put(17, 250) // AT_CLKTCK
+	put(0, 0)    // AT_NULL
+	put(17, 999) // after the end: ignored
+	if got := auxvValue(b, 17); got != 250 {
+		t.Fatalf("AT_CLKTCK = %d, want 250", got)
+	}
+	if got := auxvValue(b, 33); got != 0 {
+		t.Fatalf("absent key = %d, want 0", got)
+	}
+	if clockTicks() <= 0 {
+		t.Fatal("clockTicks not positive")
+	}
+}
+
+func TestParseCPUInfo(t *testing.T) {
+	s := "processor\t: 0\nvendor_id\t: X\nmodel name\t: Test CPU @ 2.0GHz\n\nprocessor\t: 1\nmodel name\t: Test CPU @ 2.0GHz\n"
+	model, n := parseCPUInfo(s)
+	if model != "Test CPU @ 2.0GHz" || n != 2 {
+		t.Fatalf("parseCPUInfo = %q, %d", model, n)
+	}
+}
+
+func TestParseMemTotal(t *testing.T) {
+	if got := parseMemTotalMiB("MemTotal:       24576000 kB\nMemFree: 1 kB\n"); got != 24000 {
+		t.Fatalf("MemTotal = %g MiB, want 24000", got)
+	}
+	if got := parseMemTotalMiB("nothing"); got != 0 {
+		t.Fatalf("no MemTotal = %g", got)
+	}
+}
+
+func TestParseFlagsAll(t *testing.T) {
+	cfg, err := parseFlags([]string{"-all", "-fjord-bin", "x", "-all-skip", "manyparts,rf3", "-linger", "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.timeout != 20*time.Minute || cfg.manyPartitions != 10000 || cfg.repeat != 1 || !cfg.lingerDefault {
+		t.Fatalf("defaults under -all: timeout %s, N %d, repeat %d, lingerDefault %v", cfg.timeout, cfg.manyPartitions, cfg.repeat, cfg.lingerDefault)
+	}
+	if !cfg.allSkip["manyparts"] || !cfg.allSkip["rf3"] || cfg.allSkip["single"] {
+		t.Fatalf("allSkip = %v", cfg.allSkip)
+	}
+	cfg, err = parseFlags([]string{"-all", "-fjord-bin", "x", "-timeout", "3m", "-many-partitions", "2000", "-repeat", "3"})
+	if err != nil || cfg.timeout != 3*time.Minute || cfg.manyPartitions != 2000 || cfg.repeat != 3 {
+		t.Fatalf("explicit flags under -all: %+v, %v", cfg, err)
+	}
+	cfg, err = parseFlags([]string{"-kfake", "-linger", "5ms"})
+	if err != nil || cfg.linger != 5*time.Millisecond || cfg.lingerDefault || cfg.timeout != 5*time.Minute {
+		t.Fatalf("-linger 5ms: %+v, %v", cfg, err)
+	}
+	cfg, err = parseFlags([]string{"-compare", "a.json,b.json"})
+	if err != nil || len(cfg.compare) != 2 || cfg.compare[1] != "b.json" {
+		t.Fatalf("-compare: %+v, %v", cfg, err)
+	}
+	for _, bad := range [][]string{
+		{"-all"},                              // no -fjord-bin
+		{"-all", "-fjord-bin", "x", "-kfake"}, // -all has its own targets
+		{"-all", "-fjord-bin", "x", "-all-skip", "nope"},
+		{"-all", "-fjord-bin", "x", "-repeat", "0"},
+		{"-kfake", "-repeat", "2"}, // -repeat without -all
+		{"-kfake", "-linger", "soon"},
+		{"-compare", "a.json"},
+		{"-cluster", "-fjord-bin", "x", "-json-out", "r.json"},
+	} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) took it", bad)
+		}
+	}
+}
