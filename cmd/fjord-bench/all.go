@@ -98,6 +98,9 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s linger 0", "ms", "", below(5), "")
 	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
 	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
+	s.def("", "p1000_produce_rps_ld", fmt.Sprintf("produce linger default, ratio to %d partitions", p), "records/s", "produce_rps_ld", ratioAtLeast(0.5), "")
+	s.def("", "p1000_vs_kfake", "produce linger 0, against kfake at 1,000 partitions", "records/s", "", nil,
+		"kfake's column is kfake at 1,000 partitions: how much of the drop from 6 partitions is the client's")
 	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
 	s.def("", "controller_failover_s", "controller, SIGKILL → CreateTopics ok, median", "s", "", nil, "")
 	n := cfg.manyPartitions
@@ -345,21 +348,42 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 }
 
 // allPartitions1000 runs the produce suite on a fresh fjord node with
-// 1,000 partitions, linger 0.
+// 1,000 partitions at both lingers, and on kfake at linger 0 for
+// reference.
 func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
-	err := withBroker(ctx, cfg, "fjord", func(addr string, pid int) {
-		c := *cfg
-		c.partitions = 1000
-		c.linger, c.lingerDefault = 0, false
-		c.suites = map[string]bool{suiteProduce: true}
-		r := benchBrokersProc(ctx, &c, "fjord, 1000 partitions", []string{addr}, false, pid)
-		suiteErrors("fjord, 1000 partitions", r, fail)
-		if r.Produce != nil {
-			figs.fjord("p1000_produce_rps", r.Produce.RecordsPerSec)
+	for _, target := range []string{"fjord", "kfake"} {
+		tag := target + ", 1000 partitions"
+		err := withBroker(ctx, cfg, target, func(addr string, pid int) {
+			for _, l := range lingers {
+				if target == "kfake" && l.dflt {
+					continue
+				}
+				c := *cfg
+				c.partitions = 1000
+				c.linger, c.lingerDefault = 0, l.dflt
+				c.suites = map[string]bool{suiteProduce: true}
+				r := benchBrokersProc(ctx, &c, tag+", "+l.label, []string{addr}, false, pid)
+				suiteErrors(tag+", "+l.label, r, fail)
+				if r.Produce == nil {
+					continue
+				}
+				switch {
+				case target == "kfake":
+					figs.kfake("p1000_vs_kfake", r.Produce.RecordsPerSec)
+				case l.dflt:
+					figs.fjord("p1000_produce_rps_ld", r.Produce.RecordsPerSec)
+				default:
+					figs.fjord("p1000_produce_rps", r.Produce.RecordsPerSec)
+					figs.fjord("p1000_vs_kfake", r.Produce.RecordsPerSec)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		})
+		if err != nil {
+			fail("[%s] %v", tag, err)
 		}
-	})
-	if err != nil {
-		fail("[fjord, 1000 partitions] %v", err)
 	}
 }
 
