@@ -65,7 +65,7 @@ func errorCode(err error) int16 {
 	case errors.Is(err, storage.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, storage.ErrClosed), errors.Is(err, os.ErrClosed), errors.Is(err, replica.ErrNotLeader),
-		errors.Is(err, storage.ErrStaleLeaderEpoch):
+		errors.Is(err, storage.ErrStaleLeaderEpoch), errors.Is(err, storage.ErrTruncatedDuringRead):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errInvalidTopic):
 		return kerr.InvalidTopicException.Code

@@ -40,6 +40,10 @@ var (
 	// follow the batches before them (bit rot, a damaged sealed segment);
 	// returned as a *CorruptLogError, which says where.
 	ErrCorruptLog = errors.New("storage: corrupt data in the log")
+	// ErrTruncatedDuringRead: a read met bytes that did not parse while
+	// the log was being truncated, again and again; the replica is a
+	// follower cutting its log (NOT_LEADER_OR_FOLLOWER), not damaged.
+	ErrTruncatedDuringRead = errors.New("storage: log truncated during the read")
 )
 
 // CorruptLogError is a read that found a stored batch it will not return.

@@ -140,11 +140,14 @@ type Log struct {
 	// hwMark is the highest high watermark UpdateHighWatermark was given;
 	// written by the broker without mu, lowered under mu by truncation.
 	hwMark atomic.Int64
-	// truncations counts Truncate calls; Compact, which works mostly
-	// without mu, compares it before installing a cleaned segment: a
-	// truncation meanwhile may have removed the newer records that made it
-	// drop older ones (Kafka pauses its cleaner for the same reason).
-	// Written under mu.
+	// truncations goes up by one when a truncation (Truncate,
+	// TruncateFullyAndStartAt) starts and by one when it ends, so it is odd
+	// while one runs. Compact, which works mostly without mu, compares it
+	// before installing a cleaned segment: a truncation meanwhile may have
+	// removed the newer records that made it drop older ones (Kafka pauses
+	// its cleaner for the same reason). Read compares it around a read that
+	// found bad bytes: a cut and the batches appended after it, read
+	// through the index of before, are not damage. Written under mu.
 	truncations atomic.Uint64
 	// dev is the device of the log's file system with devKnown set, 0
 	// until FlushGroup has looked it up (Log.device).
@@ -800,20 +803,35 @@ func (l *Log) syncSegments(dirty []*segment) error {
 // re-checked at startup) are never handed out. Batches before a bad one are
 // returned; a read that starts at a bad one fails with a *CorruptLogError.
 func (l *Log) Read(offset int64, maxBytes int, limit int64, dst []byte) ([]byte, error) {
-	if offset < l.startOffset.Load() || offset > l.end.Load() {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset.Load(), l.end.Load())
-	}
-	if offset >= limit {
-		return nil, nil
-	}
 	for try := 0; ; try++ {
+		gen := l.truncations.Load()
+		if offset < l.startOffset.Load() || offset > l.end.Load() {
+			return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.startOffset.Load(), l.end.Load())
+		}
+		if offset >= limit {
+			return nil, nil
+		}
 		b, err := l.readOnce(offset, maxBytes, limit, dst)
+		if err == nil {
+			return b, nil
+		}
 		// A segment removed or replaced while this read held it, and its
 		// file closed by then: the current list has what replaced it.
 		if try < 2 && errors.Is(err, errFileRetired) {
 			continue
 		}
-		return b, err
+		if gen&1 == 1 || l.truncations.Load() != gen {
+			// A truncation ran meanwhile: the bytes read, where the index
+			// of before said a batch starts, may be its cut and what was
+			// appended after it (a header that does not parse, a length
+			// past the file's end). Look again; if truncations keep
+			// racing, say so rather than report damage.
+			if try < 2 {
+				continue
+			}
+			return nil, fmt.Errorf("%w: reading at %d: %v", ErrTruncatedDuringRead, offset, err)
+		}
+		return nil, err
 	}
 }
 

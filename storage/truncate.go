@@ -153,7 +153,8 @@ func (l *Log) truncateLocked(offset int64) error {
 		l.mu.failed = fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
 		return l.mu.failed
 	}
-	l.truncations.Add(1)
+	l.truncations.Add(1) // odd while it runs: see Log.truncations
+	defer l.truncations.Add(1)
 
 	// The writer's state for segment s, then the readers' view. Index
 	// slices are copied: readers may hold the old ones, and appends after
@@ -387,7 +388,8 @@ func (l *Log) truncateFullyLocked(offset, start int64) error {
 		l.mu.failed = fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
 		return l.mu.failed
 	}
-	l.truncations.Add(1)
+	l.truncations.Add(1) // odd while it runs: see Log.truncations
+	defer l.truncations.Add(1)
 	l.mu.producers = producers{}
 	l.mu.txns = txnState{}
 	l.lowerHighWatermarkLocked(offset)
