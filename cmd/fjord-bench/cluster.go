@@ -261,6 +261,9 @@ func leaderFailover(ctx context.Context, nodes []*clusterNode, res *ClusterResul
 		}
 		leader, _ := leaderOf()
 		victim := nodes[leader-1]
+		// In combined mode the partition's leader may also be the active
+		// controller: its failover then waits for a new one first.
+		ctl, _ := controllerOf(ctx, nodes)
 		victim.kill()
 		start := time.Now()
 		for {
@@ -275,7 +278,11 @@ func leaderFailover(ctx context.Context, nodes []*clusterNode, res *ClusterResul
 			}
 		}
 		res.LeaderFailoverMs = append(res.LeaderFailoverMs, msSince(start))
-		logf("[cluster] leader failover %d: node %d killed, acks=all write acked after %.0f ms", round, victim.id, res.LeaderFailoverMs[round])
+		also := ""
+		if ctl == victim.id {
+			also = " (it was also the active controller)"
+		}
+		logf("[cluster] leader failover %d: node %d killed%s, acks=all write acked after %.0f ms", round, victim.id, also, res.LeaderFailoverMs[round])
 		if err := victim.start(); err != nil {
 			return err
 		}
