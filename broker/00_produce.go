@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -120,7 +118,9 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		jb.w, jb.err = w, err
 	}
 	if parallelAppends(jobs) {
-		forEachParallel(len(jobs), appendJob)
+		// As many at a time as Go has CPUs: appends are CPU (copying into
+		// the page cache), not waits.
+		replica.ForEachBounded(len(jobs), min(runtime.GOMAXPROCS(0), 8), appendJob)
 	} else {
 		for i := range jobs {
 			appendJob(i)
@@ -244,24 +244,6 @@ func parallelAppends(jobs []produceJob) bool {
 		}
 	}
 	return true
-}
-
-// forEachParallel runs fn(0..n-1) on as many goroutines as there are
-// CPUs for Go (at most 8), the caller among them, and returns when all
-// have.
-func forEachParallel(n int, fn func(i int)) {
-	var next atomic.Int64
-	work := func() {
-		for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-			fn(int(i))
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), 8, n) - 1 {
-		wg.Go(work) // joined below: scoped to this call
-	}
-	work()
-	wg.Wait()
 }
 
 // ackWait is an acks=all batch waiting for the high watermark.

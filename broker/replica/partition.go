@@ -734,8 +734,13 @@ func StepAll(steps []PendingStep) {
 
 // forEachBounded runs fn(0..n-1), parallelism at a time, and returns when
 // all have.
-func forEachBounded(n int, fn func(i int)) {
-	if n <= 1 {
+func forEachBounded(n int, fn func(i int)) { ForEachBounded(n, parallelism, fn) }
+
+// ForEachBounded runs fn(0..n-1) on at most workers goroutines, the
+// caller among them, and returns when all have. For work on many
+// partitions at once: their flushes, steps, or a produce request's appends.
+func ForEachBounded(n, workers int, fn func(i int)) {
+	if n <= 1 || workers <= 1 {
 		for i := range n {
 			fn(i)
 		}
@@ -750,7 +755,7 @@ func forEachBounded(n int, fn func(i int)) {
 	// The caller is one of the workers: a request's flush of two
 	// partitions hands one of them to another goroutine, not both.
 	var wg sync.WaitGroup
-	for range min(n, parallelism) - 1 {
+	for range min(n, workers) - 1 {
 		wg.Go(work) // joined below: scoped to this call
 	}
 	work()
