@@ -96,12 +96,12 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 	defer removeUnlessKept(root)
 	nodes := make([]*clusterNode, 3)
 	var voters []string
+	ports, err := freePorts(2 * len(nodes))
+	if err != nil {
+		return err
+	}
 	for i := range nodes {
-		cp, err1 := freePort()
-		kp, err2 := freePort()
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("free ports: %v %v", err1, err2)
-		}
+		cp, kp := ports[2*i], ports[2*i+1]
 		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
 			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
 		nodes[i] = n
@@ -468,13 +468,13 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 		return nil, nil, err
 	}
 	var voters []string
+	ports, err := freePorts(6)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, nil, err
+	}
 	for i := range 3 {
-		cp, err1 := freePort()
-		kp, err2 := freePort()
-		if err1 != nil || err2 != nil {
-			os.RemoveAll(root)
-			return nil, nil, fmt.Errorf("free ports: %v %v", err1, err2)
-		}
+		cp, kp := ports[2*i], ports[2*i+1]
 		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
 			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
 		nodes = append(nodes, n)

@@ -80,12 +80,9 @@ func runManyPartitions(ctx context.Context, cfg *config, out io.Writer) int {
 func manyPartitions(ctx context.Context, cfg *config, res *ManyPartitions) error {
 	n := cfg.manyPartitions
 	// The node's /metrics (fjord.metrics.listener) gives its heap.
-	ports := make([]int, 2)
-	for i := range ports {
-		var err error
-		if ports[i], err = freePort(); err != nil {
-			return err
-		}
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))

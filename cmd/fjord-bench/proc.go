@@ -50,10 +50,11 @@ func killChildren() {
 // --override log.dirs=DIR` on a free loopback port with a temp data dir and
 // waits until it answers a metadata request.
 func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	dir, err := os.MkdirTemp("", "fjord-bench-")
 	if err != nil {
 		return nil, err
@@ -174,14 +175,21 @@ func (p *fjordProc) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-10):], " | ")
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts asks the kernel for n distinct free loopback ports. Each
+// listener stays open until all n are chosen: closing one before asking
+// for the next lets the kernel hand the same port out twice, and a
+// cluster whose two nodes were given one port never forms.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port %d of %d: %w", len(ports)+1, n, err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // rssMiB reads VmRSS of pid from /proc/PID/status, in MiB.
