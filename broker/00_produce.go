@@ -8,11 +8,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Produce: v0-11
@@ -68,7 +70,12 @@ import (
 //     librdkafka reads a minimum above 0 as "no compression" (KAFKA-18659).
 //   - v3: record batches, transactional id; v5: log start offset;
 //     v8: record errors, error message; v9: flexible
-func init() { regKey(0, 0, 11, handleProduce) }
+func init() {
+	register(api{
+		key: 0, client: versions(0, 11), handle: handleProduce,
+		rule: authzRule{"WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, checkProduce},
+	})
+}
 
 func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -331,4 +338,50 @@ func loggerOr(p *replica.Partition, b *Broker) *zerolog.Logger {
 		return &b.log
 	}
 	return &p.Logger
+}
+
+func checkProduce(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.ProduceRequest)
+	code := int16(0)
+	if req.TransactionID != nil && !z.ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
+		code = txnDenied
+	}
+	name := func(t kmsg.ProduceRequestTopic) string { return z.b.topicName(t.Topic, t.TopicID) }
+	var denied []kmsg.ProduceRequestTopic
+	if code != 0 {
+		denied, req.Topics = req.Topics, []kmsg.ProduceRequestTopic{}
+	} else {
+		req.Topics, denied = split(z, acl.OpWrite, req.Topics, name)
+		code = topicDenied
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	if req.Acks == 0 {
+		// No response to carry the error: close the connection, as Kafka
+		// does for an acks=0 produce that fails.
+		return &authzClose{err: fmt.Errorf("broker: acks=0 produce not authorized: %s", kerr.ErrorForCode(code))}, nil
+	}
+	fill := func(resp *kmsg.ProduceResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) {
+		if resp, ok := r.(*kmsg.ProduceResponse); ok {
+			fill(resp)
+		}
+	}
 }

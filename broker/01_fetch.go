@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Fetch: v4-16
@@ -53,7 +55,16 @@ import (
 //     v7: sessions; v9: current leader epoch (KIP-320); v11: rack, preferred
 //     read replica; v12: flexible, diverging epoch; v13: topic ids;
 //     v15: replica state; v16: node endpoints (KIP-951)
-func init() { regKey(1, 4, 16, handleFetch) }
+func init() {
+	register(api{
+		key: 1, client: versions(4, 16), handle: handleFetch,
+		controller: versions(12, 12),
+		rule:       authzRule{"READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, checkFetch},
+		// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
+		// credentials, ACLs, configs): brokers and controllers only.
+		ctlRule: &authzRule{"on the CONTROLLER listener (the metadata log): CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
+	})
+}
 
 func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
@@ -376,5 +387,40 @@ func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(k
 			b.metrics.bytesOut.Add(float64(n))
 		}
 		respond(r)
+	}
+}
+
+func checkFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.FetchRequest)
+	var denied []kmsg.FetchRequestTopic
+	if isFollowerFetch(req) {
+		if z.cluster(acl.OpClusterAction) {
+			return nil, nil
+		}
+		denied, req.Topics = req.Topics, []kmsg.FetchRequestTopic{}
+	} else {
+		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return z.b.topicName(t.Topic, t.TopicID) })
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp, ok := r.(*kmsg.FetchResponse)
+		if pf, pooled := r.(*pooledFetch); pooled {
+			resp, ok = pf.FetchResponse, true
+		}
+		if !ok {
+			return
+		}
+		for _, t := range denied {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -24,7 +25,12 @@ import (
 //     still sends it; Kafka 4 dropped it); v1: single offset and timestamp;
 //     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
 //     timestamp; v8: earliest local (KIP-405)
-func init() { regKey(2, 0, 8, handleListOffsets) }
+func init() {
+	register(api{
+		key: 2, client: versions(0, 8), handle: handleListOffsets,
+		rule: authzRule{"DESCRIBE on TOPIC", 0, checkListOffsets},
+	})
+}
 
 func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -91,4 +97,26 @@ func listOffset(lg *storage.Log, hw, ts int64) (offset, timestamp int64, err err
 		return -1, -1, err
 	}
 	return off, rts, nil
+}
+
+func checkListOffsets(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	var denied []kmsg.ListOffsetsRequestTopic
+	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.ListOffsetsResponse)
+		for _, t := range denied {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
 }

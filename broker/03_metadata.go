@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Metadata: v0-12
@@ -40,7 +41,12 @@ import (
 //   - v2: cluster id; v4: allow auto topic creation; v5: offline replicas
 //   - v7: leader epoch (KIP-320); v8: authorized operations (KIP-430)
 //   - v9: flexible; v10: topic ids (KIP-516); v11: cluster ops dropped
-func init() { regKey(3, 0, 12, handleMetadata) }
+func init() {
+	register(api{
+		key: 3, client: versions(0, 12), handle: handleMetadata,
+		rule: authzRule{"DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, checkMetadata},
+	})
+}
 
 func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
@@ -171,4 +177,60 @@ func describeTopic(img *controller.Image, t *controller.Topic, ops func(topic st
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// checkMetadata: a named topic the principal may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED; one that does not exist and would be
+// auto-created needs CREATE on the cluster or the topic, else it is
+// answered TOPIC_AUTHORIZATION_FAILED too (Kafka's behaviour). A request
+// for all topics lists only those the principal may describe.
+func checkMetadata(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.MetadataRequest)
+	if req.Topics == nil {
+		return nil, func(r kmsg.Response) {
+			resp := r.(*kmsg.MetadataResponse)
+			kept := resp.Topics[:0]
+			for _, t := range resp.Topics {
+				if t.Topic != nil && z.quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			resp.Topics = kept
+		}
+	}
+	autoCreate := z.b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	canCreateAll := autoCreate && z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
+	img := z.b.image()
+	keep := make([]kmsg.MetadataRequestTopic, 0, len(req.Topics))
+	var denied []kmsg.MetadataRequestTopic
+	for _, t := range req.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		} else {
+			name = z.b.topicName("", t.TopicID)
+		}
+		allowed := z.ok(acl.OpDescribe, acl.ResourceTopic, name)
+		if allowed && autoCreate && !canCreateAll && img != nil && img.Topic(name) == nil &&
+			!z.ok(acl.OpCreate, acl.ResourceTopic, name) {
+			allowed = false
+		}
+		if allowed {
+			keep = append(keep, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	req.Topics = keep
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.MetadataResponse)
+		for _, t := range denied {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 
@@ -28,7 +29,12 @@ import (
 // Version notes:
 //   - v1: commit timestamp; v2-4: retention time (ignored); v6: leader
 //     epoch; v7: group instance id; v8: flexible
-func init() { regKey(8, 0, 8, handleOffsetCommit) }
+func init() {
+	register(api{
+		key: 8, client: versions(0, 8), handle: handleOffsetCommit,
+		rule: authzRule{"READ on GROUP and READ on TOPIC", 2, checkOffsetCommit},
+	})
+}
 
 const maxOffsetMetadata = 4096
 
@@ -111,4 +117,38 @@ func commitErrorCode(err error) int16 {
 		return kerr.ProducerFenced.Code
 	}
 	return kerr.KafkaStorageError.Code
+}
+
+func checkOffsetCommit(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	code := int16(0)
+	var denied []kmsg.OffsetCommitRequestTopic
+	if !z.ok(acl.OpRead, acl.ResourceGroup, req.Group) {
+		code = groupDenied
+		denied, req.Topics = req.Topics, []kmsg.OffsetCommitRequestTopic{}
+	} else {
+		code = topicDenied
+		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.OffsetCommitResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if code == groupDenied {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.OffsetCommitResponse)) }
 }

@@ -3,9 +3,11 @@ package broker
 import (
 	"sort"
 
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
 // OffsetFetch: v0-8
@@ -22,7 +24,12 @@ import (
 //   - v1: offsets from the log (v0 read ZooKeeper in Kafka; served the same
 //     here); v2: null topics = all, top-level error; v5: leader epoch;
 //     v6: flexible; v7: require stable; v8: many groups
-func init() { regKey(9, 0, 8, handleOffsetFetch) }
+func init() {
+	register(api{
+		key: 9, client: versions(0, 8), handle: handleOffsetFetch,
+		rule: authzRule{"DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch},
+	})
+}
 
 func handleOffsetFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
@@ -128,4 +135,88 @@ func nonNil(t []offsetFetchTopic) []offsetFetchTopic {
 		return []offsetFetchTopic{}
 	}
 	return t
+}
+
+// checkOffsetFetch: the group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED
+// at the top, or per group from v8); named topics the principal may not
+// describe are answered TOPIC_AUTHORIZATION_FAILED per partition, and a
+// fetch of all topics lists only the describable ones.
+func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	if req.Version >= 8 {
+		deniedGroups := map[string]bool{}
+		keep := make([]kmsg.OffsetFetchRequestGroup, 0, len(req.Groups))
+		for _, g := range req.Groups {
+			if z.ok(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+				keep = append(keep, g)
+			} else {
+				deniedGroups[g.Group] = true
+			}
+		}
+		denied := req.Groups
+		req.Groups = keep
+		return nil, func(r kmsg.Response) {
+			resp := r.(*kmsg.OffsetFetchResponse)
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				kept := g.Topics[:0]
+				for _, t := range g.Topics {
+					if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+						kept = append(kept, t)
+					}
+				}
+				g.Topics = kept
+			}
+			for _, g := range denied {
+				if deniedGroups[g.Group] {
+					rg := kmsg.NewOffsetFetchResponseGroup()
+					rg.Group, rg.ErrorCode = g.Group, groupDenied
+					resp.Groups = append(resp.Groups, rg)
+				}
+			}
+		}
+	}
+	if !z.ok(acl.OpDescribe, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = groupDenied
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, groupDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	var denied []kmsg.OffsetFetchRequestTopic
+	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic })
+	all := req.Topics == nil
+	if !all && len(denied) == 0 {
+		return nil, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.OffsetFetchResponse)
+		if all {
+			kept := resp.Topics[:0]
+			for _, t := range resp.Topics {
+				if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			resp.Topics = kept
+		}
+		for _, t := range denied {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -23,7 +24,12 @@ import (
 //
 // Version notes:
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
-func init() { regKey(10, 0, 4, handleFindCoordinator) }
+func init() {
+	register(api{
+		key: 10, client: versions(0, 4), handle: handleFindCoordinator,
+		rule: authzRule{"DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator},
+	})
+}
 
 func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -82,4 +88,46 @@ func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = find(req.CoordinatorKey)
 	}
 	respond(resp)
+}
+
+func checkFindCoordinator(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	rt, code := acl.ResourceGroup, groupDenied
+	if req.CoordinatorType == 1 {
+		rt, code = acl.ResourceTransactionalID, txnDenied
+	}
+	if req.Version < 4 {
+		if z.ok(acl.OpDescribe, rt, req.CoordinatorKey) {
+			return nil, nil
+		}
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.ErrorCode, resp.NodeID = code, -1
+		return resp, nil
+	}
+	keep := make([]string, 0, len(req.CoordinatorKeys))
+	var denied []string
+	for _, k := range req.CoordinatorKeys {
+		if z.ok(acl.OpDescribe, rt, k) {
+			keep = append(keep, k)
+		} else {
+			denied = append(denied, k)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.CoordinatorKeys = keep
+	fill := func(resp *kmsg.FindCoordinatorResponse) {
+		for _, k := range denied {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.ErrorCode = k, -1, code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+	}
+	if len(keep) == 0 {
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.FindCoordinatorResponse)) }
 }

@@ -3,9 +3,11 @@ package broker
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // JoinGroup: v0-9
@@ -21,7 +23,12 @@ import (
 //     v5: group instance id (KIP-345); v6: flexible; v7: protocol type and
 //     name in the response; v8: reason; v9: skip assignment (KIP-814, set
 //     when a static leader restarts)
-func init() { regKey(11, 0, 9, handleJoinGroup) }
+func init() {
+	register(api{
+		key: 11, client: versions(0, 9), handle: handleJoinGroup,
+		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })},
+	})
+}
 
 func handleJoinGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)

@@ -3,9 +3,11 @@ package broker
 import (
 	"time"
 
-	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/group"
 )
 
 // Heartbeat: v0-4
@@ -15,7 +17,12 @@ import (
 // package group decides.
 //
 // Version notes: v3: group instance id; v4: flexible
-func init() { regKey(12, 0, 4, handleHeartbeat) }
+func init() {
+	register(api{
+		key: 12, client: versions(0, 4), handle: handleHeartbeat,
+		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })},
+	})
+}
 
 func handleHeartbeat(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)

@@ -3,9 +3,11 @@ package broker
 import (
 	"time"
 
-	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/group"
 )
 
 // LeaveGroup: v0-5
@@ -14,7 +16,12 @@ import (
 // group instance id, each with its own error) and rebalances the rest.
 //
 // Version notes: v3: batch leave (KIP-345); v4: flexible; v5: reason
-func init() { regKey(13, 0, 5, handleLeaveGroup) }
+func init() {
+	register(api{
+		key: 13, client: versions(0, 5), handle: handleLeaveGroup,
+		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })},
+	})
+}
 
 func handleLeaveGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)

@@ -3,10 +3,12 @@ package broker
 import (
 	"time"
 
-	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/group"
 )
 
 // SyncGroup: v0-5
@@ -16,7 +18,12 @@ import (
 //
 // Version notes:
 //   - v3: group instance id; v4: flexible; v5: protocol type and name
-func init() { regKey(14, 0, 5, handleSyncGroup) }
+func init() {
+	register(api{
+		key: 14, client: versions(0, 5), handle: handleSyncGroup,
+		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })},
+	})
+}
 
 func handleSyncGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)

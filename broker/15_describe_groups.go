@@ -1,9 +1,10 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DescribeGroups: v0-5
@@ -16,7 +17,12 @@ import (
 //
 // Version notes: v1: throttle; v3: authorized operations; v4: group
 // instance id; v5: flexible
-func init() { regKey(15, 0, 5, handleDescribeGroups) }
+func init() {
+	register(api{
+		key: 15, client: versions(0, 5), handle: handleDescribeGroups,
+		rule: authzRule{"DESCRIBE on GROUP", 0, checkDescribeGroups},
+	})
+}
 
 func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
@@ -42,4 +48,29 @@ func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		resp.Groups = append(resp.Groups, d)
 	}
 	respond(resp)
+}
+
+func checkDescribeGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	keep := make([]string, 0, len(req.Groups))
+	var denied []string
+	for _, g := range req.Groups {
+		if z.ok(acl.OpDescribe, acl.ResourceGroup, g) {
+			keep = append(keep, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.Groups = keep
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeGroupsResponse)
+		for _, g := range denied {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, groupDenied
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // ListGroups: v0-4
@@ -10,7 +12,12 @@ import (
 // state (KIP-518), case-insensitively as Kafka does.
 //
 // Version notes: v3: flexible; v4: states filter
-func init() { regKey(16, 0, 4, handleListGroups) }
+func init() {
+	register(api{
+		key: 16, client: versions(0, 4), handle: handleListGroups,
+		rule: authzRule{"DESCRIBE on GROUP (others are not listed)", 0, checkListGroups},
+	})
+}
 
 func handleListGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
@@ -49,4 +56,22 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// checkListGroups: with DESCRIBE on the cluster every group is listed,
+// else only the groups the principal may describe (Kafka's behaviour).
+func checkListGroups(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpDescribe, acl.ResourceCluster, acl.ClusterName) {
+		return nil, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.ListGroupsResponse)
+		kept := resp.Groups[:0]
+		for _, g := range resp.Groups {
+			if z.quiet(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		resp.Groups = kept
+	}
 }

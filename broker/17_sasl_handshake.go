@@ -22,7 +22,14 @@ import (
 //   - v0: the SASL tokens that follow are bare size-prefixed frames
 //     (kafka-python 2.0 authenticates so)
 //   - v1: the tokens travel in SaslAuthenticate requests (KIP-152)
-func init() { regKey(17, 0, 1, handleSASLHandshake) }
+func init() {
+	register(api{
+		key: 17, client: versions(0, 1), handle: handleSASLHandshake,
+		controller: versions(0, 1),
+		ctlLocal:   true,
+		rule:       authzRule{"none (before authentication)", 0, noACL},
+	})
+}
 
 func handleSASLHandshake(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLHandshakeRequest).ResponseKind().(*kmsg.SASLHandshakeResponse)

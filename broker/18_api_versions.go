@@ -8,7 +8,9 @@ import (
 // ApiVersions: v0-4
 //
 // Behaviour:
-//   - Advertises exactly the registry in versions.go.
+//   - Advertises exactly the registry (registry.go): on a client listener
+//     its client ranges, on the CONTROLLER listener its controller ranges
+//     (the SASL keys only when that listener is SASL).
 //   - A request newer than v4 is answered by the front end itself with a v0
 //     response carrying UNSUPPORTED_VERSION and our ranges (KIP-511), so
 //     newer clients negotiate down.
@@ -21,7 +23,14 @@ import (
 //   - v3: flexible, client software name/version (KIP-511), features
 //     (KIP-584, tagged fields)
 //   - v4: supported feature ranges may start at 0 (KIP-1022, KAFKA-17492)
-func init() { regKey(18, 0, 4, handleApiVersions) }
+func init() {
+	register(api{
+		key: 18, client: versions(0, 4), handle: handleApiVersions,
+		controller: versions(0, 4),
+		ctlLocal:   true,
+		rule:       authzRule{"none", 0, noACL},
+	})
+}
 
 func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
@@ -29,7 +38,15 @@ func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 	if req.Version >= 3 && (!validSoftware(req.ClientSoftwareName) || !validSoftware(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
-	resp.ApiKeys = versionTable{}.All()
+	if cc.listener == ctlListener {
+		// The CONTROLLER listener's own table; controllers finalize no
+		// features of their own there.
+		resp.ApiKeys = versionTable{ctl: true, sasl: b.ctlSASLServer != nil}.All()
+		resp.FinalizedFeaturesEpoch = -1
+		respond(resp)
+		return
+	}
+	resp.ApiKeys = clientVersions.All()
 	fillFeatures(resp, req.Version, int64(b.image().Version()))
 	respond(resp)
 }

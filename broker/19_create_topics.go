@@ -2,6 +2,8 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // CreateTopics: v0-7
@@ -23,7 +25,15 @@ import (
 // Version notes:
 //   - v1: validate only, error messages; v5: flexible, returns partitions,
 //     replication factor and configs (KIP-525); v7: topic id (KIP-516)
-func init() { regKey(19, 0, 7, handleCreateTopics) }
+func init() {
+	register(api{
+		key: 19, client: versions(0, 7), handle: handleCreateTopics,
+		controller:    versions(0, 7),
+		rule:          authzRule{"CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics},
+		mutates:       true,
+		errorResponse: errorCreateTopics,
+	})
+}
 
 func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
@@ -64,4 +74,42 @@ func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+func checkCreateTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName) {
+		return nil, nil
+	}
+	var denied []kmsg.CreateTopicsRequestTopic
+	req.Topics, denied = split(z, acl.OpCreate, req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.CreateTopicsResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+			msg := "Authorization failed."
+			rt.ErrorMessage = &msg
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.CreateTopicsResponse)) }
+}
+
+func errorCreateTopics(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic, st.ErrorCode = t.Topic, code
+		r.Topics = append(r.Topics, st)
+	}
+	return r
 }

@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // DeleteTopics: v0-6
@@ -22,7 +23,15 @@ import (
 //
 // Version notes:
 //   - v4: flexible; v5: error messages; v6: topic ids (KIP-516)
-func init() { regKey(20, 0, 6, handleDeleteTopics) }
+func init() {
+	register(api{
+		key: 20, client: versions(0, 6), handle: handleDeleteTopics,
+		controller:    versions(0, 6),
+		rule:          authzRule{"DELETE on TOPIC", 5, checkDeleteTopics},
+		mutates:       true,
+		errorResponse: errorDeleteTopics,
+	})
+}
 
 func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
@@ -31,7 +40,7 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
 		if err != nil {
-			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+			kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
 		}
 		resp := kresp.(*kmsg.DeleteTopicsResponse)
 		resp.Version = req.Version
@@ -49,4 +58,73 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+func checkDeleteTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	var deniedNames []string
+	var deniedTopics []kmsg.DeleteTopicsRequestTopic
+	if req.TopicNames != nil {
+		keep := make([]string, 0, len(req.TopicNames))
+		for _, n := range req.TopicNames {
+			if z.ok(acl.OpDelete, acl.ResourceTopic, n) {
+				keep = append(keep, n)
+			} else {
+				deniedNames = append(deniedNames, n)
+			}
+		}
+		req.TopicNames = keep
+	}
+	if req.Topics != nil {
+		keep := make([]kmsg.DeleteTopicsRequestTopic, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			if z.ok(acl.OpDelete, acl.ResourceTopic, z.b.topicName(name, t.TopicID)) {
+				keep = append(keep, t)
+			} else {
+				deniedTopics = append(deniedTopics, t)
+			}
+		}
+		req.Topics = keep
+	}
+	if len(deniedNames)+len(deniedTopics) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.DeleteTopicsResponse) {
+		for _, n := range deniedNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = &n, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+		for _, t := range deniedTopics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.TopicNames)+len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.DeleteTopicsResponse)) }
+}
+
+func errorDeleteTopics(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	r := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	for _, n := range req.TopicNames {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.ErrorCode = &n, code
+		r.Topics = append(r.Topics, st)
+	}
+	for _, t := range req.Topics {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, code
+		r.Topics = append(r.Topics, st)
+	}
+	return r
 }

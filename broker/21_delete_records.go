@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
@@ -41,7 +42,13 @@ import (
 //     hears of the move at once, so the wait is about two fetch round trips.
 //
 // Version notes: v1 no change (throttling); v2 flexible.
-func init() { regKey(21, 0, 2, handleDeleteRecords) }
+func init() {
+	register(api{
+		key: 21, client: versions(0, 2), handle: handleDeleteRecords,
+		rule:    authzRule{"DELETE on TOPIC", 5, checkDeleteRecords},
+		mutates: true,
+	})
+}
 
 // deleteWait is a partition whose DeleteRecords waits for the replicas.
 type deleteWait struct {
@@ -121,4 +128,31 @@ func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func
 		}
 		respond(resp)
 	})
+}
+
+func checkDeleteRecords(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteRecordsRequest)
+	var denied []kmsg.DeleteRecordsRequestTopic
+	req.Topics, denied = split(z, acl.OpDelete, req.Topics, func(t kmsg.DeleteRecordsRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.DeleteRecordsResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewDeleteRecordsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+				rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.DeleteRecordsResponse)) }
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -27,7 +28,12 @@ import (
 // Version notes:
 //   - v2: flexible; v3: producer id/epoch in the request (KIP-360);
 //     v5: KIP-890 (only meaningful with transactions)
-func init() { regKey(22, 0, 5, handleInitProducerID) }
+func init() {
+	register(api{
+		key: 22, client: versions(0, 5), handle: handleInitProducerID,
+		rule: authzRule{"WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID},
+	})
+}
 
 func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
@@ -64,4 +70,24 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		respond(resp)
 	})
+}
+
+func checkInitProducerID(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		if z.ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
+			return nil, nil
+		}
+		resp.ErrorCode = txnDenied
+		return resp, nil
+	}
+	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName) ||
+		z.az.AuthorizeAny(z.cc.principal, z.cc.clientHost, acl.OpWrite, acl.ResourceTopic) {
+		return nil, nil
+	}
+	z.b.audit.denied(z.cc, 22, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName)
+	resp.ErrorCode = clusterDenied
+	return resp, nil
 }

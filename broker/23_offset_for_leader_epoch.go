@@ -1,8 +1,10 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/replica"
 )
 
 // OffsetForLeaderEpoch: v0-4
@@ -22,7 +24,12 @@ import (
 // Version notes:
 //   - v1: leader epoch in the response; v2: current leader epoch;
 //     v3: replica id; v4: flexible
-func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
+func init() {
+	register(api{
+		key: 23, client: versions(0, 4), handle: handleOffsetForLeaderEpoch,
+		rule: authzRule{"DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch},
+	})
+}
 
 func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
@@ -49,4 +56,40 @@ func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 		resp.Topics = append(resp.Topics, st)
 	}
 	respond(resp)
+}
+
+func checkOffsetForLeaderEpoch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
+	var denied []kmsg.OffsetForLeaderEpochRequestTopic
+	code := topicDenied
+	if req.Version >= 3 && req.ReplicaID >= 0 {
+		if z.cluster(acl.OpClusterAction) {
+			return nil, nil
+		}
+		code = clusterDenied
+		denied, req.Topics = req.Topics, []kmsg.OffsetForLeaderEpochRequestTopic{}
+	} else {
+		req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic })
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.OffsetForLeaderEpochResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = p.Partition, code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.OffsetForLeaderEpochResponse)) }
 }

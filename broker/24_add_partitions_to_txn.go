@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -25,7 +26,12 @@ import (
 // Version notes:
 //   - v3: flexible; v4: batched transactions and VerifyOnly, sent by
 //     brokers (KIP-890 part 1); v5: TRANSACTION_ABORTABLE
-func init() { regKey(24, 0, 5, handleAddPartitionsToTxn) }
+func init() {
+	register(api{
+		key: 24, client: versions(0, 5), handle: handleAddPartitionsToTxn,
+		rule: authzRule{"WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn},
+	})
+}
 
 func handleAddPartitionsToTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
@@ -162,4 +168,50 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 		}
 		done(a.Partitions)
 	})
+}
+
+// checkAddPartitionsToTxn (v0-3, a producer's own request): a denied
+// transactional id fails every partition; otherwise a denied topic fails
+// its partitions and, as Kafka does, the others are OPERATION_NOT_ATTEMPTED
+// and nothing is added. v4+ batches (brokers verifying transactions) need
+// CLUSTER_ACTION.
+func checkAddPartitionsToTxn(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
+	if req.Version >= 4 {
+		if z.cluster(acl.OpClusterAction) {
+			return nil, nil
+		}
+		return setTopError(req.ResponseKind(), clusterDenied), nil
+	}
+	txnOK := z.ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID)
+	deniedTopic := map[string]bool{}
+	if txnOK {
+		for _, t := range req.Topics {
+			if !z.ok(acl.OpWrite, acl.ResourceTopic, t.Topic) {
+				deniedTopic[t.Topic] = true
+			}
+		}
+		if len(deniedTopic) == 0 {
+			return nil, nil
+		}
+	}
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = t.Topic
+		code := kerr.OperationNotAttempted.Code
+		switch {
+		case !txnOK:
+			code = txnDenied
+		case deniedTopic[t.Topic]:
+			code = topicDenied
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -14,7 +15,14 @@ import (
 // id's coordinator, once its record is committed.
 //
 // Version notes: v3: flexible; v4: TRANSACTION_ABORTABLE (KIP-890)
-func init() { regKey(25, 0, 4, handleAddOffsetsToTxn) }
+func init() {
+	register(api{
+		key: 25, client: versions(0, 4), handle: handleAddOffsetsToTxn,
+		rule: authzRule{"WRITE on TRANSACTIONAL_ID and READ on GROUP", 3, all(
+			txnTop(func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
+			groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).Group }))},
+	})
+}
 
 func handleAddOffsetsToTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)

@@ -18,7 +18,12 @@ import (
 // Version notes: v3: flexible; v4: TRANSACTION_ABORTABLE; v5: transactions
 // v2 (KIP-890 part 2): the epoch is bumped at every end and the response
 // carries the producer id and epoch to use next.
-func init() { regKey(26, 0, 5, handleEndTxn) }
+func init() {
+	register(api{
+		key: 26, client: versions(0, 5), handle: handleEndTxn,
+		rule: authzRule{"WRITE on TRANSACTIONAL_ID", 3, txnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })},
+	})
+}
 
 func handleEndTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.EndTxnRequest)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -30,7 +31,12 @@ import (
 //     pending offset commits in the group coordinator.
 //
 // Version notes: v1: flexible; v2: transaction version (KIP-890 part 2).
-func init() { regKey(27, 0, 2, handleWriteTxnMarkers) }
+func init() {
+	register(api{
+		key: 27, client: versions(0, 2), handle: handleWriteTxnMarkers,
+		rule: authzRule{"CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers},
+	})
+}
 
 func handleWriteTxnMarkers(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
@@ -108,4 +114,28 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk st
 		b.coord.TxnCompleted(idx, mk.ProducerID, off, mk.Commit)
 	}
 	return 0
+}
+
+func checkWriteTxnMarkers(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.WriteTxnMarkersRequest)
+	if z.cluster(acl.OpClusterAction) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, clusterDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
 }

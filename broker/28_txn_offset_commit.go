@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
@@ -26,7 +27,12 @@ import (
 //
 // Version notes: v2: leader epoch; v3: flexible, member fields (KIP-447);
 // v4-5: TRANSACTION_ABORTABLE (KIP-890).
-func init() { regKey(28, 0, 5, handleTxnOffsetCommit) }
+func init() {
+	register(api{
+		key: 28, client: versions(0, 5), handle: handleTxnOffsetCommit,
+		rule: authzRule{"WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit},
+	})
+}
 
 func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
@@ -89,4 +95,43 @@ func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 		}
 		respond(resp)
 	})
+}
+
+func checkTxnOffsetCommit(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.TxnOffsetCommitRequest)
+	code := int16(0)
+	switch {
+	case !z.ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		code = txnDenied
+	case !z.ok(acl.OpRead, acl.ResourceGroup, req.Group):
+		code = groupDenied
+	}
+	var denied []kmsg.TxnOffsetCommitRequestTopic
+	if code != 0 {
+		denied, req.Topics = req.Topics, []kmsg.TxnOffsetCommitRequestTopic{}
+	} else {
+		code = topicDenied
+		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.TxnOffsetCommitResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.TxnOffsetCommitResponse)) }
 }

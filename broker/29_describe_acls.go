@@ -1,9 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // DescribeAcls: v0-3
@@ -20,7 +22,12 @@ import (
 // Version notes:
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
-func init() { regKey(29, 0, 3, handleDescribeACLs) }
+func init() {
+	register(api{
+		key: 29, client: versions(0, 3), handle: handleDescribeACLs,
+		rule: authzRule{"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
+	})
+}
 
 func handleDescribeACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeACLsRequest)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // CreateAcls: v0-3
@@ -32,7 +32,15 @@ import (
 //   - v1: pattern type (KIP-290; v0 creations are LITERAL)
 //   - v2: flexible
 //   - v3: nothing new (KIP-679's idempotent-write default)
-func init() { regKey(30, 0, 3, handleCreateACLs) }
+func init() {
+	register(api{
+		key: 30, client: versions(0, 3), handle: handleCreateACLs,
+		controller:    versions(0, 3),
+		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorCreateACLs)},
+		mutates:       true,
+		errorResponse: errorCreateACLs,
+	})
+}
 
 func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateACLsRequest)
@@ -75,11 +83,11 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, &fwd)
 		if err != nil {
-			kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
+			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
 		}
 		fresp, ok := kresp.(*kmsg.CreateACLsResponse)
 		if !ok || len(fresp.Results) != len(fwd.Creations) {
-			fresp = active.ErrorResponse(&fwd, kerr.UnknownServerError.Code).(*kmsg.CreateACLsResponse)
+			fresp = errorResponseFor(&fwd, kerr.UnknownServerError.Code).(*kmsg.CreateACLsResponse)
 		}
 		var done []controller.ACL
 		for j, r := range fresp.Results {
@@ -118,4 +126,15 @@ func aclFilterOf(version int16, rt kmsg.ACLResourceType, name *string, pt kmsg.A
 	}
 	return acl.Filter{ResourceType: acl.ResourceType(rt), Name: name, Pattern: acl.PatternType(pt), Principal: principal,
 		Host: host, Operation: acl.Operation(op), Permission: acl.Permission(perm)}
+}
+
+func errorCreateACLs(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.CreateACLsRequest)
+	r := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	for range req.Creations {
+		sr := kmsg.NewCreateACLsResponseResult()
+		sr.ErrorCode = code
+		r.Results = append(r.Results, sr)
+	}
+	return r
 }

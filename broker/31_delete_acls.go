@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // DeleteAcls: v0-3
@@ -25,7 +26,15 @@ import (
 // Version notes:
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
-func init() { regKey(31, 0, 3, handleDeleteACLs) }
+func init() {
+	register(api{
+		key: 31, client: versions(0, 3), handle: handleDeleteACLs,
+		controller:    versions(0, 3),
+		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorDeleteACLs)},
+		mutates:       true,
+		errorResponse: errorDeleteACLs,
+	})
+}
 
 func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
@@ -63,11 +72,11 @@ func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, &fwd)
 		if err != nil {
-			kresp = active.ErrorResponse(&fwd, kerr.RequestTimedOut.Code)
+			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
 		}
 		fresp, ok := kresp.(*kmsg.DeleteACLsResponse)
 		if !ok || len(fresp.Results) != len(fwd.Filters) {
-			fresp = active.ErrorResponse(&fwd, kerr.UnknownServerError.Code).(*kmsg.DeleteACLsResponse)
+			fresp = errorResponseFor(&fwd, kerr.UnknownServerError.Code).(*kmsg.DeleteACLsResponse)
 		}
 		var gone []controller.ACL
 		for j, r := range fresp.Results {
@@ -89,4 +98,15 @@ func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		wcancel()
 		respond(resp)
 	})
+}
+
+func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.DeleteACLsRequest)
+	r := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	for range req.Filters {
+		sr := kmsg.NewDeleteACLsResponseResult()
+		sr.ErrorCode = code
+		r.Results = append(r.Results, sr)
+	}
+	return r
 }

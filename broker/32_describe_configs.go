@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
-	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 )
 
 // DescribeConfigs: v0-4
@@ -33,7 +35,12 @@ import (
 //
 // Version notes:
 //   - v1: synonyms, source; v3: documentation, config type; v4: flexible
-func init() { regKey(32, 0, 4, handleDescribeConfigs) }
+func init() {
+	register(api{
+		key: 32, client: versions(0, 4), handle: handleDescribeConfigs,
+		rule: authzRule{"DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs},
+	})
+}
 
 func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
@@ -287,4 +294,27 @@ func configType(t string) kmsg.ConfigType {
 		return kmsg.ConfigTypePassword
 	}
 	return kmsg.ConfigTypeUnknown
+}
+
+func checkDescribeConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	keep := make([]kmsg.DescribeConfigsRequestResource, 0, len(req.Resources))
+	var denied []kmsg.DescribeConfigsResponseResource
+	for _, r := range req.Resources {
+		if ok, code := configResourceAllowed(z, acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); ok {
+			keep = append(keep, r)
+		} else {
+			d := kmsg.NewDescribeConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+			denied = append(denied, d)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.Resources = keep
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeConfigsResponse)
+		resp.Resources = append(resp.Resources, denied...)
+	}
 }

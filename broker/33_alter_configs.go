@@ -1,9 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller/active"
 )
 
 // AlterConfigs: v0-2
@@ -19,7 +21,15 @@ import (
 //
 // Version notes:
 //   - v1: same as v0; v2: flexible
-func init() { regKey(33, 0, 2, handleAlterConfigs) }
+func init() {
+	register(api{
+		key: 33, client: versions(0, 2), handle: handleAlterConfigs,
+		controller:    versions(0, 2),
+		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkAlterConfigs},
+		mutates:       true,
+		errorResponse: errorAlterConfigs,
+	})
+}
 
 func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
@@ -59,4 +69,43 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	keep := make([]kmsg.AlterConfigsRequestResource, 0, len(req.Resources))
+	var denied []kmsg.AlterConfigsResponseResource
+	for _, r := range req.Resources {
+		if ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); ok {
+			keep = append(keep, r)
+		} else {
+			d := kmsg.NewAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+			denied = append(denied, d)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.Resources = keep
+	if len(keep) == 0 {
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		resp.Resources = denied
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.AlterConfigsResponse)
+		resp.Resources = append(resp.Resources, denied...)
+	}
+}
+
+func errorAlterConfigs(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	r := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, code
+		r.Resources = append(r.Resources, sr)
+	}
+	return r
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -33,7 +34,13 @@ import (
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Version notes: v1 no change; v2 flexible.
-func init() { regKey(34, 0, 2, handleAlterReplicaLogDirs) }
+func init() {
+	register(api{
+		key: 34, client: versions(0, 2), handle: handleAlterReplicaLogDirs,
+		rule:    authzRule{"ALTER on CLUSTER", 4, checkAlterReplicaLogDirs},
+		mutates: true,
+	})
+}
 
 func handleAlterReplicaLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
@@ -102,4 +109,25 @@ func replicaHere(t *topic, idx int32) int16 {
 	default:
 		return kerr.ReplicaNotAvailable.Code
 	}
+}
+
+func checkAlterReplicaLogDirs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
+	if z.cluster(acl.OpAlter) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+	for _, d := range req.Dirs {
+		for _, t := range d.Topics {
+			rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, clusterDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return resp, nil
 }

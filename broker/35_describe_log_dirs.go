@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -34,7 +35,12 @@ import (
 // (always 0: no ACLs); v4 TotalBytes and UsableBytes of the directory's
 // file system (statfs: blocks and blocks available to unprivileged users,
 // times the block size; -1 if statfs fails, as the default says).
-func init() { regKey(35, 0, 4, handleDescribeLogDirs) }
+func init() {
+	register(api{
+		key: 35, client: versions(0, 4), handle: handleDescribeLogDirs,
+		rule: authzRule{"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
+	})
+}
 
 func handleDescribeLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)

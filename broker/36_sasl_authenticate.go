@@ -20,7 +20,14 @@ import (
 //     sessions do not expire); the front end takes a re-authentication
 //     and closes a connection whose session ended without one
 //   - v2: flexible
-func init() { regKey(36, 0, 2, handleSASLAuthenticate) }
+func init() {
+	register(api{
+		key: 36, client: versions(0, 2), handle: handleSASLAuthenticate,
+		controller: versions(0, 2),
+		ctlLocal:   true,
+		rule:       authzRule{"none (before authentication)", 0, noACL},
+	})
+}
 
 func handleSASLAuthenticate(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLAuthenticateRequest).ResponseKind().(*kmsg.SASLAuthenticateResponse)

@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // CreatePartitions: v0-3
@@ -24,7 +25,15 @@ import (
 //
 // Version notes:
 //   - v2: flexible; v3: same as v2 (KIP-1075 bump)
-func init() { regKey(37, 0, 3, handleCreatePartitions) }
+func init() {
+	register(api{
+		key: 37, client: versions(0, 3), handle: handleCreatePartitions,
+		controller:    versions(0, 3),
+		rule:          authzRule{"ALTER on TOPIC", 4, checkCreatePartitions},
+		mutates:       true,
+		errorResponse: errorCreatePartitions,
+	})
+}
 
 func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
@@ -36,7 +45,7 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 		if len(req.Topics) > 0 {
 			var err error
 			if kresp, err = b.ctl.call(ctx, req); err != nil {
-				kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+				kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
 			}
 		}
 		resp := kresp.(*kmsg.CreatePartitionsResponse)
@@ -59,4 +68,37 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 		resp.Topics = append(resp.Topics, refused...)
 		respond(resp)
 	})
+}
+
+func checkCreatePartitions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	var denied []kmsg.CreatePartitionsRequestTopic
+	req.Topics, denied = split(z, acl.OpAlter, req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.CreatePartitionsResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.CreatePartitionsResponse)) }
+}
+
+func errorCreatePartitions(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	r := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, t := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic, st.ErrorCode = t.Topic, code
+		r.Topics = append(r.Topics, st)
+	}
+	return r
 }

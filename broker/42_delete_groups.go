@@ -1,10 +1,12 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/group"
 )
 
 // DeleteGroups: v0-2
@@ -15,7 +17,13 @@ import (
 // GROUP_ID_NOT_FOUND.
 //
 // Version notes: v2: flexible
-func init() { regKey(42, 0, 2, handleDeleteGroups) }
+func init() {
+	register(api{
+		key: 42, client: versions(0, 2), handle: handleDeleteGroups,
+		rule:    authzRule{"DELETE on GROUP", 2, checkDeleteGroups},
+		mutates: true,
+	})
+}
 
 func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
@@ -69,4 +77,34 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		respond(resp)
 	})
+}
+
+func checkDeleteGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	keep := make([]string, 0, len(req.Groups))
+	var denied []string
+	for _, g := range req.Groups {
+		if z.ok(acl.OpDelete, acl.ResourceGroup, g) {
+			keep = append(keep, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.Groups = keep
+	fill := func(resp *kmsg.DeleteGroupsResponse) {
+		for _, g := range denied {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, groupDenied
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
+	if len(keep) == 0 {
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.DeleteGroupsResponse)) }
 }

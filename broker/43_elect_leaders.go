@@ -1,9 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // ElectLeaders: v0-2
@@ -21,7 +23,15 @@ import (
 //
 // Version notes:
 //   - v1: election type, top-level error; v2: flexible
-func init() { regKey(43, 0, 2, handleElectLeaders) }
+func init() {
+	register(api{
+		key: 43, client: versions(0, 2), handle: handleElectLeaders,
+		controller:    versions(0, 2),
+		rule:          authzRule{"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
+		mutates:       true,
+		errorResponse: topErrorResponse,
+	})
+}
 
 func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)

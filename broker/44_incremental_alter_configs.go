@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 )
 
 // IncrementalAlterConfigs: v0-1
@@ -35,7 +37,15 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
+func init() {
+	register(api{
+		key: 44, client: versions(0, 1), handle: handleIncrementalAlterConfigs,
+		controller:    versions(0, 1),
+		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkIncrementalAlterConfigs},
+		mutates:       true,
+		errorResponse: errorIncrementalAlterConfigs,
+	})
+}
 
 func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
@@ -99,7 +109,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 func (b *Broker) forwardConfigs(ctx context.Context, fwd kmsg.Request, changes []controller.ConfigChange, validateOnly bool) kmsg.Response {
 	kresp, err := b.ctl.call(ctx, fwd)
 	if err != nil {
-		kresp = active.ErrorResponse(fwd, kerr.RequestTimedOut.Code)
+		kresp = errorResponseFor(fwd, kerr.RequestTimedOut.Code)
 	}
 	if validateOnly {
 		return kresp
@@ -168,4 +178,43 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 		}
 	}
 	return b.checkDynamicSSL(after)
+}
+
+func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	keep := make([]kmsg.IncrementalAlterConfigsRequestResource, 0, len(req.Resources))
+	var denied []kmsg.IncrementalAlterConfigsResponseResource
+	for _, r := range req.Resources {
+		if ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); ok {
+			keep = append(keep, r)
+		} else {
+			d := kmsg.NewIncrementalAlterConfigsResponseResource()
+			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+			denied = append(denied, d)
+		}
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	req.Resources = keep
+	if len(keep) == 0 {
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		resp.Resources = denied
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.IncrementalAlterConfigsResponse)
+		resp.Resources = append(resp.Resources, denied...)
+	}
+}
+
+func errorIncrementalAlterConfigs(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	r := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, code
+		r.Resources = append(r.Resources, sr)
+	}
+	return r
 }

@@ -3,9 +3,11 @@ package broker
 import (
 	"slices"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // AlterPartitionReassignments: v0-1
@@ -33,7 +35,15 @@ import (
 //   - v0: flexible (KIP-455); v1: AllowReplicationFactorChange (KIP-1101):
 //     false refuses a target of another size with
 //     INVALID_REPLICATION_FACTOR.
-func init() { regKey(45, 0, 1, handleAlterPartitionReassignments) }
+func init() {
+	register(api{
+		key: 45, client: versions(0, 1), handle: handleAlterPartitionReassignments,
+		controller:    versions(0, 1),
+		rule:          authzRule{"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
+		mutates:       true,
+		errorResponse: topErrorResponse,
+	})
+}
 
 func handleAlterPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)

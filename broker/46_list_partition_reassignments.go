@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // ListPartitionReassignments: v0
@@ -17,7 +19,14 @@ import (
 //
 // Version notes:
 //   - v0: flexible (KIP-455)
-func init() { regKey(46, 0, 0, handleListPartitionReassignments) }
+func init() {
+	register(api{
+		key: 46, client: versions(0, 0), handle: handleListPartitionReassignments,
+		controller:    versions(0, 0),
+		rule:          authzRule{"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
+		errorResponse: topErrorResponse,
+	})
+}
 
 func handleListPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)

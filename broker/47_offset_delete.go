@@ -1,10 +1,12 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/group"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/group"
 )
 
 // OffsetDelete: v0
@@ -16,7 +18,13 @@ import (
 // While a group with members rebalances, or uses another protocol type, its
 // subscriptions are not known and every partition is refused. Unknown
 // group: GROUP_ID_NOT_FOUND.
-func init() { regKey(47, 0, 0, handleOffsetDelete) }
+func init() {
+	register(api{
+		key: 47, client: versions(0, 0), handle: handleOffsetDelete,
+		rule:    authzRule{"DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete},
+		mutates: true,
+	})
+}
 
 func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
@@ -85,4 +93,34 @@ func subscriptions(d kmsg.DescribeGroupsResponseGroup) map[string]bool {
 		}
 	}
 	return out
+}
+
+func checkOffsetDelete(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.OffsetDeleteRequest)
+	if !z.ok(acl.OpDelete, acl.ResourceGroup, req.Group) {
+		return setTopError(req.ResponseKind(), groupDenied), nil
+	}
+	var denied []kmsg.OffsetDeleteRequestTopic
+	req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.OffsetDeleteResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.OffsetDeleteResponse)) }
 }

@@ -5,9 +5,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // DescribeClientQuotas: v0-1
@@ -28,7 +30,12 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() { regKey(48, 0, 1, handleDescribeClientQuotas) }
+func init() {
+	register(api{
+		key: 48, client: versions(0, 1), handle: handleDescribeClientQuotas,
+		rule: authzRule{"DESCRIBE_CONFIGS on CLUSTER", 0, clusterTop(acl.OpDescribeConfigs)},
+	})
+}
 
 func handleDescribeClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)

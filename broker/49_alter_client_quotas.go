@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // AlterClientQuotas: v0-1
@@ -32,7 +33,15 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() { regKey(49, 0, 1, handleAlterClientQuotas) }
+func init() {
+	register(api{
+		key: 49, client: versions(0, 1), handle: handleAlterClientQuotas,
+		controller:    versions(0, 1),
+		rule:          authzRule{"ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas},
+		mutates:       true,
+		errorResponse: errorAlterClientQuotas,
+	})
+}
 
 func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
@@ -41,11 +50,11 @@ func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 		defer cancel()
 		kresp, err := b.ctl.call(ctx, req)
 		if err != nil {
-			kresp = active.ErrorResponse(req, kerr.RequestTimedOut.Code)
+			kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
 		}
 		resp, ok := kresp.(*kmsg.AlterClientQuotasResponse)
 		if !ok || len(resp.Entries) != len(req.Entries) {
-			resp = active.ErrorResponse(req, kerr.UnknownServerError.Code).(*kmsg.AlterClientQuotasResponse)
+			resp = errorResponseFor(req, kerr.UnknownServerError.Code).(*kmsg.AlterClientQuotasResponse)
 		}
 		resp.Version = req.Version
 		if !req.ValidateOnly {
@@ -102,4 +111,39 @@ func quotasShow(img *controller.Image, want map[quotaKey]*float64) bool {
 		}
 	}
 	return true
+}
+
+func checkAlterClientQuotas(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterClientQuotasRequest)
+	if z.cluster(acl.OpAlterConfigs) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	for _, e := range req.Entries {
+		se := kmsg.NewAlterClientQuotasResponseEntry()
+		se.ErrorCode = clusterDenied
+		for _, p := range e.Entity {
+			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			re.Type, re.Name = p.Type, p.Name
+			se.Entity = append(se.Entity, re)
+		}
+		resp.Entries = append(resp.Entries, se)
+	}
+	return resp, nil
+}
+
+func errorAlterClientQuotas(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.AlterClientQuotasRequest)
+	r := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	for _, e := range req.Entries {
+		se := kmsg.NewAlterClientQuotasResponseEntry()
+		se.ErrorCode = code
+		for _, p := range e.Entity {
+			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			re.Type, re.Name = p.Type, p.Name
+			se.Entity = append(se.Entity, re)
+		}
+		r.Entries = append(r.Entries, se)
+	}
+	return r
 }

@@ -1,9 +1,11 @@
 package broker
 
 import (
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // DescribeUserScramCredentials: v0
@@ -17,7 +19,12 @@ import (
 //
 // Version notes:
 //   - v0: flexible
-func init() { regKey(50, 0, 0, handleDescribeUserScramCredentials) }
+func init() {
+	register(api{
+		key: 50, client: versions(0, 0), handle: handleDescribeUserScramCredentials,
+		rule: authzRule{"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
+	})
+}
 
 func handleDescribeUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // AlterUserScramCredentials: v0
@@ -28,7 +30,14 @@ import (
 //
 // Version notes:
 //   - v0: flexible
-func init() { regKey(51, 0, 0, handleAlterUserScramCredentials) }
+func init() {
+	register(api{
+		key: 51, client: versions(0, 0), handle: handleAlterUserScramCredentials,
+		controller:    versions(0, 0),
+		rule:          authzRule{"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
+		errorResponse: errorAlterUserSCRAMCredentials,
+	})
+}
 
 func handleAlterUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
@@ -37,7 +46,7 @@ func handleAlterUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, 
 		defer cancel()
 		resp, err := b.alterScram(ctx, req)
 		if err != nil {
-			resp = active.ErrorResponse(req, kerr.RequestTimedOut.Code).(*kmsg.AlterUserSCRAMCredentialsResponse)
+			resp = errorResponseFor(req, kerr.RequestTimedOut.Code).(*kmsg.AlterUserSCRAMCredentialsResponse)
 		}
 		resp.Version = req.Version
 		respond(resp)
@@ -53,7 +62,7 @@ func (b *Broker) alterScram(ctx context.Context, req *kmsg.AlterUserSCRAMCredent
 	}
 	resp, ok := kresp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 	if !ok {
-		return active.ErrorResponse(req, kerr.UnknownServerError.Code).(*kmsg.AlterUserSCRAMCredentialsResponse), nil
+		return errorResponseFor(req, kerr.UnknownServerError.Code).(*kmsg.AlterUserSCRAMCredentialsResponse), nil
 	}
 	accepted := map[string]bool{}
 	for _, r := range resp.Results {
@@ -63,4 +72,51 @@ func (b *Broker) alterScram(ctx context.Context, req *kmsg.AlterUserSCRAMCredent
 	b.waitImage(wctx, func(img *controller.Image) bool { return scramShows(img, req, accepted) })
 	wcancel()
 	return resp, nil
+}
+
+func checkAlterUserScramCredentials(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	if z.cluster(acl.OpAlter) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	seen := map[string]bool{}
+	add := func(user string) {
+		if seen[user] {
+			return
+		}
+		seen[user] = true
+		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		r.User, r.ErrorCode = user, clusterDenied
+		resp.Results = append(resp.Results, r)
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return resp, nil
+}
+
+func errorAlterUserSCRAMCredentials(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	r := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	var users []string
+	for _, d := range req.Deletions {
+		if !slices.Contains(users, d.Name) {
+			users = append(users, d.Name)
+		}
+	}
+	for _, u := range req.Upsertions {
+		if !slices.Contains(users, u.Name) {
+			users = append(users, u.Name)
+		}
+	}
+	for _, u := range users {
+		rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		rr.User, rr.ErrorCode = u, code
+		r.Results = append(r.Results, rr)
+	}
+	return r
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // UpdateFeatures: v0-2
@@ -27,7 +29,13 @@ import (
 // Version notes:
 //   - v1: upgrade type replaces allow-downgrade, validate only (KIP-778)
 //   - v2: the response has no per-feature results (top-level error only)
-func init() { regKey(57, 0, 2, handleUpdateFeatures) }
+func init() {
+	register(api{
+		key: 57, client: versions(0, 2), handle: handleUpdateFeatures,
+		rule:    authzRule{"ALTER on CLUSTER", 5, clusterTop(acl.OpAlter)},
+		mutates: true,
+	})
+}
 
 func handleUpdateFeatures(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.UpdateFeaturesRequest)

@@ -26,7 +26,13 @@ import (
 //
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
-func init() { regKey(60, 0, 2, handleDescribeCluster) }
+func init() {
+	register(api{
+		key: 60, client: versions(0, 2), handle: handleDescribeCluster,
+		controller: versions(0, 2),
+		rule:       authzRule{"none (as in Kafka)", 0, noACL},
+	})
+}
 
 func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)

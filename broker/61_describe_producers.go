@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -14,7 +15,12 @@ import (
 // which is how an operator finds a transaction holding back the last
 // stable offset. NOT_LEADER_OR_FOLLOWER on a follower,
 // UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
-func init() { regKey(61, 0, 0, handleDescribeProducers) }
+func init() {
+	register(api{
+		key: 61, client: versions(0, 0), handle: handleDescribeProducers,
+		rule: authzRule{"READ on TOPIC", 0, checkDescribeProducers},
+	})
+}
 
 func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
@@ -41,4 +47,31 @@ func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 		resp.Topics = append(resp.Topics, st)
 	}
 	respond(resp)
+}
+
+func checkDescribeProducers(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeProducersRequest)
+	var denied []kmsg.DescribeProducersRequestTopic
+	req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.DescribeProducersRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	fill := func(resp *kmsg.DescribeProducersResponse) {
+		for _, t := range denied {
+			rt := kmsg.NewDescribeProducersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeProducersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, topicDenied
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+		fill(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) { fill(r.(*kmsg.DescribeProducersResponse)) }
 }

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // DescribeTransactions: v0
@@ -9,7 +11,12 @@ import (
 // Behaviour: each id's state, producer id and epoch, timeout, start time
 // and partitions, from its coordinator; NOT_COORDINATOR for ids another
 // node coordinates, TRANSACTIONAL_ID_NOT_FOUND for unknown ids (KIP-664).
-func init() { regKey(65, 0, 0, handleDescribeTransactions) }
+func init() {
+	register(api{
+		key: 65, client: versions(0, 0), handle: handleDescribeTransactions,
+		rule: authzRule{"DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions},
+	})
+}
 
 func handleDescribeTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
@@ -18,4 +25,36 @@ func handleDescribeTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 		resp.TransactionStates = append(resp.TransactionStates, b.txns.Describe(id))
 	}
 	respond(resp)
+}
+
+func checkDescribeTransactions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeTransactionsRequest)
+	keep := make([]string, 0, len(req.TransactionalIDs))
+	var denied []string
+	for _, id := range req.TransactionalIDs {
+		if z.ok(acl.OpDescribe, acl.ResourceTransactionalID, id) {
+			keep = append(keep, id)
+		} else {
+			denied = append(denied, id)
+		}
+	}
+	req.TransactionalIDs = keep
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeTransactionsResponse)
+		for i := range resp.TransactionStates {
+			s := &resp.TransactionStates[i]
+			kept := s.Topics[:0]
+			for _, t := range s.Topics {
+				if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			s.Topics = kept
+		}
+		for _, id := range denied {
+			s := kmsg.NewDescribeTransactionsResponseTransactionState()
+			s.TransactionalID, s.ErrorCode, s.ProducerID, s.ProducerEpoch = id, txnDenied, -1, -1
+			resp.TransactionStates = append(resp.TransactionStates, s)
+		}
+	}
 }

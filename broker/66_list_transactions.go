@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -16,7 +17,12 @@ import (
 // (v2, KIP-1152: a Java regular expression; Go's syntax covers the common
 // ones, and an invalid pattern is INVALID_REQUEST). While a partition
 // loads: COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers.
-func init() { regKey(66, 0, 2, handleListTransactions) }
+func init() {
+	register(api{
+		key: 66, client: versions(0, 2), handle: handleListTransactions,
+		rule: authzRule{"DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions},
+	})
+}
 
 func handleListTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
@@ -37,4 +43,17 @@ func handleListTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 	code, states, unknown := b.txns.List(f)
 	resp.ErrorCode, resp.TransactionStates, resp.UnknownStateFilters = code, states, unknown
 	respond(resp)
+}
+
+func checkListTransactions(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.ListTransactionsResponse)
+		kept := resp.TransactionStates[:0]
+		for _, s := range resp.TransactionStates {
+			if z.quiet(acl.OpDescribe, acl.ResourceTransactionalID, s.TransactionalID) {
+				kept = append(kept, s)
+			}
+		}
+		resp.TransactionStates = kept
+	}
 }

@@ -35,7 +35,12 @@ import (
 //
 // Version notes:
 //   - v0: flexible, the only version (Kafka 3.7).
-func init() { regKey(71, 0, 0, handleGetTelemetrySubscriptions) }
+func init() {
+	register(api{
+		key: 71, client: versions(0, 0), handle: handleGetTelemetrySubscriptions,
+		rule: authzRule{"none (as in Kafka)", 0, noACL},
+	})
+}
 
 // Telemetry answer constants: Kafka's defaults (ClientMetricsConfigs,
 // telemetry.max.bytes).

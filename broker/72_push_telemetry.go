@@ -24,7 +24,12 @@ import (
 //
 // Version notes:
 //   - v0: flexible, the only version (Kafka 3.7).
-func init() { regKey(72, 0, 0, handlePushTelemetry) }
+func init() {
+	register(api{
+		key: 72, client: versions(0, 0), handle: handlePushTelemetry,
+		rule: authzRule{"none (as in Kafka)", 0, noACL},
+	})
+}
 
 func handlePushTelemetry(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.PushTelemetryRequest)

@@ -45,7 +45,12 @@ import (
 //
 // Version notes:
 //   - v0: flexible, the only version (KIP-966, Kafka 3.8).
-func init() { regKey(75, 0, 0, handleDescribeTopicPartitions) }
+func init() {
+	register(api{
+		key: 75, client: versions(0, 0), handle: handleDescribeTopicPartitions,
+		rule: authzRule{"DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions},
+	})
+}
 
 // maxDescribePartitions is Kafka's max.request.partition.size.limit
 // default: the most partitions one DescribeTopicPartitions answer holds.
@@ -174,3 +179,41 @@ func liveBroker(img *controller.Image, id int32) bool {
 // isInternalTopic is Kafka's Topic.isInternal: the two topics the
 // coordinators keep their state in.
 func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnTopic }
+
+func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
+	var denied []kmsg.DescribeTopicPartitionsRequestTopic
+	listAll := len(req.Topics) == 0
+	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) string { return t.Topic })
+	if !listAll && len(denied) == 0 {
+		return nil, nil
+	}
+	if !listAll && len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+		for _, t := range denied {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			name := t.Topic
+			rt.Topic, rt.ErrorCode = &name, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeTopicPartitionsResponse)
+		if listAll {
+			kept := resp.Topics[:0]
+			for _, t := range resp.Topics {
+				if t.Topic != nil && z.quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			resp.Topics = kept
+		}
+		for _, t := range denied {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			name := t.Topic
+			rt.Topic, rt.ErrorCode = &name, topicDenied
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+}

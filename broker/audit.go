@@ -12,10 +12,11 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // The audit log: one JSON line per denied authorization and per mutating
@@ -154,18 +155,13 @@ func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason s
 	})
 }
 
-// mutatingAPIs are the admin requests every one of which is audited.
-var mutatingAPIs = map[int16]bool{
-	19: true, 20: true, 21: true, 30: true, 31: true, 33: true, 34: true, 37: true, 42: true,
-	43: true, 44: true, 45: true, 47: true, 49: true, 57: true,
-}
-
 // admin records a mutating admin request and its outcome: "ok", or the
 // error names the response carries.
-func (a *auditLog) admin(cc *connCtx, api int16, req kmsg.Request, resp kmsg.Response) {
-	if a == nil || !mutatingAPIs[api] {
+func (a *auditLog) admin(cc *connCtx, e *api, req kmsg.Request, resp kmsg.Response) {
+	if a == nil || !e.mutates {
 		return
 	}
+	api := e.key
 	res := resourcesOf(req)
 	codes := errorCodesOf(resp)
 	a.emit(a.b, cc, api, func(ev *zerolog.Event) {

@@ -7,9 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // blockingWriter holds every Write until released, like a stalled disk.

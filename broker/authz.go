@@ -5,18 +5,19 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Authorization: which ACL each API needs, and its enforcement before the
 // handler runs.
 //
-// Design: one table, authzRules, keyed by API key, is the only place that
-// says what each API requires; docs/security.md is written from it, and a
-// test checks that every registered key has a rule. A rule runs on the
+// Design: each API's registration (registry.go) holds its rule, the only
+// place that says what the API requires; docs/security.md is written from
+// the registry, and registration refuses a key without a rule. A rule runs on the
 // reader goroutine before the handler (the authorizer is immutable and
 // in memory, so this never waits) and either
 //   - denies the whole request: it returns the complete response, with
@@ -144,17 +145,47 @@ type authzClose struct {
 	err           error
 }
 
-// authorize runs the rule of req's key; a nil authorizer allows all.
-func (b *Broker) authorize(cc *connCtx, key int16, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+// authorize runs a's rule for req; a nil authorizer allows all. On the
+// CONTROLLER listener, CLUSTER_ACTION on the cluster passes every rule but
+// the key's own controller rule (api.rule's comment says why).
+func (b *Broker) authorize(cc *connCtx, a *api, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	az := b.authorizer()
 	if az == nil || req == nil {
 		return nil, nil
 	}
-	r, ok := authzRules[key]
-	if !ok || r.check == nil {
-		return nil, nil
+	z := &authz{b: b, cc: cc, az: az, api: a.key}
+	rule := a.rule
+	if cc.listener == ctlListener {
+		if a.ctlRule != nil {
+			return a.ctlRule.check(z, req)
+		}
+		if z.quiet(acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName) {
+			return nil, nil
+		}
 	}
-	return r.check(&authz{b: b, cc: cc, az: az, api: key}, req)
+	return rule.check(z, req)
+}
+
+// noACL is the rule of an API that needs no ACL (as in Kafka): ApiVersions,
+// the SASL exchange, DescribeCluster, telemetry.
+func noACL(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return nil, nil }
+
+// topErrorResponse is the error response of a request whose response has
+// one, top-level, error code.
+func topErrorResponse(req kmsg.Request, code int16) kmsg.Response {
+	return setTopError(req.ResponseKind(), code)
+}
+
+// wholeDenied is a rule that needs op on the cluster for the whole request
+// and, denied, answers with errResp's shape: the error on every resource
+// the request names.
+func wholeDenied(op acl.Operation, errResp func(kmsg.Request, int16) kmsg.Response) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	return func(z *authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+		if z.cluster(op) {
+			return nil, nil
+		}
+		return errResp(req, clusterDenied), nil
+	}
 }
 
 // setTopError sets resp's top-level ErrorCode field, which every response
@@ -217,6 +248,39 @@ func all(checks ...func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response
 	}
 }
 
+var (
+	topicDenied   = kerr.TopicAuthorizationFailed.Code
+	groupDenied   = kerr.GroupAuthorizationFailed.Code
+	clusterDenied = kerr.ClusterAuthorizationFailed.Code
+	txnDenied     = kerr.TransactionalIDAuthorizationFailed.Code
+)
+
+// split divides ts by whether op on each one's topic is allowed; keep is
+// never nil when ts is not (an empty list must stay a list, not "all").
+func split[T any](z *authz, op acl.Operation, ts []T, name func(T) string) (keep, denied []T) {
+	if ts == nil {
+		return nil, nil
+	}
+	keep = make([]T, 0, len(ts))
+	for _, t := range ts {
+		if z.ok(op, acl.ResourceTopic, name(t)) {
+			keep = append(keep, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	return keep, denied
+}
+
+// configResourceAllowed: topic configs need op on the topic, broker and
+// broker-logger configs op on the cluster.
+func configResourceAllowed(z *authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
+	if typ == kmsg.ConfigResourceTypeTopic {
+		return z.ok(op, acl.ResourceTopic, name), topicDenied
+	}
+	return z.cluster(op), clusterDenied
+}
+
 // isFollower reports whether a Fetch or OffsetForLeaderEpoch comes from a
 // replica (a broker), not a consumer.
 func isFollowerFetch(r *kmsg.FetchRequest) bool {
@@ -233,75 +297,6 @@ func (b *Broker) topicName(name string, id [16]byte) string {
 		return t.name
 	}
 	return ""
-}
-
-// authzRules is the one table of what each API needs. Keys absent from it
-// are caught by TestAuthzRulesCoverEveryAPI.
-var authzRules = map[int16]authzRule{
-	0:  {"WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, checkProduce},
-	1:  {"READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, checkFetch},
-	2:  {"DESCRIBE on TOPIC", 0, checkListOffsets},
-	3:  {"DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, checkMetadata},
-	8:  {"READ on GROUP and READ on TOPIC", 2, checkOffsetCommit},
-	9:  {"DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch},
-	10: {"DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator},
-	11: {"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })},
-	12: {"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })},
-	13: {"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })},
-	14: {"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })},
-	15: {"DESCRIBE on GROUP", 0, checkDescribeGroups},
-	16: {"DESCRIBE on GROUP (others are not listed)", 0, checkListGroups},
-	18: {"none", 0, nil},
-	19: {"CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics},
-	20: {"DELETE on TOPIC", 5, checkDeleteTopics},
-	21: {"DELETE on TOPIC", 5, checkDeleteRecords},
-	22: {"WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID},
-	23: {"DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch},
-	24: {"WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn},
-	25: {"WRITE on TRANSACTIONAL_ID and READ on GROUP", 3, all(
-		txnTop(func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
-		groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).Group }))},
-	26: {"WRITE on TRANSACTIONAL_ID", 3, txnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })},
-	27: {"CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers},
-	28: {"WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit},
-	29: {"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
-	30: {"ALTER on CLUSTER", 5, checkCreateACLs},
-	31: {"ALTER on CLUSTER", 5, checkDeleteACLs},
-	32: {"DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs},
-	33: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkAlterConfigs},
-	34: {"ALTER on CLUSTER", 4, checkAlterReplicaLogDirs},
-	35: {"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
-	37: {"ALTER on TOPIC", 4, checkCreatePartitions},
-	42: {"DELETE on GROUP", 2, checkDeleteGroups},
-	43: {"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
-	44: {"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkIncrementalAlterConfigs},
-	45: {"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
-	46: {"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
-	47: {"DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete},
-	48: {"DESCRIBE_CONFIGS on CLUSTER", 0, clusterTop(acl.OpDescribeConfigs)},
-	49: {"ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas},
-	57: {"ALTER on CLUSTER", 5, clusterTop(acl.OpAlter)},
-	60: {"none (as in Kafka)", 0, nil},
-	61: {"READ on TOPIC", 0, checkDescribeProducers},
-	65: {"DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions},
-	66: {"DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions},
-	71: {"none (as in Kafka)", 0, nil},
-	72: {"none (as in Kafka)", 0, nil},
-	75: {"DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions},
-	17: {"none (before authentication)", 0, nil},
-	36: {"none (before authentication)", 0, nil},
-	50: {"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
-	51: {"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
-}
-
-// AuthzTable lists the table for docs and tests: key, requirement, blast
-// rank.
-func AuthzTable() map[int16][2]string {
-	out := map[int16][2]string{}
-	for k, r := range authzRules {
-		out[k] = [2]string{r.need, fmt.Sprint(r.blast)}
-	}
-	return out
 }
 
 // authorizedOps is KIP-430's answer for cc's principal on one resource:

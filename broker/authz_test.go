@@ -3,59 +3,98 @@ package broker
 import (
 	"testing"
 
-	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
-// TestAuthzRulesCoverEveryAPI: the one table says what every served API
-// needs, and says nothing of APIs not served.
-func TestAuthzRulesCoverEveryAPI(t *testing.T) {
-	for k := range apis {
-		r, ok := authzRules[k]
-		if !ok {
-			t.Errorf("api key %d (%s) is served but authzRules has no entry", k, apiLabel(k))
+// TestRegistry: every served key is registered whole (api.validate), on
+// the listeners its table says, and every key the controller role answers
+// on the CONTROLLER listener can be answered NOT_CONTROLLER.
+func TestRegistry(t *testing.T) {
+	for k, a := range apis {
+		if err := a.validate(); err != nil {
+			t.Error(err)
+		}
+		if a.rule.blast < 0 || a.rule.blast > 5 || (a.ctlRule != nil && (a.ctlRule.check == nil || a.ctlRule.need == "")) {
+			t.Errorf("api key %d: rule %+v incomplete", k, a.rule)
+		}
+		for _, tbl := range []versionTable{clientVersions, {ctl: true, sasl: true}} {
+			lo, hi, ok := tbl.Supported(k)
+			r := tbl.rangeOf(a)
+			if ok != r.served || lo != r.min || hi != r.max {
+				t.Errorf("api key %d: table %+v says %d-%d %v", k, tbl, lo, hi, ok)
+			}
+			if ok && (lo > hi || hi > kmsg.RequestForKey(k).MaxVersion()) {
+				t.Errorf("api key %d: range %d-%d beyond kmsg's %d", k, lo, hi, kmsg.RequestForKey(k).MaxVersion())
+			}
+		}
+		if !a.controller.served || a.ctlLocal {
 			continue
 		}
-		if r.need == "" || r.blast < 0 || r.blast > 5 {
-			t.Errorf("api key %d: entry %+v incomplete", k, r)
+		switch k {
+		case 1, 59, 60: // answered by every voter, never NOT_CONTROLLER
+			continue
+		}
+		if a.errorResponse == nil {
+			t.Errorf("api key %d (%s): answered by the controller role with no error response", k, kmsg.NameForKey(k))
 		}
 	}
-	for k := range authzRules {
-		if _, ok := apis[k]; !ok {
-			t.Errorf("authzRules has api key %d, which is not served", k)
+	for k := int16(0); k < 200; k++ {
+		if _, ok := apis[k]; ok {
+			continue
+		}
+		for _, tbl := range []versionTable{clientVersions, {ctl: true, sasl: true}} {
+			if _, _, ok := tbl.Supported(k); ok {
+				t.Errorf("api key %d is not registered but %+v serves it", k, tbl)
+			}
+		}
+	}
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "a"}, {Topic: "b"}}
+	sts := errorResponseFor(ct, kerr.NotController.Code).(*kmsg.CreateTopicsResponse).Topics
+	if len(sts) != 2 {
+		t.Fatalf("CreateTopics error response has %d topics, want 2", len(sts))
+	}
+	for _, st := range sts {
+		if st.ErrorCode != kerr.NotController.Code {
+			t.Errorf("topic %s: code %d", st.Topic, st.ErrorCode)
 		}
 	}
 }
 
 // TestAuthzRulesDecode checks each rule against an empty request of its
-// key: a rule must not panic on what a client may send, and with every
-// ACL missing (and allow-if-no-ACL off) a rule with a resource denies.
+// key at every version it is served: a rule must not panic on what a
+// client may send, and with every ACL missing (and allow-if-no-ACL off) a
+// CLUSTER_ACTION rule denies.
 func TestAuthzRulesDecode(t *testing.T) {
 	b := &Broker{}
 	b.cfg.AuthorizerClass = StandardAuthorizerClass
 	b.mu.image = &controller.Image{}
-	cc := &connCtx{principal: "User:ANONYMOUS", clientHost: "/127.0.0.1"}
-	z := &authz{b: b, cc: cc, az: acl.New(acl.Config{}, nil)}
-	for k, r := range authzRules {
-		if r.check == nil {
-			continue
-		}
-		e, ok := apis[k]
-		if !ok {
-			continue
-		}
-		for v := e.min; v <= e.max; v++ {
-			req := kmsg.RequestForKey(k)
-			req.SetVersion(v)
-			z.api = k
-			deny, fix := r.check(z, req)
-			if fix != nil {
-				resp := req.ResponseKind()
-				resp.SetVersion(v)
-				fix(resp)
+	for _, listener := range []int{0, ctlListener} {
+		cc := &connCtx{principal: "User:ANONYMOUS", clientHost: "/127.0.0.1", listener: listener}
+		for k, a := range apis {
+			r := a.client
+			if listener == ctlListener {
+				r = a.controller
 			}
-			_ = deny
+			if !r.served {
+				continue
+			}
+			for v := r.min; v <= r.max; v++ {
+				req := kmsg.RequestForKey(k)
+				req.SetVersion(v)
+				deny, fix := b.authorize(cc, a, req)
+				if fix != nil {
+					resp := req.ResponseKind()
+					resp.SetVersion(v)
+					fix(resp)
+				}
+				if a.rule.need == "CLUSTER_ACTION on CLUSTER" && deny == nil {
+					t.Errorf("api key %d v%d on listener %d: allowed an anonymous caller", k, v, listener)
+				}
+			}
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/tlsconf"
@@ -22,10 +27,6 @@ import (
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage"
-	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Broker is one Fjord node: a member of the metadata quorum (a voter when
@@ -407,7 +408,7 @@ func (b *Broker) serveClients() {
 			Budget:          b.limits.budget,
 			FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
 			SASL:            b.saslServers[i],
-		}, h, versionTable{}, b.log.With().Str("listener", b.advertised[i].Name).Logger())
+		}, h, clientVersions, b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)
 		b.log.Info().Str("listener", b.advertised[i].Name).Str("addr", ln.Addr().String()).
@@ -556,69 +557,4 @@ func (b *Broker) topicsSnapshot() map[string]*topic {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.mu.topics
-}
-
-// connHandler adapts the broker to the protocol front end for one listener.
-type connHandler struct {
-	b        *Broker
-	listener int
-}
-
-// connCtx is what a handler knows of the request's connection.
-type connCtx struct {
-	ctx        context.Context
-	clientID   string
-	clientHost string
-	listener   int
-	version    int16
-	// principal is the connection's principal, "User:<name>" (from
-	// protocol.Request.Principal); "" counts as User:ANONYMOUS.
-	principal string
-	// fail closes the connection after the responses already owed; for
-	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
-	fail func(error)
-	// mute stops reading the connection for a while (quota throttling);
-	// nil when the front end offers none.
-	mute func(time.Duration)
-}
-
-func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
-	e := apis[req.Key]
-	m := h.b.metrics
-	api := apiLabel(req.Key)
-	m.requests.WithLabelValues(api).Inc()
-	start := time.Now()
-	jmxDone, jmxHandled := m.requestStarted(req.Key, req.Version, req.Body)
-	defer jmxHandled()
-	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: h.listener, version: req.Version,
-		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
-	// Produce is the one handler that keeps nothing of the request once it
-	// returns: the batches are written (pwrite copies them) before that.
-	req.Recycle = req.Key == 0
-	deny, fix := h.b.authorize(cc, req.Key, req.Body) // authz.go
-	if c, ok := deny.(*authzClose); ok {
-		respond(nil, c.err)
-		return
-	}
-	if deny != nil {
-		h.b.audit.admin(cc, req.Key, req.Body, deny)
-		noteResponseErrors(req.Client, req.Key, req.Version, deny)
-		respond(deny, nil)
-		return
-	}
-	e.fn(h.b, cc, req.Body, func(resp kmsg.Response) {
-		m.latency.WithLabelValues(api).Observe(time.Since(start).Seconds())
-		jmxDone(time.Since(start))
-		if fix != nil && resp != nil {
-			fix(resp)
-		}
-		h.b.audit.admin(cc, req.Key, req.Body, resp)
-		if resp == nil {
-			respond(nil, nil)
-			return
-		}
-		noteResponseErrors(req.Client, req.Key, req.Version, resp)
-		respond(resp, nil)
-	})
-	h.b.quotaRequestTime(cc, req.Body, time.Since(start))
 }

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
 func TestProduceFetchRoundTrip(t *testing.T) {

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/protocol"
-	"github.com/fjordlog/fjord/storage"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // testBroker starts a broker on a free loopback port in dir.

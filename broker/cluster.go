@@ -5,8 +5,9 @@ import (
 	"crypto/rand"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // A broker's life in the cluster:

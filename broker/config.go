@@ -3,12 +3,13 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/fjordlog/fjord/broker/sasl"
 	"math"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fjordlog/fjord/broker/sasl"
 )
 
 // Config is everything a node needs to run. Field names follow Kafka's own

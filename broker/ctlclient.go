@@ -7,10 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // ctlClient carries this broker's requests to the active controller:

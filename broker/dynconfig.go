@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Dynamic configs: AlterConfigs stores broker and topic configs in the

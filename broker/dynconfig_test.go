@@ -3,8 +3,9 @@ package broker
 import (
 	"testing"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // imageWith applies SetConfig records for broker configs to an empty image.

@@ -9,8 +9,9 @@ import (
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/group"
 
-	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Broker-level failures that map to Kafka error codes.

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // The descriptor budget. Log files go through one storage.FileCache per

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Dynamic SSL reconfiguration, as Kafka's: IncrementalAlterConfigs (or

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fjordlog/fjord/broker/tlsconf"
 )
 
 // SecurityProtocols are Kafka's listener security protocols.
@@ -185,6 +186,16 @@ func (b *Broker) ctlServerTLS() func() *tls.Config {
 		return nil
 	}
 	return b.ctlTLS.Server
+}
+
+// ctlTLSPrincipal maps the CONTROLLER listener's client certificates to
+// principals, as tlsServer does for a client listener; nil when it is not
+// TLS.
+func (b *Broker) ctlTLSPrincipal() func(*tls.ConnectionState) string {
+	if b.ctlTLS == nil {
+		return nil
+	}
+	return b.ctlTLS.Principal
 }
 
 // tlsDialState remembers, per peer address, whether the last inter-broker

@@ -5,9 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Fjord's loggers as Kafka's BROKER_LOGGER resources. There is one logger,

@@ -4,9 +4,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // kafkaCollector serves, at scrape time, the series that dashboards and

@@ -14,10 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // metadataDir is where the raft log (pebble) lives, named as Kafka names
@@ -131,7 +132,10 @@ func (b *Broker) activeConfig() active.Config {
 		TickInterval:    100 * time.Millisecond,
 		MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		KafkaHandler:    &connHandler{b: b, ctl: true},
+		KafkaVersions:   versionTable{ctl: true, sasl: b.ctlSASLServer != nil},
 		TLS:             b.ctlServerTLS(),
+		TLSPrincipal:    b.ctlTLSPrincipal(),
 		SASL:            b.ctlSASLServer,
 		RaftSASL:        b.ctlSASL,
 		FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,

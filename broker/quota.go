@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Client quota enforcement (KIP-13, KIP-219, KIP-612's per-ip connection

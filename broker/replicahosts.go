@@ -2,9 +2,10 @@ package broker
 
 import (
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"net"
 	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rs/zerolog"
 

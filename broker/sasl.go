@@ -5,11 +5,12 @@ import (
 	"net"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
-	"github.com/twmb/franz-go/pkg/kgo"
-	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // buildSASL makes the authenticator of every SASL client listener. A SASL

@@ -6,9 +6,10 @@ import (
 	"crypto/rand"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // bootstrapScram creates the fjord.sasl.scram.bootstrap credentials that

@@ -21,27 +21,47 @@ const (
 var blastNames = []string{"0: reads metadata", "1: reads data or cluster state", "2: changes a group's progress",
 	"3: writes data", "4: reshapes or reconfigures", "5: destroys data or changes who may do what"}
 
-// securityTable renders authzRules, ranked by blast radius (widest
-// first), as docs/security.md shows it.
+// securityRow is one line of the table: an API's rule on some listeners.
+type securityRow struct {
+	key       int16
+	listeners string
+	rule      authzRule
+}
+
+// securityTable renders the registry's rules, ranked by blast radius
+// (widest first), as docs/security.md shows it: a key whose CONTROLLER
+// listener rule differs has a row for each.
 func securityTable() string {
-	keys := make([]int16, 0, len(authzRules))
-	for k := range authzRules {
-		if _, served := apis[k]; served {
-			keys = append(keys, k)
+	var rows []securityRow
+	for k, a := range apis {
+		var on []string
+		if a.client.served {
+			on = append(on, "client")
+		}
+		if a.controller.served && a.ctlRule == nil {
+			on = append(on, "controller")
+		}
+		if len(on) > 0 {
+			rows = append(rows, securityRow{k, strings.Join(on, ", "), a.rule})
+		}
+		if a.controller.served && a.ctlRule != nil {
+			rows = append(rows, securityRow{k, "controller", *a.ctlRule})
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := authzRules[keys[i]], authzRules[keys[j]]
-		if a.blast != b.blast {
-			return a.blast > b.blast
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.rule.blast != b.rule.blast {
+			return a.rule.blast > b.rule.blast
 		}
-		return keys[i] < keys[j]
+		if a.key != b.key {
+			return a.key < b.key
+		}
+		return a.listeners < b.listeners
 	})
 	var b strings.Builder
-	b.WriteString("| Blast radius | API (key) | ACL it needs |\n| --- | --- | --- |\n")
-	for _, k := range keys {
-		r := authzRules[k]
-		fmt.Fprintf(&b, "| %s | %s (%d) | %s |\n", blastNames[r.blast], kmsg.NameForKey(k), k, r.need)
+	b.WriteString("| Blast radius | API (key) | Listeners | ACL it needs |\n| --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s |\n", blastNames[r.rule.blast], kmsg.NameForKey(r.key), r.key, r.listeners, r.rule.need)
 	}
 	return b.String()
 }

@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/rs/zerolog"
 )
 
 // TestRemoveStrays: after a restart, partition directories the image no

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // Topic administration goes through the active controller; this file is

@@ -68,6 +68,13 @@ func ServerHandshake(nc net.Conn, cfg *tls.Config) (tc *tls.Conn, silent bool, e
 func (c *conn) tlsHandshake() bool {
 	tc, ok := c.nc.(*tls.Conn)
 	if !ok {
+		// A connection whose handshake was done before it reached the
+		// server (the CONTROLLER listener's mux reads its first byte
+		// inside TLS) still has a certificate to take the principal from.
+		if hs, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState }); ok && c.s.cfg.TLSPrincipal != nil {
+			st := hs.ConnectionState()
+			c.tlsPrincipal = c.s.cfg.TLSPrincipal(&st)
+		}
 		return true
 	}
 	tc.SetDeadline(time.Now().Add(handshakeTimeout))

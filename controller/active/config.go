@@ -67,6 +67,18 @@ type Config struct {
 	// never does).
 	MaxFrameBytes int32
 	IdleTimeout   time.Duration
+	// KafkaHandler and KafkaVersions serve the listener's Kafka half:
+	// required with a Listener. They are the broker's one dispatch
+	// (broker/dispatch.go), which authorizes and audits every request
+	// through the same registry as the client listeners before it reaches
+	// Answer; this package serves no Kafka request by itself, so no request
+	// can reach the controller unauthorized.
+	KafkaHandler  protocol.Handler
+	KafkaVersions protocol.Versions
+	// TLSPrincipal maps a TLS client certificate to the principal of the
+	// Kafka half's connections (ssl.principal.mapping.rules); nil leaves
+	// them User:ANONYMOUS unless SASL names them.
+	TLSPrincipal func(*tls.ConnectionState) string
 
 	// The decisions.
 
@@ -117,6 +129,9 @@ func (c *Config) validateQuorum() error {
 	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("active: Dir is empty"))
+	}
+	if c.Listener != nil && (c.KafkaHandler == nil || c.KafkaVersions == nil) {
+		errs = append(errs, errors.New("active: a CONTROLLER listener needs KafkaHandler and KafkaVersions (the broker's dispatch)"))
 	}
 	if _, ok := c.Voters[c.NodeID]; len(c.Voters) > 0 && !ok {
 		errs = append(errs, fmt.Errorf("active: node %d is not a voter", c.NodeID))

@@ -49,7 +49,10 @@ type Controller struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns (or at Close if never served): callers stop waiting
 	serve  sync.Once
-	wg     sync.WaitGroup // run and the listener's mux
+	wg     sync.WaitGroup // run, the listener's mux, Answer's waits
+	// spawnMu orders spawn's Add against Close's cancel and Wait: a
+	// goroutine is either started before Close waits, or not at all.
+	spawnMu sync.Mutex
 
 	// arrivals are the heartbeats that arrived since the loop's last tick,
 	// by broker (Call writes, the loop takes).
@@ -123,13 +126,20 @@ func Start(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// spawn starts a goroutine Close waits for.
-func (c *Controller) spawn(f func()) {
+// spawn starts a goroutine Close waits for; false, and f not run, once
+// Close has begun.
+func (c *Controller) spawn(f func()) bool {
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	if c.ctx.Err() != nil {
+		return false
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // Serve starts deciding and, with a CONTROLLER listener, serving its Kafka
@@ -149,7 +159,8 @@ func (c *Controller) Serve() {
 			// as on a client listener.
 			SASL:            c.cfg.SASL,
 			FailedAuthDelay: c.cfg.FailedAuthDelay,
-		}, kafkaHandler{c}, versions{sasl: c.cfg.SASL != nil}, c.cfg.Logger.With().Str("listener", "CONTROLLER").Logger())
+			TLSPrincipal:    c.cfg.TLSPrincipal,
+		}, c.cfg.KafkaHandler, c.cfg.KafkaVersions, c.cfg.Logger.With().Str("listener", "CONTROLLER").Logger())
 		c.server.Serve(c.mux.kafka)
 	})
 }
@@ -158,7 +169,9 @@ func (c *Controller) Serve() {
 // its connections, waits for every goroutine and closes the quorum
 // member's log. It is idempotent; it returns the member's Close error.
 func (c *Controller) Close() error {
+	c.spawnMu.Lock()
 	c.cancel()
+	c.spawnMu.Unlock()
 	c.serve.Do(func() { close(c.done) }) // never served: nothing will close it
 	if c.mux != nil {
 		c.mux.ln.Close()
@@ -191,9 +204,3 @@ func (c *Controller) Leader() int32 {
 	}
 	return -1
 }
-
-// compile-time checks: the handler and versions fit protocol.Server.
-var (
-	_ protocol.Handler  = kafkaHandler{}
-	_ protocol.Versions = versions{}
-)

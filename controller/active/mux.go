@@ -73,6 +73,10 @@ func (m *connMux) route(c net.Conn) {
 		return
 	}
 	pc := &prefixConn{Conn: c, prefix: first[:]}
+	var kc net.Conn = pc
+	if tc, ok := c.(*tls.Conn); ok {
+		kc = tlsPrefixConn{pc, tc}
+	}
 	dst := m.kafka
 	if node.IsPreamble(first[:]) {
 		dst = m.raft
@@ -90,7 +94,10 @@ func (m *connMux) route(c net.Conn) {
 		}
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	if !dst.deliver(pc) {
+	if dst == m.raft {
+		kc = pc
+	}
+	if !dst.deliver(kc) {
 		c.Close()
 	}
 }
@@ -109,6 +116,16 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	}
 	return c.Conn.Read(p)
 }
+
+// tlsPrefixConn is a prefixConn over TLS: it keeps the handshake's state
+// visible, so the Kafka half takes its principal from the client
+// certificate (protocol's tlsHandshake).
+type tlsPrefixConn struct {
+	*prefixConn
+	tc *tls.Conn
+}
+
+func (c tlsPrefixConn) ConnectionState() tls.ConnectionState { return c.tc.ConnectionState() }
 
 // chanListener is a net.Listener fed connections by a connMux.
 type chanListener struct {

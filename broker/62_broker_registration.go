@@ -1,0 +1,25 @@
+package broker
+
+import "github.com/fjordlog/fjord/broker/acl"
+
+// BrokerRegistration: v0-4, on the CONTROLLER listener only
+//
+// Behaviour:
+//   - A broker registers its id, incarnation, listeners, rack and
+//     supported features with the active controller, which answers its
+//     broker epoch (cluster.go sends it). A voter that does not lead the
+//     quorum answers NOT_CONTROLLER.
+//   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user).
+//     Without it anyone reaching the port could register a broker id.
+//
+// Version notes:
+//   - v1: is-migrating-zk-broker; v2: log dirs (KIP-858); v3: previous
+//     broker epoch (KIP-966); v4: nothing new in the request
+func init() {
+	register(api{
+		key:           62,
+		controller:    versions(0, 4),
+		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
+		errorResponse: topErrorResponse,
+	})
+}

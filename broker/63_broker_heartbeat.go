@@ -1,0 +1,24 @@
+package broker
+
+import "github.com/fjordlog/fjord/broker/acl"
+
+// BrokerHeartbeat: v0-1, on the CONTROLLER listener only
+//
+// Behaviour:
+//   - A registered broker's heartbeat: it keeps its session, reports its
+//     metadata offset, asks to be unfenced or to shut down (cluster.go). The
+//     active controller answers whether it is fenced; a voter that does not
+//     lead the quorum answers NOT_CONTROLLER.
+//   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user).
+//     Without it anyone could keep a dead broker unfenced.
+//
+// Version notes:
+//   - v1: offline log dirs as a tagged field (KIP-858)
+func init() {
+	register(api{
+		key:           63,
+		controller:    versions(0, 1),
+		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
+		errorResponse: topErrorResponse,
+	})
+}

@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/protocol"
+)
+
+// dispatch: the one way a decoded request reaches its handler, on every
+// Kafka listener this node serves — the client listeners and the
+// CONTROLLER listener alike. For each request it looks the key up in the
+// registry (registry.go), runs the key's authorization rule (authz.go),
+// audits denials and mutations (audit.go), and only then hands the
+// request to the key's handler: the broker's own on a client listener, the
+// controller role's on the CONTROLLER listener. The front end
+// (protocol.Server) has already checked the version against the same
+// registry's table for that listener.
+
+// ctlListener is connCtx.listener on the CONTROLLER listener, which is not
+// one of the advertised client listeners.
+const ctlListener = -1
+
+// connHandler adapts the broker to the protocol front end for one
+// listener: client listener number listener, or the CONTROLLER listener
+// (ctl).
+type connHandler struct {
+	b        *Broker
+	listener int
+	ctl      bool
+}
+
+// connCtx is what a handler knows of the request's connection.
+type connCtx struct {
+	ctx        context.Context
+	clientID   string
+	clientHost string
+	// listener is the index of the client listener in b.advertised, or
+	// ctlListener.
+	listener int
+	version  int16
+	// principal is the connection's principal, "User:<name>" (from
+	// protocol.Request.Principal); "" counts as User:ANONYMOUS.
+	principal string
+	// fail closes the connection after the responses already owed; for
+	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
+	fail func(error)
+	// mute stops reading the connection for a while (quota throttling);
+	// nil when the front end offers none.
+	mute func(time.Duration)
+}
+
+// errNoEntry is a request for a key the listener's table let through but
+// the registry does not serve there: a bug, answered by closing the
+// connection.
+var errNoEntry = errors.New("broker: request for an api key this listener does not serve")
+
+func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
+	a := apis[req.Key]
+	if a == nil || (h.ctl && !a.controller.served) || (!h.ctl && !a.client.served) {
+		respond(nil, fmt.Errorf("%w: %d", errNoEntry, req.Key))
+		return
+	}
+	m := h.b.metrics
+	label := apiLabel(req.Key)
+	m.requests.WithLabelValues(label).Inc()
+	start := time.Now()
+	jmxDone, jmxHandled := m.requestStarted(req.Key, req.Version, req.Body)
+	defer jmxHandled()
+	listener := h.listener
+	if h.ctl {
+		listener = ctlListener
+	}
+	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: listener, version: req.Version,
+		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
+	// Produce is the one handler that keeps nothing of the request once it
+	// returns: the batches are written (pwrite copies them) before that.
+	req.Recycle = req.Key == 0 && !h.ctl
+	deny, fix := h.b.authorize(cc, a, req.Body) // authz.go
+	if c, ok := deny.(*authzClose); ok {
+		respond(nil, c.err)
+		return
+	}
+	if deny != nil {
+		h.b.audit.admin(cc, a, req.Body, deny)
+		noteResponseErrors(req.Client, req.Key, req.Version, deny)
+		respond(deny, nil)
+		return
+	}
+	handle := a.handle
+	if h.ctl && !a.ctlLocal {
+		handle = answerByController
+	}
+	handle(h.b, cc, req.Body, func(resp kmsg.Response) {
+		m.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+		jmxDone(time.Since(start))
+		if fix != nil && resp != nil {
+			fix(resp)
+		}
+		h.b.audit.admin(cc, a, req.Body, resp)
+		if resp == nil {
+			respond(nil, nil)
+			return
+		}
+		noteResponseErrors(req.Client, req.Key, req.Version, resp)
+		respond(resp, nil)
+	})
+	if !h.ctl {
+		h.b.quotaRequestTime(cc, req.Body, time.Since(start))
+	}
+}
+
+// answerByController is the handler of every key the CONTROLLER listener
+// serves for the controller role: a node that is not the active
+// controller answers NOT_CONTROLLER, and the broker that sent it retries
+// at the leader.
+func answerByController(b *Broker, cc *connCtx, req kmsg.Request, respond func(kmsg.Response)) {
+	notController := func() {
+		if resp := errorResponseFor(req, kerr.NotController.Code); resp != nil {
+			respond(resp)
+			return
+		}
+		cc.fail(fmt.Errorf("broker: no answer for api key %d on the CONTROLLER listener", req.Key()))
+	}
+	c := b.ctlImage.Load()
+	if c == nil {
+		notController()
+		return
+	}
+	c.Answer(cc.ctx, req, func(resp kmsg.Response) {
+		if resp == nil {
+			notController()
+			return
+		}
+		respond(resp)
+	})
+}
