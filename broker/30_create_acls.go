@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,6 +39,7 @@ func init() {
 		controller:    versions(0, 3),
 		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorCreateACLs)},
 		mutates:       true,
+		auditDetails:  auditCreateACLs,
 		errorResponse: errorCreateACLs,
 	})
 }
@@ -137,4 +139,16 @@ func errorCreateACLs(kreq kmsg.Request, code int16) kmsg.Response {
 		r.Results = append(r.Results, sr)
 	}
 	return r
+}
+
+// auditCreateACLs names each binding in full: who gets (or is denied)
+// which operation on what, from where.
+func auditCreateACLs(kreq kmsg.Request) []string {
+	req := kreq.(*kmsg.CreateACLsRequest)
+	out := make([]string, 0, len(req.Creations))
+	for _, c := range req.Creations {
+		out = append(out, fmt.Sprintf("%s %s %s on %s:%s (%s) from host %s", c.Principal, c.PermissionType, c.Operation,
+			c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Host))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +33,7 @@ func init() {
 		controller:    versions(0, 3),
 		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorDeleteACLs)},
 		mutates:       true,
+		auditDetails:  auditDeleteACLs,
 		errorResponse: errorDeleteACLs,
 	})
 }
@@ -109,4 +111,22 @@ func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {
 		r.Results = append(r.Results, sr)
 	}
 	return r
+}
+
+// auditDeleteACLs names each filter in full ("*" for a field it leaves
+// open).
+func auditDeleteACLs(kreq kmsg.Request) []string {
+	req := kreq.(*kmsg.DeleteACLsRequest)
+	or := func(p *string) string {
+		if p == nil {
+			return "*"
+		}
+		return *p
+	}
+	out := make([]string, 0, len(req.Filters))
+	for _, f := range req.Filters {
+		out = append(out, fmt.Sprintf("%s %s %s on %s:%s (%s) from host %s", or(f.Principal), f.PermissionType, f.Operation,
+			f.ResourceType, or(f.ResourceName), f.ResourcePatternType, or(f.Host)))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -33,8 +34,9 @@ import (
 func init() {
 	register(api{
 		key: 51, client: versions(0, 0), handle: handleAlterUserScramCredentials,
-		controller:    versions(0, 0),
-		rule:          authzRule{"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
+		controller: versions(0, 0),
+		rule:       authzRule{"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
+		mutates:    true, auditDetails: auditScramCredentials,
 		errorResponse: errorAlterUserSCRAMCredentials,
 	})
 }
@@ -119,4 +121,18 @@ func errorAlterUserSCRAMCredentials(kreq kmsg.Request, code int16) kmsg.Response
 		r.Results = append(r.Results, rr)
 	}
 	return r
+}
+
+// auditScramCredentials names each change: user, mechanism, upsert or
+// delete (never a salt or a salted password).
+func auditScramCredentials(kreq kmsg.Request) []string {
+	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	var out []string
+	for _, d := range req.Deletions {
+		out = append(out, fmt.Sprintf("delete %s %s", d.Name, controller.ScramMechanism(d.Mechanism).Name()))
+	}
+	for _, u := range req.Upsertions {
+		out = append(out, fmt.Sprintf("upsert %s %s (%d iterations)", u.Name, controller.ScramMechanism(u.Mechanism).Name(), u.Iterations))
+	}
+	return out
 }

@@ -24,21 +24,29 @@ import (
 // stream apart from the operational log (fjord.audit.log.file: a file, ""
 // for stderr with "audit":true on every line, or off).
 //
-// Bounded: a line is built on the request's goroutine and handed to one
-// writer goroutine through a channel of auditQueue lines; when the channel
-// is full (the file is slow) the line is dropped and counted
-// (fjord_audit_dropped_total, and a warning once per burst), so a request
-// never waits for the audit file.
+// Two queues feed one writer goroutine, so a request never does the
+// file's I/O itself:
+//   - keep carries the lines of mutating requests (and of denied ones):
+//     never dropped. When it is full (the file is slow) the request that
+//     emits one waits for room: a mutation that cannot be audited is held
+//     back rather than done unrecorded. Mutations are admin requests,
+//     decided one quorum round trip at a time, so this bounds nothing hot.
+//   - ch carries denials and failed logins, which a client can make by
+//     the thousand in one request (a Metadata naming 50k forbidden
+//     topics): when full, a line is dropped and counted
+//     (fjord_audit_dropped_total, and a warning once per burst). The
+//     writer drains keep first.
 
 const auditQueue = 4096
 
 // auditLog is the stream. Its zero value (and nil) writes nothing.
 //
-// Invariant: ch is nil iff the audit log is off; only the writer goroutine
-// touches w after start.
+// Invariant: ch and keep are nil iff the audit log is off; only the
+// writer goroutine touches w after start.
 type auditLog struct {
 	b       *Broker // for its logger and metrics
 	ch      chan []byte
+	keep    chan []byte
 	w       io.WriteCloser
 	marker  bool // stderr: mark lines as audit lines
 	dropped atomic.Uint64
@@ -52,7 +60,7 @@ func (b *Broker) startAudit() error {
 	if dest == "off" {
 		return nil
 	}
-	a := &auditLog{b: b, ch: make(chan []byte, auditQueue)}
+	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), keep: make(chan []byte, auditQueue)}
 	if dest == "" {
 		a.w, a.marker = nopCloser{os.Stderr}, true
 	} else {
@@ -72,16 +80,26 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // run is the writer goroutine: it writes lines until the broker stops,
-// then what is queued, then closes the file.
+// then what is queued, then closes the file. keep's lines go first.
 func (a *auditLog) run(b *Broker) {
 	defer a.w.Close()
 	for {
 		select {
+		case line := <-a.keep:
+			a.write(b, line)
+			continue
+		default:
+		}
+		select {
+		case line := <-a.keep:
+			a.write(b, line)
 		case line := <-a.ch:
 			a.write(b, line)
 		case <-b.ctx.Done():
 			for {
 				select {
+				case line := <-a.keep:
+					a.write(b, line)
 				case line := <-a.ch:
 					a.write(b, line)
 				default:
@@ -101,8 +119,10 @@ func (a *auditLog) write(b *Broker, line []byte) {
 	}
 }
 
-// emit builds one line with fill and queues it without waiting.
-func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, fill func(*zerolog.Event)) {
+// emit builds one line with fill and queues it: a kept line waits for
+// room in keep (or the broker's end), any other is dropped when ch is
+// full.
+func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, kept bool, fill func(*zerolog.Event)) {
 	if a == nil || a.ch == nil {
 		return
 	}
@@ -112,17 +132,28 @@ func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, fill func(*zerolog.Ev
 	if a.marker {
 		ev = ev.Bool("audit", true)
 	}
+	listener := "client"
+	if cc.listener == ctlListener {
+		listener = "controller"
+	}
 	ev = ev.Str("principal", cc.principal).Str("client", principalHost(cc)).Str("client_id", cc.clientID).
-		Int16("api_key", api).Str("api", kmsg.NameForKey(api))
+		Str("listener", listener).Int16("api_key", api).Str("api", kmsg.NameForKey(api))
 	fill(ev)
 	ev.Send()
+	if kept {
+		select {
+		case a.keep <- buf.Bytes():
+		case <-b.ctx.Done():
+		}
+		return
+	}
 	select {
 	case a.ch <- buf.Bytes():
 	default:
 		a.dropped.Add(1)
 		b.metrics.auditDropped.Inc()
 		if a.warned.CompareAndSwap(false, true) {
-			b.log.Warn().Msg("audit log queue full: dropping audit lines (fjord_audit_dropped_total counts them)")
+			b.log.Warn().Msg("audit log queue full: dropping denied-request lines (fjord_audit_dropped_total counts them); mutations are never dropped")
 		}
 	}
 }
@@ -132,7 +163,7 @@ func (a *auditLog) denied(cc *connCtx, api int16, op acl.Operation, rt acl.Resou
 	if a == nil {
 		return
 	}
-	a.emit(a.b, cc, api, func(ev *zerolog.Event) {
+	a.emit(a.b, cc, api, false, func(ev *zerolog.Event) {
 		ev.Str("resource", rt.String()+":"+name).Str("operation", op.String()).Str("outcome", "denied")
 	})
 }
@@ -150,7 +181,7 @@ func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason s
 			cc.clientHost = h
 		}
 	}
-	a.emit(a.b, cc, 36, func(ev *zerolog.Event) {
+	a.emit(a.b, cc, 36, false, func(ev *zerolog.Event) {
 		ev.Str("mechanism", mechanism).Str("reason", reason).Str("outcome", "denied")
 	})
 }
@@ -161,11 +192,17 @@ func (a *auditLog) admin(cc *connCtx, e *api, req kmsg.Request, resp kmsg.Respon
 	if a == nil || !e.mutates {
 		return
 	}
-	api := e.key
 	res := resourcesOf(req)
 	codes := errorCodesOf(resp)
-	a.emit(a.b, cc, api, func(ev *zerolog.Event) {
+	var details []string
+	if e.auditDetails != nil {
+		details = e.auditDetails(req)
+	}
+	a.emit(a.b, cc, e.key, true, func(ev *zerolog.Event) {
 		ev.Strs("resources", res)
+		if details != nil {
+			ev.Strs("details", details)
+		}
 		if len(codes) == 0 {
 			ev.Str("outcome", "ok")
 			return

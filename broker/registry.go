@@ -72,8 +72,12 @@ type api struct {
 	// no CLUSTER_ACTION pass: Fetch there reads the metadata log, which
 	// only brokers and controllers may.
 	ctlRule *authzRule
-	// mutates: every request is audited, whatever its outcome.
-	mutates bool
+	// mutates: every request is audited, whatever its outcome, and its
+	// line is never dropped (audit.go). auditDetails, if set, adds what
+	// the resource names alone do not say (an ACL binding in full, a SCRAM
+	// mechanism); never a secret.
+	mutates      bool
+	auditDetails func(req kmsg.Request) []string
 	// errorResponse answers req with code wherever its response carries
 	// an error code (the top level, or every resource the request names):
 	// NOT_CONTROLLER from a voter that is not the active controller,

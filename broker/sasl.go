@@ -81,7 +81,8 @@ func (b *Broker) buildControllerSASL() error {
 		return nil
 	}
 	if b.cfg.HasRole("controller") {
-		srv, err := sasl.NewServer(b.cfg.SASL, name, b.ctlScramLookup, sasl.Hooks{Log: b.log})
+		srv, err := sasl.NewServer(b.cfg.SASL, name, b.ctlScramLookup, sasl.Hooks{Log: b.log,
+			Denied: func(remote net.Addr, mech, reason string) { b.audit.authFailed(ctlListener, remote, mech, reason) }})
 		if err != nil {
 			return err
 		}
