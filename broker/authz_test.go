@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -96,5 +98,47 @@ func TestAuthzRulesDecode(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestControllerDoor: with an authorizer, a node that needs its
+// CONTROLLER listener to tell nodes from strangers refuses to start when
+// it cannot, and starts (with a warning) only when User:ANONYMOUS was
+// privileged explicitly.
+func TestControllerDoor(t *testing.T) {
+	three := "1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103"
+	for _, tc := range []struct {
+		name             string
+		voters, protoMap string
+		roles, super     string
+		allowEveryone    bool
+		authorizer       bool
+		ok               bool
+	}{
+		{name: "no authorizer", voters: three, roles: "broker,controller", ok: true},
+		{name: "quorum of one, combined", voters: "1@127.0.0.1:9101", roles: "broker,controller", authorizer: true, ok: true},
+		{name: "three voters, PLAINTEXT", voters: three, roles: "broker,controller", authorizer: true, ok: false},
+		{name: "broker-only node, PLAINTEXT", voters: "1@127.0.0.1:9101", roles: "broker", authorizer: true, ok: false},
+		{name: "three voters, SASL", voters: three, roles: "broker,controller", protoMap: "CONTROLLER:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT", authorizer: true, ok: true},
+		{name: "ANONYMOUS a super user", voters: three, roles: "broker,controller", super: "User:admin;User:ANONYMOUS", authorizer: true, ok: true},
+		{name: "allow everyone", voters: three, roles: "broker,controller", allowEveryone: true, authorizer: true, ok: true},
+		{name: "SSL without client auth", voters: three, roles: "broker,controller", protoMap: "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT", authorizer: true, ok: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Broker{log: zerolog.Nop()}
+			b.cfg.NodeID, b.cfg.ProcessRoles, b.cfg.ControllerQuorumVoters = 1, tc.roles, tc.voters
+			b.cfg.ControllerListenerNames, b.cfg.ListenerSecurityProtocolMap = "CONTROLLER", tc.protoMap
+			b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL = tc.super, tc.allowEveryone
+			if tc.authorizer {
+				b.cfg.AuthorizerClass = StandardAuthorizerClass
+			}
+			err := b.checkControllerDoor()
+			if (err == nil) != tc.ok {
+				t.Fatalf("checkControllerDoor: %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "controller listener CONTROLLER") {
+				t.Errorf("the refusal does not name the listener: %v", err)
+			}
+		})
 	}
 }

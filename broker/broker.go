@@ -288,6 +288,10 @@ func (b *Broker) listen() error {
 		b.closeListeners()
 		return err
 	}
+	if err := b.checkControllerDoor(); err != nil {
+		b.closeListeners()
+		return err
+	}
 	return nil
 }
 

@@ -14,7 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/tlsconf"
+	"github.com/fjordlog/fjord/protocol"
 )
 
 // SecurityProtocols are Kafka's listener security protocols.
@@ -186,6 +188,46 @@ func (b *Broker) ctlServerTLS() func() *tls.Config {
 		return nil
 	}
 	return b.ctlTLS.Server
+}
+
+// checkControllerDoor refuses to start a node whose CONTROLLER listener,
+// with an authorizer on, cannot tell the cluster's own nodes from anyone
+// else. Its Kafka half admits brokers by CLUSTER_ACTION (registration,
+// heartbeats, ISR changes, the metadata log with every secret in it), and
+// raft admits voters the same way: on a PLAINTEXT listener, or SSL
+// without ssl.client.auth=required, every node arrives as User:ANONYMOUS.
+// Kafka's answer is User:ANONYMOUS in super.users, which opens the port to
+// anyone who can reach it. Fjord instead:
+//   - needs no door at all for a quorum of one whose node is also its
+//     broker: the broker reaches its controller in process;
+//   - refuses to start otherwise, naming the listener and the fix (SASL or
+//     mTLS on the controller listener);
+//   - starts, with a warning naming the listener, when the operator
+//     privileged User:ANONYMOUS explicitly (super.users, or
+//     allow.everyone.if.no.acl.found=true): never silently.
+func (b *Broker) checkControllerDoor() error {
+	if b.cfg.AuthorizerClass == "" {
+		return nil
+	}
+	voters, _ := ParseVoters(b.cfg.ControllerQuorumVoters)
+	if len(voters) <= 1 && b.cfg.HasRole("broker") && b.cfg.HasRole("controller") {
+		return nil
+	}
+	name := b.controllerListener()
+	switch proto := b.cfg.ListenerProtocol(name); {
+	case proto == "SASL_PLAINTEXT" || proto == "SASL_SSL":
+		return nil
+	case proto == "SSL" && b.ctlTLS != nil && b.ctlTLS.Server().ClientAuth == tls.RequireAndVerifyClientCert:
+		return nil
+	}
+	if slices.Contains(acl.ParseSuperUsers(b.cfg.SuperUsers), protocol.AnonymousPrincipal) || b.cfg.AllowEveryoneIfNoACL {
+		b.log.Warn().Str("listener", name).Msg("controller listener is not authenticated (no SASL, no ssl.client.auth=required) and User:ANONYMOUS is privileged " +
+			"(super.users or allow.everyone.if.no.acl.found): anyone who reaches it can act as a broker or controller; secure it with SASL or mTLS")
+		return nil
+	}
+	return fmt.Errorf("controller listener %s: authorizer.class.name is set but the listener authenticates no one (PLAINTEXT, or SSL without ssl.client.auth=required), "+
+		"so the other nodes would reach it as User:ANONYMOUS and be refused; make it SASL_PLAINTEXT/SASL_SSL (sasl.mechanism.controller.protocol) "+
+		"or SSL with ssl.client.auth=required, and give the nodes' principal super.users or CLUSTER_ACTION", name)
 }
 
 // ctlTLSPrincipal maps the CONTROLLER listener's client certificates to

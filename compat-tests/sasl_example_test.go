@@ -25,6 +25,45 @@ import (
 // (alice) produces and consumes on both SASL listeners; the broker's own
 // inter-broker identity (admin, PLAIN) is what the JAAS file gives.
 func TestSASLApacheExample(t *testing.T) {
+	ex := startApacheSASLExample(t)
+	hostAddr, internalAddr, logs := ex.host, ex.internal, ex.logs
+	alice := plainOpt("alice", "alice-secret")
+	ctx := testCtx(t, 60*time.Second)
+	for _, addr := range []string{hostAddr, internalAddr} {
+		topic := "example-" + strings.ReplaceAll(addr, ":", "-")
+		adm := kadm.NewClient(newClient(t, addr, alice))
+		createTopic(t, adm, topic, 1, nil)
+		cl := newClient(t, addr, alice, kgo.DefaultProduceTopic(topic))
+		for i := range 10 {
+			if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+				t.Fatalf("%s: produce as alice: %v", addr, err)
+			}
+		}
+		if recs := consumeAll(t, addr, topic, 10, 20*time.Second, alice); len(recs) != 10 {
+			t.Errorf("%s: consumed %d of 10", addr, len(recs))
+		}
+	}
+	if err := pingWith(t, hostAddr, plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism()); err == nil {
+		t.Error("a wrong password was accepted")
+	}
+	if !strings.Contains(logs.String(), `"mechanism":"PLAIN","user":"admin"`) {
+		t.Errorf("the broker does not say it authenticates to other brokers as admin with PLAIN")
+	}
+}
+
+// apacheSASLExample is the broker of apache/kafka's single-node
+// sasl_plaintext example, running: its listeners' addresses and its
+// output.
+type apacheSASLExample struct {
+	host, internal, ctl string // SASL_PLAINTEXT_HOST, SASL_PLAINTEXT, CONTROLLER
+	logs                *syncBuffer
+}
+
+// startApacheSASLExample starts the fjord binary with the example's
+// environment (plus extraEnv) and waits until alice is served on the
+// SASL_PLAINTEXT_HOST listener.
+func startApacheSASLExample(t *testing.T, extraEnv ...string) apacheSASLExample {
+	t.Helper()
 	dir := t.TempDir()
 	// The JAAS file's layout and credentials as in the example's fixture.
 	jaas := filepath.Join(dir, "broker_jaas.conf")
@@ -62,10 +101,11 @@ KafkaServer {
 		"KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL=PLAIN",
 		"KAFKA_OPTS=-Djava.security.auth.login.config="+jaas,
 	)
-	var logs syncBuffer
+	env = append(env, extraEnv...)
+	logs := &syncBuffer{}
 	cmd := exec.Command(fjordBin)
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,24 +145,5 @@ KafkaServer {
 	if err != nil {
 		t.Fatalf("the example's SASL_PLAINTEXT_HOST listener never served alice: %v", err)
 	}
-	for _, addr := range []string{hostAddr, internalAddr} {
-		topic := "example-" + strings.ReplaceAll(addr, ":", "-")
-		adm := kadm.NewClient(newClient(t, addr, alice))
-		createTopic(t, adm, topic, 1, nil)
-		cl := newClient(t, addr, alice, kgo.DefaultProduceTopic(topic))
-		for i := range 10 {
-			if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
-				t.Fatalf("%s: produce as alice: %v", addr, err)
-			}
-		}
-		if recs := consumeAll(t, addr, topic, 10, 20*time.Second, alice); len(recs) != 10 {
-			t.Errorf("%s: consumed %d of 10", addr, len(recs))
-		}
-	}
-	if err := pingWith(t, hostAddr, plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism()); err == nil {
-		t.Error("a wrong password was accepted")
-	}
-	if !strings.Contains(logs.String(), `"mechanism":"PLAIN","user":"admin"`) {
-		t.Errorf("the broker does not say it authenticates to other brokers as admin with PLAIN")
-	}
+	return apacheSASLExample{host: hostAddr, internal: internalAddr, ctl: net.JoinHostPort("127.0.0.1", ctl), logs: logs}
 }
