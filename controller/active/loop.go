@@ -229,6 +229,20 @@ func (c *Controller) defaults() controller.Defaults {
 	}
 }
 
+// completeMoves completes every reassignment whose ISR covers its target.
+// The AlterPartition that grows the ISR normally completes the move itself;
+// this catches the rest (a controller that took over mid-move, a proposal
+// that was lost).
+func (c *Controller) completeMoves() {
+	recs := controller.CompleteReassignments(c.m.Image())
+	if len(recs) == 0 {
+		return
+	}
+	if _, err := c.propose(c.ctx, recs); err == nil {
+		c.log.Info().Int("partitions", len(recs)).Msg("partition reassignments completed")
+	}
+}
+
 // arrival is the latest heartbeat a broker sent, as it arrived.
 type arrival struct {
 	epoch int64 // the broker epoch it heartbeat for
