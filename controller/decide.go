@@ -10,10 +10,11 @@ import (
 )
 
 // The active controller's pure decisions about topics, partitions and
-// producer ids. Each reads the current image (which includes the
-// controller's own uncommitted proposals, see the package doc) and returns
-// the records to propose, or a Kafka error code and message. None modifies
-// the image; applying the returned records in order to that image succeeds.
+// producer ids. Each reads the applied image (there is no speculative
+// one, see the package doc) and returns the records to propose, or a
+// Kafka error code and message. None modifies the image; applying the
+// returned records in order to that image succeeds. The Decide functions
+// at the end wrap them for the Kafka requests (decision.go).
 
 // TopicSpec is one topic of a CreateTopics request.
 type TopicSpec struct {

@@ -53,13 +53,11 @@ func newController(cfg Config, m member) (*Controller, error) {
 }
 
 // Call hands req to the loop and waits for its response: one of the
-// controller requests (BrokerRegistration, BrokerHeartbeat, CreateTopics,
-// DeleteTopics, CreatePartitions, ElectLeaders, AlterPartition,
-// AllocateProducerIDs, AlterPartitionReassignments,
-// ListPartitionReassignments) answered as Kafka's controller answers it. A nil
-// response means this node is not the active controller (now), or ctx
-// ended first; the caller answers NOT_CONTROLLER or retries elsewhere.
-// The caller keeps req; the response is the caller's.
+// controller requests the package doc lists, answered as Kafka's
+// controller answers it (decide.go). A nil response means this node is
+// not the active controller (now), ctx ended first, or req is not one of
+// them; the caller answers NOT_CONTROLLER or retries elsewhere. The caller
+// keeps req; the response is the caller's.
 func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
 	if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok {
 		c.arrived(hb.BrokerID, hb.BrokerEpoch)
