@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ACLs: the ACLChange record (type 15), the image's part, and the filter
@@ -151,4 +154,80 @@ func (f ACLFilter) Matches(a ACL) bool {
 		return false
 	}
 	return (f.Operation == 1 || f.Operation == a.Operation) && (f.Permission == 1 || f.Permission == a.Permission)
+}
+
+// DecideCreateACLs decides a CreateAcls forwarded by a broker in one
+// round. The broker has answered the invalid creations itself
+// (broker/acl.Binding.Validate) and forwards only the valid ones: all of
+// them go in one batch. One that is not concrete anyway (a broker bug) is
+// INVALID_REQUEST.
+func DecideCreateACLs(req *kmsg.CreateACLsRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	var recs []Record
+	return oneRound(func(*Image) []Record {
+		resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
+		for i, cr := range req.Creations {
+			resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+			a := ACL{ResourceType: int8(cr.ResourceType), Name: cr.ResourceName, PatternType: int8(cr.ResourcePatternType),
+				Principal: cr.Principal, Host: cr.Host, Operation: int8(cr.Operation), Permission: int8(cr.PermissionType)}
+			if !a.Concrete() {
+				resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
+				continue
+			}
+			recs = append(recs, NewRecord(ACLChange{ACL: a}))
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode = codeOr(resp.Results[i].ErrorCode, code)
+		}
+		if len(recs) == 0 || code != 0 {
+			return resp, nil
+		}
+		return resp, []Note{info("acls created", "acls", len(recs))}
+	})
+}
+
+// DecideDeleteACLs decides a DeleteAcls forwarded by a broker (valid
+// filters only) in one round: each filter matches the image's bindings as
+// Kafka's AclBindingFilter does, a binding two filters match is reported
+// (and removed) under the first, and the removals are one batch. If the
+// batch fails, every filter answers its error and no matches.
+func DecideDeleteACLs(req *kmsg.DeleteACLsRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	var recs []Record
+	return oneRound(func(img *Image) []Record {
+		taken := map[ACL]bool{}
+		all := img.ACLs()
+		for _, f := range req.Filters {
+			r := kmsg.NewDeleteACLsResponseResult()
+			cf := ACLFilter{ResourceType: int8(f.ResourceType), Name: f.ResourceName, PatternType: int8(f.ResourcePatternType),
+				Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
+			for _, a := range all {
+				if taken[a] || !cf.Matches(a) {
+					continue
+				}
+				taken[a] = true
+				recs = append(recs, NewRecord(ACLChange{ACL: a, Remove: true}))
+				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+				m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.Name, kmsg.ACLResourcePatternType(a.PatternType)
+				m.Principal, m.Host = a.Principal, a.Host
+				m.Operation, m.PermissionType = kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+				r.MatchingACLs = append(r.MatchingACLs, m)
+			}
+			resp.Results = append(resp.Results, r)
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		if code != 0 {
+			for i := range resp.Results {
+				resp.Results[i].ErrorCode, resp.Results[i].MatchingACLs = code, nil
+			}
+			return resp, nil
+		}
+		if len(recs) == 0 {
+			return resp, nil
+		}
+		return resp, []Note{info("acls deleted", "acls", len(recs))}
+	})
 }

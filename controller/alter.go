@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // AlterPartition decides a leader's ISR change (Kafka's AlterPartition,
@@ -123,4 +124,142 @@ func Resign(img *Image, brokerID int32, brokerEpoch int64, topicID [16]byte, par
 		c.ISR = &next.ISR
 	}
 	return []Record{NewRecord(c)}, 0
+}
+
+// DecideAlterPartition decides a leader's AlterPartition request: each
+// partition's ISR change (AlterPartition) or, for a new ISR without the
+// leader itself, its resignation (Resign: the leader cannot serve the
+// partition). From version 3 each ISR member carries the broker epoch the
+// leader saw it at (-1: unknown), and a member whose registration has
+// changed since is INELIGIBLE_REPLICA for that partition.
+//
+// Batching: a leader back from a restart sends hundreds of partitions at
+// once, and a quorum round trip each kept the decision loop (and every
+// request behind it) busy for seconds. Changes to distinct partitions are
+// independent, so one round decides as many as it can against one image
+// and proposes them together; a partition named again ends the round, so
+// that it is decided against the image with its earlier change applied
+// (and is then stale: INVALID_UPDATE_VERSION, unless it carried the new
+// partition epoch). A failed proposal fails every partition of its round.
+//
+// The answer gives each accepted partition's leader, leader epoch, ISR and
+// partition epoch from the image after the last round.
+func DecideAlterPartition(req *kmsg.AlterPartitionRequest) Decision {
+	a := &alterPartition{req: req, resp: req.ResponseKind().(*kmsg.AlterPartitionResponse)}
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.TopidID = rt.TopicID
+		a.resp.Topics = append(a.resp.Topics, st)
+	}
+	return a
+}
+
+// alterPartition is the state of DecideAlterPartition's rounds.
+//
+// Invariant: resp.Topics[i].Partitions answers req.Topics[i].Partitions[:n]
+// for the partitions decided so far; next is the first undecided one.
+type alterPartition struct {
+	req  *kmsg.AlterPartitionRequest
+	resp *kmsg.AlterPartitionResponse
+	next struct{ topic, part int }
+	done bool
+	// round is the partitions the last round accepted, as indexes into
+	// resp: [topic, partition].
+	round [][2]int
+	// resigned are the accepted resignations, as indexes into resp.
+	resigned [][2]int
+}
+
+func (a *alterPartition) Next(img *Image) ([]Record, bool) {
+	if a.done {
+		return nil, false
+	}
+	type key struct {
+		topic [16]byte
+		index int32
+	}
+	seen := map[key]bool{}
+	var recs []Record
+	a.round = a.round[:0]
+	for ; a.next.topic < len(a.req.Topics); a.next.topic, a.next.part = a.next.topic+1, 0 {
+		ti, rt := a.next.topic, a.req.Topics[a.next.topic]
+		for ; a.next.part < len(rt.Partitions); a.next.part++ {
+			rp := rt.Partitions[a.next.part]
+			k := key{rt.TopicID, rp.Partition}
+			if seen[k] {
+				return recs, true
+			}
+			seen[k] = true
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
+			r, resign := a.decide(img, rt.TopicID, rp, &sp)
+			a.resp.Topics[ti].Partitions = append(a.resp.Topics[ti].Partitions, sp)
+			if sp.ErrorCode != 0 {
+				continue
+			}
+			at := [2]int{ti, len(a.resp.Topics[ti].Partitions) - 1}
+			recs = append(recs, r...)
+			a.round = append(a.round, at)
+			if resign {
+				a.resigned = append(a.resigned, at)
+			}
+		}
+	}
+	a.done = true
+	return recs, true
+}
+
+// decide decides one partition into sp's error code; resign reports a
+// resignation.
+func (a *alterPartition) decide(img *Image, topicID [16]byte, rp kmsg.AlterPartitionRequestTopicPartition,
+	sp *kmsg.AlterPartitionResponseTopicPartition) (recs []Record, resign bool) {
+	isr := rp.NewISR
+	if a.req.Version >= 3 {
+		isr = nil
+		for _, m := range rp.NewEpochISR {
+			if bs, ok := img.Broker(m.BrokerID); ok && m.BrokerEpoch != -1 && bs.Epoch != m.BrokerEpoch {
+				sp.ErrorCode = kerr.IneligibleReplica.Code
+			}
+			isr = append(isr, m.BrokerID)
+		}
+		if sp.ErrorCode != 0 {
+			return nil, false
+		}
+	}
+	if slices.Contains(isr, a.req.BrokerID) {
+		recs, sp.ErrorCode = AlterPartition(img, a.req.BrokerID, a.req.BrokerEpoch, topicID, rp.Partition,
+			rp.LeaderEpoch, rp.PartitionEpoch, isr)
+		return recs, false
+	}
+	recs, sp.ErrorCode = Resign(img, a.req.BrokerID, a.req.BrokerEpoch, topicID, rp.Partition,
+		rp.LeaderEpoch, rp.PartitionEpoch)
+	return recs, true
+}
+
+func (a *alterPartition) Proposed(code int16) {
+	if code == 0 {
+		return
+	}
+	for _, at := range a.round {
+		a.resp.Topics[at[0]].Partitions[at[1]].ErrorCode = code
+	}
+}
+
+func (a *alterPartition) Answer(img *Image) (kmsg.Response, []Note) {
+	for i := range a.resp.Topics {
+		rt := &a.resp.Topics[i]
+		for j := range rt.Partitions {
+			sp := &rt.Partitions[j]
+			if p, ok := img.Partition(rt.TopidID, sp.Partition); ok && sp.ErrorCode == 0 {
+				sp.LeaderID, sp.LeaderEpoch, sp.ISR, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.ISR, p.PartitionEpoch
+			}
+		}
+	}
+	var notes []Note
+	for _, at := range a.resigned {
+		if sp := a.resp.Topics[at[0]].Partitions[at[1]]; sp.ErrorCode == 0 {
+			notes = append(notes, warn("leader resigned a partition it cannot serve", "broker", a.req.BrokerID, "partition", sp.Partition))
+		}
+	}
+	return a.resp, notes
 }

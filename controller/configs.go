@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The active controller's decision on AlterConfigs and
@@ -228,4 +229,93 @@ func errorCode(err error) int16 {
 		return ke.Code
 	}
 	return kerr.InvalidConfig.Code
+}
+
+// IncrementalChanges is an IncrementalAlterConfigs request's changes, one
+// per resource in order.
+func IncrementalChanges(req *kmsg.IncrementalAlterConfigsRequest) []ConfigChange {
+	changes := make([]ConfigChange, len(req.Resources))
+	for i, rr := range req.Resources {
+		ch := ConfigChange{Resource: ConfigResource{Type: ResourceType(rr.ResourceType), Name: rr.ResourceName}}
+		for _, cf := range rr.Configs {
+			ch.Ops = append(ch.Ops, ConfigAlteration{Key: cf.Name, Op: ConfigOp(cf.Op), Value: cf.Value})
+		}
+		changes[i] = ch
+	}
+	return changes
+}
+
+// LegacyChanges is an AlterConfigs request's changes: each replaces its
+// resource's whole set.
+func LegacyChanges(req *kmsg.AlterConfigsRequest) []ConfigChange {
+	changes := make([]ConfigChange, len(req.Resources))
+	for i, rr := range req.Resources {
+		ch := ConfigChange{Resource: ConfigResource{Type: ResourceType(rr.ResourceType), Name: rr.ResourceName}, Replace: true}
+		for _, cf := range rr.Configs {
+			ch.Ops = append(ch.Ops, ConfigAlteration{Key: cf.Name, Op: OpSet, Value: cf.Value})
+		}
+		changes[i] = ch
+	}
+	return changes
+}
+
+// DecideIncrementalAlterConfigs decides an IncrementalAlterConfigs
+// (AlterConfigs) in one round: every accepted resource's records in one
+// batch, so a request's accepted changes land together; none if the
+// request only validates.
+func DecideIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest, policy ConfigPolicy) Decision {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	return decideConfigs(IncrementalChanges(req), req.ValidateOnly, policy, func(i int, code int16, msg *string) {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		sr.ErrorCode, sr.ErrorMessage = code, msg
+		resp.Resources = append(resp.Resources, sr)
+	}, resp)
+}
+
+// DecideAlterConfigs decides a (legacy) AlterConfigs as
+// DecideIncrementalAlterConfigs does, each resource's configs replaced
+// whole.
+func DecideAlterConfigs(req *kmsg.AlterConfigsRequest, policy ConfigPolicy) Decision {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	return decideConfigs(LegacyChanges(req), req.ValidateOnly, policy, func(i int, code int16, msg *string) {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		sr.ErrorCode, sr.ErrorMessage = code, msg
+		resp.Resources = append(resp.Resources, sr)
+	}, resp)
+}
+
+// decideConfigs is both config decisions: answer adds the answer for
+// changes[i] to resp.
+func decideConfigs(changes []ConfigChange, validateOnly bool, policy ConfigPolicy,
+	answer func(i int, code int16, msg *string), resp kmsg.Response) Decision {
+	var results []ConfigResult
+	return oneRound(func(img *Image) []Record {
+		results = AlterConfigs(img, changes, policy)
+		if validateOnly {
+			return nil
+		}
+		var recs []Record
+		for _, r := range results {
+			recs = append(recs, r.Records...)
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		var notes []Note
+		for i, r := range results {
+			switch {
+			case r.ErrorCode != 0:
+				answer(i, r.ErrorCode, kmsg.StringPtr(r.Message))
+			case len(r.Records) > 0 && !validateOnly:
+				answer(i, code, nil)
+				if code == 0 {
+					notes = append(notes, info("altered configs", "resource_type", int8(r.Resource.Type), "resource", r.Resource.Name, "keys", len(r.Records)))
+				}
+			default:
+				answer(i, 0, nil)
+			}
+		}
+		return resp, notes
+	})
 }

@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The active controller's pure decisions about topics, partitions and
-// producer ids. Each reads the current image (which includes the
-// controller's own uncommitted proposals, see the package doc) and returns
-// the records to propose, or a Kafka error code and message. None modifies
-// the image; applying the returned records in order to that image succeeds.
+// producer ids. Each reads the applied image (there is no speculative
+// one, see the package doc) and returns the records to propose, or a
+// Kafka error code and message. None modifies the image; applying the
+// returned records in order to that image succeeds. The Decide functions
+// at the end wrap them for the Kafka requests (decision.go).
 
 // TopicSpec is one topic of a CreateTopics request.
 type TopicSpec struct {
@@ -77,8 +79,9 @@ func validTopicName(name string) string {
 func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
 // CreateTopics decides a CreateTopics request, one TopicResult per spec in
-// order. newID supplies topic ids (a random source in production, a counter
-// in tests); ids that are zero or in use are skipped.
+// order. ids are fresh topic ids drawn by the caller (random in production,
+// a counter in tests), taken in order; one that is zero or in use is
+// skipped, and a topic left without one is UNKNOWN_SERVER_ERROR.
 //
 // Kafka's rules: an invalid name is INVALID_TOPIC_EXCEPTION; an existing name
 // is TOPIC_ALREADY_EXISTS whatever the partition count (never merged); a
@@ -88,7 +91,7 @@ func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_"
 // RF < 1 or RF > live brokers is INVALID_REPLICATION_FACTOR; a bad manual
 // assignment is INVALID_REPLICA_ASSIGNMENT. Topics created earlier in the
 // same call count as existing for later ones.
-func CreateTopics(img *Image, specs []TopicSpec, d Defaults, newID func() [16]byte) []TopicResult {
+func CreateTopics(img *Image, specs []TopicSpec, d Defaults, ids [][16]byte) []TopicResult {
 	count := map[string]int{}
 	for _, s := range specs {
 		count[s.Name]++
@@ -99,18 +102,18 @@ func CreateTopics(img *Image, specs []TopicSpec, d Defaults, newID func() [16]by
 		collide[collisionKey(t.Name)] = t.Name
 		placed += len(t.Partitions)
 	}
-	usedIDs := map[[16]byte]bool{}
+	pool := &idPool{ids: ids, used: map[[16]byte]bool{}}
 	out := make([]TopicResult, len(specs))
 	for i, s := range specs {
 		r := &out[i]
 		r.Name = s.Name
-		createTopic(img, s, d, r, count, collide, usedIDs, &placed, newID)
+		createTopic(img, s, d, r, count, collide, pool, &placed)
 	}
 	return out
 }
 
 func createTopic(img *Image, s TopicSpec, d Defaults, r *TopicResult, count map[string]int,
-	collide map[string]string, usedIDs map[[16]byte]bool, placed *int, newID func() [16]byte) {
+	collide map[string]string, pool *idPool, placed *int) {
 	if msg := validTopicName(s.Name); msg != "" {
 		fail(r, kerr.InvalidTopicException, "%s", msg)
 		return
@@ -166,9 +169,9 @@ func createTopic(img *Image, s TopicSpec, d Defaults, r *TopicResult, count map[
 		}
 		assignment = Place(img, r.Partitions, r.RF, *placed)
 	}
-	id, ok := freshID(img, usedIDs, newID)
+	id, ok := pool.fresh(img)
 	if !ok {
-		fail(r, kerr.UnknownServerError, "could not generate an unused topic id")
+		fail(r, kerr.UnknownServerError, "no unused topic id left")
 		return
 	}
 	r.ID = id
@@ -245,13 +248,20 @@ func partitionRecords(img *Image, id [16]byte, from int32, assignment [][]int32)
 	return out
 }
 
-// freshID draws ids until one is non-zero and unused; it gives up after a
-// few tries rather than loop forever on a broken source.
-func freshID(img *Image, used map[[16]byte]bool, newID func() [16]byte) ([16]byte, bool) {
-	for range 16 {
-		id := newID()
-		if id != [16]byte{} && img.TopicByID(id) == nil && !used[id] {
-			used[id] = true
+// idPool is the topic ids a CreateTopics decision was given, taken in
+// order.
+type idPool struct {
+	ids  [][16]byte
+	used map[[16]byte]bool // taken by an earlier topic of the request
+}
+
+// fresh takes the next id that is non-zero and unused, if any is left.
+func (p *idPool) fresh(img *Image) ([16]byte, bool) {
+	for len(p.ids) > 0 {
+		id := p.ids[0]
+		p.ids = p.ids[1:]
+		if id != [16]byte{} && img.TopicByID(id) == nil && !p.used[id] {
+			p.used[id] = true
 			return id, true
 		}
 	}
@@ -372,6 +382,222 @@ func DeleteTopics(img *Image, refs []TopicRef) []DeleteResult {
 func AllocateProducerIDs(img *Image, broker int32, count int64) Record {
 	return NewRecord(ProducerIDs{Broker: broker, First: img.NextProducerID(), Count: count})
 }
+
+// DecideAllocateProducerIDs decides an AllocateProducerIDs: the next block
+// of count producer ids (its bounds come from the image) for a broker at
+// its current epoch, else STALE_BROKER_EPOCH.
+func DecideAllocateProducerIDs(req *kmsg.AllocateProducerIDsRequest, count int64) Decision {
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	var block ProducerIDs
+	return oneRound(func(img *Image) []Record {
+		if bs, ok := img.Broker(req.BrokerID); !ok || bs.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return nil
+		}
+		r := AllocateProducerIDs(img, req.BrokerID, count)
+		block = r.Body.(ProducerIDs)
+		return []Record{r}
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		if resp.ErrorCode = codeOr(resp.ErrorCode, code); resp.ErrorCode == 0 {
+			resp.ProducerIDStart, resp.ProducerIDLen = block.First, int32(block.Count)
+		}
+		return resp, nil
+	})
+}
+
+// DecideCreateTopics decides a CreateTopics request (CreateTopics) in one
+// round: every topic that passes is created in the one batch, each with
+// its own records, which apply on their own. ids are as CreateTopics takes
+// them: one per topic and a few spare. A config given a null value makes
+// its topic INVALID_CONFIG. A request that only validates proposes
+// nothing and answers as if it had been created.
+func DecideCreateTopics(req *kmsg.CreateTopicsRequest, d Defaults, ids [][16]byte) Decision {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	var results []TopicResult
+	return oneRound(func(img *Image) []Record {
+		specs := make([]TopicSpec, len(req.Topics))
+		nullConfig := map[int]string{}
+		for i, rt := range req.Topics {
+			s := TopicSpec{Name: rt.Topic, Partitions: rt.NumPartitions, RF: rt.ReplicationFactor}
+			for _, a := range rt.ReplicaAssignment {
+				if s.Assignment == nil {
+					s.Assignment = map[int32][]int32{}
+				}
+				s.Assignment[a.Partition] = a.Replicas
+			}
+			for _, cf := range rt.Configs {
+				if s.Configs == nil {
+					s.Configs = map[string]string{}
+				}
+				if cf.Value == nil {
+					nullConfig[i] = cf.Name
+					continue
+				}
+				s.Configs[cf.Name] = *cf.Value
+			}
+			specs[i] = s
+		}
+		results = CreateTopics(img, specs, d, ids)
+		var recs []Record
+		for i := range results {
+			if k, ok := nullConfig[i]; ok && results[i].ErrorCode == 0 {
+				// Dropping a topic's records leaves the others valid: each
+				// topic's records apply on their own.
+				results[i].Records, results[i].ErrorCode = nil, kerr.InvalidConfig.Code
+				results[i].Message = "config " + k + " has a null value"
+			}
+			recs = append(recs, results[i].Records...)
+		}
+		if req.ValidateOnly {
+			return nil
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		var notes []Note
+		for _, r := range results {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.NumPartitions, st.ReplicationFactor = r.Name, -1, -1
+			switch {
+			case r.ErrorCode != 0:
+				st.ErrorCode, st.ErrorMessage = r.ErrorCode, message(r.Message)
+			case code != 0:
+				st.ErrorCode = code
+			default:
+				st.TopicID, st.NumPartitions, st.ReplicationFactor = r.ID, r.Partitions, r.RF
+				if !req.ValidateOnly {
+					notes = append(notes, info("created topic", "topic", r.Name, "partitions", r.Partitions, "rf", r.RF))
+				}
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, notes
+	})
+}
+
+// DecideDeleteTopics decides a DeleteTopics request (DeleteTopics) in one
+// round: names before version 6, names or ids from it. With deletion
+// disabled (delete.topic.enable false) it proposes nothing, and every
+// topic that exists is TOPIC_DELETION_DISABLED.
+func DecideDeleteTopics(req *kmsg.DeleteTopicsRequest, enabled bool) Decision {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	var (
+		refs    []TopicRef
+		results []DeleteResult
+	)
+	if req.Version < 6 {
+		for _, n := range req.TopicNames {
+			refs = append(refs, TopicRef{Name: n})
+		}
+	} else {
+		for _, t := range req.Topics {
+			r := TopicRef{ID: t.TopicID}
+			if t.Topic != nil {
+				r.Name = *t.Topic
+			}
+			refs = append(refs, r)
+		}
+	}
+	return oneRound(func(img *Image) []Record {
+		results = DeleteTopics(img, refs)
+		if !enabled {
+			return nil
+		}
+		var recs []Record
+		for _, r := range results {
+			recs = append(recs, r.Records...)
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		var notes []Note
+		for i, r := range results {
+			st := kmsg.NewDeleteTopicsResponseTopic()
+			if r.Name != "" {
+				st.Topic = kmsg.StringPtr(r.Name)
+			} else if refs[i].Name != "" {
+				st.Topic = kmsg.StringPtr(refs[i].Name)
+			}
+			st.TopicID = r.ID
+			switch {
+			case r.ErrorCode != 0:
+				st.ErrorCode, st.ErrorMessage = r.ErrorCode, message(r.Message)
+			case !enabled:
+				st.ErrorCode = kerr.TopicDeletionDisabled.Code
+			case code != 0:
+				st.ErrorCode = code
+			default:
+				notes = append(notes, info("deleted topic", "topic", r.Name))
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, notes
+	})
+}
+
+// DecideCreatePartitions decides a CreatePartitions request
+// (CreatePartitions), one round per topic: each topic is decided against
+// the image with the earlier topics' partitions applied, so placement
+// continues evenly. A topic named twice is INVALID_REQUEST each time; a
+// request that only validates proposes nothing.
+func DecideCreatePartitions(req *kmsg.CreatePartitionsRequest, d Defaults) Decision {
+	c := &createPartitions{req: req, d: d, resp: req.ResponseKind().(*kmsg.CreatePartitionsResponse), seen: map[string]int{}}
+	for _, rt := range req.Topics {
+		c.seen[rt.Topic]++
+	}
+	return c
+}
+
+// createPartitions is the state of DecideCreatePartitions' rounds: round
+// i decides req.Topics[i] into resp.Topics[i].
+type createPartitions struct {
+	req     *kmsg.CreatePartitionsRequest
+	resp    *kmsg.CreatePartitionsResponse
+	d       Defaults
+	seen    map[string]int // topic name → times named in the request
+	pending bool           // the last round proposed records
+	notes   []Note
+}
+
+func (c *createPartitions) Next(img *Image) ([]Record, bool) {
+	i := len(c.resp.Topics)
+	if i == len(c.req.Topics) {
+		return nil, false
+	}
+	rt := c.req.Topics[i]
+	st := kmsg.NewCreatePartitionsResponseTopic()
+	st.Topic = rt.Topic
+	c.pending = false
+	if c.seen[rt.Topic] > 1 {
+		st.ErrorCode = kerr.InvalidRequest.Code
+		c.resp.Topics = append(c.resp.Topics, st)
+		return nil, true
+	}
+	var assignment [][]int32
+	for _, a := range rt.Assignment {
+		assignment = append(assignment, a.Replicas)
+	}
+	recs, code, msg := CreatePartitions(img, rt.Topic, rt.Count, assignment, c.d)
+	st.ErrorCode, st.ErrorMessage = code, message(msg)
+	c.resp.Topics = append(c.resp.Topics, st)
+	if code != 0 || c.req.ValidateOnly {
+		return nil, true
+	}
+	c.pending = true
+	return recs, true
+}
+
+func (c *createPartitions) Proposed(code int16) {
+	if !c.pending {
+		return
+	}
+	st := &c.resp.Topics[len(c.resp.Topics)-1]
+	if code != 0 {
+		st.ErrorCode = code
+		return
+	}
+	c.notes = append(c.notes, info("created partitions", "topic", st.Topic, "partitions", c.req.Topics[len(c.resp.Topics)-1].Count))
+}
+
+func (c *createPartitions) Answer(*Image) (kmsg.Response, []Note) { return c.resp, c.notes }
 
 func sortedKeys(m map[string]string) []string {
 	ks := make([]string, 0, len(m))

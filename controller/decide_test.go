@@ -50,7 +50,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		kerr.InvalidReplicaAssignment.Code, kerr.InvalidReplicaAssignment.Code, 0}
 	// "exists" is twice in specs: both occurrences are INVALID_REQUEST.
 	want[1] = kerr.InvalidRequest.Code
-	res := CreateTopics(c.img, specs, d, c.ids)
+	res := CreateTopics(c.img, specs, d, c.ids(len(specs)))
 	for i, r := range res {
 		if r.ErrorCode != want[i] {
 			t.Errorf("%s: code %d (%s), want %d", r.Name, r.ErrorCode, r.Message, want[i])
@@ -76,7 +76,7 @@ func TestCreateExistingTopicOtherCountRejected(t *testing.T) {
 	c.brokers("", "", "")
 	c.create("t", 3, 1)
 	before := c.img
-	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: 6, RF: 1}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: 6, RF: 1}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != kerr.TopicAlreadyExists.Code || len(res[0].Records) != 0 {
 		t.Fatalf("%+v", res[0])
 	}
@@ -89,17 +89,17 @@ func TestCreateRFAboveLiveBrokers(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("", "", "")
 	c.apply(NewRecord(FenceBroker{ID: 3, Epoch: c.epoch(3)}))
-	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: 1, RF: 3}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: 1, RF: 3}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != kerr.InvalidReplicationFactor.Code {
 		t.Fatalf("%+v", res[0])
 	}
 	// With a manual assignment the fenced broker is a replica but not in the ISR.
-	res = CreateTopics(c.img, []TopicSpec{{Name: "m", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {3, 1}}}}, Defaults{}, c.ids)
+	res = CreateTopics(c.img, []TopicSpec{{Name: "m", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {3, 1}}}}, Defaults{}, c.ids(1))
 	c.apply(res[0].Records...)
 	if p := c.part(c.img.Topic("m"), 0); p.Leader != 1 || !reflect.DeepEqual(p.ISR, []int32{1}) {
 		t.Fatalf("%+v", p)
 	}
-	res = CreateTopics(c.img, []TopicSpec{{Name: "f", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {3}}}}, Defaults{}, c.ids)
+	res = CreateTopics(c.img, []TopicSpec{{Name: "f", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {3}}}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != kerr.InvalidReplicaAssignment.Code {
 		t.Fatalf("all-fenced assignment: %+v", res[0])
 	}
@@ -108,18 +108,17 @@ func TestCreateRFAboveLiveBrokers(t *testing.T) {
 func TestCreateTopicsIDs(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("")
-	calls := 0
-	ids := func() [16]byte { // zero first, then a duplicate, then fresh
-		calls++
-		return [...][16]byte{{}, {1}, {1}, {2}}[min(calls-1, 3)]
-	}
+	c.create("x", 1, 1) // id 1
+	// Zero, in use, then fresh; then taken by the first topic, then fresh.
+	ids := [][16]byte{{}, c.img.Topic("x").ID, {1}, {1}, {2}}
 	res := CreateTopics(c.img, []TopicSpec{{Name: "a", Partitions: 1, RF: 1}, {Name: "b", Partitions: 1, RF: 1}}, Defaults{}, ids)
 	if res[0].ID != [16]byte{1} || res[1].ID != [16]byte{2} {
 		t.Fatalf("ids %x %x", res[0].ID, res[1].ID)
 	}
-	res = CreateTopics(c.img, []TopicSpec{{Name: "c", Partitions: 1, RF: 1}}, Defaults{}, func() [16]byte { return [16]byte{} })
-	if res[0].ErrorCode != kerr.UnknownServerError.Code {
-		t.Fatalf("broken id source: %+v", res[0])
+	// Too few ids: the topics left without one fail, the others stand.
+	res = CreateTopics(c.img, []TopicSpec{{Name: "c", Partitions: 1, RF: 1}, {Name: "d", Partitions: 1, RF: 1}}, Defaults{}, [][16]byte{{}, {3}})
+	if res[0].ErrorCode != 0 || res[0].ID != [16]byte{3} || res[1].ErrorCode != kerr.UnknownServerError.Code || len(res[1].Records) != 0 {
+		t.Fatalf("ids run out: %+v", res)
 	}
 }
 

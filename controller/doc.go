@@ -27,18 +27,47 @@
 //   - image.go: Image, an immutable snapshot; Apply(index, record) returns a
 //     new image whose Version is index. A Batch record applies several
 //     records atomically; NewBatch makes one entry of a decision's records.
+//   - decision.go: Decision, how the active controller drives a request's
+//     decision in rounds (Next, Proposed, Answer), and Note, what it logs.
+//   - decide.go: topic admin (CreateTopics, CreatePartitions, DeleteTopics,
+//     with their names, counts and manual assignments) and producer-id
+//     blocks; the Decisions of those requests.
+//   - place.go: Place, automatic replica placement across racks and
+//     brokers.
+//   - alter.go: AlterPartition (a leader's ISR change) and Resign; the
+//     AlterPartition request's Decision, which batches its partitions.
+//   - liveness.go: Liveness, the active controller's soft state of broker
+//     heartbeats: registration, heartbeats, fencing on session expiry, on
+//     refused connections and on controlled shutdown, leader elections
+//     (never unclean) and preferred leaders; the Decisions of
+//     BrokerRegistration, BrokerHeartbeat and ElectLeaders.
+//   - reassign.go: partition reassignment (KIP-455): starting, completing
+//     and cancelling moves, and the ChangeReplicas record's invariants; the
+//     Decisions of AlterPartitionReassignments and
+//     ListPartitionReassignments.
+//   - configs.go: AlterConfigs and IncrementalAlterConfigs against a
+//     ConfigPolicy the broker supplies, and their Decisions.
 //   - quota.go: client quotas (KIP-546): the ClientQuota record, the image's
 //     quotas by entity, and the AlterClientQuotas decision.
-//   - decide.go, alter.go, place.go, liveness.go: the pure decisions of the
-//     active controller (topic admin and producer-id blocks; AlterPartition
-//     and resignation; placement; broker liveness and leader election,
-//     preferred leaders).
-//   - reassign.go: partition reassignment (KIP-455): starting, completing
-//     and cancelling moves, and the ChangeReplicas record's invariants.
+//   - scram.go: SCRAM credentials (KIP-554): the ScramCredential record,
+//     the image's part, and the AlterUserScramCredentials decision.
+//   - acl.go: ACL bindings: the ACLChange record, the image's part, the
+//     DeleteAcls filter match, and the CreateAcls and DeleteAcls decisions.
+//
+// Tests: datadriven_test.go runs testdata/*.txt (alter_partition,
+// create_topics, elections, fencing, acls), each command a request whose
+// Decision is driven as the active controller drives it, printing every
+// round's records and the answer; -rewrite regenerates them.
 //
 // # Flow
 //
-//	request ─► decision(img) ─► []Record ─► propose ─► commit ─► img.Apply ─► img'
+//	request ─► Decision.Next(img) ─► []Record ─► propose ─► commit ─► img.Apply ─► img'
+//	                 ▲                                                              │
+//	                 └──────────── next round, if any; then Answer(img') ◄──────────┘
+//
+// A decision takes what it cannot compute from the image as arguments:
+// the time (now, ms) for liveness, fresh topic ids for CreateTopics. Its
+// driver reads the clock and draws the ids.
 //
 // The active controller decides one request at a time against the applied
 // image and waits until the decision's records have applied before it

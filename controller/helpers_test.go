@@ -8,26 +8,25 @@ import (
 // cluster is a test harness: an image and the next log index. Every record
 // goes through Encode and Decode before Apply, as it would through raft.
 type cluster struct {
-	t     testing.TB
-	img   *Image
-	index uint64
-	ids   func() [16]byte
+	t      testing.TB
+	img    *Image
+	index  uint64
+	lastID uint64 // the last topic id drawn (ids)
 }
 
 func newCluster(t testing.TB) *cluster {
-	return &cluster{t: t, img: &Image{}, ids: counterIDs()}
+	return &cluster{t: t, img: &Image{}}
 }
 
-// counterIDs is a deterministic topic id source: 1, 2, 3, ... in the last
-// bytes.
-func counterIDs() func() [16]byte {
-	n := uint64(0)
-	return func() [16]byte {
-		n++
-		var id [16]byte
-		binary.BigEndian.PutUint64(id[8:], n)
-		return id
+// ids draws n topic ids from a deterministic source: 1, 2, 3, ... in the
+// last bytes.
+func (c *cluster) ids(n int) [][16]byte {
+	out := make([][16]byte, n)
+	for i := range out {
+		c.lastID++
+		binary.BigEndian.PutUint64(out[i][8:], c.lastID)
 	}
+	return out
 }
 
 func (c *cluster) apply(recs ...Record) {
@@ -62,7 +61,7 @@ func (c *cluster) brokers(racks ...string) {
 // create creates a topic by automatic placement and returns it.
 func (c *cluster) create(name string, partitions int32, rf int16) *Topic {
 	c.t.Helper()
-	res := CreateTopics(c.img, []TopicSpec{{Name: name, Partitions: partitions, RF: rf}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: name, Partitions: partitions, RF: rf}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != 0 {
 		c.t.Fatalf("create %s: %d %s", name, res[0].ErrorCode, res[0].Message)
 	}

@@ -243,7 +243,7 @@ func dump(img *Image) string {
 func TestApplyBatch(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("a", "b", "c")
-	res := CreateTopics(c.img, []TopicSpec{{Name: "big", Partitions: 1000, RF: 3}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: "big", Partitions: 1000, RF: 3}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != 0 || len(res[0].Records) != 1001 {
 		t.Fatalf("create: %d %s, %d records", res[0].ErrorCode, res[0].Message, len(res[0].Records))
 	}

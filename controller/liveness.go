@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Liveness tracks broker heartbeats for the active controller and turns
@@ -71,6 +72,91 @@ func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutM
 	}
 	l.lastSeen[reg.ID] = now
 	return out, 0
+}
+
+// DecideRegistration decides a BrokerRegistration (Register) at now. The
+// answer carries the broker epoch the image gave the registration, or
+// REQUEST_TIMED_OUT if the image holds another incarnation by then.
+func DecideRegistration(req *kmsg.BrokerRegistrationRequest, l *Liveness, now, sessionTimeoutMs int64) Decision {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	return oneRound(func(img *Image) []Record {
+		reg := RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID}
+		for _, e := range req.Listeners {
+			reg.Endpoints = append(reg.Endpoints, Endpoint{Name: e.Name, Host: e.Host, Port: int32(e.Port)})
+		}
+		if req.Rack != nil {
+			reg.Rack = *req.Rack
+		}
+		var recs []Record
+		recs, resp.ErrorCode = l.Register(img, reg, now, sessionTimeoutMs)
+		return recs
+	}, func(img *Image, code int16) (kmsg.Response, []Note) {
+		if resp.ErrorCode != 0 {
+			return resp, nil
+		}
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp, nil
+		}
+		bs, ok := img.Broker(req.BrokerID)
+		if !ok || bs.Incarnation != req.IncarnationID {
+			resp.ErrorCode = kerr.RequestTimedOut.Code
+			return resp, nil
+		}
+		resp.BrokerEpoch = bs.Epoch
+		return resp, []Note{info("broker registered", "broker", req.BrokerID, "epoch", bs.Epoch)}
+	})
+}
+
+// DecideHeartbeat decides a BrokerHeartbeat that arrived at arrived and is
+// decided at now: a controlled shutdown (Shutdown) if the broker asks to
+// stop, else HeartbeatSent. The broker has caught up when its metadata
+// offset has reached its own registration (its broker epoch). The answer
+// reads the broker's fencing from the image after the round; a broker
+// asking to stop may once that shows it fenced.
+func DecideHeartbeat(req *kmsg.BrokerHeartbeatRequest, l *Liveness, arrived, now int64) Decision {
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	var (
+		recs     []Record
+		caughtUp bool
+		notes    []Note
+	)
+	return oneRound(func(img *Image) []Record {
+		bs, ok := img.Broker(req.BrokerID)
+		caughtUp = ok && req.CurrentMetadataOffset >= bs.Epoch
+		if req.WantShutdown {
+			recs, resp.ErrorCode = l.Shutdown(img, req.BrokerID, req.BrokerEpoch, now)
+			return recs
+		}
+		early := l.MayFenceEarly(req.BrokerID, req.BrokerEpoch)
+		// As it arrived: one sent before its broker was found gone must
+		// not unfence it (Liveness.Refused).
+		recs, resp.ErrorCode = l.HeartbeatSent(img, req.BrokerID, req.BrokerEpoch, caughtUp, arrived, now)
+		if early && !l.MayFenceEarly(req.BrokerID, req.BrokerEpoch) {
+			notes = append(notes, warn("broker heartbeats though its listeners refused the controller's connections: not fenced early again until it registers anew",
+				"broker", req.BrokerID))
+		}
+		return recs
+	}, func(img *Image, code int16) (kmsg.Response, []Note) {
+		if resp.ErrorCode != 0 {
+			return resp, notes
+		}
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp, notes
+		}
+		if len(recs) > 0 {
+			what := "broker unfenced"
+			if req.WantShutdown {
+				what = "controlled shutdown: broker fenced, its leaderships moved"
+			}
+			notes = append(notes, info(what, "broker", req.BrokerID, "records", len(recs)))
+		}
+		bs, _ := img.Broker(req.BrokerID)
+		resp.IsCaughtUp, resp.IsFenced = caughtUp, bs.Fenced
+		resp.ShouldShutdown = req.WantShutdown && bs.Fenced
+		return resp, notes
+	})
 }
 
 // Heartbeat records a heartbeat from broker at brokerEpoch. An unregistered
@@ -330,4 +416,78 @@ func ElectPreferredFor(img *Image, topic string, partitions []int32) ([]Record, 
 		}
 	}
 	return out, codes
+}
+
+// DecideElectLeaders decides an operator's ElectLeaders: preferred
+// elections (ElectPreferredFor) for the named partitions, or for every
+// partition when the request names none, all in one round. Unclean
+// elections (election type 1) are refused: ELECTION_NOT_NEEDED for a
+// partition with a leader, else ELIGIBLE_LEADERS_NOT_AVAILABLE, since only
+// an in-sync replica may lead.
+func DecideElectLeaders(req *kmsg.ElectLeadersRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	var (
+		topics []kmsg.ElectLeadersRequestTopic
+		recs   []Record
+		codes  = map[string]map[int32]int16{}
+	)
+	return oneRound(func(img *Image) []Record {
+		topics = req.Topics
+		if topics == nil {
+			for _, t := range img.Topics() {
+				rt := kmsg.NewElectLeadersRequestTopic()
+				rt.Topic = t.Name
+				for p := range t.Partitions {
+					rt.Partitions = append(rt.Partitions, int32(p))
+				}
+				topics = append(topics, rt)
+			}
+		}
+		for _, rt := range topics {
+			if req.ElectionType == 1 {
+				codes[rt.Topic] = uncleanRefused(img, rt.Topic, rt.Partitions)
+				continue
+			}
+			r, cs := ElectPreferredFor(img, rt.Topic, rt.Partitions)
+			recs = append(recs, r...)
+			codes[rt.Topic] = cs
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		for _, rt := range topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, codeOr(codes[rt.Topic][p], code)
+				if req.ElectionType == 1 && sp.ErrorCode == kerr.EligibleLeadersNotAvailable.Code {
+					sp.ErrorMessage = kmsg.StringPtr("unclean leader election is disabled: only an in-sync replica may lead")
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		if len(recs) == 0 || code != 0 {
+			return resp, nil
+		}
+		return resp, []Note{info("preferred leaders elected on request", "partitions", len(recs))}
+	})
+}
+
+// uncleanRefused is the answer to an unclean election of topic's
+// partitions, which Fjord never holds.
+func uncleanRefused(img *Image, topic string, partitions []int32) map[int32]int16 {
+	codes := map[int32]int16{}
+	t := img.Topic(topic)
+	for _, p := range partitions {
+		switch {
+		case t == nil || p < 0 || int(p) >= len(t.Partitions):
+			codes[p] = kerr.UnknownTopicOrPartition.Code
+		case t.Partitions[p].Leader >= 0:
+			codes[p] = kerr.ElectionNotNeeded.Code
+		default:
+			codes[p] = kerr.EligibleLeadersNotAvailable.Code
+		}
+	}
+	return codes
 }

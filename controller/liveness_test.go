@@ -72,7 +72,7 @@ func TestTickFencesAndElects(t *testing.T) {
 func TestTickNoUncleanElection(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("", "")
-	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {1, 2}}}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: "t", Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: {1, 2}}}}, Defaults{}, c.ids(1))
 	c.apply(res[0].Records...)
 	tp := c.img.Topic("t")
 	// The leader shrinks the ISR to itself.
@@ -217,7 +217,7 @@ func TestDeterminism(t *testing.T) {
 		res := CreateTopics(c.img, []TopicSpec{
 			{Name: "x", Partitions: 17, RF: 3, Configs: map[string]string{"a": "1", "b": "2", "c": "3"}},
 			{Name: "y", Partitions: 5, RF: 2},
-		}, Defaults{}, c.ids)
+		}, Defaults{}, c.ids(2))
 		for _, r := range res {
 			emit(r.Records...)
 		}

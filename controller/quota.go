@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Client quotas (KIP-546): the ClientQuota record, the image's part, and
@@ -328,4 +329,55 @@ func checkQuotaValue(key string, v float64, kind quotaKind) string {
 		}
 	}
 	return ""
+}
+
+// DecideAlterClientQuotas decides an AlterClientQuotas (KIP-546) in one
+// round: each entry on its own (AlterClientQuotas), the valid ones in one
+// batch unless the request only validates.
+func DecideAlterClientQuotas(req *kmsg.AlterClientQuotasRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	var (
+		results []QuotaResult
+		changes int
+	)
+	return oneRound(func(img *Image) []Record {
+		entries := make([]QuotaAlteration, len(req.Entries))
+		for i, re := range req.Entries {
+			for _, e := range re.Entity {
+				entries[i].Entity = append(entries[i].Entity, QuotaEntityPart{Type: e.Type, Name: e.Name})
+			}
+			for _, op := range re.Ops {
+				entries[i].Ops = append(entries[i].Ops, QuotaOp{Key: op.Key, Value: op.Value, Remove: op.Remove})
+			}
+		}
+		results = AlterClientQuotas(img, entries)
+		var recs []Record
+		for _, r := range results {
+			recs = append(recs, r.Records...)
+		}
+		changes = len(recs)
+		if req.ValidateOnly {
+			return nil
+		}
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		for i, r := range results {
+			se := kmsg.NewAlterClientQuotasResponseEntry()
+			for _, e := range req.Entries[i].Entity {
+				re := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				re.Type, re.Name = e.Type, e.Name
+				se.Entity = append(se.Entity, re)
+			}
+			if r.ErrorCode != 0 {
+				se.ErrorCode, se.ErrorMessage = r.ErrorCode, kmsg.StringPtr(r.Message)
+			} else {
+				se.ErrorCode = code
+			}
+			resp.Entries = append(resp.Entries, se)
+		}
+		if changes == 0 || code != 0 || req.ValidateOnly {
+			return resp, nil
+		}
+		return resp, []Note{info("client quotas altered", "changes", changes)}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Partition reassignment (KIP-455): moving a partition's replicas to other
@@ -347,4 +348,97 @@ func ReassigningTopics(img *Image) []string {
 		}
 	}
 	return out
+}
+
+// DecideAlterPartitionReassignments decides an
+// AlterPartitionReassignments (Reassign) in one round: the partitions
+// that pass change together or not at all. Replication factor changes
+// are allowed before version 1 and when the request allows them.
+func DecideAlterPartitionReassignments(req *kmsg.AlterPartitionAssignmentsRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	var (
+		recs    []Record
+		results []ReassignResult
+	)
+	return oneRound(func(img *Image) []Record {
+		var rs []Reassignment
+		for _, rt := range req.Topics {
+			for _, rp := range rt.Partitions {
+				rs = append(rs, Reassignment{Topic: rt.Topic, Partition: rp.Partition, Target: rp.Replicas})
+			}
+		}
+		recs, results = Reassign(img, rs, req.Version < 1 || req.AllowReplicationFactorChange)
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		i := 0
+		for _, rt := range req.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if r := results[i]; r.ErrorCode != 0 {
+					sp.ErrorCode, sp.ErrorMessage = r.ErrorCode, kmsg.StringPtr(r.Message)
+				} else {
+					sp.ErrorCode = code
+				}
+				i++
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		if len(recs) == 0 || code != 0 {
+			return resp, nil
+		}
+		return resp, []Note{info("partition reassignments changed", "partitions", len(recs))}
+	})
+}
+
+// DecideListPartitionReassignments answers a ListPartitionReassignments
+// from the image, proposing nothing: every reassigning partition, or
+// those of the named ones (a topic named with no partitions names none).
+func DecideListPartitionReassignments(req *kmsg.ListPartitionReassignmentsRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	return oneRound(func(*Image) []Record { return nil }, func(img *Image, _ int16) (kmsg.Response, []Note) {
+		type ask struct {
+			topic      string
+			partitions []int32
+		}
+		var asks []ask
+		if req.Topics == nil {
+			for _, name := range ReassigningTopics(img) {
+				asks = append(asks, ask{topic: name})
+			}
+		} else {
+			for _, rt := range req.Topics {
+				ps := rt.Partitions
+				if ps == nil {
+					ps = []int32{} // named with no partitions: none
+				}
+				asks = append(asks, ask{rt.Topic, ps})
+			}
+		}
+		for _, a := range asks {
+			ongoing := ListReassignments(img, a.topic, a.partitions)
+			if len(ongoing) == 0 {
+				continue
+			}
+			st := kmsg.NewListPartitionReassignmentsResponseTopic()
+			st.Topic = a.topic
+			for _, o := range ongoing {
+				sp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+				sp.Partition, sp.Replicas = o.Partition, o.Replicas
+				sp.AddingReplicas, sp.RemovingReplicas = o.Adding, o.Removing
+				if sp.AddingReplicas == nil {
+					sp.AddingReplicas = []int32{}
+				}
+				if sp.RemovingReplicas == nil {
+					sp.RemovingReplicas = []int32{}
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	})
 }

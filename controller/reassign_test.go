@@ -14,7 +14,7 @@ func assigned(t *testing.T, n int, name string, rs ...int32) (*cluster, *Topic) 
 	t.Helper()
 	c := newCluster(t)
 	c.brokers(make([]string, n)...)
-	res := CreateTopics(c.img, []TopicSpec{{Name: name, Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: rs}}}, Defaults{}, c.ids)
+	res := CreateTopics(c.img, []TopicSpec{{Name: name, Partitions: -1, RF: -1, Assignment: map[int32][]int32{0: rs}}}, Defaults{}, c.ids(1))
 	if res[0].ErrorCode != 0 {
 		t.Fatalf("create: %d %s", res[0].ErrorCode, res[0].Message)
 	}

@@ -22,8 +22,8 @@ const (
 	TypeProducerIDs      RecordType = 10
 	TypeBatch            RecordType = 11
 	TypeClientQuota      RecordType = 12 // quota.go
-	TypeChangeReplicas   RecordType = 13 // 12 is reserved (client quotas)
-	TypeACL              RecordType = 15 // acl.go; 14 is reserved (SCRAM credentials)
+	TypeChangeReplicas   RecordType = 13 // reassign.go
+	TypeACL              RecordType = 15 // acl.go
 	TypeScramCredential  RecordType = 14 // scram.go
 )
 

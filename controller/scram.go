@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // SCRAM credentials (KIP-554): the ScramCredential record, the image's
@@ -257,4 +258,42 @@ func AlterUserScramCredentials(img *Image, dels []ScramDeletion, ups []ScramUpse
 		results = append(results, ScramResult{User: user})
 	}
 	return out, results
+}
+
+// DecideAlterUserScramCredentials decides an AlterUserScramCredentials
+// (KIP-554) in one round: per user (AlterUserScramCredentials), the
+// accepted users' credentials in one batch.
+func DecideAlterUserScramCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) Decision {
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	var (
+		recs    []Record
+		results []ScramResult
+	)
+	return oneRound(func(img *Image) []Record {
+		var dels []ScramDeletion
+		for _, d := range req.Deletions {
+			dels = append(dels, ScramDeletion{User: d.Name, Mechanism: d.Mechanism})
+		}
+		var ups []ScramUpsertion
+		for _, u := range req.Upsertions {
+			ups = append(ups, ScramUpsertion{User: u.Name, Mechanism: u.Mechanism, Iterations: u.Iterations, Salt: u.Salt, SaltedPassword: u.SaltedPassword})
+		}
+		recs, results = AlterUserScramCredentials(img, dels, ups)
+		return recs
+	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
+		for _, r := range results {
+			rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			rr.User = r.User
+			if r.ErrorCode != 0 {
+				rr.ErrorCode, rr.ErrorMessage = r.ErrorCode, kmsg.StringPtr(r.Message)
+			} else {
+				rr.ErrorCode = code
+			}
+			resp.Results = append(resp.Results, rr)
+		}
+		if len(recs) == 0 || code != 0 {
+			return resp, nil
+		}
+		return resp, []Note{info("SCRAM credentials altered", "changes", len(recs))}
+	})
 }

@@ -3,14 +3,23 @@
 // runs on every voter and acts only while its node leads the quorum), and
 // the CONTROLLER listener both serve on.
 //
-// The active controller turns Kafka's controller requests
-// (BrokerRegistration, BrokerHeartbeat, CreateTopics, DeleteTopics,
-// CreatePartitions, ElectLeaders, AlterPartition, AllocateProducerIDs) into
-// the pure decisions of package controller, proposes each decision's
-// records through the quorum member (controller/node) as one batch, waits
-// for them to apply, and answers from the image. Between requests it fences
-// brokers whose sessions expired and, if configured, moves leaderships back
-// to preferred replicas.
+// The active controller answers the requests brokers send it on the
+// CONTROLLER listener: BrokerRegistration, BrokerHeartbeat,
+// AllocateProducerIDs, CreateTopics, DeleteTopics, CreatePartitions,
+// AlterPartition, ElectLeaders, IncrementalAlterConfigs, AlterConfigs,
+// AlterClientQuotas, AlterUserScramCredentials,
+// AlterPartitionReassignments, ListPartitionReassignments, CreateAcls and
+// DeleteAcls. Package controller decides each (a controller.Decision);
+// this package does the I/O around the decision: it reads the clock once
+// per request, draws fresh topic ids, proposes each round of the
+// decision's records through the quorum member (controller/node) as one
+// batch, waits for them to apply, logs the decision's notes and answers.
+// Most requests are one round; AlterPartition takes another for a
+// partition named again and CreatePartitions one per topic. Between
+// requests it fences brokers whose sessions expired or whose listeners
+// refuse connections, completes reassignments whose ISR has caught up
+// and, if configured, moves leaderships back to preferred replicas: each
+// a pure decision of package controller too, proposed on its own.
 //
 // # API
 //
@@ -19,21 +28,31 @@
 // both and closes the log. Call is the in-process way to the decisions, the
 // one the listener uses too; Image, WaitFor and Leader expose the applied
 // metadata log. ErrorResponse builds a controller request's error answer,
-// and MetadataTopic names the log for followers.
+// and MetadataTopic names the log for followers. IncrementalChanges and
+// LegacyChanges give the broker a config request's changes.
 //
 // # Files
 //
 //   - config.go: Config, a plain struct the broker fills from its own
 //     configuration.
 //   - controller.go: Controller, Start, Serve, Close; raft ids (node.id+1).
-//   - loop.go: the owner goroutine (run) and Call, the one way in.
-//   - decide.go: the kmsg adapter, one request at a time.
+//   - loop.go: the owner goroutine (run) with its tick (session expiry,
+//     preferred leaders, completed reassignments), Call, the one way in,
+//     and propose, the one way to the quorum.
+//   - decide.go: one request's I/O: the clock, topic ids, the rounds of
+//     its controller.Decision proposed and waited for, its notes logged.
+//   - configs.go: IncrementalChanges and LegacyChanges for the broker.
+//   - watch.go: the watch of every unfenced broker's listeners that fences
+//     a broker whose process is gone.
 //   - listener.go: the CONTROLLER listener's Kafka half: its API versions,
 //     its handler, ErrorResponse.
+//   - describe.go: DescribeCluster of the controllers (KIP-919).
 //   - metalog.go: the metadata log served to broker-only nodes (Fetch and
 //     FetchSnapshot of __cluster_metadata-0).
 //   - mux.go: the listener split by first byte between raft (node.Preamble)
 //     and Kafka.
+//   - raftauth.go: SASL authentication of raft's connections on a SASL
+//     CONTROLLER listener.
 //
 // Dependencies point one way: this package imports controller,
 // controller/node, controller/quorum, protocol and storage (the record

@@ -53,13 +53,11 @@ func newController(cfg Config, m member) (*Controller, error) {
 }
 
 // Call hands req to the loop and waits for its response: one of the
-// controller requests (BrokerRegistration, BrokerHeartbeat, CreateTopics,
-// DeleteTopics, CreatePartitions, ElectLeaders, AlterPartition,
-// AllocateProducerIDs, AlterPartitionReassignments,
-// ListPartitionReassignments) answered as Kafka's controller answers it. A nil
-// response means this node is not the active controller (now), or ctx
-// ended first; the caller answers NOT_CONTROLLER or retries elsewhere.
-// The caller keeps req; the response is the caller's.
+// controller requests the package doc lists, answered as Kafka's
+// controller answers it (decide.go). A nil response means this node is
+// not the active controller (now), ctx ended first, or req is not one of
+// them; the caller answers NOT_CONTROLLER or retries elsewhere. The caller
+// keeps req; the response is the caller's.
 func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
 	if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok {
 		c.arrived(hb.BrokerID, hb.BrokerEpoch)
@@ -226,6 +224,20 @@ func (c *Controller) defaults() controller.Defaults {
 		Partitions:     n,
 		RF:             c.cfg.DefaultReplication,
 		ValidateConfig: c.cfg.ValidateTopicConfig,
+	}
+}
+
+// completeMoves completes every reassignment whose ISR covers its target.
+// The AlterPartition that grows the ISR normally completes the move itself;
+// this catches the rest (a controller that took over mid-move, a proposal
+// that was lost).
+func (c *Controller) completeMoves() {
+	recs := controller.CompleteReassignments(c.m.Image())
+	if len(recs) == 0 {
+		return
+	}
+	if _, err := c.propose(c.ctx, recs); err == nil {
+		c.log.Info().Int("partitions", len(recs)).Msg("partition reassignments completed")
 	}
 }
 
