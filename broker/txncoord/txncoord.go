@@ -26,6 +26,15 @@
 //
 //	Coordinator.mu -> part.mu (never the other way; part.mu is held for a
 //	Table call only, never across I/O)
+//
+// # Tests
+//
+// rig_test.go runs a Coordinator against real replicas of the topic
+// (replica.Partition over storage logs on a MemFS, committed when the test
+// has the followers fetch) and a fake Host, in synctest bubbles:
+// append_test.go (records, their commit and their failures),
+// markers_test.go (grouping by leader, retries, re-routing), load_test.go
+// (loads, unloads, failover).
 package txncoord
 
 import (
