@@ -25,10 +25,12 @@
 //
 // Start(Config) opens the raft log and joins the quorum; Serve starts
 // deciding and serving the CONTROLLER listener's Kafka half; Close stops
-// both and closes the log. Call is the in-process way to the decisions, the
-// one the listener uses too; Image, WaitFor and Leader expose the applied
-// metadata log. ErrorResponse builds a controller request's error answer,
-// and MetadataTopic names the log for followers. IncrementalChanges and
+// both and closes the log. Call is the in-process way to the decisions;
+// Answer is the listener's, behind the broker's dispatch
+// (Config.KafkaHandler), which authorizes and audits every request through
+// the broker's API registry first: this package serves no Kafka request by
+// itself. Image, WaitFor and Leader expose the applied metadata log, and
+// MetadataTopic names the log for followers. IncrementalChanges and
 // LegacyChanges give the broker a config request's changes.
 //
 // # Files
@@ -44,8 +46,8 @@
 //   - configs.go: IncrementalChanges and LegacyChanges for the broker.
 //   - watch.go: the watch of every unfenced broker's listeners that fences
 //     a broker whose process is gone.
-//   - listener.go: the CONTROLLER listener's Kafka half: its API versions,
-//     its handler, ErrorResponse.
+//   - listener.go: Answer, the CONTROLLER listener's Kafka half after the
+//     broker's dispatch: the metadata log, DescribeCluster, or Call.
 //   - describe.go: DescribeCluster of the controllers (KIP-919).
 //   - metalog.go: the metadata log served to broker-only nodes (Fetch and
 //     FetchSnapshot of __cluster_metadata-0).
