@@ -78,13 +78,9 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	if b.cfg.AuthorizerClass == "" {
 		return nil
 	}
-	img := b.image()
-	if img == nil {
-		img = &controller.Image{}
-	}
-	live := b.live()
+	img, super := b.authzView()
 	c := b.authzCache.Load()
-	if c != nil && c.super == live.SuperUsers && (c.img == img || c.img.SameACLs(img)) {
+	if c != nil && c.super == super && (c.img == img || c.img.SameACLs(img)) {
 		return c.az
 	}
 	as := img.ACLs()
@@ -92,12 +88,33 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	for i, a := range as {
 		bs[i] = bindingOf(a)
 	}
-	az := acl.New(acl.Config{SuperUsers: acl.ParseSuperUsers(live.SuperUsers), AllowIfNoACL: b.cfg.AllowEveryoneIfNoACL}, bs)
-	if c != nil && c.super != live.SuperUsers {
-		b.log.Info().Str("super_users", live.SuperUsers).Msg("super.users changed: the authorizer follows")
+	az := acl.New(acl.Config{SuperUsers: acl.ParseSuperUsers(super), AllowIfNoACL: b.cfg.AllowEveryoneIfNoACL}, bs)
+	if c != nil && c.super != super {
+		b.log.Info().Str("super_users", super).Msg("super.users changed: the authorizer follows")
 	}
-	b.authzCache.Store(&authzCache{img: img, super: live.SuperUsers, az: az})
+	b.authzCache.Store(&authzCache{img: img, super: super, az: az})
 	return az
+}
+
+// authzView is the image whose ACLs the authorizer enforces and the
+// super.users it runs with: the broker's applied image and live config;
+// on a controller-only node, which applies no images as a broker (no
+// publishLoop) but serves the CONTROLLER listener, the controller role's
+// image and the dynamic config it holds. Before any image: none, and the
+// static super.users.
+func (b *Broker) authzView() (*controller.Image, string) {
+	if img := b.image(); img != nil {
+		return img, b.live().SuperUsers
+	}
+	if b.meta != nil && !b.cfg.HasRole("broker") {
+		if img := b.meta.Image(); img != nil {
+			if c := b.authzCache.Load(); c != nil && c.img == img {
+				return img, c.super // liveConfig builds maps: once per image
+			}
+			return img, b.liveConfig(img).SuperUsers
+		}
+	}
+	return &controller.Image{}, b.cfg.SuperUsers
 }
 
 func bindingOf(a controller.ACL) acl.Binding {
