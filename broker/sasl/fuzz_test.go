@@ -44,6 +44,7 @@ func FuzzParseScramClientFirst(f *testing.F) {
 func FuzzParseScramClientFinal(f *testing.F) {
 	f.Add([]byte("c=biws,r=abcdef,p=dHpbV3uCGxnd6ndSjeekYwYXeIfR3GBxyyoxNsO1d0I="))
 	f.Add([]byte("c=biws,r=a,ext=1,p=AAAA"))
+	f.Add([]byte("c=biws,r=cnoncecnonceSNONCE,p=AAAA")) // librdkafka before 2.6.1
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cf, err := ParseClientFinal(b)
 		if err == nil && (len(cf.Proof) == 0 || len(cf.WithoutProof) >= len(b)) {

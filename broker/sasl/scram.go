@@ -136,6 +136,12 @@ func ParseClientFinal(msg []byte) (ClientFinal, error) {
 		return cf, errors.New("invalid SCRAM channel binding")
 	}
 	cf.Nonce = attrs[1][2:]
+	if !printableNonce(cf.Nonce) {
+		// Kafka's grammar too: scramExchange accepts a nonce that only
+		// ends with its own, so what comes before it must still be a
+		// nonce's characters.
+		return cf, errors.New("invalid SCRAM client-final nonce")
+	}
 	return cf, nil
 }
 
@@ -187,6 +193,26 @@ var errScramCredentials = errors.New("Invalid user credentials")
 
 // scramExchange is the server side of one SCRAM authentication: the
 // client-first message, then the client-final one.
+//
+// The client-final nonce must end with the whole nonce this exchange sent
+// in server-first (the client's nonce and 24 fresh random bytes), not
+// equal it as RFC 5802 says: Kafka's ScramSaslServer checks endsWith
+// since 3.8.1 (the CVE-2024-56128 fix), because librdkafka before 2.6.1
+// sends r=<client nonce><server-first nonce>, its own nonce twice (kcat
+// 1.7.1 and confluent-kafka-python 1.7 on Debian bookworm's librdkafka
+// 2.0.2). Kafka's later trunk (4.x) compares for equality again; Fjord
+// keeps the 3.8.1-3.9 rule, which those clients need. Replay protection
+// is unchanged:
+//   - the fresh server part must be there in full, so a client-final
+//     recorded from another exchange, or one built before this
+//     server-first was seen, fails the check;
+//   - the proof is an HMAC over the AuthMessage, which holds this
+//     server-first and the client-final as sent, the extra prefix
+//     included, so nobody without the client key can add, change or
+//     strip a prefix and keep a valid proof.
+//
+// Only the prefix is free, and ParseClientFinal holds it to the nonce
+// characters (printable, no comma), as Kafka's grammar does.
 type scramExchange struct {
 	mechanism string
 	lookup    ScramLookup
@@ -231,7 +257,7 @@ func (x *scramExchange) Step(msg []byte) ([]byte, bool, string, time.Duration, e
 		if string(fin.ChannelBinding) != x.first.GS2Header {
 			return nil, false, "", 0, errors.New("invalid SCRAM channel binding: not the GS2 header sent")
 		}
-		if fin.Nonce != x.nonce {
+		if !strings.HasSuffix(fin.Nonce, x.nonce) {
 			return nil, false, "", 0, errors.New("invalid SCRAM nonce")
 		}
 		h := scramHash(x.mechanism)
