@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -140,5 +142,39 @@ func TestControllerDoor(t *testing.T) {
 				t.Errorf("the refusal does not name the listener: %v", err)
 			}
 		})
+	}
+}
+
+// fakeMeta is a metadata log with a fixed image.
+type fakeMeta struct{ img *controller.Image }
+
+func (f fakeMeta) Image() *controller.Image { return f.img }
+func (f fakeMeta) WaitFor(ctx context.Context, _ func(*controller.Image) bool) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (fakeMeta) Leader() int32 { return 1 }
+func (fakeMeta) Close() error  { return nil }
+
+// TestControllerOnlyNodeAuthorizes: a controller-only node applies no
+// broker images, yet its CONTROLLER listener enforces the ACLs of the
+// metadata log: a broker principal granted CLUSTER_ACTION by an ACL
+// registers, a stranger does not.
+func TestControllerOnlyNodeAuthorizes(t *testing.T) {
+	img, err := (&controller.Image{}).Apply(1, controller.NewRecord(controller.ACLChange{ACL: controller.ACL{
+		ResourceType: int8(acl.ResourceCluster), Name: acl.ClusterName, PatternType: 3, Principal: "User:broker", Host: "*",
+		Operation: int8(acl.OpClusterAction), Permission: 3}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{log: zerolog.Nop(), meta: fakeMeta{img}}
+	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", StandardAuthorizerClass
+	reg := kmsg.NewPtrBrokerRegistrationRequest()
+	for principal, allowed := range map[string]bool{"User:broker": true, "User:ANONYMOUS": false} {
+		cc := &connCtx{principal: principal, clientHost: "127.0.0.1", listener: ctlListener}
+		deny, _ := b.authorize(cc, apis[62], reg)
+		if (deny == nil) != allowed {
+			t.Errorf("%s registering on a controller-only node: denied %v, want allowed %v", principal, deny != nil, allowed)
+		}
 	}
 }
