@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -79,7 +78,7 @@ func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 			}
 			if d.wanted(rootLogger) {
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				v := log4jName(zerolog.GlobalLevel())
+				v := log4jName(b.logLevel.get())
 				c.Name, c.Value, c.Source = rootLogger, &v, kmsg.ConfigSourceDynamicBrokerLoggerConfig
 				sr.Configs = append(sr.Configs, c)
 			}

@@ -48,6 +48,9 @@ type Broker struct {
 	// image: live() is then cfg.
 	liveCfg   atomic.Pointer[Config]
 	log       zerolog.Logger
+	// logLevel is the level of log and every logger derived from it
+	// (loggers.go); the BROKER_LOGGER "root" sets it.
+	logLevel *nodeLevel
 	logDir    string
 	clusterID string
 
@@ -173,10 +176,12 @@ type topicMeta struct {
 // New checks the data directory, binds the listeners and starts the
 // node's quorum member; Start begins serving.
 func New(cfg Config, log zerolog.Logger) (*Broker, error) {
+	level := &nodeLevel{}
+	log = nodeLogger(log, level)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, ready: make(chan struct{}),
+	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
 		openSem: make(chan struct{}, openSlots)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,8 +13,11 @@ import (
 )
 
 // Fjord's loggers as Kafka's BROKER_LOGGER resources. There is one logger,
-// "root": the process-wide level (zerolog's global level; the node's
-// loggers themselves pass everything). Levels use log4j's names, which
+// "root": the node's level, which every logger the node derives from
+// b.log obeys (nodeLevel, a hook: the loggers themselves pass everything).
+// It is the node's, not the process's: zerolog's global level would change
+// every node of an in-process cluster (brokertest) at once, and a request
+// must not change process-wide state. Levels use log4j's names, which
 // Kafka's tools send. Like Kafka's, a level set at run time is not stored
 // and lasts until the process restarts.
 
@@ -62,7 +66,7 @@ func (b *Broker) alterLoggers(resource string, ops []loggerOp, validateOnly bool
 	if resource != strconv.Itoa(int(b.cfg.NodeID)) {
 		return fail(kerr.InvalidRequest, "BROKER_LOGGER %q: this is broker %d; send it to the broker it names", resource, b.cfg.NodeID)
 	}
-	level := zerolog.GlobalLevel()
+	level := b.logLevel.get()
 	for _, o := range ops {
 		if o.name != rootLogger {
 			return fail(kerr.InvalidConfig, "logger %q does not exist (Fjord has one logger: %q)", o.name, rootLogger)
@@ -83,9 +87,30 @@ func (b *Broker) alterLoggers(resource string, ops []loggerOp, validateOnly bool
 			return fail(kerr.InvalidConfig, "logger %s: only SET applies to a logger", o.name)
 		}
 	}
-	if !validateOnly && level != zerolog.GlobalLevel() {
+	if !validateOnly && level != b.logLevel.get() {
 		b.log.Info().Str("logger", rootLogger).Str("level", log4jName(level)).Msg("log level changed")
-		zerolog.SetGlobalLevel(level)
+		b.logLevel.set(level)
 	}
 	return 0, nil
+}
+
+// nodeLevel is a node's log level, shared by every logger derived from
+// the node's: a hook that discards events below it.
+type nodeLevel struct{ l atomic.Int32 }
+
+func (n *nodeLevel) get() zerolog.Level  { return zerolog.Level(n.l.Load()) }
+func (n *nodeLevel) set(l zerolog.Level) { n.l.Store(int32(l)) }
+
+func (n *nodeLevel) Run(e *zerolog.Event, level zerolog.Level, _ string) {
+	if level != zerolog.NoLevel && level < n.get() {
+		e.Discard()
+	}
+}
+
+// nodeLogger is log with its level moved into a nodeLevel the node owns:
+// the returned logger passes everything to the hook, which applies the
+// level log came with until alterLoggers changes it.
+func nodeLogger(log zerolog.Logger, level *nodeLevel) zerolog.Logger {
+	level.set(log.GetLevel())
+	return log.Level(zerolog.TraceLevel).Hook(level)
 }

@@ -113,8 +113,8 @@ func newLogger(configured string) zerolog.Logger {
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		w = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"})
 	}
-	// The level is the process-wide one, so that it can be changed at run
-	// time (IncrementalAlterConfigs on the BROKER_LOGGER "root").
-	zerolog.SetGlobalLevel(level)
-	return w.Level(zerolog.TraceLevel).With().Timestamp().Logger()
+	// The broker takes this level as its node's, which
+	// IncrementalAlterConfigs on the BROKER_LOGGER "root" changes at run
+	// time (broker/loggers.go).
+	return w.Level(level).With().Timestamp().Logger()
 }
