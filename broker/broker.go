@@ -46,11 +46,11 @@ type Broker struct {
 	// liveCfg is cfg with the image's dynamic broker configs applied
 	// (dynconfig.go); publishLoop is its one writer. nil until the first
 	// image: live() is then cfg.
-	liveCfg   atomic.Pointer[Config]
-	log       zerolog.Logger
+	liveCfg atomic.Pointer[Config]
+	log     zerolog.Logger
 	// logLevel is the level of log and every logger derived from it
 	// (loggers.go); the BROKER_LOGGER "root" sets it.
-	logLevel *nodeLevel
+	logLevel  *nodeLevel
 	logDir    string
 	clusterID string
 

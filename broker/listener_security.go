@@ -230,16 +230,6 @@ func (b *Broker) checkControllerDoor() error {
 		"or SSL with ssl.client.auth=required, and give the nodes' principal super.users or CLUSTER_ACTION", name)
 }
 
-// ctlTLSPrincipal maps the CONTROLLER listener's client certificates to
-// principals, as tlsServer does for a client listener; nil when it is not
-// TLS.
-func (b *Broker) ctlTLSPrincipal() func(*tls.ConnectionState) string {
-	if b.ctlTLS == nil {
-		return nil
-	}
-	return b.ctlTLS.Principal
-}
-
 // tlsDialState remembers, per peer address, whether the last inter-broker
 // TLS dial failed, so that a failing handshake (an untrusted or misnamed
 // certificate) is logged once when it starts and once when it ends, not

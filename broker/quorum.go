@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
@@ -139,6 +141,7 @@ func (b *Broker) activeConfig() active.Config {
 		SASL:            b.ctlSASLServer,
 		RaftSASL:        b.ctlSASL,
 		FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
+		AuthorizeRaft:   b.authorizeRaft,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			return b.ctlDial(ctx, "tcp", addr)
 		},
@@ -160,4 +163,28 @@ func (b *Broker) activeConfig() active.Config {
 		},
 		Logger: b.log,
 	}
+}
+
+// authorizeRaft admits a raft connection to this node's CONTROLLER
+// listener (active.Config.AuthorizeRaft). With the authorizer on, its
+// principal needs CLUSTER_ACTION on the cluster, which super users have,
+// as Kafka's controllers require of each other's raft requests; off, every
+// connection the listener authenticated is admitted. An empty metadata log
+// has no ACLs, so the voters' own principals must be super users for a new
+// quorum to form.
+func (b *Broker) authorizeRaft(principal, host string) bool {
+	az := b.authorizer()
+	if az == nil {
+		return true
+	}
+	return az.Authorize(principal, host, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName)
+}
+
+// ctlTLSPrincipal maps a client certificate on the CONTROLLER listener to
+// its principal, as the client listeners do; nil when it is not TLS.
+func (b *Broker) ctlTLSPrincipal() func(*tls.ConnectionState) string {
+	if b.ctlTLS == nil {
+		return nil
+	}
+	return b.ctlTLS.Principal
 }

@@ -59,6 +59,18 @@ type Config struct {
 	SASL            protocol.Authenticator
 	RaftSASL        sasl.Mechanism
 	FailedAuthDelay time.Duration
+	// AuthorizeRaft, if set, decides whether a raft connection may reach
+	// raft, before it does: it gets the connection's principal (the SASL
+	// principal on a SASL listener, else the TLS client certificate's
+	// through TLSPrincipal, else User:ANONYMOUS) and the remote IP. A
+	// refused connection is closed. nil admits every connection the
+	// listener authenticated (mux.go).
+	AuthorizeRaft func(principal, host string) bool
+	// TLSPrincipal maps a TLS client certificate to its principal
+	// (ssl.principal.mapping.rules), as on a client listener, for raft's
+	// connections and the Kafka half's alike; nil, or "" for a connection
+	// without a certificate, means User:ANONYMOUS unless SASL names them.
+	TLSPrincipal func(*tls.ConnectionState) string
 	// TickInterval is the raft tick; 0 means 100ms.
 	TickInterval time.Duration
 	// MaxFrameBytes bounds a request on the listener's Kafka half
@@ -75,10 +87,6 @@ type Config struct {
 	// can reach the controller unauthorized.
 	KafkaHandler  protocol.Handler
 	KafkaVersions protocol.Versions
-	// TLSPrincipal maps a TLS client certificate to the principal of the
-	// Kafka half's connections (ssl.principal.mapping.rules); nil leaves
-	// them User:ANONYMOUS unless SASL names them.
-	TLSPrincipal func(*tls.ConnectionState) string
 
 	// The decisions.
 

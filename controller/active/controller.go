@@ -111,6 +111,8 @@ func Start(cfg Config) (*Controller, error) {
 	if cfg.Listener != nil {
 		c.mux = newConnMux(cfg.Listener, cfg.TLS, cfg.Logger)
 		c.mux.sasl, c.mux.failedAuthDelay = cfg.SASL, cfg.FailedAuthDelay
+		c.mux.authorize, c.mux.tlsPrincipal = cfg.AuthorizeRaft, cfg.TLSPrincipal
+		c.mux.maxRaft = raftConnsPerVoter * max(len(voters), 2)
 		nc.Listener = c.mux.raft
 	} else {
 		nc.Listen = "127.0.0.1:0"

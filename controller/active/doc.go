@@ -52,9 +52,9 @@
 //   - metalog.go: the metadata log served to broker-only nodes (Fetch and
 //     FetchSnapshot of __cluster_metadata-0).
 //   - mux.go: the listener split by first byte between raft (node.Preamble)
-//     and Kafka.
-//   - raftauth.go: SASL authentication of raft's connections on a SASL
-//     CONTROLLER listener.
+//     and Kafka; a raft connection is counted against a bound, and
+//     authenticated and authorized, before it reaches raft.
+//   - raftauth.go: the SASL exchange of raft connections, both sides.
 //
 // Dependencies point one way: this package imports controller,
 // controller/node, controller/quorum, protocol and storage (the record

@@ -207,6 +207,8 @@ func underlyingTLS(c net.Conn) (*tls.Conn, bool) {
 			return x, true
 		case *prefixConn:
 			c = x.Conn
+		case *raftConn:
+			c = x.Conn
 		default:
 			return nil, false
 		}

@@ -11,8 +11,10 @@
 //     after every event runs Ready cycles: Member.Ready saves to the Log
 //     before it returns the messages, so sending them afterwards keeps
 //     raft's persist-before-send rule.
-//   - accept, plus one reader per inbound connection: decode frames and
-//     hand the messages to run.
+//   - accept, plus one reader per inbound connection: decode frames, check
+//     their sender (see Wire format) and hand the messages to run, which
+//     steps them into the member; the member refuses messages raft would
+//     panic on (quorum.ErrRefused), logged once per kind.
 //   - one writer per peer: owns the outbound connection to that peer,
 //     drains its bounded queue, redials with backoff.
 //
@@ -36,6 +38,12 @@
 //
 // A frame longer than MaxFrameSize is rejected: the reader closes the
 // connection, the writer drops the message and reports it undelivered.
+// The reader's buffer grows as a frame's bytes arrive, not from its length
+// prefix. An inbound connection carries one sender's messages: its first
+// frame's From must be another configured member (a voter or learner), and
+// fixes the sender; a frame with another From closes the connection before
+// the member sees it. Who may open a connection at all is the listener's
+// business (controller/active's mux authenticates and authorizes it).
 // The preamble's last byte is the format version. Its first byte lets the
 // CONTROLLER listener carry raft connections and Kafka requests (broker
 // registration, heartbeats, admin forwarding) side by side: a Kafka frame
@@ -196,6 +204,7 @@ type Node struct {
 	// Written by run only.
 	pub      atomic.Pointer[published]
 	leader   atomic.Uint64
+	term     atomic.Uint64
 	isLeader atomic.Bool
 
 	mu struct {
@@ -335,6 +344,9 @@ func (n *Node) Image() *controller.Image { return n.pub.Load().img }
 // Leader is the leader this node knows of, 0 if none.
 func (n *Node) Leader() uint64 { return n.leader.Load() }
 
+// Term is the raft term as of the owner's last event.
+func (n *Node) Term() uint64 { return n.term.Load() }
+
 // IsLeader reports whether this node is the raft leader.
 func (n *Node) IsLeader() bool { return n.isLeader.Load() }
 
@@ -435,7 +447,15 @@ type owner struct {
 	lead     uint64
 	term     uint64
 	leading  bool
-	snapshot uint64 // SnapshotEvery
+	snapshot uint64  // SnapshotEvery
+	refused  refusal // the last refused message logged at Warn
+}
+
+// refusal is what makes a refused message news (Node.step).
+type refusal struct {
+	from uint64
+	typ  raftpb.MessageType
+	term uint64 // the member's
 }
 
 // run is the owner goroutine: the only one touching n.member and n.store
@@ -458,9 +478,7 @@ func (n *Node) run() {
 		case <-t.C:
 			n.member.Tick()
 		case m := <-n.recvc:
-			if err := n.member.Step(m); err != nil && o.err == nil {
-				n.log.Debug().Err(err).Uint64("from", m.From).Stringer("type", m.Type).Msg("step")
-			}
+			n.step(o, m)
 		case r := <-n.reportc:
 			if r.snapshot {
 				n.member.ReportSnapshot(r.to, r.ok)
@@ -478,6 +496,28 @@ func (n *Node) run() {
 			return
 		}
 		n.readyLoop(o)
+	}
+}
+
+// step hands a received message to the member. A refused one (a message
+// raft would panic on, quorum.ErrRefused) is logged at Warn when it is the
+// first of its kind: from another sender, of another type or at another
+// term than the last one logged; a peer repeating it every heartbeat logs
+// once.
+func (n *Node) step(o *owner, m raftpb.Message) {
+	err := n.member.Step(m)
+	switch {
+	case err == nil || o.err != nil:
+	case errors.Is(err, quorum.ErrRefused):
+		k := refusal{from: m.From, typ: m.Type, term: n.member.Term()}
+		ev := n.log.Debug()
+		if k != o.refused {
+			o.refused = k
+			ev = n.log.Warn()
+		}
+		ev.Err(err).Uint64("from", m.From).Stringer("type", m.Type).Uint64("term", m.Term).Msg("raft message refused")
+	default:
+		n.log.Debug().Err(err).Uint64("from", m.From).Stringer("type", m.Type).Msg("step")
 	}
 }
 
@@ -630,6 +670,7 @@ func (n *Node) publishLeader(o *owner) {
 	}
 	o.lead, o.term, o.leading = lead, term, leading
 	n.leader.Store(lead)
+	n.term.Store(term)
 	n.isLeader.Store(leading)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -53,19 +54,36 @@ func writeFrame(w *bufio.Writer, m *raftpb.Message) error {
 	return err
 }
 
-// readFrame reads one frame from r.
+// frameChunk is the first allocation for a frame's body; it doubles as
+// bytes arrive.
+const frameChunk = 64 << 10
+
+// readFrame reads one frame from r. The body's buffer grows only as its
+// bytes arrive, so a length prefix that lies (up to MaxFrameSize, from a
+// peer not yet known to be one) costs at most frameChunk: holding n bytes
+// of a frame takes sending about n/2 of them.
 func readFrame(r *bufio.Reader) (raftpb.Message, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return raftpb.Message{}, err
 	}
-	size := binary.BigEndian.Uint32(hdr[:])
+	size := int(binary.BigEndian.Uint32(hdr[:]))
 	if size > MaxFrameSize {
 		return raftpb.Message{}, fmt.Errorf("%w: %d bytes", errFrameTooLarge, size)
 	}
-	b := make([]byte, size)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return raftpb.Message{}, err
+	b := make([]byte, 0, min(size, frameChunk))
+	for len(b) < size {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(len(b), size-len(b)))
+		}
+		n, err := io.ReadFull(r, b[len(b):min(cap(b), size)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return raftpb.Message{}, err
+		}
 	}
 	var m raftpb.Message
 	if err := m.Unmarshal(b); err != nil {
@@ -258,23 +276,51 @@ func (n *Node) accept() {
 	}
 }
 
+// firstFrameTimeout bounds the wait for an inbound connection's preamble
+// and first frame. A dialer writes both at once (it dials because it has a
+// message), so only a connection that is not a peer's waits that long.
+const firstFrameTimeout = 10 * time.Second
+
 // readConn decodes frames from one inbound connection and hands the
 // messages to run. Any error closes the connection; the peer redials.
+//
+// A connection carries the messages of one sender, the peer that dialed
+// it: the first frame's From fixes the sender, which must be a configured
+// member other than this node, and a frame with another From closes the
+// connection. Such a frame never reaches the member, so a stranger who got
+// this far (past the listener's authentication, if any) changes no term
+// by claiming to be nobody, or to be another member halfway through.
 func (n *Node) readConn(c net.Conn) {
 	defer n.untrack(c)
+	remote := c.RemoteAddr().String()
+	_ = c.SetReadDeadline(time.Now().Add(firstFrameTimeout))
 	r := bufio.NewReaderSize(c, 64<<10)
 	var pre [len(Preamble)]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil || pre != Preamble {
-		n.log.Warn().Str("remote", c.RemoteAddr().String()).Msg("inbound connection without the raft preamble closed")
+		n.log.Warn().Str("remote", remote).Msg("inbound connection without the raft preamble closed")
 		return
 	}
+	var sender uint64 // 0 until the first frame
 	for {
 		m, err := readFrame(r)
 		if err != nil {
 			if n.ctx.Err() == nil && !errors.Is(err, io.EOF) {
-				n.log.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("inbound connection closed")
+				n.log.Debug().Err(err).Str("remote", remote).Msg("inbound connection closed")
 			}
 			return
+		}
+		switch {
+		case sender != 0 && m.From != sender:
+			n.log.Info().Str("remote", remote).Uint64("sender", sender).Uint64("from", m.From).Stringer("type", m.Type).
+				Msg("raft connection closed: a frame from another member than the connection's")
+			return
+		case sender == 0 && (n.peers[m.From] == nil):
+			n.log.Info().Str("remote", remote).Uint64("from", m.From).Stringer("type", m.Type).
+				Msg("raft connection closed: its first frame is not from another member of the quorum")
+			return
+		case sender == 0:
+			sender = m.From
+			_ = c.SetReadDeadline(time.Time{})
 		}
 		if m.To != n.cfg.ID {
 			n.log.Warn().Uint64("to", m.To).Uint64("from", m.From).Msg("message for another node dropped")

@@ -216,10 +216,16 @@ func (m *Member) Campaign() error {
 	return m.rn.Campaign()
 }
 
-// Step hands the member a message received from a peer.
+// Step hands the member a message received from a peer. A message no
+// legitimate member sends, and that raft would panic on or be corrupted by,
+// is refused with an error wrapping ErrRefused and changes nothing
+// (guard.go).
 func (m *Member) Step(msg raftpb.Message) error {
 	if m.err != nil {
 		return m.err
+	}
+	if err := m.check(msg); err != nil {
+		return err
 	}
 	return m.rn.Step(msg)
 }
@@ -232,6 +238,15 @@ func (m *Member) Propose(data []byte) error {
 	if m.err != nil {
 		return m.err
 	}
+	if err := checkProposal(data); err != nil {
+		return err
+	}
+	return m.rn.Propose(data)
+}
+
+// checkProposal judges a proposal's data, local or forwarded by a follower:
+// it must decode, and must not use the key reserved for no-op entries.
+func checkProposal(data []byte) error {
 	r, err := controller.Decode(data)
 	if err != nil {
 		return err
@@ -245,7 +260,7 @@ func (m *Member) Propose(data []byte) error {
 			return fmt.Errorf("quorum: config key %q is reserved", noopKey)
 		}
 	}
-	return m.rn.Propose(data)
+	return nil
 }
 
 // ProposeConfChange proposes a membership change (e.g. promoting a learner).
