@@ -25,13 +25,13 @@ func testImage(t testing.TB, e controller.QuotaEntity, key string, v float64) *c
 	return img
 }
 
-// TestSimulatedProducer drives a client that always has a batch ready and
+// TestQuotaSimulatedProducer drives a client that always has a batch ready and
 // waits out every throttle, on a simulated clock. Kafka's algorithm lets
 // a new client have the whole window's worth (Samples-1 windows of the
 // bound) at once; then it waits until that sample expires, 11 s on, and
 // the cycle repeats. So just before each expiry the client has had the
 // bound, and over whole cycles it averages the bound.
-func TestSimulatedProducer(t *testing.T) {
+func TestQuotaSimulatedProducer(t *testing.T) {
 	const bound, batch = 256 << 10, 16 << 10
 	img := testImage(t, controller.QuotaEntity{ClientID: controller.Named("A")}, controller.QuotaProducerByteRate, bound)
 	q := New(MaxSensors)
@@ -57,10 +57,10 @@ func TestSimulatedProducer(t *testing.T) {
 	}
 }
 
-// TestSensorsInvariants floods a small table with random clients, times
+// TestQuotaSensorsInvariants floods a small table with random clients, times
 // and charges, and checks after every Record the table's invariant and
 // its rates' (len(samples) <= Samples, current in range).
-func TestSensorsInvariants(t *testing.T) {
+func TestQuotaSensorsInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := NewSensors(64)
 	now := int64(0)
@@ -81,9 +81,9 @@ func TestSensorsInvariants(t *testing.T) {
 	}
 }
 
-// TestPure: the core reads no clock and starts no goroutine (callers pass
+// TestQuotaPure: the core reads no clock and starts no goroutine (callers pass
 // now), and reaches the broker only through what it is given.
-func TestPure(t *testing.T) {
+func TestQuotaPure(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
 	fset := token.NewFileSet()
 	for _, name := range files {
@@ -121,9 +121,9 @@ func TestPure(t *testing.T) {
 	}
 }
 
-// TestShapes: resolve skips a level by its index in levels, so each
+// TestQuotaShapes: resolve skips a level by its index in levels, so each
 // level's shape must be that index, and the ip shapes distinct from them.
-func TestShapes(t *testing.T) {
+func TestQuotaShapes(t *testing.T) {
 	for i, e := range levels("u", "c") {
 		if shape(e) != i {
 			t.Errorf("level %d %v has shape %d", i, e, shape(e))

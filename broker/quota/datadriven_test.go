@@ -14,9 +14,9 @@ import (
 	"github.com/fjordlog/fjord/controller"
 )
 
-// TestDataDriven runs testdata/*.txt. Times are t=ms; an entity is given
+// TestQuotaDataDriven runs testdata/*.txt. Times are t=ms; an entity is given
 // as user=, client= or ip=, each a name or <default>.
-// go test ./broker/quota -run TestDataDriven -rewrite regenerates the
+// go test ./broker/quota -run TestQuotaDataDriven -rewrite regenerates the
 // expected output; review the diff.
 //
 //	quota <entity> key=<quota key> (value=v | remove)   sets the image's quota
@@ -32,7 +32,7 @@ import (
 //	                                      whether a topic with those configs lists the replica
 //	check side=leader|follower t=ms rate=n [listed] [isr]
 //	send side=leader|follower t=ms rate=n bytes=n      a throttled fetch's bytes
-func TestDataDriven(t *testing.T) {
+func TestQuotaDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &harness{img: new(controller.Image), q: New(MaxSensors)}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
