@@ -80,7 +80,7 @@ func init() {
 func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	respond = b.quotaProduce(cc, req, respond) // quota.go
+	respond = b.quotas.produce(cc, req, respond) // quota.go
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
 		unverified = b.verifyTxnProduce(cc.ctx, *req.TransactionID, req)

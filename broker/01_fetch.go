@@ -75,7 +75,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 		return
 	}
 	respond = b.countFetched(respond, replicaOf(req) >= 0)
-	respond = b.quotaFetch(cc, req, respond) // quota.go: runs before countFetched
+	respond = b.quotas.fetch(cc, req, respond) // quota.go: runs before countFetched
 	replicaID := replicaOf(req)
 	resp, n, stop := b.fetchOnce(req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
@@ -266,7 +266,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				}
 				total += len(data)
 				if throttleRate > 0 {
-					b.throttles.leader.record(time.Now(), throttleRate, len(data))
+					b.throttles.Leader.Record(time.Now(), throttleRate, len(data))
 				}
 			}
 			if sp.ErrorCode != 0 {

@@ -20,6 +20,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
@@ -69,7 +70,7 @@ type Broker struct {
 	files    *storage.FileCache
 	fdBudget fdBudget
 	// throttles are the replication quotas (throttle.go).
-	throttles replThrottles
+	throttles quota.Replication
 	// limits bound the client listeners' connections and request memory (limits.go).
 	limits clientLimits
 	// openHook, if set (tests only), runs at the start of every replica
@@ -130,7 +131,7 @@ type Broker struct {
 	ctlImage atomic.Pointer[active.Controller]
 
 	metrics *metrics
-	quotas  *quotas                  // client quota enforcement (quota.go)
+	quotas  *clientQuotas            // client quota enforcement (quota.go)
 	fetch   *replica.Fetchers        // follower replication
 	coord   *coordinator.Coordinator // consumer groups and committed offsets
 	txns    *txncoord.Coordinator    // transactions
@@ -192,7 +193,12 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		Int("partition_limit", b.fdBudget.partLimit).Msg("file descriptor budget")
 	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = newMetrics(b)
-	b.startQuotas()
+	b.quotas = newClientQuotas(func() *controller.Image {
+		if b.meta == nil {
+			return nil
+		}
+		return b.meta.Image()
+	}, b.metrics.reg, log)
 	if cfg.AuthorizerClass == legacyAuthorizerClass {
 		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
 			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")

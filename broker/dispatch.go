@@ -111,7 +111,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		respond(resp, nil)
 	})
 	if !h.ctl {
-		h.b.quotaRequestTime(cc, req.Body, time.Since(start))
+		h.b.quotas.requestTime(cc, req.Body, time.Since(start))
 	}
 }
 

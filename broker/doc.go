@@ -26,10 +26,12 @@
 // carried by ctlClient: in-process when this node leads the quorum, else
 // to the leader's CONTROLLER listener.
 //
-// Client quotas (quota.go, quota_rate.go) are enforced per broker from
-// the image: produce and fetch byte rates, request time and connection
-// rate, with Kafka's windows; a client over its quota is answered with a
-// throttle time and its connection muted (protocol.Request.Mute).
+// Client quotas are enforced per broker from the image: produce and fetch
+// byte rates, request time and connection rate, with Kafka's windows; a
+// client over its quota is answered with a throttle time and its
+// connection muted (protocol.Request.Mute). broker/quota is the pure
+// core (the sensors, precedence, throttle times, and the replication
+// throttles' token buckets); quota.go and throttle.go are the glue.
 //
 // Every goroutine the broker starts goes through goLoop, which Close waits
 // for; one root context (Broker.ctx) ends them all.

@@ -82,7 +82,7 @@ func (b *Broker) admitConnection(remote net.Addr) (bool, time.Duration, func()) 
 		}
 		return false, 0, nil
 	}
-	if d := b.connectionRateDelay(host); d > 0 {
+	if d := b.quotas.connectionDelay(host); d > 0 {
 		release()
 		return false, d, nil
 	}

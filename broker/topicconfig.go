@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -53,9 +54,9 @@ var topicConfigDefs = []topicConfigDef{
 	{"fjord.transactional.writes.required", "", func(*Config) string { return "false" }, oneOf("true", "false")},
 	{"flush.messages", "log.flush.interval.messages", func(c *Config) string { return itoa(c.FlushMessages) }, isInt(1)},
 	{"flush.ms", "log.flush.interval.ms", func(c *Config) string { return itoa(c.FlushMs) }, isInt(1)},
-	{"follower.replication.throttled.replicas", "", func(*Config) string { return "" }, checkThrottledList},
+	{"follower.replication.throttled.replicas", "", func(*Config) string { return "" }, quota.CheckList},
 	{"index.interval.bytes", "log.index.interval.bytes", func(c *Config) string { return itoa(c.IndexIntervalBytes) }, isInt(0)},
-	{"leader.replication.throttled.replicas", "", func(*Config) string { return "" }, checkThrottledList},
+	{"leader.replication.throttled.replicas", "", func(*Config) string { return "" }, quota.CheckList},
 	{"max.message.bytes", "message.max.bytes", func(c *Config) string { return itoa(c.MessageMaxBytes) }, isInt(64)},
 	{"message.timestamp.type", "log.message.timestamp.type", func(c *Config) string { return c.MessageTimestampType }, oneOf("CreateTime", "LogAppendTime")},
 	{"min.insync.replicas", "min.insync.replicas", func(c *Config) string { return itoa(c.MinInsyncReplicas) }, isInt(1)},
