@@ -10,6 +10,7 @@ import (
 	"github.com/fjordlog/fjord/group"
 
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -35,9 +36,9 @@ func errorCode(err error) int16 {
 		// Damaged on this broker's disk: retriable, the client refreshes
 		// metadata and finds the replica that takes over.
 		return kerr.KafkaStorageError.Code
-	case errors.Is(err, storage.ErrCorruptBatch):
+	case errors.Is(err, recordbatch.ErrCorrupt):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, storage.ErrUnsupportedMagic):
+	case errors.Is(err, recordbatch.ErrUnsupportedMagic):
 		// magic 0/1 message sets: a format Fjord does not take, not corruption
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, storage.ErrInvalidRecord):
@@ -54,7 +55,7 @@ func errorCode(err error) int16 {
 		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, replica.ErrTimedOut):
 		return kerr.RequestTimedOut.Code
-	case errors.Is(err, storage.ErrBatchTooLarge):
+	case errors.Is(err, recordbatch.ErrTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // OffsetForTimestamp finds the first record at or after ts (in ms) below
@@ -27,15 +29,15 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 			}
 		}
 		for pos < st.size {
-			hdr, err := s.readAt(pos, BatchHeaderLen)
+			hdr, err := s.readAt(pos, recordbatch.HeaderLen)
 			if err != nil {
 				return 0, 0, false, err
 			}
-			info, err := ParseHeader(hdr)
+			info, err := recordbatch.ParseHeader(hdr)
 			if err != nil {
 				return 0, 0, false, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 			}
-			base := BaseOffset(hdr)
+			base := recordbatch.BaseOffset(hdr)
 			if base >= limit {
 				return 0, 0, false, nil
 			}
@@ -48,7 +50,7 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 					return max(base, start), info.MaxTimestamp, true, nil
 				}
 				found := false
-				err = EachRecord(b, info, func(r Record) bool {
+				err = recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 					if rts := info.BaseTimestamp + r.TimestampDelta; rts >= ts && base+int64(r.OffsetDelta) >= start {
 						offset, recordTS, found = base+int64(r.OffsetDelta), rts, true
 						return false
@@ -96,15 +98,15 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 	if err != nil || pos >= size {
 		return offset, ts, true, err
 	}
-	hdr, err := best.readAt(pos, BatchHeaderLen)
+	hdr, err := best.readAt(pos, recordbatch.HeaderLen)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	info, err := ParseHeader(hdr)
+	info, err := recordbatch.ParseHeader(hdr)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	base := BaseOffset(hdr)
+	base := recordbatch.BaseOffset(hdr)
 	if info.LogAppendTimed {
 		return base, ts, true, nil
 	}
@@ -113,7 +115,7 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 		return 0, 0, false, err
 	}
 	found := base
-	err = EachRecord(b, info, func(r Record) bool {
+	err = recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 		if info.BaseTimestamp+r.TimestampDelta == info.MaxTimestamp {
 			found = base + int64(r.OffsetDelta)
 			return false

@@ -10,7 +10,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/controller/quorum"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -146,12 +146,12 @@ func TestServeOverListener(t *testing.T) {
 		t.Fatalf("fetch: code %d, leader %d", sp.ErrorCode, sp.CurrentLeader.LeaderID)
 	}
 	for data := sp.RecordBatches; len(data) > 0; {
-		info, err := storage.ParseHeader(data)
+		info, err := recordbatch.ParseHeader(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		base := uint64(storage.BaseOffset(data))
-		storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+		base := uint64(recordbatch.BaseOffset(data))
+		recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 			img, err = quorum.ApplyEntry(img, base+uint64(r.OffsetDelta), r.Value)
 			return err == nil
 		})
