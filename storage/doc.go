@@ -22,7 +22,7 @@
 //	leader-epoch-checkpoint         leader epochs and where each began
 //	log-start-offset                the log start offset, when DeleteRecords moved it
 //	                                inside the first segment (logstart.go)
-//	partition.metadata              topic id (written by the broker)
+//	partition.metadata              the owning topic's id, written by the broker (partdir.go)
 //	clean-shutdown                  present only after a clean close
 //
 // A .log file is record batches (magic 2) back to back, the bytes a
@@ -102,8 +102,10 @@
 // Names are made durable as POSIX requires, by syncing the directory that
 // holds them, never by relying on a file system that commits metadata in
 // order (ext4's journal mostly does): a new partition directory (in its
-// parent), a new segment's files, a renamed snapshot or epoch checkpoint, a
-// compacted segment swapped in, truncation's removals, and Delete's rename.
+// parent), a new segment's files, a renamed snapshot, epoch checkpoint or
+// partition.metadata, a compacted segment swapped in, truncation's
+// removals, and a deleted partition directory's rename
+// (DeletePartitionDir).
 // Retention's removals are not synced: a crash may bring deleted segments
 // back, whole and unchanged, for the next retention check (a segment's files
 // go .log first and .txnindex last, and Open removes a .txnindex without its

@@ -2,8 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -246,38 +244,7 @@ func (l *Log) Delete() error {
 	for _, s := range segs {
 		s.close()
 	}
-	// Rename first so a crash mid-removal leaves a directory that start-up
-	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log;
-	// the rename must be durable before the first removal is, which the
-	// parent's sync makes sure of (the removals are changes to another
-	// directory, which a crash may keep without the rename).
-	gone := l.dir + DeletedSuffix
-	if err := l.fs.Rename(l.dir, gone); err != nil {
-		return fmt.Errorf("log %s: %w", l.dir, err)
-	}
-	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
-		return fmt.Errorf("log %s: sync parent directory: %w", l.dir, err)
-	}
-	return l.fs.RemoveAll(gone)
-}
-
-// DeletedSuffix marks a partition directory being deleted.
-const DeletedSuffix = ".fjord-delete"
-
-// RemoveDeletedDirs finishes deletions interrupted by a crash, in logDir
-// on the operating system's file system; RemoveDeletedDirsFS takes another.
-func RemoveDeletedDirs(logDir string) {
-	RemoveDeletedDirsFS(OSFS, logDir)
-}
-
-// RemoveDeletedDirsFS is RemoveDeletedDirs on fs.
-func RemoveDeletedDirsFS(fs FS, logDir string) {
-	ents, _ := fs.ReadDir(logDir)
-	for _, e := range ents {
-		if e.IsDir() && strings.HasSuffix(e.Name(), DeletedSuffix) {
-			fs.RemoveAll(logDir + "/" + e.Name())
-		}
-	}
+	return DeletePartitionDir(l.fs, l.dir)
 }
 
 // SegmentCount is the number of segments, the active one included.
