@@ -42,7 +42,7 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseRequest$$' -fuzztime=$(FUZZ_FAST) ./protocol
 	$(GO) test -run='^$$' -fuzz='^FuzzReadFrame$$' -fuzztime=$(FUZZ_FAST) ./protocol
-	$(GO) test -run='^$$' -fuzz='^FuzzValidateBatch$$' -fuzztime=$(FUZZ_FAST) ./storage
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateBatch$$' -fuzztime=$(FUZZ_FAST) ./storage/recordbatch
 	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZ_DISK) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzFilter$$' -fuzztime=$(FUZZ_FAST) ./broker/acl
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeLogStart$$' -fuzztime=$(FUZZ_DISK) ./storage

@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Produce: v0-11
@@ -307,7 +308,7 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 	if acks == -1 && int32(len(v.ISR)) < s.MinISR {
 		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.MinISR)
 	}
-	info, err := storage.ValidateBatch(records, s.MaxBatchBytes)
+	info, err := recordbatch.Validate(records, s.MaxBatchBytes)
 	if err != nil {
 		return ackWait{}, err
 	}

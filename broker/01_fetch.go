@@ -9,9 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // Fetch: v4-16
@@ -292,12 +294,12 @@ func lastStable(lg *storage.Log, hw int64) int64 {
 // drop from data, the batches read from fetchOffset on.
 func abortedIn(lg *storage.Log, fetchOffset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	end := fetchOffset
-	for d := data; len(d) >= storage.BatchHeaderLen; {
-		info, err := storage.ParseHeader(d)
+	for d := data; len(d) >= recordbatch.HeaderLen; {
+		info, err := recordbatch.ParseHeader(d)
 		if err != nil || info.Bytes > len(d) {
 			break
 		}
-		end = storage.LastOffset(d) + 1
+		end = recordbatch.LastOffset(d) + 1
 		d = d[info.Bytes:]
 	}
 	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/protocol"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // testBroker starts a broker on a free loopback port in dir.
@@ -203,11 +203,11 @@ func recordValues(t *testing.T, b []byte) []string {
 	t.Helper()
 	var out []string
 	for len(b) > 0 {
-		info, err := storage.ParseHeader(b)
+		info, err := recordbatch.ParseHeader(b)
 		if err != nil || info.Bytes > len(b) {
 			t.Fatalf("bad batch in fetch response: %v", err)
 		}
-		if err := storage.EachRecord(b[:info.Bytes], info, func(r storage.Record) bool {
+		if err := recordbatch.EachRecord(b[:info.Bytes], info, func(r recordbatch.Record) bool {
 			out = append(out, string(r.Value))
 			return true
 		}); err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/protocol"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // consoleSource is what the web console (package broker/console, on
@@ -182,13 +182,13 @@ func (s consoleSource) Tail(name string, partition int32, lim console.TailLimits
 		}
 		read += len(data)
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil || info.Bytes > len(data) {
 				return t, fmt.Errorf("%s-%d: unreadable batch after offset %d", name, partition, off)
 			}
-			base := storage.BaseOffset(data)
+			base := recordbatch.BaseOffset(data)
 			if !info.Control {
-				err = storage.EachRecordWithin(data[:info.Bytes], info, lim.ReadBytes, func(r storage.Record) bool {
+				err = recordbatch.EachRecordWithin(data[:info.Bytes], info, lim.ReadBytes, func(r recordbatch.Record) bool {
 					o := base + int64(r.OffsetDelta)
 					if o >= from && o < t.HighWater {
 						t.Records = append(t.Records, tailRecord(r, o, info, lim.ValueBytes))
@@ -209,7 +209,7 @@ func (s consoleSource) Tail(name string, partition int32, lim console.TailLimits
 	return t, nil
 }
 
-func tailRecord(r storage.Record, off int64, info storage.BatchInfo, n int) console.Record {
+func tailRecord(r recordbatch.Record, off int64, info recordbatch.Info, n int) console.Record {
 	ts := info.BaseTimestamp + r.TimestampDelta
 	if info.LogAppendTimed {
 		ts = info.MaxTimestamp

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Broker-level failures that map to Kafka error codes.
@@ -36,9 +37,9 @@ func errorCode(err error) int16 {
 		// Damaged on this broker's disk: retriable, the client refreshes
 		// metadata and finds the replica that takes over.
 		return kerr.KafkaStorageError.Code
-	case errors.Is(err, storage.ErrCorruptBatch):
+	case errors.Is(err, recordbatch.ErrCorrupt):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, storage.ErrUnsupportedMagic):
+	case errors.Is(err, recordbatch.ErrUnsupportedMagic):
 		// magic 0/1 message sets: a format Fjord does not take, not corruption
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, storage.ErrInvalidRecord):
@@ -55,7 +56,7 @@ func errorCode(err error) int16 {
 		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, replica.ErrTimedOut):
 		return kerr.RequestTimedOut.Code
-	case errors.Is(err, storage.ErrBatchTooLarge):
+	case errors.Is(err, recordbatch.ErrTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // ReplicaState is one local replica as tests and tools see it.
@@ -46,12 +46,12 @@ func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
 			break
 		}
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil || info.Bytes > len(data) {
 				return rs, fmt.Errorf("%s-%d: bad batch at %d", topic, partition, off)
 			}
-			base := storage.BaseOffset(data)
-			storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+			base := recordbatch.BaseOffset(data)
+			recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 				rs.Values = append(rs.Values, r.Value)
 				return true
 			})

@@ -11,7 +11,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/quorum"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // metadataLog is the broker's view of the metadata log: the controller role
@@ -143,13 +143,13 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 	data := sp.RecordBatches
 	next := img
 	for len(data) > 0 {
-		info, err := storage.ParseHeader(data)
+		info, err := recordbatch.ParseHeader(data)
 		if err != nil || info.Bytes > len(data) {
 			return false, errMalformedShip
 		}
-		base := uint64(storage.BaseOffset(data))
+		base := uint64(recordbatch.BaseOffset(data))
 		var applyErr error
-		storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+		recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 			idx := base + uint64(r.OffsetDelta)
 			if idx <= next.Version() {
 				return true // already applied

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -324,8 +322,8 @@ func (h replicaHost) Open(p *replica.Partition) {
 // openLog opens (creating if needed) p's log. A directory whose
 // partition.metadata names another topic id belongs to an earlier topic
 // of the same name whose deletion a crash interrupted: it is removed
-// first. An unreadable partition.metadata (a crash while writing it; it is
-// not fsynced) is rewritten, never taken as a reason to delete.
+// first. An unreadable partition.metadata (damaged: it is replaced
+// atomically) is rewritten, never taken as a reason to delete.
 func (b *Broker) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, error) {
 	if h := b.openHook.Load(); h != nil {
 		(*h)(p.Topic, p.Index)
@@ -356,49 +354,29 @@ func (b *Broker) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, error
 // openLogFiles is openLog past the budget.
 func (b *Broker) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log, error) {
 	dir := c.dir
-	pmPath := filepath.Join(dir, "partition.metadata")
-	want := encodeUUID(p.TopicID)
-	data, err := os.ReadFile(pmPath)
-	id, parsed := parseTopicID(data)
-	if err == nil && parsed && id != want {
-		b.log.Warn().Str("dir", dir).Str("found_topic_id", id).Str("topic_id", want).
-			Msg("replica directory belongs to a deleted topic of the same name; removing it")
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
-		}
-		parsed = false
-	}
-	if err != nil || !parsed {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		// Written without fsync: the metadata log, not this file, is the
-		// record of which topic owns the directory.
-		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", want)
-		if err := os.WriteFile(pmPath+".tmp", []byte(pm), 0o644); err != nil {
-			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
-		}
-		if err := os.Rename(pmPath+".tmp", pmPath); err != nil {
-			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
-		}
-	}
 	scfg := p.Settings().Storage
 	scfg.Files = b.files
+	want := encodeUUID(p.TopicID)
+	id, err := storage.ReadPartitionMetadata(scfg.FS, dir)
+	if err == nil && id != want {
+		b.log.Warn().Str("dir", dir).Str("found_topic_id", id).Str("topic_id", want).
+			Msg("replica directory belongs to a deleted topic of the same name; removing it")
+		if err := storage.DeletePartitionDir(scfg.FS, dir); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil || id != want {
+		// Durable before the log is, so the log's directory never lacks
+		// it after a crash (stray removal passes over such a directory).
+		if err := storage.WritePartitionMetadata(scfg.FS, dir, want); err != nil {
+			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
+		}
+	}
 	lg, err := storage.Open(dir, scfg, p.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
 	return lg, nil
-}
-
-// parseTopicID reads the topic_id line of a partition.metadata file.
-func parseTopicID(data []byte) (string, bool) {
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "topic_id: "); ok && len(v) == 22 {
-			return v, true
-		}
-	}
-	return "", false
 }
 
 // Delete closes and removes p's log in the background; the answer is

@@ -51,7 +51,7 @@ func (b *Broker) removeStrays(img *controller.Image) {
 			continue
 		}
 		dir := filepath.Join(b.logDir, name)
-		if _, err := os.Stat(filepath.Join(dir, "partition.metadata")); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, storage.PartitionMetadataFile)); err != nil {
 			continue // not a partition directory (or not one Fjord wrote)
 		}
 		if t := img.Topic(name[:i]); t != nil && int(part) < len(t.Partitions) && slices.Contains(t.Partitions[part].Replicas, me) {
@@ -76,25 +76,10 @@ func (b *Broker) removeStrays(img *controller.Image) {
 				r.mu.Unlock()
 				close(c.released)
 			}()
-			// As storage.Log.Delete: rename, make the rename durable, then
-			// remove, so a crash leaves garbage start-up recognises.
-			gone := dir + storage.DeletedSuffix
-			os.RemoveAll(gone)
-			if err := os.Rename(dir, gone); err != nil {
+			// As storage.Log.Delete: a crash leaves garbage start-up
+			// recognises, never a partition directory missing some files.
+			if err := storage.DeletePartitionDir(storage.OSFS, dir); err != nil {
 				b.log.Warn().Err(err).Str("dir", dir).Msg("removing a stray replica")
-				return
-			}
-			d, err := os.Open(b.logDir)
-			if err == nil {
-				err = d.Sync()
-				d.Close()
-			}
-			if err != nil {
-				b.log.Warn().Err(err).Str("dir", gone).Msg("removing a stray replica: syncing the log directory; the rest is removed at the next start")
-				return
-			}
-			if err := os.RemoveAll(gone); err != nil {
-				b.log.Warn().Err(err).Str("dir", gone).Msg("removing a stray replica")
 			}
 		})
 		if !started {

@@ -15,7 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/broker/txncoord"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // The broker's side of the transaction coordinator (package
@@ -165,7 +165,7 @@ func (b *Broker) verifyTxnProduce(ctx context.Context, id string, req *kmsg.Prod
 	for _, rt := range req.Topics {
 		t := b.lookup(rt.Topic)
 		for _, rp := range rt.Partitions {
-			info, err := storage.ParseHeader(rp.Records)
+			info, err := recordbatch.ParseHeader(rp.Records)
 			if err != nil || !info.Transactional || info.Control || info.ProducerID < 0 {
 				continue // refused or appended as usual by the produce path
 			}

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // BenchmarkAppend appends 16 KiB batches (16 records of 1 KiB) without
@@ -13,7 +15,7 @@ func BenchmarkAppend(b *testing.B) {
 	cfg.SegmentBytes = 64 << 20
 	l := openLog(b, b.TempDir(), cfg)
 	tmpl := buildBatch(b, batchOpts{N: 16, ValueSize: 1024})
-	info, err := ValidateBatch(tmpl, 0)
+	info, err := recordbatch.Validate(tmpl, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func BenchmarkAppendFlush(b *testing.B) {
 	cfg := testConfig()
 	l := openLog(b, b.TempDir(), cfg)
 	tmpl := buildBatch(b, batchOpts{N: 1, ValueSize: 1024})
-	info, err := ValidateBatch(tmpl, 0)
+	info, err := recordbatch.Validate(tmpl, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,14 +2,14 @@ package storage
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"sort"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // CompactStats reports one cleaning pass.
@@ -78,12 +78,12 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 	for _, s := range inactive {
 		size := s.pub.Load().size
 		st.BytesRead += size
-		err := eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
-			if info.Control || aborted.has(info, BaseOffset(b)) {
+		err := eachStoredBatch(s, size, func(b []byte, info recordbatch.Info) error {
+			if info.Control || aborted.has(info, recordbatch.BaseOffset(b)) {
 				return nil
 			}
-			base := BaseOffset(b)
-			return EachRecord(b, info, func(r Record) bool {
+			base := recordbatch.BaseOffset(b)
+			return recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 				if r.Key != nil {
 					latest[string(r.Key)] = base + int64(r.OffsetDelta)
 				}
@@ -108,8 +108,8 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		w := bufio.NewWriterSize(f, 256<<10)
 		var written, purged int64
 		var scratch []byte
-		err = eachStoredBatch(s, size, func(b []byte, info BatchInfo) error {
-			base := BaseOffset(b)
+		err = eachStoredBatch(s, size, func(b []byte, info recordbatch.Info) error {
+			base := recordbatch.BaseOffset(b)
 			if info.Control {
 				written += int64(len(b))
 				_, err := w.Write(b)
@@ -119,8 +119,8 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 				purged += int64(info.Records)
 				return nil
 			}
-			var keep []Record
-			err := EachRecord(b, info, func(r Record) bool {
+			var keep []recordbatch.Record
+			err := recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 				switch {
 				case r.Key == nil:
 					keep = append(keep, r)
@@ -142,7 +142,7 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 				return nil
 			}
 			if len(keep) < int(info.Records) {
-				if scratch, err = appendCompactedBatch(scratch[:0], b, info, keep); err != nil {
+				if scratch, err = recordbatch.AppendRewritten(scratch[:0], b, info, keep); err != nil {
 					return err
 				}
 				out = scratch
@@ -209,7 +209,7 @@ func abortedRangesOf(segs []*segment) abortedRanges {
 // transaction: it is transactional, and its producer aborted a transaction
 // that began at or before it and ended after it (a producer has one open
 // at a time, so that one holds it).
-func (r abortedRanges) has(info BatchInfo, base int64) bool {
+func (r abortedRanges) has(info recordbatch.Info, base int64) bool {
 	if !info.Transactional || info.Control || len(r) == 0 {
 		return false
 	}
@@ -219,7 +219,7 @@ func (r abortedRanges) has(info BatchInfo, base int64) bool {
 }
 
 // eachStoredBatch reads a segment's batches sequentially up to size.
-func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) error {
+func eachStoredBatch(s *segment, size int64, fn func([]byte, recordbatch.Info) error) error {
 	f, err := s.h.acquire()
 	if err != nil {
 		return fmt.Errorf("segment %d: %w", s.base, err)
@@ -228,11 +228,11 @@ func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) e
 	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
 	var buf []byte
 	for pos := int64(0); pos < size; {
-		var hdr [BatchHeaderLen]byte
+		var hdr [recordbatch.HeaderLen]byte
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 		}
-		info, err := ParseHeader(hdr[:])
+		info, err := recordbatch.ParseHeader(hdr[:])
 		if err != nil {
 			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 		}
@@ -241,7 +241,7 @@ func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) e
 		}
 		buf = buf[:info.Bytes]
 		copy(buf, hdr[:])
-		if _, err := io.ReadFull(r, buf[BatchHeaderLen:]); err != nil {
+		if _, err := io.ReadFull(r, buf[recordbatch.HeaderLen:]); err != nil {
 			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 		}
 		if err := fn(buf, info); err != nil {
@@ -250,28 +250,6 @@ func eachStoredBatch(s *segment, size int64, fn func([]byte, BatchInfo) error) e
 		pos += int64(info.Bytes)
 	}
 	return nil
-}
-
-// appendCompactedBatch writes a batch holding keep, with the original
-// batch's base offset, offset range, timestamps, producer fields and
-// compression codec.
-func appendCompactedBatch(out, orig []byte, info BatchInfo, keep []Record) ([]byte, error) {
-	var body []byte
-	for _, r := range keep {
-		body = appendRecord(body, r)
-	}
-	body, err := compress(info.Codec, body)
-	if err != nil {
-		return nil, err
-	}
-	start := len(out)
-	out = append(out, orig[:BatchHeaderLen]...)
-	out = append(out, body...)
-	b := out[start:]
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
-	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(keep)))
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return out, nil
 }
 
 // errCompactionAborted: the log was truncated while Compact worked; what it

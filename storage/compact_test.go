@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 )
 
@@ -25,15 +26,15 @@ func readAllKV(t *testing.T, l *Log) map[int64][3]string {
 			break
 		}
 		for len(data) > 0 {
-			info, err := ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckCRC(data[:info.Bytes]); err != nil {
+			if err := recordbatch.CheckCRC(data[:info.Bytes]); err != nil {
 				t.Fatal(err)
 			}
-			base := BaseOffset(data)
-			EachRecord(data[:info.Bytes], info, func(r Record) bool {
+			base := recordbatch.BaseOffset(data)
+			recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 				null := "value"
 				if r.Value == nil {
 					null = "null"
@@ -48,10 +49,10 @@ func readAllKV(t *testing.T, l *Log) map[int64][3]string {
 	return out
 }
 
-func appendKV(t *testing.T, l *Log, now int64, recs ...KV) {
+func appendKV(t *testing.T, l *Log, now int64, recs ...recordbatch.KV) {
 	t.Helper()
-	b := BuildBatch(recs, now)
-	info, err := ValidateBatch(b, 0)
+	b := recordbatch.Build(recs, now)
+	info, err := recordbatch.Validate(b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,16 +74,16 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	for r := range rounds {
 		for k := range keys {
 			key := fmt.Sprintf("k%d", k)
-			appendKV(t, l, 1000, KV{Key: []byte(key), Value: []byte(fmt.Sprintf("v%d-%d", k, r))})
+			appendKV(t, l, 1000, recordbatch.KV{Key: []byte(key), Value: []byte(fmt.Sprintf("v%d-%d", k, r))})
 			latest[key] = l.EndOffset() - 1
 		}
 	}
 	// A tombstone for k0, then a big record so the tombstone's segment is
 	// no longer the active one.
-	appendKV(t, l, 1000, KV{Key: []byte("k0")})
+	appendKV(t, l, 1000, recordbatch.KV{Key: []byte("k0")})
 	delete(latest, "k0")
-	appendKV(t, l, 1000, KV{Key: []byte("filler"), Value: make([]byte, 3000)})
-	appendKV(t, l, 1000, KV{Key: []byte("filler2"), Value: []byte("x")})
+	appendKV(t, l, 1000, recordbatch.KV{Key: []byte("filler"), Value: make([]byte, 3000)})
+	appendKV(t, l, 1000, recordbatch.KV{Key: []byte("filler2"), Value: []byte("x")})
 	before := readAllKV(t, l)
 	end := l.EndOffset()
 	segs := l.segments()
@@ -140,7 +141,7 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	if len(again) != len(final) || l2.EndOffset() != end {
 		t.Fatalf("after reopen: %d records (want %d), end %d (want %d)", len(again), len(final), l2.EndOffset(), end)
 	}
-	appendKV(t, l2, 6000, KV{Key: []byte("k1"), Value: []byte("new")})
+	appendKV(t, l2, 6000, recordbatch.KV{Key: []byte("k1"), Value: []byte("new")})
 	if l2.EndOffset() != end+1 {
 		t.Fatalf("append after reopen at %d", l2.EndOffset()-1)
 	}
@@ -152,7 +153,7 @@ func TestCompactLeftoverCleanedFileRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendKV(t, l, 1, KV{Key: []byte("a"), Value: []byte("1")})
+	appendKV(t, l, 1, recordbatch.KV{Key: []byte("a"), Value: []byte("1")})
 	l.Close()
 	junk := filepath.Join(dir, "00000000000000000000.log"+cleanedExt)
 	os.WriteFile(junk, []byte("partial"), 0o644)
@@ -178,9 +179,9 @@ func BenchmarkCompact(b *testing.B) {
 		l, _ := Open(dir, cfg, zerolog.Nop())
 		val := make([]byte, 200)
 		for i := range 200000 {
-			recs := []KV{{Key: []byte(fmt.Sprintf("key-%d", i%1000)), Value: val}}
-			bt := BuildBatch(recs, 1)
-			info, _ := ValidateBatch(bt, 0)
+			recs := []recordbatch.KV{{Key: []byte(fmt.Sprintf("key-%d", i%1000)), Value: val}}
+			bt := recordbatch.Build(recs, 1)
+			info, _ := recordbatch.Validate(bt, 0)
 			l.Append(bt, info, 0, 1)
 		}
 		b.StartTimer()
@@ -196,7 +197,7 @@ func BenchmarkCompact(b *testing.B) {
 // A compressed batch that loses records is rewritten in its own codec,
 // with its headers and offsets kept.
 func TestCompactKeepsCodec(t *testing.T) {
-	for _, codec := range []int8{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+	for _, codec := range []int8{recordbatch.CodecGzip, recordbatch.CodecSnappy, recordbatch.CodecLZ4, recordbatch.CodecZstd} {
 		dir := t.TempDir()
 		cfg := DefaultConfig()
 		cfg.SegmentBytes = 1024
@@ -209,13 +210,13 @@ func TestCompactKeepsCodec(t *testing.T) {
 			{OffsetDelta: 1, Key: []byte("b"), Value: []byte("2"), Headers: [][2][]byte{{[]byte("h"), []byte("v")}}},
 			{OffsetDelta: 2, Key: []byte("a"), Value: []byte("3")},
 		}})
-		info, err := ValidateBatch(b, 0)
+		info, err := recordbatch.Validate(b, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.Append(b, info, 0, 1)
-		appendKV(t, l, 1, KV{Key: []byte("filler"), Value: make([]byte, 2000)}) // roll
-		appendKV(t, l, 1, KV{Key: []byte("x"), Value: []byte("y")})
+		appendKV(t, l, 1, recordbatch.KV{Key: []byte("filler"), Value: make([]byte, 2000)}) // roll
+		appendKV(t, l, 1, recordbatch.KV{Key: []byte("x"), Value: []byte("y")})
 		if _, err := l.Compact(2, 1<<40); err != nil {
 			t.Fatal(err)
 		}
@@ -223,15 +224,15 @@ func TestCompactKeepsCodec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ParseHeader(data)
-		if err != nil || CheckCRC(data[:got.Bytes]) != nil {
+		got, err := recordbatch.ParseHeader(data)
+		if err != nil || recordbatch.CheckCRC(data[:got.Bytes]) != nil {
 			t.Fatalf("codec %d: %v", codec, err)
 		}
 		if got.Codec != codec || got.Records != 2 || got.LastDelta != 2 {
 			t.Fatalf("codec %d: rewritten batch has codec %d, %d records, last delta %d", codec, got.Codec, got.Records, got.LastDelta)
 		}
 		var seen []string
-		EachRecord(data[:got.Bytes], got, func(r Record) bool {
+		recordbatch.EachRecord(data[:got.Bytes], got, func(r recordbatch.Record) bool {
 			seen = append(seen, fmt.Sprintf("%d:%s=%s/%d", r.OffsetDelta, r.Key, r.Value, len(r.Headers)))
 			return true
 		})

@@ -1,9 +1,13 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
+)
 
 // AppendCoordinator appends a transactional batch that a coordinator of
-// this broker wrote for a producer's transaction (BuildTxnBatch: the group
+// this broker wrote for a producer's transaction (recordbatch.BuildTxn: the group
 // coordinator's transactional offset commits), as the leader of
 // leaderEpoch. Kafka appends these with origin COORDINATOR: the producer's
 // epoch is checked (an older one is ErrInvalidEpoch, a fenced producer),
@@ -11,7 +15,7 @@ import "fmt"
 // such batch starts at sequence 0). The batch opens the producer's
 // transaction on this partition, which its marker ends, as any
 // transactional batch does.
-func (l *Log) AppendCoordinator(batch []byte, info BatchInfo, leaderEpoch int32, now int64) (AppendResult, error) {
+func (l *Log) AppendCoordinator(batch []byte, info recordbatch.Info, leaderEpoch int32, now int64) (AppendResult, error) {
 	if info.Control || !info.Transactional || !info.Idempotent() {
 		return AppendResult{}, fmt.Errorf("%w: a coordinator's batch must be transactional data with a producer id", ErrInvalidRecord)
 	}

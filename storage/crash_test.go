@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 )
 
@@ -417,9 +418,9 @@ func (r *crashRun) newRecords() []testRecord {
 
 func (r *crashRun) codec() int8 {
 	if r.rng.IntN(8) == 0 {
-		return CodecSnappy
+		return recordbatch.CodecSnappy
 	}
-	return CodecNone
+	return recordbatch.CodecNone
 }
 
 func modelBatch(base int64, recs []testRecord, ts int64, epoch int32, pid int64, seq int32) *mbatch {
@@ -442,9 +443,9 @@ func (r *crashRun) appendLeader() {
 		o.Idempotent, o.PID, o.Seq = true, r.pid, r.seq
 	}
 	b := buildBatch(r.t, o)
-	info, err := ValidateBatch(b, 0)
+	info, err := recordbatch.Validate(b, 0)
 	if err != nil {
-		r.fatalf("ValidateBatch: %v", err)
+		r.fatalf("recordbatch.Validate: %v", err)
 	}
 	r.logf("append %d records at %d (epoch %d, idempotent %v, pid %d seq %d)", len(recs), r.l.EndOffset(), r.epoch, idem, r.pid, r.seq)
 	res, err := r.l.Append(b, info, r.epoch, r.now)
@@ -478,7 +479,7 @@ func (r *crashRun) appendReplica() {
 		}
 		recs := r.newRecords()
 		b := buildBatch(r.t, batchOpts{Records: recs, BaseTS: r.now, Codec: r.codec()})
-		StampBatch(b, at, r.epoch, -1)
+		recordbatch.Stamp(b, at, r.epoch, -1)
 		in = append(in, b...)
 		mbs = append(mbs, modelBatch(at, recs, r.now, r.epoch, -1, -1))
 		at += int64(len(recs))
@@ -741,15 +742,15 @@ func (r *crashRun) readBatches(l *Log) []*mbatch {
 			break
 		}
 		for pos := 0; pos < len(data); {
-			info, err := ParseHeader(data[pos:])
+			info, err := recordbatch.ParseHeader(data[pos:])
 			if err != nil || pos+info.Bytes > len(data) {
 				r.fatalf("Read(%d): bad batch at %d: %v", off, pos, err)
 			}
 			b := data[pos : pos+info.Bytes]
-			if err := CheckCRC(b); err != nil {
+			if err := recordbatch.CheckCRC(b); err != nil {
 				r.fatalf("Read(%d) returned a batch failing its CRC: %v", off, err)
 			}
-			mb := &mbatch{base: BaseOffset(b), last: LastOffset(b), recs: map[int64]mrec{}, epoch: PartitionLeaderEpoch(b),
+			mb := &mbatch{base: recordbatch.BaseOffset(b), last: recordbatch.LastOffset(b), recs: map[int64]mrec{}, epoch: recordbatch.PartitionLeaderEpoch(b),
 				pid: info.ProducerID, firstSeq: info.BaseSequence, lastSeq: info.LastSequence()}
 			if mb.tb, err = decodeTBatch(b); err != nil {
 				r.fatalf("Read(%d): batch at %d: %v", off, mb.base, err)
@@ -757,7 +758,7 @@ func (r *crashRun) readBatches(l *Log) []*mbatch {
 			if n := len(out); n > 0 && mb.base <= out[n-1].last {
 				r.fatalf("batch at %d does not follow the one ending at %d", mb.base, out[n-1].last)
 			}
-			err = EachRecord(b, info, func(rec Record) bool {
+			err = recordbatch.EachRecord(b, info, func(rec recordbatch.Record) bool {
 				mb.recs[mb.base+int64(rec.OffsetDelta)] = mrec{string(rec.Key), string(rec.Value), info.BaseTimestamp + rec.TimestampDelta}
 				return true
 			})
@@ -885,8 +886,8 @@ func (r *crashRun) verifyPointReads(l *Log, got []*mbatch) {
 		switch {
 		case i < 0 && len(data) == 0:
 		case i < 0:
-			r.fatalf("Read(%d) returned a batch at %d past the last one", o, BaseOffset(data))
-		case len(data) < BatchHeaderLen || BaseOffset(data) != got[i].base:
+			r.fatalf("Read(%d) returned a batch at %d past the last one", o, recordbatch.BaseOffset(data))
+		case len(data) < recordbatch.HeaderLen || recordbatch.BaseOffset(data) != got[i].base:
 			r.fatalf("Read(%d) returned %d bytes, want the batch at %d", o, len(data), got[i].base)
 		}
 	}
@@ -1003,9 +1004,9 @@ func (r *crashRun) adopt() {
 			recs[k] = testRecord{OffsetDelta: int32(k), Key: []byte("retry"), Value: []byte("retry")}
 		}
 		dup := buildBatch(r.t, batchOpts{Records: recs, BaseTS: r.now, Idempotent: true, PID: b.pid, Seq: b.firstSeq})
-		info, err := ValidateBatch(dup, 0)
+		info, err := recordbatch.Validate(dup, 0)
 		if err != nil {
-			r.fatalf("ValidateBatch: %v", err)
+			r.fatalf("recordbatch.Validate: %v", err)
 		}
 		res, err := r.l.Append(dup, info, r.epoch, r.now)
 		if err != nil || !res.Duplicate || res.BaseOffset != b.base || res.LastOffset != b.last {

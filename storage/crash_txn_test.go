@@ -3,6 +3,8 @@ package storage
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Transactions in TestCrashRecovery's workload: transactional producers
@@ -171,9 +173,9 @@ func (r *crashRun) appendTxn() {
 	recs := r.newRecords()
 	o := batchOpts{Records: recs, BaseTS: r.now, Codec: r.codec(), Idempotent: true, PID: sl.pid, Epoch: sl.epoch, Seq: sl.seq, Attrs: attrTransactional}
 	b := buildBatch(r.t, o)
-	info, err := ValidateBatch(b, 0)
+	info, err := recordbatch.Validate(b, 0)
 	if err != nil {
-		r.fatalf("ValidateBatch: %v", err)
+		r.fatalf("recordbatch.Validate: %v", err)
 	}
 	r.logf("append %d transactional records at %d (epoch %d, pid %d epoch %d seq %d)", len(recs), r.l.EndOffset(), r.epoch, sl.pid, sl.epoch, sl.seq)
 	res, err := r.l.Append(b, info, r.epoch, r.now)
@@ -241,7 +243,7 @@ func (r *crashRun) replicaTxnBatch(at int64) ([]byte, *mbatch) {
 	if r.rng.IntN(3) == 0 {
 		m := TxnMarker{ProducerID: pid, Commit: r.rng.IntN(2) == 0}
 		b := buildMarkerBatch(m, r.now)
-		StampBatch(b, at, r.epoch, -1)
+		recordbatch.Stamp(b, at, r.epoch, -1)
 		return b, markerModel(at, m, r.now, r.epoch)
 	}
 	if r.txn.repSeq == nil {
@@ -251,7 +253,7 @@ func (r *crashRun) replicaTxnBatch(at int64) ([]byte, *mbatch) {
 	seq := r.txn.repSeq[pid]
 	r.txn.repSeq[pid] += int32(len(recs))
 	b := buildBatch(r.t, batchOpts{Records: recs, BaseTS: r.now, Codec: r.codec(), Idempotent: true, PID: pid, Seq: seq, Attrs: attrTransactional})
-	StampBatch(b, at, r.epoch, -1)
+	recordbatch.Stamp(b, at, r.epoch, -1)
 	mb := modelBatch(at, recs, r.now, r.epoch, pid, seq)
 	mb.tb.txn = true
 	return b, mb

@@ -22,25 +22,14 @@
 //	leader-epoch-checkpoint         leader epochs and where each began
 //	log-start-offset                the log start offset, when DeleteRecords moved it
 //	                                inside the first segment (logstart.go)
-//	partition.metadata              topic id (written by the broker)
+//	partition.metadata              the owning topic's id, written by the broker (partdir.go)
 //	clean-shutdown                  present only after a clean close
 //
-// A record batch (magic 2) is, big-endian:
-//
-//	 0  int64  baseOffset        assigned by the broker; not covered by the CRC
-//	 8  int32  batchLength       bytes after this field
-//	12  int32  partitionLeaderEpoch  set by the broker; not covered by the CRC
-//	16  int8   magic             2
-//	17  uint32 crc               CRC-32C (Castagnoli) of bytes [21, end)
-//	21  int16  attributes        bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
-//	23  int32  lastOffsetDelta
-//	27  int64  baseTimestamp
-//	35  int64  maxTimestamp
-//	43  int64  producerId
-//	51  int16  producerEpoch
-//	53  int32  baseSequence
-//	57  int32  recordCount
-//	61  ...    records (compressed as a whole when the codec is not none)
+// A .log file is record batches (magic 2) back to back, the bytes a
+// producer sent with the broker's fields stamped (base offset, leader
+// epoch, and the timestamp for LogAppendTime topics); the batch and record
+// layout, CRC-32C included, is drawn in package recordbatch, the codec
+// this package, the controller and the coordinators share.
 //
 // An .index entry is int32 offset relative to the segment base, then int32
 // byte position of a batch in the .log whose last offset is that offset; one
@@ -53,12 +42,10 @@
 // meanwhile), so no index file is held open (see FileCache).
 //
 // A control batch (attributes bits 4 and 5: transactional, control) is a
-// transaction marker, written by the leader (AppendMarker): exactly one
-// record, whose key is Kafka's ControlRecordKey (int16 version 0, int16 type:
-// 0 abort, 1 commit) and whose value is its EndTxnMarker (int16 version 0,
-// int32 coordinator epoch); the batch carries the producer id and epoch of
-// the transaction it ends, base sequence -1, both timestamps the time it was
-// written.
+// transaction marker, written by the leader (AppendMarker) in the form
+// recordbatch.BuildMarker gives: one record holding Kafka's
+// ControlRecordKey and EndTxnMarker, the producer id and epoch of the
+// transaction it ends, both timestamps the time it was written.
 //
 // A .txnindex entry is Kafka's AbortedTxn: int16 version (0), int64
 // producerId, int64 firstOffset (the transaction's first batch), int64
@@ -115,8 +102,10 @@
 // Names are made durable as POSIX requires, by syncing the directory that
 // holds them, never by relying on a file system that commits metadata in
 // order (ext4's journal mostly does): a new partition directory (in its
-// parent), a new segment's files, a renamed snapshot or epoch checkpoint, a
-// compacted segment swapped in, truncation's removals, and Delete's rename.
+// parent), a new segment's files, a renamed snapshot, epoch checkpoint or
+// partition.metadata, a compacted segment swapped in, truncation's
+// removals, and a deleted partition directory's rename
+// (DeletePartitionDir).
 // Retention's removals are not synced: a crash may bring deleted segments
 // back, whole and unchanged, for the next retention check (a segment's files
 // go .log first and .txnindex last, and Open removes a .txnindex without its

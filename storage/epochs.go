@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // The leader-epoch cache is Kafka's leader-epoch-checkpoint (KIP-101): for
@@ -228,9 +230,9 @@ func scanEpochs(segs []*segment) (epochCache, error) {
 	var c epochCache
 	for _, s := range segs {
 		err := s.walkHeaders(0, s.size, func(_ int64, hdr []byte) (bool, error) {
-			epoch := PartitionLeaderEpoch(hdr)
+			epoch := recordbatch.PartitionLeaderEpoch(hdr)
 			if epoch >= 0 && epoch > c.latestEpoch() {
-				c = append(c, epochEntry{epoch, BaseOffset(hdr)})
+				c = append(c, epochEntry{epoch, recordbatch.BaseOffset(hdr)})
 			}
 			return true, nil
 		})

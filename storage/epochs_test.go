@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 func ec(pairs ...int64) epochCache {
@@ -167,7 +169,7 @@ func appendAt(t *testing.T, l *Log, o batchOpts, epoch int32) appended {
 	t.Helper()
 	b := buildBatch(t, o)
 	orig := bytes.Clone(b)
-	info, err := ValidateBatch(b, 0)
+	info, err := recordbatch.Validate(b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func TestAssignEpoch(t *testing.T) {
 	// unstamped batch (-1) passes without an entry; a newer epoch records
 	// its first batch.
 	b := buildBatch(t, batchOpts{})
-	info, _ := ValidateBatch(b, 0)
+	info, _ := recordbatch.Validate(b, 0)
 	if _, err := l.Append(b, info, 2, 1); !errors.Is(err, ErrStaleLeaderEpoch) {
 		t.Fatalf("Append at epoch 2 after epoch 3: %v", err)
 	}
@@ -455,12 +457,12 @@ func TestEpochsFollowRetention(t *testing.T) {
 
 func TestEachRecordShortBatch(t *testing.T) {
 	b := buildBatch(t, batchOpts{N: 3})
-	info, _ := ParseHeader(b)
+	info, _ := recordbatch.ParseHeader(b)
 	// A reader racing a truncation may get fewer bytes than the header
 	// said: an error, never a panic.
 	for n := range len(b) {
-		err := EachRecord(b[:n], info, func(Record) bool { return true })
-		if n < BatchHeaderLen && err == nil {
+		err := recordbatch.EachRecord(b[:n], info, func(recordbatch.Record) bool { return true })
+		if n < recordbatch.HeaderLen && err == nil {
 			t.Errorf("EachRecord of %d bytes: no error", n)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // cacheFiles writes n files of distinct contents under a temp dir and
@@ -322,11 +324,11 @@ func TestFileCacheUnderRetentionAndReads(t *testing.T) {
 				if len(b) == 0 {
 					continue // truncated below off meanwhile, or a gap
 				}
-				if BaseOffset(b) > off || LastOffset(b) < off {
-					errs <- fmt.Errorf("read %d returned batch [%d, %d]", off, BaseOffset(b), LastOffset(b))
+				if recordbatch.BaseOffset(b) > off || recordbatch.LastOffset(b) < off {
+					errs <- fmt.Errorf("read %d returned batch [%d, %d]", off, recordbatch.BaseOffset(b), recordbatch.LastOffset(b))
 					return
 				}
-				if err := CheckCRC(b[:batchLen(b)]); err != nil {
+				if err := recordbatch.CheckCRC(b[:recordbatch.Length(b)]); err != nil {
 					errs <- fmt.Errorf("read %d: %w", off, err)
 					return
 				}

@@ -3,123 +3,15 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/recordbatch/batchtest"
 	"github.com/rs/zerolog"
 )
-
-// fixBatchFraming makes b's length field and CRC agree with its bytes, so a
-// fuzzer's mutations reach the checks behind the CRC.
-func fixBatchFraming(b []byte) {
-	if len(b) < BatchHeaderLen {
-		return
-	}
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
-	fixCRC(b)
-}
-
-func FuzzValidateBatch(f *testing.F) {
-	for _, c := range allCodecs {
-		for _, n := range []int{1, 4} {
-			b := buildBatch(f, batchOpts{N: n, Codec: c.codec, Xerial: c.xerial, Idempotent: true, PID: 1, Seq: 3, ValueSize: 30})
-			f.Add(b, false)
-			f.Add(b, true)
-			f.Add(b[:len(b)-1], false)
-			f.Add(b[:len(b)-3], true)
-			m := bytes.Clone(b)
-			m[len(m)/2] ^= 0x55
-			f.Add(m, false)
-			f.Add(bytes.Clone(m), true)
-		}
-	}
-	three := batchOpts{N: 3}
-	f.Add(buildBatch(f, batchOpts{N: 3, Count: i32(2)}), false)
-	f.Add(withBodyTB(f, three, encodeRecords(append(three.records(), testRecord{OffsetDelta: 1}))), false)
-	f.Add(buildBatch(f, batchOpts{Attrs: attrControl}), true)
-	// Control batches: markers as leaders write them, and malformed ones.
-	ctl := int16(attrControl | attrTransactional)
-	for _, b := range [][]byte{
-		buildMarkerBatch(TxnMarker{ProducerID: 3, ProducerEpoch: 1, Commit: true, CoordinatorEpoch: 2}, 1000),
-		buildMarkerBatch(TxnMarker{ProducerID: 3, ProducerEpoch: 1}, 1000),
-		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Codec: CodecZstd, Records: []testRecord{markerRecord(false, 9)}}),
-		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{markerRecord(true, 1), {OffsetDelta: 1, Key: []byte{0, 0, 0, 1}, Value: make([]byte, 6)}}}),
-		buildBatch(f, batchOpts{Attrs: ctl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{{Key: []byte{0, 0, 0, 2}, Value: make([]byte, 6)}}}),
-		buildBatch(f, batchOpts{Attrs: attrControl, Idempotent: true, PID: 3, Seq: -1, Records: []testRecord{markerRecord(true, 1)}}),
-	} {
-		f.Add(b, false)
-		f.Add(b, true)
-		m := bytes.Clone(b)
-		m[len(m)-3] ^= 0x80
-		f.Add(m, true)
-	}
-	f.Add(make([]byte, BatchHeaderLen), true)
-	f.Add([]byte{}, false)
-
-	f.Fuzz(func(t *testing.T, b []byte, fix bool) {
-		if fix {
-			fixBatchFraming(b)
-		}
-		info, err := ValidateBatch(b, 0)
-		if err != nil {
-			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrBatchTooLarge) && !errors.Is(err, ErrUnsupportedMagic) {
-				t.Fatalf("unclassified error: %v", err)
-			}
-			return
-		}
-		if info.Bytes != len(b) || CheckCRC(b) != nil {
-			t.Fatalf("accepted a batch with bad framing: info %+v, %d bytes", info, len(b))
-		}
-		if h, err := ParseHeader(b); err != nil || h != info {
-			t.Fatalf("ParseHeader disagrees: %+v %v", h, err)
-		}
-		if _, err := ValidateBatch(b, info.Bytes-1); !errors.Is(err, ErrBatchTooLarge) {
-			t.Fatalf("maxBytes one short: %v", err)
-		}
-		var n int32
-		var bad *Record
-		err = EachRecord(b, info, func(r Record) bool {
-			if (r.OffsetDelta < 0 || r.OffsetDelta > info.LastDelta) && bad == nil {
-				bad = &r
-			}
-			n++
-			return true
-		})
-		if err != nil {
-			t.Fatalf("EachRecord on an accepted batch: %v", err)
-		}
-		if n > info.Records && bad != nil {
-			// Known: see TestValidateBatchExtraRecordWithBadOffsetDelta.
-			t.Fatalf("regression: accepted batch with recordCount %d holds %d records (an extra record with offsetDelta %d)", info.Records, n, bad.OffsetDelta)
-		}
-		if n != info.Records {
-			t.Fatalf("accepted batch says %d records, EachRecord walked %d", info.Records, n)
-		}
-		if bad != nil {
-			t.Fatalf("accepted batch has a record with offset delta %d outside [0, %d]", bad.OffsetDelta, info.LastDelta)
-		}
-		if info.Control {
-			// An accepted control batch is a marker, as kmsg reads it too.
-			m, err := ParseEndTxnMarker(b, info)
-			if err != nil || info.Records != 1 || !info.Transactional || info.ProducerID < 0 {
-				t.Fatalf("accepted control batch %+v: marker %+v, %v", info, m, err)
-			}
-			if info.Codec == CodecNone {
-				tb, err := decodeTBatch(b)
-				if err != nil || !tb.marker || tb.commit != m.Commit {
-					t.Fatalf("accepted control batch: kmsg reads %+v, %v; ParseEndTxnMarker %+v", tb, err, m)
-				}
-			}
-		}
-	})
-}
-
-func withBodyTB(t testing.TB, o batchOpts, body []byte) []byte {
-	return buildBatchBody(t, o, o.records(), body)
-}
 
 // fuzzSegment is a valid active segment of a few stored batches: an
 // idempotent producer's, then transactions: producer 6's aborted, 7's
@@ -128,12 +20,12 @@ func fuzzSegment(t testing.TB) []byte {
 	var seg []byte
 	off := int64(0)
 	add := func(b []byte) {
-		StampBatch(b, off, 1, -1)
+		recordbatch.Stamp(b, off, 1, -1)
 		seg = append(seg, b...)
-		off = LastOffset(b) + 1
+		off = recordbatch.LastOffset(b) + 1
 	}
 	for i, c := range allCodecs[:4] {
-		add(buildBatch(t, batchOpts{N: 1 + i, Codec: c.codec, Xerial: c.xerial, Idempotent: true, PID: 5, Seq: int32(off), BaseTS: 1000 + int64(i)}))
+		add(buildBatch(t, batchOpts{N: 1 + i, Codec: c.Codec, Xerial: c.Xerial, Idempotent: true, PID: 5, Seq: int32(off), BaseTS: 1000 + int64(i)}))
 	}
 	txn := func(pid int64, n int) []byte {
 		return buildBatch(t, batchOpts{N: n, Idempotent: true, PID: pid, Attrs: attrTransactional, BaseTS: 1010})
@@ -150,8 +42,8 @@ func fuzzSegment(t testing.TB) []byte {
 // storedTBatch is the transaction model's view of a stored batch that
 // passed recovery (no kmsg: a fuzzed body need not be one it decodes).
 func storedTBatch(b []byte) tbatch {
-	info, _ := ParseHeader(b)
-	tb := tbatch{base: BaseOffset(b), last: LastOffset(b), pid: info.ProducerID, epoch: info.ProducerEpoch, txn: info.Transactional, control: info.Control}
+	info, _ := recordbatch.ParseHeader(b)
+	tb := tbatch{base: recordbatch.BaseOffset(b), last: recordbatch.LastOffset(b), pid: info.ProducerID, epoch: info.ProducerEpoch, txn: info.Transactional, control: info.Control}
 	if m := markerOf(b, info); m != nil {
 		tb.marker, tb.commit = true, m.Commit
 	}
@@ -160,9 +52,9 @@ func storedTBatch(b []byte) tbatch {
 
 // fixSegmentFraming recomputes the CRC of every batch whose length fits.
 func fixSegmentFraming(b []byte) {
-	for pos := 0; pos+BatchHeaderLen <= len(b); {
-		n := int(int32(binary.BigEndian.Uint32(b[pos+offLength:]))) + lengthFieldEnd
-		if n < BatchHeaderLen || pos+n > len(b) {
+	for pos := 0; pos+recordbatch.HeaderLen <= len(b); {
+		n := int(int32(binary.BigEndian.Uint32(b[pos+batchtest.OffLength:]))) + recordbatch.PrefixLen
+		if n < recordbatch.HeaderLen || pos+n > len(b) {
 			return
 		}
 		fixCRC(b[pos : pos+n])
@@ -184,10 +76,10 @@ func FuzzRecovery(f *testing.F) {
 	f.Add([]byte("garbage garbage garbage"), uint16(len(seg)-10), true, false)
 	// Batches after a gap, as a follower of a compacted log stores them:
 	// kept while they end within the segment's int32 relative offsets.
-	end := LastOffset(bs[len(bs)-1]) + 1
+	end := recordbatch.LastOffset(bs[len(bs)-1]) + 1
 	for _, at := range []int64{end + 1, end + 1000, maxRelOffset - 1, maxRelOffset, 1 << 40} {
 		b := buildBatch(f, batchOpts{N: 2, Idempotent: true, PID: 5, Seq: 10})
-		StampBatch(b, at, 1, -1)
+		recordbatch.Stamp(b, at, 1, -1)
 		f.Add(b, uint16(0), false, false)
 	}
 
@@ -237,21 +129,21 @@ func FuzzRecovery(f *testing.F) {
 		forward := true
 		next := int64(0)
 		for pos := 0; pos < len(kept); {
-			if len(kept)-pos < BatchHeaderLen {
+			if len(kept)-pos < recordbatch.HeaderLen {
 				t.Fatalf("recovered file ends with %d bytes of a partial header", len(kept)-pos)
 			}
-			info, err := ParseHeader(kept[pos:])
+			info, err := recordbatch.ParseHeader(kept[pos:])
 			if err != nil || pos+info.Bytes > len(kept) {
 				t.Fatalf("recovered file has a bad batch at %d: %v", pos, err)
 			}
 			b := kept[pos : pos+info.Bytes]
-			if err := CheckCRC(b); err != nil {
+			if err := recordbatch.CheckCRC(b); err != nil {
 				t.Fatalf("recovered file keeps a batch failing its CRC at %d: %v", pos, err)
 			}
-			if BaseOffset(b) < next || (!compacted && BaseOffset(b) != next) || info.LastDelta < 0 || LastOffset(b) > maxRelOffset {
+			if recordbatch.BaseOffset(b) < next || (!compacted && recordbatch.BaseOffset(b) != next) || info.LastDelta < 0 || recordbatch.LastOffset(b) > maxRelOffset {
 				forward = false
 			}
-			next = LastOffset(b) + 1
+			next = recordbatch.LastOffset(b) + 1
 			batches = append(batches, b)
 			pos += info.Bytes
 		}
@@ -277,7 +169,7 @@ func FuzzRecovery(f *testing.F) {
 			t.Fatalf("Read(start) returned %d bytes, the segment holds %d", len(got), len(kept))
 		}
 		for _, b := range batches {
-			probes := []int64{BaseOffset(b), BaseOffset(b) + (LastOffset(b)-BaseOffset(b))/2, LastOffset(b)}
+			probes := []int64{recordbatch.BaseOffset(b), recordbatch.BaseOffset(b) + (recordbatch.LastOffset(b)-recordbatch.BaseOffset(b))/2, recordbatch.LastOffset(b)}
 			for _, off := range probes {
 				r, err := l.Read(off, 1, math.MaxInt64, nil)
 				if err != nil {
@@ -306,7 +198,7 @@ func FuzzRecovery(f *testing.F) {
 		// an epoch no older than the recovered log's (an older one is
 		// refused as stale, which is right).
 		nb := buildBatch(t, batchOpts{N: 2, Idempotent: true, PID: 9, Seq: 0})
-		info, err := ValidateBatch(nb, 0)
+		info, err := recordbatch.Validate(nb, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,12 +219,12 @@ func FuzzRecovery(f *testing.F) {
 // and ending within the int32 offsets relative to the segment base (0).
 func recoveryModel(data []byte, compacted bool) int {
 	pos, next := 0, int64(0)
-	for pos+BatchHeaderLen <= len(data) {
-		info, err := ParseHeader(data[pos:])
-		if err != nil || pos+info.Bytes > len(data) || CheckCRC(data[pos:pos+info.Bytes]) != nil {
+	for pos+recordbatch.HeaderLen <= len(data) {
+		info, err := recordbatch.ParseHeader(data[pos:])
+		if err != nil || pos+info.Bytes > len(data) || recordbatch.CheckCRC(data[pos:pos+info.Bytes]) != nil {
 			break
 		}
-		base := BaseOffset(data[pos:])
+		base := recordbatch.BaseOffset(data[pos:])
 		if base < next || (!compacted && base != next) || info.LastDelta < 0 || base > maxBaseOffset || base+int64(info.LastDelta) > maxRelOffset {
 			break
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 )
 
@@ -232,7 +233,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 			nextBase = bases[i+1]
 		}
 		if snapAt < nextBase {
-			onBatch = func(base int64, info BatchInfo, m *EndTxnMarker) {
+			onBatch = func(base int64, info recordbatch.Info, m *recordbatch.EndTxnMarker) {
 				if base >= snapAt {
 					if a, abort, _ := applyBatch(prods, &txns, info, m, base, base+int64(info.LastDelta), loadTime); abort {
 						gen = append(gen, a)
@@ -513,7 +514,7 @@ type AppendResult struct {
 	Duplicate              bool  // a retry of a batch already in the log
 }
 
-// Append appends one batch that ValidateBatch accepted, as the leader: it
+// Append appends one batch that recordbatch.Validate accepted, as the leader: it
 // assigns the offsets and stamps leaderEpoch (-1: none). The bytes are
 // modified in place (offsets, leader epoch, maybe the timestamp) and must not
 // be used by the caller afterwards. now is the append wall-clock time in ms.
@@ -530,7 +531,7 @@ type AppendResult struct {
 // ErrInvalidTxnState. A transactional batch opens the producer's
 // transaction if none is open (txn.go). A control batch is ErrInvalidRecord:
 // markers are the leader's to write (AppendMarker).
-func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64) (AppendResult, error) {
+func (l *Log) Append(batch []byte, info recordbatch.Info, leaderEpoch int32, now int64) (AppendResult, error) {
 	if info.Control {
 		// Kafka's "Clients are not allowed to write control records".
 		return AppendResult{}, fmt.Errorf("%w: a produced batch may not be a control batch (markers are written with AppendMarker)", ErrInvalidRecord)
@@ -553,7 +554,7 @@ func (l *Log) Append(batch []byte, info BatchInfo, leaderEpoch int32, now int64)
 // appendLocked is Append and AppendMarker once the producer checks pass: m is
 // a control batch's marker, nil for data.
 // REQUIRES: l.mu held.
-func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
+func (l *Log) appendLocked(batch []byte, info recordbatch.Info, m *recordbatch.EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
 	if err := l.markerGoneLocked(); err != nil {
 		return AppendResult{}, err
 	}
@@ -579,7 +580,7 @@ func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leader
 		lat = now
 		info.MaxTimestamp = now
 	}
-	StampBatch(batch, base, leaderEpoch, lat)
+	recordbatch.Stamp(batch, base, leaderEpoch, lat)
 	s.ensureSpace(len(batch), max(l.cfg.SegmentBytes, s.size+int64(len(batch))))
 	if _, err := s.f.WriteAt(batch, s.size); err != nil {
 		// The file may hold part of the batch: cut it off, and stop taking
@@ -603,7 +604,7 @@ func (l *Log) appendLocked(batch []byte, info BatchInfo, m *EndTxnMarker, leader
 // The batch is in the log whatever it returns: an error is the index
 // write's, after which the log is failed (see txnIndex.add).
 // REQUIRES: l.mu held.
-func (l *Log) applyLocked(s *segment, info BatchInfo, m *EndTxnMarker, base, last, now int64) error {
+func (l *Log) applyLocked(s *segment, info recordbatch.Info, m *recordbatch.EndTxnMarker, base, last, now int64) error {
 	a, abort, changed := applyBatch(l.mu.producers, &l.mu.txns, info, m, base, last, now)
 	if !changed {
 		return nil
@@ -628,7 +629,7 @@ func (l *Log) active() *segment {
 }
 
 // REQUIRES: l.mu held.
-func (l *Log) shouldRoll(s *segment, n int, info BatchInfo, now int64) bool {
+func (l *Log) shouldRoll(s *segment, n int, info recordbatch.Info, now int64) bool {
 	return l.rollNeeded(s, s.size, l.end.Load(), s.firstAppend.UnixMilli(), n, info.LastDelta, now)
 }
 
@@ -862,23 +863,23 @@ func (l *Log) readOnce(offset int64, maxBytes int, limit int64, dst []byte) ([]b
 // offset), stopping before limit, at size, or once maxBytes is exceeded (the
 // first batch always whole).
 func (s *segment) readBatches(dst []byte, offset, pos, size int64, maxBytes int, limit int64) ([]byte, error) {
-	n := int(min(int64(max(maxBytes, BatchHeaderLen)), size-pos))
+	n := int(min(int64(max(maxBytes, recordbatch.HeaderLen)), size-pos))
 	buf, err := s.readInto(dst, pos, n)
 	if err != nil {
 		return nil, err
 	}
 	var out int
 	next := s.base // the lowest base offset the next batch may have
-	for out+BatchHeaderLen <= len(buf) {
-		info, err := ParseHeader(buf[out:])
+	for out+recordbatch.HeaderLen <= len(buf) {
+		info, err := recordbatch.ParseHeader(buf[out:])
 		if err != nil {
 			return s.corruptAt(buf, out, pos, offset, next, err.Error())
 		}
-		base := BaseOffset(buf[out:])
-		if base < next || (out == 0 && LastOffset(buf) < offset) {
+		base := recordbatch.BaseOffset(buf[out:])
+		if base < next || (out == 0 && recordbatch.LastOffset(buf) < offset) {
 			return s.corruptAt(buf, out, pos, offset, next, fmt.Sprintf("base offset %d out of sequence", base))
 		}
-		if base >= limit || LastOffset(buf[out:]) >= limit {
+		if base >= limit || recordbatch.LastOffset(buf[out:]) >= limit {
 			break
 		}
 		if out+info.Bytes > len(buf) {
@@ -892,20 +893,20 @@ func (s *segment) readBatches(dst []byte, offset, pos, size int64, maxBytes int,
 					// cut meanwhile (a truncation), not damage.
 					return nil, fmt.Errorf("segment %d: read at %d: %d of %d bytes, the file is shorter than the segment", s.base, pos, len(buf), info.Bytes)
 				}
-				if err := CheckCRC(buf); err != nil {
+				if err := recordbatch.CheckCRC(buf); err != nil {
 					return s.corruptAt(buf, 0, pos, offset, next, err.Error())
 				}
 				return buf, nil
 			}
 			break
 		}
-		if err := CheckCRC(buf[out : out+info.Bytes]); err != nil {
+		if err := recordbatch.CheckCRC(buf[out : out+info.Bytes]); err != nil {
 			return s.corruptAt(buf, out, pos, offset, next, err.Error())
 		}
-		next = LastOffset(buf[out:]) + 1
+		next = recordbatch.LastOffset(buf[out:]) + 1
 		out += info.Bytes
 	}
-	if out == 0 && len(buf) > 0 && len(buf) < BatchHeaderLen {
+	if out == 0 && len(buf) > 0 && len(buf) < recordbatch.HeaderLen {
 		return nil, nil
 	}
 	return buf[:out], nil

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // sameBatch reports whether a stored batch is the appended one, allowing for
@@ -22,7 +24,7 @@ func sameBatch(t *testing.T, stored, orig []byte, wantBase int64, wantEpoch int3
 	if len(stored) != len(orig) {
 		t.Fatalf("stored batch is %d bytes, appended %d", len(stored), len(orig))
 	}
-	if got := BaseOffset(stored); got != wantBase {
+	if got := recordbatch.BaseOffset(stored); got != wantBase {
 		t.Fatalf("stored base offset %d, want %d", got, wantBase)
 	}
 	if got := int32(binary.BigEndian.Uint32(stored[12:])); got != wantEpoch {
@@ -44,7 +46,7 @@ func fill(t *testing.T, l *Log, n int, now int64) []appended {
 	var out []appended
 	for i := range n {
 		c := allCodecs[i%len(allCodecs)]
-		o := batchOpts{N: 1 + i%4, ValueSize: 20 + (i*37)%150, Codec: c.codec, Xerial: c.xerial, BaseTS: now + int64(i)*10}
+		o := batchOpts{N: 1 + i%4, ValueSize: 20 + (i*37)%150, Codec: c.Codec, Xerial: c.Xerial, BaseTS: now + int64(i)*10}
 		b := buildBatch(t, o)
 		orig := bytes.Clone(b)
 		res, err := appendRaw(l, b, now+int64(i))
@@ -88,7 +90,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	batches := fill(t, l, 60, 1_000_000)
 	next := int64(0)
 	for i, a := range batches {
-		info, _ := ParseHeader(a.orig)
+		info, _ := recordbatch.ParseHeader(a.orig)
 		if a.base != next || a.last != next+int64(info.Records)-1 {
 			t.Fatalf("batch %d: offsets [%d, %d], want base %d and %d records", i, a.base, a.last, next, info.Records)
 		}
@@ -104,10 +106,10 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	var size int64
 	for i, b := range got {
 		sameBatch(t, b, batches[i].orig, batches[i].base, 7)
-		if LastOffset(b) != batches[i].last {
-			t.Fatalf("batch %d last offset %d, want %d", i, LastOffset(b), batches[i].last)
+		if recordbatch.LastOffset(b) != batches[i].last {
+			t.Fatalf("batch %d last offset %d, want %d", i, recordbatch.LastOffset(b), batches[i].last)
 		}
-		if _, err := ValidateBatch(b, 0); err != nil {
+		if _, err := recordbatch.Validate(b, 0); err != nil {
 			t.Fatalf("stored batch %d does not validate: %v", i, err)
 		}
 		size += int64(len(b))
@@ -131,7 +133,7 @@ func TestAppendKeepsLeaderEpoch(t *testing.T) {
 	l := openLog(t, t.TempDir(), testConfig())
 	for i, ep := range []int32{0, 5, -1, math.MaxInt32} {
 		b := buildBatch(t, batchOpts{LeaderEpoch: 99})
-		info, err := ValidateBatch(b, 0)
+		info, err := recordbatch.Validate(b, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,8 +144,8 @@ func TestAppendKeepsLeaderEpoch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := int32(binary.BigEndian.Uint32(got[12:])); e != ep || BaseOffset(got) != int64(i) {
-			t.Fatalf("stored epoch %d base %d, want %d, %d", e, BaseOffset(got), ep, i)
+		if e := int32(binary.BigEndian.Uint32(got[12:])); e != ep || recordbatch.BaseOffset(got) != int64(i) {
+			t.Fatalf("stored epoch %d base %d, want %d, %d", e, recordbatch.BaseOffset(got), ep, i)
 		}
 	}
 }
@@ -190,7 +192,7 @@ func TestReadMaxBytes(t *testing.T) {
 		{0, -1, []int{bigLen}},
 		{0, 0, []int{bigLen}},
 		{0, 1, []int{bigLen}},
-		{0, BatchHeaderLen, []int{bigLen}},
+		{0, recordbatch.HeaderLen, []int{bigLen}},
 		{0, 100, []int{bigLen}},
 		{0, bigLen - 1, []int{bigLen}},
 		{0, bigLen, []int{bigLen}},
@@ -245,7 +247,7 @@ func TestReadStopsBeforeLimit(t *testing.T) {
 		}
 		var lasts []int64
 		for _, b := range splitBatches(t, got) {
-			lasts = append(lasts, LastOffset(b))
+			lasts = append(lasts, recordbatch.LastOffset(b))
 		}
 		if fmt.Sprint(lasts) != fmt.Sprint(c.wantLasts) {
 			t.Errorf("Read(%d, limit %d) returned batches ending %v, want %v", c.off, c.limit, lasts, c.wantLasts)
@@ -311,7 +313,7 @@ func TestSegmentRollBySize(t *testing.T) {
 			t.Fatalf("segment %s is %d bytes > segment.bytes %d", name, len(data), cfg.SegmentBytes)
 		}
 		bs := splitBatches(t, data)
-		if len(bs) == 0 || BaseOffset(bs[0]) != base {
+		if len(bs) == 0 || recordbatch.BaseOffset(bs[0]) != base {
 			t.Fatalf("segment %s does not start with a batch at its base", name)
 		}
 		firstBases[base] = true
@@ -346,8 +348,8 @@ func TestSegmentRollBySize(t *testing.T) {
 		}
 		bs := splitBatches(t, data)
 		for _, b := range bs[1:] {
-			if firstBases[BaseOffset(b)] {
-				t.Fatalf("Read(%d) crossed into segment %d", base, BaseOffset(b))
+			if firstBases[recordbatch.BaseOffset(b)] {
+				t.Fatalf("Read(%d) crossed into segment %d", base, recordbatch.BaseOffset(b))
 			}
 		}
 	}
@@ -389,11 +391,11 @@ func checkIndexFiles(t *testing.T, dir string, base int64, logData []byte, inter
 	bs := splitBatches(t, logData)
 	wantMinEntries := 0
 	for _, b := range bs {
-		lastAt[pos] = LastOffset(b)
-		info, _ := ParseHeader(b)
+		lastAt[pos] = recordbatch.LastOffset(b)
+		info, _ := recordbatch.ParseHeader(b)
 		if info.MaxTimestamp > maxTS {
 			maxTS = info.MaxTimestamp
-			wantTimes = append(wantTimes, [2]int64{maxTS, LastOffset(b) - base})
+			wantTimes = append(wantTimes, [2]int64{maxTS, recordbatch.LastOffset(b) - base})
 		}
 		sinceIndex += int64(len(b))
 		if sinceIndex >= int64(interval) {
@@ -651,12 +653,12 @@ func TestConcurrentReadersDuringAppends(t *testing.T) {
 					bs = append(bs, b[:n])
 					b = b[n:]
 				}
-				if BaseOffset(bs[0]) > off || LastOffset(bs[0]) < off {
-					errc <- fmt.Errorf("Read(%d) began with batch [%d, %d]", off, BaseOffset(bs[0]), LastOffset(bs[0]))
+				if recordbatch.BaseOffset(bs[0]) > off || recordbatch.LastOffset(bs[0]) < off {
+					errc <- fmt.Errorf("Read(%d) began with batch [%d, %d]", off, recordbatch.BaseOffset(bs[0]), recordbatch.LastOffset(bs[0]))
 					return
 				}
 				for _, b := range bs {
-					if err := CheckCRC(b); err != nil {
+					if err := recordbatch.CheckCRC(b); err != nil {
 						errc <- err
 						return
 					}
@@ -719,12 +721,12 @@ func TestClosedLog(t *testing.T) {
 
 func TestLogAppendTime(t *testing.T) {
 	for _, c := range allCodecs {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.LogAppendTime = true
 			l := openLog(t, t.TempDir(), cfg)
 			appendOpts(t, l, batchOpts{N: 2, BaseTS: 500}, 600)
-			b := buildBatch(t, batchOpts{N: 3, BaseTS: 100, Codec: c.codec, Xerial: c.xerial})
+			b := buildBatch(t, batchOpts{N: 3, BaseTS: 100, Codec: c.Codec, Xerial: c.Xerial})
 			orig := bytes.Clone(b)
 			res, err := appendRaw(l, b, 12345)
 			if err != nil {
@@ -738,15 +740,15 @@ func TestLogAppendTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored := splitBatches(t, data)[0]
-			if err := CheckCRC(stored); err != nil {
+			if err := recordbatch.CheckCRC(stored); err != nil {
 				t.Fatalf("stored LogAppendTime batch: %v", err)
 			}
-			info, err := ValidateBatch(stored, 0)
+			info, err := recordbatch.Validate(stored, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			attrs := binary.BigEndian.Uint16(stored[21:])
-			if attrs&0x08 == 0 || !info.LogAppendTimed || info.MaxTimestamp != 12345 || info.BaseTimestamp != 100 || info.Codec != c.codec {
+			if attrs&0x08 == 0 || !info.LogAppendTimed || info.MaxTimestamp != 12345 || info.BaseTimestamp != 100 || info.Codec != c.Codec {
 				t.Fatalf("stored batch attrs %#x info %+v", attrs, info)
 			}
 			// Only the timestamp type, max timestamp and CRC changed.
@@ -806,7 +808,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 					ts += int64(rng.Intn(60))
 				}
 				c := allCodecs[i%len(allCodecs)]
-				res := appendOpts(t, l, batchOpts{N: n, BaseTS: ts, TSDeltas: deltas, Codec: c.codec, Xerial: c.xerial, ValueSize: 30}, 1)
+				res := appendOpts(t, l, batchOpts{N: n, BaseTS: ts, TSDeltas: deltas, Codec: c.Codec, Xerial: c.Xerial, ValueSize: 30}, 1)
 				for j := range n {
 					recs = append(recs, tsRecord{res.BaseOffset + int64(j), ts + deltas[j]})
 				}
@@ -837,8 +839,8 @@ func TestOffsetForTimestamp(t *testing.T) {
 			check(math.MaxInt64, end)
 			// Limits at batch boundaries.
 			for _, b := range readAll(t, l, 0) {
-				check(10_500, BaseOffset(b))
-				check(10_000, LastOffset(b)+1)
+				check(10_500, recordbatch.BaseOffset(b))
+				check(10_000, recordbatch.LastOffset(b)+1)
 			}
 		})
 	}
@@ -849,18 +851,18 @@ func TestOffsetForTimestampInsideBatch(t *testing.T) {
 	for _, c := range allCodecs {
 		l := openLog(t, t.TempDir(), testConfig())
 		appendOpts(t, l, batchOpts{N: 2, BaseTS: 500}, 1)
-		appendOpts(t, l, batchOpts{N: 4, BaseTS: 1000, TSDeltas: []int64{0, 10, 5, 20}, Codec: c.codec, Xerial: c.xerial}, 1)
+		appendOpts(t, l, batchOpts{N: 4, BaseTS: 1000, TSDeltas: []int64{0, 10, 5, 20}, Codec: c.Codec, Xerial: c.Xerial}, 1)
 		for _, q := range []struct{ target, off, ts int64 }{
 			{1, 0, 500}, {500, 0, 500}, {502, 2, 1000}, {1000, 2, 1000}, {1001, 3, 1010},
 			{1006, 3, 1010}, {1010, 3, 1010}, {1011, 5, 1020}, {1020, 5, 1020},
 		} {
 			off, ts, ok, err := l.OffsetForTimestamp(q.target, l.EndOffset())
 			if err != nil || !ok || off != q.off || ts != q.ts {
-				t.Fatalf("%s: OffsetForTimestamp(%d) = %d, %d, %v, %v; want %d, %d", c.name, q.target, off, ts, ok, err, q.off, q.ts)
+				t.Fatalf("%s: OffsetForTimestamp(%d) = %d, %d, %v, %v; want %d, %d", c.Name, q.target, off, ts, ok, err, q.off, q.ts)
 			}
 		}
 		if _, _, ok, err := l.OffsetForTimestamp(1021, l.EndOffset()); ok || err != nil {
-			t.Fatalf("%s: OffsetForTimestamp past every record: ok %v err %v", c.name, ok, err)
+			t.Fatalf("%s: OffsetForTimestamp past every record: ok %v err %v", c.Name, ok, err)
 		}
 	}
 }
@@ -891,7 +893,7 @@ func TestMaxTimestamp(t *testing.T) {
 	for i, ts := range []int64{100, 5000, 300, 4999, 7000, 6999, 20, 7000} {
 		c := allCodecs[i%len(allCodecs)]
 		// Records at ts-2, ts, ts-1, ts: the maximum first appears at delta 1.
-		res := appendOpts(t, l, batchOpts{N: 4, BaseTS: ts - 2, TSDeltas: []int64{0, 2, 1, 2}, ValueSize: 40, Codec: c.codec, Xerial: c.xerial}, 1)
+		res := appendOpts(t, l, batchOpts{N: 4, BaseTS: ts - 2, TSDeltas: []int64{0, 2, 1, 2}, ValueSize: 40, Codec: c.Codec, Xerial: c.Xerial}, 1)
 		if ts > wantTS {
 			wantOff, wantTS = res.BaseOffset+1, ts
 		}
@@ -948,7 +950,7 @@ func TestReadIntoBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bs := splitBatches(t, got)
-	if len(bs) != 1 || BaseOffset(bs[0]) != bigBatch.BaseOffset || CheckCRC(bs[0]) != nil {
+	if len(bs) != 1 || recordbatch.BaseOffset(bs[0]) != bigBatch.BaseOffset || recordbatch.CheckCRC(bs[0]) != nil {
 		t.Fatalf("oversized batch into a buffer: %d batches", len(bs))
 	}
 	// Every offset, reusing one buffer: each result is right even though the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 )
 
@@ -52,7 +53,7 @@ func TestAdvanceStartOffset(t *testing.T) {
 		t.Fatalf("Read(22) below the start: %v, want ErrOffsetOutOfRange", err)
 	}
 	data, err := l.Read(23, 1<<20, 60, nil)
-	if err != nil || len(data) == 0 || BaseOffset(data) != 20 {
+	if err != nil || len(data) == 0 || recordbatch.BaseOffset(data) != 20 {
 		t.Fatalf("Read(23): %d bytes, %v; want the batch at 20 that holds 23", len(data), err)
 	}
 	if off, _, ok, err := l.OffsetForTimestamp(0, 60); err != nil || !ok || off != 23 {
@@ -310,7 +311,7 @@ func TestLogStartCrash(t *testing.T) {
 			if returned {
 				img = mem.CrashClone(rng)
 			}
-			end := LastOffset(splitBatches(t, data)[len(splitBatches(t, data))-1]) + 1
+			end := recordbatch.LastOffset(splitBatches(t, data)[len(splitBatches(t, data))-1]) + 1
 			checkStartImage(t, img, []int64{k}, false, -1)
 			if returned {
 				r := openOn(t, img, "/logs/f-0")
@@ -395,9 +396,9 @@ func checkStartImage(t *testing.T, img *MemFS, starts []int64, returned bool, en
 	}
 	next := start
 	for _, b := range readAll(t, r, start) {
-		if BaseOffset(b) > next {
-			t.Fatalf("%s: records [%d, %d) missing", dir, next, BaseOffset(b))
+		if recordbatch.BaseOffset(b) > next {
+			t.Fatalf("%s: records [%d, %d) missing", dir, next, recordbatch.BaseOffset(b))
 		}
-		next = LastOffset(b) + 1
+		next = recordbatch.LastOffset(b) + 1
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // maxProducerBatches is how many recent batches per producer are remembered
@@ -66,7 +68,7 @@ type producers map[int64]*producerEntry
 // is a retried batch already in the log; err is ErrInvalidEpoch,
 // ErrOutOfOrderSeq or ErrInvalidTxnState (a non-transactional batch from a
 // producer whose transaction is open), in Kafka's order of checks.
-func (p producers) check(info BatchInfo) (dup *producerBatch, err error) {
+func (p producers) check(info recordbatch.Info) (dup *producerBatch, err error) {
 	if !info.Idempotent() {
 		return nil, nil
 	}
@@ -106,7 +108,7 @@ func (p producers) check(info BatchInfo) (dup *producerBatch, err error) {
 
 // txnStateErr refuses a non-transactional batch from a producer whose
 // transaction is open (Kafka's "Expected transactional write").
-func txnStateErr(e *producerEntry, info BatchInfo) error {
+func txnStateErr(e *producerEntry, info recordbatch.Info) error {
 	if e.txnFirst >= 0 && !info.Transactional {
 		return fmt.Errorf("%w: producer %d has a transaction open since offset %d and sent a non-transactional batch", ErrInvalidTxnState, info.ProducerID, e.txnFirst)
 	}
@@ -126,7 +128,7 @@ func nextSeq(s int32) int32 {
 // (check does, on the leader): a follower or a replay records what the log
 // holds, and a non-transactional batch amid an open transaction, which no
 // leader of ours writes, leaves the transaction open.
-func (p producers) record(info BatchInfo, firstOffset, lastOffset, now int64) (began bool) {
+func (p producers) record(info recordbatch.Info, firstOffset, lastOffset, now int64) (began bool) {
 	if !info.Idempotent() {
 		return false
 	}
@@ -222,6 +224,10 @@ const (
 	snapshotVersion = 3
 	snapshotExt     = ".snapshot"
 )
+
+// castagnoli is the CRC-32C table of Fjord's own files (producer
+// snapshots, log-start-offset), the checksum Kafka's batches carry.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encodeSnapshot serialises the table (format in the package doc).
 func (p producers) encode(endOffset int64) []byte {

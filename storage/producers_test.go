@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // producerBatch builds an idempotent batch of n records.
@@ -29,12 +31,12 @@ func mustAppend(t *testing.T, l *Log, b []byte) AppendResult {
 
 func TestProducerDuplicatesOfLastFive(t *testing.T) {
 	for _, c := range allCodecs {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			l := openLog(t, t.TempDir(), testConfig())
 			var orig [][]byte
 			var res []AppendResult
 			for i := range 8 {
-				b := buildBatch(t, batchOpts{N: 1 + i%3, Idempotent: true, PID: 5, Epoch: 2, Seq: int32(seqAt(i)), Codec: c.codec, Xerial: c.xerial})
+				b := buildBatch(t, batchOpts{N: 1 + i%3, Idempotent: true, PID: 5, Epoch: 2, Seq: int32(seqAt(i)), Codec: c.Codec, Xerial: c.Xerial})
 				orig = append(orig, bytes.Clone(b))
 				res = append(res, mustAppend(t, l, b))
 			}
@@ -262,7 +264,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 			for range rng.Intn(12) {
 				n := int32(1 + rng.Intn(5))
 				seq := rng.Int31()
-				info := BatchInfo{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, LastDelta: n - 1}
+				info := recordbatch.Info{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, LastDelta: n - 1}
 				off := rng.Int63n(1 << 40)
 				p.record(info, off, off+int64(n-1), 0)
 			}

@@ -2,8 +2,8 @@ package storage
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // OffsetForTimestamp finds the first record at or after ts (in ms) below
@@ -27,15 +27,15 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 			}
 		}
 		for pos < st.size {
-			hdr, err := s.readAt(pos, BatchHeaderLen)
+			hdr, err := s.readAt(pos, recordbatch.HeaderLen)
 			if err != nil {
 				return 0, 0, false, err
 			}
-			info, err := ParseHeader(hdr)
+			info, err := recordbatch.ParseHeader(hdr)
 			if err != nil {
 				return 0, 0, false, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 			}
-			base := BaseOffset(hdr)
+			base := recordbatch.BaseOffset(hdr)
 			if base >= limit {
 				return 0, 0, false, nil
 			}
@@ -48,7 +48,7 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 					return max(base, start), info.MaxTimestamp, true, nil
 				}
 				found := false
-				err = EachRecord(b, info, func(r Record) bool {
+				err = recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 					if rts := info.BaseTimestamp + r.TimestampDelta; rts >= ts && base+int64(r.OffsetDelta) >= start {
 						offset, recordTS, found = base+int64(r.OffsetDelta), rts, true
 						return false
@@ -96,15 +96,15 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 	if err != nil || pos >= size {
 		return offset, ts, true, err
 	}
-	hdr, err := best.readAt(pos, BatchHeaderLen)
+	hdr, err := best.readAt(pos, recordbatch.HeaderLen)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	info, err := ParseHeader(hdr)
+	info, err := recordbatch.ParseHeader(hdr)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	base := BaseOffset(hdr)
+	base := recordbatch.BaseOffset(hdr)
 	if info.LogAppendTimed {
 		return base, ts, true, nil
 	}
@@ -113,7 +113,7 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 		return 0, 0, false, err
 	}
 	found := base
-	err = EachRecord(b, info, func(r Record) bool {
+	err = recordbatch.EachRecord(b, info, func(r recordbatch.Record) bool {
 		if info.BaseTimestamp+r.TimestampDelta == info.MaxTimestamp {
 			found = base + int64(r.OffsetDelta)
 			return false
@@ -244,38 +244,7 @@ func (l *Log) Delete() error {
 	for _, s := range segs {
 		s.close()
 	}
-	// Rename first so a crash mid-removal leaves a directory that start-up
-	// recognises as garbage (RemoveDeletedDirs), never a half-deleted log;
-	// the rename must be durable before the first removal is, which the
-	// parent's sync makes sure of (the removals are changes to another
-	// directory, which a crash may keep without the rename).
-	gone := l.dir + DeletedSuffix
-	if err := l.fs.Rename(l.dir, gone); err != nil {
-		return fmt.Errorf("log %s: %w", l.dir, err)
-	}
-	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
-		return fmt.Errorf("log %s: sync parent directory: %w", l.dir, err)
-	}
-	return l.fs.RemoveAll(gone)
-}
-
-// DeletedSuffix marks a partition directory being deleted.
-const DeletedSuffix = ".fjord-delete"
-
-// RemoveDeletedDirs finishes deletions interrupted by a crash, in logDir
-// on the operating system's file system; RemoveDeletedDirsFS takes another.
-func RemoveDeletedDirs(logDir string) {
-	RemoveDeletedDirsFS(OSFS, logDir)
-}
-
-// RemoveDeletedDirsFS is RemoveDeletedDirs on fs.
-func RemoveDeletedDirsFS(fs FS, logDir string) {
-	ents, _ := fs.ReadDir(logDir)
-	for _, e := range ents {
-		if e.IsDir() && strings.HasSuffix(e.Name(), DeletedSuffix) {
-			fs.RemoveAll(logDir + "/" + e.Name())
-		}
-	}
+	return DeletePartitionDir(l.fs, l.dir)
 }
 
 // SegmentCount is the number of segments, the active one included.

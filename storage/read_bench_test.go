@@ -2,6 +2,8 @@ package storage
 
 import (
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // BenchmarkRead reads a log of 1 KiB-record batches front to back in 1 MiB
@@ -25,7 +27,7 @@ func BenchmarkRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, bt := range splitBatches(b, data) {
-				off = LastOffset(bt) + 1
+				off = recordbatch.LastOffset(bt) + 1
 			}
 			total += int64(len(data))
 		}

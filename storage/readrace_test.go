@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // hookFS is an FS whose .log files call hook (once, when set) at the start
@@ -106,16 +108,16 @@ func readRacingTruncation(t *testing.T, skip int) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if len(data) == 0 || BaseOffset(data) != 17 || PartitionLeaderEpoch(data) != 2 {
-		t.Fatalf("read from 18 after the truncation: %d bytes, first batch at %d epoch %d; want the new batch at 17, epoch 2", len(data), BaseOffset(data), PartitionLeaderEpoch(data))
+	if len(data) == 0 || recordbatch.BaseOffset(data) != 17 || recordbatch.PartitionLeaderEpoch(data) != 2 {
+		t.Fatalf("read from 18 after the truncation: %d bytes, first batch at %d epoch %d; want the new batch at 17, epoch 2", len(data), recordbatch.BaseOffset(data), recordbatch.PartitionLeaderEpoch(data))
 	}
 	for b := data; len(b) > 0; {
-		info, err := ParseHeader(b)
+		info, err := recordbatch.ParseHeader(b)
 		if err != nil || info.Bytes > len(b) {
 			t.Fatalf("torn batch in the result: %v", err)
 		}
-		if err := CheckCRC(b[:info.Bytes]); err != nil {
-			t.Fatalf("batch at %d: %v", BaseOffset(b), err)
+		if err := recordbatch.CheckCRC(b[:info.Bytes]); err != nil {
+			t.Fatalf("batch at %d: %v", recordbatch.BaseOffset(b), err)
 		}
 		b = b[info.Bytes:]
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/recordbatch/batchtest"
 	"github.com/rs/zerolog"
 )
 
@@ -36,7 +38,7 @@ func idemLog(t *testing.T, l *Log, n int) []appended {
 	t.Helper()
 	var out []appended
 	for i := range n {
-		o := batchOpts{N: 3, ValueSize: 60, Idempotent: true, PID: 77, Seq: int32(3 * i), BaseTS: 10_000 + int64(i)*10, Codec: allCodecs[i%len(allCodecs)].codec}
+		o := batchOpts{N: 3, ValueSize: 60, Idempotent: true, PID: 77, Seq: int32(3 * i), BaseTS: 10_000 + int64(i)*10, Codec: allCodecs[i%len(allCodecs)].Codec}
 		b := buildBatch(t, o)
 		orig := bytes.Clone(b)
 		res, err := appendRaw(l, b, 10_000+int64(i))
@@ -65,7 +67,7 @@ func checkReadsMatch(t *testing.T, l *Log, batches []appended) {
 	}
 	for i, b := range got {
 		sameBatch(t, b, batches[i].orig, batches[i].base, 7)
-		if err := CheckCRC(b); err != nil {
+		if err := recordbatch.CheckCRC(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +356,7 @@ func testRecoveryFlippedByte(t *testing.T, compacted bool) {
 	pos, n := lastBatchPos(t, filepath.Join(src.dir, active))
 	var baseOffsetBug string
 	for i := range n {
-		if compacted && i >= offLength {
+		if compacted && i >= batchtest.OffLength {
 			break // only the base offset is judged differently in a compacted log
 		}
 		dir := crashCopy(t, src)
@@ -364,12 +366,12 @@ func testRecoveryFlippedByte(t *testing.T, compacted bool) {
 			t.Fatalf("flip at %d: Open: %v", i, err)
 		}
 		switch {
-		case i >= offLeaderEpoch && i < offMagic:
+		case i >= batchtest.OffLeaderEpoch && i < batchtest.OffMagic:
 			// The leader epoch is not under the CRC: the batch survives.
 			if l.EndOffset() != batches[len(batches)-1].last+1 {
 				t.Fatalf("flip in leader epoch byte %d: end %d", i, l.EndOffset())
 			}
-		case i < offLength:
+		case i < batchtest.OffLength:
 			// The base offset is not under the CRC either. A log that is
 			// never compacted has no gaps: any other base offset than its
 			// end is damage. In a compacted log gaps are legal, so recovery
@@ -426,7 +428,7 @@ func TestRecoveryGarbageTail(t *testing.T) {
 	batches := idemLog(t, src, 10)
 	active := filepath.Base(activeSegmentPath(t, src.dir))
 	rng := rand.New(rand.NewSource(3))
-	validHeader := buildBatch(t, batchOpts{N: 2})[:BatchHeaderLen]
+	validHeader := buildBatch(t, batchOpts{N: 2})[:recordbatch.HeaderLen]
 	binary.BigEndian.PutUint64(validHeader, uint64(batches[len(batches)-1].last+1))
 	tails := map[string][]byte{
 		"zeros 1":                 make([]byte, 1),
@@ -829,7 +831,7 @@ func TestRecoveryInactiveSegmentTorn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range splitBatches(t, data) {
-		if err := CheckCRC(b); err != nil {
+		if err := recordbatch.CheckCRC(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -938,7 +940,7 @@ func TestReadRefusesCorruptSealedSegment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Read(%d): %v", segBase, err)
 	}
-	if got := splitBatches(t, data); len(got) != 1 || LastOffset(got[0]) != batches[bad-1].last {
+	if got := splitBatches(t, data); len(got) != 1 || recordbatch.LastOffset(got[0]) != batches[bad-1].last {
 		t.Fatalf("Read(%d) returned %d batches, want only the one before the corrupt batch", segBase, len(got))
 	}
 	// A read starting at it fails, and says where.

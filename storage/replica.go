@@ -3,6 +3,8 @@ package storage
 import (
 	"fmt"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // AppendReplicaResult says what AppendReplica did with one fetched chunk.
@@ -21,10 +23,10 @@ type AppendReplicaResult struct {
 type replicaBatch struct {
 	at     int // position in the fetched bytes
 	b      []byte
-	info   BatchInfo
+	info   recordbatch.Info
 	base   int64
 	epoch  int32
-	marker *EndTxnMarker // a control batch's; nil for data or an empty control batch
+	marker *recordbatch.EndTxnMarker // a control batch's; nil for data or an empty control batch
 }
 
 // AppendReplica appends batches fetched from the leader, as a follower: a
@@ -52,7 +54,7 @@ type replicaBatch struct {
 // codec, offset range (not the records inside: the CRC proves these are
 // the bytes the leader validated, and decompressing every replicated batch
 // would double the follower's work, as Kafka's follower also declines to).
-// A bad batch is ErrCorruptBatch, a leader epoch older than the log's
+// A bad batch is recordbatch.ErrCorrupt, a leader epoch older than the log's
 // ErrStaleLeaderEpoch. On any of these, the batches before the bad one are
 // appended and the error returned with the result; the caller should find
 // the divergence point again (OffsetForLeaderEpoch). A partial batch at the
@@ -64,7 +66,7 @@ type replicaBatch struct {
 // starts at the batch's base). Producer state is updated as on the leader
 // but never refuses a batch (the leader decided), so that this replica
 // deduplicates correctly if it becomes leader; so is the transaction state
-// (markers included, which must be well-formed: ErrCorruptBatch otherwise),
+// (markers included, which must be well-formed: recordbatch.ErrCorrupt otherwise),
 // with this replica's own aborted transaction index. A batch of a leader epoch
 // above the cached ones extends the epoch cache at the batch's base offset
 // (durably, before the batch is written), as Kafka's follower assigns it.
@@ -90,10 +92,10 @@ func (l *Log) AppendReplica(batches []byte) (AppendReplicaResult, error) {
 // straddlesEnd reports whether an empty log (start == end) is handed a
 // first batch that begins below end and holds it.
 func straddlesEnd(batches []byte, start, end int64) bool {
-	if start != end || len(batches) < BatchHeaderLen || batchLen(batches) > int64(len(batches)) {
+	if start != end || len(batches) < recordbatch.HeaderLen || recordbatch.Length(batches) > int64(len(batches)) {
 		return false
 	}
-	base, last := BaseOffset(batches), LastOffset(batches)
+	base, last := recordbatch.BaseOffset(batches), recordbatch.LastOffset(batches)
 	return base >= 0 && base < end && last >= end
 }
 
@@ -109,8 +111,8 @@ func (l *Log) appendReplicaBelowStart(batches []byte, now int64) (AppendReplicaR
 	if err := l.writableLocked(); err != nil || !straddlesEnd(batches, start, l.end.Load()) {
 		return l.appendReplicaLocked(batches, now) // changed meanwhile
 	}
-	base := BaseOffset(batches)
-	if _, err := checkStoredBatch(batches[:batchLen(batches)]); err != nil {
+	base := recordbatch.BaseOffset(batches)
+	if _, err := checkStoredBatch(batches[:recordbatch.Length(batches)]); err != nil {
 		res := AppendReplicaResult{FirstOffset: -1, LastOffset: -1, EndOffset: l.end.Load()}
 		return res, fmt.Errorf("log %s: fetched batches: batch at offset %d: %w", l.dir, base, err)
 	}
@@ -154,21 +156,21 @@ func parseReplicaBatches(in []byte, end int64, epochs epochCache, res *AppendRep
 	var kept []replicaBatch
 	for at := 0; at < len(in); {
 		rest := in[at:]
-		if len(rest) < lengthFieldEnd {
+		if len(rest) < recordbatch.PrefixLen {
 			res.PartialBytes = len(rest)
 			break
 		}
-		n := batchLen(rest)
-		if n < BatchHeaderLen {
-			return kept, fmt.Errorf("%w: at byte %d: batch length %d", ErrCorruptBatch, at, n-lengthFieldEnd)
+		n := recordbatch.Length(rest)
+		if n < recordbatch.HeaderLen {
+			return kept, fmt.Errorf("%w: at byte %d: batch length %d", recordbatch.ErrCorrupt, at, n-recordbatch.PrefixLen)
 		}
 		if n > int64(len(rest)) {
 			res.PartialBytes = len(rest)
 			break
 		}
 		b := rest[:n]
-		base := BaseOffset(b)
-		if len(kept) == 0 && LastOffset(b) < end && LastOffset(b) >= base {
+		base := recordbatch.BaseOffset(b)
+		if len(kept) == 0 && recordbatch.LastOffset(b) < end && recordbatch.LastOffset(b) >= base {
 			res.Skipped++
 			at += int(n)
 			continue
@@ -179,23 +181,23 @@ func parseReplicaBatches(in []byte, end int64, epochs epochCache, res *AppendRep
 				after = "the previous batch ends"
 			}
 			return kept, fmt.Errorf("%w: batch at byte %d has offsets [%d, %d], overlapping or going back: %s at %d",
-				ErrUnexpectedOffset, at, base, LastOffset(b), after, end)
+				ErrUnexpectedOffset, at, base, recordbatch.LastOffset(b), after, end)
 		}
 		info, err := checkStoredBatch(b)
 		if err != nil {
 			return kept, fmt.Errorf("batch at offset %d: %w", base, err)
 		}
-		var marker *EndTxnMarker
+		var marker *recordbatch.EndTxnMarker
 		if info.Control && info.Records > 0 {
 			// A marker the leader wrote: it must be one. (An empty control
 			// batch, which Kafka's cleaner leaves, ends nothing.)
-			m, err := ParseEndTxnMarker(b, info)
+			m, err := recordbatch.ParseEndTxnMarker(b, info)
 			if err != nil {
 				return kept, fmt.Errorf("batch at offset %d: %w", base, err)
 			}
 			marker = &m
 		}
-		epoch := PartitionLeaderEpoch(b)
+		epoch := recordbatch.PartitionLeaderEpoch(b)
 		if epochs, _, err = replicaEpochs(epochs, epoch, base, end); err != nil {
 			return kept, err
 		}
@@ -207,29 +209,29 @@ func parseReplicaBatches(in []byte, end int64, epochs epochCache, res *AppendRep
 }
 
 // checkStoredBatch checks a whole batch as it is stored: magic, length,
-// CRC-32C, codec and offset range. Unlike ValidateBatch it accepts what
+// CRC-32C, codec and offset range. Unlike recordbatch.Validate it accepts what
 // compaction leaves (fewer records than the offset range, gaps between
 // their offset deltas) and does not look inside the records.
-func checkStoredBatch(b []byte) (BatchInfo, error) {
-	info, err := ParseHeader(b)
+func checkStoredBatch(b []byte) (recordbatch.Info, error) {
+	info, err := recordbatch.ParseHeader(b)
 	if err != nil {
 		return info, err
 	}
 	if info.Bytes != len(b) {
-		return info, fmt.Errorf("%w: batch length says %d bytes, %d present", ErrCorruptBatch, info.Bytes, len(b))
+		return info, fmt.Errorf("%w: batch length says %d bytes, %d present", recordbatch.ErrCorrupt, info.Bytes, len(b))
 	}
-	if err := CheckCRC(b); err != nil {
+	if err := recordbatch.CheckCRC(b); err != nil {
 		return info, err
 	}
 	switch {
-	case info.Codec > CodecZstd:
-		return info, fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, info.Codec)
+	case info.Codec > recordbatch.CodecZstd:
+		return info, fmt.Errorf("%w: unknown compression codec %d", recordbatch.ErrCorrupt, info.Codec)
 	case info.LastDelta < 0:
-		return info, fmt.Errorf("%w: last offset delta %d", ErrCorruptBatch, info.LastDelta)
+		return info, fmt.Errorf("%w: last offset delta %d", recordbatch.ErrCorrupt, info.LastDelta)
 	case info.Records < 0 || int64(info.Records) > int64(info.LastDelta)+1:
-		return info, fmt.Errorf("%w: %d records in an offset range of %d", ErrCorruptBatch, info.Records, int64(info.LastDelta)+1)
-	case BaseOffset(b) < 0 || BaseOffset(b) > maxBaseOffset:
-		return info, fmt.Errorf("%w: base offset %d", ErrCorruptBatch, BaseOffset(b))
+		return info, fmt.Errorf("%w: %d records in an offset range of %d", recordbatch.ErrCorrupt, info.Records, int64(info.LastDelta)+1)
+	case recordbatch.BaseOffset(b) < 0 || recordbatch.BaseOffset(b) > maxBaseOffset:
+		return info, fmt.Errorf("%w: base offset %d", recordbatch.ErrCorrupt, recordbatch.BaseOffset(b))
 	}
 	return info, nil
 }

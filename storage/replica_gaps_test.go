@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Followers of a compacted log. Compaction on the leader removes records
@@ -39,7 +41,7 @@ func compactedLeader(t *testing.T, cfg Config, n int) *Log {
 			recs = append(recs, testRecord{TSDelta: 9, OffsetDelta: int32(len(recs)), Key: fmt.Appendf(nil, "own-%d", i), Value: []byte("kept")})
 		}
 		c := cheapCodecs[i%len(cheapCodecs)]
-		o := batchOpts{Records: recs, Codec: c.codec, Xerial: c.xerial, BaseTS: 10_000 + int64(i*7%23)*10}
+		o := batchOpts{Records: recs, Codec: c.Codec, Xerial: c.Xerial, BaseTS: 10_000 + int64(i*7%23)*10}
 		if i%2 == 0 {
 			o.Idempotent, o.PID, o.Seq = true, 77, seq
 			seq += int32(len(recs))
@@ -60,7 +62,7 @@ func compactedLeader(t *testing.T, cfg Config, n int) *Log {
 func gapsOf(bs [][]byte) [][2]int64 {
 	var out [][2]int64
 	for i := 1; i < len(bs); i++ {
-		if e, b := LastOffset(bs[i-1])+1, BaseOffset(bs[i]); b > e {
+		if e, b := recordbatch.LastOffset(bs[i-1])+1, recordbatch.BaseOffset(bs[i]); b > e {
 			out = append(out, [2]int64{e, b})
 		}
 	}
@@ -72,8 +74,8 @@ func gapsOf(bs [][]byte) [][2]int64 {
 func epochsOf(bs [][]byte) epochCache {
 	var c epochCache
 	for _, b := range bs {
-		if e := PartitionLeaderEpoch(b); e >= 0 && e > c.latestEpoch() {
-			c = append(c, epochEntry{e, BaseOffset(b)})
+		if e := recordbatch.PartitionLeaderEpoch(b); e >= 0 && e > c.latestEpoch() {
+			c = append(c, epochEntry{e, recordbatch.BaseOffset(b)})
 		}
 	}
 	return c
@@ -93,10 +95,10 @@ func replicateGaps(t *testing.T, leader, follower *Log, chunk int, torn bool, rn
 		if err != nil {
 			t.Fatalf("AppendReplica at %d: %v", from, err)
 		}
-		wantEnd := LastOffset(whole[len(whole)-1]) + 1
+		wantEnd := recordbatch.LastOffset(whole[len(whole)-1]) + 1
 		if res.EndOffset != wantEnd || follower.EndOffset() != wantEnd || res.Batches != len(whole) || res.Skipped != 0 ||
-			res.PartialBytes != partial || res.FirstOffset != BaseOffset(whole[0]) || res.LastOffset != wantEnd-1 {
-			t.Fatalf("AppendReplica at %d of %d batches from %d: %+v, end %d", from, len(whole), BaseOffset(whole[0]), res, follower.EndOffset())
+			res.PartialBytes != partial || res.FirstOffset != recordbatch.BaseOffset(whole[0]) || res.LastOffset != wantEnd-1 {
+			t.Fatalf("AppendReplica at %d of %d batches from %d: %+v, end %d", from, len(whole), recordbatch.BaseOffset(whole[0]), res, follower.EndOffset())
 		}
 		if res.FirstOffset > from {
 			gapFirst++
@@ -114,10 +116,10 @@ func sameBatches(t *testing.T, what string, l *Log, want [][]byte) {
 	}
 	for i := range got {
 		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("%s: batch %d (offset %d) is not the leader's, verbatim", what, i, BaseOffset(want[i]))
+			t.Fatalf("%s: batch %d (offset %d) is not the leader's, verbatim", what, i, recordbatch.BaseOffset(want[i]))
 		}
 	}
-	if want := LastOffset(want[len(want)-1]) + 1; l.EndOffset() != want {
+	if want := recordbatch.LastOffset(want[len(want)-1]) + 1; l.EndOffset() != want {
 		t.Fatalf("%s: end %d, want %d", what, l.EndOffset(), want)
 	}
 }
@@ -128,7 +130,7 @@ func checkReadsInGaps(t *testing.T, what string, l *Log, want [][]byte) {
 	t.Helper()
 	next := map[int64][]byte{}
 	for _, b := range want {
-		next[BaseOffset(b)] = b
+		next[recordbatch.BaseOffset(b)] = b
 	}
 	for _, g := range gapsOf(want) {
 		for _, off := range []int64{g[0], g[0] + (g[1]-g[0])/2, g[1] - 1} {
@@ -180,7 +182,7 @@ func TestAppendReplicaCompactedLeader(t *testing.T) {
 			leader := compactedLeader(t, cfg, 90)
 			want := readAll(t, leader, 0)
 			gaps := gapsOf(want)
-			if len(gaps) < 5 || BaseOffset(want[0]) == 0 && len(gaps) < 6 {
+			if len(gaps) < 5 || recordbatch.BaseOffset(want[0]) == 0 && len(gaps) < 6 {
 				t.Fatalf("setup: the compacted leader has %d gaps", len(gaps))
 			}
 
@@ -251,7 +253,7 @@ func TestAppendReplicaCompactedLeader(t *testing.T) {
 			}
 			var kept [][]byte
 			for _, b := range want {
-				if LastOffset(b) < g[0] {
+				if recordbatch.LastOffset(b) < g[0] {
 					kept = append(kept, b)
 				}
 			}
@@ -277,7 +279,7 @@ func TestAppendReplicaGaps(t *testing.T) {
 	// The follower holds A (0-2, epoch 1). The leader, compacted, has C
 	// (6-8, epoch 2) and E (20-21, epoch 4), then G (30-31, epoch 4).
 	A := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 0}, 0, 1)
-	C := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 6, Codec: CodecGzip, BaseTS: 2000}, 6, 2)
+	C := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 6, Codec: recordbatch.CodecGzip, BaseTS: 2000}, 6, 2)
 	E := storedBatch(t, batchOpts{N: 2, Idempotent: true, PID: 5, Seq: 20, BaseTS: 3000}, 20, 4)
 	G := storedBatch(t, batchOpts{N: 2, Idempotent: true, PID: 5, Seq: 30, BaseTS: 1500}, 30, 4)
 	cfg := gapConfig()
@@ -369,7 +371,7 @@ func TestAppendReplicaGaps(t *testing.T) {
 			checkEpochs(t, l, tc.epochs)
 			var want [][]byte
 			for _, b := range [][]byte{A, C, E, G} {
-				if LastOffset(b) < tc.wantEnd {
+				if recordbatch.LastOffset(b) < tc.wantEnd {
 					want = append(want, b)
 				}
 			}
@@ -485,10 +487,10 @@ func TestAppendReplicaGapPastSegmentRange(t *testing.T) {
 			checkSegmentIndexes(t, crashed.dir, cfg.IndexIntervalBytes)
 			// Truncating into the range before the far batch drops it.
 			last := tc.in[len(tc.in)-1]
-			if err := crashed.Truncate(BaseOffset(last) - 1); err != nil {
+			if err := crashed.Truncate(recordbatch.BaseOffset(last) - 1); err != nil {
 				t.Fatal(err)
 			}
-			if want := LastOffset(tc.in[len(tc.in)-2]) + 1; crashed.EndOffset() != want {
+			if want := recordbatch.LastOffset(tc.in[len(tc.in)-2]) + 1; crashed.EndOffset() != want {
 				t.Fatalf("end %d after truncation, want %d", crashed.EndOffset(), want)
 			}
 			if _, err := crashed.AppendReplica(last); err != nil {

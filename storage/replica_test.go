@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/recordbatch/batchtest"
 )
 
 // leaderBatch is one batch a test leader appended.
@@ -40,7 +43,7 @@ func buildLeaderWith(t *testing.T, l *Log, n int, codecs []codecCase) []leaderBa
 	for i := range n {
 		epoch := leaderEpochFor(t, l, i, n)
 		c := codecs[i%len(codecs)]
-		o := batchOpts{N: 1 + i%4, ValueSize: 30 + (i*53)%200, Codec: c.codec, Xerial: c.xerial,
+		o := batchOpts{N: 1 + i%4, ValueSize: 30 + (i*53)%200, Codec: c.Codec, Xerial: c.Xerial,
 			BaseTS: 10_000 + int64(i*7%23)*10, TSDeltas: []int64{0, 3, -2, 5}}
 		switch i % 3 {
 		case 0:
@@ -98,7 +101,7 @@ func fetchChunk(t *testing.T, leader *Log, from int64, maxBytes int, torn bool, 
 	}
 	data = bytes.Clone(data)
 	bs := splitBatches(t, data)
-	next := LastOffset(bs[len(bs)-1]) + 1
+	next := recordbatch.LastOffset(bs[len(bs)-1]) + 1
 	if !torn || next >= leader.EndOffset() {
 		return data, 0
 	}
@@ -121,7 +124,7 @@ func replicate(t *testing.T, leader, follower *Log, chunk int, torn bool, rng *r
 		if err != nil {
 			t.Fatalf("AppendReplica at %d: %v", from, err)
 		}
-		wantEnd := LastOffset(whole[len(whole)-1]) + 1
+		wantEnd := recordbatch.LastOffset(whole[len(whole)-1]) + 1
 		if res.EndOffset != wantEnd || follower.EndOffset() != wantEnd || res.Batches != len(whole) ||
 			res.PartialBytes != partial || res.Skipped != 0 || res.FirstOffset != from || res.LastOffset != wantEnd-1 ||
 			res.Bytes != int64(len(data)-partial) {
@@ -314,7 +317,7 @@ func TestAppendReplicaAdversarial(t *testing.T) {
 	// epoch 1), C (6-8, epoch 2), D (9-11, epoch 2).
 	A := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 0}, 0, 1)
 	B := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 3}, 3, 1)
-	C := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 6, Codec: CodecZstd}, 6, 2)
+	C := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 6, Codec: recordbatch.CodecZstd}, 6, 2)
 	D := storedBatch(t, batchOpts{N: 3, Idempotent: true, PID: 5, Seq: 9}, 9, 2)
 	flip := func(b []byte, at int) []byte { return edit(b, false, func(b []byte) { b[at] ^= 0x10 }) }
 	for _, tc := range []struct {
@@ -329,10 +332,10 @@ func TestAppendReplicaAdversarial(t *testing.T) {
 		{"contiguous", cat(B, C, D), nil, [][]byte{B, C, D}, 0, 0},
 		{"refetch of what is here", A, nil, nil, 1, 0},
 		{"refetch overlapping", cat(A, B, C), nil, [][]byte{B, C}, 1, 0},
-		{"crc: first batch", cat(flip(B, 70), C), ErrCorruptBatch, nil, 0, 0},
-		{"crc: middle batch", cat(B, flip(C, len(C)-1), D), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"crc: header field under it", cat(B, flip(C, offMaxTimestamp+7)), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"crc field itself", cat(B, flip(C, offCRC)), ErrCorruptBatch, [][]byte{B}, 0, 0},
+		{"crc: first batch", cat(flip(B, 70), C), recordbatch.ErrCorrupt, nil, 0, 0},
+		{"crc: middle batch", cat(B, flip(C, len(C)-1), D), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"crc: header field under it", cat(B, flip(C, batchtest.OffMaxTimestamp+7)), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"crc field itself", cat(B, flip(C, batchtest.OffCRC)), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
 		{"repeated batch", cat(B, B, C), ErrUnexpectedOffset, [][]byte{B}, 0, 0},
 		{"going backwards", cat(B, C, A), ErrUnexpectedOffset, [][]byte{B, C}, 0, 0},
 		{"straddling the log end", storedBatch(t, batchOpts{N: 3}, 2, 1), ErrUnexpectedOffset, nil, 0, 0},
@@ -345,17 +348,17 @@ func TestAppendReplicaAdversarial(t *testing.T) {
 		{"torn tail just short", cat(B, C[:len(C)-1]), nil, [][]byte{B}, 0, len(C) - 1},
 		{"only a torn batch", B[:len(B)-1], nil, nil, 0, len(B) - 1},
 		{"only a torn batch, wrong offset", D[:70], nil, nil, 0, 70},
-		{"impossible length", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[offLength:], 10) })), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"negative length", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[offLength:], 0xffffff00) })), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"length too long for the batch", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[offLength:], uint32(len(C)+len(D)-12)) }), D), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"length too short for the batch", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[offLength:], uint32(len(C)-13)) }), D), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"magic 1", cat(B, edit(C, false, func(b []byte) { b[offMagic] = 1 })), ErrUnsupportedMagic, [][]byte{B}, 0, 0},
-		{"unknown codec", cat(B, edit(C, true, func(b []byte) { b[offAttributes+1] |= 7 })), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"negative last delta", cat(B, edit(C, true, func(b []byte) { binary.BigEndian.PutUint32(b[offLastDelta:], 0xffffffff) })), ErrCorruptBatch, [][]byte{B}, 0, 0},
-		{"more records than offsets", cat(B, edit(C, true, func(b []byte) { binary.BigEndian.PutUint32(b[offRecordCount:], 4) })), ErrCorruptBatch, [][]byte{B}, 0, 0},
+		{"impossible length", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffLength:], 10) })), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"negative length", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffLength:], 0xffffff00) })), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"length too long for the batch", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffLength:], uint32(len(C)+len(D)-12)) }), D), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"length too short for the batch", cat(B, edit(C, false, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffLength:], uint32(len(C)-13)) }), D), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"magic 1", cat(B, edit(C, false, func(b []byte) { b[batchtest.OffMagic] = 1 })), recordbatch.ErrUnsupportedMagic, [][]byte{B}, 0, 0},
+		{"unknown codec", cat(B, edit(C, true, func(b []byte) { b[batchtest.OffAttributes+1] |= 7 })), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"negative last delta", cat(B, edit(C, true, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffLastDelta:], 0xffffffff) })), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
+		{"more records than offsets", cat(B, edit(C, true, func(b []byte) { binary.BigEndian.PutUint32(b[batchtest.OffRecordCount:], 4) })), recordbatch.ErrCorrupt, [][]byte{B}, 0, 0},
 		{"stale leader epoch", cat(B, storedBatch(t, batchOpts{N: 3}, 6, 0)), ErrStaleLeaderEpoch, [][]byte{B}, 0, 0},
-		{"garbage", bytes.Repeat([]byte{0xa5}, 300), ErrCorruptBatch, nil, 0, 0},
-		{"zeros", make([]byte, 300), ErrCorruptBatch, nil, 0, 0},
+		{"garbage", bytes.Repeat([]byte{0xa5}, 300), recordbatch.ErrCorrupt, nil, 0, 0},
+		{"zeros", make([]byte, 300), recordbatch.ErrCorrupt, nil, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -373,7 +376,7 @@ func TestAppendReplicaAdversarial(t *testing.T) {
 				t.Fatal("AppendReplica modified its input")
 			}
 			want := append([][]byte{A}, tc.kept...)
-			wantEnd := LastOffset(want[len(want)-1]) + 1
+			wantEnd := recordbatch.LastOffset(want[len(want)-1]) + 1
 			if res.EndOffset != wantEnd || l.EndOffset() != wantEnd || res.Batches != len(tc.kept) || res.Skipped != tc.skipped || res.PartialBytes != tc.partial {
 				t.Fatalf("result %+v, end %d; want end %d, %d batches, %d skipped, %d partial", res, l.EndOffset(), wantEnd, len(tc.kept), tc.skipped, tc.partial)
 			}
@@ -444,12 +447,12 @@ func TestAppendReplicaProducerStateNeverRejects(t *testing.T) {
 }
 
 // TestAppendReplicaCompactedBatches: a leader's compacted batches (fewer
-// records than offsets) replicate; ValidateBatch would refuse them.
+// records than offsets) replicate; recordbatch.Validate would refuse them.
 func TestAppendReplicaCompactedBatches(t *testing.T) {
 	recs := []testRecord{{OffsetDelta: 0, Key: []byte("a"), Value: []byte("1")}, {OffsetDelta: 3, Key: []byte("b"), Value: []byte("2")}}
 	b := storedBatch(t, batchOpts{Records: recs, LastDelta: i32(4)}, 0, 1)
-	if _, err := ValidateBatch(b, 0); err == nil {
-		t.Fatal("setup: ValidateBatch accepts a compacted batch")
+	if _, err := recordbatch.Validate(b, 0); err == nil {
+		t.Fatal("setup: recordbatch.Validate accepts a compacted batch")
 	}
 	l := openLog(t, t.TempDir(), testConfig())
 	res, err := l.AppendReplica(cat(b, storedBatch(t, batchOpts{N: 1}, 5, 1)))

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // segInfo is a segment as seen from outside: base offset and .log size.
@@ -65,7 +67,7 @@ func checkDeleted(t *testing.T, l *Log, before []segInfo, n int) {
 		wantErrIs(t, err, ErrOffsetOutOfRange)
 	}
 	data, err := l.Read(start, 1, l.EndOffset(), nil)
-	if err != nil || BaseOffset(data) != start {
+	if err != nil || recordbatch.BaseOffset(data) != start {
 		t.Fatalf("Read(start %d): %v", start, err)
 	}
 	var size int64

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // segment is one .log file and its indexes.
@@ -202,22 +204,22 @@ func (s *segment) removeIndexFiles() error {
 // seenBatch is what recovery replays into the producer table.
 type seenBatch struct {
 	base   int64
-	info   BatchInfo
-	marker *EndTxnMarker // a control batch's; nil if none is readable
+	info   recordbatch.Info
+	marker *recordbatch.EndTxnMarker // a control batch's; nil if none is readable
 }
 
 // replayFunc takes a batch recovery replays: its base offset, header and,
 // for a control batch, its marker (nil if unreadable).
-type replayFunc func(base int64, info BatchInfo, m *EndTxnMarker)
+type replayFunc func(base int64, info recordbatch.Info, m *recordbatch.EndTxnMarker)
 
 // markerOf returns the marker of a control batch whose whole bytes are b,
 // nil for a data batch or a control batch without a readable marker (an
 // empty one, or one no leader of ours writes, which then ends nothing).
-func markerOf(b []byte, info BatchInfo) *EndTxnMarker {
+func markerOf(b []byte, info recordbatch.Info) *recordbatch.EndTxnMarker {
 	if !info.Control || len(b) < info.Bytes {
 		return nil
 	}
-	m, err := ParseEndTxnMarker(b[:info.Bytes], info)
+	m, err := recordbatch.ParseEndTxnMarker(b[:info.Bytes], info)
 	if err != nil {
 		return nil
 	}
@@ -280,9 +282,11 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 	// Batches are handed to onBatch only once the segment is accepted: a
 	// pass that ends in a rebuild must not replay them twice.
 	var seen []seenBatch
-	var collect func([]byte, BatchInfo)
+	var collect func([]byte, recordbatch.Info)
 	if onBatch != nil {
-		collect = func(b []byte, info BatchInfo) { seen = append(seen, seenBatch{BaseOffset(b), info, markerOf(b, info)}) }
+		collect = func(b []byte, info recordbatch.Info) {
+			seen = append(seen, seenBatch{recordbatch.BaseOffset(b), info, markerOf(b, info)})
+		}
 	}
 	good, err := s.scan(start, fileSize, recover, contiguous, rebuild, indexInterval, collect)
 	if err != nil {
@@ -340,21 +344,21 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 // rebuild, the in-memory indexes are filled. onBatch sees each good batch
 // (its bytes when check is set, and for a control batch, whose CRC is then
 // verified too: replay needs its marker; header bytes otherwise).
-func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, BatchInfo)) (int64, error) {
+func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, indexInterval int32, onBatch func([]byte, recordbatch.Info)) (int64, error) {
 	// Large reads for large segments, but no more than the segment: Open
 	// scans every active segment, and a broker with many small partitions
 	// would otherwise allocate 256 KiB for each.
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, start, fileSize-start), int(min(256<<10, fileSize-start)))
 	pos := start
-	var hdr [BatchHeaderLen]byte
+	var hdr [recordbatch.HeaderLen]byte
 	var buf []byte
 	var sinceIndex int32
 	for pos < fileSize {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return pos, nil // torn header
 		}
-		info, err := ParseHeader(hdr[:])
-		base := BaseOffset(hdr[:])
+		info, err := recordbatch.ParseHeader(hdr[:])
+		base := recordbatch.BaseOffset(hdr[:])
 		// A scan starting mid-segment (at an index entry) takes its first
 		// batch's base as given.
 		if err != nil || pos+int64(info.Bytes) > fileSize || info.LastDelta < 0 || !plausibleBase(s, base, info.LastDelta) ||
@@ -368,14 +372,14 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			}
 			buf = buf[:info.Bytes]
 			copy(buf, hdr[:])
-			if _, err := io.ReadFull(r, buf[BatchHeaderLen:]); err != nil {
+			if _, err := io.ReadFull(r, buf[recordbatch.HeaderLen:]); err != nil {
 				return pos, nil
 			}
-			if CheckCRC(buf) != nil {
+			if recordbatch.CheckCRC(buf) != nil {
 				return pos, nil
 			}
 			batch = buf
-		} else if _, err := r.Discard(info.Bytes - BatchHeaderLen); err != nil {
+		} else if _, err := r.Discard(info.Bytes - recordbatch.HeaderLen); err != nil {
 			return pos, nil
 		}
 		last := base + int64(info.LastDelta)
@@ -398,7 +402,7 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			onBatch(batch, info)
 		}
 		s.next = last + 1
-		s.lastEpoch = PartitionLeaderEpoch(hdr[:])
+		s.lastEpoch = recordbatch.PartitionLeaderEpoch(hdr[:])
 		pos += int64(info.Bytes)
 	}
 	return pos, nil
@@ -454,24 +458,24 @@ func (s *segment) noteAppended(pos int64, n int, last, maxTS int64, epoch int32,
 }
 
 // walkHeaders reads the headers of the batches in [pos, size), in order,
-// and calls fn with each batch's position and header (BatchHeaderLen bytes,
+// and calls fn with each batch's position and header (recordbatch.HeaderLen bytes,
 // valid during the call only) until fn returns false or an error. pos must
 // be a batch boundary; a length that cannot be a batch, or runs past size,
-// is ErrCorruptBatch.
+// is recordbatch.ErrCorrupt.
 func (s *segment) walkHeaders(pos, size int64, fn func(pos int64, hdr []byte) (bool, error)) error {
 	f, err := s.h.acquire()
 	if err != nil {
 		return fmt.Errorf("segment %d: %w", s.base, err)
 	}
 	defer s.h.release()
-	var hdr [BatchHeaderLen]byte
+	var hdr [recordbatch.HeaderLen]byte
 	for pos < size {
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}
-		n := batchLen(hdr[:])
-		if n < BatchHeaderLen || pos+n > size {
-			return fmt.Errorf("%w: segment %d: batch length %d at %d of %d", ErrCorruptBatch, s.base, n, pos, size)
+		n := recordbatch.Length(hdr[:])
+		if n < recordbatch.HeaderLen || pos+n > size {
+			return fmt.Errorf("%w: segment %d: batch length %d at %d of %d", recordbatch.ErrCorrupt, s.base, n, pos, size)
 		}
 		if more, err := fn(pos, hdr[:]); err != nil || !more {
 			return err
@@ -519,20 +523,20 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 		return 0, fmt.Errorf("segment %d: %w", s.base, err)
 	}
 	defer s.h.release()
-	var hdr [BatchHeaderLen]byte
+	var hdr [recordbatch.HeaderLen]byte
 	for pos < size {
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return 0, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}
-		length := int64(int32(binary.BigEndian.Uint32(hdr[offLength:])))
-		if length < BatchHeaderLen-lengthFieldEnd {
+		n := recordbatch.Length(hdr[:])
+		if n < recordbatch.HeaderLen {
 			return 0, &CorruptLogError{Segment: s.base, Position: pos, Offset: offset,
-				Reason: fmt.Sprintf("batch length %d", length)}
+				Reason: fmt.Sprintf("batch length %d", n-recordbatch.PrefixLen)}
 		}
-		if LastOffset(hdr[:]) >= offset {
+		if recordbatch.LastOffset(hdr[:]) >= offset {
 			return pos, nil
 		}
-		pos += length + lengthFieldEnd
+		pos += n
 	}
 	return size, nil
 }
@@ -607,10 +611,10 @@ func indexesAgree(s *segment, offs []offsetEntry, times []timeEntry) bool {
 	if err != nil || pos >= s.size {
 		return false
 	}
-	hdr, err := s.readAt(pos, BatchHeaderLen)
+	hdr, err := s.readAt(pos, recordbatch.HeaderLen)
 	if err != nil {
 		return false
 	}
-	info, err := ParseHeader(hdr)
-	return err == nil && info.MaxTimestamp == last.ts && LastOffset(hdr) == s.base+int64(last.rel)
+	info, err := recordbatch.ParseHeader(hdr)
+	return err == nil && info.MaxTimestamp == last.ts && recordbatch.LastOffset(hdr) == s.base+int64(last.rel)
 }

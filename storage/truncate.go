@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Truncation is the follower's side of a leader change (KIP-101): the log is
@@ -114,17 +116,17 @@ func (s *segment) cutPoint(offset int64) (cutInfo, error) {
 	}
 	indexed := k > 0 // the first batch walked is the indexed one
 	err := s.walkHeaders(c.pos, s.size, func(pos int64, hdr []byte) (bool, error) {
-		last := LastOffset(hdr)
+		last := recordbatch.LastOffset(hdr)
 		if last >= offset {
 			return false, nil
 		}
-		n := batchLen(hdr)
+		n := recordbatch.Length(hdr)
 		if indexed {
 			indexed = false
 		} else {
 			c.sinceIndex += int32(n)
 		}
-		c.end, c.epoch, c.pos = last+1, PartitionLeaderEpoch(hdr), pos+n
+		c.end, c.epoch, c.pos = last+1, recordbatch.PartitionLeaderEpoch(hdr), pos+n
 		return true, nil
 	})
 	return c, err
@@ -278,25 +280,25 @@ func (l *Log) replayProducers(segs []*segment, end int64) (producers, txnState, 
 			}
 		}
 		err := s.walkHeaders(pos, s.size, func(pos int64, hdr []byte) (bool, error) {
-			base := BaseOffset(hdr)
+			base := recordbatch.BaseOffset(hdr)
 			if base >= end {
 				return false, nil
 			}
 			if base >= from {
-				info, err := ParseHeader(hdr)
+				info, err := recordbatch.ParseHeader(hdr)
 				if err != nil {
 					return false, fmt.Errorf("segment %d: replay producers at offset %d: %w", s.base, base, err)
 				}
-				var m *EndTxnMarker
+				var m *recordbatch.EndTxnMarker
 				if info.Control {
 					b, err := s.readAt(pos, info.Bytes)
 					if err != nil {
 						return false, err
 					}
 					if len(b) < info.Bytes {
-						return false, fmt.Errorf("%w: segment %d: replay producers: short control batch at offset %d", ErrCorruptBatch, s.base, base)
+						return false, fmt.Errorf("%w: segment %d: replay producers: short control batch at offset %d", recordbatch.ErrCorrupt, s.base, base)
 					}
-					if err := CheckCRC(b); err != nil {
+					if err := recordbatch.CheckCRC(b); err != nil {
 						return false, fmt.Errorf("segment %d: replay producers at offset %d: %w", s.base, base, err)
 					}
 					m = markerOf(b, info)

@@ -11,6 +11,9 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/recordbatch/batchtest"
 )
 
 func truncConfig() Config {
@@ -32,9 +35,9 @@ func recordTimes(t *testing.T, batches []leaderBatch) []tsRecord {
 	t.Helper()
 	var out []tsRecord
 	for _, b := range batches {
-		info, _ := ParseHeader(b.orig)
-		for _, r := range recordsOf(t, b.orig) {
-			out = append(out, tsRecord{b.base + int64(r.OffsetDelta), info.BaseTimestamp + r.TimestampDelta})
+		rb, recs := batchtest.Decode(t, b.orig)
+		for _, r := range recs {
+			out = append(out, tsRecord{b.base + int64(r.OffsetDelta), rb.FirstTimestamp + r.TimestampDelta64})
 		}
 	}
 	return out
@@ -201,7 +204,7 @@ func TestTruncate(t *testing.T) {
 				}
 			}
 			if kept77 != nil {
-				res, err := l.Append(bytes.Clone(kept77.orig), must(ValidateBatch(kept77.orig, 0)), 9, 1)
+				res, err := l.Append(bytes.Clone(kept77.orig), must(recordbatch.Validate(kept77.orig, 0)), 9, 1)
 				if err != nil || !res.Duplicate || res.BaseOffset != kept77.base {
 					t.Fatalf("retry of kept batch [%d, %d]: %+v, %v", kept77.base, kept77.last, res, err)
 				}
@@ -211,7 +214,7 @@ func TestTruncate(t *testing.T) {
 				o.Seq += int32(o.N)
 				lost77 = &leaderBatch{appended{orig: buildBatch(t, o)}, 9, o}
 			}
-			res, err := l.Append(bytes.Clone(lost77.orig), must(ValidateBatch(lost77.orig, 0)), 9, 1)
+			res, err := l.Append(bytes.Clone(lost77.orig), must(recordbatch.Validate(lost77.orig, 0)), 9, 1)
 			if err != nil || res.Duplicate || res.BaseOffset != wantEnd {
 				t.Fatalf("retry of lost batch [%d, %d]: %+v, %v; want appended at %d", lost77.base, lost77.last, res, err, wantEnd)
 			}
@@ -467,13 +470,13 @@ func TestTruncateConcurrentReaders(t *testing.T) {
 					return
 				}
 				for b := data; len(b) > 0; {
-					n := int(batchLen(b))
-					if len(b) < BatchHeaderLen || n < BatchHeaderLen || n > len(b) {
+					n := int(recordbatch.Length(b))
+					if len(b) < recordbatch.HeaderLen || n < recordbatch.HeaderLen || n > len(b) {
 						errc <- fmt.Errorf("Read(%d) below the floor %d: torn batch", off, limit)
 						return
 					}
-					if err := CheckCRC(b[:n]); err != nil || LastOffset(b) >= limit || (len(b) == len(data) && (BaseOffset(b) > off || LastOffset(b) < off)) {
-						errc <- fmt.Errorf("Read(%d): batch [%d, %d] (floor %d): %v", off, BaseOffset(b), LastOffset(b), limit, err)
+					if err := recordbatch.CheckCRC(b[:n]); err != nil || recordbatch.LastOffset(b) >= limit || (len(b) == len(data) && (recordbatch.BaseOffset(b) > off || recordbatch.LastOffset(b) < off)) {
+						errc <- fmt.Errorf("Read(%d): batch [%d, %d] (floor %d): %v", off, recordbatch.BaseOffset(b), recordbatch.LastOffset(b), limit, err)
 						return
 					}
 					b = b[n:]
@@ -557,7 +560,7 @@ func TestCompactAbortedByTruncate(t *testing.T) {
 	cfg.SegmentBytes = 400
 	l := openLog(t, t.TempDir(), cfg)
 	for i := range 12 {
-		appendKV(t, l, 1, KV{Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)})
+		appendKV(t, l, 1, recordbatch.KV{Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)})
 	}
 	segs := l.segments()
 	if len(segs) < 3 {

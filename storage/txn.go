@@ -1,11 +1,11 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"sort"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Transactions, as a partition log keeps them (Kafka's semantics and
@@ -32,110 +32,10 @@ import (
 // still here, or not at all if none is (its marker then ends nothing). Both
 // give read_committed consumers the same records.
 
-// EndTxnMarker is what a control batch's one record says: Kafka's
-// ControlRecordKey (int16 version, int16 type: 0 abort, 1 commit) and
-// EndTxnMarker value (int16 version, int32 coordinator epoch).
-type EndTxnMarker struct {
-	Commit           bool
-	CoordinatorEpoch int32
-}
-
-// Control record types (Kafka's ControlRecordType) that end a transaction.
-const (
-	controlTypeAbort  = 0
-	controlTypeCommit = 1
-)
-
-// ParseEndTxnMarker checks a control batch, whose bytes have passed
-// ValidateBatch's or checkStoredBatch's checks, and returns its marker: the
-// batch must be transactional with a producer id, and hold exactly one
-// record whose key is a control record key of type abort or commit and
-// whose value is an end-transaction marker. As in Kafka, versions above 0
-// are read as version 0 (negative ones are refused) and bytes after the
-// fields are ignored. Malformed input is ErrCorruptBatch; it never panics.
-func ParseEndTxnMarker(b []byte, info BatchInfo) (EndTxnMarker, error) {
-	var m EndTxnMarker
-	switch {
-	case !info.Control:
-		return m, fmt.Errorf("%w: not a control batch", ErrCorruptBatch)
-	case !info.Transactional:
-		return m, fmt.Errorf("%w: control batch is not transactional", ErrCorruptBatch)
-	case !info.Idempotent():
-		return m, fmt.Errorf("%w: control batch has no producer id", ErrCorruptBatch)
-	case info.Records != 1:
-		return m, fmt.Errorf("%w: control batch has %d records, want 1", ErrCorruptBatch, info.Records)
-	}
-	n := 0
-	var recErr error
-	err := EachRecord(b, info, func(r Record) bool {
-		n++
-		if n > 1 {
-			recErr = fmt.Errorf("%w: control batch holds more than one record", ErrCorruptBatch)
-			return false
-		}
-		m, recErr = parseMarkerRecord(r)
-		return recErr == nil
-	})
-	if err == nil {
-		err = recErr
-	}
-	if err == nil && n != 1 {
-		err = fmt.Errorf("%w: control batch holds %d records", ErrCorruptBatch, n)
-	}
-	return m, err
-}
-
-func parseMarkerRecord(r Record) (EndTxnMarker, error) {
-	var m EndTxnMarker
-	if len(r.Key) < 4 {
-		return m, fmt.Errorf("%w: control record key of %d bytes", ErrCorruptBatch, len(r.Key))
-	}
-	if v := int16(binary.BigEndian.Uint16(r.Key)); v < 0 {
-		return m, fmt.Errorf("%w: control record key version %d", ErrCorruptBatch, v)
-	}
-	switch t := int16(binary.BigEndian.Uint16(r.Key[2:])); t {
-	case controlTypeAbort:
-	case controlTypeCommit:
-		m.Commit = true
-	default:
-		return m, fmt.Errorf("%w: control record type %d is not a transaction marker", ErrCorruptBatch, t)
-	}
-	if len(r.Value) < 6 {
-		return m, fmt.Errorf("%w: end transaction marker value of %d bytes", ErrCorruptBatch, len(r.Value))
-	}
-	if v := int16(binary.BigEndian.Uint16(r.Value)); v < 0 {
-		return m, fmt.Errorf("%w: end transaction marker version %d", ErrCorruptBatch, v)
-	}
-	m.CoordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
-	return m, nil
-}
-
-// buildMarkerBatch encodes a marker as Kafka's leaders write it: magic 2,
-// uncompressed, transactional and control attributes, one record (offset
-// delta 0, no headers), both timestamps ts, base sequence -1.
+// buildMarkerBatch encodes m as the leader writes it
+// (recordbatch.BuildMarker).
 func buildMarkerBatch(m TxnMarker, ts int64) []byte {
-	typ := uint16(controlTypeAbort)
-	if m.Commit {
-		typ = controlTypeCommit
-	}
-	var key [4]byte
-	binary.BigEndian.PutUint16(key[2:], typ)
-	var val [6]byte
-	binary.BigEndian.PutUint32(val[2:], uint32(m.CoordinatorEpoch))
-	body := appendRecord(nil, Record{Key: key[:], Value: val[:]})
-	b := make([]byte, BatchHeaderLen, BatchHeaderLen+len(body))
-	b = append(b, body...)
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
-	b[offMagic] = 2
-	binary.BigEndian.PutUint16(b[offAttributes:], attrTransactional|attrControl)
-	binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
-	binary.BigEndian.PutUint64(b[offProducerID:], uint64(m.ProducerID))
-	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(m.ProducerEpoch))
-	binary.BigEndian.PutUint32(b[offBaseSequence:], ^uint32(0))
-	binary.BigEndian.PutUint32(b[offRecordCount:], 1)
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return b
+	return recordbatch.BuildMarker(recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, m.ProducerID, m.ProducerEpoch, ts)
 }
 
 // TxnMarker is one partition's part of a WriteTxnMarkers request: end
@@ -172,7 +72,7 @@ func (l *Log) AppendMarker(m TxnMarker, leaderEpoch int32, now int64) (int64, er
 		return 0, fmt.Errorf("%w: marker for producer %d epoch %d", ErrInvalidRecord, m.ProducerID, m.ProducerEpoch)
 	}
 	b := buildMarkerBatch(m, now)
-	info, err := ParseHeader(b)
+	info, err := recordbatch.ParseHeader(b)
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +84,7 @@ func (l *Log) AppendMarker(m TxnMarker, leaderEpoch int32, now int64) (int64, er
 	if err := l.mu.producers.checkMarker(m); err != nil {
 		return 0, err
 	}
-	marker := EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
+	marker := recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}
 	res, err := l.appendLocked(b, info, &marker, leaderEpoch, now)
 	return res.BaseOffset, err
 }
@@ -428,7 +328,7 @@ func (l *Log) publishTxnsLocked() {
 // control batch's marker; nil for a control batch without a readable one
 // (Kafka's cleaner leaves empty control batches), which changes nothing.
 // changed reports a change to t, which readers must then see.
-func applyBatch(p producers, t *txnState, info BatchInfo, m *EndTxnMarker, first, last, now int64) (a AbortedTxn, abort, changed bool) {
+func applyBatch(p producers, t *txnState, info recordbatch.Info, m *recordbatch.EndTxnMarker, first, last, now int64) (a AbortedTxn, abort, changed bool) {
 	if !info.Control {
 		if p.record(info, first, last, now) {
 			t.began(info.ProducerID, first)

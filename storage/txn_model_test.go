@@ -1,13 +1,14 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 	gomaps "maps"
 	"math"
 	"slices"
 	"testing"
 
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/recordbatch/batchtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,25 +36,7 @@ func decodeTBatch(b []byte) (tbatch, error) {
 	}
 	tb := tbatch{base: rb.FirstOffset, last: rb.FirstOffset + int64(rb.LastOffsetDelta), pid: rb.ProducerID,
 		epoch: rb.ProducerEpoch, txn: rb.Attributes&0x10 != 0, control: rb.Attributes&0x20 != 0}
-	if !tb.control || rb.NumRecords != 1 || rb.Attributes&7 != 0 {
-		return tb, nil
-	}
-	raw := rb.Records
-	l, n := binary.Varint(raw)
-	if n <= 0 || l < 0 || int(l) > len(raw)-n {
-		return tb, nil
-	}
-	var r kmsg.Record
-	if err := r.ReadFrom(raw[:n+int(l)]); err != nil {
-		return tb, nil
-	}
-	var key kmsg.ControlRecordKey
-	var val kmsg.EndTxnMarker
-	if key.ReadFrom(r.Key) != nil || val.ReadFrom(r.Value) != nil || key.Version < 0 || val.Version < 0 ||
-		(key.Type != kmsg.ControlRecordKeyTypeAbort && key.Type != kmsg.ControlRecordKeyTypeCommit) {
-		return tb, nil
-	}
-	tb.marker, tb.commit = true, key.Type == kmsg.ControlRecordKeyTypeCommit
+	tb.commit, tb.marker = batchtest.MarkerOf(rb)
 	return tb, nil
 }
 
@@ -73,7 +56,7 @@ func tbatchesOf(t testing.TB, l *Log) []tbatch {
 		for _, b := range splitBatches(t, data) {
 			tb, err := decodeTBatch(b)
 			if err != nil {
-				t.Fatalf("batch at %d: %v", BaseOffset(b), err)
+				t.Fatalf("batch at %d: %v", recordbatch.BaseOffset(b), err)
 			}
 			out = append(out, tb)
 			off = tb.last + 1

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // txnData builds a transactional batch of n records for producer pid.
@@ -50,85 +50,6 @@ func checkAgainstReplay(t *testing.T, l *Log, what string) {
 			t.Fatalf("%s: %s", what, d)
 		}
 	}
-}
-
-// TestMarkerBatchMatchesKmsg: the marker AppendMarker writes is Kafka's, as
-// franz-go decodes it.
-func TestMarkerBatchMatchesKmsg(t *testing.T) {
-	for _, commit := range []bool{false, true} {
-		b := buildMarkerBatch(TxnMarker{ProducerID: 77, ProducerEpoch: 5, Commit: commit, CoordinatorEpoch: 9}, 1_700_000_000_123)
-		rb, recs := kmsgRecords(t, b)
-		if rb.Magic != 2 || rb.Attributes != 0x30 || rb.ProducerID != 77 || rb.ProducerEpoch != 5 || rb.FirstSequence != -1 ||
-			rb.NumRecords != 1 || rb.LastOffsetDelta != 0 || rb.FirstTimestamp != 1_700_000_000_123 || rb.MaxTimestamp != 1_700_000_000_123 {
-			t.Fatalf("header %+v", rb)
-		}
-		if err := CheckCRC(b); err != nil {
-			t.Fatal(err)
-		}
-		var key kmsg.ControlRecordKey
-		var val kmsg.EndTxnMarker
-		if err := key.ReadFrom(recs[0].Key); err != nil {
-			t.Fatal(err)
-		}
-		if err := val.ReadFrom(recs[0].Value); err != nil {
-			t.Fatal(err)
-		}
-		want := kmsg.ControlRecordKeyTypeAbort
-		if commit {
-			want = kmsg.ControlRecordKeyTypeCommit
-		}
-		if key.Version != 0 || key.Type != want || val.Version != 0 || val.CoordinatorEpoch != 9 || len(recs[0].Headers) != 0 {
-			t.Fatalf("marker record: key %+v value %+v", key, val)
-		}
-		info, err := ValidateBatch(b, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := ParseEndTxnMarker(b, info)
-		if err != nil || m.Commit != commit || m.CoordinatorEpoch != 9 {
-			t.Fatalf("ParseEndTxnMarker: %+v, %v", m, err)
-		}
-	}
-}
-
-// TestValidateControlBatch: a control batch must be a transaction marker;
-// anything else is refused as corrupt, never a panic.
-func TestValidateControlBatch(t *testing.T) {
-	rec := func(key, val []byte) testRecord { return testRecord{Key: key, Value: val} }
-	ctl := int16(attrControl | attrTransactional)
-	good := markerRecord(false, 3)
-	v1 := rec([]byte{0, 1, 0, 1, 0xee}, []byte{0, 1, 0, 0, 0, 3, 0xee}) // newer versions read as 0, extra bytes ignored (Kafka)
-	for _, c := range []struct {
-		name string
-		o    batchOpts
-		ok   bool
-	}{
-		{"abort", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{good}}, true},
-		{"commit gzip", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Codec: CodecGzip, Records: []testRecord{markerRecord(true, 0)}}, true},
-		{"version 1", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{v1}}, true},
-		{"not transactional", batchOpts{Attrs: attrControl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{good}}, false},
-		{"no producer id", batchOpts{Attrs: ctl, Records: []testRecord{good}}, false},
-		{"two records", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{good, {OffsetDelta: 1, Key: good.Key, Value: good.Value}}}, false},
-		{"short key", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec([]byte{0, 0, 0}, good.Value)}}, false},
-		{"null key", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec(nil, good.Value)}}, false},
-		{"negative key version", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec([]byte{0xff, 0xff, 0, 0}, good.Value)}}, false},
-		{"leader change type", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec([]byte{0, 0, 0, 2}, good.Value)}}, false},
-		{"short value", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec(good.Key, []byte{0, 0, 0, 0, 0})}}, false},
-		{"negative value version", batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Seq: -1, Records: []testRecord{rec(good.Key, []byte{0x80, 0, 0, 0, 0, 0})}}, false},
-	} {
-		b := buildBatch(t, c.o)
-		_, err := ValidateBatch(b, 0)
-		if c.ok != (err == nil) {
-			t.Fatalf("%s: ValidateBatch: %v", c.name, err)
-		}
-		if err != nil {
-			wantErrIs(t, err, ErrCorruptBatch)
-		}
-	}
-	// An empty control batch (Kafka's cleaner leaves them) is not a
-	// produced batch: a record count of 0 is refused before.
-	_, err := ValidateBatch(buildBatch(t, batchOpts{Attrs: ctl, Idempotent: true, PID: 1, Records: []testRecord{}, Count: i32(0)}), 0)
-	wantErrIs(t, err, ErrCorruptBatch)
 }
 
 // TestTransactionLifecycle walks Kafka's rules for transactional batches and
@@ -493,9 +414,9 @@ func TestAbortedTransactionsAcrossSegments(t *testing.T) {
 // open transaction; versions 1 and 2 still load, with none open.
 func TestTxnSnapshotRoundTrip(t *testing.T) {
 	p := producers{}
-	p.record(BatchInfo{ProducerID: 1, ProducerEpoch: 2, BaseSequence: 0, LastDelta: 1, Transactional: true}, 10, 11, 5)
+	p.record(recordbatch.Info{ProducerID: 1, ProducerEpoch: 2, BaseSequence: 0, LastDelta: 1, Transactional: true}, 10, 11, 5)
 	p.recordMarker(2, 4, 17, 6)
-	p.record(BatchInfo{ProducerID: 3, ProducerEpoch: 0, BaseSequence: 0, LastDelta: 0}, 20, 20, 7)
+	p.record(recordbatch.Info{ProducerID: 3, ProducerEpoch: 0, BaseSequence: 0, LastDelta: 0}, 20, 20, 7)
 	got, end, err := decodeSnapshot(p.encode(30))
 	if err != nil || end != 30 {
 		t.Fatal(err)
@@ -737,9 +658,9 @@ func TestAppendReplicaTransactions(t *testing.T) {
 	// A control batch that is no marker, CRC intact.
 	bad := buildBatch(t, batchOpts{Attrs: attrControl | attrTransactional, Idempotent: true, PID: 1, Seq: -1,
 		Records: []testRecord{{Key: []byte{0, 0, 0, 7}, Value: []byte{0, 0, 0, 0, 0, 0}}}})
-	StampBatch(bad, follower.EndOffset(), 7, -1)
+	recordbatch.Stamp(bad, follower.EndOffset(), 7, -1)
 	_, err := follower.AppendReplica(bad)
-	wantErrIs(t, err, ErrCorruptBatch)
+	wantErrIs(t, err, recordbatch.ErrCorrupt)
 }
 
 // TestTruncateTransactions: truncation to any offset leaves the transaction

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -66,15 +66,15 @@ func debugRead(t *testing.T, c *Cluster, id int32, topic string) ([]storedRecord
 			t.Fatalf("debug fetch from node %d at %d: nothing below its high watermark %d", id, off, hw)
 		}
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil || info.Bytes > len(data) {
 				t.Fatalf("node %d: bad batch at offset %d: %v", id, off, err)
 			}
-			base := storage.BaseOffset(data)
+			base := recordbatch.BaseOffset(data)
 			if base < off {
 				t.Fatalf("node %d: batch at %d returned for a fetch from %d", id, base, off)
 			}
-			err = storage.EachRecord(data[:info.Bytes], info, func(rec storage.Record) bool {
+			err = recordbatch.EachRecord(data[:info.Bytes], info, func(rec recordbatch.Record) bool {
 				out = append(out, storedRecord{base + int64(rec.OffsetDelta), string(rec.Key), string(rec.Value)})
 				return true
 			})

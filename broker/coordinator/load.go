@@ -4,7 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Loading: which offsets partitions this node leads, and reading a
@@ -93,25 +93,25 @@ func (o *offsetStore) replay(pi int32, p *replica.Partition) (int, bool) {
 			return n, true
 		}
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil || info.Bytes > len(data) {
 				o.log.Error().Err(err).Int32("partition", pi).Msg("bad batch in offsets topic")
 				return n, false
 			}
-			base := storage.BaseOffset(data)
+			base := recordbatch.BaseOffset(data)
 			end := base + int64(info.LastDelta) + 1
 			switch {
 			case info.Control:
 				// A transaction's marker settles its offset commits.
-				if m, err := storage.ParseEndTxnMarker(data[:info.Bytes], info); err == nil {
+				if m, err := recordbatch.ParseEndTxnMarker(data[:info.Bytes], info); err == nil {
 					o.mu.Lock()
 					o.settleLocked(pi, info.ProducerID, base, m.Commit)
 					o.mu.Unlock()
 				}
 			case info.Transactional:
-				var recs []storage.KV
-				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
-					recs = append(recs, storage.KV{Key: r.Key, Value: r.Value})
+				var recs []recordbatch.KV
+				recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
+					recs = append(recs, recordbatch.KV{Key: r.Key, Value: r.Value})
 					n++
 					return true
 				})
@@ -119,7 +119,7 @@ func (o *offsetStore) replay(pi int32, p *replica.Partition) (int, bool) {
 				o.addTxnLocked(pi, info.ProducerID, txnCommit{end: end, recs: recs})
 				o.mu.Unlock()
 			default:
-				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+				recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 					o.apply(r.Key, r.Value)
 					n++
 					return true

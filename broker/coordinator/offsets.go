@@ -11,6 +11,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // offsetStore keeps the committed offsets of the groups this node
@@ -123,7 +124,7 @@ func (o *offsetStore) isLoaded(group string) bool { return o.status(group) == ni
 type pendingCommit struct {
 	end   int64 // log offset after the batch
 	group string
-	recs  []storage.KV
+	recs  []recordbatch.KV
 }
 
 // commitIf appends the offsets (nil value: delete) for group and calls
@@ -145,7 +146,7 @@ func (o *offsetStore) commitIf(group string, offs map[TopicPartition]*Committed,
 		return
 	}
 	o.mu.Lock()
-	recs := make([]storage.KV, 0, len(offs))
+	recs := make([]recordbatch.KV, 0, len(offs))
 	for tp, c := range offs {
 		if keep != nil {
 			cur, ok := o.mu.offsets[group][tp]
@@ -153,7 +154,7 @@ func (o *offsetStore) commitIf(group string, offs map[TopicPartition]*Committed,
 				continue
 			}
 		}
-		kv := storage.KV{Key: offsetKey(group, tp)}
+		kv := recordbatch.KV{Key: offsetKey(group, tp)}
 		if c != nil {
 			kv.Value = offsetValue(*c)
 		}
@@ -165,8 +166,8 @@ func (o *offsetStore) commitIf(group string, offs map[TopicPartition]*Committed,
 		return
 	}
 	now := time.Now().UnixMilli()
-	batch := storage.BuildBatch(recs, now)
-	info, err := storage.ValidateBatch(batch, 0)
+	batch := recordbatch.Build(recs, now)
+	info, err := recordbatch.Validate(batch, 0)
 	var res storage.AppendResult
 	var v *replica.View
 	if err == nil {
@@ -228,13 +229,13 @@ func (o *offsetStore) storeGroup(id string, v *kmsg.GroupMetadataValue) {
 	}
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = 2, id
-	kv := storage.KV{Key: k.AppendTo(nil)}
+	kv := recordbatch.KV{Key: k.AppendTo(nil)}
 	if v != nil {
 		kv.Value = v.AppendTo(nil)
 	}
 	now := time.Now().UnixMilli()
-	batch := storage.BuildBatch([]storage.KV{kv}, now)
-	info, err := storage.ValidateBatch(batch, 0)
+	batch := recordbatch.Build([]recordbatch.KV{kv}, now)
+	info, err := recordbatch.Validate(batch, 0)
 	if err != nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Transactional offset commits (TxnOffsetCommit, Kafka's
@@ -27,7 +28,7 @@ import (
 type txnCommit struct {
 	end   int64 // log offset after its batch
 	group string
-	recs  []storage.KV
+	recs  []recordbatch.KV
 }
 
 // TxnCommit appends offs for group as producer pid's (at epoch)
@@ -43,9 +44,9 @@ func (c *Coordinator) TxnCommit(group string, pid int64, epoch int16, offs map[T
 		done(err)
 		return
 	}
-	recs := make([]storage.KV, 0, len(offs))
+	recs := make([]recordbatch.KV, 0, len(offs))
 	for tp, cm := range offs {
-		kv := storage.KV{Key: offsetKey(group, tp)}
+		kv := recordbatch.KV{Key: offsetKey(group, tp)}
 		if cm != nil {
 			kv.Value = offsetValue(*cm)
 		}
@@ -56,8 +57,8 @@ func (c *Coordinator) TxnCommit(group string, pid int64, epoch int16, offs map[T
 		return
 	}
 	now := time.Now().UnixMilli()
-	batch := storage.BuildTxnBatch(recs, now, pid, epoch)
-	info, err := storage.ValidateBatch(batch, 0)
+	batch := recordbatch.BuildTxn(recs, now, pid, epoch)
+	info, err := recordbatch.Validate(batch, 0)
 	var res storage.AppendResult
 	var v *replica.View
 	o.mu.Lock()

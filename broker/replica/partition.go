@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Partition is this broker's replica of one topic partition: the driver
@@ -320,7 +321,7 @@ func (p *Partition) Serve(op Op) (*storage.Log, *View, int16) {
 
 // AppendAsLeader appends a validated batch if, and while, this broker
 // leads, stamping the leader epoch, and tells the core the log end moved.
-func (p *Partition) AppendAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *View, error) {
+func (p *Partition) AppendAsLeader(batch []byte, info recordbatch.Info, now int64) (storage.AppendResult, *View, error) {
 	p.roleMu.RLock()
 	lg, v, code := p.Serve(Produce)
 	if code != 0 {
@@ -339,7 +340,7 @@ func (p *Partition) AppendAsLeader(batch []byte, info storage.BatchInfo, now int
 // AppendCoordinatorAsLeader appends a batch a coordinator of this broker
 // wrote for a producer's transaction (storage.AppendCoordinator), as
 // AppendAsLeader does a produced batch.
-func (p *Partition) AppendCoordinatorAsLeader(batch []byte, info storage.BatchInfo, now int64) (storage.AppendResult, *View, error) {
+func (p *Partition) AppendCoordinatorAsLeader(batch []byte, info recordbatch.Info, now int64) (storage.AppendResult, *View, error) {
 	p.roleMu.RLock()
 	lg, v, code := p.Serve(Produce)
 	if code != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // The driver over a real log in a temporary directory, with a host that
@@ -91,8 +92,8 @@ func newTestPartition(t *testing.T, a Assignment, minISR int32, fail error) (*Pa
 // returns the HW that commits it and the epoch it was written at.
 func appendOne(t *testing.T, p *Partition) (int64, int32) {
 	t.Helper()
-	batch := storage.BuildBatch([]storage.KV{{Value: []byte("v")}}, time.Now().UnixMilli())
-	info, err := storage.ValidateBatch(batch, 1<<20)
+	batch := recordbatch.Build([]recordbatch.KV{{Value: []byte("v")}}, time.Now().UnixMilli())
+	info, err := recordbatch.Validate(batch, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestWaitCommittedTimeoutAndLeadershipMoved(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("got %v, want ErrNotLeader", err)
 	}
-	if _, _, err := p.AppendAsLeader(nil, storage.BatchInfo{}, 0); !errors.Is(err, CodeError(kerr.NotLeaderForPartition.Code)) {
+	if _, _, err := p.AppendAsLeader(nil, recordbatch.Info{}, 0); !errors.Is(err, CodeError(kerr.NotLeaderForPartition.Code)) {
 		t.Fatalf("append as a follower: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Follow matches the coordinator to the topic's local replicas: parts[i]
@@ -73,14 +73,14 @@ func (c *Coordinator) load(pt *part) {
 		}
 		var recs []txn.LogRecord
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil || info.Bytes > len(data) {
 				c.log.Error().Err(err).Int32("partition", pt.idx).Msg("bad batch in transaction state; partition stays unavailable")
 				return
 			}
-			base := storage.BaseOffset(data)
+			base := recordbatch.BaseOffset(data)
 			if !info.Control {
-				storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+				recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 					recs = append(recs, txn.LogRecord{Key: r.Key, Value: r.Value})
 					return true
 				})

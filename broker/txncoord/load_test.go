@@ -16,6 +16,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Failover: the node that gains the partition loads every id from its log
@@ -309,7 +310,7 @@ func TestLoadReadFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.WriteAt([]byte{0xde, 0xad}, storage.BatchHeaderLen+2); err != nil {
+			if _, err := f.WriteAt([]byte{0xde, 0xad}, recordbatch.HeaderLen+2); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()

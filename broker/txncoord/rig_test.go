@@ -18,6 +18,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // The rig runs a Coordinator the way the broker does, but around it:
@@ -578,12 +579,12 @@ func readRecords(t *testing.T, lg *storage.Log) []record {
 			break
 		}
 		for len(data) > 0 {
-			info, err := storage.ParseHeader(data)
+			info, err := recordbatch.ParseHeader(data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := storage.BaseOffset(data)
-			storage.EachRecord(data[:info.Bytes], info, func(sr storage.Record) bool {
+			base := recordbatch.BaseOffset(data)
+			recordbatch.EachRecord(data[:info.Bytes], info, func(sr recordbatch.Record) bool {
 				var k kmsg.TxnMetadataKey
 				if err := k.ReadFrom(sr.Key); err != nil {
 					t.Fatalf("key at %d: %v", base, err)
@@ -629,8 +630,8 @@ func states(recs []record, id string) []string {
 func appendRaw(t *testing.T, p *replica.Partition, key, value []byte) {
 	t.Helper()
 	now := time.Now().UnixMilli()
-	batch := storage.BuildBatch([]storage.KV{{Key: key, Value: value}}, now)
-	info, err := storage.ValidateBatch(batch, 0)
+	batch := recordbatch.Build([]recordbatch.KV{{Key: key, Value: value}}, now)
+	info, err := recordbatch.Validate(batch, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

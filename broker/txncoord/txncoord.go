@@ -51,7 +51,7 @@ import (
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // Topic is Kafka's internal topic of transaction state.
@@ -397,8 +397,8 @@ func (c *Coordinator) appendRecord(pt *part, a txn.Append) {
 		c.do(pt, func(t *txn.Table, now int64) txn.Ready { return t.RecordFailed(now, a.Token, code) })
 	}
 	now := time.Now().UnixMilli()
-	batch := storage.BuildBatch([]storage.KV{{Key: a.Key, Value: a.Value}}, now)
-	info, err := storage.ValidateBatch(batch, 0)
+	batch := recordbatch.Build([]recordbatch.KV{{Key: a.Key, Value: a.Value}}, now)
+	info, err := recordbatch.Validate(batch, 0)
 	if err != nil {
 		c.log.Error().Err(err).Msg("transactions: built a record that does not validate")
 		c.host.Go(func() { failed(kerr.UnknownServerError.Code) })

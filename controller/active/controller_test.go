@@ -16,7 +16,7 @@ import (
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/controller/quorum"
 	"github.com/fjordlog/fjord/protocol"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // checkFor polls f until it returns true or d passes.
@@ -162,12 +162,12 @@ func TestServeOverListener(t *testing.T) {
 		t.Fatalf("fetch: code %d, leader %d", sp.ErrorCode, sp.CurrentLeader.LeaderID)
 	}
 	for data := sp.RecordBatches; len(data) > 0; {
-		info, err := storage.ParseHeader(data)
+		info, err := recordbatch.ParseHeader(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		base := uint64(storage.BaseOffset(data))
-		storage.EachRecord(data[:info.Bytes], info, func(r storage.Record) bool {
+		base := uint64(recordbatch.BaseOffset(data))
+		recordbatch.EachRecord(data[:info.Bytes], info, func(r recordbatch.Record) bool {
 			img, err = quorum.ApplyEntry(img, base+uint64(r.OffsetDelta), r.Value)
 			return err == nil
 		})

@@ -57,8 +57,9 @@
 //   - raftauth.go: the SASL exchange of raft connections, both sides.
 //
 // Dependencies point one way: this package imports controller,
-// controller/node, controller/quorum, protocol and storage (the record
-// batch format of the shipped log), never broker; broker reaches it
+// controller/node, controller/quorum, protocol and storage/recordbatch
+// (the record batch format of the shipped log), never broker or storage
+// (deps_test.go); broker reaches it
 // through small interfaces of its own (a metadata log, an active
 // controller) and builds it in one place (broker/quorum.go).
 package active

@@ -7,7 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/quorum"
-	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,11 +56,11 @@ func (c *Controller) serveMetadataFetch(ctx context.Context, req *kmsg.FetchRequ
 		if !ok {
 			sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		} else if len(entries) > 0 {
-			kvs := make([]storage.KV, len(entries))
+			kvs := make([]recordbatch.KV, len(entries))
 			for i, e := range entries {
 				kvs[i].Value = e
 			}
-			batch := storage.BuildBatch(kvs, time.Now().UnixMilli())
+			batch := recordbatch.Build(kvs, time.Now().UnixMilli())
 			binary.BigEndian.PutUint64(batch[0:8], from) // base offset: outside the CRC
 			sp.RecordBatches = batch
 		}

@@ -1,4 +1,4 @@
-package storage
+package recordbatch
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ var zstdEncoders = sync.Pool{New: func() any {
 	return e
 }}
 
-// compress encodes src with a batch codec. Compaction uses it to keep a
+// compress encodes src with a batch codec. AppendRewritten uses it to keep a
 // rewritten batch in the codec it was produced with.
 func compress(codec int8, src []byte) ([]byte, error) {
 	var buf bytes.Buffer

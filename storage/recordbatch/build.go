@@ -1,4 +1,4 @@
-package storage
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -10,11 +10,11 @@ type KV struct {
 	Key, Value []byte
 }
 
-// BuildBatch encodes records as one uncompressed magic-2 batch with the
-// given timestamp and no producer id, ready for Append (which assigns the
-// offsets). The broker uses it for records it writes itself, such as
-// committed consumer offsets.
-func BuildBatch(records []KV, timestamp int64) []byte {
+// Build encodes records as one uncompressed magic-2 batch with the given
+// timestamp and no producer id, base offset 0, ready for a log's append
+// (which assigns the offsets). The broker uses it for records it writes
+// itself, such as committed consumer offsets.
+func Build(records []KV, timestamp int64) []byte {
 	var body []byte
 	for i, r := range records {
 		var rec []byte
@@ -27,9 +27,9 @@ func BuildBatch(records []KV, timestamp int64) []byte {
 		body = binary.AppendVarint(body, int64(len(rec)))
 		body = append(body, rec...)
 	}
-	b := make([]byte, BatchHeaderLen, BatchHeaderLen+len(body))
+	b := make([]byte, HeaderLen, HeaderLen+len(body))
 	b = append(b, body...)
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-lengthFieldEnd))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-PrefixLen))
 	b[offMagic] = 2
 	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(len(records)-1))
 	binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(timestamp))
@@ -68,16 +68,40 @@ func putVarBytes(b, v []byte) []byte {
 	return append(b, v...)
 }
 
-// BuildTxnBatch is BuildBatch for a transaction coordinator's own records
-// that belong to producer pid's transaction at epoch (the group
-// coordinator's TxnOffsetCommit): a transactional batch of that producer,
-// base sequence 0 as Kafka writes it, for AppendCoordinator.
-func BuildTxnBatch(records []KV, timestamp int64, pid int64, epoch int16) []byte {
-	b := BuildBatch(records, timestamp)
+// BuildTxn is Build for a transaction coordinator's own records that
+// belong to producer pid's transaction at epoch (the group coordinator's
+// TxnOffsetCommit): a transactional batch of that producer, base sequence
+// 0 as Kafka writes it.
+func BuildTxn(records []KV, timestamp int64, pid int64, epoch int16) []byte {
+	b := Build(records, timestamp)
 	binary.BigEndian.PutUint16(b[offAttributes:], attrTransactional)
 	binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
 	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[offBaseSequence:], 0)
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return b
+}
+
+// AppendRewritten appends to dst a copy of the batch orig, whose header
+// info describes, holding only the records keep (compaction's survivors,
+// in order): orig's base offset, offset range, timestamps, producer
+// fields, leader epoch and compression codec are kept, and the record
+// count, length and CRC recomputed. It fails only if the codec does.
+func AppendRewritten(dst, orig []byte, info Info, keep []Record) ([]byte, error) {
+	var body []byte
+	for _, r := range keep {
+		body = appendRecord(body, r)
+	}
+	body, err := compress(info.Codec, body)
+	if err != nil {
+		return nil, err
+	}
+	start := len(dst)
+	dst = append(dst, orig[:HeaderLen]...)
+	dst = append(dst, body...)
+	b := dst[start:]
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-PrefixLen))
+	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(len(keep)))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return dst, nil
 }

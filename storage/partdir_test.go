@@ -1,0 +1,106 @@
+package storage
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+)
+
+// TestPartitionMetadataCrash: WritePartitionMetadata crashed before any
+// of its changes (each write, sync, creation and rename), with each image
+// keeping a random part of what was not yet durable, leaves
+// partition.metadata naming the old topic id or the new one: never a torn
+// file, one naming no id, or none at all where one was. Once it has
+// returned, a crash keeps the new one. Into a new directory, a crash
+// before it returned may leave no file (nothing was promised yet), but
+// never a file without the id.
+func TestPartitionMetadataCrash(t *testing.T) {
+	const dir = "/logs/topic-0"
+	const oldID, newID = "AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"
+	for _, replace := range []bool{false, true} {
+		crashes := 0
+		for change := 0; ; change++ {
+			last := false // the crash comes after WritePartitionMetadata returned
+			for seed := range uint64(8) {
+				fs := newCrashFS(NewMemFS(), rand.New(rand.NewPCG(seed, uint64(change))))
+				if replace {
+					if err := WritePartitionMetadata(fs, dir, oldID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fs.arm(change)
+				if err := WritePartitionMetadata(fs, dir, newID); err != nil {
+					t.Fatal(err)
+				}
+				img := fs.collect()
+				if img == nil {
+					img, last = fs.MemFS.CrashClone(fs.rng), true
+				}
+				crashes++
+				id, err := ReadPartitionMetadata(img, dir)
+				switch {
+				case last:
+					if err != nil || id != newID {
+						t.Fatalf("replace=%v: a crash after WritePartitionMetadata returned (image %d) left %q, %v; want %q", replace, seed, id, err, newID)
+					}
+				case err == nil && (id == newID || replace && id == oldID):
+				case !replace && errors.Is(err, os.ErrNotExist):
+				default:
+					t.Fatalf("regression: replace=%v: a crash at change %d of WritePartitionMetadata (image %d) left partition.metadata reading %q, %v", replace, change, seed, id, err)
+				}
+			}
+			if last {
+				break
+			}
+		}
+		t.Logf("replace=%v: %d crash images checked", replace, crashes)
+	}
+}
+
+// TestDeletePartitionDirLeftover: a directory of an earlier deletion under
+// the same name, whose removal failed after its rename, does not stop the
+// next one (the rename over it would fail).
+func TestDeletePartitionDirLeftover(t *testing.T) {
+	fs := NewMemFS()
+	const dir = "/logs/topic-0"
+	for _, d := range []string{dir, dir + DeletedSuffix} {
+		if err := WritePartitionMetadata(fs, d, "AAAAAAAAAAAAAAAAAAAAAA"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := DeletePartitionDir(fs, dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := fs.ReadDir("/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 0 {
+		t.Fatalf("after DeletePartitionDir, /logs holds %d entries, the first %s", len(ents), ents[0].Name())
+	}
+}
+
+// TestReadPartitionMetadata: Kafka's file reads back; a missing one is
+// os.ErrNotExist, one without a topic id ErrBadPartitionMetadata.
+func TestReadPartitionMetadata(t *testing.T) {
+	fs := NewMemFS()
+	const dir = "/logs/topic-0"
+	if _, err := ReadPartitionMetadata(fs, dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("no directory: %v", err)
+	}
+	if err := WritePartitionMetadata(fs, dir, "q-5rIvrPRhmO4BQoLnQ6jQ"); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := ReadPartitionMetadata(fs, dir); err != nil || id != "q-5rIvrPRhmO4BQoLnQ6jQ" {
+		t.Fatalf("read back %q, %v", id, err)
+	}
+	for _, bad := range []string{"", "version: 0\n", "version: 0\ntopic_id: short\n", "topic_id:q-5rIvrPRhmO4BQoLnQ6jQ\n"} {
+		if err := WriteFileSyncFS(fs, dir+"/"+PartitionMetadataFile, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := ReadPartitionMetadata(fs, dir); !errors.Is(err, ErrBadPartitionMetadata) {
+			t.Fatalf("%q read as %q, %v", bad, id, err)
+		}
+	}
+}
