@@ -106,7 +106,10 @@ type Config struct {
 	// refuse connections at once (fjord.controller.fast.fencing.enable).
 	FastFencing bool
 	MetricsAddr string // fjord.metrics.listener: host:port for /metrics, empty = off
-	ConsoleAddr string // fjord.console.listener: host:port for the web console, empty = off
+	// MetricsPprof also serves Go's /debug/pprof on the metrics listener
+	// (fjord.metrics.pprof.enable).
+	MetricsPprof bool
+	ConsoleAddr  string // fjord.console.listener: host:port for the web console, empty = off
 	// Client connection and request-memory limits (broker/limits.go):
 	// max.connections, max.connections.per.ip and its overrides (dynamic),
 	// queued.max.request.bytes, connection.failed.authentication.delay.ms.

@@ -141,6 +141,8 @@ func newConfigKeys() []ConfigKey {
 			Set: setNonNegative(func(c *Config) *int32 { return &c.FailedAuthDelayMs })},
 		{Name: "fjord.metrics.listener", Def: d.MetricsAddr, Doc: "host:port serving Prometheus /metrics; empty turns it off (Fjord only).",
 			Set: setHostPort(func(c *Config) *string { return &c.MetricsAddr })},
+		{Name: "fjord.metrics.pprof.enable", Def: strconv.FormatBool(d.MetricsPprof), Doc: "Also serve Go's profiles (/debug/pprof) on fjord.metrics.listener, to whoever reaches it; otherwise /debug/pprof answers 404 (Fjord only).",
+			Set: setBool(func(c *Config) *bool { return &c.MetricsPprof })},
 		{Name: "fjord.console.listener", Def: d.ConsoleAddr, Doc: "host:port serving the read-only web console (cluster, topics, records, consumer groups with their rebalance timeline, clients; docs/operations.md); empty turns it off. It shows record contents to whoever reaches it: bind it to a trusted address. Off by default; a zero-config run (`fjord` with no --config, --override or KAFKA_*/FJORD_DEFAULT_* environment) serves it on " + DevConsoleAddr + " (Fjord only).",
 			Set: setHostPort(func(c *Config) *string { return &c.ConsoleAddr })},
 

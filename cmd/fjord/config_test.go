@@ -262,7 +262,7 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 // sampleValue is a valid value for key k.
 func sampleValue(k broker.ConfigKey) string {
 	switch k.Name { // defaults that are the zero value
-	case "allow.everyone.if.no.acl.found":
+	case "allow.everyone.if.no.acl.found", "fjord.metrics.pprof.enable":
 		return "true"
 	case "fjord.log.open.files.max":
 		return "4096"
