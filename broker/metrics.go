@@ -110,6 +110,12 @@ func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
 	if err != nil {
 		return err
 	}
+	b.serveHTTPOn(ln, h, what)
+	return nil
+}
+
+// serveHTTPOn serves h on ln until the broker stops, and closes ln.
+func (b *Broker) serveHTTPOn(ln net.Listener, h http.Handler, what string) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	b.goLoop(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -121,5 +127,4 @@ func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
 		srv.Close()
 	})
 	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving " + what)
-	return nil
 }

@@ -275,6 +275,8 @@ func sampleValue(k broker.ConfigKey) string {
 		return "PLAINTEXT://example.com:9092"
 	case "fjord.metrics.listener", "fjord.console.listener":
 		return "127.0.0.1:9100"
+	case "fjord.console.allowed.hosts":
+		return "console.example.com,ops.example.com:8092"
 	case "controller.quorum.voters":
 		return "1@localhost:9093"
 	case "broker.rack":
