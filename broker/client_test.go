@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 	"net"
 	"path/filepath"
 	"testing"
@@ -19,6 +20,12 @@ import (
 // testBroker starts a broker on a free loopback port in dir.
 func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
 	t.Helper()
+	return testBrokerLogging(t, dir, mod, zerolog.NewTestWriter(t))
+}
+
+// testBrokerLogging is testBroker logging to w.
+func testBrokerLogging(t *testing.T, dir string, mod func(*Config), w io.Writer) *Broker {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
 	cfg.LogDirs = filepath.Join(dir, "data")
@@ -26,7 +33,7 @@ func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := New(cfg, zerolog.New(zerolog.NewTestWriter(t)))
+	b, err := New(cfg, zerolog.New(w))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/sasl"
 )
 
@@ -106,7 +107,14 @@ type Config struct {
 	// refuse connections at once (fjord.controller.fast.fencing.enable).
 	FastFencing bool
 	MetricsAddr string // fjord.metrics.listener: host:port for /metrics, empty = off
-	ConsoleAddr string // fjord.console.listener: host:port for the web console, empty = off
+	// MetricsPprof also serves Go's /debug/pprof on the metrics listener
+	// (fjord.metrics.pprof.enable).
+	MetricsPprof bool
+	ConsoleAddr  string // fjord.console.listener: host:port for the web console, empty = off
+	// ConsoleAllowedHosts is fjord.console.allowed.hosts: Host header
+	// values the console answers besides its own address (comma
+	// separated host or host:port, or *; console.Hosts).
+	ConsoleAllowedHosts string
 	// Client connection and request-memory limits (broker/limits.go):
 	// max.connections, max.connections.per.ip and its overrides (dynamic),
 	// queued.max.request.bytes, connection.failed.authentication.delay.ms.
@@ -232,6 +240,9 @@ func (c *Config) Validate() error {
 		if _, err := ParseListeners(c.AdvertisedListeners); err != nil {
 			errs = append(errs, fmt.Errorf("advertised.listeners: %w", err))
 		}
+	}
+	if _, err := console.ParseAllowedHosts(c.ConsoleAllowedHosts); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", console.AllowedHostsKey, err))
 	}
 	if c.LogDirs == "" {
 		errs = append(errs, errors.New("log.dirs: must not be empty"))

@@ -340,7 +340,28 @@ func (s consoleSource) Clients(limit int) ([]protocol.ClientInfo, int) {
 	return out, total
 }
 
-// serveConsole serves the web console on addr until the broker stops.
+// serveConsole serves the web console on addr until the broker stops,
+// answering only the Host names it is reached by (console.Hosts: the
+// defence against DNS rebinding). The names come from the bound address,
+// so the listener is opened first: a :0 port is known only then.
 func (b *Broker) serveConsole(addr string) error {
-	return b.serveHTTP(addr, console.New(consoleSource{b}, b.log), "the web console")
+	allowed, err := console.ParseAllowedHosts(b.cfg.ConsoleAllowedHosts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", console.AllowedHostsKey, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hosts, err := console.NewHosts(addr, ln.Addr().String(), allowed)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if hosts.Unchecked() {
+		b.log.Warn().Str("addr", ln.Addr().String()).Str("key", console.AllowedHostsKey).
+			Msg("the web console listens on every address and so answers any Host header: a web page a visitor opens can read it through DNS rebinding; name the hosts it is reached by in " + console.AllowedHostsKey)
+	}
+	b.serveHTTPOn(ln, console.NewHostFilter(console.New(consoleSource{b}, b.log), hosts, b.log), "the web console")
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fjordlog/fjord/broker/console"
 )
 
 // ConfigKey is one broker property Fjord implements: its Kafka name, how a
@@ -141,8 +143,12 @@ func newConfigKeys() []ConfigKey {
 			Set: setNonNegative(func(c *Config) *int32 { return &c.FailedAuthDelayMs })},
 		{Name: "fjord.metrics.listener", Def: d.MetricsAddr, Doc: "host:port serving Prometheus /metrics; empty turns it off (Fjord only).",
 			Set: setHostPort(func(c *Config) *string { return &c.MetricsAddr })},
+		{Name: "fjord.metrics.pprof.enable", Def: strconv.FormatBool(d.MetricsPprof), Doc: "Also serve Go's profiles (/debug/pprof) on fjord.metrics.listener, to whoever reaches it; otherwise /debug/pprof answers 404 (Fjord only).",
+			Set: setBool(func(c *Config) *bool { return &c.MetricsPprof })},
 		{Name: "fjord.console.listener", Def: d.ConsoleAddr, Doc: "host:port serving the read-only web console (cluster, topics, records, consumer groups with their rebalance timeline, clients; docs/operations.md); empty turns it off. It shows record contents to whoever reaches it: bind it to a trusted address. Off by default; a zero-config run (`fjord` with no --config, --override or KAFKA_*/FJORD_DEFAULT_* environment) serves it on " + DevConsoleAddr + " (Fjord only).",
 			Set: setHostPort(func(c *Config) *string { return &c.ConsoleAddr })},
+		{Name: "fjord.console.allowed.hosts", Def: d.ConsoleAllowedHosts, Doc: "Host header values the web console answers besides its own address (its bound and configured host with its port; on a loopback or wildcard bind also localhost, 127.0.0.1 and [::1] with its port), comma separated: host:port for that port, a bare host for any port, * for any Host. Any other Host is refused with 421, which stops a web page from reading the console through DNS rebinding. A console bound to every address (0.0.0.0, [::]) with this empty answers any Host, with a warning at start-up (Fjord only).",
+			Set: setAllowedHosts},
 
 		// Storage.
 		{Name: "log.dirs", Def: d.LogDirs, Doc: "Data directories, comma separated; only the first is used for now.",
@@ -414,6 +420,15 @@ func setHostPort(field func(*Config) *string) func(*Config, string) error {
 		*field(c) = v
 		return nil
 	}
+}
+
+func setAllowedHosts(c *Config, v string) error {
+	hosts, err := console.ParseAllowedHosts(v)
+	if err != nil {
+		return err
+	}
+	c.ConsoleAllowedHosts = strings.Join(hosts, ",")
+	return nil
 }
 
 // parseList splits a comma separated list, checking every item is allowed.

@@ -86,15 +86,21 @@ func newMetrics(b *Broker) *metrics {
 // apiLabel is the label value for an API key.
 func apiLabel(key int16) string { return strconv.Itoa(int(key)) }
 
-// serveMetrics serves /metrics and /debug/pprof on addr until the broker
-// stops.
+// serveMetrics serves /metrics on addr until the broker stops, and Go's
+// /debug/pprof when fjord.metrics.pprof.enable asks for it: profiles show
+// code paths and a CPU or trace profile costs the node while it runs, so
+// they are opt-in; unasked, /debug/pprof answers 404.
 func (b *Broker) serveMetrics(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return b.serveHTTP(addr, mux, "/metrics and /debug/pprof")
+	what := "/metrics"
+	if b.cfg.MetricsPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		what = "/metrics and /debug/pprof"
+	}
+	return b.serveHTTP(addr, mux, what)
 }
 
 // serveHTTP serves h on addr until the broker stops; what names it in
@@ -104,6 +110,12 @@ func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
 	if err != nil {
 		return err
 	}
+	b.serveHTTPOn(ln, h, what)
+	return nil
+}
+
+// serveHTTPOn serves h on ln until the broker stops, and closes ln.
+func (b *Broker) serveHTTPOn(ln net.Listener, h http.Handler, what string) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	b.goLoop(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -115,5 +127,4 @@ func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
 		srv.Close()
 	})
 	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving " + what)
-	return nil
 }

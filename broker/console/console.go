@@ -14,6 +14,10 @@
 // headers, client ids, group ids, topic names) reaches the page through
 // html/template's escaping only, and the pages forbid inline scripts
 // (Content-Security-Policy).
+//
+// HostFilter (host.go) stands in front of the pages: only requests whose
+// Host header names the console are answered, so a web page cannot read
+// it through DNS rebinding.
 package console
 
 import (

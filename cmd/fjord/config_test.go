@@ -262,7 +262,7 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 // sampleValue is a valid value for key k.
 func sampleValue(k broker.ConfigKey) string {
 	switch k.Name { // defaults that are the zero value
-	case "allow.everyone.if.no.acl.found":
+	case "allow.everyone.if.no.acl.found", "fjord.metrics.pprof.enable":
 		return "true"
 	case "fjord.log.open.files.max":
 		return "4096"
@@ -275,6 +275,8 @@ func sampleValue(k broker.ConfigKey) string {
 		return "PLAINTEXT://example.com:9092"
 	case "fjord.metrics.listener", "fjord.console.listener":
 		return "127.0.0.1:9100"
+	case "fjord.console.allowed.hosts":
+		return "console.example.com,ops.example.com:8092"
 	case "controller.quorum.voters":
 		return "1@localhost:9093"
 	case "broker.rack":
