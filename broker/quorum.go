@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
@@ -153,6 +154,11 @@ func (b *Broker) activeConfig() active.Config {
 		ValidateTopicConfig: func(name, value string) error {
 			return validateTopicConfigs(map[string]string{name: value})
 		},
+		ACLBinding: func(a controller.ACL) (controller.ACL, error) {
+			bd, err := storedACL(bindingOf(a))
+			return aclOf(bd), err
+		},
+		ACLHost:      acl.NormalizeHost,
 		ConfigPolicy: b.configPolicy(),
 		DynamicNumPartitions: func(img *controller.Image) int32 {
 			c := b.liveConfig(img)

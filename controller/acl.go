@@ -123,6 +123,11 @@ type ACLFilter struct {
 	Host         *string
 	Operation    int8
 	Permission   int8
+	// NormalizeHost, if set, is the normal form hosts are compared in
+	// (broker/acl.NormalizeHost, which this package cannot import): a
+	// filter then selects a binding stored with the same address written
+	// another way. nil compares hosts as written.
+	NormalizeHost func(string) string
 }
 
 // Matches reports whether f selects a, as Kafka's AclBindingFilter does.
@@ -147,8 +152,15 @@ func (f ACLFilter) Matches(a ACL) bool {
 			return false
 		}
 	}
-	if f.Principal != nil && *f.Principal != a.Principal || f.Host != nil && *f.Host != a.Host {
+	if f.Principal != nil && *f.Principal != a.Principal || f.Host != nil && !f.sameHost(*f.Host, a.Host) {
 		return false
 	}
 	return (f.Operation == 1 || f.Operation == a.Operation) && (f.Permission == 1 || f.Permission == a.Permission)
+}
+
+func (f ACLFilter) sameHost(x, y string) bool {
+	if f.NormalizeHost == nil {
+		return x == y
+	}
+	return f.NormalizeHost(x) == f.NormalizeHost(y)
 }

@@ -10,8 +10,11 @@ import (
 
 // createACLs decides a CreateAcls forwarded by a broker, which has already
 // answered the invalid creations itself (broker/acl.Binding.Validate) and
-// forwards only the valid ones: all of them are proposed as one batch.
-// One that is not concrete anyway (a broker bug) is INVALID_REQUEST.
+// forwards only the valid ones, or sent to the CONTROLLER listener by an
+// admin client (KIP-919), which no broker has checked: each creation is
+// checked and normalised by cfg.ACLBinding, and the valid ones are
+// proposed as one batch. One that is not concrete (or fails ACLBinding)
+// is INVALID_REQUEST.
 func (c *Controller) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
@@ -23,6 +26,15 @@ func (c *Controller) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 		if !a.Concrete() {
 			resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
 			continue
+		}
+		if c.cfg.ACLBinding != nil {
+			n, err := c.cfg.ACLBinding(a)
+			if err != nil {
+				msg := err.Error()
+				resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
+				continue
+			}
+			a = n
 		}
 		recs = append(recs, controller.NewRecord(controller.ACLChange{ACL: a}))
 	}
@@ -42,8 +54,9 @@ func (c *Controller) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 
 // deleteACLs decides a DeleteAcls forwarded by a broker (valid filters
 // only): each filter matches the image's bindings as Kafka's
-// AclBindingFilter does, a binding two filters match is reported (and
-// removed) under the first, and the removals are one batch.
+// AclBindingFilter does, hosts compared in cfg.ACLHost's normal form, a
+// binding two filters match is reported (and removed) under the first,
+// and the removals are one batch.
 func (c *Controller) deleteACLs(ctx context.Context, img *controller.Image, req *kmsg.DeleteACLsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	all := img.ACLs()
@@ -52,7 +65,7 @@ func (c *Controller) deleteACLs(ctx context.Context, img *controller.Image, req 
 	for _, f := range req.Filters {
 		r := kmsg.NewDeleteACLsResponseResult()
 		cf := controller.ACLFilter{ResourceType: int8(f.ResourceType), Name: f.ResourceName, PatternType: int8(f.ResourcePatternType),
-			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
+			Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType), NormalizeHost: c.cfg.ACLHost}
 		for _, a := range all {
 			if taken[a] || !cf.Matches(a) {
 				continue
