@@ -369,13 +369,13 @@ func (b *Broker) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log, 
 		parsed = false
 	}
 	if err != nil || !parsed {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, storage.DirMode); err != nil {
 			return nil, err
 		}
 		// Written without fsync: the metadata log, not this file, is the
 		// record of which topic owns the directory.
 		pm := fmt.Sprintf("version: 0\ntopic_id: %s\n", want)
-		if err := os.WriteFile(pmPath+".tmp", []byte(pm), 0o644); err != nil {
+		if err := os.WriteFile(pmPath+".tmp", []byte(pm), storage.FileMode); err != nil {
 			return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 		}
 		if err := os.Rename(pmPath+".tmp", pmPath); err != nil {

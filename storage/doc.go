@@ -25,6 +25,9 @@
 //	partition.metadata              topic id (written by the broker)
 //	clean-shutdown                  present only after a clean close
 //
+// Files are created 0600 and directories 0700 (FileMode, DirMode): the
+// records are the cluster's data, readable by the broker's user alone.
+//
 // A record batch (magic 2) is, big-endian:
 //
 //	 0  int64  baseOffset        assigned by the broker; not covered by the CRC
