@@ -229,7 +229,7 @@ func TestValidate(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
-func TestNormalizeHost(t *testing.T) {
+func TestACLNormalizeHost(t *testing.T) {
 	for in, want := range map[string]string{
 		"*":                      "*",
 		"10.0.0.5":               "10.0.0.5",
@@ -270,10 +270,10 @@ func TestNormalizeHost(t *testing.T) {
 	}
 }
 
-// TestFilterHostForms: a filter's host selects a binding whose host is
+// TestACLFilterHostForms: a filter's host selects a binding whose host is
 // the same address written another way (a binding stored before hosts
 // were normalised, or a filter written by hand).
-func TestFilterHostForms(t *testing.T) {
+func TestACLFilterHostForms(t *testing.T) {
 	b := lit(ResourceTopic, "t", alice, "::FFFF:10.0.0.5", OpRead, PermDeny)
 	f := Filter{ResourceType: ResourceAny, Pattern: PatternAny, Operation: OpAny, Permission: PermAny}
 	for h, want := range map[string]bool{"10.0.0.5": true, "::ffff:10.0.0.5": true, "::FFFF:10.0.0.5": true, "10.0.0.6": false, "*": false} {
