@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,17 +136,6 @@ func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
 	}
 	denied := result{kerr.ClusterAuthorizationFailed.Code, true}
 	ok := result{}
-	same := func(a, b []result) bool {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				return false
-			}
-		}
-		return true
-	}
 
 	for _, c := range []struct {
 		name      string
@@ -185,7 +175,7 @@ func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
 			b := superUsersBroker(t)
 			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 			req.Resources = c.resources
-			if got := run(t, b, c.principal, incremental, req); !same(got, c.want) {
+			if got := run(t, b, c.principal, incremental, req); !slices.Equal(got, c.want) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 			if n := auditDenials(b); n != c.denials {
@@ -232,7 +222,7 @@ func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
 			b := superUsersBroker(t)
 			req := kmsg.NewPtrAlterConfigsRequest()
 			req.Resources = c.resources
-			if got := run(t, b, c.principal, legacy, req); !same(got, c.want) {
+			if got := run(t, b, c.principal, legacy, req); !slices.Equal(got, c.want) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})
