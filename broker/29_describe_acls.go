@@ -15,8 +15,10 @@ import (
 //     authorizer is configured.
 //   - Answered from this broker's metadata image: the bindings the filter
 //     selects as Kafka's AclBindingFilter does (ANY, MATCH, a null name,
-//     principal or host matching any), grouped by resource pattern, in a
-//     fixed order.
+//     principal or host matching any; hosts compared in normal form,
+//     acl.NormalizeHost), grouped by resource pattern, in a fixed order.
+//     Hosts are shown in normal form, bindings stored before creation
+//     normalised them included.
 //   - A filter with an UNKNOWN (or out-of-range) field is INVALID_REQUEST.
 //
 // Version notes:
@@ -63,7 +65,7 @@ func handleDescribeACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			n++
 		}
 		e := kmsg.NewDescribeACLsResponseResourceACL()
-		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, acl.NormalizeHost(a.Host), kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
 		resp.Resources[n-1].ACLs = append(resp.Resources[n-1].ACLs, e)
 	}
 	respond(resp)

@@ -22,7 +22,15 @@ import (
 //     filters), a concrete operation and permission, a non-empty name
 //     (kafka-cluster for CLUSTER), a Type:name principal and a "*" or IP
 //     host; anything else is INVALID_REQUEST with a message for that
-//     creation alone.
+//     creation alone. Kafka's controller accepts any host string; one that
+//     is not an IP address can never match a connection, so Fjord refuses
+//     it rather than store an ACL that silently does nothing.
+//   - The host is stored in normal form (acl.NormalizeHost: IPv4-mapped
+//     IPv6 as IPv4, lower case, zeros compressed), so a DENY written as
+//     "::ffff:10.0.0.5" or "2001:DB8:0:0::1" applies to the connection it
+//     names; DescribeAcls shows that form. The active controller checks
+//     and normalises the same way what reaches it on the CONTROLLER
+//     listener (active.Config.ACLBinding).
 //   - The valid ones are forwarded to the active controller, which commits
 //     them to the metadata log as ACL records (type 15); the answer comes
 //     once this broker's image shows them, so a DescribeAcls that follows
@@ -66,12 +74,13 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		if req.Version == 0 {
 			c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		bd := acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), Name: c.ResourceName, Pattern: acl.PatternType(c.ResourcePatternType),
-			Principal: c.Principal, Host: c.Host, Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)}
-		if err := bd.Validate(); err != nil {
+		bd, err := storedACL(acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), Name: c.ResourceName, Pattern: acl.PatternType(c.ResourcePatternType),
+			Principal: c.Principal, Host: c.Host, Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)})
+		if err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
 			continue
 		}
+		c.Host = bd.Host
 		fwd.Creations = append(fwd.Creations, c)
 		idx = append(idx, i)
 		want = append(want, aclOf(bd))
@@ -113,6 +122,18 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 }
 
 func strPtr(s string) *string { return &s }
+
+// storedACL is a creation as it is stored: checked as Kafka checks it
+// (acl.Binding.Validate, the error being INVALID_REQUEST's message), its
+// host in normal form. The handler above and the active controller
+// (active.Config.ACLBinding) both use it.
+func storedACL(bd acl.Binding) (acl.Binding, error) {
+	if err := bd.Validate(); err != nil {
+		return bd, err
+	}
+	bd.Host = acl.NormalizeHost(bd.Host)
+	return bd, nil
+}
 
 func aclOf(bd acl.Binding) controller.ACL {
 	return controller.ACL{ResourceType: int8(bd.ResourceType), Name: bd.Name, PatternType: int8(bd.Pattern),

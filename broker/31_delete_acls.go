@@ -20,8 +20,10 @@ import (
 //   - A filter with an UNKNOWN (or out-of-range) field is INVALID_REQUEST
 //     for that filter alone; the valid filters are forwarded to the active
 //     controller, which removes every binding they select (Kafka's
-//     AclBindingFilter: ANY, MATCH, null fields match any) in one batch
-//     and reports each under the first filter that selected it. The answer
+//     AclBindingFilter: ANY, MATCH, null fields match any; hosts compared
+//     in normal form, acl.NormalizeHost, so a binding stored before hosts
+//     were normalised is selected by either form) in one batch and
+//     reports each under the first filter that selected it. The answer
 //     comes once this broker's image no longer shows them.
 //
 // Version notes:

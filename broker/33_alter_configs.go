@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 )
 
@@ -18,6 +19,10 @@ import (
 //     broker's image shows the change).
 //   - BROKER_LOGGER is refused with INVALID_REQUEST, as Kafka does: loggers
 //     are altered with IncrementalAlterConfigs.
+//   - A change to super.users on a broker resource needs a super user, as
+//     in IncrementalAlterConfigs. Since the call replaces the whole set,
+//     leaving out a stored super.users deletes it, which counts as a
+//     change; giving the stored value again does not.
 //
 // Version notes:
 //   - v1: same as v0; v2: flexible
@@ -25,7 +30,7 @@ func init() {
 	register(api{
 		key: 33, client: versions(0, 2), handle: handleAlterConfigs,
 		controller:    versions(0, 2),
-		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkAlterConfigs},
+		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, checkAlterConfigs},
 		mutates:       true,
 		errorResponse: errorAlterConfigs,
 	})
@@ -75,12 +80,25 @@ func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	keep := make([]kmsg.AlterConfigsRequestResource, 0, len(req.Resources))
 	var denied []kmsg.AlterConfigsResponseResource
+	var img *controller.Image
 	for _, r := range req.Resources {
-		if ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); ok {
+		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
+		var msg *string
+		if ok && r.ResourceType == kmsg.ConfigResourceTypeBroker {
+			if img == nil {
+				if img = z.b.image(); img == nil {
+					img = &controller.Image{}
+				}
+			}
+			if !superUsersChangeAllowed(z, r.ResourceType, replacesSuperUsers(img, r)) {
+				ok, code, msg = false, clusterDenied, &superUsersDenied
+			}
+		}
+		if ok {
 			keep = append(keep, r)
 		} else {
 			d := kmsg.NewAlterConfigsResponseResource()
-			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
 			denied = append(denied, d)
 		}
 	}
@@ -97,6 +115,26 @@ func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 		resp := r.(*kmsg.AlterConfigsResponse)
 		resp.Resources = append(resp.Resources, denied...)
 	}
+}
+
+// replacesSuperUsers reports whether the legacy AlterConfigs of broker
+// resource r changes super.users as img stores it. The call replaces the
+// resource's whole set, so leaving out a stored value deletes it; naming
+// the key counts as a change unless every mention gives the stored value
+// again.
+func replacesSuperUsers(img *controller.Image, r kmsg.AlterConfigsRequestResource) bool {
+	stored, had := img.Config(controller.ConfigResource{Type: controller.ResourceBroker, Name: r.ResourceName}, superUsersKey)
+	named := false
+	for _, c := range r.Configs {
+		if c.Name != superUsersKey {
+			continue
+		}
+		named = true
+		if !had || c.Value == nil || *c.Value != stored {
+			return true
+		}
+	}
+	return had && !named
 }
 
 func errorAlterConfigs(kreq kmsg.Request, code int16) kmsg.Response {

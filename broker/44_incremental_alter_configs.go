@@ -34,6 +34,10 @@ import (
 //     not stored: a logger level lasts until the process restarts, as in
 //     Kafka. Fjord has one logger, "root".
 //   - validateOnly checks everything and changes nothing.
+//   - Any operation on super.users (cluster default or a broker resource)
+//     needs a super user besides ALTER_CONFIGS on the cluster: otherwise
+//     CLUSTER_AUTHORIZATION_FAILED for that resource, with a message
+//     saying so, audited as a denial (authz.go, superUsersChangeAllowed).
 //
 // Version notes:
 //   - v1: flexible
@@ -41,7 +45,7 @@ func init() {
 	register(api{
 		key: 44, client: versions(0, 1), handle: handleIncrementalAlterConfigs,
 		controller:    versions(0, 1),
-		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs (super.users among them: on CLUSTER it amounts to every permission)", 4, checkIncrementalAlterConfigs},
+		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs},
 		mutates:       true,
 		errorResponse: errorIncrementalAlterConfigs,
 	})
@@ -185,11 +189,16 @@ func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, f
 	keep := make([]kmsg.IncrementalAlterConfigsRequestResource, 0, len(req.Resources))
 	var denied []kmsg.IncrementalAlterConfigsResponseResource
 	for _, r := range req.Resources {
-		if ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); ok {
+		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
+		var msg *string
+		if ok && !superUsersChangeAllowed(z, r.ResourceType, namesSuperUsers(r)) {
+			ok, code, msg = false, clusterDenied, &superUsersDenied
+		}
+		if ok {
 			keep = append(keep, r)
 		} else {
 			d := kmsg.NewIncrementalAlterConfigsResponseResource()
-			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
 			denied = append(denied, d)
 		}
 	}
@@ -206,6 +215,18 @@ func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, f
 		resp := r.(*kmsg.IncrementalAlterConfigsResponse)
 		resp.Resources = append(resp.Resources, denied...)
 	}
+}
+
+// namesSuperUsers reports whether r alters super.users: any operation
+// on it (SET, DELETE, APPEND, SUBTRACT) counts, since taking a super user
+// away is as much a change of who may do what as adding one.
+func namesSuperUsers(r kmsg.IncrementalAlterConfigsRequestResource) bool {
+	for _, c := range r.Configs {
+		if c.Name == superUsersKey {
+			return true
+		}
+	}
+	return false
 }
 
 func errorIncrementalAlterConfigs(kreq kmsg.Request, code int16) kmsg.Response {

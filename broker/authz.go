@@ -298,6 +298,30 @@ func configResourceAllowed(z *authz, op acl.Operation, typ kmsg.ConfigResourceTy
 	return z.cluster(op), clusterDenied
 }
 
+// superUsersKey is the config that names who may do everything.
+const superUsersKey = "super.users"
+
+// superUsersDenied is the message of a change to super.users refused to a
+// principal that is not a super user.
+var superUsersDenied = "only a super user may change " + superUsersKey
+
+// superUsersChangeAllowed: a change to super.users on a broker resource
+// (the cluster default, or a broker, which the config policy refuses
+// later anyway) needs a super user. super.users decides who may do
+// everything, so with ALTER_CONFIGS on the cluster sufficing a tuning
+// permission would be every permission (Kafka has that hole; Fjord
+// closes it). changes says whether the request changes the key for this
+// resource; a refusal is audited as a denial of ALTER_CONFIGS on the
+// cluster (the admin line that follows names super.users among the
+// request's resources).
+func superUsersChangeAllowed(z *authz, typ kmsg.ConfigResourceType, changes bool) bool {
+	if typ != kmsg.ConfigResourceTypeBroker || !changes || z.az.IsSuperUser(z.cc.principal) {
+		return true
+	}
+	z.b.audit.denied(z.cc, z.api, acl.OpAlterConfigs, acl.ResourceCluster, acl.ClusterName)
+	return false
+}
+
 // isFollower reports whether a Fetch or OffsetForLeaderEpoch comes from a
 // replica (a broker), not a consumer.
 func isFollowerFetch(r *kmsg.FetchRequest) bool {

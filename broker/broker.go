@@ -207,9 +207,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
-	if err := os.MkdirAll(b.logDir, 0o755); err != nil {
+	if err := os.MkdirAll(b.logDir, storage.DirMode); err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
 	}
+	warnOpenDataDir(b.logDir, log)
 	storage.RemoveDeletedDirs(b.logDir)
 	id, err := loadIdentity(b.logDir, &cfg)
 	if err != nil {
@@ -246,6 +247,23 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	log.Info().Int("topics", len(b.topicsSnapshot())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
 		Uint64("metadata_version", b.meta.Image().Version()).Msg("opened logs")
 	return b, nil
+}
+
+// warnOpenDataDir logs, once at start-up, that the data directory lets
+// other users in: it holds the records and the metadata log (SCRAM keys,
+// ACLs, dynamic passwords). Fjord creates directories 0700 and files 0600
+// (storage.DirMode, FileMode), but one made by an older release or by the
+// operator keeps its mode: changing it silently could break whoever
+// relies on it (a backup agent, a log shipper in the group).
+func warnOpenDataDir(dir string, log zerolog.Logger) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return // MkdirAll just succeeded; loadIdentity reports what follows
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		log.Warn().Str("log.dirs", dir).Str("mode", fmt.Sprintf("%#o", perm)).
+			Msgf("the data directory is open to other users (group or world): it holds the records and the metadata log's SCRAM keys and passwords; Fjord creates new directories 0700 and files 0600 but leaves an existing directory's mode alone: chmod 700 %s", dir)
+	}
 }
 
 // listen binds every client listener. Listeners named CONTROLLER are for the

@@ -156,6 +156,11 @@ func (b *Broker) activeConfig() active.Config {
 		ValidateTopicConfig: func(name, value string) error {
 			return validateTopicConfigs(map[string]string{name: value})
 		},
+		ACLBinding: func(a controller.ACL) (controller.ACL, error) {
+			bd, err := storedACL(bindingOf(a))
+			return aclOf(bd), err
+		},
+		ACLHost:      acl.NormalizeHost,
 		ConfigPolicy: b.configPolicy(),
 		DynamicNumPartitions: func(img *controller.Image) int32 {
 			c := b.liveConfig(img)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,7 +159,8 @@ func TestAuthorizedOperations(t *testing.T) {
 
 // TestDynamicSuperUsers: super.users changed with IncrementalAlterConfigs
 // on the cluster default takes effect without a restart, and its removal
-// too; a per-broker value is refused.
+// too; a per-broker value is refused; ALTER_CONFIGS on the cluster tunes
+// broker configs but does not change super.users (a super user must).
 func TestDynamicSuperUsers(t *testing.T) {
 	b, saslAddr := plainUsersBroker(t, "alice")
 	ctx := testCtx(t, 60*time.Second)
@@ -212,6 +214,49 @@ func TestDynamicSuperUsers(t *testing.T) {
 		}
 		return nil
 	}
+	// ALTER_CONFIGS on the cluster is not enough to make oneself a super
+	// user (legacy AlterConfigs as well: sarama's, kafka-configs --alter
+	// before 2.3), though it tunes.
+	acls, err := adm.CreateACLs(ctx, newACLs().Allow("User:alice").Clusters().Operations(kadm.OpAlterConfigs))
+	if err != nil || acls[0].Err != nil {
+		t.Fatalf("grant alice ALTER_CONFIGS: %v %+v", err, acls)
+	}
+	rs, err := alice.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "super.users", Value: kmsg.StringPtr("User:alice")}})
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.ClusterAuthorizationFailed) || !strings.Contains(rs[0].ErrMessage, "super user") {
+		t.Fatalf("alice, with ALTER_CONFIGS, sets super.users: %v %+v", err, rs)
+	}
+	legacy := kmsg.NewPtrAlterConfigsRequest()
+	lr := kmsg.NewAlterConfigsRequestResource()
+	lr.ResourceType = kmsg.ConfigResourceTypeBroker
+	lc := kmsg.NewAlterConfigsRequestResourceConfig()
+	lc.Name, lc.Value = "super.users", kmsg.StringPtr("User:alice")
+	lr.Configs = append(lr.Configs, lc)
+	legacy.Resources = append(legacy.Resources, lr)
+	lresp, err := legacy.RequestWith(ctx, aliceCl)
+	if err != nil || len(lresp.Resources) != 1 || lresp.Resources[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice, with ALTER_CONFIGS, sets super.users by AlterConfigs: %v %+v", err, lresp)
+	}
+	rs, err = alice.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kmsg.StringPtr("86400000")}})
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("alice, with ALTER_CONFIGS, tunes: %v %+v", err, rs)
+	}
+	audited := func() bool {
+		for _, l := range strings.Split(b.readLog(), "\n") {
+			if strings.Contains(l, `"principal":"User:alice"`) && strings.Contains(l, `"api":"IncrementalAlterConfigs"`) &&
+				strings.Contains(l, `"outcome":"denied"`) {
+				return true
+			}
+		}
+		return false
+	}
+	for !audited() && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !audited() {
+		t.Error("no audit denial for alice's change of super.users")
+	}
+	clusterOps(0)
+
 	if err := set(kmsg.StringPtr(anon+";User:alice"), 1); !errors.Is(err, kerr.InvalidConfig) {
 		t.Errorf("super.users for broker 1 alone: %v, want INVALID_CONFIG", err)
 	}

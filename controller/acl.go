@@ -126,6 +126,11 @@ type ACLFilter struct {
 	Host         *string
 	Operation    int8
 	Permission   int8
+	// NormalizeHost, if set, is the normal form hosts are compared in
+	// (broker/acl.NormalizeHost, which this package cannot import): a
+	// filter then selects a binding stored with the same address written
+	// another way. nil compares hosts as written.
+	NormalizeHost func(string) string
 }
 
 // Matches reports whether f selects a, as Kafka's AclBindingFilter does.
@@ -150,18 +155,28 @@ func (f ACLFilter) Matches(a ACL) bool {
 			return false
 		}
 	}
-	if f.Principal != nil && *f.Principal != a.Principal || f.Host != nil && *f.Host != a.Host {
+	if f.Principal != nil && *f.Principal != a.Principal || f.Host != nil && !f.sameHost(*f.Host, a.Host) {
 		return false
 	}
 	return (f.Operation == 1 || f.Operation == a.Operation) && (f.Permission == 1 || f.Permission == a.Permission)
 }
 
-// DecideCreateACLs decides a CreateAcls forwarded by a broker in one
-// round. The broker has answered the invalid creations itself
-// (broker/acl.Binding.Validate) and forwards only the valid ones: all of
-// them go in one batch. One that is not concrete anyway (a broker bug) is
-// INVALID_REQUEST.
-func DecideCreateACLs(req *kmsg.CreateACLsRequest) Decision {
+func (f ACLFilter) sameHost(x, y string) bool {
+	if f.NormalizeHost == nil {
+		return x == y
+	}
+	return f.NormalizeHost(x) == f.NormalizeHost(y)
+}
+
+// DecideCreateACLs decides a CreateAcls in one round: forwarded by a
+// broker, which has answered the invalid creations itself
+// (broker/acl.Binding.Validate) and forwards only the valid ones, or sent
+// to the CONTROLLER listener by an admin client (KIP-919), which no broker
+// has checked. Each creation is checked and normalised by check (nil
+// takes every concrete binding as given), and the valid ones go in one
+// batch. One that is not concrete, or that check refuses, is
+// INVALID_REQUEST (with check's reason).
+func DecideCreateACLs(req *kmsg.CreateACLsRequest, check func(ACL) (ACL, error)) Decision {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	var recs []Record
 	return oneRound(func(*Image) []Record {
@@ -173,6 +188,15 @@ func DecideCreateACLs(req *kmsg.CreateACLsRequest) Decision {
 			if !a.Concrete() {
 				resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
 				continue
+			}
+			if check != nil {
+				n, err := check(a)
+				if err != nil {
+					msg := err.Error()
+					resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
+					continue
+				}
+				a = n
 			}
 			recs = append(recs, NewRecord(ACLChange{ACL: a}))
 		}
@@ -190,10 +214,11 @@ func DecideCreateACLs(req *kmsg.CreateACLsRequest) Decision {
 
 // DecideDeleteACLs decides a DeleteAcls forwarded by a broker (valid
 // filters only) in one round: each filter matches the image's bindings as
-// Kafka's AclBindingFilter does, a binding two filters match is reported
-// (and removed) under the first, and the removals are one batch. If the
-// batch fails, every filter answers its error and no matches.
-func DecideDeleteACLs(req *kmsg.DeleteACLsRequest) Decision {
+// Kafka's AclBindingFilter does, hosts compared in normalize's normal form
+// (nil: as written), a binding two filters match is reported (and
+// removed) under the first, and the removals are one batch. If the batch
+// fails, every filter answers its error and no matches.
+func DecideDeleteACLs(req *kmsg.DeleteACLsRequest, normalize func(string) string) Decision {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	var recs []Record
 	return oneRound(func(img *Image) []Record {
@@ -202,7 +227,7 @@ func DecideDeleteACLs(req *kmsg.DeleteACLsRequest) Decision {
 		for _, f := range req.Filters {
 			r := kmsg.NewDeleteACLsResponseResult()
 			cf := ACLFilter{ResourceType: int8(f.ResourceType), Name: f.ResourceName, PatternType: int8(f.ResourcePatternType),
-				Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType)}
+				Principal: f.Principal, Host: f.Host, Operation: int8(f.Operation), Permission: int8(f.PermissionType), NormalizeHost: normalize}
 			for _, a := range all {
 				if taken[a] || !cf.Matches(a) {
 					continue

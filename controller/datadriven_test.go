@@ -206,7 +206,7 @@ func (e *ddEnv) run() string {
 			c.Principal, c.Host = l.str("principal", ""), l.str("host", "")
 			req.Creations = append(req.Creations, c)
 		}
-		return e.drive(DecideCreateACLs(req))
+		return e.drive(DecideCreateACLs(req, nil))
 	case "delete-acls":
 		req := kmsg.NewPtrDeleteACLsRequest()
 		for _, l := range e.lines() {
@@ -223,7 +223,7 @@ func (e *ddEnv) run() string {
 			}
 			req.Filters = append(req.Filters, f)
 		}
-		return e.drive(DecideDeleteACLs(req))
+		return e.drive(DecideDeleteACLs(req, nil))
 	}
 	d.Fatalf(e.t, "unknown command %s", d.Cmd)
 	return ""

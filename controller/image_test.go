@@ -454,6 +454,28 @@ func TestApplyACL(t *testing.T) {
 	}
 }
 
+// A DeleteAcls filter's host selects a binding stored with the same
+// address written another way when the broker gives the normal form
+// (broker/acl.NormalizeHost; here a stand-in that lower-cases), and only
+// the same string without it.
+func TestACLFilterHost(t *testing.T) {
+	legacy := ACL{ResourceType: 2, Name: "t", PatternType: 3, Principal: "User:a", Host: "2001:DB8::1", Operation: 3, Permission: 2}
+	h := "2001:db8::1"
+	f := ACLFilter{ResourceType: 1, PatternType: 1, Host: &h, Operation: 1, Permission: 1}
+	if f.Matches(legacy) {
+		t.Fatal("hosts compared in a normal form without one")
+	}
+	f.NormalizeHost = strings.ToLower
+	if !f.Matches(legacy) {
+		t.Fatal("filter host in normal form misses the binding stored in another")
+	}
+	other := "2001:db8::2"
+	f.Host = &other
+	if f.Matches(legacy) {
+		t.Fatal("another host matches")
+	}
+}
+
 // A batch creating a topic and its partitions grows them in place (the
 // batch's own allocations), yet images before it, and a failed batch,
 // stay as they were, and a later batch's changes share nothing with it.

@@ -101,7 +101,7 @@ func (l *Log) Compact(now, deleteRetentionMs int64) (CompactStats, error) {
 		size := s.pub.Load().size
 		expired := s.maxTS >= 0 && now-s.maxTS > deleteRetentionMs
 		cleaned := segmentPath(l.dir, s.base, ".log"+cleanedExt)
-		f, err := l.fs.OpenFile(cleaned, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := l.fs.OpenFile(cleaned, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 		if err != nil {
 			return st, fmt.Errorf("segment %d: %w", s.base, err)
 		}

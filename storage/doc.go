@@ -25,6 +25,9 @@
 //	partition.metadata              the owning topic's id, written by the broker (partdir.go)
 //	clean-shutdown                  present only after a clean close
 //
+// Files are created 0600 and directories 0700 (FileMode, DirMode): the
+// records are the cluster's data, readable by the broker's user alone.
+//
 // A .log file is record batches (magic 2) back to back, the bytes a
 // producer sent with the broker's fields stamped (base offset, leader
 // epoch, and the timestamp for LogAppendTime topics); the batch and record

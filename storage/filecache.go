@@ -115,7 +115,7 @@ func (h *cachedFile) acquire() (File, error) {
 	}
 	c.mu.Unlock()
 
-	f, err := h.fs.OpenFile(h.path, os.O_RDWR, 0o644)
+	f, err := h.fs.OpenFile(h.path, os.O_RDWR, FileMode)
 	if err != nil {
 		// Removed while we opened it: the removal opened the file itself
 		// first (segment.keepOpen), or retired it closed.

@@ -121,7 +121,7 @@ func segmentPath(dir string, base int64, ext string) string {
 // them for this one's.
 func createSegment(fs FS, files *FileCache, dir string, base int64) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
-	f, err := fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("segment %d: %w", base, err)
 	}

@@ -125,7 +125,7 @@ func (s *segment) addAborted(a AbortedTxn) error {
 	s.txn.entries = append(s.txn.entries, a)
 	s.publishAborted()
 	if s.txn.f == nil {
-		f, err := s.fs.OpenFile(txnIndexPath(s), flags, 0o644)
+		f, err := s.fs.OpenFile(txnIndexPath(s), flags, FileMode)
 		if err != nil {
 			return fmt.Errorf("segment %d: aborted transaction index: %w", s.base, err)
 		}
@@ -186,7 +186,7 @@ func (s *segment) cutTxnIndex(end int64) error {
 	s.txn.entries = slices.Clone(es[:k])
 	s.publishAborted()
 	if s.txn.f == nil {
-		f, err := s.fs.OpenFile(txnIndexPath(s), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := s.fs.OpenFile(txnIndexPath(s), os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
 		if err != nil {
 			return fmt.Errorf("segment %d: aborted transaction index: %w", s.base, err)
 		}
@@ -257,7 +257,7 @@ func (s *segment) loadTxnIndex(exists bool, keep int64, gen []AbortedTxn) (chang
 	if len(gen) == 0 && fileLen == len(kept)*txnEntryLen {
 		return false, nil
 	}
-	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
 	if err != nil {
 		return false, fmt.Errorf("segment %d: aborted transaction index: %w", s.base, err)
 	}

@@ -79,6 +79,18 @@ type File interface {
 	Preallocate(off, n int64) error
 }
 
+// Modes of what Fjord creates under log.dirs: private to the user the
+// broker runs as. The directories hold the cluster's records and, in the
+// metadata log, SCRAM keys, ACLs and dynamic passwords; Kafka leaves the
+// modes to the umask (0644 and 0755 with the usual 022). A directory that
+// already exists keeps its mode (MkdirAll does not change it): the broker
+// warns at start-up about a group- or world-readable log.dirs instead of
+// changing an operator's choice silently.
+const (
+	FileMode os.FileMode = 0o600
+	DirMode  os.FileMode = 0o700
+)
+
 // OSFS is the operating system's file system: every call is the os
 // package's, or the unix system call it stands for, and nothing more.
 var OSFS FS = osFS{}
@@ -173,7 +185,7 @@ func WriteFileSync(path string, data []byte) error {
 // WriteFileSyncFS is WriteFileSync on fs.
 func WriteFileSyncFS(fs FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
 	}
@@ -198,7 +210,7 @@ func WriteFileSyncFS(fs FS, path string, data []byte) error {
 // temporary file: for derived files a torn write is detected and rebuilt,
 // such as indexes), fdatasynced when sync is set.
 func writeWhole(fs FS, name string, data []byte, sync bool) error {
-	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
 	}
@@ -239,7 +251,7 @@ func mkdirAllDurable(fs FS, dir string) error {
 	if len(created) == 0 {
 		return nil
 	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := fs.MkdirAll(dir, DirMode); err != nil {
 		return err
 	}
 	// Outermost first: each name is durable before anything below it needs

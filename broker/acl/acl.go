@@ -14,6 +14,9 @@
 //     any ALLOW; an ALLOW for the operation, ALL, or an operation that
 //     implies it (READ, WRITE, DELETE and ALTER imply DESCRIBE;
 //     ALTER_CONFIGS implies DESCRIBE_CONFIGS) allows;
+//   - hosts are IP addresses compared in one normal form (NormalizeHost:
+//     an IPv4-mapped IPv6 address is its IPv4 address, case and zero
+//     compression do not matter), where Kafka compares strings;
 //   - when no ACL at all applies to the resource (for any principal),
 //     allow.everyone.if.no.acl.found decides; otherwise the request is
 //     denied.
@@ -164,7 +167,7 @@ type Binding struct {
 	Name         string
 	Pattern      PatternType // LITERAL or PREFIXED
 	Principal    string      // "Type:name", e.g. "User:alice", or "User:*"
-	Host         string      // "*" or an IP address
+	Host         string      // "*" or an IP address; compared normalised (NormalizeHost)
 	Operation    Operation
 	Permission   Permission
 }
@@ -224,6 +227,39 @@ func ValidHost(h string) error {
 	return nil
 }
 
+// NormalizeHost is the one form in which ACL hosts are stored and
+// compared, so that one address written two ways is one host: an IP
+// address becomes its RFC 5952 text (lower case, the longest run of zero
+// groups compressed: "2001:DB8:0:0::1" is "2001:db8::1"), an IPv4-mapped
+// IPv6 address its IPv4 text ("::ffff:10.0.0.5" is "10.0.0.5", which is
+// how a dual-stack listener may see an IPv4 client), and a zone
+// ("fe80::1%eth0") is dropped: it names an interface of one machine,
+// while a binding applies on every broker. "*" and anything that is not
+// an IP address come back unchanged (Validate refuses the latter in a
+// binding).
+//
+// Kafka compares the host strings as they are, so there a DENY written
+// in another form than the connection's address silently never applies.
+//
+// A host already in normal form is returned without allocating: the
+// authorizer normalises the connection's address on every check.
+func NormalizeHost(h string) string {
+	if h == Wildcard {
+		return h
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return h
+	}
+	a = a.Unmap().WithZone("")
+	var buf [64]byte
+	n := a.AppendTo(buf[:0])
+	if string(n) == h {
+		return h
+	}
+	return string(n)
+}
+
 // implies reports whether an ALLOW for granted allows op.
 func implies(granted, op Operation) bool {
 	if granted == op || granted == OpAll {
@@ -238,6 +274,8 @@ func implies(granted, op Operation) bool {
 	return false
 }
 
+// entryMatches reports whether b's entry applies to principal connected
+// from host. REQUIRES: b.Host and host normalised (NormalizeHost).
 func entryMatches(b Binding, principal, host string) bool {
 	return (b.Principal == principal || b.Principal == WildcardPrincipal) && (b.Host == Wildcard || b.Host == host)
 }

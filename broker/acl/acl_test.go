@@ -110,6 +110,24 @@ func TestAuthorize(t *testing.T) {
 			{bob, "10.0.0.2", OpRead, ResourceTopic, "t", true},
 			{bob, "/10.0.0.9", OpRead, ResourceTopic, "t", false},
 		}},
+		{"host forms: v4-mapped, case, zero compression, zone", Config{}, []Binding{
+			lit(ResourceTopic, "t", WildcardPrincipal, "*", OpRead, PermAllow),
+			lit(ResourceTopic, "t", alice, "::ffff:10.0.0.5", OpRead, PermDeny),
+			lit(ResourceTopic, "t", alice, "2001:DB8:0:0::1", OpRead, PermDeny),
+			lit(ResourceTopic, "t", bob, "10.0.0.6", OpRead, PermDeny),
+			lit(ResourceTopic, "t", bob, "fe80::1%eth0", OpRead, PermDeny),
+		}, []ask{
+			{alice, "/10.0.0.5", OpRead, ResourceTopic, "t", false},
+			{alice, "::FFFF:10.0.0.5", OpRead, ResourceTopic, "t", false},
+			{alice, "/2001:db8::1", OpRead, ResourceTopic, "t", false},
+			{alice, "2001:0db8:0000:0000:0000:0000:0000:0001", OpRead, ResourceTopic, "t", false},
+			{alice, "2001:db8::2", OpRead, ResourceTopic, "t", true},
+			{bob, "/::ffff:10.0.0.6", OpRead, ResourceTopic, "t", false},
+			{bob, "::ffff:a00:6", OpRead, ResourceTopic, "t", false},
+			{bob, "fe80::1", OpRead, ResourceTopic, "t", false},
+			{bob, "fe80::1%eth1", OpRead, ResourceTopic, "t", false},
+			{bob, "10.0.0.5", OpRead, ResourceTopic, "t", true},
+		}},
 		{"wildcard principal", Config{}, []Binding{
 			lit(ResourceGroup, "g", WildcardPrincipal, "*", OpRead, PermAllow),
 			lit(ResourceGroup, "g", bob, "*", OpRead, PermDeny),
@@ -211,6 +229,61 @@ func TestValidate(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+func TestACLNormalizeHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"*":                      "*",
+		"10.0.0.5":               "10.0.0.5",
+		"::ffff:10.0.0.5":        "10.0.0.5",
+		"::FFFF:10.0.0.5":        "10.0.0.5",
+		"::ffff:a00:5":           "10.0.0.5",
+		"2001:DB8:0:0::1":        "2001:db8::1",
+		"2001:db8:0:0:0:0:0:1":   "2001:db8::1",
+		"2001:0DB8::0001":        "2001:db8::1",
+		"2001:db8:0:1:0:0:0:1":   "2001:db8:0:1::1",
+		"::1":                    "::1",
+		"0:0:0:0:0:0:0:1":        "::1",
+		"fe80::1%eth0":           "fe80::1",
+		"::10.0.0.5":             "::a00:5", // IPv4-compatible, not mapped: another address
+		"example.com":            "example.com",
+		"":                       "",
+		"/10.0.0.5":              "/10.0.0.5", // Kafka's "/" is the caller's to strip
+		"10.0.0.005":             "10.0.0.005",
+		"2001:db8::1::2":         "2001:db8::1::2",
+		"2001:db8:0:0:0:0:0:0:1": "2001:db8:0:0:0:0:0:0:1",
+		"::ffff:10.0.0.5%eth0":   "10.0.0.5",
+		"ABCD:EF01:2345:6789:ABCD:EF01:2345:6789": "abcd:ef01:2345:6789:abcd:ef01:2345:6789",
+	} {
+		got := NormalizeHost(in)
+		if got != want {
+			t.Errorf("NormalizeHost(%q) = %q, want %q", in, got, want)
+		}
+		if again := NormalizeHost(got); again != got {
+			t.Errorf("NormalizeHost(%q) = %q, not idempotent", got, again)
+		}
+	}
+	// The authorizer normalises the connection's address on every check:
+	// an address already in normal form must not allocate.
+	for _, h := range []string{"10.0.0.5", "2001:db8::1", "*"} {
+		if n := testing.AllocsPerRun(100, func() { _ = NormalizeHost(h) }); n != 0 {
+			t.Errorf("NormalizeHost(%q): %v allocations", h, n)
+		}
+	}
+}
+
+// TestACLFilterHostForms: a filter's host selects a binding whose host is
+// the same address written another way (a binding stored before hosts
+// were normalised, or a filter written by hand).
+func TestACLFilterHostForms(t *testing.T) {
+	b := lit(ResourceTopic, "t", alice, "::FFFF:10.0.0.5", OpRead, PermDeny)
+	f := Filter{ResourceType: ResourceAny, Pattern: PatternAny, Operation: OpAny, Permission: PermAny}
+	for h, want := range map[string]bool{"10.0.0.5": true, "::ffff:10.0.0.5": true, "::FFFF:10.0.0.5": true, "10.0.0.6": false, "*": false} {
+		f.Host = ptr(h)
+		if got := f.Matches(b); got != want {
+			t.Errorf("filter host %q on %v: %v, want %v", h, b, got, want)
+		}
+	}
+}
+
 // TestFilter follows Kafka's AclBindingFilter.matches and
 // ResourcePatternFilter (MATCH: the patterns that would apply to the name).
 func TestFilter(t *testing.T) {
@@ -294,6 +367,10 @@ func FuzzFilter(f *testing.F) {
 		f.Add(v, seed.AppendTo(nil))
 	}
 	f.Add(int16(1), []byte{2, 0xff, 0xff, 4, 0, 5, 'U', 's', 'e', 'r', ':', 0xff, 0xff, 8, 3})
+	for _, h := range []string{"::FFFF:10.0.0.5", "2001:DB8:0:0::1", "fe80::1%eth0", "10.0.0.5"} {
+		seed.Version, seed.Host, seed.ResourcePatternType = 1, ptr(h), kmsg.ACLResourcePatternTypeLiteral
+		f.Add(int16(1), seed.AppendTo(nil))
+	}
 	f.Fuzz(func(t *testing.T, version int16, body []byte) {
 		req := kmsg.NewPtrDescribeACLsRequest()
 		req.Version = version & 3
@@ -327,6 +404,29 @@ func FuzzFilter(f *testing.F) {
 			}
 			if b.Permission == PermAllow && b.Host != Wildcard && !New(Config{}, []Binding{b}).Authorize(b.Principal, b.Host, b.Operation, b.ResourceType, b.Name) {
 				t.Fatalf("binding %v does not allow what it names", b)
+			}
+			// Host forms: the normal form is an IP address, a fixed point,
+			// selected by the filters of both forms; a DENY applies to the
+			// connection's address in either form, over an ALLOW for every
+			// host.
+			n := NormalizeHost(b.Host)
+			if ValidHost(n) != nil || NormalizeHost(n) != n {
+				t.Fatalf("host %q normalises to %q", b.Host, n)
+			}
+			nf := exact
+			nf.Host = &n
+			if !nf.Matches(b) {
+				t.Fatalf("binding %v not matched by its filter with host %q", b, n)
+			}
+			if b.Host != Wildcard {
+				deny, allow := b, b
+				deny.Permission, allow.Permission, allow.Host = PermDeny, PermAllow, Wildcard
+				az := New(Config{}, []Binding{allow, deny})
+				for _, h := range []string{b.Host, n, "/" + n} {
+					if az.Authorize(b.Principal, h, b.Operation, b.ResourceType, b.Name) {
+						t.Fatalf("deny %v does not apply from %q", deny, h)
+					}
+				}
 			}
 		}
 	})

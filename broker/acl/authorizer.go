@@ -30,6 +30,7 @@ func ParseSuperUsers(s string) []string {
 // bindings. It is immutable once built, so any number of goroutines may
 // use one; a change of ACLs or configuration builds a new one.
 //
+// Invariant: every binding's Host is normalised (NormalizeHost).
 // Invariant: byType[t] holds exactly the bindings of resource type t, and
 // index[t] the same bindings keyed by pattern (indexKey), so a check
 // looks up the literal name, "*" and each prefix of the name instead of
@@ -48,7 +49,9 @@ type indexKey struct {
 }
 
 // New builds an authorizer. Bindings that do not validate are skipped (the
-// controller never stores one).
+// controller never stores one). Each binding's host is normalised
+// (NormalizeHost) here: bindings stored before creation normalised them
+// still match the connection's address.
 func New(cfg Config, bindings []Binding) *Authorizer {
 	a := &Authorizer{super: map[string]bool{}, allowIfNoACL: cfg.AllowIfNoACL, byType: map[ResourceType][]Binding{},
 		index: map[ResourceType]map[indexKey][]Binding{}}
@@ -59,6 +62,7 @@ func New(cfg Config, bindings []Binding) *Authorizer {
 		if b.Validate() != nil {
 			continue
 		}
+		b.Host = NormalizeHost(b.Host)
 		a.byType[b.ResourceType] = append(a.byType[b.ResourceType], b)
 		ix := a.index[b.ResourceType]
 		if ix == nil {
@@ -75,12 +79,13 @@ func New(cfg Config, bindings []Binding) *Authorizer {
 func (a *Authorizer) IsSuperUser(principal string) bool { return a.super[principal] }
 
 // Authorize decides whether principal, connected from host (an IP address
-// without Kafka's leading "/"), may perform op on the resource (rt, name).
+// in any form, with or without Kafka's leading "/"), may perform op on
+// the resource (rt, name).
 func (a *Authorizer) Authorize(principal, host string, op Operation, rt ResourceType, name string) bool {
 	if a.super[principal] {
 		return true
 	}
-	host = strings.TrimPrefix(host, "/")
+	host = NormalizeHost(strings.TrimPrefix(host, "/"))
 	ix := a.index[rt]
 	any, allowed := false, false
 	// decide folds one pattern's bindings in; it reports a DENY.
@@ -131,7 +136,7 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, rt Resou
 	if a.super[principal] {
 		return true
 	}
-	host = strings.TrimPrefix(host, "/")
+	host = NormalizeHost(strings.TrimPrefix(host, "/"))
 	bs := a.byType[rt]
 	if len(bs) == 0 {
 		return a.allowIfNoACL

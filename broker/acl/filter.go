@@ -9,7 +9,9 @@ import (
 // DeleteAcls request gives it. A nil Name, Principal or Host matches any;
 // ANY matches any value of its enum; PatternMatch selects the patterns
 // that would apply to the resource Name (LITERAL of the name, LITERAL "*",
-// PREFIXED of a prefix of it), and with a nil Name any pattern.
+// PREFIXED of a prefix of it), and with a nil Name any pattern. Hosts
+// are compared normalised (NormalizeHost), so a filter written in one
+// form selects a binding stored in another.
 type Filter struct {
 	ResourceType ResourceType
 	Name         *string
@@ -65,7 +67,7 @@ func (f Filter) Matches(b Binding) bool {
 	if f.Principal != nil && *f.Principal != b.Principal {
 		return false
 	}
-	if f.Host != nil && *f.Host != b.Host {
+	if f.Host != nil && NormalizeHost(*f.Host) != NormalizeHost(b.Host) {
 		return false
 	}
 	if f.Operation != OpAny && f.Operation != b.Operation {

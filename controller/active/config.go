@@ -113,6 +113,16 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config given at creation; an
 	// error makes the topic INVALID_CONFIG. nil accepts every config.
 	ValidateTopicConfig func(name, value string) error
+	// ACLBinding checks one CreateAcls creation as the broker does
+	// (broker/acl: Kafka's rules, a "*" or IP host) and returns the binding
+	// as it is stored, its host in normal form; an error makes that
+	// creation INVALID_REQUEST with the error's text. ACLHost is the normal
+	// form of a host (broker/acl.NormalizeHost), in which DeleteAcls
+	// filters compare hosts, so a filter selects bindings stored in
+	// another form (before hosts were normalised). nil stores every
+	// concrete binding as given and compares hosts as written.
+	ACLBinding func(controller.ACL) (controller.ACL, error)
+	ACLHost    func(string) string
 	// ConfigPolicy judges AlterConfigs and IncrementalAlterConfigs: which
 	// keys exist, their types and which may change at run time.
 	ConfigPolicy controller.ConfigPolicy

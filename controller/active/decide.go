@@ -86,9 +86,9 @@ func (c *Controller) decision(kreq kmsg.Request, arrived int64) controller.Decis
 	case *kmsg.ListPartitionReassignmentsRequest:
 		return controller.DecideListPartitionReassignments(req)
 	case *kmsg.CreateACLsRequest:
-		return controller.DecideCreateACLs(req)
+		return controller.DecideCreateACLs(req, c.cfg.ACLBinding)
 	case *kmsg.DeleteACLsRequest:
-		return controller.DecideDeleteACLs(req)
+		return controller.DecideDeleteACLs(req, c.cfg.ACLHost)
 	}
 	return nil
 }

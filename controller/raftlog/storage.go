@@ -48,6 +48,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -124,9 +125,10 @@ type Storage struct {
 
 var _ raft.Storage = (*Storage)(nil)
 
-// Open opens (creating if necessary) the raft log stored in dir.
+// Open opens (creating if necessary) the raft log stored in dir. What it
+// creates is private to the process's user (privateFS).
 func Open(dir string) (*Storage, error) {
-	return open(dir, &pebble.Options{})
+	return open(dir, &pebble.Options{FS: privateFS{vfs.Default}})
 }
 
 // open is Open with caller-provided pebble options (tests use a
