@@ -297,20 +297,17 @@ func configType(t string) kmsg.ConfigType {
 
 func checkDescribeConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
-	keep := make([]kmsg.DescribeConfigsRequestResource, 0, len(req.Resources))
-	var denied []kmsg.DescribeConfigsResponseResource
-	for _, r := range req.Resources {
-		if ok, code := configResourceAllowed(z, acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); ok {
-			keep = append(keep, r)
-		} else {
-			d := kmsg.NewDescribeConfigsResponseResource()
-			d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
-			denied = append(denied, d)
-		}
-	}
+	keep, denied := sift(req.Resources, func(r kmsg.DescribeConfigsRequestResource) (kmsg.DescribeConfigsResponseResource, bool) {
+		ok, code := configResourceAllowed(z, acl.OpDescribeConfigs, r.ResourceType, r.ResourceName)
+		d := kmsg.NewDescribeConfigsResponseResource()
+		d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
+		return d, ok
+	})
 	if len(denied) == 0 {
 		return nil, nil
 	}
+	// Never answered without the handler: DescribeConfigs of nothing is
+	// still a DescribeConfigs (the handler answers the empty list).
 	req.Resources = keep
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.DescribeConfigsResponse)

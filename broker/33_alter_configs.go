@@ -78,10 +78,8 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 
 func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
-	keep := make([]kmsg.AlterConfigsRequestResource, 0, len(req.Resources))
-	var denied []kmsg.AlterConfigsResponseResource
 	var img *controller.Image
-	for _, r := range req.Resources {
+	keep, denied := sift(req.Resources, func(r kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
 		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
 		var msg *string
 		if ok && r.ResourceType == kmsg.ConfigResourceTypeBroker {
@@ -94,27 +92,14 @@ func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 				ok, code, msg = false, clusterDenied, &superUsersDenied
 			}
 		}
-		if ok {
-			keep = append(keep, r)
-		} else {
-			d := kmsg.NewAlterConfigsResponseResource()
-			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
-			denied = append(denied, d)
-		}
+		d := kmsg.NewAlterConfigsResponseResource()
+		d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
+		return d, ok
+	})
+	if len(denied) > 0 {
+		req.Resources = keep
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	req.Resources = keep
-	if len(keep) == 0 {
-		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-		resp.Resources = denied
-		return resp, nil
-	}
-	return nil, func(r kmsg.Response) {
-		resp := r.(*kmsg.AlterConfigsResponse)
-		resp.Resources = append(resp.Resources, denied...)
-	}
+	return partial(req, len(denied), len(keep), func(resp *kmsg.AlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }
 
 // replacesSuperUsers reports whether the legacy AlterConfigs of broker

@@ -186,35 +186,20 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 
 func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	keep := make([]kmsg.IncrementalAlterConfigsRequestResource, 0, len(req.Resources))
-	var denied []kmsg.IncrementalAlterConfigsResponseResource
-	for _, r := range req.Resources {
+	keep, denied := sift(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
 		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
 		var msg *string
 		if ok && !superUsersChangeAllowed(z, r.ResourceType, namesSuperUsers(r)) {
 			ok, code, msg = false, clusterDenied, &superUsersDenied
 		}
-		if ok {
-			keep = append(keep, r)
-		} else {
-			d := kmsg.NewIncrementalAlterConfigsResponseResource()
-			d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
-			denied = append(denied, d)
-		}
+		d := kmsg.NewIncrementalAlterConfigsResponseResource()
+		d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
+		return d, ok
+	})
+	if len(denied) > 0 {
+		req.Resources = keep
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	req.Resources = keep
-	if len(keep) == 0 {
-		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		resp.Resources = denied
-		return resp, nil
-	}
-	return nil, func(r kmsg.Response) {
-		resp := r.(*kmsg.IncrementalAlterConfigsResponse)
-		resp.Resources = append(resp.Resources, denied...)
-	}
+	return partial(req, len(denied), len(keep), func(resp *kmsg.IncrementalAlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }
 
 // namesSuperUsers reports whether r alters super.users: any operation

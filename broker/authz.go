@@ -289,6 +289,44 @@ func split[T any](z *authz, op acl.Operation, ts []T, name func(T) string) (keep
 	return keep, denied
 }
 
+// sift splits ts into those allow lets through and, for the others, the
+// denials allow builds; keep is never nil when ts is not (an empty list
+// must stay a list, not "all").
+func sift[T, D any](ts []T, allow func(T) (D, bool)) (keep []T, denied []D) {
+	if ts == nil {
+		return nil, nil
+	}
+	keep = make([]T, 0, len(ts))
+	for _, t := range ts {
+		if d, ok := allow(t); ok {
+			keep = append(keep, t)
+		} else {
+			denied = append(denied, d)
+		}
+	}
+	return keep, denied
+}
+
+// partial ends a rule that took denied parts out of a request (topics,
+// groups, resources): nothing denied, nothing to do; nothing kept, the
+// denials alone are the response and the handler never runs; else a fix
+// adds them to the handler's response.
+func partial[Resp kmsg.Response](req kmsg.Request, denied, kept int, add func(Resp)) (kmsg.Response, func(kmsg.Response)) {
+	if denied == 0 {
+		return nil, nil
+	}
+	if kept == 0 {
+		resp := req.ResponseKind().(Resp)
+		add(resp)
+		return resp, nil
+	}
+	return nil, func(r kmsg.Response) {
+		if resp, ok := r.(Resp); ok {
+			add(resp)
+		}
+	}
+}
+
 // configResourceAllowed: topic configs need op on the topic, broker and
 // broker-logger configs op on the cluster.
 func configResourceAllowed(z *authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
