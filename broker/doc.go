@@ -31,6 +31,7 @@
 // rate, with Kafka's windows; a client over its quota is answered with a
 // throttle time and its connection muted (protocol.Request.Mute).
 //
-// Every goroutine the broker starts goes through goLoop, which Close waits
-// for; one root context (Broker.ctx) ends them all.
+// Every goroutine the broker starts goes through goLoop (a
+// lifecycle.Group), refused once Close began; Close cancels the one root
+// context (Broker.ctx) that ends them all and waits for them.
 package broker
