@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -119,20 +120,22 @@ func (s *Server) Serve(ln net.Listener) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		var delay time.Duration
+		// Out of file descriptors and the like: back off, keep serving.
+		backoff := lifecycle.Backoff{Initial: 5 * time.Millisecond, Max: time.Second}
+		fails := 0 // accepts failed in a row
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				if s.isClosed() || errors.Is(err, net.ErrClosed) {
 					return
 				}
-				// Out of file descriptors and the like: back off, keep serving.
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				fails++
+				delay := backoff.Delay(fails)
 				s.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
 				time.Sleep(delay)
 				continue
 			}
-			delay = 0
+			fails = 0
 			s.startConn(nc)
 		}
 	}()
