@@ -3,8 +3,9 @@
 //
 //   - group.go: Group, the one way a package starts the goroutines it owns.
 //     Go refuses once Stop (or Cancel) has begun; Stop cancels the group's
-//     context and waits for every goroutine Go started (house style 8:
-//     every goroutine is tracked).
+//     context and waits for every goroutine Go started, and Stopped gives
+//     the same wait as a channel, to bound it (house style 8: every
+//     goroutine is tracked).
 //   - backoff.go: Backoff, a pure retry schedule (Initial, doubling up to
 //     Max) as a function of the number of failures in a row.
 //   - sleep.go: Sleep, a pause that ends early when a context does.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // Stop waits for a running function, even one that ignores the context,
@@ -110,4 +111,32 @@ func TestGoRacingStop(t *testing.T) {
 			t.Fatalf("Stop returned with %d of %d started functions run (%d in the end)", after, started.Load(), ran.Load())
 		}
 	}
+}
+
+// Stopped lets an owner bound the wait: it stays open until Cancel, even
+// with nothing running, and then until the last function returns.
+func TestStoppedBoundsTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var idle Group
+		select {
+		case <-idle.Stopped():
+			t.Fatal("Stopped closed before Cancel")
+		default:
+		}
+		idle.Cancel()
+		<-idle.Stopped()
+
+		var g Group
+		release := make(chan struct{})
+		g.Go(func() { <-release })
+		g.Cancel()
+		select {
+		case <-g.Stopped():
+			t.Fatal("Stopped closed while a function was still running")
+		case <-time.After(time.Second):
+		}
+		close(release)
+		<-g.Stopped()
+		g.Stop() // stopped already: returns at once
+	})
 }
