@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -34,7 +33,7 @@ func (w *blockingWriter) Close() error { return nil }
 // than the queue holds returns at once, and the excess is counted.
 func TestAuditNeverBlocks(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.ctx = b.tasks.Context()
 	b.metrics = newMetrics(b)
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), w: w}
@@ -49,7 +48,7 @@ func TestAuditNeverBlocks(t *testing.T) {
 		t.Fatalf("dropped %d of %d with the writer stalled, want at least %d", d, n, n-auditQueue-1)
 	}
 	close(w.release)
-	b.cancel()
+	b.tasks.Cancel()
 	<-done
 	line, _, _ := bytes.Cut(w.buf.Bytes(), []byte("\n"))
 	var got map[string]any
@@ -82,8 +81,8 @@ func TestAuditAdminOutcome(t *testing.T) {
 // every one is written once the writer moves.
 func TestAuditKeepsMutations(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
-	defer b.cancel()
+	b.ctx = b.tasks.Context()
+	defer b.tasks.Cancel()
 	b.metrics = newMetrics(b)
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, 8), keep: make(chan []byte, 8), w: w}
@@ -109,7 +108,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	}()
 	close(w.release)
 	<-emitted
-	b.cancel()
+	b.tasks.Cancel()
 	<-done
 	out := w.buf.String()
 	if got := strings.Count(out, `"api":"CreateACLs"`); got != n {

@@ -27,6 +27,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -137,16 +138,15 @@ type Broker struct {
 	txns    *txncoord.Coordinator    // transactions
 	peers   peerClients              // clients to other brokers (WriteTxnMarkers)
 
-	// ctx is the root context: cancelled by Close, it stops every loop
-	// and background task. stop closes with it, for select statements.
-	ctx    context.Context
-	cancel context.CancelFunc
-	stop   <-chan struct{}
-	// goMu guards starting goroutines against Close's wait (goLoop).
-	goMu      sync.Mutex
-	goStopped bool
-	wg        sync.WaitGroup
-	closing   atomic.Bool
+	// tasks starts every goroutine of the broker's own (goLoop); Close
+	// stops it, which cancels ctx and waits for all of them.
+	tasks lifecycle.Group
+	// ctx is tasks' context, the root one: cancelled by Close, it stops
+	// every loop and background task. stop closes with it, for select
+	// statements.
+	ctx     context.Context
+	stop    <-chan struct{}
+	closing atomic.Bool
 }
 
 // topic is a topic of the current image with this node's replicas of it.
@@ -185,7 +185,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
 		openSem: make(chan struct{}, openSlots)}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
 	b.replicas.live = map[*replica.Partition]*dirClaim{}
 	b.files, b.fdBudget = newFileCache(cfg)
@@ -452,22 +452,9 @@ func (b *Broker) serveClients() {
 }
 
 // goLoop is how the broker starts every goroutine of its own: tracked,
-// so Close waits for all of them. After Close has begun it starts nothing
-// and reports false.
-func (b *Broker) goLoop(fn func()) bool {
-	b.goMu.Lock()
-	if b.goStopped {
-		b.goMu.Unlock()
-		return false
-	}
-	b.wg.Add(1)
-	b.goMu.Unlock()
-	go func() {
-		defer b.wg.Done()
-		fn()
-	}()
-	return true
-}
+// so Close waits for all of them. Once Close cancels the root context it
+// starts nothing and reports false.
+func (b *Broker) goLoop(fn func()) bool { return b.tasks.Go(fn) }
 
 // Close shuts down cleanly: stop accepting, let in-flight requests finish,
 // leave the quorum, flush and close every log.
@@ -483,11 +470,7 @@ func (b *Broker) Close() error {
 	for _, s := range servers {
 		s.Close()
 	}
-	b.cancel()
-	b.goMu.Lock()
-	b.goStopped = true
-	b.goMu.Unlock()
-	b.wg.Wait()
+	b.tasks.Stop()
 	b.fetch.CloseAll()
 	b.peers.closeAll()
 	b.ctl.close()

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // A broker's life in the cluster:
@@ -35,7 +36,7 @@ func (b *Broker) lifecycle() {
 		if err != nil {
 			if ctx.Err() == nil {
 				b.log.Warn().Err(err).Msg("broker registration failed; retrying")
-				sleepCtx(ctx, time.Second)
+				lifecycle.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -115,7 +116,7 @@ func (b *Broker) sleepHeartbeat(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-b.shutdownWake:
 		if d > 100*time.Millisecond {
-			sleepCtx(ctx, 20*time.Millisecond) // shutdown heartbeats: a short pause
+			lifecycle.Sleep(ctx, 20*time.Millisecond) // shutdown heartbeats: a short pause
 		}
 	}
 }
@@ -148,15 +149,6 @@ func (b *Broker) controlledShutdown() {
 func (b *Broker) finishShutdown() {
 	if b.shuttingDown.Load() {
 		close(b.shutdownDone)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

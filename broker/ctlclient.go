@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // ctlClient carries this broker's requests to the active controller:
@@ -106,21 +107,18 @@ func (c *ctlClient) close() {
 // call sends req to the active controller, retrying while there is none or
 // it moves, until ctx ends.
 func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	backoff := 20 * time.Millisecond
-	for {
+	backoff := lifecycle.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	for fails := 1; ; fails++ {
 		resp, err := c.once(ctx, req)
 		if err == nil && !notController(resp) {
 			return resp, nil
 		}
-		select {
-		case <-ctx.Done():
+		if !lifecycle.Sleep(ctx, backoff.Delay(fails)) {
 			if err == nil {
 				err = errNotController
 			}
 			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 500*time.Millisecond)
 	}
 }
 

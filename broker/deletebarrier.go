@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -102,20 +103,17 @@ func (b *Broker) awaitPeerForgot(ctx context.Context, peer int32, ids [][16]byte
 		req.Topics = append(req.Topics, rt)
 	}
 	req.AllowAutoTopicCreation = false
-	pause := peerPollFirst
-	for {
+	poll := lifecycle.Backoff{Initial: peerPollFirst, Max: peerPollMax}
+	for asks := 1; ; asks++ {
 		if !liveBroker(b.image(), peer) {
 			return true
 		}
 		if peerForgot(b.askPeer(ctx, peer, req), ids) {
 			return true
 		}
-		select {
-		case <-ctx.Done():
+		if !lifecycle.Sleep(ctx, poll.Delay(asks)) {
 			return false
-		case <-time.After(pause):
 		}
-		pause = min(2*pause, peerPollMax)
 	}
 }
 

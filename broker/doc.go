@@ -33,6 +33,7 @@
 // core (the sensors, precedence, throttle times, and the replication
 // throttles' token buckets); quota.go and throttle.go are the glue.
 //
-// Every goroutine the broker starts goes through goLoop, which Close waits
-// for; one root context (Broker.ctx) ends them all.
+// Every goroutine the broker starts goes through goLoop (a
+// lifecycle.Group), refused once Close began; Close cancels the one root
+// context (Broker.ctx) that ends them all and waits for them.
 package broker

@@ -11,6 +11,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/quorum"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -106,7 +107,7 @@ func (f *metaFollower) run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			f.b.log.Debug().Err(err).Int32("voter", v.ID).Msg("following the metadata log; trying the next voter")
 			vi++
-			sleepCtx(ctx, 100*time.Millisecond)
+			lifecycle.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -128,9 +129,9 @@ func (b *Broker) replicaConfig(s replica.Settings) replica.Config {
 		// A failed open is retried at 1, 2, 4 … 60 s, 8 times (about 4
 		// minutes in all), then the replica stays offline until restart:
 		// long enough to outlast a burst of descriptor exhaustion.
-		Open: replica.Backoff{InitialMs: 1000, MaxMs: 60_000, Attempts: 8},
+		Open: lifecycle.Backoff{Initial: time.Second, Max: 60 * time.Second}, OpenAttempts: 8,
 		// Refused ISR changes and resignations: 100 ms doubling to 5 s.
-		Alter: replica.Backoff{InitialMs: 100, MaxMs: 5000, Attempts: 10},
+		Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, AlterAttempts: 10,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // bootstrapScram creates the fjord.sasl.scram.bootstrap credentials that
@@ -23,7 +24,7 @@ func (b *Broker) bootstrapScram() {
 	if err != nil || len(creds) == 0 {
 		return // Validate reported a bad value
 	}
-	delay := 200 * time.Millisecond
+	backoff := lifecycle.Backoff{Initial: 200 * time.Millisecond, Max: 15 * time.Second}
 	for attempt := 0; attempt < 20; attempt++ {
 		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 		img := b.image()
@@ -64,12 +65,9 @@ func (b *Broker) bootstrapScram() {
 		} else if attempt == 0 {
 			b.log.Warn().Err(err).Msg("SCRAM bootstrap credentials not created yet; retrying")
 		}
-		select {
-		case <-b.stop:
+		if !lifecycle.Sleep(b.ctx, backoff.Delay(attempt+1)) {
 			return
-		case <-time.After(delay):
 		}
-		delay = min(2*delay, 15*time.Second)
 	}
 	b.log.Error().Msg("SCRAM bootstrap credentials could not be created; set them with AlterUserScramCredentials (kafka-configs.sh --alter --add-config SCRAM-SHA-256=[...])")
 }

@@ -62,7 +62,7 @@ func TestRemoveStrays(t *testing.T) {
 	b.replicas.live = map[*replica.Partition]*dirClaim{}
 	b.replicas.dirs = map[string]*dirClaim{filepath.Join(dir, "claimed-0"): {dir: filepath.Join(dir, "claimed-0"), released: make(chan struct{})}}
 	b.removeStrays(img)
-	b.wg.Wait()
+	b.tasks.Stop()
 	for _, p := range keep {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s removed: %v", p, err)

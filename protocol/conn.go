@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -97,7 +98,9 @@ type Server struct {
 		conns  map[*conn]struct{}
 		closed bool
 	}
-	wg sync.WaitGroup // accept loops and connections
+	// tasks runs the accept loops and each connection's reader and
+	// writer; Close stops it.
+	tasks lifecycle.Group
 }
 
 // NewServer builds a server; Serve starts it on a listener.
@@ -114,28 +117,28 @@ func NewServer(cfg ServerConfig, h Handler, vs Versions, log zerolog.Logger) *Se
 }
 
 // Serve accepts on ln until Close. It returns immediately; the accept loop
-// runs on its own goroutine.
+// runs on its own goroutine. After Close it serves nothing.
 func (s *Server) Serve(ln net.Listener) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		var delay time.Duration
+	s.tasks.Go(func() {
+		// Out of file descriptors and the like: back off, keep serving.
+		backoff := lifecycle.Backoff{Initial: 5 * time.Millisecond, Max: time.Second}
+		fails := 0 // accepts failed in a row
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				if s.isClosed() || errors.Is(err, net.ErrClosed) {
 					return
 				}
-				// Out of file descriptors and the like: back off, keep serving.
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				fails++
+				delay := backoff.Delay(fails)
 				s.log.Warn().Err(err).Dur("retry_in", delay).Msg("accept failed")
 				time.Sleep(delay)
 				continue
 			}
-			delay = 0
+			fails = 0
 			s.startConn(nc)
 		}
-	}()
+	})
 }
 
 func (s *Server) isClosed() bool {
@@ -177,10 +180,11 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	s.mu.conns[c] = struct{}{}
-	s.wg.Add(2)
+	// Neither is refused: Close cancels the group only after setting
+	// closed, which this holds mu against.
+	s.tasks.Go(c.readLoop)
+	s.tasks.Go(c.writeLoop)
 	s.mu.Unlock()
-	go c.readLoop()
-	go c.writeLoop()
 }
 
 // Close stops accepting (the caller closes its listeners), stops reading new
@@ -194,20 +198,19 @@ func (s *Server) Close() {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	s.tasks.Cancel() // Serve refuses from now on; connections have contexts of their own
 	for _, c := range conns {
 		c.stopReading()
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.tasks.Stopped():
 	case <-time.After(s.cfg.DrainTimeout):
 		s.log.Warn().Msg("connections did not drain in time; closing them")
 		for _, c := range conns {
 			c.cancel()
 			c.nc.Close()
 		}
-		<-done
+		<-s.tasks.Stopped()
 	}
 }
 
@@ -305,7 +308,6 @@ func (c *conn) isStopping() bool {
 }
 
 func (c *conn) readLoop() {
-	defer c.s.wg.Done()
 	defer close(c.slots)
 	if !c.tlsHandshake() {
 		return
@@ -412,7 +414,6 @@ func (c *conn) readFailed(err error) {
 func (c *conn) cancelSoon() { time.AfterFunc(time.Second, c.cancel) }
 
 func (c *conn) writeLoop() {
-	defer c.s.wg.Done()
 	defer func() {
 		c.cancel()
 		c.nc.Close()

@@ -24,4 +24,8 @@
 // (ControlledShutdown v0 alone used v0). Responses use header v1 when flexible,
 // except ApiVersions, whose response header is always v0 so that a client can
 // read it before it knows which versions the broker speaks (KIP-511).
+//
+// The subpackage lifecycle is not about the wire: it holds the goroutine
+// group, backoff and context sleep that every package shares, here because
+// every layer may import protocol (its package comment says more).
 package protocol

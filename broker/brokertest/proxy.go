@@ -3,6 +3,8 @@ package brokertest
 import (
 	"net"
 	"sync"
+
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // linkState is what a proxy does with traffic.
@@ -20,6 +22,9 @@ const (
 // accept refuses new ones).
 type proxy struct {
 	ln net.Listener
+	// tasks runs accept, each connection's dial and its two pumps; close
+	// stops it once every connection is closed.
+	tasks lifecycle.Group
 
 	mu     sync.Mutex
 	target string     // where connections go; changes if the node re-binds
@@ -36,7 +41,7 @@ func newProxy(target string) (*proxy, error) {
 	}
 	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.moved = sync.NewCond(&p.mu)
-	go p.accept()
+	p.tasks.Go(p.accept)
 	return p, nil
 }
 
@@ -61,10 +66,11 @@ func (p *proxy) set(s linkState) {
 func (p *proxy) close() {
 	p.ln.Close()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
 	p.closeConnsLocked()
 	p.moved.Broadcast()
+	p.mu.Unlock()
+	p.tasks.Stop()
 }
 
 func (p *proxy) closeConnsLocked() {
@@ -106,7 +112,7 @@ func (p *proxy) accept() {
 		if err != nil {
 			return
 		}
-		go func() {
+		dial := func() {
 			p.mu.Lock()
 			target := p.target
 			p.mu.Unlock()
@@ -118,9 +124,13 @@ func (p *proxy) accept() {
 			if !p.track(in, out) {
 				return
 			}
-			go p.pump(in, out)
-			go p.pump(out, in)
-		}()
+			// Refused only once close began, which closes both (tracked).
+			p.tasks.Go(func() { p.pump(in, out) })
+			p.tasks.Go(func() { p.pump(out, in) })
+		}
+		if !p.tasks.Go(dial) {
+			in.Close()
+		}
 	}
 }
 

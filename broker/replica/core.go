@@ -210,7 +210,7 @@ func (c *Core) startOpen(now int64, rd *Ready) {
 }
 
 func (c *Core) openRetriesLeft() bool {
-	return c.cfg.Open.Attempts == 0 || c.openFails < c.cfg.Open.Attempts
+	return c.cfg.OpenAttempts == 0 || c.openFails < c.cfg.OpenAttempts
 }
 
 func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
@@ -233,10 +233,10 @@ func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
 		case !c.openRetriesLeft():
 			rd.note("open failed %d times in a row; giving up until restart: %v", c.openFails, e.Err)
 		case c.openFails == 1:
-			rd.note("open failed; retrying with backoff (%d tries at most): %v", c.cfg.Open.Attempts, e.Err)
+			rd.note("open failed; retrying with backoff (%d tries at most): %v", c.cfg.OpenAttempts, e.Err)
 		}
 		if c.openRetriesLeft() {
-			c.openNext = now + c.cfg.Open.delay(c.openFails)
+			c.openNext = now + retryIn(c.cfg.Open, c.openFails)
 		}
 		c.maybeResignUnserved(now, rd)
 		return
@@ -452,14 +452,14 @@ func (c *Core) alterAnswered(now int64, e AlterAnswered, rd *Ready) {
 	}
 	c.proposal = nil
 	c.alterFails++
-	if c.cfg.Alter.Attempts > 0 && c.alterFails >= c.cfg.Alter.Attempts {
+	if c.cfg.AlterAttempts > 0 && c.alterFails >= c.cfg.AlterAttempts {
 		// Past the bound, keep the longest spacing rather than stop: an
 		// ISR that cannot shrink holds acks=all back until it does.
-		c.alterNext = now + c.cfg.Alter.MaxMs
+		c.alterNext = now + c.cfg.Alter.Max.Milliseconds()
 	} else {
-		c.alterNext = now + c.cfg.Alter.delay(c.alterFails)
+		c.alterNext = now + retryIn(c.cfg.Alter, c.alterFails)
 	}
-	if c.alterFails == 1 || c.alterFails == c.cfg.Alter.Attempts {
+	if c.alterFails == 1 || c.alterFails == c.cfg.AlterAttempts {
 		rd.note("AlterPartition not accepted (code %d, %d in a row); next try in %d ms", e.Code, c.alterFails, c.alterNext-now)
 	}
 	if e.Proposal.Resign && c.phase == Resigning && !c.otherLiveISR() {

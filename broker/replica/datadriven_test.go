@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // TestDataDriven runs testdata/*.txt. Each command steps one core and
@@ -41,8 +43,8 @@ func TestDataDriven(t *testing.T) {
 				cfg := Config{ID: int32(argInt(t, d, "id", 1)), SyncOnAck: !d.HasArg("async"),
 					LagMs: int64(argInt(t, d, "lag", 1000)), OpenTimeoutMs: int64(argInt(t, d, "open-timeout", 5000)),
 					AlterTimeoutMs: int64(argInt(t, d, "alter-timeout", 10000)),
-					Open:           Backoff{InitialMs: 1000, MaxMs: 8000, Attempts: argInt(t, d, "open-attempts", 4)},
-					Alter:          Backoff{InitialMs: 100, MaxMs: 1000, Attempts: 5}}
+					Open:           lifecycle.Backoff{Initial: time.Second, Max: 8 * time.Second}, OpenAttempts: argInt(t, d, "open-attempts", 4),
+					Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}, AlterAttempts: 5}
 				c = New(cfg)
 				return state(c)
 			case "start":

@@ -21,7 +21,7 @@
 //	   ▼            │                                      (in the ISR)
 //	Offline ────────┘    Opening ──open ok, leads──► Leading ──► Resigning
 //	(gave up after                                    ▲              │
-//	 Backoff.Attempts)                                └── refused ───┘
+//	 OpenAttempts)                                    └── refused ───┘
 //
 //	any phase ──unassigned──► Deleting ──log deleted──► Deleted
 //

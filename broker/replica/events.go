@@ -1,11 +1,16 @@
 package replica
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fjordlog/fjord/protocol/lifecycle"
+)
 
 // The core's inputs (configuration, assignments, events) and its output
 // (Ready).
 
-// Config is a replica's fixed settings. Times are milliseconds.
+// Config is a replica's fixed settings. Times are milliseconds, except
+// the backoffs' (durations, counted in whole milliseconds).
 type Config struct {
 	// ID is this broker's id.
 	ID int32
@@ -20,26 +25,18 @@ type Config struct {
 	OpenTimeoutMs int64
 	// AlterTimeoutMs bounds an AlterPartition without an answer.
 	AlterTimeoutMs int64
-	// Open spaces failed opens; Alter spaces refused or unanswered
-	// AlterPartitions (ISR changes and resignations).
-	Open, Alter Backoff
+	// Open spaces failed opens; after OpenAttempts in a row the replica
+	// gives up until restart. Alter spaces refused or unanswered
+	// AlterPartitions (ISR changes and resignations); after AlterAttempts
+	// in a row it stays at Alter.Max. An Attempts of 0 bounds only the
+	// rate, not the count.
+	Open, Alter                 lifecycle.Backoff
+	OpenAttempts, AlterAttempts int
 }
 
-// Backoff is a retry schedule: Initial, doubling up to Max, at most
-// Attempts tries in a row (0: no bound on the count, only on the rate).
-type Backoff struct {
-	InitialMs, MaxMs int64
-	Attempts         int
-}
-
-// delay is the wait before try n+1 after n failures (n >= 1).
-func (b Backoff) delay(n int) int64 {
-	d := max(b.InitialMs, 1)
-	for i := 1; i < n && d < b.MaxMs; i++ {
-		d *= 2
-	}
-	return min(d, max(b.MaxMs, b.InitialMs))
-}
+// retryIn is the wait in milliseconds after n failures in a row under b
+// (n >= 1), the core's unit of time.
+func retryIn(b lifecycle.Backoff, n int) int64 { return b.Delay(n).Milliseconds() }
 
 // Assignment is what the metadata image says about the partition.
 type Assignment struct {

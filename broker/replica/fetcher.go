@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -201,7 +202,7 @@ func (f *fetcher) run() {
 		}
 		if err := f.connect(); err != nil {
 			f.host.Logger().Debug().Err(err).Int32("leader", f.leader).Msg("replica fetcher: no route to the leader")
-			sleepCtx(f.ctx, 200*time.Millisecond)
+			lifecycle.Sleep(f.ctx, 200*time.Millisecond)
 			continue
 		}
 		fetchable := ready[:0]
@@ -215,12 +216,12 @@ func (f *fetcher) run() {
 			fetchable = append(fetchable, p)
 		}
 		if len(fetchable) == 0 {
-			sleepCtx(f.ctx, 200*time.Millisecond)
+			lifecycle.Sleep(f.ctx, 200*time.Millisecond)
 			continue
 		}
 		if err := f.fetch(fetchable); err != nil && f.ctx.Err() == nil {
 			f.host.Logger().Debug().Err(err).Int32("leader", f.leader).Msg("replica fetch failed")
-			sleepCtx(f.ctx, 100*time.Millisecond)
+			lifecycle.Sleep(f.ctx, 100*time.Millisecond)
 		}
 	}
 }
@@ -392,7 +393,7 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	}
 	if len(asked) == 0 {
 		if withheld {
-			sleepCtx(f.ctx, 100*time.Millisecond) // every partition waits for the quota
+			lifecycle.Sleep(f.ctx, 100*time.Millisecond) // every partition waits for the quota
 		}
 		return nil
 	}
@@ -522,13 +523,4 @@ func (f *fetcher) repairDamaged(p *Partition, lg *storage.Log, v *View) {
 	}
 	p.repairTo.CompareAndSwap(to, -1)
 	f.host.Repaired(p)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

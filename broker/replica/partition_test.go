@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -76,7 +77,7 @@ func newTestPartition(t *testing.T, a Assignment, minISR int32, fail error) (*Pa
 	p := NewPartition(PartitionConfig{Topic: "t", Logger: zerolog.Nop(),
 		Settings: Settings{Storage: storage.DefaultConfig(), FlushMessages: 1, MinISR: minISR},
 		Core: Config{ID: 1, SyncOnAck: true, LagMs: 10_000, OpenTimeoutMs: 10_000, AlterTimeoutMs: 10_000,
-			Open: Backoff{InitialMs: 1000, MaxMs: 1000, Attempts: 2}, Alter: Backoff{InitialMs: 100, MaxMs: 100}}}, h)
+			Open: lifecycle.Backoff{Initial: time.Second, Max: time.Second}, OpenAttempts: 2, Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}}}, h)
 	p.Step(Assign{a})
 	p.Start()
 	<-p.OpenAnswered()

@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // TestRandomized drives three replicas of one partition and a model of
@@ -124,7 +127,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 
 func (s *sim) cfg(id int32) Config {
 	return Config{ID: id, SyncOnAck: true, LagMs: 1000, OpenTimeoutMs: 5000, AlterTimeoutMs: 3000,
-		Open: Backoff{InitialMs: 100, MaxMs: 1000, Attempts: 5}, Alter: Backoff{InitialMs: 50, MaxMs: 500, Attempts: 5}}
+		Open: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}, OpenAttempts: 5, Alter: lifecycle.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}, AlterAttempts: 5}
 }
 
 func (s *sim) rep(id int32) *simReplica { return s.reps[id-1] }

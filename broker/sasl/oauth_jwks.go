@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/rs/zerolog"
 )
@@ -253,8 +254,9 @@ func (j *jwks) load(ctx context.Context) error {
 // retry.backoff.ms for as long as the waits add up to no more than
 // retry.backoff.max.ms. It reports whether the set was refreshed.
 func (j *jwks) round(ctx context.Context) bool {
-	wait, waited := j.backoff, time.Duration(0)
-	for {
+	backoff := lifecycle.Backoff{Initial: j.backoff, Max: j.backoffMax}
+	waited := time.Duration(0)
+	for fails := 1; ; fails++ {
 		ks, err := j.fetch(ctx)
 		if err == nil {
 			j.cur.Store(ks)
@@ -264,17 +266,15 @@ func (j *jwks) round(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
+		wait := backoff.Delay(fails)
 		if waited+wait > j.backoffMax {
 			j.noteState(nil, err)
 			return false
 		}
-		select {
-		case <-ctx.Done():
+		if !lifecycle.Sleep(ctx, wait) {
 			return false
-		case <-time.After(wait):
 		}
 		waited += wait
-		wait = min(wait*2, j.backoffMax)
 	}
 }
 

@@ -3,6 +3,9 @@ package txn
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // Config holds the coordinator settings. Field names follow Kafka's broker
@@ -36,30 +39,20 @@ type Config struct {
 
 	// MarkerBackoff spaces the retries of a partition's marker after it
 	// failed. The coordinator never gives up on a marker; the backoff caps
-	// the rate. Default 100 ms doubling to 5000 ms.
-	MarkerBackoff Backoff
+	// the rate. Default 100 ms doubling to 5000 ms. Range: 1 ms <=
+	// Initial <= Max (the table counts whole milliseconds).
+	MarkerBackoff lifecycle.Backoff
 
 	// WriteBackoff spaces the retries of the coordinator's own records
 	// (a timeout abort, a Complete*, an expiration tombstone) after a write
 	// failed, and of asks for producer ids. Default 100 ms doubling to
-	// 5000 ms.
-	WriteBackoff Backoff
+	// 5000 ms. Range as MarkerBackoff's.
+	WriteBackoff lifecycle.Backoff
 }
 
-// Backoff is a retry schedule: InitialMs, doubling up to MaxMs.
-// Invariant (after defaults): 1 <= InitialMs <= MaxMs.
-type Backoff struct {
-	InitialMs, MaxMs int64
-}
-
-// delay is the wait after n failures in a row (n >= 1).
-func (b Backoff) delay(n int) int64 {
-	d := b.InitialMs
-	for i := 1; i < n && d < b.MaxMs; i++ {
-		d *= 2
-	}
-	return min(d, b.MaxMs)
-}
+// retryIn is the wait in milliseconds after n failures in a row under b
+// (n >= 1), the table's unit of time.
+func retryIn(b lifecycle.Backoff, n int) int64 { return b.Delay(n).Milliseconds() }
 
 // DefaultConfig returns Kafka's defaults (and Fjord's for the retries).
 func DefaultConfig() Config {
@@ -67,8 +60,8 @@ func DefaultConfig() Config {
 		MaxTimeoutMs:    900000,
 		IDExpirationMs:  7 * 24 * 3600 * 1000,
 		MarkerTimeoutMs: 30000,
-		MarkerBackoff:   Backoff{InitialMs: 100, MaxMs: 5000},
-		WriteBackoff:    Backoff{InitialMs: 100, MaxMs: 5000},
+		MarkerBackoff:   lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		WriteBackoff:    lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 	}
 }
 
@@ -83,10 +76,10 @@ func (c Config) withDefaults() Config {
 	if c.MarkerTimeoutMs == 0 {
 		c.MarkerTimeoutMs = d.MarkerTimeoutMs
 	}
-	if c.MarkerBackoff == (Backoff{}) {
+	if c.MarkerBackoff == (lifecycle.Backoff{}) {
 		c.MarkerBackoff = d.MarkerBackoff
 	}
-	if c.WriteBackoff == (Backoff{}) {
+	if c.WriteBackoff == (lifecycle.Backoff{}) {
 		c.WriteBackoff = d.WriteBackoff
 	}
 	return c
@@ -108,10 +101,10 @@ func (c Config) Validate() error {
 	}
 	for _, b := range []struct {
 		name string
-		b    Backoff
+		b    lifecycle.Backoff
 	}{{"marker", c.MarkerBackoff}, {"write", c.WriteBackoff}} {
-		if b.b.InitialMs < 1 || b.b.MaxMs < b.b.InitialMs {
-			errs = append(errs, fmt.Errorf("txn: %s backoff %d..%d ms: want 1 <= initial <= max", b.name, b.b.InitialMs, b.b.MaxMs))
+		if b.b.Initial < time.Millisecond || b.b.Max < b.b.Initial {
+			errs = append(errs, fmt.Errorf("txn: %s backoff %v..%v: want 1ms <= initial <= max", b.name, b.b.Initial, b.b.Max))
 		}
 	}
 	return errors.Join(errs...)

@@ -121,7 +121,7 @@
 //     aborts it with an epoch bump, which fences the producer.
 //   - PrepareCommit, PrepareAbort: markers are sent again after a failure
 //     or MarkerTimeoutMs without a report, with a backoff capped at
-//     MarkerBackoff.MaxMs, forever: the coordinator never gives up on a
+//     MarkerBackoff.Max, forever: the coordinator never gives up on a
 //     decision. A partition whose topic is gone, or whose leader says it
 //     needs no marker from this coordinator, counts as done.
 //   - The coordinator's own records (a timeout abort, Complete*, a

@@ -114,7 +114,7 @@ func (t *Table) MarkerFailed(now int64, id MarkerID, partitions []TopicPartition
 func (t *Table) markerRetry(now int64, ms *markerState) {
 	ms.inflight = 0
 	ms.fails++
-	ms.retryAt = now + t.cfg.MarkerBackoff.delay(ms.fails)
+	ms.retryAt = now + retryIn(t.cfg.MarkerBackoff, ms.fails)
 }
 
 // completionFor is the id whose current completion sent id, or nil.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -16,7 +18,7 @@ func TestConfig(t *testing.T) {
 	if c.MaxTimeoutMs != 900000 || c.IDExpirationMs != 604800000 || c.MarkerTimeoutMs != 30000 || c.LegacyValues {
 		t.Errorf("defaults: %+v", c)
 	}
-	bad := Config{MaxTimeoutMs: -1, IDExpirationMs: -1, MarkerTimeoutMs: -1, MarkerBackoff: Backoff{InitialMs: 10, MaxMs: 5}}
+	bad := Config{MaxTimeoutMs: -1, IDExpirationMs: -1, MarkerTimeoutMs: -1, MarkerBackoff: lifecycle.Backoff{Initial: 10 * time.Millisecond, Max: 5 * time.Millisecond}}
 	err := bad.Validate()
 	for _, want := range []string{"transaction.max.timeout.ms", "transactional.id.expiration.ms", "marker timeout", "marker backoff"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -31,13 +33,14 @@ func TestConfig(t *testing.T) {
 	NewTable(bad, 0)
 }
 
+// The default retry schedule, in the table's milliseconds.
 func TestBackoff(t *testing.T) {
-	b := Backoff{InitialMs: 100, MaxMs: 1000}
+	b := Config{}.withDefaults().MarkerBackoff
 	var got []int64
-	for n := 1; n <= 6; n++ {
-		got = append(got, b.delay(n))
+	for n := 1; n <= 8; n++ {
+		got = append(got, retryIn(b, n))
 	}
-	want := []int64{100, 200, 400, 800, 1000, 1000}
+	want := []int64{100, 200, 400, 800, 1600, 3200, 5000, 5000}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("delays %v, want %v", got, want)

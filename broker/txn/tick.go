@@ -124,7 +124,7 @@ func (t *Table) ProducerIDsFailed(now int64) Ready {
 	t.begin()
 	t.idAsked = false
 	t.idFails++
-	t.idRetryAt = now + t.cfg.WriteBackoff.delay(t.idFails)
+	t.idRetryAt = now + retryIn(t.cfg.WriteBackoff, t.idFails)
 	return t.end(now)
 }
 

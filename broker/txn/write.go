@@ -39,7 +39,7 @@ func (t *Table) RecordFailed(now int64, token Token, code int16) Ready {
 			t.answer(w.reply.answer(mapped, -1, -1))
 		} else {
 			x.fails++
-			x.retryAt = now + t.cfg.WriteBackoff.delay(x.fails)
+			x.retryAt = now + retryIn(t.cfg.WriteBackoff, x.fails)
 		}
 	}
 	return t.end(now)

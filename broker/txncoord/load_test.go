@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -338,7 +339,7 @@ func TestLoadReadFails(t *testing.T) {
 func TestProducerIDsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := txn.DefaultConfig()
-		cfg.WriteBackoff = txn.Backoff{InitialMs: 100, MaxMs: 400}
+		cfg.WriteBackoff = lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond}
 		r := newRig(t, rigConfig{txn: cfg, before: func(r *rig) {
 			r.host.mu.Lock()
 			r.host.mu.pidErr = errors.New("controller unreachable")

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // Markers: once Prepare* is committed, the decision goes to every
@@ -103,7 +104,7 @@ func TestMarkersGroupedByLeader(t *testing.T) {
 // for a leader that does not answer). The retries write no log lines.
 func TestMarkerRetried(t *testing.T) {
 	const fails = 5
-	backoff := txn.Backoff{InitialMs: 100, MaxMs: 400}
+	backoff := lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond}
 	for _, tt := range []struct {
 		name string
 		fail markerHandler
@@ -155,7 +156,7 @@ func TestMarkerRetried(t *testing.T) {
 				end := r.end("a", pid, epoch, true)
 				r.settle()
 				end.one(t)
-				time.Sleep(fails * (tt.took + time.Duration(backoff.MaxMs)*time.Millisecond))
+				time.Sleep(fails * (tt.took + backoff.Max))
 				r.settle()
 
 				calls := r.host.markerCalls()
@@ -163,7 +164,7 @@ func TestMarkerRetried(t *testing.T) {
 					t.Fatalf("%d requests, want %d", len(calls), fails+1)
 				}
 				for i := 1; i < len(calls); i++ {
-					wait := time.Duration(min(backoff.InitialMs<<(i-1), backoff.MaxMs)) * time.Millisecond
+					wait := min(backoff.Initial<<(i-1), backoff.Max)
 					if gap := calls[i].at.Sub(calls[i-1].at); gap != tt.took+wait {
 						t.Fatalf("attempt %d came %v after the one before, want %v", i+1, gap, tt.took+wait)
 					}
@@ -189,7 +190,7 @@ func TestMarkerTimeoutResends(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := txn.DefaultConfig()
 		cfg.MarkerTimeoutMs = 5000
-		cfg.MarkerBackoff = txn.Backoff{InitialMs: 100, MaxMs: 100}
+		cfg.MarkerBackoff = lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}
 		r := newRig(t, rigConfig{txn: cfg})
 		r.host.setLeader("t", 0, 2)
 		var mu sync.Mutex

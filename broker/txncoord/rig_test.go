@@ -17,6 +17,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -366,7 +367,7 @@ func (r *rig) newPartition(i int32, a replica.Assignment) *replica.Partition {
 	p := replica.NewPartition(replica.PartitionConfig{Topic: Topic, Index: i, Logger: zerolog.Nop(),
 		Settings: replica.Settings{Storage: sc, FlushMessages: 1, MinISR: r.cfg.minISR},
 		Core: replica.Config{ID: 1, SyncOnAck: true, LagMs: 10_000, OpenTimeoutMs: 10_000, AlterTimeoutMs: 10_000,
-			Open: replica.Backoff{InitialMs: 1000, MaxMs: 1000, Attempts: 2}, Alter: replica.Backoff{InitialMs: 100, MaxMs: 100}}}, h)
+			Open: lifecycle.Backoff{Initial: time.Second, Max: time.Second}, OpenAttempts: 2, Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}}}, h)
 	p.Step(replica.Assign{Assignment: a})
 	p.Start()
 	<-p.OpenAnswered()

@@ -51,6 +51,7 @@ import (
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -250,6 +251,9 @@ func (c *Coordinator) AddOffsets(req txn.AddOffsetsRequest, reply Reply) {
 // answer.
 const concurrentWait = 200 * time.Millisecond
 
+// concurrentBackoff spaces retryConcurrent's tries: 1, 2, 4 ... 16 ms.
+var concurrentBackoff = lifecycle.Backoff{Initial: time.Millisecond, Max: 16 * time.Millisecond}
+
 // retryConcurrent issues a request and, while the table answers
 // CONCURRENT_TRANSACTIONS (the id's previous transaction is still writing
 // its markers and its Complete record, which takes a few fsyncs), issues
@@ -261,24 +265,21 @@ const concurrentWait = 200 * time.Millisecond
 // outcome is what the client's retry would get.
 func (c *Coordinator) retryConcurrent(reply Reply, issue func(Reply)) {
 	deadline := time.Now().Add(concurrentWait)
-	delay := time.Millisecond
+	fails := 0 // CONCURRENT_TRANSACTIONS answers so far
 	var try func()
 	try = func() {
 		issue(func(a txn.Answer) {
-			if !concurrent(a) || time.Now().Add(delay).After(deadline) {
+			d := concurrentBackoff.Delay(fails + 1)
+			if !concurrent(a) || time.Now().Add(d).After(deadline) {
 				reply(a)
 				return
 			}
-			d := delay
-			delay = min(2*delay, 16*time.Millisecond)
+			fails++
 			if !c.host.Go(func() {
-				t := time.NewTimer(d)
-				defer t.Stop()
-				select {
-				case <-c.ctx.Done():
-					reply(a)
-				case <-t.C:
+				if lifecycle.Sleep(c.ctx, d) {
 					try()
+				} else {
+					reply(a)
 				}
 			}) {
 				reply(a) // closing

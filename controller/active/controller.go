@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/rs/zerolog"
 )
 
@@ -43,16 +44,14 @@ type Controller struct {
 	node  *node.Node // the same member; nil in tests that only decide
 	log   zerolog.Logger
 	calls chan call
-	// ctx ends at Close: run returns, proposals and metadata fetches in
-	// flight give up.
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns (or at Close if never served): callers stop waiting
-	serve  sync.Once
-	wg     sync.WaitGroup // run, the listener's mux, Answer's waits
-	// spawnMu orders spawn's Add against Close's cancel and Wait: a
-	// goroutine is either started before Close waits, or not at all.
-	spawnMu sync.Mutex
+	// tasks runs every goroutine (spawn): run, the listener's mux,
+	// Answer's waits, the broker watches. Close stops it.
+	tasks lifecycle.Group
+	// ctx is tasks' context; it ends at Close: run returns, proposals and
+	// metadata fetches in flight give up.
+	ctx   context.Context
+	done  chan struct{} // closed when run returns (or at Close if never served): callers stop waiting
+	serve sync.Once
 
 	// arrivals are the heartbeats that arrived since the loop's last tick,
 	// by broker (Call writes, the loop takes).
@@ -130,19 +129,7 @@ func Start(cfg Config) (*Controller, error) {
 
 // spawn starts a goroutine Close waits for; false, and f not run, once
 // Close has begun.
-func (c *Controller) spawn(f func()) bool {
-	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
-	if c.ctx.Err() != nil {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-	return true
-}
+func (c *Controller) spawn(f func()) bool { return c.tasks.Go(f) }
 
 // Serve starts deciding and, with a CONTROLLER listener, serving its Kafka
 // half. Later calls, and calls after Close, do nothing.
@@ -171,9 +158,7 @@ func (c *Controller) Serve() {
 // its connections, waits for every goroutine and closes the quorum
 // member's log. It is idempotent; it returns the member's Close error.
 func (c *Controller) Close() error {
-	c.spawnMu.Lock()
-	c.cancel()
-	c.spawnMu.Unlock()
+	c.tasks.Cancel()
 	c.serve.Do(func() { close(c.done) }) // never served: nothing will close it
 	if c.mux != nil {
 		c.mux.ln.Close()
@@ -182,7 +167,7 @@ func (c *Controller) Close() error {
 	if c.server != nil {
 		c.server.Close()
 	}
-	c.wg.Wait()
+	c.tasks.Stop()
 	if c.node == nil {
 		return nil
 	}

@@ -48,7 +48,7 @@ func newController(cfg Config, m member) (*Controller, error) {
 		calls: make(chan call, 64), done: make(chan struct{}), proposeTTL: proposeTimeout, live: controller.NewLiveness()}
 	c.arrivals.m = map[int32]arrival{}
 	c.refused, c.watches = make(chan refusedBroker, 16), watchSet{}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx = c.tasks.Context()
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package active
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // connMux splits the CONTROLLER listener in two by each connection's first
@@ -47,6 +49,9 @@ type connMux struct {
 	raftConns   raftCount
 	raft, kafka *chanListener
 	log         zerolog.Logger
+	// routes runs route, one per accepted connection; run stops it as it
+	// returns, closing the connections still being routed.
+	routes lifecycle.Group
 }
 
 // raftConnsPerVoter bounds the open raft connections per voter: a voter
@@ -67,8 +72,11 @@ func newConnMux(ln net.Listener, tlsCfg func() *tls.Config, log zerolog.Logger) 
 	return &connMux{ln: ln, tls: tlsCfg, raft: newChanListener(ln.Addr()), kafka: newChanListener(ln.Addr()), log: log}
 }
 
-// run accepts until the listener closes, then closes both halves.
+// run accepts until the listener closes, then closes both halves and
+// waits for the routes in progress (after the halves: a route may wait to
+// deliver).
 func (m *connMux) run() {
+	defer m.routes.Stop()
 	defer m.raft.Close()
 	defer m.kafka.Close()
 	for {
@@ -76,7 +84,12 @@ func (m *connMux) run() {
 		if err != nil {
 			return
 		}
-		go m.route(c)
+		if !m.routes.Go(func() {
+			defer context.AfterFunc(m.routes.Context(), func() { c.Close() })()
+			m.route(c)
+		}) {
+			c.Close()
+		}
 	}
 }
 

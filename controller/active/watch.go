@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 // The active controller watches every other unfenced broker's listeners
@@ -99,7 +100,8 @@ func (c *Controller) stopWatches() {
 // again, until ctx ends or every address refused twice: then it tells the
 // loop and stops.
 func (c *Controller) watchBroker(ctx context.Context, rb refusedBroker, addrs []string) {
-	backoff := refusalGap
+	backoff := lifecycle.Backoff{Initial: refusalGap, Max: watchBackoffMax}
+	waits := 0 // pauses since the last news (a refusal, a long-lived connection's end)
 	refusals := 0
 	var d net.Dialer
 	for ctx.Err() == nil {
@@ -110,8 +112,8 @@ func (c *Controller) watchBroker(ctx context.Context, rb refusedBroker, addrs []
 			opened := time.Now()
 			holdUntilClosed(ctx, conn)
 			if time.Since(opened) > watchBackoffMax {
-				backoff = refusalGap // a long-lived connection: its end is news
-				continue             // dial again at once
+				waits = 0 // a long-lived connection: its end is news
+				continue  // dial again at once
 			}
 		case refused:
 			if refusals++; refusals >= 2 {
@@ -121,12 +123,12 @@ func (c *Controller) watchBroker(ctx context.Context, rb refusedBroker, addrs []
 				}
 				return
 			}
-			backoff = refusalGap
+			waits = 0
 		default:
 			refusals = 0 // a timeout between refusals: not conclusive
 		}
-		sleepCtx(ctx, backoff)
-		backoff = min(backoff*2, watchBackoffMax)
+		waits++
+		lifecycle.Sleep(ctx, backoff.Delay(waits))
 	}
 }
 
@@ -159,14 +161,5 @@ func holdUntilClosed(ctx context.Context, conn net.Conn) {
 		if _, err := conn.Read(buf); err != nil {
 			return
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }

@@ -18,9 +18,10 @@
 //   - one writer per peer: owns the outbound connection to that peer,
 //     drains its bounded queue, redials with backoff.
 //
-// Every goroutine is started by Node.spawn and tracked by a WaitGroup;
-// Close cancels the node's context, closes the listener and every
-// connection, waits for all of them, then closes the log.
+// Every goroutine is started by Node.spawn, through a lifecycle.Group;
+// Close cancels the node's context (spawn refuses from then on), closes
+// the listener and every connection, waits for all of them, then closes
+// the log.
 //
 // # Wire format
 //
@@ -81,6 +82,7 @@ import (
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/quorum"
 	"github.com/fjordlog/fjord/controller/raftlog"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
 var (
@@ -190,10 +192,9 @@ type Node struct {
 	member *quorum.Member // owned by run
 	ln     net.Listener
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	done   chan struct{} // closed when run returns
+	tasks lifecycle.Group // every goroutine (spawn); Close stops it
+	ctx   context.Context // tasks' context: ends at Close
+	done  chan struct{}   // closed when run returns
 
 	recvc   chan raftpb.Message // inbound messages → run
 	reportc chan report         // peer writers → run
@@ -298,7 +299,7 @@ func Start(cfg Config) (*Node, error) {
 		return fail(fmt.Errorf("node: listen: %w", err))
 	}
 
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.ctx = n.tasks.Context()
 	n.done = make(chan struct{})
 	n.recvc = make(chan raftpb.Message, 256)
 	n.reportc = make(chan report, 256)
@@ -323,14 +324,9 @@ func Start(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// spawn starts a tracked goroutine; Close waits for it.
-func (n *Node) spawn(f func()) {
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		f()
-	}()
-}
+// spawn starts a tracked goroutine; Close waits for it. Once Close began
+// it starts nothing and reports false.
+func (n *Node) spawn(f func()) bool { return n.tasks.Go(f) }
 
 // Addr is the bound listener address.
 func (n *Node) Addr() net.Addr { return n.ln.Addr() }
@@ -405,7 +401,7 @@ func (n *Node) Propose(ctx context.Context, r controller.Record) (uint64, error)
 // return the first call's result.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		n.cancel()
+		n.tasks.Cancel()
 		_ = n.ln.Close()
 		n.mu.Lock()
 		n.mu.closed = true
@@ -413,7 +409,7 @@ func (n *Node) Close() error {
 			_ = c.Close()
 		}
 		n.mu.Unlock()
-		n.wg.Wait()
+		n.tasks.Stop()
 		n.closeErr = n.store.Close()
 		n.log.Info().Msg("controller node closed")
 	})

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -177,10 +178,10 @@ func isDialError(err error) bool {
 // reported, so raft slows down to probing instead of queueing.
 func (p *peer) run() {
 	var (
-		conn     net.Conn
-		w        *bufio.Writer
-		backoff  time.Duration
-		nextDial time.Time
+		conn      net.Conn
+		w         *bufio.Writer
+		dialFails int // dials failed in a row
+		nextDial  time.Time
 		// handshakeFailed is the last failure logged at Warn, "" when
 		// none since the last connection.
 		handshakeFailed string
@@ -211,7 +212,8 @@ func (p *peer) run() {
 			}
 			c, err := p.dial()
 			if err != nil {
-				backoff = min(max(backoff*2, backoffMin), backoffMax)
+				dialFails++
+				backoff := lifecycle.Backoff{Initial: backoffMin, Max: backoffMax}.Delay(dialFails)
 				nextDial = time.Now().Add(backoff)
 				if isDialError(err) || err.Error() == handshakeFailed {
 					log.Debug().Err(err).Dur("backoff", backoff).Msg("dial peer")
@@ -232,7 +234,7 @@ func (p *peer) run() {
 			if !p.n.track(c) {
 				return
 			}
-			backoff = 0
+			dialFails = 0
 			conn, w = c, bufio.NewWriterSize(c, 64<<10)
 		}
 		err := writeFrame(w, &m)
