@@ -444,13 +444,14 @@ func spTable() map[int16]spKey {
 				}
 				return ""
 			},
-			// A known difference, written here as Fjord behaves: Kafka's
-			// ControllerApis.handleDescribeCluster asks ALTER on the
-			// cluster ("unlike on the broker") and answers anyone else
-			// CLUSTER_AUTHORIZATION_FAILED; Fjord answers anyone the
-			// controllers' addresses. Kafka's answer is asserted in a
-			// commit of its own, which fails until Fjord follows.
-			ctl: []spAttack{{"describe the controllers", spDescribeCluster(2), spAllowed}},
+			// Kafka's ControllerApis.handleDescribeCluster asks ALTER on
+			// the cluster ("unlike on the broker"), top level.
+			ctl: []spAttack{{"describe the controllers", spDescribeCluster(2), spDeny(spClusterDenied, "ErrorCode").with(func(_ *spEnv, r kmsg.Response) string {
+				if bs := r.(*kmsg.DescribeClusterResponse).Brokers; len(bs) > 0 {
+					return fmt.Sprintf("controllers shown to a principal refused: %+v", bs)
+				}
+				return ""
+			})}},
 		},
 		61: {
 			client:   []spAttack{{"describe the topic's producers", spDescribeProducers, spDeny(spTopicDenied, "Topics[*].Partitions[*].ErrorCode")}},
