@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
 )
 
 // DescribeCluster: v0-2
@@ -23,6 +25,10 @@ import (
 //   - ClusterAuthorizedOperations (KIP-430): when asked, the operations the
 //     principal may perform on the cluster, from the authorizer (0 without
 //     DESCRIBE on it, as Kafka); -2147483648 when not asked.
+//   - On a broker it needs no ACL. On the CONTROLLER listener (answered by
+//     the controller role, controller/active/describe.go) it needs ALTER on
+//     the cluster, as Kafka's controllers require (ControllerApis: the
+//     controller quorum is described to cluster operators only).
 //
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
@@ -31,6 +37,7 @@ func init() {
 		key: 60, client: versions(0, 2), handle: handleDescribeCluster,
 		controller: versions(0, 2),
 		rule:       authzRule{"none (as in Kafka)", 0, noACL},
+		ctlRule:    &authzRule{"on the CONTROLLER listener: ALTER on CLUSTER (as Kafka's controllers)", 1, clusterTop(acl.OpAlter)},
 	})
 }
 
