@@ -1,7 +1,9 @@
 // Package coordinator is a broker's group coordinator: the consumer groups
 // this node coordinates and their committed offsets, kept in memory and
-// backed by the offsets topic (__consumer_offsets). It is also where the
-// transaction coordinator will live.
+// backed by the offsets topic (__consumer_offsets). The transaction
+// coordinator is elsewhere (broker/txn, broker/txncoord); this package
+// holds only the transactional offset commits waiting for their
+// transaction's marker.
 //
 // A node coordinates the groups of the offsets partitions it leads. A group
 // lives on partition abs(javaHashCode(group id)) % partitions, as in Kafka,
@@ -27,6 +29,13 @@
 //   - Loading (load.go) replays a partition's log into the table, in log
 //     order; expiry (expiry.go) deletes the offsets of groups without
 //     members once offsets.retention.minutes have passed (KIP-211).
+//   - Transactional offset commits (txnoffsets.go) wait, per offsets
+//     partition and producer, for their transaction's marker, which
+//     applies or drops them (TxnCommit, TxnCompleted).
+//
+// Files: coordinator.go (Coordinator, Host, Config, Follow, the API the
+// broker calls), groups.go, offsets.go, load.go, expiry.go, txnoffsets.go
+// as above, and metrics.go (the counts kafka_consumergroup_* series read).
 //
 // Coordinator owns both parts; the relation between them is one way:
 // groupTable stores a group that settles through offsetStore, and the
