@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/metrics"
 )
 
 // blockingWriter holds every Write until released, like a stalled disk.
@@ -35,7 +36,7 @@ func (w *blockingWriter) Close() error { return nil }
 func TestAuditNeverBlocks(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.metrics = newMetrics(b)
+	b.metrics = metrics.New(metricsSource{b})
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), w: w}
 	done := make(chan struct{})
@@ -84,7 +85,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer b.cancel()
-	b.metrics = newMetrics(b)
+	b.metrics = metrics.New(metricsSource{b})
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, 8), keep: make(chan []byte, 8), w: w}
 	done := make(chan struct{})
