@@ -147,7 +147,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			loggerOr(jb.p, b).Debug().Err(jb.err).Str("client_id", cc.clientID).Msg("produce refused")
 		}
 		if sp.ErrorCode != 0 {
-			b.metrics.errors.WithLabelValues("0", itoa(sp.ErrorCode)).Inc()
+			b.metrics.PartitionError(0, sp.ErrorCode)
 		}
 		if sp.ErrorCode != 0 && firstErr == nil {
 			firstErr = fmt.Errorf("produce to %s-%d: error code %d", resp.Topics[jb.w.topic].Topic, sp.Partition, sp.ErrorCode)
@@ -323,8 +323,8 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 		return ackWait{}, err
 	}
 	if !res.Duplicate {
-		b.metrics.bytesIn.Add(float64(len(records)))
-		b.metrics.produced(p.Topic, len(records), info.Records)
+		b.metrics.BytesIn.Add(float64(len(records)))
+		b.metrics.Produced(p.Topic, len(records), info.Records)
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime

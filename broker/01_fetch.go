@@ -273,7 +273,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 			}
 			if sp.ErrorCode != 0 {
 				stop = true
-				b.metrics.errors.WithLabelValues("1", itoa(sp.ErrorCode)).Inc()
+				b.metrics.PartitionError(1, sp.ErrorCode)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -383,10 +383,10 @@ func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(k
 				}
 				n += tn
 				if !follower && tn > 0 {
-					b.metrics.fetched(b, t.Topic, t.TopicID, tn)
+					b.metrics.Fetched(t.Topic, t.TopicID, tn)
 				}
 			}
-			b.metrics.bytesOut.Add(float64(n))
+			b.metrics.BytesOut.Add(float64(n))
 		}
 		respond(r)
 	}

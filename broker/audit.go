@@ -151,7 +151,7 @@ func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, kept bool, fill func(
 	case a.ch <- buf.Bytes():
 	default:
 		a.dropped.Add(1)
-		b.metrics.auditDropped.Inc()
+		b.metrics.AuditDropped.Inc()
 		if a.warned.CompareAndSwap(false, true) {
 			b.log.Warn().Msg("audit log queue full: dropping denied-request lines (fjord_audit_dropped_total counts them); mutations are never dropped")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/metrics"
 )
 
 // blockingWriter holds every Write until released, like a stalled disk.
@@ -34,7 +35,7 @@ func (w *blockingWriter) Close() error { return nil }
 func TestAuditNeverBlocks(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
 	b.ctx = b.tasks.Context()
-	b.metrics = newMetrics(b)
+	b.metrics = metrics.New(metricsSource{b})
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), w: w}
 	done := make(chan struct{})
@@ -83,7 +84,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
 	b.ctx = b.tasks.Context()
 	defer b.tasks.Cancel()
-	b.metrics = newMetrics(b)
+	b.metrics = metrics.New(metricsSource{b})
 	w := &blockingWriter{release: make(chan struct{})}
 	a := &auditLog{b: b, ch: make(chan []byte, 8), keep: make(chan []byte, 8), w: w}
 	done := make(chan struct{})

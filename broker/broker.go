@@ -20,6 +20,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/tlsconf"
@@ -131,7 +132,7 @@ type Broker struct {
 	// listener's SCRAM lookups (which can arrive while Start runs).
 	ctlImage atomic.Pointer[active.Controller]
 
-	metrics *metrics
+	metrics *metrics.Metrics
 	quotas  *clientQuotas            // client quota enforcement (quota.go)
 	fetch   *replica.Fetchers        // follower replication
 	coord   *coordinator.Coordinator // consumer groups and committed offsets
@@ -192,13 +193,13 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	log.Info().Int("rlimit_nofile", b.fdBudget.limit).Int("log_open_files_max", b.fdBudget.capacity).
 		Int("partition_limit", b.fdBudget.partLimit).Msg("file descriptor budget")
 	b.replicas.dirs = map[string]*dirClaim{}
-	b.metrics = newMetrics(b)
+	b.metrics = metrics.New(metricsSource{b})
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {
 			return nil
 		}
 		return b.meta.Image()
-	}, b.metrics.reg, log)
+	}, b.metrics.Registerer(), log)
 	if cfg.AuthorizerClass == legacyAuthorizerClass {
 		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
 			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")

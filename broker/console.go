@@ -227,7 +227,7 @@ func tailRecord(r recordbatch.Record, off int64, info recordbatch.Info, n int) c
 
 // groupHW is what the group pages measure lag against: the local
 // replica's high watermark on the leader, on a follower what it has
-// replicated (as the lag series of metrics_kafka.go).
+// replicated (as the lag series of broker/metrics).
 func (s consoleSource) groupHW(tp coordinator.TopicPartition) (int64, bool) {
 	t := s.b.lookup(tp.Topic)
 	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.parts) || t.parts[tp.Partition] == nil {

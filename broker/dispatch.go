@@ -66,12 +66,9 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		respond(nil, fmt.Errorf("%w: %d", errNoEntry, req.Key))
 		return
 	}
-	m := h.b.metrics
-	label := apiLabel(req.Key)
-	m.requests.WithLabelValues(label).Inc()
 	start := time.Now()
-	jmxDone, jmxHandled := m.requestStarted(req.Key, req.Version, req.Body)
-	defer jmxHandled()
+	timed := h.b.metrics.RequestStarted(req.Key, req.Version, req.Body, start)
+	defer timed.Handled()
 	listener := h.listener
 	if h.ctl {
 		listener = ctlListener
@@ -97,8 +94,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		handle = answerByController
 	}
 	handle(h.b, cc, req.Body, func(resp kmsg.Response) {
-		m.latency.WithLabelValues(label).Observe(time.Since(start).Seconds())
-		jmxDone(time.Since(start))
+		timed.Done()
 		if fix != nil && resp != nil {
 			fix(resp)
 		}

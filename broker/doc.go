@@ -11,6 +11,10 @@
 //     them, AlterPartition (replicahosts.go, isr.go).
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas (groups.go is the broker's side).
+//   - broker/metrics: the node's Prometheus series, counted by the
+//     broker's code where events happen and read at scrape time through
+//     metricsSource (metrics.go); the broker serves its handler on the
+//     metrics listener (httplisteners.go).
 //   - controller/active: the controller role (the quorum member, the
 //     active controller and the CONTROLLER listener), built in one place
 //     (quorum.go) and held through the broker's own interfaces

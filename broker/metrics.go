@@ -1,130 +1,109 @@
 package broker
 
 import (
-	"errors"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"strconv"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
 )
 
-// metrics are the node's Prometheus series. Only broker and cmd import
-// Prometheus; storage exposes plain numbers that the collectors read.
-type metrics struct {
-	reg          *prometheus.Registry
-	requests     *prometheus.CounterVec   // by api key
-	errors       *prometheus.CounterVec   // partition-level error codes, by api key and code
-	flushTime    prometheus.Histogram     // fdatasync latency of one partition flush
-	auditDropped prometheus.Counter       // audit lines dropped (audit.go)
-	bytesIn      prometheus.Counter       // produced record-batch bytes appended
-	bytesOut     prometheus.Counter       // record-batch bytes returned by fetches
-	latency      *prometheus.HistogramVec // handler completion time by api key
-	isrShrinks   prometheus.Counter       // ISR shrinks proposed by this leader
-	isrExpands   prometheus.Counter       // ISR expansions proposed by this leader
-	logDamage    prometheus.Counter       // reads that found a partition's log newly damaged
-	logRepairs   prometheus.Counter       // damaged follower logs truncated for re-fetching
-	jmx          *jmxMetrics              // the Kafka-named counters (metrics_jmx.go)
+// metricsSource is what the node's Prometheus series (package
+// broker/metrics) read of the broker at scrape time. Each call works from
+// published state: the topics map (copy-on-write, read under the read
+// lock for the map only), the replicas' views and atomics, the
+// coordinator's tables (copies), the metadata image. It is the one place
+// to change when what it reads moves.
+type metricsSource struct{ b *Broker }
+
+func (s metricsSource) Topics() map[string][]metrics.Partition {
+	topics := s.b.topicsSnapshot()
+	out := make(map[string][]metrics.Partition, len(topics))
+	for name, t := range topics {
+		var ps []metrics.Partition
+		for i, p := range t.parts {
+			if p == nil {
+				continue
+			}
+			mp := metrics.Partition{Index: int32(i), Leader: -1}
+			if v := p.View(); v != nil {
+				mp.Leads, mp.Leader = v.Leads(), v.Leader
+				mp.Replicas, mp.ISR, mp.Removing = v.Replicas, v.ISR, v.Removing
+			}
+			if lg := p.Log(); lg != nil {
+				mp.HasLog, mp.HW = true, p.HW()
+				mp.LogStart, mp.LogEnd, mp.LogBytes = lg.StartOffset(), lg.EndOffset(), lg.Size()
+			}
+			ps = append(ps, mp)
+		}
+		out[name] = ps
+	}
+	return out
 }
 
-func newMetrics(b *Broker) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), jmx: newJMXMetrics()}
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_requests_total", Help: "Requests served, by Kafka API key."}, []string{"api"})
-	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
-	m.flushTime = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
-		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)})
-	m.auditDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_audit_dropped_total", Help: "Audit log lines dropped because the audit writer fell behind."})
-	m.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_produce_bytes_total", Help: "Record-batch bytes appended by producers."})
-	m.bytesOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_fetch_bytes_total", Help: "Record-batch bytes returned to fetchers."})
-	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "fjord_request_seconds", Help: "Time from decoding a request to its response being ready, by API key.",
-		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"api"})
-	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_shrinks_total", Help: "ISR shrinks this broker proposed as a leader."})
-	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_isr_expands_total", Help: "ISR expansions this broker proposed as a leader."})
-	m.logDamage = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_damage_total", Help: "Times a read found stored log bytes damaged (failing their CRC) in a partition; they are never served."})
-	m.logRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_repairs_total", Help: "Damaged replica logs truncated at the damage to be fetched again from the leader."})
-	m.reg.MustRegister(m.auditDropped, m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands, m.logDamage, m.logRepairs,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
-			return float64(b.underReplicated.Load())
-		}),
-		m.jmx.requests, kafkaCollector{b},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
-			n := 0
-			for _, t := range b.topicsSnapshot() {
-				n += len(t.local())
-			}
-			return float64(n)
-		}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_bytes", Help: "Bytes in all partition logs on this node."}, func() float64 {
-			var n int64
-			for _, t := range b.topicsSnapshot() {
-				for _, p := range t.local() {
-					if lg := p.Log(); lg != nil {
-						n += lg.Size()
-					}
-				}
-			}
-			return float64(n)
-		}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_open_files", Help: "Log segment files held open by the node's file cache (at most fjord.log.open.files.max while no read pins more)."}, func() float64 {
-			return float64(b.files.Stats().Open)
-		}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_opens_total", Help: "Log segment files the file cache opened, first opens and reopens after an eviction."}, func() float64 {
-			return float64(b.files.Stats().Opens)
-		}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_evictions_total", Help: "Idle log segment files the file cache closed to stay within fjord.log.open.files.max."}, func() float64 {
-			return float64(b.files.Stats().Evictions)
-		}),
-	)
-	return m
+func (s metricsSource) UnderReplicated() int64 { return s.b.underReplicated.Load() }
+
+func (s metricsSource) FileCache() storage.FileCacheStats { return s.b.files.Stats() }
+
+// Groups are those whose offsets this node's coordinator has loaded: a
+// group's series come from its coordinator only.
+func (s metricsSource) Groups() []metrics.Group {
+	c := s.b.coord
+	if c == nil {
+		return nil
+	}
+	var out []metrics.Group
+	for _, g := range c.ListGroups() {
+		if c.Status(g.ID) != nil {
+			continue
+		}
+		mg := metrics.Group{ID: g.ID, Members: c.Members(g.ID)}
+		for tp, off := range c.Offsets(g.ID) {
+			mg.Offsets = append(mg.Offsets, metrics.GroupOffset{
+				TopicPartition: metrics.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, Offset: off.Offset})
+		}
+		out = append(out, mg)
+	}
+	return out
 }
 
-// apiLabel is the label value for an API key.
-func apiLabel(key int16) string { return strconv.Itoa(int(key)) }
+func (s metricsSource) Controller() (*controller.Image, bool) {
+	b := s.b
+	if b.actl == nil || b.meta.Leader() != b.cfg.NodeID {
+		return nil, false
+	}
+	return b.meta.Image(), true
+}
+
+// BrokerAddress answers on the listener named as this node's first
+// client listener, else (a controller-only node has none) on bs's first
+// registered one.
+func (s metricsSource) BrokerAddress(img *controller.Image, bs controller.BrokerState) string {
+	e, ok := controller.Endpoint{}, false
+	if len(s.b.advertised) > 0 {
+		e, ok = endpoint(img, bs.ID, s.b.advertised[0].Name)
+	}
+	if !ok && len(bs.Endpoints) > 0 {
+		e = bs.Endpoints[0]
+	}
+	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+}
+
+func (s metricsSource) TopicName(id [16]byte) (string, bool) {
+	t := s.b.lookupID(id)
+	if t == nil {
+		return "", false
+	}
+	return t.name, true
+}
 
 // serveMetrics serves /metrics on addr until the broker stops, and Go's
-// /debug/pprof when fjord.metrics.pprof.enable asks for it: profiles show
-// code paths and a CPU or trace profile costs the node while it runs, so
-// they are opt-in; unasked, /debug/pprof answers 404.
+// /debug/pprof when fjord.metrics.pprof.enable asks for it.
 func (b *Broker) serveMetrics(addr string) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
 	what := "/metrics"
 	if b.cfg.MetricsPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		what = "/metrics and /debug/pprof"
 	}
-	return b.serveHTTP(addr, mux, what)
-}
-
-// serveHTTP serves h on addr until the broker stops; what names it in
-// logs.
-func (b *Broker) serveHTTP(addr string, h http.Handler, what string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	b.serveHTTPOn(ln, h, what)
-	return nil
-}
-
-// serveHTTPOn serves h on ln until the broker stops, and closes ln.
-func (b *Broker) serveHTTPOn(ln net.Listener, h http.Handler, what string) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
-	b.goLoop(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			b.log.Warn().Err(err).Str("serving", what).Msg("HTTP listener")
-		}
-	})
-	b.goLoop(func() {
-		<-b.stop
-		srv.Close()
-	})
-	b.log.Info().Str("addr", ln.Addr().String()).Msg("serving " + what)
+	return b.serveHTTP(addr, b.metrics.Handler(b.cfg.MetricsPprof), what)
 }

@@ -18,7 +18,7 @@ import (
 // replica package).
 func (b *Broker) readFailed(p *replica.Partition, err error) {
 	if p.ReadFailed(err) {
-		b.metrics.logDamage.Inc()
+		b.metrics.LogDamage.Inc()
 	}
 }
 
@@ -34,7 +34,7 @@ func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
 // inter-broker listener is SSL, SASL when it is SASL (interBrokerOpts).
 func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerOpts() }
 func (h fetchHost) Repaired(*replica.Partition) {
-	h.b.metrics.logRepairs.Inc()
+	h.b.metrics.LogRepairs.Inc()
 }
 
 // LeaderAddr is broker id's endpoint on the inter-broker listener.

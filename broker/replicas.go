@@ -55,7 +55,7 @@ type dirClaim struct {
 func (b *Broker) newReplica(topic string, index int32, id [16]byte, s replica.Settings) *replica.Partition {
 	p := replica.NewPartition(replica.PartitionConfig{Topic: topic, Index: index, TopicID: id,
 		Logger:   b.log.With().Str("topic", topic).Int32("partition", index).Logger(),
-		Settings: s, Core: b.replicaConfig(s), FlushTime: b.metrics.flushObserver()}, replicaHost{b})
+		Settings: s, Core: b.replicaConfig(s), FlushTime: b.metrics.FlushObserver()}, replicaHost{b})
 	dir := b.partitionDir(topic, index)
 	r := &b.replicas
 	r.mu.Lock()
@@ -399,9 +399,9 @@ func (h replicaHost) Propose(p *replica.Partition, prop replica.Proposal) {
 	b := h.b
 	if !prop.Resign {
 		if v := p.View(); len(prop.ISR) < len(v.ISR) {
-			b.metrics.isrShrinks.Inc()
+			b.metrics.ISRShrinks.Inc()
 		} else {
-			b.metrics.isrExpands.Inc()
+			b.metrics.ISRExpands.Inc()
 		}
 	}
 	b.alterPartition(b.meta.Image(), p.TopicID, p.Index, prop.LeaderEpoch, prop.PartitionEpoch, prop.ISR,

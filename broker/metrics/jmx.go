@@ -1,4 +1,4 @@
-package broker
+package metrics
 
 import (
 	"strconv"
@@ -14,8 +14,8 @@ import (
 // This file holds the event-driven half of the Kafka-named series (see
 // docs/metrics.md): the counters and timers that the JMX exporter's
 // kafka-kraft-3_0_0.yml rules produce from a Kafka broker's MBeans, counted
-// where the events happen. The state-read half is kafkaCollector
-// (metrics_kafka.go).
+// where the events happen. The state-read half is stateCollector
+// (state.go).
 
 // jmxQuantiles are the percentiles Kafka's Yammer histograms expose as
 // <N>thPercentile attributes, with the label value the rule's
@@ -32,7 +32,7 @@ func newJMXTimer() prometheus.Summary {
 	for _, q := range jmxQuantiles {
 		obj[q.q] = (1 - q.q) / 10
 	}
-	return prometheus.NewSummary(prometheus.SummaryOpts{Name: "unregistered", Help: "read by kafkaCollector",
+	return prometheus.NewSummary(prometheus.SummaryOpts{Name: "unregistered", Help: "read by stateCollector",
 		Objectives: obj, MaxAge: 5 * time.Minute, AgeBuckets: 5})
 }
 
@@ -68,18 +68,38 @@ func (j *jmxMetrics) topic(name string) *topicCounters {
 	return c.(*topicCounters)
 }
 
-// produced counts one appended batch of topic (BytesInPerSec, MessagesInPerSec).
-func (m *metrics) produced(topic string, bytes int, records int32) {
+// Produced counts one appended batch of topic (BytesInPerSec,
+// MessagesInPerSec).
+func (m *Metrics) Produced(topic string, bytes int, records int32) {
 	c := m.jmx.topic(topic)
 	c.bytesIn.Add(uint64(bytes))
 	c.messagesIn.Add(uint64(max(records, 0)))
 }
 
+// Fetched counts record bytes returned to a consumer (BytesOutPerSec);
+// from Fetch v13 the response names topics by id only, and the topic is
+// then looked up by id (a topic gone from the image is not counted).
+func (m *Metrics) Fetched(topic string, id [16]byte, bytes int) {
+	if topic == "" {
+		var ok bool
+		if topic, ok = m.src.TopicName(id); !ok {
+			return
+		}
+	}
+	m.jmx.topic(topic).bytesOut.Add(uint64(bytes))
+}
+
 // requestName is Kafka's RequestMetrics name of a request: its API name,
-// with fetches split into FetchConsumer and FetchFollower as Kafka does.
+// with fetches split into FetchConsumer and FetchFollower as Kafka does
+// (a follower's fetch names its replica id, in ReplicaState from v15,
+// KIP-903; a consumer's is negative).
 func requestName(key int16, body kmsg.Request) string {
 	if f, ok := body.(*kmsg.FetchRequest); ok {
-		if replicaOf(f) >= 0 {
+		id := f.ReplicaID
+		if f.Version >= 15 {
+			id = f.ReplicaState.ID
+		}
+		if id >= 0 {
 			return "FetchFollower"
 		}
 		return "FetchConsumer"
@@ -87,28 +107,17 @@ func requestName(key int16, body kmsg.Request) string {
 	return kmsg.NameForKey(key)
 }
 
-// requestStarted counts a dispatched request and returns what to call when
-// its response is ready (TotalTimeMs) and when its handler returns
-// (RequestQueueSize counts requests between dispatch and that).
-func (m *metrics) requestStarted(key, version int16, body kmsg.Request) (done func(time.Duration), handled func()) {
+// requestStarted counts a dispatched request and returns its name's
+// TotalTimeMs timer; RequestQueueSize counts it until Request.Handled.
+func (j *jmxMetrics) requestStarted(key, version int16, body kmsg.Request) prometheus.Summary {
 	name := requestName(key, body)
-	m.jmx.requests.WithLabelValues(name, strconv.Itoa(int(version))).Inc()
-	t, ok := m.jmx.times.Load(name)
+	j.requests.WithLabelValues(name, strconv.Itoa(int(version))).Inc()
+	t, ok := j.times.Load(name)
 	if !ok {
-		t, _ = m.jmx.times.LoadOrStore(name, newJMXTimer())
+		t, _ = j.times.LoadOrStore(name, newJMXTimer())
 	}
-	m.jmx.queued.Add(1)
-	return func(d time.Duration) { t.(prometheus.Summary).Observe(float64(d) / float64(time.Millisecond)) },
-		func() { m.jmx.queued.Add(-1) }
-}
-
-// flushObserver observes a flush duration (seconds) into both the
-// fjord_log_flush_seconds histogram and the LogFlushRateAndTimeMs timer.
-func (m *metrics) flushObserver() prometheus.Observer {
-	return prometheus.ObserverFunc(func(s float64) {
-		m.flushTime.Observe(s)
-		m.jmx.flush.Observe(s * 1000)
-	})
+	j.queued.Add(1)
+	return t.(prometheus.Summary)
 }
 
 // emitTimer writes a JMX-rule timer: name{labels…,quantile} gauges and
@@ -139,17 +148,4 @@ func counterValue(c prometheus.Counter) float64 {
 		return 0
 	}
 	return d.Counter.GetValue()
-}
-
-// fetched counts record bytes returned to a consumer (BytesOutPerSec);
-// from Fetch v13 the response names topics by id only.
-func (m *metrics) fetched(b *Broker, topic string, id [16]byte, bytes int) {
-	if topic == "" {
-		t := b.lookupID(id)
-		if t == nil {
-			return
-		}
-		topic = t.name
-	}
-	m.jmx.topic(topic).bytesOut.Add(uint64(bytes))
 }

@@ -1,25 +1,23 @@
-package broker
+package metrics
 
 import (
-	"net"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/controller"
 )
 
-// kafkaCollector serves, at scrape time, the series that dashboards and
-// alerts made for Kafka read: kafka_exporter's (danielqsj/kafka_exporter)
-// topic and consumer-group series, and the gauges and counters the JMX
-// exporter's kafka-kraft-3_0_0.yml rules make of a broker's MBeans.
+// stateCollector serves the series read from the node's state at scrape
+// time, all from one Source.Topics snapshot: fjord_partitions and
+// fjord_log_bytes, and the series that dashboards and alerts made for
+// Kafka read: kafka_exporter's (danielqsj/kafka_exporter) topic and
+// consumer-group series, and the gauges and counters the JMX exporter's
+// kafka-kraft-3_0_0.yml rules make of a broker's MBeans.
 // docs/metrics.md lists each one with the node that exports it.
 //
 // Every node serves its own /metrics and Prometheus scrapes them all, so
-// each cluster-wide figure is exported by exactly one node, and sum() over
-// the nodes is the cluster's figure, as it is for kafka_exporter's one
-// process per cluster:
+// each cluster-wide figure of the Kafka-named series is exported by
+// exactly one node, and sum() over the nodes is the cluster's figure, as
+// it is for kafka_exporter's one process per cluster:
 //   - a partition's series by its leader, or by the active controller
 //     while it has none;
 //   - a group's series by its coordinator (the leader of its
@@ -27,12 +25,12 @@ import (
 //   - kafka_brokers, kafka_broker_info and kafka_topic_partitions by the
 //     active controller.
 //
-// It reads state only (the replicas' views, the coordinator's tables, the
-// metadata image): no goroutine per partition and no request to another
-// node. A scrape costs O(local partitions + committed group offsets); the
-// labels are those of existing topics, partitions and groups only.
-type kafkaCollector struct {
-	b *Broker
+// It reads state only (through Source): no goroutine per partition and no
+// request to another node. A scrape costs O(topics + local partitions +
+// committed group offsets); the labels are those of existing topics,
+// partitions and groups only.
+type stateCollector struct {
+	m *Metrics
 }
 
 func kdesc(name, help string, labels ...string) *prometheus.Desc {
@@ -40,6 +38,10 @@ func kdesc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
+	// Fjord's own figures of the node's replicas.
+	fPartitions = kdesc("fjord_partitions", "Partitions hosted on this node.")
+	fLogBytes   = kdesc("fjord_log_bytes", "Bytes in all partition logs on this node.")
+
 	// kafka_exporter's names, labels and help texts.
 	kBrokers         = kdesc("kafka_brokers", "Number of Brokers in the Kafka Cluster.")
 	kBrokerInfo      = kdesc("kafka_broker_info", "Information about the Kafka Broker.", "address", "id")
@@ -77,8 +79,9 @@ var (
 	jFlushCount      = kdesc("kafka_log_logflushstats_logflushrateandtimems_count", "Partition flushes (LogFlushStats LogFlushRateAndTimeMs).")
 )
 
-func (c kafkaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{kBrokers, kBrokerInfo, kTopicPartitions, kCurrentOffset, kOldestOffset, kLeader, kReplicas, kISR,
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{fPartitions, fLogBytes,
+		kBrokers, kBrokerInfo, kTopicPartitions, kCurrentOffset, kOldestOffset, kLeader, kReplicas, kISR,
 		kPreferred, kUnderReplicated, kGroupOffset, kGroupOffsetSum, kGroupLag, kGroupLagSum, kGroupMembers,
 		jUnderReplicated, jPartitionCount, jLeaderCount, jISRShrinks, jISRExpands, jActive, jOffline, jTopicCount, jPartCount,
 		jBytesIn, jMessagesIn, jBytesOut, jQueue, jTotalTime, jTotalTimeCount, jFlush, jFlushCount} {
@@ -97,103 +100,97 @@ func boolf(b bool) float64 {
 	return 0
 }
 
-func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
-	b, m := c.b, c.b.metrics
-	topics := b.topicsSnapshot()
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	topics := m.src.Topics()
 	c.collectController(ch)
 
 	// Partitions: from the leader. hw keeps every local replica's high
 	// watermark for the groups' lag below.
-	hw := make(map[coordinator.TopicPartition]int64)
+	hw := make(map[TopicPartition]int64)
 	parts, leads := 0, 0
-	for name, t := range topics {
-		for i, p := range t.parts {
-			if p == nil {
-				continue
-			}
+	var logBytes int64
+	for name, ps := range topics {
+		for _, p := range ps {
 			parts++
-			tp := coordinator.TopicPartition{Topic: name, Partition: int32(i)}
-			v := p.View()
-			lg := p.Log()
-			if lg != nil {
+			tp := TopicPartition{Topic: name, Partition: p.Index}
+			if p.HasLog {
+				logBytes += p.LogBytes
 				// A follower learns the leader's high watermark a fetch
 				// late; what it has replicated is the closer figure.
-				hw[tp] = p.HW()
-				if !v.Leads() {
-					hw[tp] = max(p.HW(), lg.EndOffset())
+				hw[tp] = p.HW
+				if !p.Leads {
+					hw[tp] = max(p.HW, p.LogEnd)
 				}
 			}
-			if !v.Leads() {
+			if !p.Leads {
 				continue
 			}
 			leads++
-			pi := strconv.Itoa(i)
-			if lg != nil {
-				gauge(ch, kCurrentOffset, float64(p.HW()), name, pi)
-				gauge(ch, kOldestOffset, float64(lg.StartOffset()), name, pi)
+			pi := strconv.Itoa(int(p.Index))
+			if p.HasLog {
+				gauge(ch, kCurrentOffset, float64(p.HW), name, pi)
+				gauge(ch, kOldestOffset, float64(p.LogStart), name, pi)
 			}
-			rf := len(v.Replicas) - len(v.Removing)
-			gauge(ch, kLeader, float64(v.Leader), name, pi)
-			gauge(ch, kReplicas, float64(len(v.Replicas)), name, pi)
-			gauge(ch, kISR, float64(len(v.ISR)), name, pi)
-			gauge(ch, kPreferred, boolf(len(v.Replicas) > 0 && v.Replicas[0] == v.Leader), name, pi)
-			gauge(ch, kUnderReplicated, boolf(len(v.ISR) < rf), name, pi)
+			rf := len(p.Replicas) - len(p.Removing)
+			gauge(ch, kLeader, float64(p.Leader), name, pi)
+			gauge(ch, kReplicas, float64(len(p.Replicas)), name, pi)
+			gauge(ch, kISR, float64(len(p.ISR)), name, pi)
+			gauge(ch, kPreferred, boolf(len(p.Replicas) > 0 && p.Replicas[0] == p.Leader), name, pi)
+			gauge(ch, kUnderReplicated, boolf(len(p.ISR) < rf), name, pi)
 		}
 	}
+	gauge(ch, fPartitions, float64(parts))
+	gauge(ch, fLogBytes, float64(logBytes))
 
 	// Groups: from the coordinator, lag against the local replica's high
 	// watermark on the leader, or what a follower replica here has
 	// replicated (at most one fetch behind, and possibly ahead of the high
 	// watermark by records not yet on every in-sync replica); a partition
 	// with no replica here has no lag series.
-	if b.coord != nil {
-		for _, g := range b.coord.ListGroups() {
-			if b.coord.Status(g.ID) != nil {
+	for _, g := range m.src.Groups() {
+		gauge(ch, kGroupMembers, float64(g.Members), g.ID)
+		type sums struct {
+			off, lag int64
+			lagged   bool
+		}
+		byTopic := map[string]*sums{}
+		for _, off := range g.Offsets {
+			if off.Offset < 0 {
 				continue
 			}
-			gauge(ch, kGroupMembers, float64(b.coord.Members(g.ID)), g.ID)
-			type sums struct {
-				off, lag int64
-				lagged   bool
+			s := byTopic[off.Topic]
+			if s == nil {
+				s = &sums{}
+				byTopic[off.Topic] = s
 			}
-			byTopic := map[string]*sums{}
-			for tp, off := range b.coord.Offsets(g.ID) {
-				if off.Offset < 0 {
-					continue
-				}
-				s := byTopic[tp.Topic]
-				if s == nil {
-					s = &sums{}
-					byTopic[tp.Topic] = s
-				}
-				pi := strconv.Itoa(int(tp.Partition))
-				s.off += off.Offset
-				gauge(ch, kGroupOffset, float64(off.Offset), g.ID, tp.Topic, pi)
-				if h, ok := hw[tp]; ok {
-					lag := max(h-off.Offset, 0)
-					s.lag += lag
-					s.lagged = true
-					gauge(ch, kGroupLag, float64(lag), g.ID, tp.Topic, pi)
-				}
+			pi := strconv.Itoa(int(off.Partition))
+			s.off += off.Offset
+			gauge(ch, kGroupOffset, float64(off.Offset), g.ID, off.Topic, pi)
+			if h, ok := hw[off.TopicPartition]; ok {
+				lag := max(h-off.Offset, 0)
+				s.lag += lag
+				s.lagged = true
+				gauge(ch, kGroupLag, float64(lag), g.ID, off.Topic, pi)
 			}
-			for topic, s := range byTopic {
-				gauge(ch, kGroupOffsetSum, float64(s.off), g.ID, topic)
-				if s.lagged {
-					gauge(ch, kGroupLagSum, float64(s.lag), g.ID, topic)
-				}
+		}
+		for topic, s := range byTopic {
+			gauge(ch, kGroupOffsetSum, float64(s.off), g.ID, topic)
+			if s.lagged {
+				gauge(ch, kGroupLagSum, float64(s.lag), g.ID, topic)
 			}
 		}
 	}
 
 	// This node's broker series.
-	gauge(ch, jUnderReplicated, float64(b.underReplicated.Load()))
+	gauge(ch, jUnderReplicated, float64(m.src.UnderReplicated()))
 	gauge(ch, jPartitionCount, float64(parts))
 	gauge(ch, jLeaderCount, float64(leads))
-	ch <- prometheus.MustNewConstMetric(jISRShrinks, prometheus.CounterValue, counterValue(m.isrShrinks))
-	ch <- prometheus.MustNewConstMetric(jISRExpands, prometheus.CounterValue, counterValue(m.isrExpands))
+	ch <- prometheus.MustNewConstMetric(jISRShrinks, prometheus.CounterValue, counterValue(m.ISRShrinks))
+	ch <- prometheus.MustNewConstMetric(jISRExpands, prometheus.CounterValue, counterValue(m.ISRExpands))
 	m.jmx.topics.Range(func(k, v any) bool {
 		name := k.(string)
-		if topics[name] == nil {
+		if _, ok := topics[name]; !ok {
 			m.jmx.topics.Delete(k) // the topic is gone: so are its series
 			return true
 		}
@@ -214,9 +211,9 @@ func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 // collectController writes the cluster-wide series: the active
 // controller's figures from its image, zeros (for the two counts Kafka
 // reports on every controller) elsewhere.
-func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
-	b := c.b
-	active := b.actl != nil && b.meta.Leader() == b.cfg.NodeID
+func (c stateCollector) collectController(ch chan<- prometheus.Metric) {
+	src := c.m.src
+	img, active := src.Controller()
 	gauge(ch, jActive, boolf(active))
 	if !active {
 		gauge(ch, jOffline, 0)
@@ -224,14 +221,13 @@ func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
 		gauge(ch, jPartCount, 0)
 		return
 	}
-	img := b.meta.Image()
 	if img == nil {
 		return
 	}
 	live := img.LiveBrokers()
 	gauge(ch, kBrokers, float64(len(live)))
 	for _, bs := range live {
-		gauge(ch, kBrokerInfo, 1, c.brokerAddress(img, bs), strconv.Itoa(int(bs.ID)))
+		gauge(ch, kBrokerInfo, 1, src.BrokerAddress(img, bs), strconv.Itoa(int(bs.ID)))
 	}
 	offline, parts := 0, 0
 	ts := img.Topics()
@@ -256,18 +252,4 @@ func (c kafkaCollector) collectController(ch chan<- prometheus.Metric) {
 	gauge(ch, jOffline, float64(offline))
 	gauge(ch, jTopicCount, float64(len(ts)))
 	gauge(ch, jPartCount, float64(parts))
-}
-
-// brokerAddress is the host:port a client reaches bs at, as Metadata
-// answers it: on the listener named as this node's first client listener,
-// else (a controller-only node has none) on bs's first registered one.
-func (c kafkaCollector) brokerAddress(img *controller.Image, bs controller.BrokerState) string {
-	e, ok := controller.Endpoint{}, false
-	if len(c.b.advertised) > 0 {
-		e, ok = endpoint(img, bs.ID, c.b.advertised[0].Name)
-	}
-	if !ok && len(bs.Endpoints) > 0 {
-		e = bs.Endpoints[0]
-	}
-	return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 }
