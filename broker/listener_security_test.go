@@ -10,7 +10,9 @@ import (
 func TestListenerNames(t *testing.T) {
 	type cfgFn func(*Config)
 	set := func(listeners, adv, protoMap string) cfgFn {
-		return func(c *Config) { c.Listeners, c.AdvertisedListeners, c.ListenerSecurityProtocolMap = listeners, adv, protoMap }
+		return func(c *Config) {
+			c.Listeners, c.AdvertisedListeners, c.ListenerSecurityProtocolMap = listeners, adv, protoMap
+		}
 	}
 	and := func(fs ...cfgFn) cfgFn {
 		return func(c *Config) {
