@@ -96,7 +96,8 @@ type Config struct {
 	LeaderReplicationThrottledRate   int64
 	FollowerReplicationThrottledRate int64
 	// InterBrokerListenerName names the listener followers fetch through
-	// (inter.broker.listener.name); "" = the first client listener.
+	// (inter.broker.listener.name), compared in upper case as Kafka does;
+	// "" = the first client listener.
 	InterBrokerListenerName string
 	// AutoLeaderRebalance moves leadership back to preferred replicas
 	// every LeaderImbalanceCheckSecs (auto.leader.rebalance.enable,
@@ -138,7 +139,8 @@ type Config struct {
 	AuditLogFile string
 
 	// ListenerSecurityProtocolMap is listener.security.protocol.map
-	// (NAME:PROTOCOL,...); see ListenerProtocol.
+	// (NAME:PROTOCOL,...); "" = not given, Kafka's default (protocolMap).
+	// Every listener name must have a protocol (ListenerProtocol).
 	ListenerSecurityProtocolMap string
 	// SSL holds the ssl.* keys given (tlsconf.Keys) and their
 	// listener.name.<name>.ssl.* overrides, by full key. Read-only: a
@@ -309,6 +311,9 @@ func (c *Config) Validate() error {
 	if err := c.validateQuorum(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.checkListenerNames(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))
 	}
@@ -357,8 +362,9 @@ func (c *Config) HasRole(role string) bool {
 	return false
 }
 
-// IsControllerListener reports whether name is one of
-// controller.listener.names.
+// IsControllerListener reports whether name, a parsed (upper-case)
+// listener name, is one of controller.listener.names, compared as written
+// as Kafka does (listener_security.go).
 func (c *Config) IsControllerListener(name string) bool {
 	for _, n := range strings.Split(c.ControllerListenerNames, ",") {
 		if strings.TrimSpace(n) == name {
@@ -399,7 +405,7 @@ func (c *Config) validateQuorum() error {
 	}
 	// A controller-only node carries no inter-broker traffic: Kafka's own
 	// examples give its controllers inter.broker.listener.name anyway.
-	if n := c.InterBrokerListenerName; n != "" && c.HasRole("broker") && (c.IsControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
+	if n := NormaliseListenerName(c.InterBrokerListenerName); n != "" && c.HasRole("broker") && (c.IsControllerListener(n) || !slices.ContainsFunc(ls, func(l Listener) bool { return l.Name == n })) {
 		return fmt.Errorf("inter.broker.listener.name %q: not a client listener of %q", n, c.Listeners)
 	}
 	if c.HasRole("broker") && !slices.ContainsFunc(ls, func(l Listener) bool { return !c.IsControllerListener(l.Name) }) {
@@ -410,6 +416,9 @@ func (c *Config) validateQuorum() error {
 
 // Listener is one parsed "NAME://host:port" entry.
 type Listener struct {
+	// Name is upper-cased (NormaliseListenerName), as Kafka's endpoints
+	// are: it is the name registrations, Metadata's endpoint choice and
+	// the logs carry.
 	Name string
 	Host string
 	Port int32
@@ -418,7 +427,8 @@ type Listener struct {
 	Protocol string
 }
 
-// ParseListeners parses a comma separated listener list.
+// ParseListeners parses a comma separated listener list. Names are
+// upper-cased, and two entries with one name are refused, as Kafka does.
 func ParseListeners(s string) ([]Listener, error) {
 	var out []Listener
 	for _, part := range strings.Split(s, ",") {
@@ -427,8 +437,12 @@ func ParseListeners(s string) ([]Listener, error) {
 			continue
 		}
 		name, addr, ok := strings.Cut(part, "://")
+		name = NormaliseListenerName(name)
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%q: want NAME://host:port", part)
+		}
+		if slices.ContainsFunc(out, func(l Listener) bool { return l.Name == name }) {
+			return nil, fmt.Errorf("%q: listener %s is named twice (names are compared in upper case)", part, name)
 		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

@@ -50,8 +50,8 @@ func (h fetchHost) LeaderAddr(id int32) (string, error) {
 // leader's advertised endpoint of that name (inter.broker.listener.name,
 // else this broker's first client listener).
 func (b *Broker) interBrokerListener() string {
-	if b.cfg.InterBrokerListenerName != "" {
-		return b.cfg.InterBrokerListenerName
+	if n := NormaliseListenerName(b.cfg.InterBrokerListenerName); n != "" {
+		return n
 	}
 	if len(b.advertised) == 0 {
 		return ""

@@ -31,6 +31,7 @@ func (b *Broker) buildSASL() error {
 			b.saslServers[i] = srv
 			b.goLoop(func() { srv.Run(b.ctx) })
 			b.log.Info().Str("listener", l.Name).Str("mechanisms", strings.Join(srv.Mechanisms(), ",")).Msg("SASL required")
+			b.warnUnsigned(l.Name, srv)
 		default:
 			return fmt.Errorf("listener %s: security protocol %s is not served", l.Name, l.Protocol)
 		}
@@ -39,6 +40,16 @@ func (b *Broker) buildSASL() error {
 		return err
 	}
 	return b.buildInterBrokerSASL()
+}
+
+// warnUnsigned logs, once at start-up, that listener accepts unsigned
+// OAUTHBEARER tokens: its configuration asked for them (sasl.Server's
+// buildOAuth), and whoever reaches it can be any user.
+func (b *Broker) warnUnsigned(listener string, srv *sasl.Server) {
+	if srv.AcceptsUnsigned() {
+		b.log.Warn().Str("listener", listener).Msg("OAUTHBEARER accepts unsigned tokens on this listener (its unsecured validator is configured): " +
+			"anyone who reaches it can mint a token for any user (for development only: a listener others reach checks signed tokens, sasl.oauthbearer.jwks.endpoint.url)")
+	}
 }
 
 // buildInterBrokerSASL picks how this broker authenticates to the others
@@ -88,6 +99,7 @@ func (b *Broker) buildControllerSASL() error {
 		}
 		b.ctlSASLServer = srv
 		b.goLoop(func() { srv.Run(b.ctx) })
+		b.warnUnsigned(name, srv)
 	}
 	mech := b.cfg.SASL.Controller()
 	m, user, err := b.clientMechanism(name, mech)

@@ -139,6 +139,9 @@ func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, 
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 			// Given after the harness's own listeners override, so it wins.
 			"listeners=" + strings.Join(listeners, ","),
+			// Every listener name needs a protocol; a test's own map
+			// (an override, given later) wins.
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 			fmt.Sprintf("broker.session.timeout.ms=%d", clusterSessionTimeout.Milliseconds()),
 			fmt.Sprintf("broker.heartbeat.interval.ms=%d", clusterHeartbeatPeriod.Milliseconds()),
 		}

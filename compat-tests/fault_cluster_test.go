@@ -121,8 +121,10 @@ func launchFaultCluster(t testing.TB, n int, extra []string) (*faultCluster, err
 			voters = append(voters, fmt.Sprintf("%d@%s", j, addr))
 		}
 		listeners = append(listeners, "PLAINTEXT://127.0.0.1:"+c.clientPorts[i-1], "CONTROLLER://127.0.0.1:"+c.ctlPorts[i-1])
+		protocols := []string{"PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"}
 		for k := 1; k <= n; k++ {
 			listeners = append(listeners, fmt.Sprintf("R%d://127.0.0.1:%s", k, replPort(i, k)))
+			protocols = append(protocols, fmt.Sprintf("R%d:PLAINTEXT", k))
 			if k != i {
 				advertised = append(advertised, fmt.Sprintf("R%d://%s", k, fc.repl[[2]int{k, i}].Addr()))
 			}
@@ -135,6 +137,7 @@ func launchFaultCluster(t testing.TB, n int, extra []string) (*faultCluster, err
 			// Given after the harness's own listeners override, so it wins.
 			"listeners=" + strings.Join(listeners, ","),
 			"advertised.listeners=" + strings.Join(advertised, ","),
+			"listener.security.protocol.map=" + strings.Join(protocols, ","),
 			fmt.Sprintf("inter.broker.listener.name=R%d", i),
 		}
 		ov = append(ov, faultBrokerSettings...)

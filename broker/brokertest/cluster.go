@@ -209,9 +209,11 @@ func (c *Cluster) config(m *member) broker.Config {
 	cfg.ClusterID = "brokertest-cluster-0001"
 	cfg.LogDirs = filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", m.id))
 	listeners := []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", m.clientPort)}
+	protocols := []string{"PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"}
 	var advertised []string
 	for i := int32(1); i < int32(len(c.nodes)); i++ {
 		listeners = append(listeners, fmt.Sprintf("R%d://%s", i, m.replAddr[i]))
+		protocols = append(protocols, fmt.Sprintf("R%d:PLAINTEXT", i))
 		if i != m.id {
 			advertised = append(advertised, fmt.Sprintf("R%d://%s", i, c.repl[[2]int32{i, m.id}].addr()))
 		}
@@ -222,6 +224,8 @@ func (c *Cluster) config(m *member) broker.Config {
 		cfg.ProcessRoles = "broker"
 	}
 	cfg.Listeners = strings.Join(listeners, ",")
+	// Every name has a protocol, or the node refuses to start.
+	cfg.ListenerSecurityProtocolMap = strings.Join(protocols, ",")
 	cfg.AdvertisedListeners = strings.Join(advertised, ",")
 	cfg.InterBrokerListenerName = fmt.Sprintf("R%d", m.id)
 	var voters []string

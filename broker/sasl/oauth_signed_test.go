@@ -361,13 +361,14 @@ func TestOAuthBearerJWKSParse(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	// The handler class picks the validator; the JWKS one needs a URL.
+	// The handler class picks the validator; the JWKS one needs a URL,
+	// and no class without a URL is no validator at all (oauth_rule_test.go).
 	for class, want := range map[string]string{
 		OAuthValidatorHandler:  "error",
 		OAuthValidatorHandler3: "error",
 		OAuthUnsecuredHandler:  "unsecured",
 		"com.example.Mine":     "error",
-		"":                     "unsecured",
+		"":                     "error",
 	} {
 		srv, err := NewServer(Settings{EnabledMechanisms: "OAUTHBEARER", Listener: map[string]string{"listener.name.l.oauthbearer.sasl.server.callback.handler.class": class}}, "L", nil, Hooks{})
 		got := "error"
@@ -399,7 +400,8 @@ func TestOAuthBearerJWKSParse(t *testing.T) {
 func TestDeniedHook(t *testing.T) {
 	var reasons []string
 	hooks := Hooks{Denied: func(_ net.Addr, mech, reason string) { reasons = append(reasons, mech+": "+reason) }}
-	srv, err := NewServer(Settings{EnabledMechanisms: "OAUTHBEARER,PLAIN", JAASConfig: PlainLoginModule + ` required user_a="pw";`}, "L", nil, hooks)
+	srv, err := NewServer(Settings{EnabledMechanisms: "OAUTHBEARER,PLAIN", JAASConfig: PlainLoginModule + ` required user_a="pw";`,
+		Listener: map[string]string{"listener.name.l.oauthbearer.sasl.server.callback.handler.class": OAuthUnsecuredHandler}}, "L", nil, hooks)
 	if err != nil {
 		t.Fatal(err)
 	}

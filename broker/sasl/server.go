@@ -104,33 +104,41 @@ func (s Settings) Controller() string {
 // sasl.jaas.config, then the JAAS file's "<l>.KafkaServer" section, then
 // its "KafkaServer". where names the source, for messages.
 func (s Settings) Modules(listener, mechanism string) (mods []LoginModule, where string, err error) {
+	mods, where, _, err = s.modules(listener, mechanism)
+	return mods, where, err
+}
+
+// modules is Modules, and whether the source is the listener's own
+// (listener.name.<l>.<mechanism>.sasl.jaas.config or the file's
+// "<l>.KafkaServer") rather than one every listener shares.
+func (s Settings) modules(listener, mechanism string) (mods []LoginModule, where string, own bool, err error) {
 	l := strings.ToLower(listener)
 	key := "listener.name." + l + "." + strings.ToLower(mechanism) + ".sasl.jaas.config"
 	if v, ok := s.Listener[key]; ok {
 		mods, err := ParseJAASConfig(v)
-		return mods, key, err
+		return mods, key, true, err
 	}
 	if s.JAASConfig != "" {
 		mods, err := ParseJAASConfig(s.JAASConfig)
-		return mods, "sasl.jaas.config", err
+		return mods, "sasl.jaas.config", false, err
 	}
 	if s.JAASFile == "" {
-		return nil, "", fmt.Errorf("listener %s: no JAAS configuration for %s: set %s, or name a JAAS file in KAFKA_OPTS (-Djava.security.auth.login.config=)", listener, mechanism, key)
+		return nil, "", false, fmt.Errorf("listener %s: no JAAS configuration for %s: set %s, or name a JAAS file in KAFKA_OPTS (-Djava.security.auth.login.config=)", listener, mechanism, key)
 	}
 	data, err := os.ReadFile(s.JAASFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("JAAS file: %w", err)
+		return nil, "", false, fmt.Errorf("JAAS file: %w", err)
 	}
 	secs, err := ParseJAASFile(string(data))
 	if err != nil {
-		return nil, "", fmt.Errorf("JAAS file %s: %w", s.JAASFile, err)
+		return nil, "", false, fmt.Errorf("JAAS file %s: %w", s.JAASFile, err)
 	}
 	for _, name := range []string{l + ".KafkaServer", "KafkaServer"} {
 		if mods, ok := secs[name]; ok {
-			return mods, s.JAASFile + " section " + name, nil
+			return mods, s.JAASFile + " section " + name, name != "KafkaServer", nil
 		}
 	}
-	return nil, "", fmt.Errorf("JAAS file %s: no section %s.KafkaServer or KafkaServer for listener %s", s.JAASFile, l, listener)
+	return nil, "", false, fmt.Errorf("JAAS file %s: no section %s.KafkaServer or KafkaServer for listener %s", s.JAASFile, l, listener)
 }
 
 // loginModule picks the mechanism's module among mods.
@@ -178,7 +186,10 @@ type Server struct {
 	scram  ScramLookup              // the SCRAM credentials of the metadata image
 	oauth  tokenValidator           // OAUTHBEARER's, when enabled
 	jwks   *jwks                    // the signed validator's key set, refreshed by Run; nil without one
-	hooks  Hooks
+	// unsigned: oauth is the unsecured validator, which the listener's
+	// own configuration asked for (buildOAuth).
+	unsigned bool
+	hooks    Hooks
 }
 
 // NewServer builds the authenticator of one SASL listener, or says why
@@ -230,25 +241,49 @@ func NewServer(s Settings, listener string, scram ScramLookup, hooks Hooks) (*Se
 	return srv, nil
 }
 
-// buildOAuth picks the listener's OAUTHBEARER validator by its callback
-// handler class, as Kafka does, with one difference: a listener left on
-// the default (unsecured) handler while sasl.oauthbearer.jwks.endpoint.url
-// is set checks signed tokens, since accepting unsigned ones there would
-// look secure and not be.
+// buildOAuth picks the listener's OAUTHBEARER validator. Kafka picks it by
+// the listener's callback handler class alone, and a listener that names
+// none accepts unsecured tokens (KIP-255), anyone's to mint for any user:
+// with OAUTHBEARER enabled broker-wide, every SASL listener the operator
+// did not secure one by one. Fjord keeps Kafka's keys and meanings but
+// accepts unsigned tokens only where the listener's own configuration
+// asks for them:
+//
+//  1. the class is the JWKS validator: signed tokens;
+//  2. the class is the unsecured validator: unsigned tokens;
+//  3. no class, and a JWKS URL applies to the listener (its own or the
+//     broker-wide one): signed tokens (Kafka would accept unsecured ones
+//     there, which would look secure and not be);
+//  4. no class, and the listener's own OAuthBearerLoginModule entry
+//     (listener.name.<l>.oauthbearer.sasl.jaas.config, or the JAAS file's
+//     "<l>.KafkaServer") sets an unsecuredValidator* option, which only
+//     the unsecured validator reads: unsigned tokens;
+//  5. otherwise the listener can check nothing, and start-up stops.
+//
+// Every configuration Fjord serves with unsigned tokens is one Kafka
+// serves with its unsecured validator too. The broker-wide
+// sasl.jaas.config and the file's KafkaServer section never suffice for
+// 4: they reach every listener, which is the silent spread this rule
+// stops.
 func (srv *Server) buildOAuth(s Settings, listener string) error {
-	key := "listener.name." + strings.ToLower(listener) + ".oauthbearer.sasl.server.callback.handler.class"
+	l := strings.ToLower(listener)
+	key := "listener.name." + l + ".oauthbearer.sasl.server.callback.handler.class"
 	class := strings.TrimSpace(s.Listener[key])
-	signed := false
-	switch {
-	case class == OAuthValidatorHandler || class == OAuthValidatorHandler3:
-		signed = true
-	case class == "":
-		signed = s.oauthConfig(listener, "sasl.oauthbearer.jwks.endpoint.url") != ""
-	case strings.HasPrefix(class, "org.apache.kafka.") && strings.HasSuffix(class, ".OAuthBearerUnsecuredValidatorCallbackHandler"):
-	default:
-		return fmt.Errorf("%s %q: Fjord serves %s (JWKS-signed tokens) and %s", key, class, OAuthValidatorHandler, OAuthUnsecuredHandler)
+	// Kafka wants an OAuthBearerLoginModule entry; its validator options
+	// are optional, so a listener without one gets the defaults.
+	var opts map[string]string
+	own := false
+	if mods, _, o, err := s.modules(listener, "OAUTHBEARER"); err == nil {
+		for _, m := range mods {
+			if m.Class == OAuthLoginModule {
+				opts, own = m.Options, o
+			}
+		}
 	}
-	if signed {
+	unsecuredClass := strings.HasPrefix(class, "org.apache.kafka.") && strings.HasSuffix(class, ".OAuthBearerUnsecuredValidatorCallbackHandler")
+	switch {
+	case class == OAuthValidatorHandler || class == OAuthValidatorHandler3,
+		class == "" && s.oauthConfig(listener, "sasl.oauthbearer.jwks.endpoint.url") != "":
 		v, err := newSignedValidator(s, listener)
 		if err != nil {
 			return err
@@ -261,24 +296,38 @@ func (srv *Server) buildOAuth(s Settings, listener string) error {
 		}
 		srv.oauth, srv.jwks = v, v.keys
 		return nil
+	case unsecuredClass, class == "" && own && hasUnsecuredValidatorOption(opts):
+		v, err := newUnsecuredValidator(opts)
+		if err != nil {
+			return err
+		}
+		srv.oauth, srv.unsigned = v, true
+		return nil
+	case class == "":
+		return fmt.Errorf("it can neither check signed tokens (no sasl.oauthbearer.jwks.endpoint.url applies to it) nor was it told to accept unsigned ones; "+
+			"set sasl.oauthbearer.jwks.endpoint.url (or listener.name.%s.oauthbearer.sasl.oauthbearer.jwks.endpoint.url), or, for development only, %s=%s",
+			l, key, OAuthUnsecuredHandler)
+	default:
+		return fmt.Errorf("%s %q: Fjord serves %s (JWKS-signed tokens) and %s", key, class, OAuthValidatorHandler, OAuthUnsecuredHandler)
 	}
-	// Kafka wants an OAuthBearerLoginModule entry; its validator options
-	// are optional, so a listener without one gets the defaults.
-	var opts map[string]string
-	if mods, _, err := s.Modules(listener, "OAUTHBEARER"); err == nil {
-		for _, m := range mods {
-			if m.Class == OAuthLoginModule {
-				opts = m.Options
-			}
+}
+
+// hasUnsecuredValidatorOption reports whether a login module's options
+// configure the unsecured validator.
+func hasUnsecuredValidatorOption(opts map[string]string) bool {
+	for k := range opts {
+		if strings.HasPrefix(k, "unsecuredValidator") {
+			return true
 		}
 	}
-	v, err := newUnsecuredValidator(opts)
-	if err != nil {
-		return err
-	}
-	srv.oauth = v
-	return nil
+	return false
 }
+
+// AcceptsUnsigned reports whether the listener accepts unsecured
+// OAUTHBEARER tokens, which anyone can mint for any user: its own
+// configuration asked for them (buildOAuth). The broker warns of it at
+// start-up.
+func (s *Server) AcceptsUnsigned() bool { return s.unsigned }
 
 // Run keeps the server's background state fresh (the JWKS) until ctx
 // ends; it returns at once when there is none.

@@ -308,6 +308,7 @@ func (n *clusterNode) start() error {
 		"--override", "node.id="+strconv.Itoa(n.id),
 		"--override", "controller.quorum.voters="+n.voter,
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, n.ctl),
+		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"--override", "log.dirs="+filepath.Join(n.dir, "data"),
 	)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log

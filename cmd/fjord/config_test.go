@@ -305,9 +305,9 @@ func TestListenersDerivation(t *testing.T) {
 		want string
 	}{
 		{"derived from env", nil,
-			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka.example.com:9092,INTERNAL://10.1.2.3:19092"},
+			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka.example.com:9092,INTERNAL://10.1.2.3:19092", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"},
 			"PLAINTEXT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092"},
-		{"derived from file", []string{"--config", writeProps(t, "advertised.listeners=EXTERNAL://[2001:db8::1]:9094\n")}, nil,
+		{"derived from file", []string{"--config", writeProps(t, "advertised.listeners=EXTERNAL://[2001:db8::1]:9094\nlistener.security.protocol.map=EXTERNAL:PLAINTEXT\n")}, nil,
 			"EXTERNAL://0.0.0.0:9094"},
 		{"listeners set in a lower source still counts", []string{"--config", writeProps(t, "listeners=PLAINTEXT://127.0.0.1:9999\n")},
 			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka:9092"},
@@ -424,7 +424,9 @@ func TestPropertiesSyntax(t *testing.T) {
 	}
 
 	// Through LoadConfig (without the empty log.roll.ms).
-	cfg, err := LoadConfig([]string{"--config", writeProps(t, strings.TrimSuffix(text, "log.roll.ms=\\"))}, nil)
+	// Its INTERNAL listener needs a protocol.
+	cfg, err := LoadConfig([]string{"--config", writeProps(t, strings.TrimSuffix(text, "log.roll.ms=\\"))},
+		[]string{"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,8 @@ func TestImageDefaults(t *testing.T) {
 	if l.cfg.Listeners != "PLAINTEXT://0.0.0.0:9092" || l.cfg.LogDirs != "/var/lib/fjord" {
 		t.Fatalf("listeners %q log.dirs %q", l.cfg.Listeners, l.cfg.LogDirs)
 	}
-	l = mustLoad(t, nil, append(slices.Clone(img), "KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092,INTERNAL://fjord:19092"))
+	l = mustLoad(t, nil, append(slices.Clone(img), "KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092,INTERNAL://fjord:19092",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"))
 	if l.cfg.Listeners != "PLAINTEXT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092" {
 		t.Errorf("derived listeners %q", l.cfg.Listeners)
 	}
