@@ -48,21 +48,21 @@ func newMetrics(b *Broker) *metrics {
 	m.logRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_log_repairs_total", Help: "Damaged replica logs truncated at the damage to be fetched again from the leader."})
 	m.reg.MustRegister(m.auditDropped, m.requests, m.errors, m.flushTime, m.bytesIn, m.bytesOut, m.latency, m.isrShrinks, m.isrExpands, m.logDamage, m.logRepairs,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_under_replicated_partitions", Help: "Partitions this broker leads whose ISR is smaller than their replica set."}, func() float64 {
-			return float64(b.underReplicated.Load())
+			return float64(b.replicas.UnderReplicated())
 		}),
 		m.jmx.requests, kafkaCollector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_partitions", Help: "Partitions hosted on this node."}, func() float64 {
 			n := 0
-			for _, t := range b.topicsSnapshot() {
-				n += len(t.local())
+			for _, t := range b.replicas.Topics() {
+				n += len(t.Local())
 			}
 			return float64(n)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_bytes", Help: "Bytes in all partition logs on this node."}, func() float64 {
 			var n int64
-			for _, t := range b.topicsSnapshot() {
-				for _, p := range t.local() {
+			for _, t := range b.replicas.Topics() {
+				for _, p := range t.Local() {
 					if lg := p.Log(); lg != nil {
 						n += lg.Size()
 					}
@@ -71,13 +71,13 @@ func newMetrics(b *Broker) *metrics {
 			return float64(n)
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_open_files", Help: "Log segment files held open by the node's file cache (at most fjord.log.open.files.max while no read pins more)."}, func() float64 {
-			return float64(b.files.Stats().Open)
+			return float64(b.replicas.Files().Stats().Open)
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_opens_total", Help: "Log segment files the file cache opened, first opens and reopens after an eviction."}, func() float64 {
-			return float64(b.files.Stats().Opens)
+			return float64(b.replicas.Files().Stats().Opens)
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_evictions_total", Help: "Idle log segment files the file cache closed to stay within fjord.log.open.files.max."}, func() float64 {
-			return float64(b.files.Stats().Evictions)
+			return float64(b.replicas.Files().Stats().Evictions)
 		}),
 	)
 	return m

@@ -145,11 +145,11 @@ func counterValue(c prometheus.Counter) float64 {
 // from Fetch v13 the response names topics by id only.
 func (m *metrics) fetched(b *Broker, topic string, id [16]byte, bytes int) {
 	if topic == "" {
-		t := b.lookupID(id)
+		t := b.replicas.TopicByID(id)
 		if t == nil {
 			return
 		}
-		topic = t.name
+		topic = t.Name
 	}
 	m.jmx.topic(topic).bytesOut.Add(uint64(bytes))
 }

@@ -99,7 +99,7 @@ func boolf(b bool) float64 {
 
 func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	b, m := c.b, c.b.metrics
-	topics := b.topicsSnapshot()
+	topics := b.replicas.Topics()
 	c.collectController(ch)
 
 	// Partitions: from the leader. hw keeps every local replica's high
@@ -107,7 +107,7 @@ func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	hw := make(map[coordinator.TopicPartition]int64)
 	parts, leads := 0, 0
 	for name, t := range topics {
-		for i, p := range t.parts {
+		for i, p := range t.Parts {
 			if p == nil {
 				continue
 			}
@@ -186,7 +186,7 @@ func (c kafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	// This node's broker series.
-	gauge(ch, jUnderReplicated, float64(b.underReplicated.Load()))
+	gauge(ch, jUnderReplicated, float64(b.replicas.UnderReplicated()))
 	gauge(ch, jPartitionCount, float64(parts))
 	gauge(ch, jLeaderCount, float64(leads))
 	ch <- prometheus.MustNewConstMetric(jISRShrinks, prometheus.CounterValue, counterValue(m.isrShrinks))
