@@ -97,7 +97,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -111,7 +111,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			case refused:
 				sp.ErrorCode = code
 			default:
-				jb.p, jb.lg, jb.v, sp.ErrorCode = b.servingPartition(t, rp.Partition, replica.Produce)
+				jb.p, jb.lg, jb.v, sp.ErrorCode = t.Serving(rp.Partition, replica.Produce)
 			}
 			jobs = append(jobs, jb)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 
@@ -155,19 +156,19 @@ func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*replica.Partition {
 			continue
 		}
 		for _, rp := range rt.Partitions {
-			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.parts) && t.parts[rp.Partition] != nil {
-				out = append(out, t.parts[rp.Partition])
+			if t != nil && rp.Partition >= 0 && int(rp.Partition) < len(t.Parts) && t.Parts[rp.Partition] != nil {
+				out = append(out, t.Parts[rp.Partition])
 			}
 		}
 	}
 	return out
 }
 
-func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *topic {
+func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *replicamgr.Topic {
 	if req.Version >= 13 {
-		return b.lookupID(rt.TopicID)
+		return b.replicas.TopicByID(rt.TopicID)
 	}
-	return b.lookup(rt.Topic)
+	return b.replicas.Topic(rt.Topic)
 }
 
 // fetchOnce builds a response from what is readable now. It returns the
@@ -210,7 +211,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				case replicaID >= 0:
 					op = replica.ReplicaRead
 				}
-				p, lg, v, code := b.servingPartition(t, rp.Partition, op)
+				p, lg, v, code := t.Serving(rp.Partition, op)
 				if code == 0 {
 					code = v.CheckEpoch(rp.CurrentLeaderEpoch)
 				}

@@ -38,14 +38,14 @@ func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(k
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, 0
 			switch {
 			default:
-				p, lg, v, code := b.servingPartition(t, rp.Partition, replica.ConsumerRead)
+				p, lg, v, code := t.Serving(rp.Partition, replica.ConsumerRead)
 				if code == 0 {
 					code = v.CheckEpoch(rp.CurrentLeaderEpoch)
 				}

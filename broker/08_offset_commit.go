@@ -61,14 +61,14 @@ func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch {
 			case groupErr != nil:
 				sp.ErrorCode = groupErrorCode(groupErr)
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code

@@ -19,7 +19,7 @@ import (
 //     INVALID_REPLICATION_FACTOR.
 //   - ValidateOnly (v1+) checks everything and creates nothing.
 //   - A topic whose replicas would take this broker past its descriptor
-//     budget (fjord.log.open.files.max, fdbudget.go) is POLICY_VIOLATION,
+//     budget (fjord.log.open.files.max, replicamgr/fdbudget.go) is POLICY_VIOLATION,
 //     with a message naming the limit, checked here before forwarding.
 //
 // Version notes:

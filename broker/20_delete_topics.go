@@ -14,7 +14,7 @@ import (
 //   - Forwarded to the active controller, which commits the deletion to the
 //     metadata log; the answer comes once this broker's image no longer has
 //     the topic and every other live broker answers Metadata for its id
-//     with UNKNOWN_TOPIC_ID (deletebarrier.go), within the request's
+//     with UNKNOWN_TOPIC_ID (replicamgr/deletebarrier.go), within the request's
 //     timeout: after the answer no broker lists it, and every broker
 //     deletes its replicas' files. Kafka lets the other brokers lag. Unknown
 //     names are UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID;
@@ -52,7 +52,7 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 				deleted = append(deleted, id)
 			}
 		}
-		if lagging := b.awaitPeersForgot(ctx, deleted); len(lagging) > 0 {
+		if lagging := b.replicas.AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
 			b.log.Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
 				Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
 		}

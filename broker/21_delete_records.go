@@ -65,24 +65,24 @@ func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case t.name == offsetsTopic || t.name == txncoord.Topic:
+			case t.Name == offsetsTopic || t.Name == txncoord.Topic:
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case !b.policyHas(t, "delete"):
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
-				_, _, _, code := b.servingPartition(t, rp.Partition, replica.Produce)
+				_, _, _, code := t.Serving(rp.Partition, replica.Produce)
 				if code != 0 {
 					sp.ErrorCode = code
 					break
 				}
-				p := t.parts[rp.Partition]
+				p := t.Parts[rp.Partition]
 				target, v, err := p.DeleteRecords(rp.Offset)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)

@@ -37,12 +37,12 @@ func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			_, lg, v, code := b.servingPartition(t, rp.Partition, replica.ConsumerRead)
+			_, lg, v, code := t.Serving(rp.Partition, replica.ConsumerRead)
 			if code == 0 && req.Version >= 2 {
 				code = v.CheckEpoch(rp.CurrentLeaderEpoch)
 			}

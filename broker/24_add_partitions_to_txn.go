@@ -146,7 +146,7 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 		switch {
 		case tp.Topic == txnTopic:
 			bad[tp] = kerr.TopicAuthorizationFailed.Code
-		case !b.partitionExists(tp.Topic, tp.Partition):
+		case !b.replicas.Topic(tp.Topic).Has(tp.Partition):
 			bad[tp] = kerr.UnknownTopicOrPartition.Code
 		}
 	}

@@ -94,7 +94,7 @@ func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersR
 // writeMarker appends one marker to a partition this node leads and waits
 // until it is committed; it returns the partition's code.
 func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk storage.TxnMarker) int16 {
-	p, _, _, code := b.servingPartition(b.lookup(topic), idx, replica.Produce)
+	p, _, _, code := b.replicas.Topic(topic).Serving(idx, replica.Produce)
 	if code != 0 {
 		return code
 	}

@@ -56,7 +56,7 @@ func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -65,7 +65,7 @@ func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 				sp.ErrorCode = code
 			case groupErr != nil:
 				sp.ErrorCode = groupErrorCode(groupErr)
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code

@@ -44,9 +44,7 @@ func init() {
 func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	b.mu.RLock()
-	img := b.mu.image
-	b.mu.RUnlock()
+	img := b.image()
 	d := describer{ls: b.layers(img), live: b.live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
@@ -54,12 +52,12 @@ func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 		d.want = rr.ConfigNames
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			t := b.lookup(rr.ResourceName)
+			t := b.replicas.Topic(rr.ResourceName)
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			sr.Configs = d.topic(t.meta.Configs)
+			sr.Configs = d.topic(t.Configs)
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 )
 
 // AlterReplicaLogDirs: v0-2
@@ -84,7 +85,7 @@ func handleAlterReplicaLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respon
 		case i > 0:
 			sp.ErrorCode = kerr.KafkaStorageError.Code
 		default:
-			sp.ErrorCode = replicaHere(b.lookup(k.topic), k.p)
+			sp.ErrorCode = replicaHere(b.replicas.Topic(k.topic), k.p)
 		}
 		resp.Topics[at].Partitions = append(resp.Topics[at].Partitions, sp)
 	}
@@ -93,11 +94,11 @@ func handleAlterReplicaLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respon
 
 // replicaHere is AlterReplicaLogDirs' answer for a partition asked to stay
 // in the directory it is in: NONE when its replica is open here.
-func replicaHere(t *topic, idx int32) int16 {
-	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
+func replicaHere(t *replicamgr.Topic, idx int32) int16 {
+	if t == nil || idx < 0 || int(idx) >= len(t.Parts) {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	p := t.parts[idx]
+	p := t.Parts[idx]
 	if p == nil {
 		return kerr.ReplicaNotAvailable.Code
 	}

@@ -83,7 +83,7 @@ func (b *Broker) describeLocalTopics(req *kmsg.DescribeLogDirsRequest) []kmsg.De
 		}
 		wanted = func(name string, idx int32) bool { return asked[name][idx] }
 	}
-	topics := b.topicsSnapshot()
+	topics := b.replicas.Topics()
 	names := make([]string, 0, len(topics))
 	for name := range topics {
 		names = append(names, name)
@@ -93,7 +93,7 @@ func (b *Broker) describeLocalTopics(req *kmsg.DescribeLogDirsRequest) []kmsg.De
 	for _, name := range names {
 		st := kmsg.NewDescribeLogDirsResponseDirTopic()
 		st.Topic = name
-		for _, p := range topics[name].local() {
+		for _, p := range topics[name].Local() {
 			if !wanted(name, p.Index) {
 				continue
 			}

@@ -20,7 +20,7 @@ import (
 //     the live brokers, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST for a
 //     topic named twice.
 //   - New partitions whose replicas would take this broker past its
-//     descriptor budget are POLICY_VIOLATION (fdbudget.go), checked here.
+//     descriptor budget are POLICY_VIOLATION (replicamgr/fdbudget.go), checked here.
 //   - ValidateOnly checks and changes nothing.
 //
 // Version notes:
@@ -40,7 +40,7 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
-		refused := b.refuseCreatePartitions(req)
+		refused := b.replicas.RefuseCreatePartitions(req)
 		var kresp kmsg.Response = req.ResponseKind()
 		if len(req.Topics) > 0 {
 			var err error

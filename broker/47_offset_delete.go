@@ -60,7 +60,7 @@ func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			switch {
 			case members > 0 && (subscribed == nil || subscribed[rt.Topic]):
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			case !b.partitionExists(rt.Topic, rp.Partition):
+			case !b.replicas.Topic(rt.Topic).Has(rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				if _, ok := have[tp]; ok {

@@ -7,7 +7,7 @@ import "github.com/fjordlog/fjord/broker/acl"
 // Behaviour:
 //   - A partition leader's proposal of a new ISR (or ELR), decided by the
 //     active controller against the partition epoch it carries (stale ones
-//     are refused), batched per request (isr.go sends them). A voter that
+//     are refused), batched per request (replicamgr/isr.go sends them). A voter that
 //     does not lead the quorum answers NOT_CONTROLLER.
 //   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user),
 //     as Kafka's controllers require.

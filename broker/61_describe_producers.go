@@ -28,11 +28,11 @@ func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
-			_, lg, _, code := b.servingPartition(t, idx, replica.Produce)
+			_, lg, _, code := t.Serving(idx, replica.Produce)
 			sp.ErrorCode = code
 			if code == 0 {
 				for _, ps := range lg.Producers() {

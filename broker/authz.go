@@ -99,7 +99,7 @@ func (b *Broker) authorizer() *acl.Authorizer {
 // authzView is the image whose ACLs the authorizer enforces and the
 // super.users it runs with: the broker's applied image and live config;
 // on a controller-only node, which applies no images as a broker (no
-// publishLoop) but serves the CONTROLLER listener, the controller role's
+// publish loop) but serves the CONTROLLER listener, the controller role's
 // image and the dynamic config it holds. Before any image: none, and the
 // static super.users.
 func (b *Broker) authzView() (*controller.Image, string) {
@@ -372,8 +372,8 @@ func (b *Broker) topicName(name string, id [16]byte) string {
 	if name != "" || id == ([16]byte{}) {
 		return name
 	}
-	if t := b.lookupID(id); t != nil {
-		return t.name
+	if t := b.replicas.TopicByID(id); t != nil {
+		return t.Name
 	}
 	return ""
 }

@@ -73,9 +73,8 @@ func TestRegistry(t *testing.T) {
 // client may send, and with every ACL missing (and allow-if-no-ACL off) a
 // CLUSTER_ACTION rule denies.
 func TestAuthzRulesDecode(t *testing.T) {
-	b := &Broker{}
+	b := withImage(&Broker{}, &controller.Image{})
 	b.cfg.AuthorizerClass = StandardAuthorizerClass
-	b.mu.image = &controller.Image{}
 	for _, listener := range []int{0, ctlListener} {
 		cc := &connCtx{principal: "User:ANONYMOUS", clientHost: "/127.0.0.1", listener: listener}
 		for k, a := range apis {
@@ -167,7 +166,7 @@ func TestControllerOnlyNodeAuthorizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{log: zerolog.Nop(), meta: fakeMeta{img}}
+	b := withImage(&Broker{log: zerolog.Nop(), meta: fakeMeta{img}}, nil)
 	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", StandardAuthorizerClass
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
 	for principal, allowed := range map[string]bool{"User:broker": true, "User:ANONYMOUS": false} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,13 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
@@ -36,9 +35,8 @@ import (
 // it has the controller role, and then possibly the active controller),
 // and a broker serving the partitions the metadata places on it.
 //
-// The local replicas live in mu.topics, a copy-on-write map written only by
-// publishLoop as metadata images arrive: readers take mu for reading just
-// long enough to look a topic up.
+// The local replicas live in replicas (broker/replicamgr), which makes
+// them follow the metadata images as they arrive.
 type Broker struct {
 	cfg Config // as started: the static configuration
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
@@ -47,8 +45,9 @@ type Broker struct {
 	// audit is the audit stream (audit.go); nil when it is off. Set in New.
 	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
-	// (dynconfig.go); publishLoop is its one writer. nil until the first
-	// image: live() is then cfg.
+	// (dynconfig.go); the replica manager's publish loop is its one writer
+	// (replicamgr.Config.Reconfigure). nil until the first image: live()
+	// is then cfg.
 	liveCfg atomic.Pointer[Config]
 	log     zerolog.Logger
 	// logLevel is the level of log and every logger derived from it
@@ -57,33 +56,22 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta   metadataLog      // the metadata log: actl, or a follower on a broker-only node
-	actl   activeController // this node's controller role; nil without it
-	ctl    *ctlClient       // requests to the active controller
-	alters alterBatcher     // AlterPartition proposals queued for the controller (isr.go)
-	ctlLn  net.Listener     // the CONTROLLER listener, if any (actl serves it)
+	meta  metadataLog      // the metadata log: actl, or a follower on a broker-only node
+	actl  activeController // this node's controller role; nil without it
+	ctl   *ctlClient       // requests to the active controller
+	ctlLn net.Listener     // the CONTROLLER listener, if any (actl serves it)
 
-	// replicas tracks every local replica driver until its log is
-	// deleted (replicas.go); openSem bounds concurrent log opens.
-	replicas replicaRegistry
-	openSem  chan struct{}
-	// files is the node's cache of open log files, fdBudget its division
-	// of the descriptors (fdbudget.go). Set in New.
-	files    *storage.FileCache
-	fdBudget fdBudget
+	// replicas are the local replicas, the applied image and the node's
+	// log files (replicahosts.go wires it). Set in New.
+	replicas *replicamgr.Manager
 	// throttles are the replication quotas (throttle.go).
 	throttles quota.Replication
 	// limits bound the client listeners' connections and request memory (limits.go).
 	limits clientLimits
-	// openHook, if set (tests only), runs at the start of every replica
-	// open: it simulates a slow or hung log recovery.
-	openHook atomic.Pointer[func(topic string, partition int32)]
 
-	brokerEpoch     atomic.Int64  // from the last registration
-	underReplicated atomic.Int64  // partitions led here with ISR < replicas, as of isrLoop's last pass
-	fenced          atomic.Bool   // as the last heartbeat said
-	appliedVersion  atomic.Uint64 // version of the image the replicas match
-	ready           chan struct{} // closed once first unfenced
+	brokerEpoch atomic.Int64  // from the last registration
+	fenced      atomic.Bool   // as the last heartbeat said
+	ready       chan struct{} // closed once first unfenced
 	// Controlled shutdown (cluster.go): Close sets shuttingDown and closes
 	// shutdownWake; lifecycle, the one sender of heartbeats, then asks the
 	// controller to fence this broker and closes shutdownDone once it is
@@ -92,19 +80,15 @@ type Broker struct {
 	shutdownWake chan struct{}
 	shutdownDone chan struct{}
 
-	mu struct {
-		sync.RWMutex
-		image   *controller.Image   // the image the replicas match
-		changed chan struct{}       // closed when image changes
-		topics  map[string]*topic   // topics by name; parts[i] nil where not a replica
-		byID    map[[16]byte]*topic // and by id
-	}
-	pidMu struct {
+	// mu guards servers, which Close takes while serveClients may still
+	// be making them.
+	mu      sync.RWMutex
+	servers []*protocol.Server
+	pidMu   struct {
 		sync.Mutex
 		next, limit int64 // [next, limit) is this node's current producer-id block
 	}
 
-	servers []*protocol.Server
 	// tlsSources are the TLS listeners' live configurations, by index of
 	// listeners; set in New, read-only after.
 	tlsSources map[int]*tlsconf.Source
@@ -150,31 +134,6 @@ type Broker struct {
 	closing atomic.Bool
 }
 
-// topic is a topic of the current image with this node's replicas of it.
-type topic struct {
-	name  string
-	meta  *topicMeta
-	parts []*replica.Partition // by partition index; nil where this node holds no replica
-}
-
-// local returns the partitions this node holds a replica of.
-func (t *topic) local() []*replica.Partition {
-	out := make([]*replica.Partition, 0, len(t.parts))
-	for _, p := range t.parts {
-		if p != nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// topicMeta is the part of a topic's metadata the data path needs.
-type topicMeta struct {
-	ID       [16]byte
-	Configs  map[string]string // read-only
-	Internal bool
-}
-
 // New checks the data directory, binds the listeners and starts the
 // node's quorum member; Start begins serving.
 func New(cfg Config, log zerolog.Logger) (*Broker, error) {
@@ -184,15 +143,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
-		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
-		openSem: make(chan struct{}, openSlots)}
+		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{})}
 	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
-	b.replicas.live = map[*replica.Partition]*dirClaim{}
-	b.files, b.fdBudget = newFileCache(cfg)
-	log.Info().Int("rlimit_nofile", b.fdBudget.limit).Int("log_open_files_max", b.fdBudget.capacity).
-		Int("partition_limit", b.fdBudget.partLimit).Msg("file descriptor budget")
-	b.replicas.dirs = map[string]*dirClaim{}
 	b.metrics = metrics.New(metricsSource{b})
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {
@@ -218,9 +171,6 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.clusterID = id
-	b.mu.topics = map[string]*topic{}
-	b.mu.byID = map[[16]byte]*topic{}
-	b.mu.changed = make(chan struct{})
 	if b.coord, err = b.newCoordinator(); err != nil {
 		return nil, err
 	}
@@ -229,6 +179,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}
 	b.ctl = newCtlClient(b)
 	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
+	b.replicas = b.newReplicaManager()
 	if err := b.listen(); err != nil {
 		return nil, err
 	}
@@ -243,10 +194,9 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	// Open the replicas the log already places here before serving, so a
 	// restarted node recovers its logs first.
 	start := time.Now()
-	b.applyImage(b.meta.Image())
-	b.appliedVersion.Store(b.meta.Image().Version())
-	log.Info().Int("topics", len(b.topicsSnapshot())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
-		Uint64("metadata_version", b.meta.Image().Version()).Msg("opened logs")
+	b.replicas.Apply(b.meta.Image())
+	log.Info().Int("topics", len(b.replicas.Topics())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
+		Uint64("metadata_version", b.replicas.AppliedVersion()).Msg("opened logs")
 	return b, nil
 }
 
@@ -382,7 +332,7 @@ func (b *Broker) Start() {
 		close(b.ready) // a controller serves only the CONTROLLER listener
 		return
 	}
-	b.goLoop(b.publishLoop)
+	b.goLoop(b.replicas.PublishLoop)
 	b.goLoop(b.lifecycle)
 	if b.cfg.MetricsAddr != "" {
 		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
@@ -408,7 +358,7 @@ func (b *Broker) Start() {
 	})
 	b.coord.Start() // the groups' timeouts and offset expiry
 	b.txns.Start()  // transaction timeouts, expiry and retries
-	b.goLoop(b.tickLoop)
+	b.goLoop(b.replicas.TickLoop)
 	b.goLoop(b.retentionLoop)
 	b.goLoop(b.flushLoop)
 	if b.cfg.CleanerEnable {
@@ -479,99 +429,5 @@ func (b *Broker) Close() error {
 	if err := b.meta.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("metadata quorum: %w", err))
 	}
-	return errors.Join(append(errs, b.closeLogs())...)
-}
-
-// closeLogs closes every open log, those of replicas being deleted
-// included. REQUIRES: every goroutine stopped (no open still running).
-//
-// openSlots logs close at once: each close is a few fsyncs (indexes,
-// producer snapshot, clean-shutdown marker), which one at a time made a
-// node of 10,000 partitions take 49 s to stop.
-func (b *Broker) closeLogs() error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	type job struct {
-		p  *replica.Partition
-		lg *storage.Log
-	}
-	work := make(chan job)
-	for range openSlots {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				if err := j.lg.Close(); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s-%d: %w", j.p.Topic, j.p.Index, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, p := range b.liveReplicas() {
-		if lg := p.Log(); lg != nil {
-			work <- job{p, lg}
-		}
-	}
-	close(work)
-	wg.Wait()
-	if len(errs) == 0 {
-		b.log.Info().Msg("all logs flushed and closed")
-	}
-	return errors.Join(errs...)
-}
-
-func (b *Broker) partitionDir(topic string, p int32) string {
-	return filepath.Join(b.logDir, fmt.Sprintf("%s-%d", topic, p))
-}
-
-// lookup returns a live topic.
-func (b *Broker) lookup(name string) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.topics[name]
-}
-
-func (b *Broker) lookupID(id [16]byte) *topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.byID[id]
-}
-
-// partitionExists reports whether the image has the partition, wherever
-// its replicas are.
-func (b *Broker) partitionExists(name string, idx int32) bool {
-	t := b.lookup(name)
-	return t != nil && idx >= 0 && int(idx) < len(t.parts)
-}
-
-// servingPartition finds this broker's replica of partition idx of t if
-// it serves op now, with its log and view; else the Kafka error code for
-// the client: UNKNOWN_TOPIC_OR_PARTITION when the image has no such
-// partition, NOT_LEADER_OR_FOLLOWER when another broker holds it, and
-// whatever the replica's phase says (replica.View.Check) otherwise.
-func (b *Broker) servingPartition(t *topic, idx int32, op replica.Op) (*replica.Partition, *storage.Log, *replica.View, int16) {
-	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
-		return nil, nil, nil, kerr.UnknownTopicOrPartition.Code
-	}
-	p := t.parts[idx]
-	if p == nil {
-		return nil, nil, nil, kerr.NotLeaderForPartition.Code
-	}
-	lg, v, code := p.Serve(op)
-	if code != 0 {
-		return nil, nil, v, code
-	}
-	return p, lg, v, 0
-}
-
-// topicsSnapshot returns the live topics.
-func (b *Broker) topicsSnapshot() map[string]*topic {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.topics
+	return errors.Join(append(errs, b.replicas.CloseLogs())...)
 }

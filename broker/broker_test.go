@@ -45,7 +45,7 @@ func TestLongPollWokenByAppend(t *testing.T) {
 	rc.createTopic("t", 1, nil)
 	req := fetchReq("t", 0, 0, 10000, 1)
 	rc.send(req)
-	parked := func() bool { n, _ := b.lookup("t").parts[0].Waiting(); return n > 0 }
+	parked := func() bool { n, _ := b.replicas.Topic("t").Parts[0].Waiting(); return n > 0 }
 	for deadline := time.Now().Add(10 * time.Second); !parked(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the fetch never parked")

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -21,6 +24,17 @@ import (
 func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
 	t.Helper()
 	return testBrokerLogging(t, dir, mod, zerolog.NewTestWriter(t))
+}
+
+// withImage gives b, a Broker made as a literal rather than by New, the
+// replica manager New would make, then applies img to it unless nil: the
+// image b answers from. It places no replica on b.
+func withImage(b *Broker, img *controller.Image) *Broker {
+	b.replicas = replicamgr.New(context.Background(), replicamgr.Config{NodeID: b.cfg.NodeID, Logger: zerolog.Nop()})
+	if img != nil {
+		b.replicas.Apply(img)
+	}
+	return b
 }
 
 // testBrokerLogging is testBroker logging to w.

@@ -17,8 +17,8 @@ import (
 //	   ▲                                       │
 //	   └──── STALE_BROKER_EPOCH / not registered (e.g. fenced by silence)
 //
-// Meanwhile publishLoop applies every new metadata image to the local
-// replicas: it is the one writer of b.mu.topics.
+// Meanwhile the replica manager's publish loop applies every new metadata
+// image to the local replicas (broker/replicamgr).
 
 // lifecycle registers this broker and heartbeats until the broker stops;
 // ready closes the first time the controller reports it unfenced.
@@ -45,7 +45,7 @@ func (b *Broker) lifecycle() {
 		failed := 0 // heartbeats in a row without an answer
 		for ctx.Err() == nil {
 			shutdown := b.shuttingDown.Load()
-			resp, err := b.ctl.Heartbeat(ctx, epoch, int64(b.appliedVersion.Load()), shutdown)
+			resp, err := b.ctl.Heartbeat(ctx, epoch, int64(b.replicas.AppliedVersion()), shutdown)
 			if err != nil {
 				if failed++; failed == 1 && ctx.Err() == nil {
 					b.log.Warn().Err(err).Msg("heartbeat failed; retrying (logged again once answered)")
@@ -152,12 +152,9 @@ func (b *Broker) finishShutdown() {
 	}
 }
 
-// image returns the metadata image the local replicas were last matched to.
-func (b *Broker) image() *controller.Image {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.image
-}
+// image returns the metadata image the local replicas were last matched
+// to: what this broker answers from.
+func (b *Broker) image() *controller.Image { return b.replicas.Image() }
 
 // endpoint returns broker id's address on the named listener.
 func endpoint(img *controller.Image, id int32, listener string) (controller.Endpoint, bool) {
@@ -176,17 +173,5 @@ func endpoint(img *controller.Image, id int32, listener string) (controller.Endp
 // waitImage waits until the local replicas reflect an image satisfying
 // pred, so a client that created a topic here sees it here at once.
 func (b *Broker) waitImage(ctx context.Context, pred func(*controller.Image) bool) bool {
-	for {
-		b.mu.RLock()
-		img, changed := b.mu.image, b.mu.changed
-		b.mu.RUnlock()
-		if img != nil && pred(img) {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-changed:
-		}
-	}
+	return b.replicas.WaitImage(ctx, pred)
 }

@@ -26,7 +26,7 @@ func TestHungReplicaOpenIsAForcedExit(t *testing.T) {
 			<-release
 		}
 	}
-	b.openHook.Store(&hook)
+	b.replicas.SetOpenHook(hook)
 	rc := dial(t, b)
 	start := time.Now()
 	if ec := rc.createTopic("slow", 1, nil); ec != 0 {

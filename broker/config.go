@@ -83,7 +83,7 @@ type Config struct {
 	PartitionOpenTimeoutMs int64
 	// LogOpenFilesMax is the capacity of the node's cache of open log
 	// files (fjord.log.open.files.max); 0 derives it from RLIMIT_NOFILE
-	// (fdbudget.go).
+	// (replicamgr/fdbudget.go).
 	LogOpenFilesMax int64
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).

@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/protocol"
@@ -71,7 +72,7 @@ func (s consoleSource) Cluster() console.Cluster {
 }
 
 func (s consoleSource) Topics(limit int, internal bool) ([]console.TopicSummary, int, int) {
-	local := s.b.topicsSnapshot()
+	local := s.b.replicas.Topics()
 	var out []console.TopicSummary
 	total, hidden := 0, 0
 	for _, t := range s.b.image().Topics() { // by name
@@ -92,8 +93,8 @@ func (s consoleSource) Topics(limit int, internal bool) ([]console.TopicSummary,
 			if p.Leader < 0 {
 				ts.Offline++
 			}
-			if lt != nil && i < len(lt.parts) && lt.parts[i] != nil {
-				if lg := lt.parts[i].Log(); lg != nil {
+			if lt != nil && i < len(lt.Parts) && lt.Parts[i] != nil {
+				if lg := lt.Parts[i].Log(); lg != nil {
 					ts.Local++
 					ts.Bytes += lg.Size()
 				}
@@ -115,18 +116,18 @@ func (s consoleSource) Topic(name string) (console.Topic, bool) {
 	if t == nil {
 		return console.Topic{}, false
 	}
-	return s.topic(t, s.b.topicsSnapshot()[name]), true
+	return s.topic(t, s.b.replicas.Topics()[name]), true
 }
 
 // topic joins the image's topic with this node's replicas of it (lt, nil
 // when it holds none).
-func (s consoleSource) topic(t *controller.Topic, lt *topic) console.Topic {
+func (s consoleSource) topic(t *controller.Topic, lt *replicamgr.Topic) console.Topic {
 	ct := console.Topic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: isInternalTopic(t.Name)}
 	for i, p := range t.Partitions {
 		cp := console.Partition{Index: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, Adding: p.Adding, Removing: p.Removing}
-		if lt != nil && i < len(lt.parts) && lt.parts[i] != nil {
-			rp := lt.parts[i]
+		if lt != nil && i < len(lt.Parts) && lt.Parts[i] != nil {
+			rp := lt.Parts[i]
 			if lg := rp.Log(); lg != nil {
 				cp.Local, cp.LocalLeads = true, rp.Leads()
 				cp.LogStart, cp.LogEnd, cp.HighWater, cp.Bytes = lg.StartOffset(), lg.EndOffset(), rp.HW(), lg.Size()
@@ -155,11 +156,11 @@ func (s consoleSource) Tail(name string, partition int32, lim console.TailLimits
 		return console.Tail{}, fmt.Errorf("no partition %s-%d", name, partition)
 	}
 	t := console.Tail{Topic: name, Partition: partition, Leader: it.Partitions[partition].Leader}
-	lt := b.lookup(name)
-	if lt == nil || int(partition) >= len(lt.parts) || lt.parts[partition] == nil {
+	lt := b.replicas.Topic(name)
+	if lt == nil || int(partition) >= len(lt.Parts) || lt.Parts[partition] == nil {
 		return t, nil
 	}
-	p := lt.parts[partition]
+	p := lt.Parts[partition]
 	lg, v, code := p.Serve(replica.LocalRead)
 	if code != 0 {
 		return t, fmt.Errorf("%s-%d: this node's replica is %s", name, partition, v.Phase)
@@ -229,11 +230,11 @@ func tailRecord(r recordbatch.Record, off int64, info recordbatch.Info, n int) c
 // replica's high watermark on the leader, on a follower what it has
 // replicated (as the lag series of broker/metrics).
 func (s consoleSource) groupHW(tp coordinator.TopicPartition) (int64, bool) {
-	t := s.b.lookup(tp.Topic)
-	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.parts) || t.parts[tp.Partition] == nil {
+	t := s.b.replicas.Topic(tp.Topic)
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Parts) || t.Parts[tp.Partition] == nil {
 		return 0, false
 	}
-	p := t.parts[tp.Partition]
+	p := t.Parts[tp.Partition]
 	lg := p.Log()
 	if lg == nil {
 		return 0, false

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
@@ -274,27 +275,10 @@ func (c *ctlClient) Heartbeat(ctx context.Context, epoch, appliedOffset int64, w
 	return heartbeatAnswer{code: resp.ErrorCode, fenced: resp.IsFenced, shouldShutdown: resp.ShouldShutdown}, nil
 }
 
-// isrProposal is one AlterPartition from this leader: partition index of
-// topicID at the epochs it saw, proposing isr. An isr without this broker
-// is a resignation (controller.Resign).
-type isrProposal struct {
-	brokerEpoch                        int64 // this broker's
-	topicID                            [16]byte
-	index, leaderEpoch, partitionEpoch int32
-	isr                                []isrMember
-}
-
-// isrMember is a proposed ISR member: its broker id and, as the image
-// knows it, its broker epoch (-1 if unknown).
-type isrMember struct {
-	id    int32
-	epoch int64
-}
-
 // AlterPartitions sends props, proposals of one broker epoch, as one
 // AlterPartition and returns each partition's error code, in order (the
 // request's code for every one if the controller refused it whole).
-func (c *ctlClient) AlterPartitions(ctx context.Context, brokerEpoch int64, props []isrProposal) ([]int16, error) {
+func (c *ctlClient) AlterPartitions(ctx context.Context, brokerEpoch int64, props []replicamgr.ISRProposal) ([]int16, error) {
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.BrokerID, req.BrokerEpoch = c.b.cfg.NodeID, brokerEpoch
 	// at[i][j] is the proposal behind req.Topics[i].Partitions[j]: one
@@ -302,21 +286,21 @@ func (c *ctlClient) AlterPartitions(ctx context.Context, brokerEpoch int64, prop
 	var at [][]int
 	topicAt := map[[16]byte]int{}
 	for k, prop := range props {
-		i, ok := topicAt[prop.topicID]
+		i, ok := topicAt[prop.TopicID]
 		if !ok {
 			rt := kmsg.NewAlterPartitionRequestTopic()
-			rt.TopicID = prop.topicID
+			rt.TopicID = prop.TopicID
 			req.Topics = append(req.Topics, rt)
 			at = append(at, nil)
 			i = len(req.Topics) - 1
-			topicAt[prop.topicID] = i
+			topicAt[prop.TopicID] = i
 		}
 		rp := kmsg.NewAlterPartitionRequestTopicPartition()
-		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.index, prop.leaderEpoch, prop.partitionEpoch
-		for _, im := range prop.isr {
-			rp.NewISR = append(rp.NewISR, im.id)
+		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = prop.Index, prop.LeaderEpoch, prop.PartitionEpoch
+		for _, im := range prop.ISR {
+			rp.NewISR = append(rp.NewISR, im.ID)
 			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-			m.BrokerID, m.BrokerEpoch = im.id, im.epoch
+			m.BrokerID, m.BrokerEpoch = im.ID, im.Epoch
 			rp.NewEpochISR = append(rp.NewEpochISR, m)
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -98,26 +99,26 @@ func TestCtlClientAlterPartitions(t *testing.T) {
 			return r
 		}
 	}
-	prop := isrProposal{brokerEpoch: 12, topicID: [16]byte{9}, index: 3, leaderEpoch: 4, partitionEpoch: 5,
-		isr: []isrMember{{7, 12}, {8, -1}}}
+	prop := replicamgr.ISRProposal{BrokerEpoch: 12, TopicID: [16]byte{9}, Index: 3, LeaderEpoch: 4, PartitionEpoch: 5,
+		ISR: []replicamgr.ISRMember{{ID: 7, Epoch: 12}, {ID: 8, Epoch: -1}}}
 	c, actl := cannedClient(echo(0, nil))
-	if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop}); err != nil || !slices.Equal(codes, []int16{3}) {
+	if codes, err := c.AlterPartitions(context.Background(), 12, []replicamgr.ISRProposal{prop}); err != nil || !slices.Equal(codes, []int16{3}) {
 		t.Fatalf("alter: %v, %v", codes, err)
 	}
 	req := actl.asked[0].(*kmsg.AlterPartitionRequest)
 	rp := req.Topics[0].Partitions[0]
-	if req.BrokerID != 7 || req.BrokerEpoch != 12 || req.Topics[0].TopicID != prop.topicID || rp.Partition != 3 ||
+	if req.BrokerID != 7 || req.BrokerEpoch != 12 || req.Topics[0].TopicID != prop.TopicID || rp.Partition != 3 ||
 		rp.LeaderEpoch != 4 || rp.PartitionEpoch != 5 || len(rp.NewISR) != 2 || rp.NewEpochISR[1].BrokerEpoch != -1 {
 		t.Fatalf("request: %+v", req)
 	}
 	// Three proposals over two topics, one partition twice: one request,
 	// each answer back to its proposal.
 	other := prop
-	other.topicID, other.index = [16]byte{10}, 1
+	other.TopicID, other.Index = [16]byte{10}, 1
 	again := prop
-	again.partitionEpoch = 6
+	again.PartitionEpoch = 6
 	c, actl = cannedClient(echo(100, nil))
-	codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop, other, again})
+	codes, err := c.AlterPartitions(context.Background(), 12, []replicamgr.ISRProposal{prop, other, again})
 	if err != nil || !slices.Equal(codes, []int16{103, 101, 103}) || len(actl.asked) != 1 {
 		t.Fatalf("batch: %v, %v, %d requests", codes, err, len(actl.asked))
 	}
@@ -131,7 +132,7 @@ func TestCtlClientAlterPartitions(t *testing.T) {
 		r.ErrorCode = kerr.StaleBrokerEpoch.Code
 		return r
 	})
-	if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop, other}); err != nil ||
+	if codes, err := c.AlterPartitions(context.Background(), 12, []replicamgr.ISRProposal{prop, other}); err != nil ||
 		!slices.Equal(codes, []int16{kerr.StaleBrokerEpoch.Code, kerr.StaleBrokerEpoch.Code}) {
 		t.Fatalf("refused whole: %v, %v", codes, err)
 	}
@@ -147,7 +148,7 @@ func TestCtlClientAlterPartitions(t *testing.T) {
 		"other api":       func(kmsg.Request) kmsg.Response { return kmsg.NewPtrApiVersionsResponse() },
 	} {
 		c, _ := cannedClient(bad)
-		if codes, err := c.AlterPartitions(context.Background(), 12, []isrProposal{prop}); !errors.Is(err, errMalformedAnswer) || codes != nil {
+		if codes, err := c.AlterPartitions(context.Background(), 12, []replicamgr.ISRProposal{prop}); !errors.Is(err, errMalformedAnswer) || codes != nil {
 			t.Errorf("%s: %v, %v", name, codes, err)
 		}
 	}

@@ -5,10 +5,14 @@
 //
 //   - broker/replica: each local partition replica — its replication
 //     state as a deterministic core, the driver that does the core's I/O,
-//     and the follower fetchers. The broker creates, assigns and
-//     unassigns replicas as images arrive (replicas.go) and does the I/O
-//     they ask for: opening logs within a descriptor budget, deleting
-//     them, AlterPartition (replicahosts.go, isr.go).
+//     and the follower fetchers.
+//   - broker/replicamgr: the node's set of replicas. It creates, assigns
+//     and unassigns them as images arrive, publishes the topic map and
+//     image the handlers read (b.replicas), and does the I/O replicas ask
+//     for: opening logs within a descriptor budget, deleting them,
+//     AlterPartition; also stray clean-up and DeleteTopics' wait for the
+//     other brokers. replicahosts.go gives it, and the fetchers, what they
+//     need of the broker.
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas (groups.go is the broker's side).
 //   - broker/metrics: the node's Prometheus series, counted by the
@@ -24,8 +28,8 @@
 // Metadata comes from the metadata log. Every node applies it to an
 // immutable controller.Image (metadataLog: the node's controller role when
 // it has one, else a follower fetching the log from the voters,
-// metafollow.go), and publishLoop makes the local replicas match each new
-// image. Changes to metadata (registration, heartbeats, topic admin, ISR
+// metafollow.go), and the replica manager's publish loop makes the local
+// replicas match each new image. Changes to metadata (registration, heartbeats, topic admin, ISR
 // changes, producer-id blocks) are requests to the active controller, all
 // carried by ctlClient: in-process when this node leads the quorum, else
 // to the leader's CONTROLLER listener.

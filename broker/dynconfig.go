@@ -18,8 +18,8 @@ import (
 // restart keeps them. A node's running configuration is its static one
 // (b.cfg: defaults, file, environment, flags) with the image's dynamic
 // broker configs over it: first the cluster-wide default (resource ""),
-// then this node's own. publishLoop recomputes it with each image
-// (b.live), and topics' replicas take the settings that follow from it.
+// then this node's own. The replica manager's publish loop recomputes it
+// with each image that changes them (Config.Reconfigure, b.live), and topics' replicas take the settings that follow from it.
 
 // configLayer is where a broker key's value comes from, in rising priority.
 type configLayer uint8

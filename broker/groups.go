@@ -41,14 +41,6 @@ type coordHost struct{ b *Broker }
 func (h coordHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
 func (h coordHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }
 
-// followOffsets tells the coordinator which offsets partitions are local:
-// t is the offsets topic (nil while it does not exist).
-func (b *Broker) followOffsets(t *topic) {
-	if t != nil {
-		b.coord.Follow(t.parts)
-	}
-}
-
 // groupRequestCode is the error for a group request this node cannot take
 // now: an empty group id, NOT_COORDINATOR when another node coordinates the
 // group, COORDINATOR_LOAD_IN_PROGRESS while its offsets partition loads

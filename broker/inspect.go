@@ -25,11 +25,11 @@ type ReplicaState struct {
 // committed alike. It is meant for tests that check the exact log on
 // every replica after faults; it reads the whole log.
 func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
-	t := b.lookup(topic)
-	if t == nil || partition < 0 || int(partition) >= len(t.parts) || t.parts[partition] == nil {
+	t := b.replicas.Topic(topic)
+	if t == nil || partition < 0 || int(partition) >= len(t.Parts) || t.Parts[partition] == nil {
 		return ReplicaState{}, fmt.Errorf("%s-%d: no replica on broker %d", topic, partition, b.cfg.NodeID)
 	}
-	p := t.parts[partition]
+	p := t.Parts[partition]
 	lg, v, code := p.Serve(replica.LocalRead)
 	if code != 0 {
 		return ReplicaState{}, fmt.Errorf("%s-%d: replica on broker %d is %s", topic, partition, b.cfg.NodeID, v.Phase)

@@ -70,8 +70,8 @@ func (b *Broker) tlsListeners() map[string]*tlsconf.Source {
 }
 
 // reconfigureTLS applies img's dynamic ssl.* settings of this node to its
-// TLS listeners. Called from applyImage (publishLoop's goroutine) when the
-// dynamic broker configs change; a listener whose new settings do not
+// TLS listeners. Called from the replica manager's Apply (its publish
+// loop's goroutine) when the dynamic broker configs change; a listener whose new settings do not
 // load keeps its certificate, logged once per such change.
 func (b *Broker) reconfigureTLS(img *controller.Image) {
 	props := b.dynamicSSL(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -24,11 +25,11 @@ func (b *Broker) retentionLoop() {
 		case <-t.C:
 		}
 		now := time.Now().UnixMilli()
-		for _, tp := range b.topicsSnapshot() {
+		for _, tp := range b.replicas.Topics() {
 			if !b.policyHas(tp, "delete") {
 				continue // compact-only topics keep everything the cleaner keeps
 			}
-			for _, p := range tp.local() {
+			for _, p := range tp.Local() {
 				lg, _, code := p.Serve(replica.LocalRead)
 				if code != 0 {
 					continue
@@ -60,8 +61,8 @@ func (b *Broker) flushLoop() {
 		case <-t.C:
 		}
 		now := time.Now()
-		for _, tp := range b.topicsSnapshot() {
-			for _, p := range tp.local() {
+		for _, tp := range b.replicas.Topics() {
+			for _, p := range tp.Local() {
 				s := p.Settings()
 				n := p.Unflushed()
 				if s.FlushMessages <= 1 || n == 0 {
@@ -78,8 +79,8 @@ func (b *Broker) flushLoop() {
 
 // policyHas reports whether the topic's effective cleanup.policy (its
 // override, else log.cleanup.policy) includes p.
-func (b *Broker) policyHas(t *topic, p string) bool {
-	v, _ := effectiveValue(b.live(), t.meta.Configs, findTopicConfig("cleanup.policy"))
+func (b *Broker) policyHas(t *replicamgr.Topic, p string) bool {
+	v, _ := effectiveValue(b.live(), t.Configs, findTopicConfig("cleanup.policy"))
 	return strings.Contains(v, p)
 }
 
@@ -105,11 +106,11 @@ func (b *Broker) cleanerLoop() {
 		case <-t.C:
 			t.Reset(time.Duration(b.live().CleanerBackoffMs) * time.Millisecond)
 		}
-		for _, tp := range b.topicsSnapshot() {
+		for _, tp := range b.replicas.Topics() {
 			if !b.policyHas(tp, "compact") {
 				continue
 			}
-			for _, p := range tp.local() {
+			for _, p := range tp.Local() {
 				lg, _, code := p.Serve(replica.LocalRead)
 				if code != 0 {
 					continue

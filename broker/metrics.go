@@ -18,11 +18,11 @@ import (
 type metricsSource struct{ b *Broker }
 
 func (s metricsSource) Topics() map[string][]metrics.Partition {
-	topics := s.b.topicsSnapshot()
+	topics := s.b.replicas.Topics()
 	out := make(map[string][]metrics.Partition, len(topics))
 	for name, t := range topics {
 		var ps []metrics.Partition
-		for i, p := range t.parts {
+		for i, p := range t.Parts {
 			if p == nil {
 				continue
 			}
@@ -42,9 +42,9 @@ func (s metricsSource) Topics() map[string][]metrics.Partition {
 	return out
 }
 
-func (s metricsSource) UnderReplicated() int64 { return s.b.underReplicated.Load() }
+func (s metricsSource) UnderReplicated() int64 { return s.b.replicas.UnderReplicated() }
 
-func (s metricsSource) FileCache() storage.FileCacheStats { return s.b.files.Stats() }
+func (s metricsSource) FileCache() storage.FileCacheStats { return s.b.replicas.Files().Stats() }
 
 // Groups are those whose offsets this node's coordinator has loaded: a
 // group's series come from its coordinator only.
@@ -91,11 +91,11 @@ func (s metricsSource) BrokerAddress(img *controller.Image, bs controller.Broker
 }
 
 func (s metricsSource) TopicName(id [16]byte) (string, bool) {
-	t := s.b.lookupID(id)
+	t := s.b.replicas.TopicByID(id)
 	if t == nil {
 		return "", false
 	}
-	return t.name, true
+	return t.Name, true
 }
 
 // serveMetrics serves /metrics on addr until the broker stops, and Go's

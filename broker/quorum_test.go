@@ -12,8 +12,7 @@ import (
 // and principals granted CLUSTER_ACTION on the cluster, from the hosts the
 // ACLs name, and nobody else.
 func TestRaftAuthorization(t *testing.T) {
-	b := &Broker{}
-	b.mu.image = &controller.Image{}
+	b := withImage(&Broker{}, &controller.Image{})
 	if !b.authorizeRaft("User:ANONYMOUS", "10.0.0.9") {
 		t.Fatal("without an authorizer a raft connection is refused")
 	}
@@ -30,11 +29,11 @@ func TestRaftAuthorization(t *testing.T) {
 		}
 		return next
 	}
-	img := b.mu.image
+	img := b.image()
 	img = grant(img, "User:voter", "10.0.0.1", acl.ResourceCluster, acl.ClusterName, acl.OpClusterAction, acl.PermAllow)
 	img = grant(img, "User:ops", "*", acl.ResourceCluster, acl.ClusterName, acl.OpAlter, acl.PermAllow)
 	img = grant(img, "User:app", "*", acl.ResourceTopic, "t", acl.OpAll, acl.PermAllow)
-	b.mu.image = img
+	b.replicas.Apply(img)
 	for _, tc := range []struct {
 		principal, host string
 		want            bool

@@ -1,16 +1,73 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/controller"
 )
+
+// newReplicaManager builds the node's replica manager (broker/replicamgr)
+// from the broker's config and parts. Made before the metadata log starts
+// (metaRef) and after the coordinators, ctl and the fetchers it calls.
+func (b *Broker) newReplicaManager() *replicamgr.Manager {
+	return replicamgr.New(b.ctx, replicamgr.Config{
+		NodeID:                 b.cfg.NodeID,
+		LogDir:                 b.logDir,
+		MetadataDir:            metadataDir,
+		Logger:                 b.log,
+		ReplicaLagTimeMaxMs:    b.cfg.ReplicaLagTimeMaxMs,
+		PartitionOpenTimeoutMs: b.cfg.PartitionOpenTimeoutMs,
+		LogOpenFilesMax:        b.cfg.LogOpenFilesMax,
+		Metadata:               metaRef{b},
+		Go:                     b.goLoop,
+		BrokerEpoch:            b.brokerEpoch.Load,
+		AlterPartitions:        b.ctl.AlterPartitions,
+		AskPeer: func(ctx context.Context, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
+			return b.peers.askMetadata(ctx, b, peer, req, timeout)
+		},
+		Settings: func(overrides map[string]string) replica.Settings { return settingsFor(b.live(), overrides) },
+		// The dynamic broker configs changed: the running configuration
+		// (and the TLS listeners) follow, before the replicas' settings.
+		Reconfigure: func(img *controller.Image) {
+			live := b.liveConfig(img)
+			if old := b.liveCfg.Swap(&live); old != nil {
+				b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
+			}
+			b.reconfigureTLS(img)
+		},
+		Fetchers:          b.fetch,
+		CoordinatorTopics: []string{offsetsTopic, txnTopic},
+		Coordinate: func(t *replicamgr.Topic) {
+			switch t.Name {
+			case offsetsTopic:
+				b.coord.Follow(t.Parts)
+			case txnTopic:
+				b.txns.Follow(t.Parts)
+			}
+		},
+		Metrics: replicamgr.Metrics{FlushTime: b.metrics.FlushObserver(), ISRShrinks: b.metrics.ISRShrinks, ISRExpands: b.metrics.ISRExpands},
+	})
+}
+
+// metaRef is b.meta read at each call: the replica manager is made before
+// startQuorum sets it, and reads it only after.
+type metaRef struct{ b *Broker }
+
+func (r metaRef) Image() *controller.Image { return r.b.meta.Image() }
+func (r metaRef) WaitFor(ctx context.Context, pred func(*controller.Image) bool) error {
+	return r.b.meta.WaitFor(ctx, pred)
+}
 
 // readFailed handles an error from reading p's log for a fetch: a damaged
 // log goes to its core (replica.Partition.ReadFailed), which logs it once

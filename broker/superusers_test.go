@@ -33,7 +33,7 @@ func superUsersBroker(t *testing.T) *Broker {
 		}
 		img = next
 	}
-	b.mu.image = img
+	withImage(b, img)
 	b.audit = &auditLog{b: b, ch: make(chan []byte, 64)}
 	return b
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 )
 
 // Replication throttles (Kafka's replication quotas, KIP-73): the
@@ -26,8 +27,8 @@ import (
 // here, whether it is throttled and, if so, whether the leader's quota
 // lets it have data now. It returns the rate to record the bytes sent at
 // (0: not throttled).
-func (b *Broker) leaderThrottle(t *topic, partition, follower int32, v *replica.View, now time.Time) (rate int64, withhold bool) {
-	listed := t != nil && t.meta != nil && b.throttles.Listed(t.meta.Configs, quota.LeaderReplicas, partition, b.cfg.NodeID)
+func (b *Broker) leaderThrottle(t *replicamgr.Topic, partition, follower int32, v *replica.View, now time.Time) (rate int64, withhold bool) {
+	listed := t != nil && b.throttles.Listed(t.Configs, quota.LeaderReplicas, partition, b.cfg.NodeID)
 	return b.throttles.Leader.Check(now, listed, slices.Contains(v.ISR, follower), b.live().LeaderReplicationThrottledRate)
 }
 
@@ -39,9 +40,9 @@ func (h fetchHost) FollowerThrottle(p *replica.Partition) (rate int64, withhold 
 	b := h.b
 	inISR, listed := p.View().InISR, false
 	if !inISR { // an ISR member is never throttled: spare the lookup
-		t := b.lookup(p.Topic)
-		listed = t != nil && t.meta != nil && t.meta.ID == p.TopicID &&
-			b.throttles.Listed(t.meta.Configs, quota.FollowerReplicas, p.Index, b.cfg.NodeID)
+		t := b.replicas.Topic(p.Topic)
+		listed = t != nil && t.ID == p.TopicID &&
+			b.throttles.Listed(t.Configs, quota.FollowerReplicas, p.Index, b.cfg.NodeID)
 	}
 	return b.throttles.Follower.Check(time.Now(), listed, inISR, b.live().FollowerReplicationThrottledRate)
 }

@@ -44,7 +44,8 @@ func validTopicName(name string) error {
 // topics it created are in this broker's image. A controller that cannot
 // be reached makes every topic REQUEST_TIMED_OUT.
 func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	refused := b.refuseCreateTopics(req)
+	live := b.live()
+	refused := b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
 	if len(req.Topics) == 0 {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		resp.Topics = refused

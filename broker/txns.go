@@ -70,7 +70,7 @@ func (h txnHost) WriteMarkers(ctx context.Context, node int32, req *kmsg.WriteTx
 
 // peerClients are the broker's clients to other brokers for inter-broker
 // requests that are not replication (WriteTxnMarkers, and the Metadata
-// asks of deletebarrier.go): one per peer, made
+// asks of replicamgr's delete barrier): one per peer, made
 // on first use, dropped after a failure so the next use dials afresh, all
 // closed with the broker. Bounded by the number of brokers.
 type peerClients struct {
@@ -102,6 +102,31 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	return cl, nil
 }
 
+// askMetadata sends req to peer's inter-broker listener, giving up after
+// timeout; nil on any failure. A failed ask while ctx is live (an ask
+// timed out included) drops the client, so the next ask dials afresh.
+func (pc *peerClients) askMetadata(ctx context.Context, b *Broker, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
+	cl, err := pc.client(b, peer)
+	if err != nil {
+		return nil
+	}
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil
+	}
+	askCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kresp, err := seeds[0].Request(askCtx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			pc.drop(peer, cl)
+		}
+		return nil
+	}
+	resp, _ := kresp.(*kmsg.MetadataResponse)
+	return resp
+}
+
 func (pc *peerClients) drop(node int32, cl *kgo.Client) {
 	pc.mu.Lock()
 	if pc.clients[node] == cl {
@@ -118,14 +143,6 @@ func (pc *peerClients) closeAll() {
 	pc.mu.Unlock()
 	for _, cl := range cls {
 		cl.Close()
-	}
-}
-
-// followTxns tells the transaction coordinator which of its partitions
-// are local: t is the topic (nil while it does not exist).
-func (b *Broker) followTxns(t *topic) {
-	if t != nil {
-		b.txns.Follow(t.parts)
 	}
 }
 
@@ -163,13 +180,13 @@ func (b *Broker) verifyTxnProduce(ctx context.Context, id string, req *kmsg.Prod
 	var parts []txn.TopicPartition
 	pid, epoch := int64(-1), int16(-1)
 	for _, rt := range req.Topics {
-		t := b.lookup(rt.Topic)
+		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			info, err := recordbatch.ParseHeader(rp.Records)
 			if err != nil || !info.Transactional || info.Control || info.ProducerID < 0 {
 				continue // refused or appended as usual by the produce path
 			}
-			_, lg, _, code := b.servingPartition(t, rp.Partition, replica.Produce)
+			_, lg, _, code := t.Serving(rp.Partition, replica.Produce)
 			if code != 0 || lg.InTransaction(info.ProducerID, info.ProducerEpoch) {
 				continue
 			}

@@ -278,7 +278,7 @@ func TestReassign(t *testing.T) {
 	// A replica moved away while its broker is down is removed when the
 	// broker comes back: replaying its metadata log unassigns it, or, if it
 	// caught up from a snapshot that never placed it, the stray-replica
-	// check does (broker/stray.go, unit-tested there).
+	// check does (broker/replicamgr/stray.go, unit-tested there).
 	t.Run("removed while down", func(t *testing.T) {
 		const topic, n, size = "reassign-down", 100, 8 << 10
 		createRF3(t, adm, topic, nil)

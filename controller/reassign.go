@@ -18,7 +18,7 @@ import (
 //  1. AlterPartitionReassignments (Reassign) makes the replicas T followed
 //     by R \ T, Adding = T \ R, Removing = R \ T; ISR, leader and leader
 //     epoch stay. Every broker placed in the replicas creates its replica
-//     (broker/replicas.go), and the new ones follow the leader from outside
+//     (broker/replicamgr/publish.go), and the new ones follow the leader from outside
 //     the ISR.
 //  2. The leader asks, through AlterPartition, for each new replica to join
 //     the ISR once it has caught up (the same rule as any out-of-sync

@@ -1,9 +1,10 @@
-package broker
+package replicamgr
 
 import (
 	"fmt"
 	"syscall"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -21,10 +22,11 @@ import (
 // partitionLimit replicas: the capacity less a share kept for reading
 // sealed segments (and the transient files a log writes: snapshots,
 // checkpoints). CreateTopics and CreatePartitions (auto-creation too)
-// refuse, with POLICY_VIOLATION, what would take this node past it; a
-// replica the check did not see coming (placed on another node, whose
-// limit is lower) still cannot open past the budget (openLog) and stays
-// offline with KAFKA_STORAGE_ERROR, retrying. See docs/architecture.md.
+// refuse, with POLICY_VIOLATION, what would take this node past it
+// (RefuseCreateTopics, RefuseCreatePartitions); a replica the check did
+// not see coming (placed on another node, whose limit is lower) still
+// cannot open past the budget (openLog) and stays offline with
+// KAFKA_STORAGE_ERROR, retrying. See docs/architecture.md.
 
 // fdReserve is the part of the descriptor limit kept for connections,
 // the metadata quorum and everything else that is not a log.
@@ -69,8 +71,8 @@ func rlimitNoFile() int {
 }
 
 // newFileCache makes the node's file cache and its budget.
-func newFileCache(cfg Config) (*storage.FileCache, fdBudget) {
-	f := newFDBudget(rlimitNoFile(), cfg.LogOpenFilesMax)
+func newFileCache(filesMax int64) (*storage.FileCache, fdBudget) {
+	f := newFDBudget(rlimitNoFile(), filesMax)
 	return storage.NewFileCache(f.capacity), f
 }
 
@@ -92,16 +94,16 @@ func replicaCounts(img *controller.Image) map[int32]int {
 // replicas over the live brokers, so this node is expected to take its
 // share, rounded up; with one, exactly those assigned to it.
 type budgetCheck struct {
-	b     *Broker
+	log   zerolog.Logger
 	me    int32
 	have  int // replicas here now, and those the request's earlier topics add
 	live  int
 	limit fdBudget
 }
 
-func (b *Broker) newBudgetCheck() *budgetCheck {
-	img := b.meta.Image()
-	c := &budgetCheck{b: b, me: b.cfg.NodeID, limit: b.fdBudget, live: 1}
+func (m *Manager) newBudgetCheck() *budgetCheck {
+	img := m.cfg.Metadata.Image()
+	c := &budgetCheck{log: m.log, me: m.cfg.NodeID, limit: m.budget, live: 1}
 	if img != nil {
 		c.have = replicaCounts(img)[c.me]
 		c.live = max(len(img.LiveBrokers()), 1)
@@ -129,27 +131,28 @@ func (c *budgetCheck) add(api, topic string, parts, rf int, assigned [][]int32) 
 	if c.have+n > c.limit.partLimit {
 		msg := fmt.Sprintf("topic %s: %d more partition replicas on broker %d, which has %d, is past its limit of %s",
 			topic, n, c.me, c.have, c.limit)
-		c.b.log.Warn().Str("topic", topic).Msg(api + " refused: " + msg)
+		c.log.Warn().Str("topic", topic).Msg(api + " refused: " + msg)
 		return msg
 	}
 	c.have += n
 	return ""
 }
 
-// refuseCreateTopics answers, and takes out of req, the topics that would
-// take this node past its descriptor budget.
-func (b *Broker) refuseCreateTopics(req *kmsg.CreateTopicsRequest) []kmsg.CreateTopicsResponseTopic {
-	c := b.newBudgetCheck()
-	live := b.live()
+// RefuseCreateTopics answers, and takes out of req, the topics that would
+// take this node past its descriptor budget. numPartitions and
+// defaultReplication (num.partitions, default.replication.factor) stand
+// for a topic's -1.
+func (m *Manager) RefuseCreateTopics(req *kmsg.CreateTopicsRequest, numPartitions int32, defaultReplication int16) []kmsg.CreateTopicsResponseTopic {
+	c := m.newBudgetCheck()
 	var refused []kmsg.CreateTopicsResponseTopic
 	kept := req.Topics[:0:0]
 	for _, rt := range req.Topics {
 		parts, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
 		if parts < 0 {
-			parts = int(live.NumPartitions)
+			parts = int(numPartitions)
 		}
 		if rf < 0 {
-			rf = int(live.DefaultReplication)
+			rf = int(defaultReplication)
 		}
 		var assigned [][]int32
 		for _, a := range rt.ReplicaAssignment {
@@ -168,10 +171,10 @@ func (b *Broker) refuseCreateTopics(req *kmsg.CreateTopicsRequest) []kmsg.Create
 	return refused
 }
 
-// refuseCreatePartitions is refuseCreateTopics for CreatePartitions.
-func (b *Broker) refuseCreatePartitions(req *kmsg.CreatePartitionsRequest) []kmsg.CreatePartitionsResponseTopic {
-	c := b.newBudgetCheck()
-	img := b.meta.Image()
+// RefuseCreatePartitions is RefuseCreateTopics for CreatePartitions.
+func (m *Manager) RefuseCreatePartitions(req *kmsg.CreatePartitionsRequest) []kmsg.CreatePartitionsResponseTopic {
+	c := m.newBudgetCheck()
+	img := m.cfg.Metadata.Image()
 	var refused []kmsg.CreatePartitionsResponseTopic
 	kept := req.Topics[:0:0]
 	for _, rt := range req.Topics {

@@ -1,15 +1,19 @@
-package broker
+package replicamgr
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 
-	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
 )
+
+// metadataDir is the broker's name for the metadata log's directory.
+const metadataDir = "__cluster_metadata-0"
 
 // TestRemoveStrays: after a restart, partition directories the image no
 // longer places here (moved away, topic deleted) go; everything else stays.
@@ -49,7 +53,7 @@ func TestRemoveStrays(t *testing.T) {
 		mk("t-0", true),       // placed here
 		mk("claimed-0", true), // a replica (or its deletion) owns it
 		mk("plain-0", false),  // not a partition directory Fjord wrote
-		mk(metadataDir, true), // the metadata log
+		mk(metadataDir, true), // the metadata log (Config.MetadataDir)
 		mk("t-x", true),       // not <topic>-<partition>
 	}
 	gone := []string{
@@ -57,12 +61,15 @@ func TestRemoveStrays(t *testing.T) {
 		mk("t-7", true),   // a partition the topic does not have
 		mk("old-0", true), // topic deleted
 	}
-	b := &Broker{logDir: dir, log: zerolog.Nop()}
-	b.cfg.NodeID = 1
-	b.replicas.live = map[*replica.Partition]*dirClaim{}
-	b.replicas.dirs = map[string]*dirClaim{filepath.Join(dir, "claimed-0"): {dir: filepath.Join(dir, "claimed-0"), released: make(chan struct{})}}
-	b.removeStrays(img)
-	b.tasks.Stop()
+	var wg sync.WaitGroup
+	m := New(context.Background(), Config{NodeID: 1, LogDir: dir, MetadataDir: metadataDir, Logger: zerolog.Nop(),
+		Go: func(fn func()) bool {
+			wg.Go(fn)
+			return true
+		}})
+	m.replicas.dirs[filepath.Join(dir, "claimed-0")] = &dirClaim{dir: filepath.Join(dir, "claimed-0"), released: make(chan struct{})}
+	m.removeStrays(img)
+	wg.Wait()
 	for _, p := range keep {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s removed: %v", p, err)
@@ -76,7 +83,7 @@ func TestRemoveStrays(t *testing.T) {
 			t.Errorf("%s.fjord-delete left (%v)", p, err)
 		}
 	}
-	if len(b.replicas.dirs) != 1 {
-		t.Errorf("claims left: %v", b.replicas.dirs)
+	if len(m.replicas.dirs) != 1 {
+		t.Errorf("claims left: %v", m.replicas.dirs)
 	}
 }

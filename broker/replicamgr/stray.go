@@ -1,4 +1,4 @@
-package broker
+package replicamgr
 
 import (
 	"os"
@@ -31,33 +31,33 @@ import (
 // removeStrays removes the partition directories img does not place on
 // this broker and no local replica claims. Each removal claims its
 // directory until done, so a replica placed there by a later image opens
-// only after it (dirClaim). REQUIRES: called from publishLoop after
-// applyImage(img).
-func (b *Broker) removeStrays(img *controller.Image) {
-	ents, err := os.ReadDir(b.logDir)
+// only after it (dirClaim). REQUIRES: called from PublishLoop after
+// Apply(img).
+func (m *Manager) removeStrays(img *controller.Image) {
+	ents, err := os.ReadDir(m.cfg.LogDir)
 	if err != nil {
-		b.log.Warn().Err(err).Msg("listing the log directory for stray replicas")
+		m.log.Warn().Err(err).Msg("listing the log directory for stray replicas")
 		return
 	}
-	me := b.cfg.NodeID
+	me := m.cfg.NodeID
 	for _, e := range ents {
 		name := e.Name()
 		i := strings.LastIndexByte(name, '-')
-		if !e.IsDir() || i <= 0 || name == metadataDir {
+		if !e.IsDir() || i <= 0 || name == m.cfg.MetadataDir {
 			continue
 		}
 		part, err := strconv.ParseInt(name[i+1:], 10, 32)
 		if err != nil || part < 0 || strconv.Itoa(int(part)) != name[i+1:] {
 			continue
 		}
-		dir := filepath.Join(b.logDir, name)
+		dir := filepath.Join(m.cfg.LogDir, name)
 		if _, err := os.Stat(filepath.Join(dir, storage.PartitionMetadataFile)); err != nil {
 			continue // not a partition directory (or not one Fjord wrote)
 		}
 		if t := img.Topic(name[:i]); t != nil && int(part) < len(t.Partitions) && slices.Contains(t.Partitions[part].Replicas, me) {
 			continue
 		}
-		r := &b.replicas
+		r := &m.replicas
 		r.mu.Lock()
 		if r.dirs[dir] != nil {
 			r.mu.Unlock()
@@ -66,8 +66,8 @@ func (b *Broker) removeStrays(img *controller.Image) {
 		c := &dirClaim{dir: dir, released: make(chan struct{})}
 		r.dirs[dir] = c
 		r.mu.Unlock()
-		b.log.Info().Str("dir", dir).Msg("removing a stray replica: the metadata no longer places this partition here (moved away or deleted while this broker was down)")
-		started := b.goLoop(func() {
+		m.log.Info().Str("dir", dir).Msg("removing a stray replica: the metadata no longer places this partition here (moved away or deleted while this broker was down)")
+		started := m.cfg.Go(func() {
 			defer func() {
 				r.mu.Lock()
 				if r.dirs[dir] == c {
@@ -79,7 +79,7 @@ func (b *Broker) removeStrays(img *controller.Image) {
 			// As storage.Log.Delete: a crash leaves garbage start-up
 			// recognises, never a partition directory missing some files.
 			if err := storage.DeletePartitionDir(storage.OSFS, dir); err != nil {
-				b.log.Warn().Err(err).Str("dir", dir).Msg("removing a stray replica")
+				m.log.Warn().Err(err).Str("dir", dir).Msg("removing a stray replica")
 			}
 		})
 		if !started {

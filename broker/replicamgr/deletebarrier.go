@@ -1,4 +1,4 @@
-package broker
+package replicamgr
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 // would wait up to that long, and the controller's decision loop would
 // need a waiting list it does not have.
 //
-// Bounds: the wait ends with the request's timeout (adminCtx). A peer that
+// Bounds: the wait ends with the request's timeout (the caller's ctx). A peer that
 // has not confirmed by then — cut off, about to be fenced for silence —
 // does not turn the answer into an error: the deletion is committed and
 // irrevocable, and that peer drops the topic when it catches up. That is
@@ -57,10 +57,10 @@ const (
 	peerAskTimeout = time.Second
 )
 
-// awaitPeersForgot waits until every other live broker answers Metadata
+// AwaitPeersForgot waits until every other live broker answers Metadata
 // for ids with UNKNOWN_TOPIC_ID, or ctx ends. It returns the brokers that
 // did not confirm (nil when all did).
-func (b *Broker) awaitPeersForgot(ctx context.Context, ids [][16]byte) []int32 {
+func (m *Manager) AwaitPeersForgot(ctx context.Context, ids [][16]byte) []int32 {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -69,15 +69,15 @@ func (b *Broker) awaitPeersForgot(ctx context.Context, ids [][16]byte) []int32 {
 		mu      sync.Mutex
 		lagging []int32
 	)
-	for _, bs := range b.image().LiveBrokers() {
-		if bs.ID == b.cfg.NodeID {
+	for _, bs := range m.Image().LiveBrokers() {
+		if bs.ID == m.cfg.NodeID {
 			continue
 		}
 		peer := bs.ID
 		wg.Add(1)
-		started := b.goLoop(func() {
+		started := m.cfg.Go(func() {
 			defer wg.Done()
-			if !b.awaitPeerForgot(ctx, peer, ids) {
+			if !m.awaitPeerForgot(ctx, peer, ids) {
 				mu.Lock()
 				lagging = append(lagging, peer)
 				mu.Unlock()
@@ -95,7 +95,7 @@ func (b *Broker) awaitPeersForgot(ctx context.Context, ids [][16]byte) []int32 {
 // awaitPeerForgot asks peer until it no longer knows any of ids (true), it
 // is no longer a live broker in this broker's image (true: not waited
 // for), or ctx ends (false).
-func (b *Broker) awaitPeerForgot(ctx context.Context, peer int32, ids [][16]byte) bool {
+func (m *Manager) awaitPeerForgot(ctx context.Context, peer int32, ids [][16]byte) bool {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, id := range ids {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -105,40 +105,16 @@ func (b *Broker) awaitPeerForgot(ctx context.Context, peer int32, ids [][16]byte
 	req.AllowAutoTopicCreation = false
 	poll := lifecycle.Backoff{Initial: peerPollFirst, Max: peerPollMax}
 	for asks := 1; ; asks++ {
-		if !liveBroker(b.image(), peer) {
-			return true
+		if bs, ok := m.Image().Broker(peer); !ok || bs.Fenced {
+			return true // no longer a live broker
 		}
-		if peerForgot(b.askPeer(ctx, peer, req), ids) {
+		if peerForgot(m.cfg.AskPeer(ctx, peer, req, peerAskTimeout), ids) {
 			return true
 		}
 		if !lifecycle.Sleep(ctx, poll.Delay(asks)) {
 			return false
 		}
 	}
-}
-
-// askPeer sends req to peer's inter-broker listener; nil on any failure
-// (the client is dropped, so the next ask dials afresh).
-func (b *Broker) askPeer(ctx context.Context, peer int32, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
-	cl, err := b.peers.client(b, peer)
-	if err != nil {
-		return nil
-	}
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil
-	}
-	askCtx, cancel := context.WithTimeout(ctx, peerAskTimeout)
-	defer cancel()
-	kresp, err := seeds[0].Request(askCtx, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			b.peers.drop(peer, cl) // includes an ask timed out: dial afresh
-		}
-		return nil
-	}
-	resp, _ := kresp.(*kmsg.MetadataResponse)
-	return resp
 }
 
 // peerForgot reports whether resp says every one of ids is unknown.

@@ -1,4 +1,4 @@
-package broker
+package replicamgr
 
 import (
 	"strings"
@@ -30,8 +30,7 @@ func TestFDBudgetDivision(t *testing.T) {
 }
 
 func TestBudgetCheckAdd(t *testing.T) {
-	b := &Broker{log: zerolog.Nop()}
-	c := &budgetCheck{b: b, me: 2, have: 90, live: 3, limit: fdBudget{partLimit: 100}}
+	c := &budgetCheck{log: zerolog.Nop(), me: 2, have: 90, live: 3, limit: fdBudget{partLimit: 100}}
 	// 12 partitions at RF 2 over 3 brokers: 8 here.
 	if msg := c.add("CreateTopics", "a", 12, 2, nil); msg != "" || c.have != 98 {
 		t.Fatalf("spread: %q, have %d; want accepted, 98", msg, c.have)
