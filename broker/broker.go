@@ -20,6 +20,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/tlsconf"
@@ -130,6 +131,11 @@ type Broker struct {
 	// listener's SCRAM lookups (which can arrive while Start runs).
 	ctlImage atomic.Pointer[active.Controller]
 
+	// passwords encrypts and decrypts the password-type dynamic configs
+	// (dynpasswords.go); nil without password.encoder.secret. Set in New,
+	// read-only after.
+	passwords *pwenc.Encoder
+
 	metrics *metrics
 	quotas  *clientQuotas            // client quota enforcement (quota.go)
 	fetch   *replica.Fetchers        // follower replication
@@ -185,6 +191,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{}),
 		openSem: make(chan struct{}, openSlots)}
+	var err error
+	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
+		return nil, err
+	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.stop = b.ctx.Done()
 	b.replicas.live = map[*replica.Partition]*dirClaim{}

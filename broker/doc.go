@@ -33,6 +33,11 @@
 // core (the sensors, precedence, throttle times, and the replication
 // throttles' token buckets); quota.go and throttle.go are the glue.
 //
+// Password-type dynamic configs (ssl.*.password and the like) are stored
+// only as ciphertext: the broker that receives an AlterConfigs encrypts
+// them with password.encoder.secret before forwarding it, and the broker
+// that uses them decrypts them (dynpasswords.go, broker/pwenc).
+//
 // Every goroutine the broker starts goes through goLoop, which Close waits
 // for; one root context (Broker.ctx) ends them all.
 package broker
