@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/catalogue"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
@@ -152,6 +153,13 @@ func TestPasswordsNeedSecret(t *testing.T) {
 	} {
 		if _, err := b.sealIncremental(rr); err != nil {
 			t.Errorf("%+v: %v", rr.Configs, err)
+		}
+	}
+
+	// The secrets themselves are static and never shown either.
+	for _, k := range []string{"password.encoder.secret", "password.encoder.old.secret"} {
+		if ck, ok := LookupConfigKey(k); !ok || ck.Dynamic || !sensitiveConfig(catalogue.Broker, k) {
+			t.Errorf("%s: in the table %v, dynamic %v, sensitive %v", k, ok, ck.Dynamic, sensitiveConfig(catalogue.Broker, k))
 		}
 	}
 
