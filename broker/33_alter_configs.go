@@ -17,6 +17,11 @@ import (
 //     IncrementalAlterConfigs (forwarded to the active controller, the
 //     same checks and error codes, validateOnly, the answer once this
 //     broker's image shows the change).
+//   - Password configs are encrypted before the request is forwarded, and
+//     refused without password.encoder.secret, as in
+//     IncrementalAlterConfigs. Since the call replaces the whole set and
+//     DescribeConfigs never shows a password, a stored password not given
+//     again is deleted, as in Kafka.
 //   - BROKER_LOGGER is refused with INVALID_REQUEST, as Kafka does: loggers
 //     are altered with IncrementalAlterConfigs.
 //   - A change to super.users on a broker resource needs a super user, as
@@ -41,10 +46,20 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	fwd := *req
 	fwd.Resources = nil
-	for _, rr := range req.Resources {
-		if rr.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
-			fwd.Resources = append(fwd.Resources, rr)
+	refused := map[int]kmsg.AlterConfigsResponseResource{} // by index in req.Resources
+	for i, rr := range req.Resources {
+		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+			continue
 		}
+		sealed, err := b.sealLegacy(rr)
+		if err != nil {
+			sr := kmsg.NewAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			sr.ErrorCode, sr.ErrorMessage = sealRefusal(err)
+			refused[i] = sr
+			continue
+		}
+		fwd.Resources = append(fwd.Resources, sealed)
 	}
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, 0)
@@ -54,9 +69,12 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 			fresp = b.forwardConfigs(ctx, &fwd, active.LegacyChanges(&fwd), req.ValidateOnly).(*kmsg.AlterConfigsResponse)
 		}
 		next := 0
-		for _, rr := range req.Resources {
+		for i, rr := range req.Resources {
 			var sr kmsg.AlterConfigsResponseResource
+			refusal, isRefused := refused[i]
 			switch {
+			case isRefused:
+				sr = refusal
 			case rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
 				sr = kmsg.NewAlterConfigsResponseResource()
 				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.InvalidRequest.Code

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -34,6 +33,11 @@ import (
 //     not stored: a logger level lasts until the process restarts, as in
 //     Kafka. Fjord has one logger, "root".
 //   - validateOnly checks everything and changes nothing.
+//   - Password configs (ssl.*.password, the inline PEM stores; Kafka's
+//     PASSWORD type) are encrypted here with password.encoder.secret
+//     before the request is forwarded, so the controllers and the
+//     metadata log hold only ciphertext; without a secret the resource is
+//     refused with INVALID_REQUEST, naming the key (dynpasswords.go).
 //   - Any operation on super.users (cluster default or a broker resource)
 //     needs a super user besides ALTER_CONFIGS on the cluster: otherwise
 //     CLUSTER_AUTHORIZATION_FAILED for that resource, with a message
@@ -58,6 +62,14 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 	fwd.Resources = nil
 	refused := map[int]kmsg.IncrementalAlterConfigsResponseResource{} // by index in req.Resources
 	for i, rr := range req.Resources {
+		sealed, err := b.sealIncremental(rr)
+		if err != nil {
+			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+			sr.ErrorCode, sr.ErrorMessage = sealRefusal(err)
+			refused[i] = sr
+			continue
+		}
 		if err := b.checkOwnSSL(rr); err != nil {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -66,7 +78,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 			continue
 		}
 		if rr.ResourceType != kmsg.ConfigResourceTypeBrokerLogger {
-			fwd.Resources = append(fwd.Resources, rr)
+			fwd.Resources = append(fwd.Resources, sealed)
 		}
 	}
 	b.goLoop(func() {
@@ -161,15 +173,16 @@ func (b *Broker) awaitConfigs(ctx context.Context, changes []controller.ConfigCh
 // checkOwnSSL checks a change of this node's own TLS settings before it is
 // forwarded: the new stores must load here (checkDynamicSSL), so a wrong
 // path or password is INVALID_CONFIG rather than a certificate that never
-// changes.
+// changes. rr is the request's, passwords in clear; the stored ones are
+// decrypted to check them with it.
 func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) error {
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) ||
 		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return isSSLKey(c.Name) }) {
 		return nil
 	}
-	after := maps.Clone(b.image().BrokerConfigs()[rr.ResourceName])
-	if after == nil {
-		after = map[string]string{}
+	after, err := b.openPasswords(b.image().BrokerConfigs()[rr.ResourceName])
+	if err != nil {
+		return err
 	}
 	for _, c := range rr.Configs {
 		switch controller.ConfigOp(c.Op) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
@@ -116,6 +117,11 @@ type Broker struct {
 	// listener's SCRAM lookups (which can arrive while Start runs).
 	ctlImage atomic.Pointer[active.Controller]
 
+	// passwords encrypts and decrypts the password-type dynamic configs
+	// (dynpasswords.go); nil without password.encoder.secret. Set in New,
+	// read-only after.
+	passwords *pwenc.Encoder
+
 	metrics *metrics.Metrics
 	quotas  *clientQuotas            // client quota enforcement (quota.go)
 	fetch   *replica.Fetchers        // follower replication
@@ -144,6 +150,10 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{})}
+	var err error
+	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
+		return nil, err
+	}
 	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
 	b.metrics = metrics.New(metricsSource{b})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fjordlog/fjord/broker/console"
+	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/sasl"
 )
 
@@ -152,6 +153,9 @@ type Config struct {
 	// SASL holds the SASL keys; its per-listener ones and sasl.jaas.config
 	// (which hold passwords) are never reported by DescribeConfigs.
 	SASL sasl.Settings
+	// PasswordEncoder is the password.encoder.* keys: how password-type
+	// dynamic configs are encrypted before they are stored (dynpasswords.go).
+	PasswordEncoder pwenc.Settings
 
 	// Static holds the keys of the broker key table (ConfigKeys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -223,6 +227,7 @@ func DefaultConfig() Config {
 		FastFencing:               true,
 		LeaderImbalanceCheckSecs:  300,
 		SSLReloadCheckMs:          10000,
+		PasswordEncoder:           pwenc.DefaultSettings(),
 	}
 }
 
@@ -307,6 +312,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SSLReloadCheckMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.ssl.reload.check.interval.ms %d: must be >= 1", c.SSLReloadCheckMs))
+	}
+	if err := c.PasswordEncoder.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.validateQuorum(); err != nil {
 		errs = append(errs, err)

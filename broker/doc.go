@@ -41,6 +41,11 @@
 // core (the sensors, precedence, throttle times, and the replication
 // throttles' token buckets); quota.go and throttle.go are the glue.
 //
+// Password-type dynamic configs (ssl.*.password and the like) are stored
+// only as ciphertext: the broker that receives an AlterConfigs encrypts
+// them with password.encoder.secret before forwarding it, and the broker
+// that uses them decrypts them (dynpasswords.go, broker/pwenc).
+//
 // Every goroutine the broker starts goes through goLoop (a
 // lifecycle.Group), refused once Close began; Close cancels the one root
 // context (Broker.ctx) that ends them all and waits for them.

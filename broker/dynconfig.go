@@ -112,7 +112,9 @@ func (b *Broker) liveConfig(img *controller.Image) Config {
 			}
 			seen[k] = true
 			ck, ok := LookupConfigKey(k)
-			if !ok || !ck.Dynamic {
+			if !ok || !ck.Dynamic || isPasswordKey(k) {
+				// A stored password is ciphertext: only TLS reads
+				// passwords, decrypted (reconfigureTLS).
 				continue
 			}
 			// The synonym that wins, over every layer.
@@ -154,8 +156,17 @@ func (b *Broker) configPolicy() controller.ConfigPolicy {
 	}}
 }
 
-// checkConfig judges one new value of a key for a topic or a broker.
+// checkConfig judges one new value of a key for a topic or a broker; a
+// broker's password must also come encrypted (checkSealed).
 func checkConfig(res controller.ConfigResource, key, value string) error {
+	if err := checkConfigValue(res, key, value); err != nil || res.Type == controller.ResourceTopic {
+		return err
+	}
+	return checkSealed(key, value)
+}
+
+// checkConfigValue judges what a key and its value mean.
+func checkConfigValue(res controller.ConfigResource, key, value string) error {
 	if res.Type == controller.ResourceTopic {
 		return checkTopicConfig(key, value)
 	}

@@ -290,7 +290,7 @@ func newConfigKeys() []ConfigKey {
 		{Name: "fjord.audit.log.file", Def: d.AuditLogFile, Doc: "Where the audit log (one JSON line per denied request and per mutating admin request) is appended: a file path, empty for stderr (lines marked \"audit\":true), or off (Fjord only).",
 			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
-	return append(append(keys, sslKeys()...), oauthKeys()...)
+	return append(append(append(keys, sslKeys()...), oauthKeys()...), passwordEncoderKeys()...)
 }
 
 // ---- value parsers ----

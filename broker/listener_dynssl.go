@@ -41,8 +41,8 @@ func checkSSLConfig(res controller.ConfigResource, key string) error {
 	return nil
 }
 
-// dynamicSSL is the node's ssl.* settings with its own dynamic ones over
-// the static ones.
+// dynamicSSL is the node's ssl.* settings with its own dynamic ones
+// (passwords decrypted: openPasswords) over the static ones.
 func (b *Broker) dynamicSSL(dyn map[string]string) map[string]string {
 	props := maps.Clone(b.cfg.SSL)
 	if props == nil {
@@ -74,7 +74,12 @@ func (b *Broker) tlsListeners() map[string]*tlsconf.Source {
 // loop's goroutine) when the dynamic broker configs change; a listener whose new settings do not
 // load keeps its certificate, logged once per such change.
 func (b *Broker) reconfigureTLS(img *controller.Image) {
-	props := b.dynamicSSL(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
+	dyn, err := b.openPasswords(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
+	if err != nil {
+		b.log.Error().Err(err).Msg("dynamic TLS settings: a stored password does not decrypt with password.encoder.secret (or .old.secret); still serving the previous certificates")
+		return
+	}
+	props := b.dynamicSSL(dyn)
 	srcs := b.tlsListeners()
 	for _, name := range slices.Sorted(maps.Keys(srcs)) {
 		src, s := srcs[name], tlsconf.ForListener(props, name)
@@ -92,7 +97,8 @@ func (b *Broker) reconfigureTLS(img *controller.Image) {
 // checkDynamicSSL is the receiving broker's check of a change of its own
 // ssl.* settings (Kafka validates a dynamic keystore on the broker that
 // will serve it): after (this node's dynamic broker configs with the
-// change applied) must load for every TLS listener it touches.
+// change applied, passwords in clear) must load for every TLS listener it
+// touches.
 func (b *Broker) checkDynamicSSL(after map[string]string) error {
 	props := b.dynamicSSL(after)
 	for name, src := range b.tlsListeners() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 // to new connections without a restart. A keystore that does not load is
 // refused with INVALID_CONFIG and the certificate stays; the cluster-wide
 // default resource cannot hold TLS settings; DescribeConfigs does not show
-// a listener's password.
+// a listener's password. Passwords set so are stored encrypted
+// (password.encoder.secret) and decrypted by the broker: a JKS keystore
+// whose store and key passwords are both dynamic is served.
 func TestTLSDynamicReconfiguration(t *testing.T) {
 	f := newTLSFixtures(t)
 	p := func(name string) string { return filepath.Join(f.dir, name) }
@@ -34,6 +37,7 @@ func TestTLSDynamicReconfiguration(t *testing.T) {
 		"listener.name.ssl.ssl.keystore.type=PEM", "listener.name.ssl.ssl.keystore.location="+p("server.pem"),
 		"listener.name.ssl.ssl.key.password=",
 		"ssl.truststore.location="+p("kafka.truststore.jks"), "ssl.truststore.password="+f.storePW,
+		"password.encoder.secret=compat-tls-dynamic-secret",
 	)
 	served := func() string {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", addrs["SSL"], &tls.Config{RootCAs: f.roots})
@@ -120,5 +124,44 @@ func TestTLSDynamicReconfiguration(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("DescribeConfigs does not list the dynamic listener.name.ssl.ssl.keystore.password")
+	}
+
+	// The JKS keystore (CN=localhost), its store and key passwords given
+	// now: the broker checks them in clear, stores them encrypted, and
+	// decrypts them to load the store.
+	if err := alter(id, "listener.name.ssl.ssl.keystore.type", "JKS", "listener.name.ssl.ssl.keystore.location", p("kafka01.keystore.jks"),
+		"listener.name.ssl.ssl.keystore.password", f.storePW, "listener.name.ssl.ssl.key.password", f.keyPW); err != nil {
+		t.Fatalf("altering to the JKS keystore: %v", err)
+	}
+	got = ""
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = served(); got == "localhost" {
+			break
+		}
+	}
+	if got != "localhost" {
+		t.Errorf("after the change to the JKS keystore the SSL listener serves %q", got)
+	}
+}
+
+// TestPasswordConfigNeedsSecret: a broker without password.encoder.secret
+// refuses to store a password config (INVALID_REQUEST, naming the secret)
+// rather than keep it in clear in the metadata log; other keys of the
+// request's other resources are altered.
+func TestPasswordConfigNeedsSecret(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	ctx := testCtx(t, 60*time.Second)
+	adm := kadm.NewClient(newClient(t, b.Addr))
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) != 1 {
+		t.Fatalf("metadata: %v %+v", err, md)
+	}
+	pw := "in-clear"
+	resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "listener.name.ssl.ssl.keystore.password", Value: &pw}}, md.Brokers[0].NodeID)
+	if err != nil || len(resps) != 1 {
+		t.Fatalf("alter: %v %+v", err, resps)
+	}
+	if !errors.Is(resps[0].Err, kerr.InvalidRequest) || !strings.Contains(resps[0].ErrMessage, "password.encoder.secret") {
+		t.Errorf("a password without a secret: %v %q, want INVALID_REQUEST naming password.encoder.secret", resps[0].Err, resps[0].ErrMessage)
 	}
 }

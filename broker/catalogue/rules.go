@@ -192,7 +192,6 @@ func refuseLag(v string) string {
 var brokerPrefix = map[string]rule{
 	"zookeeper.":                  with(ignored, whyZooKeeper),
 	"metrics.":                    with(ignored, whyMetrics),
-	"password.encoder.":           with(ignored, "encrypts dynamic password configs, which Fjord does not store"),
 	"ssl.":                        with(ignored, whyJSSE),
 	"sasl.":                       with(unsupported, whySASLKey),
 	"security.":                   with(unsupported, whySecurity),

@@ -253,6 +253,9 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 		if k.Name == "controller.quorum.voters" || k.Name == "controller.quorum.bootstrap.servers" { // needs its listener
 			environ = append(environ, "KAFKA_LISTENERS=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093")
 		}
+		if k.Name == "password.encoder.old.secret" { // rotates from the old secret to a new one
+			environ = append(environ, "KAFKA_PASSWORD_ENCODER_SECRET=new")
+		}
 		if _, err := LoadConfig(nil, environ); err != nil {
 			t.Errorf("%s: %v", env, err)
 		}

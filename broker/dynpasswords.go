@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/pwenc"
+	"github.com/fjordlog/fjord/controller"
+)
+
+// Secrets at rest: the password-type dynamic broker configs (Kafka's
+// PASSWORD type: ssl.keystore.password, ssl.key.password,
+// ssl.truststore.password, the inline PEM stores, sasl.jaas.config, and
+// their listener.name.<l>. forms) are stored in the metadata log only as
+// ciphertext (broker/pwenc), under password.encoder.secret:
+//
+//  1. The broker that receives an AlterConfigs or IncrementalAlterConfigs
+//     encrypts each such value before it forwards the request
+//     (sealIncremental, sealLegacy), so neither the controllers nor the
+//     log see the plaintext. Without password.encoder.secret it refuses
+//     the resource with INVALID_REQUEST, naming the key. (Kafka in KRaft
+//     mode stores these values in clear; its ZooKeeper mode refused them
+//     without a secret, which Fjord follows.)
+//  2. The active controller's policy (checkConfig) accepts such a value
+//     only in the encoded form: a change sent straight to a controller's
+//     listener cannot store one in clear.
+//  3. The broker that uses a value decrypts it when it applies the image
+//     (openPasswords, from reconfigureTLS and checkOwnSSL); liveConfig
+//     leaves passwords out of the live Config, which would otherwise hold
+//     ciphertext.
+//  4. DescribeConfigs never shows them (sensitiveConfig); FetchSnapshot
+//     and the metadata log's Fetch carry what is stored: ciphertext.
+//
+// A value stored in clear by an earlier Fjord is still read as it is; set
+// it again to store it encrypted.
+
+// newPasswordEncoder is the node's encoder: nil when password.encoder.secret
+// is not set.
+func newPasswordEncoder(s pwenc.Settings) (*pwenc.Encoder, error) {
+	if s.Secret == "" {
+		return nil, nil
+	}
+	return pwenc.New(s, rand.Reader)
+}
+
+// isPasswordKey reports a broker key whose values are stored encrypted:
+// one of Kafka's PASSWORD type, listener-prefixed or not.
+func isPasswordKey(key string) bool { return sensitiveConfig(catalogue.Broker, key) }
+
+// sealValue is the value to forward for key: v encrypted when key is a
+// password, else v itself.
+func (b *Broker) sealValue(key string, v *string) (*string, error) {
+	if v == nil || !isPasswordKey(key) {
+		return v, nil
+	}
+	if b.passwords == nil {
+		return nil, controller.ConfigError(kerr.InvalidRequest, "%s is a password, which Fjord stores only encrypted: set password.encoder.secret (the same on every node) on the broker that receives the change", key)
+	}
+	enc, err := b.passwords.Encode(key, *v)
+	if err != nil {
+		return nil, controller.ConfigError(kerr.UnknownServerError, "%s: %v", key, err)
+	}
+	return &enc, nil
+}
+
+// sealIncremental is rr with its password values encrypted (a copy: rr
+// and its configs are left as they are, in clear).
+func (b *Broker) sealIncremental(rr kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsRequestResource, error) {
+	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
+		return rr, nil
+	}
+	rr.Configs = slices.Clone(rr.Configs)
+	for i := range rr.Configs {
+		c := &rr.Configs[i]
+		v, err := b.sealValue(c.Name, c.Value)
+		if err != nil {
+			return rr, err
+		}
+		c.Value = v
+	}
+	return rr, nil
+}
+
+// sealLegacy is sealIncremental for AlterConfigs.
+func (b *Broker) sealLegacy(rr kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsRequestResource, error) {
+	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
+		return rr, nil
+	}
+	rr.Configs = slices.Clone(rr.Configs)
+	for i := range rr.Configs {
+		c := &rr.Configs[i]
+		v, err := b.sealValue(c.Name, c.Value)
+		if err != nil {
+			return rr, err
+		}
+		c.Value = v
+	}
+	return rr, nil
+}
+
+// sealRefusal is the error code and message that answer a resource whose
+// values could not be sealed.
+func sealRefusal(err error) (int16, *string) {
+	code := kerr.InvalidRequest.Code
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		code = ke.Code
+	}
+	return code, kmsg.StringPtr(err.Error())
+}
+
+// checkSealed is the controller's half (the ConfigPolicy): a password
+// value must be stored encrypted, so a value in clear was not sent
+// through a broker.
+func checkSealed(key, value string) error {
+	if !isPasswordKey(key) || pwenc.IsEncoded(value) {
+		return nil
+	}
+	return controller.ConfigError(kerr.InvalidRequest, "%s is a password, stored only encrypted with password.encoder.secret: send the change to a broker's listener, which encrypts it, not to a controller's", key)
+}
+
+// openPasswords is dyn (a resource's stored configs, read-only) with its
+// password values decrypted, as a copy. A password stored in clear by an
+// earlier Fjord is kept as it is. A value that does not decrypt is an
+// error naming its key.
+func (b *Broker) openPasswords(dyn map[string]string) (map[string]string, error) {
+	out := maps.Clone(dyn)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(dyn)) {
+		v := dyn[k]
+		if !isPasswordKey(k) {
+			continue
+		}
+		if !strings.HasPrefix(v, pwenc.Prefix) {
+			continue
+		}
+		if b.passwords == nil {
+			return nil, fmt.Errorf("%s is stored encrypted and this node has no password.encoder.secret to decrypt it", k)
+		}
+		plain, err := b.passwords.Decode(k, v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = plain
+	}
+	return out, nil
+}
