@@ -1,7 +1,18 @@
 // Package broker is a node's lifecycle and its Kafka front: it owns the
 // client listeners, dispatches each decoded request to its handler (one
 // file per API key, NN_name.go), follows the metadata log, and wires the
-// rooms that do the work:
+// rooms that do the work.
+//
+// The front: every API key is one registration (registry.go), made in its
+// NN_name.go file: its versions on client listeners and on the CONTROLLER
+// listener, its handler, its authorization rule, whether it mutates, its
+// error response. One dispatch (dispatch.go) serves every Kafka listener
+// from it — version table, authorization (authz.go), audit (audit.go),
+// handler — so an API cannot be served without its rule, nor a listener
+// without the authorizer; the CONTROLLER listener's Kafka half is this
+// dispatch in front of the controller role.
+//
+// The rooms:
 //
 //   - broker/replica: each local partition replica — its replication
 //     state as a deterministic core, the driver that does the core's I/O,
@@ -19,6 +30,16 @@
 //     broker's code where events happen and read at scrape time through
 //     metricsSource (metrics.go); the broker serves its handler on the
 //     metrics listener (httplisteners.go).
+//   - broker/quota: client quotas and replication throttles as a pure
+//     core (quota.go and throttle.go are the glue).
+//   - broker/txn and broker/txncoord: transactions, a pure core per
+//     transactional id and the driver doing its I/O.
+//   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
+//     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
+//     encoding of password configs at rest), broker/console (the web
+//     console), broker/catalogue (Apache Kafka's configuration keys and
+//     what Fjord does with each), broker/brokertest (an N-node cluster in
+//     one process).
 //   - controller/active: the controller role (the quorum member, the
 //     active controller and the CONTROLLER listener), built in one place
 //     (quorum.go) and held through the broker's own interfaces
