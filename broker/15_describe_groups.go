@@ -52,25 +52,17 @@ func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 
 func checkDescribeGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	keep := make([]string, 0, len(req.Groups))
-	var denied []string
-	for _, g := range req.Groups {
-		if z.ok(acl.OpDescribe, acl.ResourceGroup, g) {
-			keep = append(keep, g)
-		} else {
-			denied = append(denied, g)
-		}
+	keep, denied := siftGroups(z, acl.OpDescribe, req.Groups)
+	if len(denied) > 0 {
+		req.Groups = keep
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	req.Groups = keep
-	return nil, func(r kmsg.Response) {
-		resp := r.(*kmsg.DescribeGroupsResponse)
+	// Never answered without the handler, even with every group denied:
+	// the handler answers the empty list.
+	return nil, amend(len(denied), func(resp *kmsg.DescribeGroupsResponse) {
 		for _, g := range denied {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, groupDenied
 			resp.Groups = append(resp.Groups, rg)
 		}
-	}
+	})
 }

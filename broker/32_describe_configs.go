@@ -301,14 +301,10 @@ func checkDescribeConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg
 		d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
 		return d, ok
 	})
-	if len(denied) == 0 {
-		return nil, nil
+	if len(denied) > 0 {
+		req.Resources = keep
 	}
 	// Never answered without the handler: DescribeConfigs of nothing is
 	// still a DescribeConfigs (the handler answers the empty list).
-	req.Resources = keep
-	return nil, func(r kmsg.Response) {
-		resp := r.(*kmsg.DescribeConfigsResponse)
-		resp.Resources = append(resp.Resources, denied...)
-	}
+	return nil, amend(len(denied), func(resp *kmsg.DescribeConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }

@@ -81,30 +81,15 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 
 func checkDeleteGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
-	keep := make([]string, 0, len(req.Groups))
-	var denied []string
-	for _, g := range req.Groups {
-		if z.ok(acl.OpDelete, acl.ResourceGroup, g) {
-			keep = append(keep, g)
-		} else {
-			denied = append(denied, g)
-		}
+	keep, denied := siftGroups(z, acl.OpDelete, req.Groups)
+	if len(denied) > 0 {
+		req.Groups = keep
 	}
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	req.Groups = keep
-	fill := func(resp *kmsg.DeleteGroupsResponse) {
+	return partial(req, len(denied), len(keep), func(resp *kmsg.DeleteGroupsResponse) {
 		for _, g := range denied {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, groupDenied
 			resp.Groups = append(resp.Groups, rg)
 		}
-	}
-	if len(keep) == 0 {
-		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		fill(resp)
-		return resp, nil
-	}
-	return nil, func(r kmsg.Response) { fill(r.(*kmsg.DeleteGroupsResponse)) }
+	})
 }

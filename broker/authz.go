@@ -312,19 +312,33 @@ func sift[T, D any](ts []T, allow func(T) (D, bool)) (keep []T, denied []D) {
 // denials alone are the response and the handler never runs; else a fix
 // adds them to the handler's response.
 func partial[Resp kmsg.Response](req kmsg.Request, denied, kept int, add func(Resp)) (kmsg.Response, func(kmsg.Response)) {
-	if denied == 0 {
-		return nil, nil
-	}
-	if kept == 0 {
+	if denied > 0 && kept == 0 {
 		resp := req.ResponseKind().(Resp)
 		add(resp)
 		return resp, nil
 	}
-	return nil, func(r kmsg.Response) {
+	return nil, amend(denied, add)
+}
+
+// amend is the fix of a rule whose handler runs even when every part was
+// denied (a DescribeGroups of no groups is still answered by the handler,
+// which times it and charges its quota): nil when nothing was denied,
+// else a fix that adds the denials to the handler's response.
+func amend[Resp kmsg.Response](denied int, add func(Resp)) func(kmsg.Response) {
+	if denied == 0 {
+		return nil
+	}
+	return func(r kmsg.Response) {
 		if resp, ok := r.(Resp); ok {
 			add(resp)
 		}
 	}
+}
+
+// siftGroups splits group ids by whether op on each is allowed; as sift,
+// keep is never nil when gs is not.
+func siftGroups(z *authz, op acl.Operation, gs []string) (keep, denied []string) {
+	return sift(gs, func(g string) (string, bool) { return g, z.ok(op, acl.ResourceGroup, g) })
 }
 
 // configResourceAllowed: topic configs need op on the topic, broker and
