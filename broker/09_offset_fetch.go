@@ -144,35 +144,20 @@ func nonNil(t []offsetFetchTopic) []offsetFetchTopic {
 func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	if req.Version >= 8 {
-		deniedGroups := map[string]bool{}
-		keep := make([]kmsg.OffsetFetchRequestGroup, 0, len(req.Groups))
-		for _, g := range req.Groups {
-			if z.ok(acl.OpDescribe, acl.ResourceGroup, g.Group) {
-				keep = append(keep, g)
-			} else {
-				deniedGroups[g.Group] = true
-			}
-		}
-		denied := req.Groups
-		req.Groups = keep
+		var denied []string
+		req.Groups, denied = sift(req.Groups, func(g kmsg.OffsetFetchRequestGroup) (string, bool) {
+			return g.Group, z.ok(acl.OpDescribe, acl.ResourceGroup, g.Group)
+		})
 		return nil, func(r kmsg.Response) {
 			resp := r.(*kmsg.OffsetFetchResponse)
 			for i := range resp.Groups {
 				g := &resp.Groups[i]
-				kept := g.Topics[:0]
-				for _, t := range g.Topics {
-					if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
-						kept = append(kept, t)
-					}
-				}
-				g.Topics = kept
+				g.Topics = visible(z, acl.ResourceTopic, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
 			}
 			for _, g := range denied {
-				if deniedGroups[g.Group] {
-					rg := kmsg.NewOffsetFetchResponseGroup()
-					rg.Group, rg.ErrorCode = g.Group, groupDenied
-					resp.Groups = append(resp.Groups, rg)
-				}
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group, rg.ErrorCode = g, groupDenied
+				resp.Groups = append(resp.Groups, rg)
 			}
 		}
 	}
@@ -200,13 +185,7 @@ func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Res
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.OffsetFetchResponse)
 		if all {
-			kept := resp.Topics[:0]
-			for _, t := range resp.Topics {
-				if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
-					kept = append(kept, t)
-				}
-			}
-			resp.Topics = kept
+			resp.Topics = visible(z, acl.ResourceTopic, resp.Topics, func(t kmsg.OffsetFetchResponseTopic) string { return t.Topic })
 		}
 		for _, t := range denied {
 			rt := kmsg.NewOffsetFetchResponseTopic()

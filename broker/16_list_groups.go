@@ -66,12 +66,6 @@ func checkListGroups(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Respons
 	}
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.ListGroupsResponse)
-		kept := resp.Groups[:0]
-		for _, g := range resp.Groups {
-			if z.quiet(acl.OpDescribe, acl.ResourceGroup, g.Group) {
-				kept = append(kept, g)
-			}
-		}
-		resp.Groups = kept
+		resp.Groups = visible(z, acl.ResourceGroup, resp.Groups, func(g kmsg.ListGroupsResponseGroup) string { return g.Group })
 	}
 }

@@ -29,27 +29,15 @@ func handleDescribeTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 
 func checkDescribeTransactions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
-	keep := make([]string, 0, len(req.TransactionalIDs))
 	var denied []string
-	for _, id := range req.TransactionalIDs {
-		if z.ok(acl.OpDescribe, acl.ResourceTransactionalID, id) {
-			keep = append(keep, id)
-		} else {
-			denied = append(denied, id)
-		}
-	}
-	req.TransactionalIDs = keep
+	req.TransactionalIDs, denied = sift(req.TransactionalIDs, func(id string) (string, bool) {
+		return id, z.ok(acl.OpDescribe, acl.ResourceTransactionalID, id)
+	})
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.DescribeTransactionsResponse)
 		for i := range resp.TransactionStates {
 			s := &resp.TransactionStates[i]
-			kept := s.Topics[:0]
-			for _, t := range s.Topics {
-				if z.quiet(acl.OpDescribe, acl.ResourceTopic, t.Topic) {
-					kept = append(kept, t)
-				}
-			}
-			s.Topics = kept
+			s.Topics = visible(z, acl.ResourceTopic, s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) string { return t.Topic })
 		}
 		for _, id := range denied {
 			s := kmsg.NewDescribeTransactionsResponseTransactionState()

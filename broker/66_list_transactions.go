@@ -48,12 +48,7 @@ func handleListTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 func checkListTransactions(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.ListTransactionsResponse)
-		kept := resp.TransactionStates[:0]
-		for _, s := range resp.TransactionStates {
-			if z.quiet(acl.OpDescribe, acl.ResourceTransactionalID, s.TransactionalID) {
-				kept = append(kept, s)
-			}
-		}
-		resp.TransactionStates = kept
+		resp.TransactionStates = visible(z, acl.ResourceTransactionalID, resp.TransactionStates,
+			func(s kmsg.ListTransactionsResponseTransactionState) string { return s.TransactionalID })
 	}
 }

@@ -335,6 +335,19 @@ func amend[Resp kmsg.Response](denied int, add func(Resp)) func(kmsg.Response) {
 	}
 }
 
+// visible keeps the resources of type rt in ts that the principal may
+// describe, in place (ts's backing array is reused): a listing's filter,
+// so what it hides is not audited as a denial.
+func visible[T any](z *authz, rt acl.ResourceType, ts []T, name func(T) string) []T {
+	kept := ts[:0]
+	for _, t := range ts {
+		if z.quiet(acl.OpDescribe, rt, name(t)) {
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
 // siftGroups splits group ids by whether op on each is allowed; as sift,
 // keep is never nil when gs is not.
 func siftGroups(z *authz, op acl.Operation, gs []string) (keep, denied []string) {
