@@ -77,16 +77,9 @@ func (b *Broker) sealIncremental(rr kmsg.IncrementalAlterConfigsRequestResource)
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
 		return rr, nil
 	}
-	rr.Configs = slices.Clone(rr.Configs)
-	for i := range rr.Configs {
-		c := &rr.Configs[i]
-		v, err := b.sealValue(c.Name, c.Value)
-		if err != nil {
-			return rr, err
-		}
-		c.Value = v
-	}
-	return rr, nil
+	var err error
+	rr.Configs, err = sealConfigs(b, rr.Configs, func(c *kmsg.IncrementalAlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
+	return rr, err
 }
 
 // sealLegacy is sealIncremental for AlterConfigs.
@@ -94,16 +87,25 @@ func (b *Broker) sealLegacy(rr kmsg.AlterConfigsRequestResource) (kmsg.AlterConf
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
 		return rr, nil
 	}
-	rr.Configs = slices.Clone(rr.Configs)
-	for i := range rr.Configs {
-		c := &rr.Configs[i]
-		v, err := b.sealValue(c.Name, c.Value)
+	var err error
+	rr.Configs, err = sealConfigs(b, rr.Configs, func(c *kmsg.AlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
+	return rr, err
+}
+
+// sealConfigs is a copy of cs with the password values encrypted; at
+// gives one config's name and where its value is. The two config
+// requests' config types share this shape but no interface.
+func sealConfigs[C any](b *Broker, cs []C, at func(*C) (string, **string)) ([]C, error) {
+	cs = slices.Clone(cs)
+	for i := range cs {
+		name, v := at(&cs[i])
+		sealed, err := b.sealValue(name, *v)
 		if err != nil {
-			return rr, err
+			return cs, err
 		}
-		c.Value = v
+		*v = sealed
 	}
-	return rr, nil
+	return cs, nil
 }
 
 // sealRefusal is the error code and message that answer a resource whose
