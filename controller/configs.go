@@ -293,14 +293,7 @@ func decideConfigs(changes []ConfigChange, validateOnly bool, policy ConfigPolic
 	var results []ConfigResult
 	return oneRound(func(img *Image) []Record {
 		results = AlterConfigs(img, changes, policy)
-		if validateOnly {
-			return nil
-		}
-		var recs []Record
-		for _, r := range results {
-			recs = append(recs, r.Records...)
-		}
-		return recs
+		return recordsOf(results, !validateOnly, func(r ConfigResult) []Record { return r.Records })
 	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
 		var notes []Note
 		for i, r := range results {

@@ -499,14 +499,7 @@ func DecideDeleteTopics(req *kmsg.DeleteTopicsRequest, enabled bool) Decision {
 	}
 	return oneRound(func(img *Image) []Record {
 		results = DeleteTopics(img, refs)
-		if !enabled {
-			return nil
-		}
-		var recs []Record
-		for _, r := range results {
-			recs = append(recs, r.Records...)
-		}
-		return recs
+		return recordsOf(results, enabled, func(r DeleteResult) []Record { return r.Records })
 	}, func(_ *Image, code int16) (kmsg.Response, []Note) {
 		var notes []Note
 		for i, r := range results {

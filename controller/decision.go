@@ -78,6 +78,20 @@ func (s *single) Proposed(code int16) { s.code = code }
 
 func (s *single) Answer(img *Image) (kmsg.Response, []Note) { return s.answer(img, s.code) }
 
+// recordsOf is what a one-round decision proposes: the records of its
+// results, in order, or none when propose is false (the request only
+// validates, or what it asks is disabled).
+func recordsOf[R any](results []R, propose bool, records func(R) []Record) []Record {
+	if !propose {
+		return nil
+	}
+	var recs []Record
+	for _, r := range results {
+		recs = append(recs, records(r)...)
+	}
+	return recs
+}
+
 // codeOr is the code a part of a request answers: its own decision's
 // error, else the proposal's.
 func codeOr(own, proposal int16) int16 {
