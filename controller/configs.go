@@ -265,12 +265,9 @@ func LegacyChanges(req *kmsg.AlterConfigsRequest) []ConfigChange {
 // request only validates.
 func DecideIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest, policy ConfigPolicy) Decision {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	return decideConfigs(IncrementalChanges(req), req.ValidateOnly, policy, func(i int, code int16, msg *string) {
-		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		sr.ErrorCode, sr.ErrorMessage = code, msg
-		resp.Resources = append(resp.Resources, sr)
-	}, resp)
+	return decideConfigs(IncrementalChanges(req), req.ValidateOnly, policy, resp, func(a kmsg.AlterConfigsResponseResource) {
+		resp.Resources = append(resp.Resources, kmsg.IncrementalAlterConfigsResponseResource(a))
+	})
 }
 
 // DecideAlterConfigs decides a (legacy) AlterConfigs as
@@ -278,18 +275,23 @@ func DecideIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest, pol
 // whole.
 func DecideAlterConfigs(req *kmsg.AlterConfigsRequest, policy ConfigPolicy) Decision {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	return decideConfigs(LegacyChanges(req), req.ValidateOnly, policy, func(i int, code int16, msg *string) {
-		sr := kmsg.NewAlterConfigsResponseResource()
-		sr.ResourceType, sr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		sr.ErrorCode, sr.ErrorMessage = code, msg
-		resp.Resources = append(resp.Resources, sr)
-	}, resp)
+	return decideConfigs(LegacyChanges(req), req.ValidateOnly, policy, resp, func(a kmsg.AlterConfigsResponseResource) {
+		resp.Resources = append(resp.Resources, a)
+	})
 }
 
-// decideConfigs is both config decisions: answer adds the answer for
-// changes[i] to resp.
+// decideConfigs is both config decisions: add adds one resource's answer,
+// in the order of changes, to resp. The answer is built as an AlterConfigs
+// resource, which IncrementalAlterConfigs' converts from: kmsg gives the
+// two the same fields but no common interface.
 func decideConfigs(changes []ConfigChange, validateOnly bool, policy ConfigPolicy,
-	answer func(i int, code int16, msg *string), resp kmsg.Response) Decision {
+	resp kmsg.Response, add func(kmsg.AlterConfigsResponseResource)) Decision {
+	answer := func(i int, code int16, msg *string) {
+		a := kmsg.NewAlterConfigsResponseResource()
+		a.ResourceType, a.ResourceName = kmsg.ConfigResourceType(changes[i].Resource.Type), changes[i].Resource.Name
+		a.ErrorCode, a.ErrorMessage = code, msg
+		add(a)
+	}
 	var results []ConfigResult
 	return oneRound(func(img *Image) []Record {
 		results = AlterConfigs(img, changes, policy)
