@@ -92,7 +92,7 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, 0)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, &fwd)
+		kresp, _, err := b.ctl.call(ctx, &fwd)
 		if err != nil {
 			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
 		}

@@ -44,7 +44,7 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 		var kresp kmsg.Response = req.ResponseKind()
 		if len(req.Topics) > 0 {
 			var err error
-			if kresp, err = b.ctl.call(ctx, req); err != nil {
+			if kresp, _, err = b.ctl.call(ctx, req); err != nil {
 				kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
 			}
 		}

@@ -38,7 +38,7 @@ func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
+		kresp, _, err := b.ctl.call(ctx, req)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 			resp.ErrorCode = kerr.RequestTimedOut.Code

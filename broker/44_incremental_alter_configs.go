@@ -111,7 +111,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 // whose changes are given) to the active controller and, unless
 // validateOnly, waits for this broker's image to show the accepted ones.
 func (b *Broker) forwardConfigs(ctx context.Context, fwd kmsg.Request, changes []controller.ConfigChange, validateOnly bool) kmsg.Response {
-	kresp, err := b.ctl.call(ctx, fwd)
+	kresp, _, err := b.ctl.call(ctx, fwd)
 	if err != nil {
 		kresp = errorResponseFor(fwd, kerr.RequestTimedOut.Code)
 	}

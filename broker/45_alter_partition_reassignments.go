@@ -50,7 +50,7 @@ func handleAlterPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
+		kresp, _, err := b.ctl.call(ctx, req)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 			resp.ErrorCode = kerr.RequestTimedOut.Code

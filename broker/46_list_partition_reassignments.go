@@ -33,7 +33,7 @@ func handleListPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request,
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
+		kresp, _, err := b.ctl.call(ctx, req)
 		if err != nil {
 			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 			resp.ErrorCode = kerr.RequestTimedOut.Code

@@ -48,7 +48,7 @@ func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 	b.goLoop(func() {
 		ctx, cancel := adminCtx(cc.ctx, 30000)
 		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
+		kresp, _, err := b.ctl.call(ctx, req)
 		if err != nil {
 			kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
 		}

@@ -58,7 +58,7 @@ func handleAlterUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, 
 // alterScram forwards req to the active controller and waits (bounded)
 // for this broker's image to show what was accepted.
 func (b *Broker) alterScram(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
-	kresp, err := b.ctl.call(ctx, req)
+	kresp, _, err := b.ctl.call(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 )
 
 // ctlClient carries this broker's requests to the active controller:
@@ -104,54 +105,64 @@ func (c *ctlClient) close() {
 }
 
 // call sends req to the active controller, retrying while there is none or
-// it moves, until ctx ends.
-func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// it moves, until ctx ends. offset is the metadata offset from which the
+// records the answer committed are in the image (active.Controller.Call),
+// 0 when it committed none. The answer carries nothing a Kafka client
+// would not expect.
+func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset uint64, err error) {
 	backoff := 20 * time.Millisecond
 	for {
-		resp, err := c.once(ctx, req)
+		resp, offset, err := c.once(ctx, req)
 		if err == nil && !notController(resp) {
-			return resp, nil
+			return resp, offset, nil
 		}
 		select {
 		case <-ctx.Done():
 			if err == nil {
 				err = errNotController
 			}
-			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			return nil, 0, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 500*time.Millisecond)
 	}
 }
 
-func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
 	id := c.b.meta.Leader()
 	if id < 0 {
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
 	if id == c.b.cfg.NodeID && c.b.actl != nil {
-		if resp := c.b.actl.Call(ctx, req); resp != nil {
-			return resp, nil
+		if resp, offset := c.b.actl.Call(ctx, req); resp != nil {
+			return resp, offset, nil
 		}
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
-	// A kmsg request is reused across attempts; kgo sets its version.
 	return c.request(ctx, id, req)
 }
 
-// request sends req to voter id's controller listener itself.
-func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+// request sends req to voter id's controller listener itself. The answer
+// carries the controller's offset in a tagged field (active.OffsetTag),
+// which request takes out.
+func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, uint64, error) {
 	cl, err := c.client(routeOf(id, req))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	seeds := cl.SeedBrokers()
 	if len(seeds) == 0 {
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return seeds[0].Request(rctx, req)
+	// A kmsg request is reused across attempts; kgo sets its version.
+	resp, err := seeds[0].Request(rctx, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	offset, _ := active.TakeOffset(resp)
+	return resp, offset, nil
 }
 
 // notController reports whether resp says its sender was not (or no longer)
@@ -372,7 +383,7 @@ func (c *ctlClient) AllocateProducerIDs(ctx context.Context, brokerEpoch int64) 
 // callAs is call for a request whose answer must be of type R.
 func callAs[R kmsg.Response](ctx context.Context, c *ctlClient, req kmsg.Request) (R, error) {
 	var zero R
-	kresp, err := c.call(ctx, req)
+	kresp, _, err := c.call(ctx, req)
 	if err != nil {
 		return zero, err
 	}

@@ -57,7 +57,7 @@ func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 
 // forwardCreateTopics is createTopics once the descriptor budget passed.
 func (b *Broker) forwardCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	kresp, err := b.ctl.call(ctx, req)
+	kresp, _, err := b.ctl.call(ctx, req)
 	if err != nil {
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, t := range req.Topics {

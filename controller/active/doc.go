@@ -29,7 +29,11 @@
 // Answer is the listener's, behind the broker's dispatch
 // (Config.KafkaHandler), which authorizes and audits every request through
 // the broker's API registry first: this package serves no Kafka request by
-// itself. Image, WaitFor and Leader expose the applied metadata log, and
+// itself. Beside each answer, Call returns the metadata offset from which
+// the records it committed are in the image; Answer carries it to the
+// forwarding broker in a tagged field (OffsetTag), which TakeOffset reads
+// and removes, so the broker answers its client once its own image has
+// reached that offset. Image, WaitFor and Leader expose the applied metadata log, and
 // MetadataTopic names the log for followers. IncrementalChanges and
 // LegacyChanges give the broker a config request's changes.
 //
@@ -47,7 +51,8 @@
 //   - watch.go: the watch of every unfenced broker's listeners that fences
 //     a broker whose process is gone.
 //   - listener.go: Answer, the CONTROLLER listener's Kafka half after the
-//     broker's dispatch: the metadata log, DescribeCluster, or Call.
+//     broker's dispatch: the metadata log, DescribeCluster, or Call; the
+//     offset's tagged field (OffsetTag, TakeOffset).
 //   - describe.go: DescribeCluster of the controllers (KIP-919).
 //   - metalog.go: the metadata log served to broker-only nodes (Fetch and
 //     FetchSnapshot of __cluster_metadata-0).
