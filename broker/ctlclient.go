@@ -107,8 +107,8 @@ func (c *ctlClient) close() {
 // call sends req to the active controller, retrying while there is none or
 // it moves, until ctx ends. offset is the metadata offset from which the
 // records the answer committed are in the image (active.Controller.Call),
-// 0 when it committed none. The answer carries nothing a Kafka client
-// would not expect.
+// 0 when it committed none. The answer is at req's version, whichever
+// path it took, and carries nothing a Kafka client would not expect.
 func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset uint64, err error) {
 	backoff := 20 * time.Millisecond
 	for {
@@ -142,9 +142,17 @@ func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	return c.request(ctx, id, req)
 }
 
-// request sends req to voter id's controller listener itself. The answer
-// carries the controller's offset in a tagged field (active.OffsetTag),
-// which request takes out.
+// request sends req to voter id's controller listener itself.
+//
+// kgo sends a request at the highest version both ends serve, setting
+// that version on it, whatever version it had: a client's CreateTopics v4
+// goes out as v7. request puts req's version back afterwards and gives
+// the answer that version too, so the broker answers its client at the
+// version the client asked for (before, a forwarded answer went back at
+// the version kgo had chosen, which an older client cannot parse). The
+// versions the CONTROLLER listener serves at most are all flexible, so
+// the answer carries the controller's offset in a tagged field
+// (active.OffsetTag), which request takes out.
 func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, uint64, error) {
 	cl, err := c.client(routeOf(id, req))
 	if err != nil {
@@ -156,13 +164,36 @@ func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (km
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	// A kmsg request is reused across attempts; kgo sets its version.
-	resp, err := seeds[0].Request(rctx, req)
+	version := req.GetVersion()
+	resp, err := seeds[0].Request(rctx, onWire(req))
+	req.SetVersion(version)
 	if err != nil {
 		return nil, 0, err
 	}
 	offset, _ := active.TakeOffset(resp)
+	resp.SetVersion(version)
 	return resp, offset, nil
+}
+
+// onWire is req as request sends it, at a version kgo chooses: a field
+// that later versions dropped must travel in its successor. Among the
+// requests brokers forward, only DeleteTopics has one: its names (v0-5)
+// became topics (v6: a name or an id), so a client's DeleteTopics v5 sent
+// as v6 with its names alone would delete nothing. The copy carries both
+// lists, and kmsg encodes whichever the chosen version has.
+func onWire(req kmsg.Request) kmsg.Request {
+	r, ok := req.(*kmsg.DeleteTopicsRequest)
+	if !ok || r.Version >= 6 || len(r.TopicNames) == 0 {
+		return req
+	}
+	up := *r
+	up.Topics = nil
+	for _, n := range r.TopicNames {
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(n)
+		up.Topics = append(up.Topics, t)
+	}
+	return &up
 }
 
 // notController reports whether resp says its sender was not (or no longer)
