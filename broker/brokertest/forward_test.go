@@ -32,7 +32,8 @@ func requestAt(t *testing.T, addr string, req kmsg.Request, max int16) (kmsg.Res
 // non-flexible CreateTopics gets an answer it can parse, and a
 // DeleteTopics by name (v0-5; v6 names topics another way) deletes the
 // topic. Both went wrong before: the answer went back at the forwarded
-// version, and the names were lost on the way.
+// version, and the names were lost on the way. A flexible answer carries
+// nothing of the controller's offset tag.
 func TestForwardOldVersions(t *testing.T) {
 	c := startCluster(t, 3)
 	var via int32
@@ -59,6 +60,20 @@ func TestForwardOldVersions(t *testing.T) {
 	}
 	// The answer came once this node's image had the topic.
 	if ps, _ := layout(t, addr, "old"); len(ps) != 2 {
+		t.Fatalf("node %d after CreateTopics: %s", via, describe(ps))
+	}
+	// At the latest (flexible) version the answer carries no tag of the
+	// controller's: the offset it came with stays with the broker.
+	rt.Topic = "new"
+	create.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	resp, err = request(t, addr, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 || r.UnknownTags.Len() != 0 {
+		t.Fatalf("CreateTopics v%d via node %d: %+v", r.Version, via, r)
+	}
+	if ps, _ := layout(t, addr, "new"); len(ps) != 2 {
 		t.Fatalf("node %d after CreateTopics: %s", via, describe(ps))
 	}
 
