@@ -3,13 +3,11 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // DeleteAcls: v0-3
@@ -71,37 +69,12 @@ func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		respond(resp)
 		return
 	}
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
-		defer cancel()
-		kresp, _, err := b.ctl.call(ctx, &fwd)
-		if err != nil {
-			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
-		}
-		fresp, ok := kresp.(*kmsg.DeleteACLsResponse)
-		if !ok || len(fresp.Results) != len(fwd.Filters) {
-			fresp = errorResponseFor(&fwd, kerr.UnknownServerError.Code).(*kmsg.DeleteACLsResponse)
-		}
-		var gone []controller.ACL
-		for j, r := range fresp.Results {
-			resp.Results[idx[j]] = r
-			for _, m := range r.MatchingACLs {
-				gone = append(gone, controller.ACL{ResourceType: int8(m.ResourceType), Name: m.ResourceName, PatternType: int8(m.ResourcePatternType),
-					Principal: m.Principal, Host: m.Host, Operation: int8(m.Operation), Permission: int8(m.PermissionType)})
-			}
-		}
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		b.waitImage(wctx, func(img *controller.Image) bool {
-			for _, a := range gone {
-				if img.HasACL(a) {
-					return false
-				}
-			}
-			return true
-		})
-		wcancel()
-		respond(resp)
-	})
+	forward(b, cc, &fwd, forwarding[*kmsg.DeleteACLsResponse]{waitMax: untimedWait,
+		complete: func(fresp *kmsg.DeleteACLsResponse) bool { return len(fresp.Results) == len(fwd.Filters) },
+		finish: func(_ context.Context, fresp *kmsg.DeleteACLsResponse, _ error) kmsg.Response {
+			scatter(resp.Results, idx, fresp.Results)
+			return resp
+		}}, respond)
 }
 
 func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {
