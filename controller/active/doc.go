@@ -33,9 +33,8 @@
 // the records it committed are in the image; Answer carries it to the
 // forwarding broker in a tagged field (OffsetTag), which TakeOffset reads
 // and removes, so the broker answers its client once its own image has
-// reached that offset. Image, WaitFor and Leader expose the applied metadata log, and
-// MetadataTopic names the log for followers. IncrementalChanges and
-// LegacyChanges give the broker a config request's changes.
+// reached that offset. Image, WaitFor and Leader expose the applied
+// metadata log, and MetadataTopic names the log for followers.
 //
 // # Files
 //
@@ -47,7 +46,6 @@
 //     and propose, the one way to the quorum.
 //   - decide.go: one request's I/O: the clock, topic ids, the rounds of
 //     its controller.Decision proposed and waited for, its notes logged.
-//   - configs.go: IncrementalChanges and LegacyChanges for the broker.
 //   - watch.go: the watch of every unfenced broker's listeners that fences
 //     a broker whose process is gone.
 //   - listener.go: Answer, the CONTROLLER listener's Kafka half after the
