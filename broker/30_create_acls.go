@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -86,12 +85,9 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		respond(resp)
 		return
 	}
-	forward(b, cc, &fwd, forwarding[*kmsg.CreateACLsResponse]{waitMax: untimedWait,
-		complete: func(fresp *kmsg.CreateACLsResponse) bool { return len(fresp.Results) == len(fwd.Creations) },
-		finish: func(_ context.Context, fresp *kmsg.CreateACLsResponse, _ error) kmsg.Response {
-			scatter(resp.Results, idx, fresp.Results)
-			return resp
-		}}, respond)
+	f := scattering(resp, resp.Results, idx, func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results })
+	f.waitMax = untimedWait
+	forward(b, cc, &fwd, f, respond)
 }
 
 func strPtr(s string) *string { return &s }

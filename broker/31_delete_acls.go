@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,12 +68,9 @@ func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		respond(resp)
 		return
 	}
-	forward(b, cc, &fwd, forwarding[*kmsg.DeleteACLsResponse]{waitMax: untimedWait,
-		complete: func(fresp *kmsg.DeleteACLsResponse) bool { return len(fresp.Results) == len(fwd.Filters) },
-		finish: func(_ context.Context, fresp *kmsg.DeleteACLsResponse, _ error) kmsg.Response {
-			scatter(resp.Results, idx, fresp.Results)
-			return resp
-		}}, respond)
+	f := scattering(resp, resp.Results, idx, func(r *kmsg.DeleteACLsResponse) []kmsg.DeleteACLsResponseResult { return r.Results })
+	f.waitMax = untimedWait
+	forward(b, cc, &fwd, f, respond)
 }
 
 func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {

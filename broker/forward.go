@@ -31,7 +31,7 @@ import (
 //     which the controller committed the answer's records (waitOffset),
 //     bounded by the request's timeout and waitMax;
 //  7. finish, if set: the handler's own step (the answers to a forwarded
-//     subset put back among those given here, scatter; what the broker
+//     subset put back among those given here, scattering; what the broker
 //     adds itself), then respond.
 //
 // forwardTo is steps 4-6, for callers that are not a handler's goroutine.
@@ -132,10 +132,24 @@ func (b *Broker) waitOffset(ctx context.Context, offset uint64) bool {
 	return b.waitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
 }
 
+// scattering is the forwarding of a subset of a client's request: the
+// parts at indexes at, the others answered here in resp, whose answers
+// (one per part of the client's request) are into. The controller's answer
+// must have one answer per part sent (parts gives them); each goes to its
+// part's place in into, and the client gets resp.
+func scattering[Resp kmsg.Response, Part any](resp kmsg.Response, into []Part, at []int, parts func(Resp) []Part) forwarding[Resp] {
+	return forwarding[Resp]{
+		complete: func(r Resp) bool { return len(parts(r)) == len(at) },
+		finish: func(_ context.Context, r Resp, _ error) kmsg.Response {
+			scatter(into, at, parts(r))
+			return resp
+		},
+	}
+}
+
 // scatter puts the answers to a forwarded subset back in place: from[j]
 // answers the part at index at[j] of the client's request, whose answers
-// are into. REQUIRES: len(from) == len(at), which forwarding.complete
-// checks.
+// are into. REQUIRES: len(from) == len(at).
 func scatter[T any](into []T, at []int, from []T) {
 	for j, r := range from {
 		into[at[j]] = r

@@ -211,11 +211,52 @@ func TestForwardFallback(t *testing.T) {
 	})
 }
 
-func TestScatter(t *testing.T) {
-	into := []string{"a", "", "c", ""}
-	scatter(into, []int{1, 3}, []string{"B", "D"})
-	if fmt.Sprint(into) != "[a B c D]" {
-		t.Fatalf("scatter: %v", into)
+// A forwarded subset's answers go back to their parts' places among the
+// answers given here; an answer with another number of parts is
+// UNKNOWN_SERVER_ERROR for each part sent.
+func TestForwardScattering(t *testing.T) {
+	answerCodes := func(codes ...int16) func(kmsg.Request) kmsg.Response {
+		return func(kmsg.Request) kmsg.Response {
+			r := kmsg.NewPtrCreateACLsResponse()
+			for _, c := range codes {
+				rr := kmsg.NewCreateACLsResponseResult()
+				rr.ErrorCode = c
+				r.Results = append(r.Results, rr)
+			}
+			return r
+		}
+	}
+	const here = 42 // answered by the broker itself
+	usErr := kerr.UnknownServerError.Code
+	for _, tc := range []struct {
+		name   string
+		answer func(kmsg.Request) kmsg.Response
+		want   []int16
+	}{
+		{"in place", answerCodes(0, 7), []int16{0, here, 7}},
+		{"too few", answerCodes(0), []int16{usErr, here, usErr}},
+		{"too many", answerCodes(0, 7, 7), []int16{usErr, here, usErr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b, _ := forwardingBroker(t, tc.answer, 0, 5)
+				resp := kmsg.NewPtrCreateACLsResponse()
+				resp.Results = make([]kmsg.CreateACLsResponseResult, 3)
+				resp.Results[1].ErrorCode = here
+				fwd := kmsg.NewPtrCreateACLsRequest()
+				fwd.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
+				respond, got := answered()
+				forward(b, &connCtx{ctx: t.Context()}, fwd, scattering(resp, resp.Results, []int{0, 2},
+					func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results }), respond)
+				var codes []int16
+				for _, r := range (<-got).(*kmsg.CreateACLsResponse).Results {
+					codes = append(codes, r.ErrorCode)
+				}
+				if fmt.Sprint(codes) != fmt.Sprint(tc.want) {
+					t.Fatalf("codes %v, want %v", codes, tc.want)
+				}
+			})
+		})
 	}
 }
 
