@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -37,43 +39,55 @@ func init() {
 
 func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		resp := b.createTopics(ctx, req)
-		byName := map[string]*kmsg.CreateTopicsRequestTopic{}
-		for i := range req.Topics {
-			byName[req.Topics[i].Topic] = &req.Topics[i]
+	var refused []kmsg.CreateTopicsResponseTopic
+	forward(b, cc, req, forwarding[*kmsg.CreateTopicsResponse]{timeoutMs: req.TimeoutMillis,
+		prepare: func() bool {
+			live := b.live()
+			refused = b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
+			return len(req.Topics) > 0
+		},
+		finish: func(_ context.Context, resp *kmsg.CreateTopicsResponse, err error) kmsg.Response {
+			resp = created(resp, err, refused)
+			b.describeCreated(req, resp)
+			return resp
+		}}, respond)
+}
+
+// describeCreated adds to each topic resp says was created its configs, as
+// CreateTopics v5+ answers (KIP-525), and logs the configs Fjord does not
+// act on.
+func (b *Broker) describeCreated(req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse) {
+	byName := map[string]*kmsg.CreateTopicsRequestTopic{}
+	for i := range req.Topics {
+		byName[req.Topics[i].Topic] = &req.Topics[i]
+	}
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		rt := byName[st.Topic]
+		if st.ErrorCode != 0 || rt == nil {
+			continue
 		}
-		for i := range resp.Topics {
-			st := &resp.Topics[i]
-			rt := byName[st.Topic]
-			if st.ErrorCode != 0 || rt == nil {
-				continue
-			}
-			overrides := map[string]string{}
-			for _, c := range rt.Configs {
-				if c.Value != nil {
-					overrides[c.Name] = *c.Value
-				}
-			}
-			if un := unsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
-				b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
-			}
-			for _, d := range topicConfigDefs {
-				v, override := effectiveValue(b.live(), overrides, &d)
-				c := kmsg.NewCreateTopicsResponseTopicConfig()
-				c.Name = d.name
-				c.Value = &v
-				c.Source = int8(kmsg.ConfigSourceDefaultConfig)
-				if override {
-					c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
-				}
-				st.Configs = append(st.Configs, c)
+		overrides := map[string]string{}
+		for _, c := range rt.Configs {
+			if c.Value != nil {
+				overrides[c.Name] = *c.Value
 			}
 		}
-		respond(resp)
-	})
+		if un := unsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
+			b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
+		}
+		for _, d := range topicConfigDefs {
+			v, override := effectiveValue(b.live(), overrides, &d)
+			c := kmsg.NewCreateTopicsResponseTopicConfig()
+			c.Name = d.name
+			c.Value = &v
+			c.Source = int8(kmsg.ConfigSourceDefaultConfig)
+			if override {
+				c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+			}
+			st.Configs = append(st.Configs, c)
+		}
+	}
 }
 
 func checkCreateTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // DeleteTopics: v0-6
@@ -35,29 +35,23 @@ func init() {
 
 func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
-		}
-		resp := kresp.(*kmsg.DeleteTopicsResponse)
-		resp.Version = req.Version
-		var deleted [][16]byte
-		for _, st := range resp.Topics {
-			if st.ErrorCode == 0 && st.TopicID != [16]byte{} {
-				id := st.TopicID
-				b.waitImage(ctx, func(img *controller.Image) bool { return img.TopicByID(id) == nil })
-				deleted = append(deleted, id)
+	forward(b, cc, req, forwarding[*kmsg.DeleteTopicsResponse]{timeoutMs: req.TimeoutMillis,
+		// This broker's image no longer has the deleted topics (forward
+		// waited for the deletion's offset); the other brokers' images are
+		// theirs, and the offset says nothing of them: ask them.
+		finish: func(ctx context.Context, resp *kmsg.DeleteTopicsResponse, _ error) kmsg.Response {
+			var deleted [][16]byte
+			for _, st := range resp.Topics {
+				if st.ErrorCode == 0 && st.TopicID != [16]byte{} {
+					deleted = append(deleted, st.TopicID)
+				}
 			}
-		}
-		if lagging := b.replicas.AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
-			b.log.Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
-				Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
-		}
-		respond(resp)
-	})
+			if lagging := b.replicas.AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
+				b.log.Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
+					Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
+			}
+			return resp
+		}}, respond)
 }
 
 func checkDeleteTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,7 +67,6 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 	fwd := *req
 	fwd.Creations = nil
 	var idx []int
-	var want []controller.ACL
 	for i, c := range req.Creations {
 		if req.Version == 0 {
 			c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
@@ -83,42 +80,14 @@ func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		c.Host = bd.Host
 		fwd.Creations = append(fwd.Creations, c)
 		idx = append(idx, i)
-		want = append(want, aclOf(bd))
 	}
 	if len(fwd.Creations) == 0 {
 		respond(resp)
 		return
 	}
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, &fwd)
-		if err != nil {
-			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
-		}
-		fresp, ok := kresp.(*kmsg.CreateACLsResponse)
-		if !ok || len(fresp.Results) != len(fwd.Creations) {
-			fresp = errorResponseFor(&fwd, kerr.UnknownServerError.Code).(*kmsg.CreateACLsResponse)
-		}
-		var done []controller.ACL
-		for j, r := range fresp.Results {
-			resp.Results[idx[j]].ErrorCode, resp.Results[idx[j]].ErrorMessage = r.ErrorCode, r.ErrorMessage
-			if r.ErrorCode == 0 {
-				done = append(done, want[j])
-			}
-		}
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		b.waitImage(wctx, func(img *controller.Image) bool {
-			for _, a := range done {
-				if !img.HasACL(a) {
-					return false
-				}
-			}
-			return true
-		})
-		wcancel()
-		respond(resp)
-	})
+	f := scattering(resp, resp.Results, idx, func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results })
+	f.waitMax = untimedWait
+	forward(b, cc, &fwd, f, respond)
 }
 
 func strPtr(s string) *string { return &s }

@@ -1,15 +1,12 @@
 package broker
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // DeleteAcls: v0-3
@@ -71,37 +68,9 @@ func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(km
 		respond(resp)
 		return
 	}
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, &fwd)
-		if err != nil {
-			kresp = errorResponseFor(&fwd, kerr.RequestTimedOut.Code)
-		}
-		fresp, ok := kresp.(*kmsg.DeleteACLsResponse)
-		if !ok || len(fresp.Results) != len(fwd.Filters) {
-			fresp = errorResponseFor(&fwd, kerr.UnknownServerError.Code).(*kmsg.DeleteACLsResponse)
-		}
-		var gone []controller.ACL
-		for j, r := range fresp.Results {
-			resp.Results[idx[j]] = r
-			for _, m := range r.MatchingACLs {
-				gone = append(gone, controller.ACL{ResourceType: int8(m.ResourceType), Name: m.ResourceName, PatternType: int8(m.ResourcePatternType),
-					Principal: m.Principal, Host: m.Host, Operation: int8(m.Operation), Permission: int8(m.PermissionType)})
-			}
-		}
-		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-		b.waitImage(wctx, func(img *controller.Image) bool {
-			for _, a := range gone {
-				if img.HasACL(a) {
-					return false
-				}
-			}
-			return true
-		})
-		wcancel()
-		respond(resp)
-	})
+	f := scattering(resp, resp.Results, idx, func(r *kmsg.DeleteACLsResponse) []kmsg.DeleteACLsResponseResult { return r.Results })
+	f.waitMax = untimedWait
+	forward(b, cc, &fwd, f, respond)
 }
 
 func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {

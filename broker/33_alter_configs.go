@@ -1,12 +1,13 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 )
 
 // AlterConfigs: v0-2
@@ -61,37 +62,33 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}
 		fwd.Resources = append(fwd.Resources, sealed)
 	}
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
-		defer cancel()
-		var fresp *kmsg.AlterConfigsResponse
-		if len(fwd.Resources) > 0 {
-			fresp = b.forwardConfigs(ctx, &fwd, active.LegacyChanges(&fwd), req.ValidateOnly).(*kmsg.AlterConfigsResponse)
-		}
-		next := 0
-		for i, rr := range req.Resources {
-			var sr kmsg.AlterConfigsResponseResource
-			refusal, isRefused := refused[i]
-			switch {
-			case isRefused:
-				sr = refusal
-			case rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
-				sr = kmsg.NewAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.InvalidRequest.Code
-				m := "AlterConfigs does not alter BROKER_LOGGER resources: use IncrementalAlterConfigs"
-				sr.ErrorMessage = &m
-			case fresp != nil && next < len(fresp.Resources):
-				sr = fresp.Resources[next]
-				next++
-			default:
-				sr = kmsg.NewAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownServerError.Code
-				next++
+	forward(b, cc, &fwd, forwarding[*kmsg.AlterConfigsResponse]{waitMax: configWait,
+		prepare: func() bool { return len(fwd.Resources) > 0 },
+		finish: func(_ context.Context, fresp *kmsg.AlterConfigsResponse, _ error) kmsg.Response {
+			next := 0
+			for i, rr := range req.Resources {
+				var sr kmsg.AlterConfigsResponseResource
+				refusal, isRefused := refused[i]
+				switch {
+				case isRefused:
+					sr = refusal
+				case rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger:
+					sr = kmsg.NewAlterConfigsResponseResource()
+					sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.InvalidRequest.Code
+					m := "AlterConfigs does not alter BROKER_LOGGER resources: use IncrementalAlterConfigs"
+					sr.ErrorMessage = &m
+				case next < len(fresp.Resources):
+					sr = fresp.Resources[next]
+					next++
+				default:
+					sr = kmsg.NewAlterConfigsResponseResource()
+					sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownServerError.Code
+					next++
+				}
+				resp.Resources = append(resp.Resources, sr)
 			}
-			resp.Resources = append(resp.Resources, sr)
-		}
-		respond(resp)
-	})
+			return resp
+		}}, respond)
 }
 
 func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

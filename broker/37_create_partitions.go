@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // CreatePartitions: v0-3
@@ -37,37 +37,16 @@ func init() {
 
 func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		refused := b.replicas.RefuseCreatePartitions(req)
-		var kresp kmsg.Response = req.ResponseKind()
-		if len(req.Topics) > 0 {
-			var err error
-			if kresp, err = b.ctl.call(ctx, req); err != nil {
-				kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
-			}
-		}
-		resp := kresp.(*kmsg.CreatePartitionsResponse)
-		resp.Version = req.Version
-		if !req.ValidateOnly {
-			want := map[string]int32{}
-			for _, rt := range req.Topics {
-				want[rt.Topic] = rt.Count
-			}
-			for _, st := range resp.Topics {
-				if st.ErrorCode == 0 {
-					name, n := st.Topic, want[st.Topic]
-					b.waitImage(ctx, func(img *controller.Image) bool {
-						t := img.Topic(name)
-						return t == nil || int32(len(t.Partitions)) >= n
-					})
-				}
-			}
-		}
-		resp.Topics = append(resp.Topics, refused...)
-		respond(resp)
-	})
+	var refused []kmsg.CreatePartitionsResponseTopic
+	forward(b, cc, req, forwarding[*kmsg.CreatePartitionsResponse]{timeoutMs: req.TimeoutMillis,
+		prepare: func() bool {
+			refused = b.replicas.RefuseCreatePartitions(req)
+			return len(req.Topics) > 0
+		},
+		finish: func(_ context.Context, resp *kmsg.CreatePartitionsResponse, _ error) kmsg.Response {
+			resp.Topics = append(resp.Topics, refused...)
+			return resp
+		}}, respond)
 }
 
 func checkCreatePartitions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

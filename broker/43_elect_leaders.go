@@ -1,11 +1,9 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // ElectLeaders: v0-2
@@ -35,38 +33,5 @@ func init() {
 
 func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-			resp.ErrorCode = kerr.RequestTimedOut.Code
-			respond(resp)
-			return
-		}
-		resp := kresp.(*kmsg.ElectLeadersResponse)
-		resp.Version = req.Version
-		if req.ElectionType == 0 {
-			// Answer once this broker's image shows every election made.
-			b.waitImage(ctx, func(img *controller.Image) bool {
-				for _, rt := range resp.Topics {
-					t := img.Topic(rt.Topic)
-					for _, rp := range rt.Partitions {
-						if rp.ErrorCode != 0 {
-							continue
-						}
-						if t == nil || int(rp.Partition) >= len(t.Partitions) {
-							return true // deleted meanwhile
-						}
-						if p := t.Partitions[rp.Partition]; p.Leader != p.Replicas[0] {
-							return false
-						}
-					}
-				}
-				return true
-			})
-		}
-		respond(resp)
-	})
+	forward(b, cc, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

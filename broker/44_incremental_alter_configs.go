@@ -11,7 +11,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
 )
 
 // IncrementalAlterConfigs: v0-1
@@ -81,94 +80,44 @@ func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, re
 			fwd.Resources = append(fwd.Resources, sealed)
 		}
 	}
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
-		defer cancel()
-		var fresp *kmsg.IncrementalAlterConfigsResponse
-		if len(fwd.Resources) > 0 {
-			fresp = b.forwardConfigs(ctx, &fwd, active.IncrementalChanges(&fwd), req.ValidateOnly).(*kmsg.IncrementalAlterConfigsResponse)
-		}
-		next := 0
-		for i, rr := range req.Resources {
-			if sr, ok := refused[i]; ok {
-				resp.Resources = append(resp.Resources, sr)
-				continue
-			}
-			if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
-				sr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-				ops := make([]loggerOp, len(rr.Configs))
-				for i, c := range rr.Configs {
-					ops[i] = loggerOp{c.Name, controller.ConfigOp(c.Op), c.Value}
+	forward(b, cc, &fwd, forwarding[*kmsg.IncrementalAlterConfigsResponse]{waitMax: configWait,
+		prepare: func() bool { return len(fwd.Resources) > 0 },
+		finish: func(_ context.Context, fresp *kmsg.IncrementalAlterConfigsResponse, _ error) kmsg.Response {
+			next := 0
+			for i, rr := range req.Resources {
+				if sr, ok := refused[i]; ok {
+					resp.Resources = append(resp.Resources, sr)
+					continue
 				}
-				sr.ErrorCode, sr.ErrorMessage = b.alterLoggers(rr.ResourceName, ops, req.ValidateOnly)
+				if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+					sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+					sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+					ops := make([]loggerOp, len(rr.Configs))
+					for i, c := range rr.Configs {
+						ops[i] = loggerOp{c.Name, controller.ConfigOp(c.Op), c.Value}
+					}
+					sr.ErrorCode, sr.ErrorMessage = b.alterLoggers(rr.ResourceName, ops, req.ValidateOnly)
+					resp.Resources = append(resp.Resources, sr)
+					continue
+				}
+				var sr kmsg.IncrementalAlterConfigsResponseResource
+				if next < len(fresp.Resources) {
+					sr = fresp.Resources[next]
+				} else {
+					sr = kmsg.NewIncrementalAlterConfigsResponseResource()
+					sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownServerError.Code
+				}
+				next++
 				resp.Resources = append(resp.Resources, sr)
-				continue
 			}
-			var sr kmsg.IncrementalAlterConfigsResponseResource
-			if fresp != nil && next < len(fresp.Resources) {
-				sr = fresp.Resources[next]
-			} else {
-				sr = kmsg.NewIncrementalAlterConfigsResponseResource()
-				sr.ResourceType, sr.ResourceName, sr.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.UnknownServerError.Code
-			}
-			next++
-			resp.Resources = append(resp.Resources, sr)
-		}
-		respond(resp)
-	})
+			return resp
+		}}, respond)
 }
 
-// forwardConfigs sends an AlterConfigs or IncrementalAlterConfigs (fwd,
-// whose changes are given) to the active controller and, unless
-// validateOnly, waits for this broker's image to show the accepted ones.
-func (b *Broker) forwardConfigs(ctx context.Context, fwd kmsg.Request, changes []controller.ConfigChange, validateOnly bool) kmsg.Response {
-	kresp, err := b.ctl.call(ctx, fwd)
-	if err != nil {
-		kresp = errorResponseFor(fwd, kerr.RequestTimedOut.Code)
-	}
-	if validateOnly {
-		return kresp
-	}
-	var codes []int16
-	switch r := kresp.(type) {
-	case *kmsg.IncrementalAlterConfigsResponse:
-		for _, rr := range r.Resources {
-			codes = append(codes, rr.ErrorCode)
-		}
-	case *kmsg.AlterConfigsResponse:
-		for _, rr := range r.Resources {
-			codes = append(codes, rr.ErrorCode)
-		}
-	}
-	var done []controller.ConfigChange
-	for i, code := range codes {
-		if i < len(changes) && code == 0 {
-			done = append(done, changes[i])
-		}
-	}
-	b.awaitConfigs(ctx, done)
-	return kresp
-}
-
-// awaitConfigs waits, at most 5 s, until this broker's image shows every
-// change: deciding it again against the image would change nothing.
-func (b *Broker) awaitConfigs(ctx context.Context, changes []controller.ConfigChange) {
-	if len(changes) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	policy := b.configPolicy()
-	b.waitImage(ctx, func(img *controller.Image) bool {
-		for _, r := range controller.AlterConfigs(img, changes, policy) {
-			if r.ErrorCode == 0 && len(r.Records) > 0 {
-				return false
-			}
-		}
-		return true
-	})
-}
+// configWait bounds the wait for this broker's image of AlterConfigs and
+// IncrementalAlterConfigs (forwarding.waitMax), which have no timeout of
+// their own: the bound they always had.
+const configWait = 5 * time.Second
 
 // checkOwnSSL checks a change of this node's own TLS settings before it is
 // forwarded: the new stores must load here (checkDynamicSSL), so a wrong

@@ -1,13 +1,9 @@
 package broker
 
 import (
-	"slices"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // AlterPartitionReassignments: v0-1
@@ -47,62 +43,5 @@ func init() {
 
 func handleAlterPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-			resp.ErrorCode = kerr.RequestTimedOut.Code
-			respond(resp)
-			return
-		}
-		resp := kresp.(*kmsg.AlterPartitionAssignmentsResponse)
-		resp.Version = req.Version
-		targets := map[string]map[int32][]int32{}
-		for _, rt := range req.Topics {
-			for _, rp := range rt.Partitions {
-				if targets[rt.Topic] == nil {
-					targets[rt.Topic] = map[int32][]int32{}
-				}
-				targets[rt.Topic][rp.Partition] = rp.Replicas
-			}
-		}
-		b.waitImage(ctx, func(img *controller.Image) bool {
-			for _, st := range resp.Topics {
-				t := img.Topic(st.Topic)
-				for _, sp := range st.Partitions {
-					if sp.ErrorCode != 0 {
-						continue
-					}
-					if t == nil || int(sp.Partition) >= len(t.Partitions) {
-						return true // deleted meanwhile
-					}
-					if !showsTarget(t.Partitions[sp.Partition], targets[st.Topic][sp.Partition]) {
-						return false
-					}
-				}
-			}
-			return true
-		})
-		respond(resp)
-	})
-}
-
-// showsTarget reports whether p shows a reassignment to target accepted:
-// moving to it or done (target nil: a cancellation, nothing in progress).
-func showsTarget(p controller.Partition, target []int32) bool {
-	if target == nil {
-		return !p.Reassigning()
-	}
-	got := p.Target()
-	if len(got) != len(target) {
-		return false
-	}
-	for _, r := range target {
-		if !slices.Contains(got, r) {
-			return false
-		}
-	}
-	return true
+	forward(b, cc, req, forwarding[*kmsg.AlterPartitionAssignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -30,18 +29,5 @@ func init() {
 
 func handleListPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, req.TimeoutMillis)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-			resp.ErrorCode = kerr.RequestTimedOut.Code
-			respond(resp)
-			return
-		}
-		resp := kresp.(*kmsg.ListPartitionReassignmentsResponse)
-		resp.Version = req.Version
-		respond(resp)
-	})
+	forward(b, cc, req, forwarding[*kmsg.ListPartitionReassignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

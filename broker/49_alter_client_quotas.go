@@ -1,14 +1,9 @@
 package broker
 
 import (
-	"context"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // AlterClientQuotas: v0-1
@@ -45,72 +40,8 @@ func init() {
 
 func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 30000)
-		defer cancel()
-		kresp, err := b.ctl.call(ctx, req)
-		if err != nil {
-			kresp = errorResponseFor(req, kerr.RequestTimedOut.Code)
-		}
-		resp, ok := kresp.(*kmsg.AlterClientQuotasResponse)
-		if !ok || len(resp.Entries) != len(req.Entries) {
-			resp = errorResponseFor(req, kerr.UnknownServerError.Code).(*kmsg.AlterClientQuotasResponse)
-		}
-		resp.Version = req.Version
-		if !req.ValidateOnly {
-			want := quotaOutcome(req, resp)
-			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-			b.waitImage(wctx, func(img *controller.Image) bool { return quotasShow(img, want) })
-			wcancel()
-		}
-		respond(resp)
-	})
-}
-
-// quotaKey is one key of one entity.
-type quotaKey struct {
-	e   controller.QuotaEntity
-	key string
-}
-
-// quotaOutcome is what the image shows once the request's accepted entries
-// have applied: per entity and key, the value of the last op on it (nil:
-// removed).
-func quotaOutcome(req *kmsg.AlterClientQuotasRequest, resp *kmsg.AlterClientQuotasResponse) map[quotaKey]*float64 {
-	out := map[quotaKey]*float64{}
-	for i, re := range req.Entries {
-		if resp.Entries[i].ErrorCode != 0 {
-			continue
-		}
-		var parts []controller.QuotaEntityPart
-		for _, e := range re.Entity {
-			parts = append(parts, controller.QuotaEntityPart{Type: e.Type, Name: e.Name})
-		}
-		e, err := controller.QuotaEntityOf(parts)
-		if err != nil {
-			continue
-		}
-		for _, op := range re.Ops {
-			var v *float64
-			if !op.Remove {
-				v = &op.Value
-			}
-			out[quotaKey{e, op.Key}] = v
-		}
-	}
-	return out
-}
-
-// quotasShow reports whether img holds want. A concurrent change by
-// another client can keep it from ever holding: the wait is bounded.
-func quotasShow(img *controller.Image, want map[quotaKey]*float64) bool {
-	for k, v := range want {
-		got, ok := img.ClientQuotas(k.e)[k.key]
-		if (v == nil) == ok || (v != nil && got != *v) {
-			return false
-		}
-	}
-	return true
+	forward(b, cc, req, forwarding[*kmsg.AlterClientQuotasResponse]{waitMax: untimedWait,
+		complete: func(resp *kmsg.AlterClientQuotasResponse) bool { return len(resp.Entries) == len(req.Entries) }}, respond)
 }
 
 func checkAlterClientQuotas(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

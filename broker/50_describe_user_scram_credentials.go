@@ -5,7 +5,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // DescribeUserScramCredentials: v0
@@ -75,22 +74,4 @@ func handleDescribeUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Reques
 		resp.Results = append(resp.Results, r)
 	}
 	respond(resp)
-}
-
-// scramShows reports whether img holds the outcome of an accepted
-// AlterUserScramCredentials: the upserted credentials with their salts,
-// the deleted ones gone.
-func scramShows(img *controller.Image, req *kmsg.AlterUserSCRAMCredentialsRequest, ok map[string]bool) bool {
-	for _, d := range req.Deletions {
-		if _, has := img.ScramCredential(d.Name, controller.ScramMechanism(d.Mechanism)); ok[d.Name] && has {
-			return false
-		}
-	}
-	for _, u := range req.Upsertions {
-		s, has := img.ScramCredential(u.Name, controller.ScramMechanism(u.Mechanism))
-		if ok[u.Name] && (!has || string(s.Salt) != string(u.Salt) || s.Iterations != u.Iterations) {
-			return false
-		}
-	}
-	return true
 }

@@ -1,12 +1,9 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -43,37 +40,7 @@ func init() {
 
 func handleAlterUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 30000)
-		defer cancel()
-		resp, err := b.alterScram(ctx, req)
-		if err != nil {
-			resp = errorResponseFor(req, kerr.RequestTimedOut.Code).(*kmsg.AlterUserSCRAMCredentialsResponse)
-		}
-		resp.Version = req.Version
-		respond(resp)
-	})
-}
-
-// alterScram forwards req to the active controller and waits (bounded)
-// for this broker's image to show what was accepted.
-func (b *Broker) alterScram(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
-	kresp, err := b.ctl.call(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp, ok := kresp.(*kmsg.AlterUserSCRAMCredentialsResponse)
-	if !ok {
-		return errorResponseFor(req, kerr.UnknownServerError.Code).(*kmsg.AlterUserSCRAMCredentialsResponse), nil
-	}
-	accepted := map[string]bool{}
-	for _, r := range resp.Results {
-		accepted[r.User] = r.ErrorCode == 0
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	b.waitImage(wctx, func(img *controller.Image) bool { return scramShows(img, req, accepted) })
-	wcancel()
-	return resp, nil
+	forward(b, cc, req, forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{waitMax: untimedWait}, respond)
 }
 
 func checkAlterUserScramCredentials(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

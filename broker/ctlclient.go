@@ -13,6 +13,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 )
 
@@ -106,51 +107,92 @@ func (c *ctlClient) close() {
 }
 
 // call sends req to the active controller, retrying while there is none or
-// it moves, until ctx ends.
-func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// it moves, until ctx ends. offset is the metadata offset from which the
+// records the answer committed are in the image (active.Controller.Call),
+// 0 when it committed none. The answer is at req's version, whichever
+// path it took, and carries nothing a Kafka client would not expect.
+func (c *ctlClient) call(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset uint64, err error) {
 	backoff := lifecycle.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
 	for fails := 1; ; fails++ {
-		resp, err := c.once(ctx, req)
+		resp, offset, err := c.once(ctx, req)
 		if err == nil && !notController(resp) {
-			return resp, nil
+			return resp, offset, nil
 		}
 		if !lifecycle.Sleep(ctx, backoff.Delay(fails)) {
 			if err == nil {
 				err = errNotController
 			}
-			return nil, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			return nil, 0, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		}
 	}
 }
 
-func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *ctlClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
 	id := c.b.meta.Leader()
 	if id < 0 {
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
 	if id == c.b.cfg.NodeID && c.b.actl != nil {
-		if resp := c.b.actl.Call(ctx, req); resp != nil {
-			return resp, nil
+		if resp, offset := c.b.actl.Call(ctx, req); resp != nil {
+			return resp, offset, nil
 		}
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
-	// A kmsg request is reused across attempts; kgo sets its version.
 	return c.request(ctx, id, req)
 }
 
 // request sends req to voter id's controller listener itself.
-func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+//
+// kgo sends a request at the highest version both ends serve, setting
+// that version on it, whatever version it had: a client's CreateTopics v4
+// goes out as v7. request puts req's version back afterwards and gives
+// the answer that version too, so the broker answers its client at the
+// version the client asked for (before, a forwarded answer went back at
+// the version kgo had chosen, which an older client cannot parse). The
+// versions the CONTROLLER listener serves at most are all flexible, so
+// the answer carries the controller's offset in a tagged field
+// (active.OffsetTag), which request takes out.
+func (c *ctlClient) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, uint64, error) {
 	cl, err := c.client(routeOf(id, req))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	seeds := cl.SeedBrokers()
 	if len(seeds) == 0 {
-		return nil, errNotController
+		return nil, 0, errNotController
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return seeds[0].Request(rctx, req)
+	version := req.GetVersion()
+	resp, err := seeds[0].Request(rctx, onWire(req))
+	req.SetVersion(version)
+	if err != nil {
+		return nil, 0, err
+	}
+	offset, _ := active.TakeOffset(resp)
+	resp.SetVersion(version)
+	return resp, offset, nil
+}
+
+// onWire is req as request sends it, at a version kgo chooses: a field
+// that later versions dropped must travel in its successor. Among the
+// requests brokers forward, only DeleteTopics has one: its names (v0-5)
+// became topics (v6: a name or an id), so a client's DeleteTopics v5 sent
+// as v6 with its names alone would delete nothing. The copy carries both
+// lists, and kmsg encodes whichever the chosen version has.
+func onWire(req kmsg.Request) kmsg.Request {
+	r, ok := req.(*kmsg.DeleteTopicsRequest)
+	if !ok || r.Version >= 6 || len(r.TopicNames) == 0 {
+		return req
+	}
+	up := *r
+	up.Topics = nil
+	for _, n := range r.TopicNames {
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr(n)
+		up.Topics = append(up.Topics, t)
+	}
+	return &up
 }
 
 // notController reports whether resp says its sender was not (or no longer)
@@ -354,7 +396,7 @@ func (c *ctlClient) AllocateProducerIDs(ctx context.Context, brokerEpoch int64) 
 // callAs is call for a request whose answer must be of type R.
 func callAs[R kmsg.Response](ctx context.Context, c *ctlClient, req kmsg.Request) (R, error) {
 	var zero R
-	kresp, err := c.call(ctx, req)
+	kresp, _, err := c.call(ctx, req)
 	if err != nil {
 		return zero, err
 	}

@@ -14,9 +14,11 @@ import (
 )
 
 // cannedController is an active controller in this process that answers
-// every request with answer(req) and records what it was asked.
+// every request with answer(req), committed at offset, and records what
+// it was asked.
 type cannedController struct {
 	answer func(kmsg.Request) kmsg.Response
+	offset uint64
 	asked  []kmsg.Request
 }
 
@@ -27,9 +29,9 @@ func (c *cannedController) WaitFor(context.Context, func(*controller.Image) bool
 func (c *cannedController) Leader() int32 { return 7 }
 func (c *cannedController) Close() error  { return nil }
 func (c *cannedController) Serve()        {}
-func (c *cannedController) Call(_ context.Context, req kmsg.Request) kmsg.Response {
+func (c *cannedController) Call(_ context.Context, req kmsg.Request) (kmsg.Response, uint64) {
 	c.asked = append(c.asked, req)
-	return c.answer(req)
+	return c.answer(req), c.offset
 }
 
 // cannedClient is a ctlClient of node 7, which leads the quorum and

@@ -53,7 +53,9 @@
 // replicas match each new image. Changes to metadata (registration, heartbeats, topic admin, ISR
 // changes, producer-id blocks) are requests to the active controller, all
 // carried by ctlClient: in-process when this node leads the quorum, else
-// to the leader's CONTROLLER listener.
+// to the leader's CONTROLLER listener. A client's admin requests go
+// through one helper (forward.go), which answers once this broker's image
+// has reached the metadata offset the controller committed them at.
 //
 // Client quotas are enforced per broker from the image: produce and fetch
 // byte rates, request time and connection rate, with Kafka's windows; a

@@ -74,7 +74,7 @@ func TestPasswordSnapshotHoldsOnlyCiphertext(t *testing.T) {
 
 	img := &controller.Image{}
 	var logged [][]byte // what the metadata log holds and ships
-	for _, r := range controller.AlterConfigs(img, active.IncrementalChanges(req), b.configPolicy()) {
+	for _, r := range controller.AlterConfigs(img, controller.IncrementalChanges(req), b.configPolicy()) {
 		if r.ErrorCode != 0 {
 			t.Fatalf("decision: %d %s", r.ErrorCode, r.Message)
 		}

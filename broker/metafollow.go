@@ -125,7 +125,7 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 	rp.FetchOffset, rp.PartitionMaxBytes = int64(img.Version())+1, 64<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := f.b.ctl.request(ctx, voter, req)
+	kresp, _, err := f.b.ctl.request(ctx, voter, req)
 	if err != nil {
 		return false, err
 	}
@@ -178,7 +178,7 @@ func (f *metaFollower) snapshot(ctx context.Context, voter int32) error {
 	rt.Topic = active.MetadataTopic
 	rt.Partitions = append(rt.Partitions, kmsg.NewFetchSnapshotRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	kresp, err := f.b.ctl.request(ctx, voter, req)
+	kresp, _, err := f.b.ctl.request(ctx, voter, req)
 	if err != nil {
 		return err
 	}

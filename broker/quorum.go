@@ -95,8 +95,10 @@ type activeController interface {
 	// Serve starts deciding and serving the listener's Kafka half.
 	Serve()
 	// Call decides req in-process: the controller's answer, or nil when
-	// this node is not the active controller (now) or ctx ended first.
-	Call(ctx context.Context, req kmsg.Request) kmsg.Response
+	// this node is not the active controller (now) or ctx ended first,
+	// and the metadata offset of the records the answer committed (0 for
+	// none).
+	Call(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64)
 }
 
 // startQuorum starts this node's controller role, or on a broker-only node

@@ -48,7 +48,7 @@ func (b *Broker) bootstrapScram() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := b.alterScram(ctx, req)
+		resp, err := forwardTo[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, b, req, untimedWait, nil)
 		cancel()
 		if err == nil {
 			failed := false

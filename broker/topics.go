@@ -40,48 +40,31 @@ func validTopicName(name string) error {
 	return nil
 }
 
-// createTopics forwards req to the active controller and waits until the
-// topics it created are in this broker's image. A controller that cannot
-// be reached makes every topic REQUEST_TIMED_OUT.
+// createTopics is CreateTopics for the broker itself (autoCreate): the
+// topics past the descriptor budget refused, the others forwarded, the
+// answer once this broker's image has the topics created.
 func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	live := b.live()
 	refused := b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
-	if len(req.Topics) == 0 {
-		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		resp.Topics = refused
-		return resp
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	var err error
+	if len(req.Topics) > 0 {
+		resp, err = forwardTo[*kmsg.CreateTopicsResponse](ctx, b, req, 0, nil)
 	}
-	resp := b.forwardCreateTopics(ctx, req)
-	resp.Topics = append(resp.Topics, refused...)
-	return resp
+	return created(resp, err, refused)
 }
 
-// forwardCreateTopics is createTopics once the descriptor budget passed.
-func (b *Broker) forwardCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	kresp, err := b.ctl.call(ctx, req)
+// created completes the answer to a forwarded CreateTopics: each topic of a
+// controller that could not be reached (err) is REQUEST_TIMED_OUT saying
+// why, and the topics refused here (refuseCreateTopics) come last.
+func created(resp *kmsg.CreateTopicsResponse, err error, refused []kmsg.CreateTopicsResponseTopic) *kmsg.CreateTopicsResponse {
 	if err != nil {
-		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-		for _, t := range req.Topics {
-			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic, st.ErrorCode = t.Topic, kerr.RequestTimedOut.Code
-			st.NumPartitions, st.ReplicationFactor = -1, -1
-			msg := "active controller unreachable: " + err.Error()
-			st.ErrorMessage = &msg
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	}
-	resp := kresp.(*kmsg.CreateTopicsResponse)
-	resp.Version = req.Version
-	if !req.ValidateOnly {
-		for _, st := range resp.Topics {
-			if st.ErrorCode != 0 {
-				continue
-			}
-			id := st.TopicID
-			b.waitImage(ctx, func(img *controller.Image) bool { return img.TopicByID(id) != nil })
+		msg := "active controller unreachable: " + err.Error()
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = &msg
 		}
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp
 }
 

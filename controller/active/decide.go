@@ -26,18 +26,26 @@ const spareTopicIDs = 4
 
 // decide answers one request: nil for a request this package does not
 // decide. REQUIRES: leading. arrived is when the request reached the
-// controller (ms).
-func (c *Controller) decide(ctx context.Context, kreq kmsg.Request, arrived int64) kmsg.Response {
+// controller (ms). offset is the metadata offset from which every record
+// the decision committed is in the image: the raft index of its last
+// round that proposed records and applied (a batch applies at its own
+// index, and the image version is the index last applied), 0 when none
+// did. A round that failed is left out: its records may never apply, and
+// the answer reports that round's parts as failed anyway.
+func (c *Controller) decide(ctx context.Context, kreq kmsg.Request, arrived int64) (resp kmsg.Response, offset uint64) {
 	d := c.decision(kreq, arrived)
 	if d == nil {
-		return nil
+		return nil, 0
 	}
 	for {
 		recs, ok := d.Next(c.m.Image())
 		if !ok {
 			break
 		}
-		_, err := c.propose(ctx, recs)
+		idx, err := c.propose(ctx, recs)
+		if err == nil {
+			offset = max(offset, idx) // propose gives 0 for no records
+		}
 		d.Proposed(proposeCode(err))
 	}
 	resp, notes := d.Answer(c.m.Image())
@@ -48,7 +56,7 @@ func (c *Controller) decide(ctx context.Context, kreq kmsg.Request, arrived int6
 		}
 		ev.Fields(n.Fields).Msg(n.Msg)
 	}
-	return resp
+	return resp, offset
 }
 
 // decision is kreq's decision with the inputs it takes: the time, read

@@ -29,9 +29,12 @@
 // Answer is the listener's, behind the broker's dispatch
 // (Config.KafkaHandler), which authorizes and audits every request through
 // the broker's API registry first: this package serves no Kafka request by
-// itself. Image, WaitFor and Leader expose the applied metadata log, and
-// MetadataTopic names the log for followers. IncrementalChanges and
-// LegacyChanges give the broker a config request's changes.
+// itself. Beside each answer, Call returns the metadata offset from which
+// the records it committed are in the image; Answer carries it to the
+// forwarding broker in a tagged field (OffsetTag), which TakeOffset reads
+// and removes, so the broker answers its client once its own image has
+// reached that offset. Image, WaitFor and Leader expose the applied
+// metadata log, and MetadataTopic names the log for followers.
 //
 // # Files
 //
@@ -43,11 +46,11 @@
 //     and propose, the one way to the quorum.
 //   - decide.go: one request's I/O: the clock, topic ids, the rounds of
 //     its controller.Decision proposed and waited for, its notes logged.
-//   - configs.go: IncrementalChanges and LegacyChanges for the broker.
 //   - watch.go: the watch of every unfenced broker's listeners that fences
 //     a broker whose process is gone.
 //   - listener.go: Answer, the CONTROLLER listener's Kafka half after the
-//     broker's dispatch: the metadata log, DescribeCluster, or Call.
+//     broker's dispatch: the metadata log, DescribeCluster, or Call; the
+//     offset's tagged field (OffsetTag, TakeOffset).
 //   - describe.go: DescribeCluster of the controllers (KIP-919).
 //   - metalog.go: the metadata log served to broker-only nodes (Fetch and
 //     FetchSnapshot of __cluster_metadata-0).

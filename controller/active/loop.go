@@ -34,8 +34,15 @@ const proposeTimeout = 10 * time.Second
 type call struct {
 	ctx     context.Context
 	req     kmsg.Request
-	reply   chan kmsg.Response // buffered 1
-	arrived int64              // ms, when Call took it
+	reply   chan answer // buffered 1
+	arrived int64       // ms, when Call took it
+}
+
+// answer is a call's outcome: the response (nil: not decided here) and
+// the metadata offset of the records it committed (decide).
+type answer struct {
+	resp   kmsg.Response
+	offset uint64
 }
 
 // newController returns a Controller deciding through m that is not yet
@@ -58,25 +65,30 @@ func newController(cfg Config, m member) (*Controller, error) {
 // not the active controller (now), ctx ended first, or req is not one of
 // them; the caller answers NOT_CONTROLLER or retries elsewhere. The caller
 // keeps req; the response is the caller's.
-func (c *Controller) Call(ctx context.Context, req kmsg.Request) kmsg.Response {
+//
+// offset is the metadata offset (image version) from which the records
+// the answer committed are in the image, 0 when it committed none: a
+// broker that waits until its own image reaches it shows its client what
+// the answer says was done (Answer carries it over the wire, OffsetTag).
+func (c *Controller) Call(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset uint64) {
 	if hb, ok := req.(*kmsg.BrokerHeartbeatRequest); ok {
 		c.arrived(hb.BrokerID, hb.BrokerEpoch)
 	}
-	cl := call{ctx: ctx, req: req, reply: make(chan kmsg.Response, 1), arrived: time.Now().UnixMilli()}
+	cl := call{ctx: ctx, req: req, reply: make(chan answer, 1), arrived: time.Now().UnixMilli()}
 	select {
 	case c.calls <- cl:
 	case <-ctx.Done():
-		return nil
+		return nil, 0
 	case <-c.done:
-		return nil
+		return nil, 0
 	}
 	select {
-	case r := <-cl.reply:
-		return r
+	case a := <-cl.reply:
+		return a.resp, a.offset
 	case <-ctx.Done():
-		return nil
+		return nil, 0
 	case <-c.done:
-		return nil
+		return nil, 0
 	}
 }
 
@@ -162,10 +174,11 @@ func (c *Controller) run() {
 // waits.
 func (c *Controller) handle(cl call) {
 	if cl.ctx.Err() != nil || !c.leading() {
-		cl.reply <- nil
+		cl.reply <- answer{}
 		return
 	}
-	cl.reply <- c.decide(cl.ctx, cl.req, cl.arrived)
+	resp, offset := c.decide(cl.ctx, cl.req, cl.arrived)
+	cl.reply <- answer{resp, offset}
 }
 
 func (c *Controller) sessionMs() int64 { return c.cfg.BrokerSessionTimeout.Milliseconds() }

@@ -113,6 +113,12 @@ func start(t *testing.T, cfg Config, m member) *Controller {
 	return c
 }
 
+// ask is c.Call's response alone.
+func ask(c *Controller, ctx context.Context, req kmsg.Request) kmsg.Response {
+	resp, _ := c.Call(ctx, req)
+	return resp
+}
+
 // join registers broker id and heartbeats it unfenced; it returns the
 // broker epoch.
 func join(t *testing.T, c *Controller, id int32) int64 {
@@ -122,13 +128,13 @@ func join(t *testing.T, c *Controller, id int32) int64 {
 	l := kmsg.NewBrokerRegistrationRequestListener()
 	l.Name, l.Host, l.Port = "PLAINTEXT", "localhost", uint16(9092+id)
 	reg.Listeners = append(reg.Listeners, l)
-	rr, ok := c.Call(t.Context(), reg).(*kmsg.BrokerRegistrationResponse)
+	rr, ok := ask(c, t.Context(), reg).(*kmsg.BrokerRegistrationResponse)
 	if !ok || rr.ErrorCode != 0 || rr.BrokerEpoch <= 0 {
 		t.Fatalf("register %d: %+v", id, rr)
 	}
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
 	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, rr.BrokerEpoch, rr.BrokerEpoch
-	hr, ok := c.Call(t.Context(), hb).(*kmsg.BrokerHeartbeatResponse)
+	hr, ok := ask(c, t.Context(), hb).(*kmsg.BrokerHeartbeatResponse)
 	if !ok || hr.ErrorCode != 0 || hr.IsFenced || !hr.IsCaughtUp {
 		t.Fatalf("heartbeat %d: %+v", id, hr)
 	}
@@ -141,7 +147,7 @@ func createTopic(t *testing.T, c *Controller, name string) *kmsg.CreateTopicsRes
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
 	req.Topics = append(req.Topics, rt)
-	resp, ok := c.Call(t.Context(), req).(*kmsg.CreateTopicsResponse)
+	resp, ok := ask(c, t.Context(), req).(*kmsg.CreateTopicsResponse)
 	if !ok || len(resp.Topics) != 1 {
 		t.Fatalf("create %s: %+v", name, resp)
 	}
@@ -199,7 +205,7 @@ func TestTopicConfigValidated(t *testing.T) {
 			rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: &v})
 			req.Topics = append(req.Topics, rt)
 		}
-		resp := c.Call(t.Context(), req).(*kmsg.CreateTopicsResponse)
+		resp := ask(c, t.Context(), req).(*kmsg.CreateTopicsResponse)
 		if resp.Topics[0].ErrorCode != 0 || resp.Topics[1].ErrorCode != kerr.InvalidConfig.Code {
 			t.Fatalf("codes %d, %d", resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode)
 		}
@@ -217,7 +223,7 @@ func TestDeleteTopicDisabled(t *testing.T) {
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.Version = 5
 		req.TopicNames = []string{"t"}
-		resp := c.Call(t.Context(), req).(*kmsg.DeleteTopicsResponse)
+		resp := ask(c, t.Context(), req).(*kmsg.DeleteTopicsResponse)
 		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.TopicDeletionDisabled.Code {
 			t.Fatalf("delete: %+v", resp.Topics)
 		}
@@ -234,7 +240,7 @@ func TestNotLeaderAnswersNil(t *testing.T) {
 		m := newFakeMember()
 		m.leader = false
 		c := start(t, testConfig(), m)
-		if resp := c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); resp != nil {
+		if resp := ask(c, t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); resp != nil {
 			t.Fatalf("follower answered %+v", resp)
 		}
 		m.set(func(f *fakeMember) {
@@ -283,7 +289,7 @@ func TestSessionExpiryFences(t *testing.T) {
 			time.Sleep(time.Second)
 			hb := kmsg.NewPtrBrokerHeartbeatRequest()
 			hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = 2, e2, e2
-			if r := c.Call(t.Context(), hb).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || r.IsFenced {
+			if r := ask(c, t.Context(), hb).(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || r.IsFenced {
 				t.Fatalf("broker 2 heartbeat: %+v", r)
 			}
 		}
@@ -314,7 +320,7 @@ func TestHeartbeatsQueuedBehindASlowProposal(t *testing.T) {
 				for range 14 {
 					hb := kmsg.NewPtrBrokerHeartbeatRequest()
 					hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, e, e
-					c.Call(t.Context(), hb)
+					ask(c, t.Context(), hb)
 					time.Sleep(time.Second)
 				}
 			})
@@ -363,7 +369,7 @@ func TestHeartbeatsThatGiveUpBehindASlowTick(t *testing.T) {
 						hb := kmsg.NewPtrBrokerHeartbeatRequest()
 						hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, e, int64(m.Image().Version())
 						hctx, cancel := context.WithTimeout(ctx, controller.HeartbeatTimeout(cfg.BrokerSessionTimeout, time.Second))
-						c.Call(hctx, hb)
+						ask(c, hctx, hb)
 						cancel()
 					}
 					time.Sleep(100 * time.Millisecond)
@@ -381,7 +387,7 @@ func TestHeartbeatsThatGiveUpBehindASlowTick(t *testing.T) {
 		time.Sleep(time.Second)
 		ar := alterISR(m.Image(), "t", epochs, []int32{0}, []int32{1, 2})
 		m.set(func(f *fakeMember) { f.slow = 3500 * time.Millisecond })
-		if r, ok := c.Call(t.Context(), ar).(*kmsg.AlterPartitionResponse); !ok || r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		if r, ok := ask(c, t.Context(), ar).(*kmsg.AlterPartitionResponse); !ok || r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
 			t.Fatalf("AlterPartition: %+v", r)
 		}
 		before := len(m.fenced())
@@ -429,13 +435,13 @@ func TestCloseReleasesCallers(t *testing.T) {
 		}
 		// Never served: the call waits in the queue until Close.
 		got := make(chan kmsg.Response, 1)
-		go func() { got <- c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()) }()
+		go func() { got <- ask(c, t.Context(), kmsg.NewPtrBrokerRegistrationRequest()) }()
 		synctest.Wait()
 		c.Close()
 		if r := <-got; r != nil {
 			t.Fatalf("answered %+v after Close", r)
 		}
-		if r := c.Call(t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); r != nil {
+		if r := ask(c, t.Context(), kmsg.NewPtrBrokerRegistrationRequest()); r != nil {
 			t.Fatalf("answered %+v after Close", r)
 		}
 		c.Serve() // after Close: does nothing
@@ -527,7 +533,7 @@ func TestAlterPartitionBatched(t *testing.T) {
 		m.mu.Lock()
 		before := m.propose
 		m.mu.Unlock()
-		r := c.Call(t.Context(), alterISR(m.Image(), "t", epochs, mine, []int32{leader})).(*kmsg.AlterPartitionResponse)
+		r := ask(c, t.Context(), alterISR(m.Image(), "t", epochs, mine, []int32{leader})).(*kmsg.AlterPartitionResponse)
 		m.mu.Lock()
 		proposals := m.propose - before
 		m.mu.Unlock()
@@ -545,7 +551,7 @@ func TestAlterPartitionBatched(t *testing.T) {
 		// The same partition twice at the same epochs: the first change
 		// commits, the second is stale against it.
 		twice := alterISR(m.Image(), "t", epochs, []int32{mine[0], mine[0]}, []int32{1, 2})
-		r = c.Call(t.Context(), twice).(*kmsg.AlterPartitionResponse)
+		r = ask(c, t.Context(), twice).(*kmsg.AlterPartitionResponse)
 		if got := r.Topics[0].Partitions; got[0].ErrorCode != 0 || got[1].ErrorCode == 0 {
 			t.Fatalf("partition named twice: %+v", got)
 		}

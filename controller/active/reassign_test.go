@@ -28,7 +28,7 @@ func TestReassignCompletesOnTick(t *testing.T) {
 		ra.Partition, ra.Replicas = 0, []int32{1, 2, 3}
 		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
 		ct.Topics = append(ct.Topics, rt)
-		if r := c.Call(t.Context(), ct).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
+		if r := ask(c, t.Context(), ct).(*kmsg.CreateTopicsResponse); r.Topics[0].ErrorCode != 0 {
 			t.Fatalf("create: %+v", r)
 		}
 
@@ -40,7 +40,7 @@ func TestReassignCompletesOnTick(t *testing.T) {
 			ap.Partition, ap.Replicas = 0, replicas
 			at.Partitions = append(at.Partitions, ap)
 			req.Topics = append(req.Topics, at)
-			r := c.Call(t.Context(), req).(*kmsg.AlterPartitionAssignmentsResponse)
+			r := ask(c, t.Context(), req).(*kmsg.AlterPartitionAssignmentsResponse)
 			return r.Topics[0].Partitions[0].ErrorCode
 		}
 		if code := alter(nil); code != kerr.NoReassignmentInProgress.Code {
@@ -49,7 +49,7 @@ func TestReassignCompletesOnTick(t *testing.T) {
 		if code := alter([]int32{2, 3, 4}); code != 0 {
 			t.Fatalf("reassign: %v", kerr.ErrorForCode(code))
 		}
-		list := c.Call(t.Context(), kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
+		list := ask(c, t.Context(), kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
 		if len(list.Topics) != 1 || len(list.Topics[0].Partitions) != 1 ||
 			!slices.Equal(list.Topics[0].Partitions[0].AddingReplicas, []int32{4}) {
 			t.Fatalf("listed: %+v", list.Topics)
@@ -67,7 +67,7 @@ func TestReassignCompletesOnTick(t *testing.T) {
 		if !slices.Equal(p.Replicas, []int32{2, 3, 4}) || !slices.Equal(p.ISR, []int32{2, 3, 4}) || p.Leader != 2 || p.Reassigning() {
 			t.Fatalf("after a tick: %+v", p)
 		}
-		list = c.Call(t.Context(), kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
+		list = ask(c, t.Context(), kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
 		if len(list.Topics) != 0 {
 			t.Fatalf("listed after completion: %+v", list.Topics)
 		}
