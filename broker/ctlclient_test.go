@@ -42,6 +42,7 @@ func cannedClient(answer func(kmsg.Request) kmsg.Response) (*ctlClient, *cannedC
 	cfg.NodeID, cfg.BrokerRack = 7, "r1"
 	b := &Broker{cfg: cfg, meta: actl, actl: actl, clusterID: "c",
 		advertised: []Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
+	b.reg = newRegistry(b)
 	return newCtlClient(b), actl
 }
 
