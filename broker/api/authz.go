@@ -268,4 +268,6 @@ func SiftGroups(z *Authz, op acl.Operation, gs []string) (keep, denied []string)
 
 // Needs is the rule that needs what need says, with blast's rank, checked
 // by check.
-func Needs(need string, blast int, check Check) Rule { return Rule{Need: need, Blast: blast, Check: check} }
+func Needs(need string, blast int, check Check) Rule {
+	return Rule{Need: need, Blast: blast, Check: check}
+}
