@@ -43,13 +43,13 @@ func init() {
 func handleCreateTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	var refused []kmsg.CreateTopicsResponseTopic
-	forward(b, cc, req, forwarding[*kmsg.CreateTopicsResponse]{timeoutMs: req.TimeoutMillis,
-		prepare: func() bool {
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.CreateTopicsResponse]{TimeoutMs: req.TimeoutMillis,
+		Prepare: func() bool {
 			live := b.live()
 			refused = b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
 			return len(req.Topics) > 0
 		},
-		finish: func(_ context.Context, resp *kmsg.CreateTopicsResponse, err error) kmsg.Response {
+		Finish: func(_ context.Context, resp *kmsg.CreateTopicsResponse, err error) kmsg.Response {
 			resp = created(resp, err, refused)
 			b.describeCreated(req, resp)
 			return resp

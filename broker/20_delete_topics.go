@@ -38,11 +38,11 @@ func init() {
 
 func handleDeleteTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	forward(b, cc, req, forwarding[*kmsg.DeleteTopicsResponse]{timeoutMs: req.TimeoutMillis,
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.DeleteTopicsResponse]{TimeoutMs: req.TimeoutMillis,
 		// This broker's image no longer has the deleted topics (forward
 		// waited for the deletion's offset); the other brokers' images are
 		// theirs, and the offset says nothing of them: ask them.
-		finish: func(ctx context.Context, resp *kmsg.DeleteTopicsResponse, _ error) kmsg.Response {
+		Finish: func(ctx context.Context, resp *kmsg.DeleteTopicsResponse, _ error) kmsg.Response {
 			var deleted [][16]byte
 			for _, st := range resp.Topics {
 				if st.ErrorCode == 0 && st.TopicID != [16]byte{} {

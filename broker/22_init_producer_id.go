@@ -61,7 +61,7 @@ func handleInitProducerID(b *Broker, cc *api.Conn, kreq kmsg.Request, respond fu
 		return
 	}
 	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.Ctx, 0)
+		ctx, cancel := api.AdminCtx(cc.Ctx, 0)
 		defer cancel()
 		id, err := b.allocProducerID(ctx)
 		if err != nil {

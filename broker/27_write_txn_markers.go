@@ -44,7 +44,7 @@ func init() {
 func handleWriteTxnMarkers(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.Ctx, 30000)
+		ctx, cancel := api.AdminCtx(cc.Ctx, 30000)
 		defer cancel()
 		resp := b.writeTxnMarkers(ctx, req)
 		resp.Version = req.Version

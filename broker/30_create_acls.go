@@ -88,9 +88,9 @@ func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 		respond(resp)
 		return
 	}
-	f := scattering(resp, resp.Results, idx, func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results })
-	f.waitMax = untimedWait
-	forward(b, cc, &fwd, f, respond)
+	f := api.Scattering(resp, resp.Results, idx, func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results })
+	f.WaitMax = api.UntimedWait
+	api.Forward(forwarder{b}, cc, &fwd, f, respond)
 }
 
 func strPtr(s string) *string { return &s }

@@ -71,9 +71,9 @@ func handleDeleteACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 		respond(resp)
 		return
 	}
-	f := scattering(resp, resp.Results, idx, func(r *kmsg.DeleteACLsResponse) []kmsg.DeleteACLsResponseResult { return r.Results })
-	f.waitMax = untimedWait
-	forward(b, cc, &fwd, f, respond)
+	f := api.Scattering(resp, resp.Results, idx, func(r *kmsg.DeleteACLsResponse) []kmsg.DeleteACLsResponseResult { return r.Results })
+	f.WaitMax = api.UntimedWait
+	api.Forward(forwarder{b}, cc, &fwd, f, respond)
 }
 
 func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {

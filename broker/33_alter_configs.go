@@ -65,9 +65,9 @@ func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		}
 		fwd.Resources = append(fwd.Resources, sealed)
 	}
-	forward(b, cc, &fwd, forwarding[*kmsg.AlterConfigsResponse]{waitMax: configWait,
-		prepare: func() bool { return len(fwd.Resources) > 0 },
-		finish: func(_ context.Context, fresp *kmsg.AlterConfigsResponse, _ error) kmsg.Response {
+	api.Forward(forwarder{b}, cc, &fwd, api.Forwarding[*kmsg.AlterConfigsResponse]{WaitMax: configWait,
+		Prepare: func() bool { return len(fwd.Resources) > 0 },
+		Finish: func(_ context.Context, fresp *kmsg.AlterConfigsResponse, _ error) kmsg.Response {
 			next := 0
 			for i, rr := range req.Resources {
 				var sr kmsg.AlterConfigsResponseResource

@@ -41,12 +41,12 @@ func init() {
 func handleCreatePartitions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	var refused []kmsg.CreatePartitionsResponseTopic
-	forward(b, cc, req, forwarding[*kmsg.CreatePartitionsResponse]{timeoutMs: req.TimeoutMillis,
-		prepare: func() bool {
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.CreatePartitionsResponse]{TimeoutMs: req.TimeoutMillis,
+		Prepare: func() bool {
 			refused = b.replicas.RefuseCreatePartitions(req)
 			return len(req.Topics) > 0
 		},
-		finish: func(_ context.Context, resp *kmsg.CreatePartitionsResponse, _ error) kmsg.Response {
+		Finish: func(_ context.Context, resp *kmsg.CreatePartitionsResponse, _ error) kmsg.Response {
 			resp.Topics = append(resp.Topics, refused...)
 			return resp
 		}}, respond)

@@ -36,5 +36,5 @@ func init() {
 
 func handleElectLeaders(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	forward(b, cc, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.ElectLeadersResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }

@@ -83,9 +83,9 @@ func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, r
 			fwd.Resources = append(fwd.Resources, sealed)
 		}
 	}
-	forward(b, cc, &fwd, forwarding[*kmsg.IncrementalAlterConfigsResponse]{waitMax: configWait,
-		prepare: func() bool { return len(fwd.Resources) > 0 },
-		finish: func(_ context.Context, fresp *kmsg.IncrementalAlterConfigsResponse, _ error) kmsg.Response {
+	api.Forward(forwarder{b}, cc, &fwd, api.Forwarding[*kmsg.IncrementalAlterConfigsResponse]{WaitMax: configWait,
+		Prepare: func() bool { return len(fwd.Resources) > 0 },
+		Finish: func(_ context.Context, fresp *kmsg.IncrementalAlterConfigsResponse, _ error) kmsg.Response {
 			next := 0
 			for i, rr := range req.Resources {
 				if sr, ok := refused[i]; ok {

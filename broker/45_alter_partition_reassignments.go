@@ -46,5 +46,5 @@ func init() {
 
 func handleAlterPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
-	forward(b, cc, req, forwarding[*kmsg.AlterPartitionAssignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterPartitionAssignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }

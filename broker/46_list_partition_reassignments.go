@@ -32,5 +32,5 @@ func init() {
 
 func handleListPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
-	forward(b, cc, req, forwarding[*kmsg.ListPartitionReassignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.ListPartitionReassignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }

@@ -43,8 +43,8 @@ func init() {
 
 func handleAlterClientQuotas(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
-	forward(b, cc, req, forwarding[*kmsg.AlterClientQuotasResponse]{waitMax: untimedWait,
-		complete: func(resp *kmsg.AlterClientQuotasResponse) bool { return len(resp.Entries) == len(req.Entries) }}, respond)
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterClientQuotasResponse]{WaitMax: api.UntimedWait,
+		Complete: func(resp *kmsg.AlterClientQuotasResponse) bool { return len(resp.Entries) == len(req.Entries) }}, respond)
 }
 
 func checkAlterClientQuotas(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -43,7 +43,7 @@ func init() {
 
 func handleAlterUserScramCredentials(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	forward(b, cc, req, forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{waitMax: untimedWait}, respond)
+	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{WaitMax: api.UntimedWait}, respond)
 }
 
 func checkAlterUserScramCredentials(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -294,7 +294,7 @@ func (c *ctlClient) Register(ctx context.Context, incarnation [16]byte) (int64, 
 type heartbeatAnswer struct {
 	code           int16 // the error code; the flags mean nothing unless 0
 	fenced         bool  // this broker is fenced
-	shouldShutdown bool  // a controlled shutdown may finish: this broker is fenced
+	shouldShutdown bool  // a controlled shutdown may Finish: this broker is fenced
 }
 
 // Heartbeat sends a BrokerHeartbeat for the registration of the given

@@ -58,7 +58,8 @@
 // changes, producer-id blocks) are requests to the active controller, all
 // carried by ctlClient: in-process when this node leads the quorum, else
 // to the leader's CONTROLLER listener. A client's admin requests go
-// through one helper (forward.go), which answers once this broker's image
+// through one helper (api.Forward; forward.go is what it needs of the
+// broker), which answers once this broker's image
 // has reached the metadata offset the controller committed them at.
 //
 // Client quotas are enforced per broker from the image: produce and fetch

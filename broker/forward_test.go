@@ -85,7 +85,7 @@ func TestForwardWaitsForOffset(t *testing.T) {
 		b, _ := forwardingBroker(t, electAnswer, 8, 5)
 		respond, got := answered()
 		req := kmsg.NewPtrElectLeadersRequest()
-		forward(b, &api.Conn{Ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: 30_000}, respond)
+		api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, req, api.Forwarding[*kmsg.ElectLeadersResponse]{TimeoutMs: 30_000}, respond)
 		synctest.Wait()
 		notYet(t, got, "image at 5")
 		publish(b, imageAt(t, 7))
@@ -104,7 +104,7 @@ func TestForwardWaitsForOffset(t *testing.T) {
 
 		b, _ = forwardingBroker(t, electAnswer, 0, 5)
 		respond, got = answered()
-		forward(b, &api.Conn{Ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{}, respond)
+		api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, req, api.Forwarding[*kmsg.ElectLeadersResponse]{}, respond)
 		synctest.Wait()
 		if len(got) != 1 {
 			t.Fatal("nothing committed, yet no answer")
@@ -121,17 +121,17 @@ func TestForwardWaitBounded(t *testing.T) {
 		waitMax   time.Duration
 		after     time.Duration
 	}{
-		{"waitMax", 0, untimedWait, untimedWait},
-		{"request timeout", 1500, untimedWait, 1500 * time.Millisecond},
-		{"adminTimeout", 0, 0, adminTimeout},
+		{"waitMax", 0, api.UntimedWait, api.UntimedWait},
+		{"request timeout", 1500, api.UntimedWait, 1500 * time.Millisecond},
+		{"AdminTimeout", 0, 0, api.AdminTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b, _ := forwardingBroker(t, electAnswer, 8, 5)
 				respond, got := answered()
 				start := time.Now()
-				forward(b, &api.Conn{Ctx: t.Context()}, kmsg.NewPtrElectLeadersRequest(),
-					forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: tc.timeoutMs, waitMax: tc.waitMax}, respond)
+				api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, kmsg.NewPtrElectLeadersRequest(),
+					api.Forwarding[*kmsg.ElectLeadersResponse]{TimeoutMs: tc.timeoutMs, WaitMax: tc.waitMax}, respond)
 				r := (<-got).(*kmsg.ElectLeadersResponse)
 				if took := time.Since(start); took != tc.after || len(r.Topics) != 1 {
 					t.Fatalf("answered after %v (want %v): %+v", took, tc.after, r)
@@ -174,17 +174,17 @@ func TestForwardFallback(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b, _ := forwardingBroker(t, tc.answer, 8, 5)
 				req := twoCreations()
-				f := forwarding[*kmsg.CreateACLsResponse]{}
+				f := api.Forwarding[*kmsg.CreateACLsResponse]{}
 				if tc.complete {
-					f.complete = complete(req)
+					f.Complete = complete(req)
 				}
 				var finishErr error
-				f.finish = func(_ context.Context, resp *kmsg.CreateACLsResponse, err error) kmsg.Response {
+				f.Finish = func(_ context.Context, resp *kmsg.CreateACLsResponse, err error) kmsg.Response {
 					finishErr = err
 					return resp
 				}
 				respond, got := answered()
-				forward(b, &api.Conn{Ctx: t.Context()}, req, f, respond)
+				api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, req, f, respond)
 				r := (<-got).(*kmsg.CreateACLsResponse)
 				if len(r.Results) != 2 || r.Results[0].ErrorCode != tc.code || r.Results[1].ErrorCode != tc.code {
 					t.Fatalf("answer: %+v", r.Results)
@@ -199,8 +199,8 @@ func TestForwardFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, actl := forwardingBroker(t, oneResult, 8, 5)
 		respond, got := answered()
-		forward(b, &api.Conn{Ctx: t.Context()}, twoCreations(), forwarding[*kmsg.CreateACLsResponse]{
-			prepare: func() bool { return false }}, respond)
+		api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, twoCreations(), api.Forwarding[*kmsg.CreateACLsResponse]{
+			Prepare: func() bool { return false }}, respond)
 		if r := (<-got).(*kmsg.CreateACLsResponse); len(r.Results) != 0 || len(actl.asked) != 0 {
 			t.Fatalf("nothing to send: %+v, %d asked", r, len(actl.asked))
 		}
@@ -242,7 +242,7 @@ func TestForwardScattering(t *testing.T) {
 				fwd := kmsg.NewPtrCreateACLsRequest()
 				fwd.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
 				respond, got := answered()
-				forward(b, &api.Conn{Ctx: t.Context()}, fwd, scattering(resp, resp.Results, []int{0, 2},
+				api.Forward(forwarder{b}, &api.Conn{Ctx: t.Context()}, fwd, api.Scattering(resp, resp.Results, []int{0, 2},
 					func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results }), respond)
 				var codes []int16
 				for _, r := range (<-got).(*kmsg.CreateACLsResponse).Results {

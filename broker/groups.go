@@ -93,7 +93,7 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = append(req.Topics, rt)
-	ctx, cancel := adminCtx(b.ctx, 10000)
+	ctx, cancel := api.AdminCtx(b.ctx, 10000)
 	defer cancel()
 	resp := b.createTopics(ctx, req)
 	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {

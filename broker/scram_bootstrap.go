@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
@@ -48,7 +49,7 @@ func (b *Broker) bootstrapScram() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := forwardTo[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, b, req, untimedWait, nil)
+		resp, err := api.ForwardTo[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, forwarder{b}, req, api.UntimedWait, nil)
 		cancel()
 		if err == nil {
 			failed := false

@@ -3,28 +3,17 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
 // Topic administration goes through the active controller; this file is
 // the broker's side: forward, then wait until this broker's own image shows
 // the outcome, so the client that asked here sees it here at once.
-
-// adminTimeout bounds an admin request whose client gave no timeout.
-const adminTimeout = 30 * time.Second
-
-func adminCtx(parent context.Context, timeoutMs int32) (context.Context, context.CancelFunc) {
-	d := adminTimeout
-	if timeoutMs > 0 && time.Duration(timeoutMs)*time.Millisecond < d {
-		d = time.Duration(timeoutMs) * time.Millisecond
-	}
-	return context.WithTimeout(parent, d)
-}
 
 // validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
 // not "." or "..".
@@ -49,7 +38,7 @@ func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	var err error
 	if len(req.Topics) > 0 {
-		resp, err = forwardTo[*kmsg.CreateTopicsResponse](ctx, b, req, 0, nil)
+		resp, err = api.ForwardTo[*kmsg.CreateTopicsResponse](ctx, forwarder{b}, req, 0, nil)
 	}
 	return created(resp, err, refused)
 }
@@ -77,7 +66,7 @@ func (b *Broker) autoCreate(ctx context.Context, name string) int16 {
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 10000
-	ctx, cancel := adminCtx(ctx, req.TimeoutMillis)
+	ctx, cancel := api.AdminCtx(ctx, req.TimeoutMillis)
 	defer cancel()
 	resp := b.createTopics(ctx, req)
 	code := resp.Topics[0].ErrorCode

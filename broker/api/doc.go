@@ -16,6 +16,8 @@
 //   - doc.go: this comment.
 //   - registry.go: Entry, Range, Handler, Registry and its version tables.
 //   - conn.go: Conn, what a handler knows of the request's connection.
+//   - forward.go: Forward, the one way an admin request reaches the
+//     active controller and its answer waits for this node's image.
 //   - authz.go: Rule, Authz and the building blocks of rules (whole-request
 //     denials, per-resource sifting, fixes that add denials back).
 package api

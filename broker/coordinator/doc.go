@@ -22,13 +22,16 @@
 //     per group; groupTable (groups.go) supplies the clock (one goroutine
 //     sleeping until the earliest deadline of any group), serializes calls
 //     into the groups and delivers the replies they produce.
+//
 //   - offsetStore (offsets.go) holds the committed offsets. A commit is
 //     appended to the group's offsets partition as its leader, made durable
 //     and committed like an acks=all produce (every in-sync replica has it),
 //     and only then applied to the table and acknowledged.
+//
 //   - Loading (load.go) replays a partition's log into the table, in log
 //     order; expiry (expiry.go) deletes the offsets of groups without
 //     members once offsets.retention.minutes have passed (KIP-211).
+//
 //   - Transactional offset commits (txnoffsets.go) wait, per offsets
 //     partition and producer, for their transaction's marker, which
 //     applies or drops them (TxnCommit, TxnCompleted).
