@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -21,7 +22,7 @@ import (
 //  2. the request's context, bounded by its timeout (adminCtx);
 //  3. prepare, if set: checks that answer parts of the request here and
 //     are too slow for the reader (the descriptor budget);
-//  4. the call to the active controller (ctlClient.call: in-process, or
+//  4. the call to the active controller (ctllink.Client.Call: in-process, or
 //     over the CONTROLLER listener, retried while there is none);
 //  5. the fallback when there is no usable answer: the key's error
 //     response (registry.go), REQUEST_TIMED_OUT for a controller that
@@ -102,7 +103,7 @@ func forward[Resp kmsg.Response](b *Broker, cc *connCtx, req kmsg.Request, f for
 // the controller could not be reached. complete, if set, checks the
 // answer's shape.
 func forwardTo[Resp kmsg.Response](ctx context.Context, b *Broker, req kmsg.Request, waitMax time.Duration, complete func(Resp) bool) (Resp, error) {
-	kresp, offset, err := b.ctl.call(ctx, req)
+	kresp, offset, err := b.ctl.Call(ctx, req)
 	if err != nil {
 		return errorResponseFor(req, kerr.RequestTimedOut.Code).(Resp), err
 	}
@@ -118,18 +119,18 @@ func forwardTo[Resp kmsg.Response](ctx context.Context, b *Broker, req kmsg.Requ
 		wctx, cancel = context.WithTimeout(ctx, waitMax)
 		defer cancel()
 	}
-	b.waitOffset(wctx, offset)
+	waitOffset(wctx, b.replicas, offset)
 	return resp, nil
 }
 
 // waitOffset waits until the local replicas reflect the metadata image at
 // offset or a later one, and reports whether they do; false when ctx ended
 // first. Offset 0 (nothing committed) is reached at once.
-func (b *Broker) waitOffset(ctx context.Context, offset uint64) bool {
+func waitOffset(ctx context.Context, replicas *replicamgr.Manager, offset uint64) bool {
 	if offset == 0 {
 		return true
 	}
-	return b.waitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
+	return replicas.WaitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
 }
 
 // scattering is the forwarding of a subset of a client's request: the
