@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
@@ -72,19 +73,21 @@ import (
 //   - v3: record batches, transactional id; v5: log start offset;
 //     v8: record errors, error message; v9: flexible
 func init() {
-	register(api{
-		key: 0, client: versions(0, 11), handle: handleProduce,
-		rule: authzRule{"WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, checkProduce},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 0, Client: api.Versions(0, 11), Handle: bind(b, handleProduce),
+			Rule: api.Needs("WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, bindCheck(b, checkProduce)),
+		}
 	})
 }
 
-func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	respond = b.quotas.produce(cc, req, respond) // quota.go
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
-		unverified = b.verifyTxnProduce(cc.ctx, *req.TransactionID, req)
+		unverified = b.verifyTxnProduce(cc.Ctx, *req.TransactionID, req)
 	}
 	now := time.Now().UnixMilli()
 	// Three passes: resolve every partition and lay out the response;
@@ -144,7 +147,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 		if jb.err != nil {
 			sp.ErrorCode = errorCode(jb.err)
 			sp.ErrorMessage = errMessage(jb.err)
-			loggerOr(jb.p, b).Debug().Err(jb.err).Str("client_id", cc.clientID).Msg("produce refused")
+			loggerOr(jb.p, b).Debug().Err(jb.err).Str("client_id", cc.ClientID).Msg("produce refused")
 		}
 		if sp.ErrorCode != 0 {
 			b.metrics.PartitionError(0, sp.ErrorCode)
@@ -166,7 +169,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 			b.goLoop(func() { flushAll(toFlush, nil) })
 		}
 		if firstErr != nil {
-			cc.fail(firstErr)
+			cc.Fail(firstErr)
 			return
 		}
 		respond(nil)
@@ -206,7 +209,7 @@ func handleProduce(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.
 				if sp.ErrorCode != 0 {
 					continue
 				}
-				if err := w.p.WaitCommittedUntil(cc.ctx, w.target, w.epoch, deadline); err != nil {
+				if err := w.p.WaitCommittedUntil(cc.Ctx, w.target, w.epoch, deadline); err != nil {
 					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = errorCode(err), errMessage(err), -1
 					w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
 				}
@@ -341,19 +344,19 @@ func loggerOr(p *replica.Partition, b *Broker) *zerolog.Logger {
 	return &p.Logger
 }
 
-func checkProduce(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkProduce(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	code := int16(0)
-	if req.TransactionID != nil && !z.ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
-		code = txnDenied
+	if req.TransactionID != nil && !z.Ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
+		code = api.TxnDenied
 	}
-	name := func(t kmsg.ProduceRequestTopic) string { return z.b.topicName(t.Topic, t.TopicID) }
+	name := func(t kmsg.ProduceRequestTopic) string { return b.topicName(t.Topic, t.TopicID) }
 	var denied []kmsg.ProduceRequestTopic
 	if code != 0 {
 		denied, req.Topics = req.Topics, []kmsg.ProduceRequestTopic{}
 	} else {
-		req.Topics, denied = split(z, acl.OpWrite, req.Topics, name)
-		code = topicDenied
+		req.Topics, denied = api.Split(z, acl.OpWrite, req.Topics, name)
+		code = api.TopicDenied
 	}
 	if len(denied) == 0 {
 		return nil, nil
@@ -361,7 +364,7 @@ func checkProduce(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Respons
 	if req.Acks == 0 {
 		// No response to carry the error: close the connection, as Kafka
 		// does for an acks=0 produce that fails.
-		return &authzClose{err: fmt.Errorf("broker: acks=0 produce not authorized: %s", kerr.ErrorForCode(code))}, nil
+		return &api.Close{Err: fmt.Errorf("broker: acks=0 produce not authorized: %s", kerr.ErrorForCode(code))}, nil
 	}
 	fill := func(resp *kmsg.ProduceResponse) {
 		for _, t := range denied {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
@@ -59,17 +60,19 @@ import (
 //     read replica; v12: flexible, diverging epoch; v13: topic ids;
 //     v15: replica state; v16: node endpoints (KIP-951)
 func init() {
-	register(api{
-		key: 1, client: versions(4, 16), handle: handleFetch,
-		controller: versions(12, 12),
-		rule:       authzRule{"READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, checkFetch},
-		// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
-		// credentials, ACLs, configs): brokers and controllers only.
-		ctlRule: &authzRule{"on the CONTROLLER listener (the metadata log): CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 1, Client: api.Versions(4, 16), Handle: bind(b, handleFetch),
+			Controller: api.Versions(12, 12),
+			Rule:       api.Needs("READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, bindCheck(b, checkFetch)),
+			// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
+			// credentials, ACLs, configs): brokers and controllers only.
+			CtlRule: &api.Rule{Need: "on the CONTROLLER listener (the metadata log): CLUSTER_ACTION on CLUSTER", Blast: 5, Check: api.ClusterTop(acl.OpClusterAction)},
+		}
 	})
 }
 
-func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
 	if req.Version >= 7 && req.SessionID != 0 && req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -126,7 +129,7 @@ func handleFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Re
 			case <-timer.C:
 				respond(resp)
 				return
-			case <-cc.ctx.Done():
+			case <-cc.Ctx.Done():
 				resp.Release()
 				respond(nil)
 				return
@@ -393,16 +396,16 @@ func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(k
 	}
 }
 
-func checkFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkFetch(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
 	var denied []kmsg.FetchRequestTopic
 	if isFollowerFetch(req) {
-		if z.cluster(acl.OpClusterAction) {
+		if z.Cluster(acl.OpClusterAction) {
 			return nil, nil
 		}
 		denied, req.Topics = req.Topics, []kmsg.FetchRequestTopic{}
 	} else {
-		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return z.b.topicName(t.Topic, t.TopicID) })
+		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return b.topicName(t.Topic, t.TopicID) })
 	}
 	if len(denied) == 0 {
 		return nil, nil
@@ -420,7 +423,7 @@ func checkFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)
 			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rp.Partition, rp.ErrorCode = p.Partition, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -26,13 +27,15 @@ import (
 //     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
 //     timestamp; v8: earliest local (KIP-405)
 func init() {
-	register(api{
-		key: 2, client: versions(0, 8), handle: handleListOffsets,
-		rule: authzRule{"DESCRIBE on TOPIC", 0, checkListOffsets},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 2, Client: api.Versions(0, 8), Handle: bind(b, handleListOffsets),
+			Rule: api.Needs("DESCRIBE on TOPIC", 0, checkListOffsets),
+		}
 	})
 }
 
-func handleListOffsets(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListOffsets(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, rt := range req.Topics {
@@ -99,10 +102,10 @@ func listOffset(lg *storage.Log, hw, ts int64) (offset, timestamp int64, err err
 	return off, rts, nil
 }
 
-func checkListOffsets(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkListOffsets(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	var denied []kmsg.ListOffsetsRequestTopic
-	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpDescribe, req.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
@@ -113,7 +116,7 @@ func checkListOffsets(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Res
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rp.Partition, rp.ErrorCode = p.Partition, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -42,13 +43,15 @@ import (
 //   - v7: leader epoch (KIP-320); v8: authorized operations (KIP-430)
 //   - v9: flexible; v10: topic ids (KIP-516); v11: cluster ops dropped
 func init() {
-	register(api{
-		key: 3, client: versions(0, 12), handle: handleMetadata,
-		rule: authzRule{"DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, checkMetadata},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 3, Client: api.Versions(0, 12), Handle: bind(b, handleMetadata),
+			Rule: api.Needs("DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, bindCheck(b, checkMetadata)),
+		}
 	})
 }
 
-func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleMetadata(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
 	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	var missing []string
@@ -67,7 +70,7 @@ func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg
 	b.goLoop(func() {
 		codes := map[string]int16{}
 		for _, name := range missing {
-			codes[name] = b.autoCreate(cc.ctx, name)
+			codes[name] = b.autoCreate(cc.Ctx, name)
 		}
 		respond(b.metadata(cc, req, codes))
 	})
@@ -75,10 +78,10 @@ func handleMetadata(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg
 
 // metadata builds the response from the current image; createCodes holds
 // the outcome of topics just auto-created.
-func (b *Broker) metadata(cc *connCtx, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
+func (b *Broker) metadata(cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.image()
-	listener := b.advertised[cc.listener].Name
+	listener := b.advertised[cc.Listener].Name
 	for _, bs := range img.LiveBrokers() {
 		e, ok := endpoint(img, bs.ID, listener)
 		if !ok {
@@ -184,23 +187,23 @@ func describeTopic(img *controller.Image, t *controller.Topic, ops func(topic st
 // auto-created needs CREATE on the cluster or the topic, else it is
 // answered TOPIC_AUTHORIZATION_FAILED too (Kafka's behaviour). A request
 // for all topics lists only those the principal may describe.
-func checkMetadata(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkMetadata(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
 	if req.Topics == nil {
 		return nil, func(r kmsg.Response) {
 			resp := r.(*kmsg.MetadataResponse)
 			kept := resp.Topics[:0]
 			for _, t := range resp.Topics {
-				if t.Topic != nil && z.quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
+				if t.Topic != nil && z.Quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
 					kept = append(kept, t)
 				}
 			}
 			resp.Topics = kept
 		}
 	}
-	autoCreate := z.b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
-	canCreateAll := autoCreate && z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
-	img := z.b.image()
+	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	canCreateAll := autoCreate && z.Az.Authorize(z.Conn.Principal, z.Conn.ClientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
+	img := b.image()
 	keep := make([]kmsg.MetadataRequestTopic, 0, len(req.Topics))
 	var denied []kmsg.MetadataRequestTopic
 	for _, t := range req.Topics {
@@ -208,11 +211,11 @@ func checkMetadata(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Respon
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			name = z.b.topicName("", t.TopicID)
+			name = b.topicName("", t.TopicID)
 		}
-		allowed := z.ok(acl.OpDescribe, acl.ResourceTopic, name)
+		allowed := z.Ok(acl.OpDescribe, acl.ResourceTopic, name)
 		if allowed && autoCreate && !canCreateAll && img != nil && img.Topic(name) == nil &&
-			!z.ok(acl.OpCreate, acl.ResourceTopic, name) {
+			!z.Ok(acl.OpCreate, acl.ResourceTopic, name) {
 			allowed = false
 		}
 		if allowed {
@@ -229,7 +232,7 @@ func checkMetadata(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Respon
 		resp := r.(*kmsg.MetadataResponse)
 		for _, t := range denied {
 			rt := kmsg.NewMetadataResponseTopic()
-			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, topicDenied
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 
@@ -30,15 +31,17 @@ import (
 //   - v1: commit timestamp; v2-4: retention time (ignored); v6: leader
 //     epoch; v7: group instance id; v8: flexible
 func init() {
-	register(api{
-		key: 8, client: versions(0, 8), handle: handleOffsetCommit,
-		rule: authzRule{"READ on GROUP and READ on TOPIC", 2, checkOffsetCommit},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 8, Client: api.Versions(0, 8), Handle: bind(b, handleOffsetCommit),
+			Rule: api.Needs("READ on GROUP and READ on TOPIC", 2, checkOffsetCommit),
+		}
 	})
 }
 
 const maxOffsetMetadata = 4096
 
-func handleOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	if code := b.groupRequestCode(req.Group); code != 0 {
@@ -119,16 +122,16 @@ func commitErrorCode(err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
-func checkOffsetCommit(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkOffsetCommit(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	code := int16(0)
 	var denied []kmsg.OffsetCommitRequestTopic
-	if !z.ok(acl.OpRead, acl.ResourceGroup, req.Group) {
-		code = groupDenied
+	if !z.Ok(acl.OpRead, acl.ResourceGroup, req.Group) {
+		code = api.GroupDenied
 		denied, req.Topics = req.Topics, []kmsg.OffsetCommitRequestTopic{}
 	} else {
-		code = topicDenied
-		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
+		code = api.TopicDenied
+		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
 	}
 	if len(denied) == 0 {
 		return nil, nil
@@ -145,7 +148,7 @@ func checkOffsetCommit(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	if code == groupDenied {
+	if code == api.GroupDenied {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		fill(resp)
 		return resp, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
@@ -25,13 +26,15 @@ import (
 //     here); v2: null topics = all, top-level error; v5: leader epoch;
 //     v6: flexible; v7: require stable; v8: many groups
 func init() {
-	register(api{
-		key: 9, client: versions(0, 8), handle: handleOffsetFetch,
-		rule: authzRule{"DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 9, Client: api.Versions(0, 8), Handle: bind(b, handleOffsetFetch),
+			Rule: api.Needs("DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch),
+		}
 	})
 }
 
-func handleOffsetFetch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -141,35 +144,35 @@ func nonNil(t []offsetFetchTopic) []offsetFetchTopic {
 // at the top, or per group from v8); named topics the principal may not
 // describe are answered TOPIC_AUTHORIZATION_FAILED per partition, and a
 // fetch of all topics lists only the describable ones.
-func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkOffsetFetch(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	if req.Version >= 8 {
 		var denied []string
-		req.Groups, denied = sift(req.Groups, func(g kmsg.OffsetFetchRequestGroup) (string, bool) {
-			return g.Group, z.ok(acl.OpDescribe, acl.ResourceGroup, g.Group)
+		req.Groups, denied = api.Sift(req.Groups, func(g kmsg.OffsetFetchRequestGroup) (string, bool) {
+			return g.Group, z.Ok(acl.OpDescribe, acl.ResourceGroup, g.Group)
 		})
 		return nil, func(r kmsg.Response) {
 			resp := r.(*kmsg.OffsetFetchResponse)
 			for i := range resp.Groups {
 				g := &resp.Groups[i]
-				g.Topics = visible(z, acl.ResourceTopic, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
+				g.Topics = api.Visible(z, acl.ResourceTopic, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
 			}
 			for _, g := range denied {
 				rg := kmsg.NewOffsetFetchResponseGroup()
-				rg.Group, rg.ErrorCode = g, groupDenied
+				rg.Group, rg.ErrorCode = g, api.GroupDenied
 				resp.Groups = append(resp.Groups, rg)
 			}
 		}
 	}
-	if !z.ok(acl.OpDescribe, acl.ResourceGroup, req.Group) {
+	if !z.Ok(acl.OpDescribe, acl.ResourceGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.ErrorCode = groupDenied
+		resp.ErrorCode = api.GroupDenied
 		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, groupDenied
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, api.GroupDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -177,7 +180,7 @@ func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Res
 		return resp, nil
 	}
 	var denied []kmsg.OffsetFetchRequestTopic
-	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic })
 	all := req.Topics == nil
 	if !all && len(denied) == 0 {
 		return nil, nil
@@ -185,14 +188,14 @@ func checkOffsetFetch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Res
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.OffsetFetchResponse)
 		if all {
-			resp.Topics = visible(z, acl.ResourceTopic, resp.Topics, func(t kmsg.OffsetFetchResponseTopic) string { return t.Topic })
+			resp.Topics = api.Visible(z, acl.ResourceTopic, resp.Topics, func(t kmsg.OffsetFetchResponseTopic) string { return t.Topic })
 		}
 		for _, t := range denied {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, topicDenied
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

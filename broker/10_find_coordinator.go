@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -25,17 +26,19 @@ import (
 // Version notes:
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
 func init() {
-	register(api{
-		key: 10, client: versions(0, 4), handle: handleFindCoordinator,
-		rule: authzRule{"DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 10, Client: api.Versions(0, 4), Handle: bind(b, handleFindCoordinator),
+			Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator),
+		}
 	})
 }
 
-func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleFindCoordinator(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	img := b.image()
-	listener := b.advertised[cc.listener].Name
+	listener := b.advertised[cc.Listener].Name
 	// The topic of the coordinator type, its placement and load status.
 	topicName, ensure := offsetsTopic, b.ensureOffsetsTopic
 	status := b.coord.Status
@@ -90,14 +93,14 @@ func handleFindCoordinator(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	respond(resp)
 }
 
-func checkFindCoordinator(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkFindCoordinator(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
-	rt, code := acl.ResourceGroup, groupDenied
+	rt, code := acl.ResourceGroup, api.GroupDenied
 	if req.CoordinatorType == 1 {
-		rt, code = acl.ResourceTransactionalID, txnDenied
+		rt, code = acl.ResourceTransactionalID, api.TxnDenied
 	}
 	if req.Version < 4 {
-		if z.ok(acl.OpDescribe, rt, req.CoordinatorKey) {
+		if z.Ok(acl.OpDescribe, rt, req.CoordinatorKey) {
 			return nil, nil
 		}
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -107,7 +110,7 @@ func checkFindCoordinator(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg
 	keep := make([]string, 0, len(req.CoordinatorKeys))
 	var denied []string
 	for _, k := range req.CoordinatorKeys {
-		if z.ok(acl.OpDescribe, rt, k) {
+		if z.Ok(acl.OpDescribe, rt, k) {
 			keep = append(keep, k)
 		} else {
 			denied = append(denied, k)

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
@@ -24,13 +25,15 @@ import (
 //     name in the response; v8: reason; v9: skip assignment (KIP-814, set
 //     when a static leader restarts)
 func init() {
-	register(api{
-		key: 11, client: versions(0, 9), handle: handleJoinGroup,
-		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 11, Client: api.Versions(0, 9), Handle: bind(b, handleJoinGroup),
+			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })),
+		}
 	})
 }
 
-func handleJoinGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleJoinGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	if code := b.groupRequestCode(req.Group); code != 0 {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -38,7 +41,7 @@ func handleJoinGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kms
 		respond(resp)
 		return
 	}
-	meta := group.JoinMeta{ClientID: cc.clientID, ClientHost: cc.clientHost}
+	meta := group.JoinMeta{ClientID: cc.ClientID, ClientHost: cc.ClientHost}
 	b.coord.With(req.Group, true, func(g *group.Group) []group.Reply {
 		return g.Join(time.Now().UnixMilli(), req, meta, coordinator.Respond(respond))
 	})

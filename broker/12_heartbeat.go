@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -18,13 +19,15 @@ import (
 //
 // Version notes: v3: group instance id; v4: flexible
 func init() {
-	register(api{
-		key: 12, client: versions(0, 4), handle: handleHeartbeat,
-		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 12, Client: api.Versions(0, 4), Handle: bind(b, handleHeartbeat),
+			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })),
+		}
 	})
 }
 
-func handleHeartbeat(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleHeartbeat(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	var resp kmsg.Response
 	code := b.groupRequestCode(req.Group)

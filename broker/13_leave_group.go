@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -17,13 +18,15 @@ import (
 //
 // Version notes: v3: batch leave (KIP-345); v4: flexible; v5: reason
 func init() {
-	register(api{
-		key: 13, client: versions(0, 5), handle: handleLeaveGroup,
-		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 13, Client: api.Versions(0, 5), Handle: bind(b, handleLeaveGroup),
+			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })),
+		}
 	})
 }
 
-func handleLeaveGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleLeaveGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	var resp kmsg.Response
 	code := b.groupRequestCode(req.Group)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
@@ -19,13 +20,15 @@ import (
 // Version notes:
 //   - v3: group instance id; v4: flexible; v5: protocol type and name
 func init() {
-	register(api{
-		key: 14, client: versions(0, 5), handle: handleSyncGroup,
-		rule: authzRule{"READ on GROUP", 1, groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 14, Client: api.Versions(0, 5), Handle: bind(b, handleSyncGroup),
+			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })),
+		}
 	})
 }
 
-func handleSyncGroup(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSyncGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	code := b.groupRequestCode(req.Group)
 	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {

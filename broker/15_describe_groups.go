@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -18,13 +19,15 @@ import (
 // Version notes: v1: throttle; v3: authorized operations; v4: group
 // instance id; v5: flexible
 func init() {
-	register(api{
-		key: 15, client: versions(0, 5), handle: handleDescribeGroups,
-		rule: authzRule{"DESCRIBE on GROUP", 0, checkDescribeGroups},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 15, Client: api.Versions(0, 5), Handle: bind(b, handleDescribeGroups),
+			Rule: api.Needs("DESCRIBE on GROUP", 0, checkDescribeGroups),
+		}
 	})
 }
 
-func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -50,18 +53,18 @@ func handleDescribeGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 	respond(resp)
 }
 
-func checkDescribeGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDescribeGroups(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	keep, denied := siftGroups(z, acl.OpDescribe, req.Groups)
+	keep, denied := api.SiftGroups(z, acl.OpDescribe, req.Groups)
 	if len(denied) > 0 {
 		req.Groups = keep
 	}
 	// Never answered without the handler, even with every group denied:
 	// the handler answers the empty list.
-	return nil, amend(len(denied), func(resp *kmsg.DescribeGroupsResponse) {
+	return nil, api.Amend(len(denied), func(resp *kmsg.DescribeGroupsResponse) {
 		for _, g := range denied {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = g, groupDenied
+			rg.Group, rg.ErrorCode = g, api.GroupDenied
 			resp.Groups = append(resp.Groups, rg)
 		}
 	})

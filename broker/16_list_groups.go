@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // ListGroups: v0-4
@@ -13,13 +14,15 @@ import (
 //
 // Version notes: v3: flexible; v4: states filter
 func init() {
-	register(api{
-		key: 16, client: versions(0, 4), handle: handleListGroups,
-		rule: authzRule{"DESCRIBE on GROUP (others are not listed)", 0, checkListGroups},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 16, Client: api.Versions(0, 4), Handle: bind(b, handleListGroups),
+			Rule: api.Needs("DESCRIBE on GROUP (others are not listed)", 0, checkListGroups),
+		}
 	})
 }
 
-func handleListGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	for _, s := range b.coord.ListGroups() {
@@ -60,12 +63,12 @@ func equalFold(a, b string) bool {
 
 // checkListGroups: with DESCRIBE on the cluster every group is listed,
 // else only the groups the principal may describe (Kafka's behaviour).
-func checkListGroups(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpDescribe, acl.ResourceCluster, acl.ClusterName) {
+func checkListGroups(z *api.Authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	if z.Az.Authorize(z.Conn.Principal, z.Conn.ClientHost, acl.OpDescribe, acl.ResourceCluster, acl.ClusterName) {
 		return nil, nil
 	}
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.ListGroupsResponse)
-		resp.Groups = visible(z, acl.ResourceGroup, resp.Groups, func(g kmsg.ListGroupsResponseGroup) string { return g.Group })
+		resp.Groups = api.Visible(z, acl.ResourceGroup, resp.Groups, func(g kmsg.ListGroupsResponseGroup) string { return g.Group })
 	}
 }

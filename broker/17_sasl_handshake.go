@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // SaslHandshake: v0-1
@@ -23,15 +25,17 @@ import (
 //     (kafka-python 2.0 authenticates so)
 //   - v1: the tokens travel in SaslAuthenticate requests (KIP-152)
 func init() {
-	register(api{
-		key: 17, client: versions(0, 1), handle: handleSASLHandshake,
-		controller: versions(0, 1),
-		ctlLocal:   true,
-		rule:       authzRule{"none (before authentication)", 0, noACL},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 17, Client: api.Versions(0, 1), Handle: bind(b, handleSASLHandshake),
+			Controller: api.Versions(0, 1),
+			CtlLocal:   true,
+			Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
+		}
 	})
 }
 
-func handleSASLHandshake(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSASLHandshake(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLHandshakeRequest).ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	respond(resp)

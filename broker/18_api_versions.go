@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // ApiVersions: v0-4
@@ -24,29 +26,31 @@ import (
 //     (KIP-584, tagged fields)
 //   - v4: supported feature ranges may start at 0 (KIP-1022, KAFKA-17492)
 func init() {
-	register(api{
-		key: 18, client: versions(0, 4), handle: handleApiVersions,
-		controller: versions(0, 4),
-		ctlLocal:   true,
-		rule:       authzRule{"none", 0, noACL},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 18, Client: api.Versions(0, 4), Handle: bind(b, handleApiVersions),
+			Controller: api.Versions(0, 4),
+			CtlLocal:   true,
+			Rule:       api.Needs("none", 0, api.NoACL),
+		}
 	})
 }
 
-func handleApiVersions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleApiVersions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version >= 3 && (!validSoftware(req.ClientSoftwareName) || !validSoftware(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
-	if cc.listener == ctlListener {
+	if cc.Listener == api.CtlListener {
 		// The CONTROLLER listener's own table; controllers finalize no
 		// features of their own there.
-		resp.ApiKeys = versionTable{ctl: true, sasl: b.ctlSASLServer != nil}.All()
+		resp.ApiKeys = b.reg.ControllerTable(b.ctlSASLServer != nil).All()
 		resp.FinalizedFeaturesEpoch = -1
 		respond(resp)
 		return
 	}
-	resp.ApiKeys = clientVersions.All()
+	resp.ApiKeys = b.reg.ClientTable().All()
 	fillFeatures(resp, req.Version, int64(b.image().Version()))
 	respond(resp)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // CreateTopics: v0-7
@@ -28,16 +29,18 @@ import (
 //   - v1: validate only, error messages; v5: flexible, returns partitions,
 //     replication factor and configs (KIP-525); v7: topic id (KIP-516)
 func init() {
-	register(api{
-		key: 19, client: versions(0, 7), handle: handleCreateTopics,
-		controller:    versions(0, 7),
-		rule:          authzRule{"CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics},
-		mutates:       true,
-		errorResponse: errorCreateTopics,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 19, Client: api.Versions(0, 7), Handle: bind(b, handleCreateTopics),
+			Controller:    api.Versions(0, 7),
+			Rule:          api.Needs("CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics),
+			Mutates:       true,
+			ErrorResponse: errorCreateTopics,
+		}
 	})
 }
 
-func handleCreateTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreateTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	var refused []kmsg.CreateTopicsResponseTopic
 	forward(b, cc, req, forwarding[*kmsg.CreateTopicsResponse]{timeoutMs: req.TimeoutMillis,
@@ -90,20 +93,20 @@ func (b *Broker) describeCreated(req *kmsg.CreateTopicsRequest, resp *kmsg.Creat
 	}
 }
 
-func checkCreateTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkCreateTopics(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName) {
+	if z.Az.Authorize(z.Conn.Principal, z.Conn.ClientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName) {
 		return nil, nil
 	}
 	var denied []kmsg.CreateTopicsRequestTopic
-	req.Topics, denied = split(z, acl.OpCreate, req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpCreate, req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
 	fill := func(resp *kmsg.CreateTopicsResponse) {
 		for _, t := range denied {
 			rt := kmsg.NewCreateTopicsResponseTopic()
-			rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+			rt.Topic, rt.ErrorCode = t.Topic, api.TopicDenied
 			msg := "Authorization failed."
 			rt.ErrorMessage = &msg
 			resp.Topics = append(resp.Topics, rt)

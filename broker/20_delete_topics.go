@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // DeleteTopics: v0-6
@@ -24,16 +25,18 @@ import (
 // Version notes:
 //   - v4: flexible; v5: error messages; v6: topic ids (KIP-516)
 func init() {
-	register(api{
-		key: 20, client: versions(0, 6), handle: handleDeleteTopics,
-		controller:    versions(0, 6),
-		rule:          authzRule{"DELETE on TOPIC", 5, checkDeleteTopics},
-		mutates:       true,
-		errorResponse: errorDeleteTopics,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 20, Client: api.Versions(0, 6), Handle: bind(b, handleDeleteTopics),
+			Controller:    api.Versions(0, 6),
+			Rule:          api.Needs("DELETE on TOPIC", 5, bindCheck(b, checkDeleteTopics)),
+			Mutates:       true,
+			ErrorResponse: errorDeleteTopics,
+		}
 	})
 }
 
-func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	forward(b, cc, req, forwarding[*kmsg.DeleteTopicsResponse]{timeoutMs: req.TimeoutMillis,
 		// This broker's image no longer has the deleted topics (forward
@@ -54,14 +57,14 @@ func handleDeleteTopics(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}}, respond)
 }
 
-func checkDeleteTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDeleteTopics(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	var deniedNames []string
 	var deniedTopics []kmsg.DeleteTopicsRequestTopic
 	if req.TopicNames != nil {
 		keep := make([]string, 0, len(req.TopicNames))
 		for _, n := range req.TopicNames {
-			if z.ok(acl.OpDelete, acl.ResourceTopic, n) {
+			if z.Ok(acl.OpDelete, acl.ResourceTopic, n) {
 				keep = append(keep, n)
 			} else {
 				deniedNames = append(deniedNames, n)
@@ -76,7 +79,7 @@ func checkDeleteTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 			if t.Topic != nil {
 				name = *t.Topic
 			}
-			if z.ok(acl.OpDelete, acl.ResourceTopic, z.b.topicName(name, t.TopicID)) {
+			if z.Ok(acl.OpDelete, acl.ResourceTopic, b.topicName(name, t.TopicID)) {
 				keep = append(keep, t)
 			} else {
 				deniedTopics = append(deniedTopics, t)
@@ -90,12 +93,12 @@ func checkDeleteTopics(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 	fill := func(resp *kmsg.DeleteTopicsResponse) {
 		for _, n := range deniedNames {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.ErrorCode = &n, topicDenied
+			rt.Topic, rt.ErrorCode = &n, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 		for _, t := range deniedTopics {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, topicDenied
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}

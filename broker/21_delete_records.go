@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
@@ -43,10 +44,12 @@ import (
 //
 // Version notes: v1 no change (throttling); v2 flexible.
 func init() {
-	register(api{
-		key: 21, client: versions(0, 2), handle: handleDeleteRecords,
-		rule:    authzRule{"DELETE on TOPIC", 5, checkDeleteRecords},
-		mutates: true,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 21, Client: api.Versions(0, 2), Handle: bind(b, handleDeleteRecords),
+			Rule:    api.Needs("DELETE on TOPIC", 5, checkDeleteRecords),
+			Mutates: true,
+		}
 	})
 }
 
@@ -58,7 +61,7 @@ type deleteWait struct {
 	topic, index int // its place in the response
 }
 
-func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteRecords(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	var waits []deleteWait
@@ -86,7 +89,7 @@ func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func
 				target, v, err := p.DeleteRecords(rp.Offset)
 				if err != nil {
 					sp.ErrorCode = errorCode(err)
-					p.Logger.Debug().Err(err).Int64("offset", rp.Offset).Str("client_id", cc.clientID).Msg("delete records refused")
+					p.Logger.Debug().Err(err).Int64("offset", rp.Offset).Str("client_id", cc.ClientID).Msg("delete records refused")
 					break
 				}
 				lw, _ := p.LowWatermark()
@@ -107,12 +110,12 @@ func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func
 	// The wait for the followers runs off the connection's reader, like
 	// acks=all; one deadline bounds every partition of the request.
 	b.goLoop(func() {
-		ctx, cancel := context.WithTimeout(cc.ctx, time.Duration(max(req.TimeoutMillis, 1))*time.Millisecond)
+		ctx, cancel := context.WithTimeout(cc.Ctx, time.Duration(max(req.TimeoutMillis, 1))*time.Millisecond)
 		defer cancel()
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.index]
 			lw, err := w.p.WaitLowWatermark(ctx, w.target, w.epoch)
-			if cc.ctx.Err() != nil {
+			if cc.Ctx.Err() != nil {
 				respond(nil) // the connection is gone
 				return
 			}
@@ -130,10 +133,10 @@ func handleDeleteRecords(b *Broker, cc *connCtx, kreq kmsg.Request, respond func
 	})
 }
 
-func checkDeleteRecords(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDeleteRecords(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	var denied []kmsg.DeleteRecordsRequestTopic
-	req.Topics, denied = split(z, acl.OpDelete, req.Topics, func(t kmsg.DeleteRecordsRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpDelete, req.Topics, func(t kmsg.DeleteRecordsRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
@@ -143,7 +146,7 @@ func checkDeleteRecords(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.R
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-				rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, topicDenied
+				rp.Partition, rp.LowWatermark, rp.ErrorCode = p.Partition, -1, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

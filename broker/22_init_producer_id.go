@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -29,13 +30,15 @@ import (
 //   - v2: flexible; v3: producer id/epoch in the request (KIP-360);
 //     v5: KIP-890 (only meaningful with transactions)
 func init() {
-	register(api{
-		key: 22, client: versions(0, 5), handle: handleInitProducerID,
-		rule: authzRule{"WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 22, Client: api.Versions(0, 5), Handle: bind(b, handleInitProducerID),
+			Rule: api.Needs("WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID),
+		}
 	})
 }
 
-func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleInitProducerID(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -58,7 +61,7 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 		return
 	}
 	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 0)
+		ctx, cancel := adminCtx(cc.Ctx, 0)
 		defer cancel()
 		id, err := b.allocProducerID(ctx)
 		if err != nil {
@@ -72,22 +75,22 @@ func handleInitProducerID(b *Broker, cc *connCtx, kreq kmsg.Request, respond fun
 	})
 }
 
-func checkInitProducerID(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkInitProducerID(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		if z.ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
+		if z.Ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID) {
 			return nil, nil
 		}
-		resp.ErrorCode = txnDenied
+		resp.ErrorCode = api.TxnDenied
 		return resp, nil
 	}
-	if z.az.Authorize(z.cc.principal, z.cc.clientHost, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName) ||
-		z.az.AuthorizeAny(z.cc.principal, z.cc.clientHost, acl.OpWrite, acl.ResourceTopic) {
+	if z.Az.Authorize(z.Conn.Principal, z.Conn.ClientHost, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName) ||
+		z.Az.AuthorizeAny(z.Conn.Principal, z.Conn.ClientHost, acl.OpWrite, acl.ResourceTopic) {
 		return nil, nil
 	}
-	z.b.audit.denied(z.cc, 22, acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName)
-	resp.ErrorCode = clusterDenied
+	z.Deny(acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName)
+	resp.ErrorCode = api.ClusterDenied
 	return resp, nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -25,13 +26,15 @@ import (
 //   - v1: leader epoch in the response; v2: current leader epoch;
 //     v3: replica id; v4: flexible
 func init() {
-	register(api{
-		key: 23, client: versions(0, 4), handle: handleOffsetForLeaderEpoch,
-		rule: authzRule{"DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 23, Client: api.Versions(0, 4), Handle: bind(b, handleOffsetForLeaderEpoch),
+			Rule: api.Needs("DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch),
+		}
 	})
 }
 
-func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetForLeaderEpoch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, rt := range req.Topics {
@@ -58,18 +61,18 @@ func handleOffsetForLeaderEpoch(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 	respond(resp)
 }
 
-func checkOffsetForLeaderEpoch(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkOffsetForLeaderEpoch(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	var denied []kmsg.OffsetForLeaderEpochRequestTopic
-	code := topicDenied
+	code := api.TopicDenied
 	if req.Version >= 3 && req.ReplicaID >= 0 {
-		if z.cluster(acl.OpClusterAction) {
+		if z.Cluster(acl.OpClusterAction) {
 			return nil, nil
 		}
-		code = clusterDenied
+		code = api.ClusterDenied
 		denied, req.Topics = req.Topics, []kmsg.OffsetForLeaderEpochRequestTopic{}
 	} else {
-		req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic })
+		req.Topics, denied = api.Split(z, acl.OpDescribe, req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) string { return t.Topic })
 	}
 	if len(denied) == 0 {
 		return nil, nil

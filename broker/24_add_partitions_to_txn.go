@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -27,13 +28,15 @@ import (
 //   - v3: flexible; v4: batched transactions and VerifyOnly, sent by
 //     brokers (KIP-890 part 1); v5: TRANSACTION_ABORTABLE
 func init() {
-	register(api{
-		key: 24, client: versions(0, 5), handle: handleAddPartitionsToTxn,
-		rule: authzRule{"WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 24, Client: api.Versions(0, 5), Handle: bind(b, handleAddPartitionsToTxn),
+			Rule: api.Needs("WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn),
+		}
 	})
 }
 
-func handleAddPartitionsToTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAddPartitionsToTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
@@ -175,19 +178,19 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 // its partitions and, as Kafka does, the others are OPERATION_NOT_ATTEMPTED
 // and nothing is added. v4+ batches (brokers verifying transactions) need
 // CLUSTER_ACTION.
-func checkAddPartitionsToTxn(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAddPartitionsToTxn(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	if req.Version >= 4 {
-		if z.cluster(acl.OpClusterAction) {
+		if z.Cluster(acl.OpClusterAction) {
 			return nil, nil
 		}
-		return setTopError(req.ResponseKind(), clusterDenied), nil
+		return api.SetTopError(req.ResponseKind(), api.ClusterDenied), nil
 	}
-	txnOK := z.ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID)
+	txnOK := z.Ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID)
 	deniedTopic := map[string]bool{}
 	if txnOK {
 		for _, t := range req.Topics {
-			if !z.ok(acl.OpWrite, acl.ResourceTopic, t.Topic) {
+			if !z.Ok(acl.OpWrite, acl.ResourceTopic, t.Topic) {
 				deniedTopic[t.Topic] = true
 			}
 		}
@@ -202,9 +205,9 @@ func checkAddPartitionsToTxn(z *authz, kreq kmsg.Request) (kmsg.Response, func(k
 		code := kerr.OperationNotAttempted.Code
 		switch {
 		case !txnOK:
-			code = txnDenied
+			code = api.TxnDenied
 		case deniedTopic[t.Topic]:
-			code = topicDenied
+			code = api.TopicDenied
 		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -16,15 +17,17 @@ import (
 //
 // Version notes: v3: flexible; v4: TRANSACTION_ABORTABLE (KIP-890)
 func init() {
-	register(api{
-		key: 25, client: versions(0, 4), handle: handleAddOffsetsToTxn,
-		rule: authzRule{"WRITE on TRANSACTIONAL_ID and READ on GROUP", 3, all(
-			txnTop(func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
-			groupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).Group }))},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 25, Client: api.Versions(0, 4), Handle: bind(b, handleAddOffsetsToTxn),
+			Rule: api.Needs("WRITE on TRANSACTIONAL_ID and READ on GROUP", 3, api.All(
+				api.TxnTop(func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).TransactionalID }),
+				api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.AddOffsetsToTxnRequest).Group }))),
+		}
 	})
 }
 
-func handleAddOffsetsToTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAddOffsetsToTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if code := b.txnRequestCode(req.TransactionalID); code != 0 {

@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -19,13 +20,15 @@ import (
 // v2 (KIP-890 part 2): the epoch is bumped at every end and the response
 // carries the producer id and epoch to use next.
 func init() {
-	register(api{
-		key: 26, client: versions(0, 5), handle: handleEndTxn,
-		rule: authzRule{"WRITE on TRANSACTIONAL_ID", 3, txnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 26, Client: api.Versions(0, 5), Handle: bind(b, handleEndTxn),
+			Rule: api.Needs("WRITE on TRANSACTIONAL_ID", 3, api.TxnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })),
+		}
 	})
 }
 
-func handleEndTxn(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleEndTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -32,16 +33,18 @@ import (
 //
 // Version notes: v1: flexible; v2: transaction version (KIP-890 part 2).
 func init() {
-	register(api{
-		key: 27, client: versions(0, 2), handle: handleWriteTxnMarkers,
-		rule: authzRule{"CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 27, Client: api.Versions(0, 2), Handle: bind(b, handleWriteTxnMarkers),
+			Rule: api.Needs("CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers),
+		}
 	})
 }
 
-func handleWriteTxnMarkers(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleWriteTxnMarkers(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, 30000)
+		ctx, cancel := adminCtx(cc.Ctx, 30000)
 		defer cancel()
 		resp := b.writeTxnMarkers(ctx, req)
 		resp.Version = req.Version
@@ -116,9 +119,9 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk st
 	return 0
 }
 
-func checkWriteTxnMarkers(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkWriteTxnMarkers(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
-	if z.cluster(acl.OpClusterAction) {
+	if z.Cluster(acl.OpClusterAction) {
 		return nil, nil
 	}
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
@@ -130,7 +133,7 @@ func checkWriteTxnMarkers(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-				rp.Partition, rp.ErrorCode = p, clusterDenied
+				rp.Partition, rp.ErrorCode = p, api.ClusterDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rm.Topics = append(rm.Topics, rt)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
@@ -28,13 +29,15 @@ import (
 // Version notes: v2: leader epoch; v3: flexible, member fields (KIP-447);
 // v4-5: TRANSACTION_ABORTABLE (KIP-890).
 func init() {
-	register(api{
-		key: 28, client: versions(0, 5), handle: handleTxnOffsetCommit,
-		rule: authzRule{"WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 28, Client: api.Versions(0, 5), Handle: bind(b, handleTxnOffsetCommit),
+			Rule: api.Needs("WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit),
+		}
 	})
 }
 
-func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	fill := func(code int16) {
@@ -97,21 +100,21 @@ func handleTxnOffsetCommit(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	})
 }
 
-func checkTxnOffsetCommit(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkTxnOffsetCommit(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	code := int16(0)
 	switch {
-	case !z.ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
-		code = txnDenied
-	case !z.ok(acl.OpRead, acl.ResourceGroup, req.Group):
-		code = groupDenied
+	case !z.Ok(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		code = api.TxnDenied
+	case !z.Ok(acl.OpRead, acl.ResourceGroup, req.Group):
+		code = api.GroupDenied
 	}
 	var denied []kmsg.TxnOffsetCommitRequestTopic
 	if code != 0 {
 		denied, req.Topics = req.Topics, []kmsg.TxnOffsetCommitRequestTopic{}
 	} else {
-		code = topicDenied
-		req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
+		code = api.TopicDenied
+		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	}
 	if len(denied) == 0 {
 		return nil, nil

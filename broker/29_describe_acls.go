@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -25,13 +26,15 @@ import (
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
 func init() {
-	register(api{
-		key: 29, client: versions(0, 3), handle: handleDescribeACLs,
-		rule: authzRule{"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 29, Client: api.Versions(0, 3), Handle: bind(b, handleDescribeACLs),
+			Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
+		}
 	})
 }
 
-func handleDescribeACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	if b.cfg.AuthorizerClass == "" {

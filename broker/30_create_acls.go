@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -40,17 +41,19 @@ import (
 //   - v2: flexible
 //   - v3: nothing new (KIP-679's idempotent-write default)
 func init() {
-	register(api{
-		key: 30, client: versions(0, 3), handle: handleCreateACLs,
-		controller:    versions(0, 3),
-		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorCreateACLs)},
-		mutates:       true,
-		auditDetails:  auditCreateACLs,
-		errorResponse: errorCreateACLs,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 30, Client: api.Versions(0, 3), Handle: bind(b, handleCreateACLs),
+			Controller:    api.Versions(0, 3),
+			Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorCreateACLs)),
+			Mutates:       true,
+			AuditDetails:  auditCreateACLs,
+			ErrorResponse: errorCreateACLs,
+		}
 	})
 }
 
-func handleCreateACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // DeleteAcls: v0-3
@@ -27,17 +28,19 @@ import (
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
 func init() {
-	register(api{
-		key: 31, client: versions(0, 3), handle: handleDeleteACLs,
-		controller:    versions(0, 3),
-		rule:          authzRule{"ALTER on CLUSTER", 5, wholeDenied(acl.OpAlter, errorDeleteACLs)},
-		mutates:       true,
-		auditDetails:  auditDeleteACLs,
-		errorResponse: errorDeleteACLs,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 31, Client: api.Versions(0, 3), Handle: bind(b, handleDeleteACLs),
+			Controller:    api.Versions(0, 3),
+			Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorDeleteACLs)),
+			Mutates:       true,
+			AuditDetails:  auditDeleteACLs,
+			ErrorResponse: errorDeleteACLs,
+		}
 	})
 }
 
-func handleDeleteACLs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/catalogue"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 )
@@ -35,13 +36,15 @@ import (
 // Version notes:
 //   - v1: synonyms, source; v3: documentation, config type; v4: flexible
 func init() {
-	register(api{
-		key: 32, client: versions(0, 4), handle: handleDescribeConfigs,
-		rule: authzRule{"DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 32, Client: api.Versions(0, 4), Handle: bind(b, handleDescribeConfigs),
+			Rule: api.Needs("DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs),
+		}
 	})
 }
 
-func handleDescribeConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.image()
@@ -293,9 +296,9 @@ func configType(t string) kmsg.ConfigType {
 	return kmsg.ConfigTypeUnknown
 }
 
-func checkDescribeConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDescribeConfigs(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
-	keep, denied := sift(req.Resources, func(r kmsg.DescribeConfigsRequestResource) (kmsg.DescribeConfigsResponseResource, bool) {
+	keep, denied := api.Sift(req.Resources, func(r kmsg.DescribeConfigsRequestResource) (kmsg.DescribeConfigsResponseResource, bool) {
 		ok, code := configResourceAllowed(z, acl.OpDescribeConfigs, r.ResourceType, r.ResourceName)
 		d := kmsg.NewDescribeConfigsResponseResource()
 		d.ResourceType, d.ResourceName, d.ErrorCode = r.ResourceType, r.ResourceName, code
@@ -306,5 +309,5 @@ func checkDescribeConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg
 	}
 	// Never answered without the handler: DescribeConfigs of nothing is
 	// still a DescribeConfigs (the handler answers the empty list).
-	return nil, amend(len(denied), func(resp *kmsg.DescribeConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
+	return nil, api.Amend(len(denied), func(resp *kmsg.DescribeConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }

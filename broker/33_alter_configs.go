@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -33,16 +34,18 @@ import (
 // Version notes:
 //   - v1: same as v0; v2: flexible
 func init() {
-	register(api{
-		key: 33, client: versions(0, 2), handle: handleAlterConfigs,
-		controller:    versions(0, 2),
-		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, checkAlterConfigs},
-		mutates:       true,
-		errorResponse: errorAlterConfigs,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 33, Client: api.Versions(0, 2), Handle: bind(b, handleAlterConfigs),
+			Controller:    api.Versions(0, 2),
+			Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, bindCheck(b, checkAlterConfigs)),
+			Mutates:       true,
+			ErrorResponse: errorAlterConfigs,
+		}
 	})
 }
 
-func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	fwd := *req
@@ -91,20 +94,20 @@ func handleAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 		}}, respond)
 }
 
-func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAlterConfigs(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	var img *controller.Image
-	keep, denied := sift(req.Resources, func(r kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
+	keep, denied := api.Sift(req.Resources, func(r kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
 		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
 		var msg *string
 		if ok && r.ResourceType == kmsg.ConfigResourceTypeBroker {
 			if img == nil {
-				if img = z.b.image(); img == nil {
+				if img = b.image(); img == nil {
 					img = &controller.Image{}
 				}
 			}
 			if !superUsersChangeAllowed(z, r.ResourceType, replacesSuperUsers(img, r)) {
-				ok, code, msg = false, clusterDenied, &superUsersDenied
+				ok, code, msg = false, api.ClusterDenied, &superUsersDenied
 			}
 		}
 		d := kmsg.NewAlterConfigsResponseResource()
@@ -114,7 +117,7 @@ func checkAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 	if len(denied) > 0 {
 		req.Resources = keep
 	}
-	return partial(req, len(denied), len(keep), func(resp *kmsg.AlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
+	return api.Partial(req, len(denied), len(keep), func(resp *kmsg.AlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }
 
 // replacesSuperUsers reports whether the legacy AlterConfigs of broker

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 )
@@ -36,14 +37,16 @@ import (
 //
 // Version notes: v1 no change; v2 flexible.
 func init() {
-	register(api{
-		key: 34, client: versions(0, 2), handle: handleAlterReplicaLogDirs,
-		rule:    authzRule{"ALTER on CLUSTER", 4, checkAlterReplicaLogDirs},
-		mutates: true,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 34, Client: api.Versions(0, 2), Handle: bind(b, handleAlterReplicaLogDirs),
+			Rule:    api.Needs("ALTER on CLUSTER", 4, checkAlterReplicaLogDirs),
+			Mutates: true,
+		}
 	})
 }
 
-func handleAlterReplicaLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterReplicaLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
 	dirs := b.logDirsAbs()
@@ -112,9 +115,9 @@ func replicaHere(t *replicamgr.Topic, idx int32) int16 {
 	}
 }
 
-func checkAlterReplicaLogDirs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAlterReplicaLogDirs(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
-	if z.cluster(acl.OpAlter) {
+	if z.Cluster(acl.OpAlter) {
 		return nil, nil
 	}
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
@@ -124,7 +127,7 @@ func checkAlterReplicaLogDirs(z *authz, kreq kmsg.Request) (kmsg.Response, func(
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, clusterDenied
+				rp.Partition, rp.ErrorCode = p, api.ClusterDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

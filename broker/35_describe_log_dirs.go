@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -36,13 +37,15 @@ import (
 // file system (statfs: blocks and blocks available to unprivileged users,
 // times the block size; -1 if statfs fails, as the default says).
 func init() {
-	register(api{
-		key: 35, client: versions(0, 4), handle: handleDescribeLogDirs,
-		rule: authzRule{"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 35, Client: api.Versions(0, 4), Handle: bind(b, handleDescribeLogDirs),
+			Rule: api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
+		}
 	})
 }
 
-func handleDescribeLogDirs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	dirs := b.logDirsAbs()

@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // SaslAuthenticate: v0-2
@@ -21,15 +23,17 @@ import (
 //     and closes a connection whose session ended without one
 //   - v2: flexible
 func init() {
-	register(api{
-		key: 36, client: versions(0, 2), handle: handleSASLAuthenticate,
-		controller: versions(0, 2),
-		ctlLocal:   true,
-		rule:       authzRule{"none (before authentication)", 0, noACL},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 36, Client: api.Versions(0, 2), Handle: bind(b, handleSASLAuthenticate),
+			Controller: api.Versions(0, 2),
+			CtlLocal:   true,
+			Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
+		}
 	})
 }
 
-func handleSASLAuthenticate(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSASLAuthenticate(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLAuthenticateRequest).ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	msg := "SaslAuthenticate on a connection that is not in a SASL exchange"

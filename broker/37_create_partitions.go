@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // CreatePartitions: v0-3
@@ -26,16 +27,18 @@ import (
 // Version notes:
 //   - v2: flexible; v3: same as v2 (KIP-1075 bump)
 func init() {
-	register(api{
-		key: 37, client: versions(0, 3), handle: handleCreatePartitions,
-		controller:    versions(0, 3),
-		rule:          authzRule{"ALTER on TOPIC", 4, checkCreatePartitions},
-		mutates:       true,
-		errorResponse: errorCreatePartitions,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 37, Client: api.Versions(0, 3), Handle: bind(b, handleCreatePartitions),
+			Controller:    api.Versions(0, 3),
+			Rule:          api.Needs("ALTER on TOPIC", 4, checkCreatePartitions),
+			Mutates:       true,
+			ErrorResponse: errorCreatePartitions,
+		}
 	})
 }
 
-func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreatePartitions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	var refused []kmsg.CreatePartitionsResponseTopic
 	forward(b, cc, req, forwarding[*kmsg.CreatePartitionsResponse]{timeoutMs: req.TimeoutMillis,
@@ -49,17 +52,17 @@ func handleCreatePartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 		}}, respond)
 }
 
-func checkCreatePartitions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkCreatePartitions(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	var denied []kmsg.CreatePartitionsRequestTopic
-	req.Topics, denied = split(z, acl.OpAlter, req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpAlter, req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
 	fill := func(resp *kmsg.CreatePartitionsResponse) {
 		for _, t := range denied {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+			rt.Topic, rt.ErrorCode = t.Topic, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}

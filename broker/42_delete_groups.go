@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
@@ -18,14 +19,16 @@ import (
 //
 // Version notes: v2: flexible
 func init() {
-	register(api{
-		key: 42, client: versions(0, 2), handle: handleDeleteGroups,
-		rule:    authzRule{"DELETE on GROUP", 2, checkDeleteGroups},
-		mutates: true,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 42, Client: api.Versions(0, 2), Handle: bind(b, handleDeleteGroups),
+			Rule:    api.Needs("DELETE on GROUP", 2, checkDeleteGroups),
+			Mutates: true,
+		}
 	})
 }
 
-func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	pending := len(req.Groups)
@@ -79,16 +82,16 @@ func handleDeleteGroups(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(
 	})
 }
 
-func checkDeleteGroups(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDeleteGroups(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
-	keep, denied := siftGroups(z, acl.OpDelete, req.Groups)
+	keep, denied := api.SiftGroups(z, acl.OpDelete, req.Groups)
 	if len(denied) > 0 {
 		req.Groups = keep
 	}
-	return partial(req, len(denied), len(keep), func(resp *kmsg.DeleteGroupsResponse) {
+	return api.Partial(req, len(denied), len(keep), func(resp *kmsg.DeleteGroupsResponse) {
 		for _, g := range denied {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = g, groupDenied
+			rg.Group, rg.ErrorCode = g, api.GroupDenied
 			resp.Groups = append(resp.Groups, rg)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // ElectLeaders: v0-2
@@ -22,16 +23,18 @@ import (
 // Version notes:
 //   - v1: election type, top-level error; v2: flexible
 func init() {
-	register(api{
-		key: 43, client: versions(0, 2), handle: handleElectLeaders,
-		controller:    versions(0, 2),
-		rule:          authzRule{"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
-		mutates:       true,
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 43, Client: api.Versions(0, 2), Handle: bind(b, handleElectLeaders),
+			Controller:    api.Versions(0, 2),
+			Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
+			Mutates:       true,
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }
 
-func handleElectLeaders(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleElectLeaders(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
 	forward(b, cc, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -45,16 +46,18 @@ import (
 // Version notes:
 //   - v1: flexible
 func init() {
-	register(api{
-		key: 44, client: versions(0, 1), handle: handleIncrementalAlterConfigs,
-		controller:    versions(0, 1),
-		rule:          authzRule{"ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs},
-		mutates:       true,
-		errorResponse: errorIncrementalAlterConfigs,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 44, Client: api.Versions(0, 1), Handle: bind(b, handleIncrementalAlterConfigs),
+			Controller:    api.Versions(0, 1),
+			Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs),
+			Mutates:       true,
+			ErrorResponse: errorIncrementalAlterConfigs,
+		}
 	})
 }
 
-func handleIncrementalAlterConfigs(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	fwd := *req
@@ -146,13 +149,13 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 	return b.checkDynamicSSL(after)
 }
 
-func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkIncrementalAlterConfigs(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	keep, denied := sift(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
+	keep, denied := api.Sift(req.Resources, func(r kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsResponseResource, bool) {
 		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
 		var msg *string
 		if ok && !superUsersChangeAllowed(z, r.ResourceType, namesSuperUsers(r)) {
-			ok, code, msg = false, clusterDenied, &superUsersDenied
+			ok, code, msg = false, api.ClusterDenied, &superUsersDenied
 		}
 		d := kmsg.NewIncrementalAlterConfigsResponseResource()
 		d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
@@ -161,7 +164,7 @@ func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, f
 	if len(denied) > 0 {
 		req.Resources = keep
 	}
-	return partial(req, len(denied), len(keep), func(resp *kmsg.IncrementalAlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
+	return api.Partial(req, len(denied), len(keep), func(resp *kmsg.IncrementalAlterConfigsResponse) { resp.Resources = append(resp.Resources, denied...) })
 }
 
 // namesSuperUsers reports whether r alters super.users: any operation

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // AlterPartitionReassignments: v0-1
@@ -32,16 +33,18 @@ import (
 //     false refuses a target of another size with
 //     INVALID_REPLICATION_FACTOR.
 func init() {
-	register(api{
-		key: 45, client: versions(0, 1), handle: handleAlterPartitionReassignments,
-		controller:    versions(0, 1),
-		rule:          authzRule{"ALTER on CLUSTER", 4, clusterTop(acl.OpAlter)},
-		mutates:       true,
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 45, Client: api.Versions(0, 1), Handle: bind(b, handleAlterPartitionReassignments),
+			Controller:    api.Versions(0, 1),
+			Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
+			Mutates:       true,
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }
 
-func handleAlterPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	forward(b, cc, req, forwarding[*kmsg.AlterPartitionAssignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

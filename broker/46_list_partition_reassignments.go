@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // ListPartitionReassignments: v0
@@ -19,15 +20,17 @@ import (
 // Version notes:
 //   - v0: flexible (KIP-455)
 func init() {
-	register(api{
-		key: 46, client: versions(0, 0), handle: handleListPartitionReassignments,
-		controller:    versions(0, 0),
-		rule:          authzRule{"DESCRIBE on CLUSTER", 0, clusterTop(acl.OpDescribe)},
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 46, Client: api.Versions(0, 0), Handle: bind(b, handleListPartitionReassignments),
+			Controller:    api.Versions(0, 0),
+			Rule:          api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }
 
-func handleListPartitionReassignments(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	forward(b, cc, req, forwarding[*kmsg.ListPartitionReassignmentsResponse]{timeoutMs: req.TimeoutMillis}, respond)
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
@@ -19,14 +20,16 @@ import (
 // subscriptions are not known and every partition is refused. Unknown
 // group: GROUP_ID_NOT_FOUND.
 func init() {
-	register(api{
-		key: 47, client: versions(0, 0), handle: handleOffsetDelete,
-		rule:    authzRule{"DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete},
-		mutates: true,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 47, Client: api.Versions(0, 0), Handle: bind(b, handleOffsetDelete),
+			Rule:    api.Needs("DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete),
+			Mutates: true,
+		}
 	})
 }
 
-func handleOffsetDelete(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetDelete(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	if code := b.groupRequestCode(req.Group); code != 0 {
@@ -95,13 +98,13 @@ func subscriptions(d kmsg.DescribeGroupsResponseGroup) map[string]bool {
 	return out
 }
 
-func checkOffsetDelete(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkOffsetDelete(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
-	if !z.ok(acl.OpDelete, acl.ResourceGroup, req.Group) {
-		return setTopError(req.ResponseKind(), groupDenied), nil
+	if !z.Ok(acl.OpDelete, acl.ResourceGroup, req.Group) {
+		return api.SetTopError(req.ResponseKind(), api.GroupDenied), nil
 	}
 	var denied []kmsg.OffsetDeleteRequestTopic
-	req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
@@ -111,7 +114,7 @@ func checkOffsetDelete(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Re
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, topicDenied
+				rp.Partition, rp.ErrorCode = p.Partition, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

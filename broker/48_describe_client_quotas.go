@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -31,13 +32,15 @@ import (
 // Version notes:
 //   - v1: flexible
 func init() {
-	register(api{
-		key: 48, client: versions(0, 1), handle: handleDescribeClientQuotas,
-		rule: authzRule{"DESCRIBE_CONFIGS on CLUSTER", 0, clusterTop(acl.OpDescribeConfigs)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 48, Client: api.Versions(0, 1), Handle: bind(b, handleDescribeClientQuotas),
+			Rule: api.Needs("DESCRIBE_CONFIGS on CLUSTER", 0, api.ClusterTop(acl.OpDescribeConfigs)),
+		}
 	})
 }
 
-func handleDescribeClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeClientQuotas(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	img := b.meta.Image()

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // AlterClientQuotas: v0-1
@@ -29,30 +30,32 @@ import (
 // Version notes:
 //   - v1: flexible
 func init() {
-	register(api{
-		key: 49, client: versions(0, 1), handle: handleAlterClientQuotas,
-		controller:    versions(0, 1),
-		rule:          authzRule{"ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas},
-		mutates:       true,
-		errorResponse: errorAlterClientQuotas,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 49, Client: api.Versions(0, 1), Handle: bind(b, handleAlterClientQuotas),
+			Controller:    api.Versions(0, 1),
+			Rule:          api.Needs("ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas),
+			Mutates:       true,
+			ErrorResponse: errorAlterClientQuotas,
+		}
 	})
 }
 
-func handleAlterClientQuotas(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterClientQuotas(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
 	forward(b, cc, req, forwarding[*kmsg.AlterClientQuotasResponse]{waitMax: untimedWait,
 		complete: func(resp *kmsg.AlterClientQuotasResponse) bool { return len(resp.Entries) == len(req.Entries) }}, respond)
 }
 
-func checkAlterClientQuotas(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAlterClientQuotas(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
-	if z.cluster(acl.OpAlterConfigs) {
+	if z.Cluster(acl.OpAlterConfigs) {
 		return nil, nil
 	}
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, e := range req.Entries {
 		se := kmsg.NewAlterClientQuotasResponseEntry()
-		se.ErrorCode = clusterDenied
+		se.ErrorCode = api.ClusterDenied
 		for _, p := range e.Entity {
 			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			re.Type, re.Name = p.Type, p.Name

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // DescribeUserScramCredentials: v0
@@ -19,13 +20,15 @@ import (
 // Version notes:
 //   - v0: flexible
 func init() {
-	register(api{
-		key: 50, client: versions(0, 0), handle: handleDescribeUserScramCredentials,
-		rule: authzRule{"DESCRIBE on CLUSTER", 1, clusterTop(acl.OpDescribe)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 50, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeUserScramCredentials),
+			Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
+		}
 	})
 }
 
-func handleDescribeUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeUserScramCredentials(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	img := b.image()

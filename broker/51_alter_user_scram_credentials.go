@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -29,23 +30,25 @@ import (
 // Version notes:
 //   - v0: flexible
 func init() {
-	register(api{
-		key: 51, client: versions(0, 0), handle: handleAlterUserScramCredentials,
-		controller: versions(0, 0),
-		rule:       authzRule{"ALTER on CLUSTER", 5, checkAlterUserScramCredentials},
-		mutates:    true, auditDetails: auditScramCredentials,
-		errorResponse: errorAlterUserSCRAMCredentials,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 51, Client: api.Versions(0, 0), Handle: bind(b, handleAlterUserScramCredentials),
+			Controller: api.Versions(0, 0),
+			Rule:       api.Needs("ALTER on CLUSTER", 5, checkAlterUserScramCredentials),
+			Mutates:    true, AuditDetails: auditScramCredentials,
+			ErrorResponse: errorAlterUserSCRAMCredentials,
+		}
 	})
 }
 
-func handleAlterUserScramCredentials(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterUserScramCredentials(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	forward(b, cc, req, forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{waitMax: untimedWait}, respond)
 }
 
-func checkAlterUserScramCredentials(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAlterUserScramCredentials(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	if z.cluster(acl.OpAlter) {
+	if z.Cluster(acl.OpAlter) {
 		return nil, nil
 	}
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
@@ -56,7 +59,7 @@ func checkAlterUserScramCredentials(z *authz, kreq kmsg.Request) (kmsg.Response,
 		}
 		seen[user] = true
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-		r.User, r.ErrorCode = user, clusterDenied
+		r.User, r.ErrorCode = user, api.ClusterDenied
 		resp.Results = append(resp.Results, r)
 	}
 	for _, d := range req.Deletions {

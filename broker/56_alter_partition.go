@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/fjordlog/fjord/broker/acl"
+import (
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
 
 // AlterPartition: v2-3, on the CONTROLLER listener only
 //
@@ -16,10 +19,12 @@ import "github.com/fjordlog/fjord/broker/acl"
 //   - v2: topic ids (KIP-516); v3: broker epochs of ISR members (KIP-903,
 //     NewEpochISR)
 func init() {
-	register(api{
-		key:           56,
-		controller:    versions(2, 3),
-		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key:           56,
+			Controller:    api.Versions(2, 3),
+			Rule:          api.Needs("CLUSTER_ACTION on CLUSTER", 5, api.ClusterTop(acl.OpClusterAction)),
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }

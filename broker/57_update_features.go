@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // UpdateFeatures: v0-2
@@ -30,14 +31,16 @@ import (
 //   - v1: upgrade type replaces allow-downgrade, validate only (KIP-778)
 //   - v2: the response has no per-feature results (top-level error only)
 func init() {
-	register(api{
-		key: 57, client: versions(0, 2), handle: handleUpdateFeatures,
-		rule:    authzRule{"ALTER on CLUSTER", 5, clusterTop(acl.OpAlter)},
-		mutates: true,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 57, Client: api.Versions(0, 2), Handle: bind(b, handleUpdateFeatures),
+			Rule:    api.Needs("ALTER on CLUSTER", 5, api.ClusterTop(acl.OpAlter)),
+			Mutates: true,
+		}
 	})
 }
 
-func handleUpdateFeatures(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleUpdateFeatures(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	for _, u := range req.FeatureUpdates {

@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/fjordlog/fjord/broker/acl"
+import (
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
 
 // FetchSnapshot: v0-1, on the CONTROLLER listener only
 //
@@ -15,9 +18,11 @@ import "github.com/fjordlog/fjord/broker/acl"
 // Version notes:
 //   - v1: replica directory id, a tagged field (KIP-853)
 func init() {
-	register(api{
-		key:        59,
-		controller: versions(0, 1),
-		rule:       authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key:        59,
+			Controller: api.Versions(0, 1),
+			Rule:       api.Needs("CLUSTER_ACTION on CLUSTER", 5, api.ClusterTop(acl.OpClusterAction)),
+		}
 	})
 }

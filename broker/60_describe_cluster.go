@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // DescribeCluster: v0-2
@@ -33,15 +34,17 @@ import (
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
 func init() {
-	register(api{
-		key: 60, client: versions(0, 2), handle: handleDescribeCluster,
-		controller: versions(0, 2),
-		rule:       authzRule{"none (as in Kafka)", 0, noACL},
-		ctlRule:    &authzRule{"on the CONTROLLER listener: ALTER on CLUSTER (as Kafka's controllers)", 1, clusterTop(acl.OpAlter)},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 60, Client: api.Versions(0, 2), Handle: bind(b, handleDescribeCluster),
+			Controller: api.Versions(0, 2),
+			Rule:       api.Needs("none (as in Kafka)", 0, api.NoACL),
+			CtlRule:    &api.Rule{Need: "on the CONTROLLER listener: ALTER on CLUSTER (as Kafka's controllers)", Blast: 1, Check: api.ClusterTop(acl.OpAlter)},
+		}
 	})
 }
 
-func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeCluster(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeBrokers
@@ -64,7 +67,7 @@ func handleDescribeCluster(b *Broker, cc *connCtx, kreq kmsg.Request, respond fu
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = b.clusterOps(cc)
 	}
-	listener := b.advertised[cc.listener].Name
+	listener := b.advertised[cc.Listener].Name
 	for _, bs := range img.Brokers() {
 		if bs.Fenced && !req.IncludeFencedBrokers {
 			continue

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 )
 
@@ -16,13 +17,15 @@ import (
 // stable offset. NOT_LEADER_OR_FOLLOWER on a follower,
 // UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
 func init() {
-	register(api{
-		key: 61, client: versions(0, 0), handle: handleDescribeProducers,
-		rule: authzRule{"READ on TOPIC", 0, checkDescribeProducers},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 61, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeProducers),
+			Rule: api.Needs("READ on TOPIC", 0, checkDescribeProducers),
+		}
 	})
 }
 
-func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeProducers(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
@@ -49,10 +52,10 @@ func handleDescribeProducers(b *Broker, cc *connCtx, kreq kmsg.Request, respond 
 	respond(resp)
 }
 
-func checkDescribeProducers(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDescribeProducers(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	var denied []kmsg.DescribeProducersRequestTopic
-	req.Topics, denied = split(z, acl.OpRead, req.Topics, func(t kmsg.DescribeProducersRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.DescribeProducersRequestTopic) string { return t.Topic })
 	if len(denied) == 0 {
 		return nil, nil
 	}
@@ -62,7 +65,7 @@ func checkDescribeProducers(z *authz, kreq kmsg.Request) (kmsg.Response, func(km
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := kmsg.NewDescribeProducersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, topicDenied
+				rp.Partition, rp.ErrorCode = p, api.TopicDenied
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

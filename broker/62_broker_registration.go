@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/fjordlog/fjord/broker/acl"
+import (
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
 
 // BrokerRegistration: v0-4, on the CONTROLLER listener only
 //
@@ -16,10 +19,12 @@ import "github.com/fjordlog/fjord/broker/acl"
 //   - v1: is-migrating-zk-broker; v2: log dirs (KIP-858); v3: previous
 //     broker epoch (KIP-966); v4: nothing new in the request
 func init() {
-	register(api{
-		key:           62,
-		controller:    versions(0, 4),
-		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key:           62,
+			Controller:    api.Versions(0, 4),
+			Rule:          api.Needs("CLUSTER_ACTION on CLUSTER", 5, api.ClusterTop(acl.OpClusterAction)),
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }

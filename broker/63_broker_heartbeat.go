@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/fjordlog/fjord/broker/acl"
+import (
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
 
 // BrokerHeartbeat: v0-1, on the CONTROLLER listener only
 //
@@ -15,10 +18,12 @@ import "github.com/fjordlog/fjord/broker/acl"
 // Version notes:
 //   - v1: offline log dirs as a tagged field (KIP-858)
 func init() {
-	register(api{
-		key:           63,
-		controller:    versions(0, 1),
-		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 5, clusterTop(acl.OpClusterAction)},
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key:           63,
+			Controller:    api.Versions(0, 1),
+			Rule:          api.Needs("CLUSTER_ACTION on CLUSTER", 5, api.ClusterTop(acl.OpClusterAction)),
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // DescribeTransactions: v0
@@ -12,13 +13,15 @@ import (
 // and partitions, from its coordinator; NOT_COORDINATOR for ids another
 // node coordinates, TRANSACTIONAL_ID_NOT_FOUND for unknown ids (KIP-664).
 func init() {
-	register(api{
-		key: 65, client: versions(0, 0), handle: handleDescribeTransactions,
-		rule: authzRule{"DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 65, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeTransactions),
+			Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions),
+		}
 	})
 }
 
-func handleDescribeTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeTransactions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {
@@ -27,21 +30,21 @@ func handleDescribeTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respo
 	respond(resp)
 }
 
-func checkDescribeTransactions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDescribeTransactions(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	var denied []string
-	req.TransactionalIDs, denied = sift(req.TransactionalIDs, func(id string) (string, bool) {
-		return id, z.ok(acl.OpDescribe, acl.ResourceTransactionalID, id)
+	req.TransactionalIDs, denied = api.Sift(req.TransactionalIDs, func(id string) (string, bool) {
+		return id, z.Ok(acl.OpDescribe, acl.ResourceTransactionalID, id)
 	})
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.DescribeTransactionsResponse)
 		for i := range resp.TransactionStates {
 			s := &resp.TransactionStates[i]
-			s.Topics = visible(z, acl.ResourceTopic, s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) string { return t.Topic })
+			s.Topics = api.Visible(z, acl.ResourceTopic, s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) string { return t.Topic })
 		}
 		for _, id := range denied {
 			s := kmsg.NewDescribeTransactionsResponseTransactionState()
-			s.TransactionalID, s.ErrorCode, s.ProducerID, s.ProducerEpoch = id, txnDenied, -1, -1
+			s.TransactionalID, s.ErrorCode, s.ProducerID, s.ProducerEpoch = id, api.TxnDenied, -1, -1
 			resp.TransactionStates = append(resp.TransactionStates, s)
 		}
 	}

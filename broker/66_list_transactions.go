@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/txn"
 )
 
@@ -18,13 +19,15 @@ import (
 // ones, and an invalid pattern is INVALID_REQUEST). While a partition
 // loads: COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers.
 func init() {
-	register(api{
-		key: 66, client: versions(0, 2), handle: handleListTransactions,
-		rule: authzRule{"DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 66, Client: api.Versions(0, 2), Handle: bind(b, handleListTransactions),
+			Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions),
+		}
 	})
 }
 
-func handleListTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListTransactions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	f := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters, DurationMs: -1}
@@ -45,10 +48,10 @@ func handleListTransactions(b *Broker, cc *connCtx, kreq kmsg.Request, respond f
 	respond(resp)
 }
 
-func checkListTransactions(z *authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkListTransactions(z *api.Authz, _ kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	return nil, func(r kmsg.Response) {
 		resp := r.(*kmsg.ListTransactionsResponse)
-		resp.TransactionStates = visible(z, acl.ResourceTransactionalID, resp.TransactionStates,
+		resp.TransactionStates = api.Visible(z, acl.ResourceTransactionalID, resp.TransactionStates,
 			func(s kmsg.ListTransactionsResponseTransactionState) string { return s.TransactionalID })
 	}
 }

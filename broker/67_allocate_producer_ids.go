@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/fjordlog/fjord/broker/acl"
+import (
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
 
 // AllocateProducerIDs: v0, on the CONTROLLER listener only
 //
@@ -11,10 +14,12 @@ import "github.com/fjordlog/fjord/broker/acl"
 //     voter that does not lead the quorum answers NOT_CONTROLLER.
 //   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user).
 func init() {
-	register(api{
-		key:           67,
-		controller:    versions(0, 0),
-		rule:          authzRule{"CLUSTER_ACTION on CLUSTER", 3, clusterTop(acl.OpClusterAction)},
-		errorResponse: topErrorResponse,
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key:           67,
+			Controller:    api.Versions(0, 0),
+			Rule:          api.Needs("CLUSTER_ACTION on CLUSTER", 3, api.ClusterTop(acl.OpClusterAction)),
+			ErrorResponse: api.TopErrorResponse,
+		}
 	})
 }

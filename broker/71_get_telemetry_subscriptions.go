@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // GetTelemetrySubscriptions: v0
@@ -36,9 +38,11 @@ import (
 // Version notes:
 //   - v0: flexible, the only version (Kafka 3.7).
 func init() {
-	register(api{
-		key: 71, client: versions(0, 0), handle: handleGetTelemetrySubscriptions,
-		rule: authzRule{"none (as in Kafka)", 0, noACL},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 71, Client: api.Versions(0, 0), Handle: bind(b, handleGetTelemetrySubscriptions),
+			Rule: api.Needs("none (as in Kafka)", 0, api.NoACL),
+		}
 	})
 }
 
@@ -53,7 +57,7 @@ const (
 // metrics, in Kafka's order of preference: zstd, lz4, gzip, snappy.
 var telemetryCompressions = []int8{4, 3, 1, 2}
 
-func handleGetTelemetrySubscriptions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleGetTelemetrySubscriptions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.GetTelemetrySubscriptionsRequest)
 	resp := req.ResponseKind().(*kmsg.GetTelemetrySubscriptionsResponse)
 	id := req.ClientInstanceID

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // PushTelemetry: v0
@@ -25,13 +27,15 @@ import (
 // Version notes:
 //   - v0: flexible, the only version (Kafka 3.7).
 func init() {
-	register(api{
-		key: 72, client: versions(0, 0), handle: handlePushTelemetry,
-		rule: authzRule{"none (as in Kafka)", 0, noACL},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 72, Client: api.Versions(0, 0), Handle: bind(b, handlePushTelemetry),
+			Rule: api.Needs("none (as in Kafka)", 0, api.NoACL),
+		}
 	})
 }
 
-func handlePushTelemetry(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handlePushTelemetry(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.PushTelemetryRequest)
 	resp := req.ResponseKind().(*kmsg.PushTelemetryResponse)
 	switch id := req.ClientInstanceID; {

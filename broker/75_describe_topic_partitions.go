@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -46,9 +47,11 @@ import (
 // Version notes:
 //   - v0: flexible, the only version (KIP-966, Kafka 3.8).
 func init() {
-	register(api{
-		key: 75, client: versions(0, 0), handle: handleDescribeTopicPartitions,
-		rule: authzRule{"DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions},
+	register(func(b *Broker) api.Entry {
+		return api.Entry{
+			Key: 75, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeTopicPartitions),
+			Rule: api.Needs("DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions),
+		}
 	})
 }
 
@@ -56,9 +59,9 @@ func init() {
 // default: the most partitions one DescribeTopicPartitions answer holds.
 const maxDescribePartitions = 2000
 
-func handleDescribeTopicPartitions(b *Broker, cc *connCtx, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeTopicPartitions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
-	listener := b.advertised[cc.listener].Name
+	listener := b.advertised[cc.Listener].Name
 	resp := describeTopicPartitions(b.image(), listener, req)
 	for i := range resp.Topics {
 		if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
@@ -180,11 +183,11 @@ func liveBroker(img *controller.Image, id int32) bool {
 // coordinators keep their state in.
 func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnTopic }
 
-func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDescribeTopicPartitions(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	var denied []kmsg.DescribeTopicPartitionsRequestTopic
 	listAll := len(req.Topics) == 0
-	req.Topics, denied = split(z, acl.OpDescribe, req.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) string { return t.Topic })
+	req.Topics, denied = api.Split(z, acl.OpDescribe, req.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) string { return t.Topic })
 	if !listAll && len(denied) == 0 {
 		return nil, nil
 	}
@@ -193,7 +196,7 @@ func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, f
 		for _, t := range denied {
 			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 			name := t.Topic
-			rt.Topic, rt.ErrorCode = &name, topicDenied
+			rt.Topic, rt.ErrorCode = &name, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
@@ -203,7 +206,7 @@ func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, f
 		if listAll {
 			kept := resp.Topics[:0]
 			for _, t := range resp.Topics {
-				if t.Topic != nil && z.quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
+				if t.Topic != nil && z.Quiet(acl.OpDescribe, acl.ResourceTopic, *t.Topic) {
 					kept = append(kept, t)
 				}
 			}
@@ -212,7 +215,7 @@ func checkDescribeTopicPartitions(z *authz, kreq kmsg.Request) (kmsg.Response, f
 		for _, t := range denied {
 			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 			name := t.Topic
-			rt.Topic, rt.ErrorCode = &name, topicDenied
+			rt.Topic, rt.ErrorCode = &name, api.TopicDenied
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 // The audit log: one JSON line per denied authorization and per mutating
@@ -122,7 +123,7 @@ func (a *auditLog) write(b *Broker, line []byte) {
 // emit builds one line with fill and queues it: a kept line waits for
 // room in keep (or the broker's end), any other is dropped when ch is
 // full.
-func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, kept bool, fill func(*zerolog.Event)) {
+func (a *auditLog) emit(b *Broker, cc *api.Conn, key int16, kept bool, fill func(*zerolog.Event)) {
 	if a == nil || a.ch == nil {
 		return
 	}
@@ -133,11 +134,11 @@ func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, kept bool, fill func(
 		ev = ev.Bool("audit", true)
 	}
 	listener := "client"
-	if cc.listener == ctlListener {
+	if cc.Listener == api.CtlListener {
 		listener = "controller"
 	}
-	ev = ev.Str("principal", cc.principal).Str("client", principalHost(cc)).Str("client_id", cc.clientID).
-		Str("listener", listener).Int16("api_key", api).Str("api", kmsg.NameForKey(api))
+	ev = ev.Str("principal", cc.Principal).Str("client", principalHost(cc)).Str("client_id", cc.ClientID).
+		Str("listener", listener).Int16("api_key", key).Str("api", kmsg.NameForKey(key))
 	fill(ev)
 	ev.Send()
 	if kept {
@@ -159,11 +160,11 @@ func (a *auditLog) emit(b *Broker, cc *connCtx, api int16, kept bool, fill func(
 }
 
 // denied records one denied authorization.
-func (a *auditLog) denied(cc *connCtx, api int16, op acl.Operation, rt acl.ResourceType, name string) {
+func (a *auditLog) denied(cc *api.Conn, key int16, op acl.Operation, rt acl.ResourceType, name string) {
 	if a == nil {
 		return
 	}
-	a.emit(a.b, cc, api, false, func(ev *zerolog.Event) {
+	a.emit(a.b, cc, key, false, func(ev *zerolog.Event) {
 		ev.Str("resource", rt.String()+":"+name).Str("operation", op.String()).Str("outcome", "denied")
 	})
 }
@@ -174,11 +175,11 @@ func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason s
 	if a == nil {
 		return
 	}
-	cc := &connCtx{listener: listener, principal: ""}
+	cc := &api.Conn{Listener: listener, Principal: ""}
 	if remote != nil {
-		cc.clientHost = remote.String()
+		cc.ClientHost = remote.String()
 		if h, _, err := net.SplitHostPort(remote.String()); err == nil {
-			cc.clientHost = h
+			cc.ClientHost = h
 		}
 	}
 	a.emit(a.b, cc, 36, false, func(ev *zerolog.Event) {
@@ -188,17 +189,17 @@ func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason s
 
 // admin records a mutating admin request and its outcome: "ok", or the
 // error names the response carries.
-func (a *auditLog) admin(cc *connCtx, e *api, req kmsg.Request, resp kmsg.Response) {
-	if a == nil || !e.mutates {
+func (a *auditLog) admin(cc *api.Conn, e *api.Entry, req kmsg.Request, resp kmsg.Response) {
+	if a == nil || !e.Mutates {
 		return
 	}
 	res := resourcesOf(req)
 	codes := errorCodesOf(resp)
 	var details []string
-	if e.auditDetails != nil {
-		details = e.auditDetails(req)
+	if e.AuditDetails != nil {
+		details = e.AuditDetails(req)
 	}
-	a.emit(a.b, cc, e.key, true, func(ev *zerolog.Event) {
+	a.emit(a.b, cc, e.Key, true, func(ev *zerolog.Event) {
 		ev.Strs("resources", res)
 		if details != nil {
 			ev.Strs("details", details)

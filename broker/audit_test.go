@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
 )
 
@@ -40,7 +41,7 @@ func TestAuditNeverBlocks(t *testing.T) {
 	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), w: w}
 	done := make(chan struct{})
 	go func() { a.run(b); close(done) }()
-	cc := &connCtx{principal: "User:alice", clientHost: "/10.0.0.1", clientID: "c"}
+	cc := &api.Conn{Principal: "User:alice", ClientHost: "/10.0.0.1", ClientID: "c"}
 	const n = 3 * auditQueue
 	for i := 0; i < n; i++ {
 		a.denied(cc, 0, acl.OpWrite, acl.ResourceTopic, "mf.settlement.eur")
@@ -89,7 +90,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	a := &auditLog{b: b, ch: make(chan []byte, 8), keep: make(chan []byte, 8), w: w}
 	done := make(chan struct{})
 	go func() { a.run(b); close(done) }()
-	cc := &connCtx{principal: "User:admin", clientHost: "/10.0.0.1"}
+	cc := &api.Conn{Principal: "User:admin", ClientHost: "/10.0.0.1"}
 	for i := 0; i < 100; i++ {
 		a.denied(cc, 3, acl.OpDescribe, acl.ResourceTopic, "t")
 	}
@@ -103,7 +104,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	emitted := make(chan struct{})
 	go func() {
 		for i := 0; i < n; i++ {
-			a.admin(cc, apis[30], req, req.ResponseKind())
+			a.admin(cc, newRegistry(nil).Get(30), req, req.ResponseKind())
 		}
 		close(emitted)
 	}()

@@ -2,13 +2,12 @@ package broker
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -30,7 +29,7 @@ import (
 // With no authorizer configured (authorizer.class.name unset) no rule
 // runs at all.
 //
-// Principals: cc.principal, "User:ANONYMOUS" on a PLAINTEXT connection.
+// Principals: cc.Principal, "User:ANONYMOUS" on a PLAINTEXT connection.
 // Brokers fetch from each other through the same listeners, so with the
 // authorizer on, the inter-broker principal needs CLUSTER_ACTION on the
 // cluster (or to be a super user), as in Kafka.
@@ -122,245 +121,23 @@ func bindingOf(a controller.ACL) acl.Binding {
 		Principal: a.Principal, Host: a.Host, Operation: acl.Operation(a.Operation), Permission: acl.Permission(a.Permission)}
 }
 
-// authz is one request's authorization context.
-type authz struct {
-	b   *Broker
-	cc  *connCtx
-	az  *acl.Authorizer
-	api int16
-}
-
-// ok asks the authorizer and audits a denial.
-func (z *authz) ok(op acl.Operation, rt acl.ResourceType, name string) bool {
-	if z.az.Authorize(z.cc.principal, z.cc.clientHost, op, rt, name) {
-		return true
-	}
-	z.b.audit.denied(z.cc, z.api, op, rt, name)
-	return false
-}
-
-// quiet asks without auditing: for filtering what a listing shows.
-func (z *authz) quiet(op acl.Operation, rt acl.ResourceType, name string) bool {
-	return z.az.Authorize(z.cc.principal, z.cc.clientHost, op, rt, name)
-}
-
-func (z *authz) cluster(op acl.Operation) bool { return z.ok(op, acl.ResourceCluster, acl.ClusterName) }
-
-// authzRule is one API's requirement: what docs/security.md says (need,
-// and blast, the rank of what a holder of it can damage: 0 = read-only
-// metadata, up to 5 = the cluster's shape) and the check.
-type authzRule struct {
-	need  string
-	blast int
-	check func(z *authz, req kmsg.Request) (deny kmsg.Response, fix func(kmsg.Response))
-}
-
-// authzClose is the denial of a request that gets no response (acks=0
-// produce): the connection is closed instead.
-type authzClose struct {
-	kmsg.Response // nil: never encoded
-	err           error
-}
-
-// authorize runs a's rule for req; a nil authorizer allows all. On the
-// CONTROLLER listener, CLUSTER_ACTION on the cluster passes every rule but
-// the key's own controller rule (api.rule's comment says why).
-func (b *Broker) authorize(cc *connCtx, a *api, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+// authorize runs a's rule for req with the current authorizer (none:
+// everything is allowed), auditing denials.
+func (b *Broker) authorize(cc *api.Conn, a *api.Entry, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	az := b.authorizer()
-	if az == nil || req == nil {
+	if az == nil {
 		return nil, nil
 	}
-	z := &authz{b: b, cc: cc, az: az, api: a.key}
-	rule := a.rule
-	if cc.listener == ctlListener {
-		if a.ctlRule != nil {
-			return a.ctlRule.check(z, req)
-		}
-		if z.quiet(acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName) {
-			return nil, nil
-		}
-	}
-	return rule.check(z, req)
-}
-
-// noACL is the rule of an API that needs no ACL (as in Kafka): ApiVersions,
-// the SASL exchange, DescribeCluster, telemetry.
-func noACL(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return nil, nil }
-
-// topErrorResponse is the error response of a request whose response has
-// one, top-level, error code.
-func topErrorResponse(req kmsg.Request, code int16) kmsg.Response {
-	return setTopError(req.ResponseKind(), code)
-}
-
-// wholeDenied is a rule that needs op on the cluster for the whole request
-// and, denied, answers with errResp's shape: the error on every resource
-// the request names.
-func wholeDenied(op acl.Operation, errResp func(kmsg.Request, int16) kmsg.Response) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return func(z *authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-		if z.cluster(op) {
-			return nil, nil
-		}
-		return errResp(req, clusterDenied), nil
-	}
-}
-
-// setTopError sets resp's top-level ErrorCode field, which every response
-// a whole-request denial answers has.
-func setTopError(resp kmsg.Response, code int16) kmsg.Response {
-	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.CanSet() {
-		f.SetInt(int64(code))
-	}
-	return resp
-}
-
-// top is a rule that needs one operation on one resource for the whole
-// request; code is the top-level error when it is denied.
-func top(op acl.Operation, rt acl.ResourceType, name func(kmsg.Request) string, code int16) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return func(z *authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-		n := acl.ClusterName
-		if name != nil {
-			n = name(req)
-		}
-		if z.ok(op, rt, n) {
-			return nil, nil
-		}
-		return setTopError(req.ResponseKind(), code), nil
-	}
-}
-
-func clusterTop(op acl.Operation) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return top(op, acl.ResourceCluster, nil, kerr.ClusterAuthorizationFailed.Code)
-}
-
-func groupTop(op acl.Operation, name func(kmsg.Request) string) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return top(op, acl.ResourceGroup, name, kerr.GroupAuthorizationFailed.Code)
-}
-
-func txnTop(name func(kmsg.Request) string) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return top(acl.OpWrite, acl.ResourceTransactionalID, name, kerr.TransactionalIDAuthorizationFailed.Code)
-}
-
-// all chains checks: the first denial wins, fixes compose.
-func all(checks ...func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response))) func(*authz, kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	return func(z *authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-		var fixes []func(kmsg.Response)
-		for _, c := range checks {
-			deny, fix := c(z, req)
-			if deny != nil {
-				return deny, nil
-			}
-			if fix != nil {
-				fixes = append(fixes, fix)
-			}
-		}
-		if len(fixes) == 0 {
-			return nil, nil
-		}
-		return nil, func(resp kmsg.Response) {
-			for _, f := range fixes {
-				f(resp)
-			}
-		}
-	}
-}
-
-var (
-	topicDenied   = kerr.TopicAuthorizationFailed.Code
-	groupDenied   = kerr.GroupAuthorizationFailed.Code
-	clusterDenied = kerr.ClusterAuthorizationFailed.Code
-	txnDenied     = kerr.TransactionalIDAuthorizationFailed.Code
-)
-
-// split divides ts by whether op on each one's topic is allowed; keep is
-// never nil when ts is not (an empty list must stay a list, not "all").
-func split[T any](z *authz, op acl.Operation, ts []T, name func(T) string) (keep, denied []T) {
-	if ts == nil {
-		return nil, nil
-	}
-	keep = make([]T, 0, len(ts))
-	for _, t := range ts {
-		if z.ok(op, acl.ResourceTopic, name(t)) {
-			keep = append(keep, t)
-		} else {
-			denied = append(denied, t)
-		}
-	}
-	return keep, denied
-}
-
-// sift splits ts into those allow lets through and, for the others, the
-// denials allow builds; keep is never nil when ts is not (an empty list
-// must stay a list, not "all").
-func sift[T, D any](ts []T, allow func(T) (D, bool)) (keep []T, denied []D) {
-	if ts == nil {
-		return nil, nil
-	}
-	keep = make([]T, 0, len(ts))
-	for _, t := range ts {
-		if d, ok := allow(t); ok {
-			keep = append(keep, t)
-		} else {
-			denied = append(denied, d)
-		}
-	}
-	return keep, denied
-}
-
-// partial ends a rule that took denied parts out of a request (topics,
-// groups, resources): nothing denied, nothing to do; nothing kept, the
-// denials alone are the response and the handler never runs; else a fix
-// adds them to the handler's response.
-func partial[Resp kmsg.Response](req kmsg.Request, denied, kept int, add func(Resp)) (kmsg.Response, func(kmsg.Response)) {
-	if denied > 0 && kept == 0 {
-		resp := req.ResponseKind().(Resp)
-		add(resp)
-		return resp, nil
-	}
-	return nil, amend(denied, add)
-}
-
-// amend is the fix of a rule whose handler runs even when every part was
-// denied (a DescribeGroups of no groups is still answered by the handler,
-// which times it and charges its quota): nil when nothing was denied,
-// else a fix that adds the denials to the handler's response.
-func amend[Resp kmsg.Response](denied int, add func(Resp)) func(kmsg.Response) {
-	if denied == 0 {
-		return nil
-	}
-	return func(r kmsg.Response) {
-		if resp, ok := r.(Resp); ok {
-			add(resp)
-		}
-	}
-}
-
-// visible keeps the resources of type rt in ts that the principal may
-// describe, in place (ts's backing array is reused): a listing's filter,
-// so what it hides is not audited as a denial.
-func visible[T any](z *authz, rt acl.ResourceType, ts []T, name func(T) string) []T {
-	kept := ts[:0]
-	for _, t := range ts {
-		if z.quiet(acl.OpDescribe, rt, name(t)) {
-			kept = append(kept, t)
-		}
-	}
-	return kept
-}
-
-// siftGroups splits group ids by whether op on each is allowed; as sift,
-// keep is never nil when gs is not.
-func siftGroups(z *authz, op acl.Operation, gs []string) (keep, denied []string) {
-	return sift(gs, func(g string) (string, bool) { return g, z.ok(op, acl.ResourceGroup, g) })
+	return api.Authorize(&api.Authz{Conn: cc, Az: az, Key: a.Key, Denied: b.audit.denied}, a, req)
 }
 
 // configResourceAllowed: topic configs need op on the topic, broker and
 // broker-logger configs op on the cluster.
-func configResourceAllowed(z *authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
+func configResourceAllowed(z *api.Authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
 	if typ == kmsg.ConfigResourceTypeTopic {
-		return z.ok(op, acl.ResourceTopic, name), topicDenied
+		return z.Ok(op, acl.ResourceTopic, name), api.TopicDenied
 	}
-	return z.cluster(op), clusterDenied
+	return z.Cluster(op), api.ClusterDenied
 }
 
 // superUsersKey is the config that names who may do everything.
@@ -379,11 +156,11 @@ var superUsersDenied = "only a super user may change " + superUsersKey
 // resource; a refusal is audited as a denial of ALTER_CONFIGS on the
 // cluster (the admin line that follows names super.users among the
 // request's resources).
-func superUsersChangeAllowed(z *authz, typ kmsg.ConfigResourceType, changes bool) bool {
-	if typ != kmsg.ConfigResourceTypeBroker || !changes || z.az.IsSuperUser(z.cc.principal) {
+func superUsersChangeAllowed(z *api.Authz, typ kmsg.ConfigResourceType, changes bool) bool {
+	if typ != kmsg.ConfigResourceTypeBroker || !changes || z.Az.IsSuperUser(z.Conn.Principal) {
 		return true
 	}
-	z.b.audit.denied(z.cc, z.api, acl.OpAlterConfigs, acl.ResourceCluster, acl.ClusterName)
+	z.Deny(acl.OpAlterConfigs, acl.ResourceCluster, acl.ClusterName)
 	return false
 }
 
@@ -409,13 +186,13 @@ func (b *Broker) topicName(name string, id [16]byte) string {
 // the bit set of the operations the authorizer allows it, every operation
 // of the resource type when no authorizer is configured (as Kafka). Not
 // audited: asking is not being denied.
-func (b *Broker) authorizedOps(cc *connCtx, rt acl.ResourceType, name string) int32 {
-	return b.authorizer().AuthorizedOperations(cc.principal, cc.clientHost, rt, name)
+func (b *Broker) authorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32 {
+	return b.authorizer().AuthorizedOperations(cc.Principal, cc.ClientHost, rt, name)
 }
 
 // clusterOps is KIP-430's answer for the cluster. As Kafka, a principal
 // that may not DESCRIBE the cluster is told 0, not what else it may do.
-func (b *Broker) clusterOps(cc *connCtx) int32 {
+func (b *Broker) clusterOps(cc *api.Conn) int32 {
 	ops := b.authorizedOps(cc, acl.ResourceCluster, acl.ClusterName)
 	if ops&(1<<acl.OpDescribe) == 0 {
 		return 0
@@ -424,4 +201,4 @@ func (b *Broker) clusterOps(cc *connCtx) int32 {
 }
 
 // principalHost is the host part of cc for audit lines and ACL hosts.
-func principalHost(cc *connCtx) string { return strings.TrimPrefix(cc.clientHost, "/") }
+func principalHost(cc *api.Conn) string { return strings.TrimPrefix(cc.ClientHost, "/") }

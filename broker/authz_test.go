@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -17,39 +18,39 @@ import (
 // the listeners its table says, and every key the controller role answers
 // on the CONTROLLER listener can be answered NOT_CONTROLLER.
 func TestRegistry(t *testing.T) {
-	for k, a := range apis {
-		if err := a.validate(); err != nil {
-			t.Error(err)
+	reg := newRegistry(nil) // validates every entry
+	tables := []api.Table{reg.ClientTable(), reg.ControllerTable(true)}
+	for _, k := range reg.Keys() {
+		a := reg.Get(k)
+		if a.Rule.Blast < 0 || a.Rule.Blast > 5 || (a.CtlRule != nil && (a.CtlRule.Check == nil || a.CtlRule.Need == "")) {
+			t.Errorf("api key %d: rule %+v incomplete", k, a.Rule)
 		}
-		if a.rule.blast < 0 || a.rule.blast > 5 || (a.ctlRule != nil && (a.ctlRule.check == nil || a.ctlRule.need == "")) {
-			t.Errorf("api key %d: rule %+v incomplete", k, a.rule)
-		}
-		for _, tbl := range []versionTable{clientVersions, {ctl: true, sasl: true}} {
+		for _, tbl := range tables {
 			lo, hi, ok := tbl.Supported(k)
-			r := tbl.rangeOf(a)
-			if ok != r.served || lo != r.min || hi != r.max {
+			r := tbl.Range(a)
+			if ok != r.Served || lo != r.Min || hi != r.Max {
 				t.Errorf("api key %d: table %+v says %d-%d %v", k, tbl, lo, hi, ok)
 			}
 			if ok && (lo > hi || hi > kmsg.RequestForKey(k).MaxVersion()) {
 				t.Errorf("api key %d: range %d-%d beyond kmsg's %d", k, lo, hi, kmsg.RequestForKey(k).MaxVersion())
 			}
 		}
-		if !a.controller.served || a.ctlLocal {
+		if !a.Controller.Served || a.CtlLocal {
 			continue
 		}
 		switch k {
 		case 1, 59, 60: // answered by every voter, never NOT_CONTROLLER
 			continue
 		}
-		if a.errorResponse == nil {
+		if a.ErrorResponse == nil {
 			t.Errorf("api key %d (%s): answered by the controller role with no error response", k, kmsg.NameForKey(k))
 		}
 	}
 	for k := int16(0); k < 200; k++ {
-		if _, ok := apis[k]; ok {
+		if reg.Get(k) != nil {
 			continue
 		}
-		for _, tbl := range []versionTable{clientVersions, {ctl: true, sasl: true}} {
+		for _, tbl := range tables {
 			if _, _, ok := tbl.Supported(k); ok {
 				t.Errorf("api key %d is not registered but %+v serves it", k, tbl)
 			}
@@ -57,7 +58,7 @@ func TestRegistry(t *testing.T) {
 	}
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "a"}, {Topic: "b"}}
-	sts := errorResponseFor(ct, kerr.NotController.Code).(*kmsg.CreateTopicsResponse).Topics
+	sts := reg.ErrorResponse(ct, kerr.NotController.Code).(*kmsg.CreateTopicsResponse).Topics
 	if len(sts) != 2 {
 		t.Fatalf("CreateTopics error response has %d topics, want 2", len(sts))
 	}
@@ -75,17 +76,19 @@ func TestRegistry(t *testing.T) {
 func TestAuthzRulesDecode(t *testing.T) {
 	b := withImage(&Broker{}, &controller.Image{})
 	b.cfg.AuthorizerClass = StandardAuthorizerClass
-	for _, listener := range []int{0, ctlListener} {
-		cc := &connCtx{principal: "User:ANONYMOUS", clientHost: "/127.0.0.1", listener: listener}
-		for k, a := range apis {
-			r := a.client
-			if listener == ctlListener {
-				r = a.controller
+	for _, listener := range []int{0, api.CtlListener} {
+		cc := &api.Conn{Principal: "User:ANONYMOUS", ClientHost: "/127.0.0.1", Listener: listener}
+		reg := newRegistry(b)
+		for _, k := range reg.Keys() {
+			a := reg.Get(k)
+			r := a.Client
+			if listener == api.CtlListener {
+				r = a.Controller
 			}
-			if !r.served {
+			if !r.Served {
 				continue
 			}
-			for v := r.min; v <= r.max; v++ {
+			for v := r.Min; v <= r.Max; v++ {
 				req := kmsg.RequestForKey(k)
 				req.SetVersion(v)
 				deny, fix := b.authorize(cc, a, req)
@@ -94,7 +97,7 @@ func TestAuthzRulesDecode(t *testing.T) {
 					resp.SetVersion(v)
 					fix(resp)
 				}
-				if a.rule.need == "CLUSTER_ACTION on CLUSTER" && deny == nil {
+				if a.Rule.Need == "CLUSTER_ACTION on CLUSTER" && deny == nil {
 					t.Errorf("api key %d v%d on listener %d: allowed an anonymous caller", k, v, listener)
 				}
 			}
@@ -170,8 +173,8 @@ func TestControllerOnlyNodeAuthorizes(t *testing.T) {
 	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", StandardAuthorizerClass
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
 	for principal, allowed := range map[string]bool{"User:broker": true, "User:ANONYMOUS": false} {
-		cc := &connCtx{principal: principal, clientHost: "127.0.0.1", listener: ctlListener}
-		deny, _ := b.authorize(cc, apis[62], reg)
+		cc := &api.Conn{Principal: principal, ClientHost: "127.0.0.1", Listener: api.CtlListener}
+		deny, _ := b.authorize(cc, newRegistry(b).Get(62), reg)
 		if (deny == nil) != allowed {
 			t.Errorf("%s registering on a controller-only node: denied %v, want allowed %v", principal, deny != nil, allowed)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
@@ -44,6 +45,8 @@ type Broker struct {
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
+	// reg is the node's API registry (registry.go), built in New.
+	reg *api.Registry
 	// audit is the audit stream (audit.go); nil when it is off. Set in New.
 	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
@@ -145,6 +148,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{})}
+	b.reg = newRegistry(b)
 	var err error
 	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
 		return nil, err
@@ -398,7 +402,7 @@ func (b *Broker) serveClients() {
 			Budget:          b.limits.budget,
 			FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
 			SASL:            b.saslServers[i],
-		}, h, clientVersions, b.log.With().Str("listener", b.advertised[i].Name).Logger())
+		}, h, b.reg.ClientTable(), b.log.With().Str("listener", b.advertised[i].Name).Logger())
 		s.Serve(ln)
 		b.servers = append(b.servers, s)
 		b.log.Info().Str("listener", b.advertised[i].Name).Str("addr", ln.Addr().String()).

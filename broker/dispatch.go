@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/protocol"
 )
 
@@ -22,10 +23,6 @@ import (
 // (protocol.Server) has already checked the version against the same
 // registry's table for that listener.
 
-// ctlListener is connCtx.listener on the CONTROLLER listener, which is not
-// one of the advertised client listeners.
-const ctlListener = -1
-
 // connHandler adapts the broker to the protocol front end for one
 // listener: client listener number listener, or the CONTROLLER listener
 // (ctl).
@@ -35,34 +32,14 @@ type connHandler struct {
 	ctl      bool
 }
 
-// connCtx is what a handler knows of the request's connection.
-type connCtx struct {
-	ctx        context.Context
-	clientID   string
-	clientHost string
-	// listener is the index of the client listener in b.advertised, or
-	// ctlListener.
-	listener int
-	version  int16
-	// principal is the connection's principal, "User:<name>" (from
-	// protocol.Request.Principal); "" counts as User:ANONYMOUS.
-	principal string
-	// fail closes the connection after the responses already owed; for
-	// failures that cannot be answered (acks=0 produce errors, as Kafka does).
-	fail func(error)
-	// mute stops reading the connection for a while (quota throttling);
-	// nil when the front end offers none.
-	mute func(time.Duration)
-}
-
 // errNoEntry is a request for a key the listener's table let through but
 // the registry does not serve there: a bug, answered by closing the
 // connection.
 var errNoEntry = errors.New("broker: request for an api key this listener does not serve")
 
 func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond protocol.Responder) {
-	a := apis[req.Key]
-	if a == nil || (h.ctl && !a.controller.served) || (!h.ctl && !a.client.served) {
+	a := h.b.reg.Get(req.Key)
+	if a == nil || (h.ctl && !a.Controller.Served) || (!h.ctl && !a.Client.Served) {
 		respond(nil, fmt.Errorf("%w: %d", errNoEntry, req.Key))
 		return
 	}
@@ -71,16 +48,16 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 	defer timed.Handled()
 	listener := h.listener
 	if h.ctl {
-		listener = ctlListener
+		listener = api.CtlListener
 	}
-	cc := &connCtx{ctx: ctx, clientID: req.ClientID, clientHost: req.ClientHost, principal: req.Principal, listener: listener, version: req.Version,
-		fail: func(err error) { respond(nil, err) }, mute: req.Mute}
+	cc := &api.Conn{Ctx: ctx, ClientID: req.ClientID, ClientHost: req.ClientHost, Principal: req.Principal, Listener: listener, Version: req.Version,
+		Fail: func(err error) { respond(nil, err) }, Mute: req.Mute}
 	// Produce is the one handler that keeps nothing of the request once it
 	// returns: the batches are written (pwrite copies them) before that.
 	req.Recycle = req.Key == 0 && !h.ctl
 	deny, fix := h.b.authorize(cc, a, req.Body) // authz.go
-	if c, ok := deny.(*authzClose); ok {
-		respond(nil, c.err)
+	if c, ok := deny.(*api.Close); ok {
+		respond(nil, c.Err)
 		return
 	}
 	if deny != nil {
@@ -89,11 +66,11 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		respond(deny, nil)
 		return
 	}
-	handle := a.handle
-	if h.ctl && !a.ctlLocal {
-		handle = answerByController
+	handle := a.Handle
+	if h.ctl && !a.CtlLocal {
+		handle = bind(h.b, answerByController)
 	}
-	handle(h.b, cc, req.Body, func(resp kmsg.Response) {
+	handle(cc, req.Body, func(resp kmsg.Response) {
 		timed.Done()
 		if fix != nil && resp != nil {
 			fix(resp)
@@ -115,20 +92,20 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 // serves for the controller role: a node that is not the active
 // controller answers NOT_CONTROLLER, and the broker that sent it retries
 // at the leader.
-func answerByController(b *Broker, cc *connCtx, req kmsg.Request, respond func(kmsg.Response)) {
+func answerByController(b *Broker, cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) {
 	notController := func() {
-		if resp := errorResponseFor(req, kerr.NotController.Code); resp != nil {
+		if resp := b.reg.ErrorResponse(req, kerr.NotController.Code); resp != nil {
 			respond(resp)
 			return
 		}
-		cc.fail(fmt.Errorf("broker: no answer for api key %d on the CONTROLLER listener", req.Key()))
+		cc.Fail(fmt.Errorf("broker: no answer for api key %d on the CONTROLLER listener", req.Key()))
 	}
 	c := b.ctlImage.Load()
 	if c == nil {
 		notController()
 		return
 	}
-	c.Answer(cc.ctx, req, func(resp kmsg.Response) {
+	c.Answer(cc.Ctx, req, func(resp kmsg.Response) {
 		if resp == nil {
 			notController()
 			return

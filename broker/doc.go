@@ -3,14 +3,17 @@
 // file per API key, NN_name.go), follows the metadata log, and wires the
 // rooms that do the work.
 //
-// The front: every API key is one registration (registry.go), made in its
-// NN_name.go file: its versions on client listeners and on the CONTROLLER
+// The front: every API key is one api.Entry (package broker/api), made in
+// its NN_name.go file here or by the room package that owns the key, and
+// bound to the host it runs on when the node's registry is built
+// (registry.go): its versions on client listeners and on the CONTROLLER
 // listener, its handler, its authorization rule, whether it mutates, its
 // error response. One dispatch (dispatch.go) serves every Kafka listener
-// from it — version table, authorization (authz.go), audit (audit.go),
-// handler — so an API cannot be served without its rule, nor a listener
-// without the authorizer; the CONTROLLER listener's Kafka half is this
-// dispatch in front of the controller role.
+// from that registry — version table, authorization (authz.go runs the
+// rule with the current authorizer), audit (audit.go), handler — so an
+// API cannot be served without its rule, nor a listener without the
+// authorizer; the CONTROLLER listener's Kafka half is this dispatch in
+// front of the controller role.
 //
 // The rooms:
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -75,9 +76,9 @@ type forwarding[Resp kmsg.Response] struct {
 // forward answers req through the active controller (steps 1-7 above).
 // req is what is sent: the client's request, or the part of it this broker
 // does not answer itself. Resp must be req's response type.
-func forward[Resp kmsg.Response](b *Broker, cc *connCtx, req kmsg.Request, f forwarding[Resp], respond func(kmsg.Response)) {
+func forward[Resp kmsg.Response](b *Broker, cc *api.Conn, req kmsg.Request, f forwarding[Resp], respond func(kmsg.Response)) {
 	b.goLoop(func() {
-		ctx, cancel := adminCtx(cc.ctx, f.timeoutMs)
+		ctx, cancel := adminCtx(cc.Ctx, f.timeoutMs)
 		defer cancel()
 		var (
 			resp Resp
@@ -105,13 +106,13 @@ func forward[Resp kmsg.Response](b *Broker, cc *connCtx, req kmsg.Request, f for
 func forwardTo[Resp kmsg.Response](ctx context.Context, b *Broker, req kmsg.Request, waitMax time.Duration, complete func(Resp) bool) (Resp, error) {
 	kresp, offset, err := b.ctl.Call(ctx, req)
 	if err != nil {
-		return errorResponseFor(req, kerr.RequestTimedOut.Code).(Resp), err
+		return b.reg.ErrorResponse(req, kerr.RequestTimedOut.Code).(Resp), err
 	}
 	resp, ok := kresp.(Resp)
 	if !ok || (complete != nil && !complete(resp)) {
 		b.log.Warn().Str("request", kmsg.NameForKey(req.Key())).Str("answer", kmsg.NameForKey(kresp.Key())).
 			Msg("the active controller's answer does not match the request: UNKNOWN_SERVER_ERROR")
-		return errorResponseFor(req, kerr.UnknownServerError.Code).(Resp), nil
+		return b.reg.ErrorResponse(req, kerr.UnknownServerError.Code).(Resp), nil
 	}
 	wctx := ctx
 	if waitMax > 0 {

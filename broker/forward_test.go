@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -57,6 +58,7 @@ func forwardingBroker(t *testing.T, answer func(kmsg.Request) kmsg.Response, off
 	cfg := DefaultConfig()
 	cfg.NodeID = 7
 	b := &Broker{cfg: cfg, meta: actl, actl: actl, log: zerolog.Nop()}
+	b.reg = newRegistry(b)
 	b.ctl = newCtlClient(b)
 	withImage(b, imageAt(t, at))
 	return b, actl
@@ -99,7 +101,7 @@ func TestForwardWaitsForOffset(t *testing.T) {
 		b, _ := forwardingBroker(t, electAnswer, 8, 5)
 		respond, got := answered()
 		req := kmsg.NewPtrElectLeadersRequest()
-		forward(b, &connCtx{ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: 30_000}, respond)
+		forward(b, &api.Conn{Ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: 30_000}, respond)
 		synctest.Wait()
 		notYet(t, got, "image at 5")
 		publish(b, imageAt(t, 7))
@@ -118,7 +120,7 @@ func TestForwardWaitsForOffset(t *testing.T) {
 
 		b, _ = forwardingBroker(t, electAnswer, 0, 5)
 		respond, got = answered()
-		forward(b, &connCtx{ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{}, respond)
+		forward(b, &api.Conn{Ctx: t.Context()}, req, forwarding[*kmsg.ElectLeadersResponse]{}, respond)
 		synctest.Wait()
 		if len(got) != 1 {
 			t.Fatal("nothing committed, yet no answer")
@@ -144,7 +146,7 @@ func TestForwardWaitBounded(t *testing.T) {
 				b, _ := forwardingBroker(t, electAnswer, 8, 5)
 				respond, got := answered()
 				start := time.Now()
-				forward(b, &connCtx{ctx: t.Context()}, kmsg.NewPtrElectLeadersRequest(),
+				forward(b, &api.Conn{Ctx: t.Context()}, kmsg.NewPtrElectLeadersRequest(),
 					forwarding[*kmsg.ElectLeadersResponse]{timeoutMs: tc.timeoutMs, waitMax: tc.waitMax}, respond)
 				r := (<-got).(*kmsg.ElectLeadersResponse)
 				if took := time.Since(start); took != tc.after || len(r.Topics) != 1 {
@@ -198,7 +200,7 @@ func TestForwardFallback(t *testing.T) {
 					return resp
 				}
 				respond, got := answered()
-				forward(b, &connCtx{ctx: t.Context()}, req, f, respond)
+				forward(b, &api.Conn{Ctx: t.Context()}, req, f, respond)
 				r := (<-got).(*kmsg.CreateACLsResponse)
 				if len(r.Results) != 2 || r.Results[0].ErrorCode != tc.code || r.Results[1].ErrorCode != tc.code {
 					t.Fatalf("answer: %+v", r.Results)
@@ -213,7 +215,7 @@ func TestForwardFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, actl := forwardingBroker(t, oneResult, 8, 5)
 		respond, got := answered()
-		forward(b, &connCtx{ctx: t.Context()}, twoCreations(), forwarding[*kmsg.CreateACLsResponse]{
+		forward(b, &api.Conn{Ctx: t.Context()}, twoCreations(), forwarding[*kmsg.CreateACLsResponse]{
 			prepare: func() bool { return false }}, respond)
 		if r := (<-got).(*kmsg.CreateACLsResponse); len(r.Results) != 0 || len(actl.asked) != 0 {
 			t.Fatalf("nothing to send: %+v, %d asked", r, len(actl.asked))
@@ -256,7 +258,7 @@ func TestForwardScattering(t *testing.T) {
 				fwd := kmsg.NewPtrCreateACLsRequest()
 				fwd.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
 				respond, got := answered()
-				forward(b, &connCtx{ctx: t.Context()}, fwd, scattering(resp, resp.Results, []int{0, 2},
+				forward(b, &api.Conn{Ctx: t.Context()}, fwd, scattering(resp, resp.Results, []int{0, 2},
 					func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results }), respond)
 				var codes []int16
 				for _, r := range (<-got).(*kmsg.CreateACLsResponse).Results {
@@ -277,18 +279,18 @@ func TestForwardScattering(t *testing.T) {
 // them all), and must have an error response for forward's fallback.
 func TestForwardedVersionsFlexible(t *testing.T) {
 	for _, key := range []int16{19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51} {
-		a := apis[key]
-		if a == nil || !a.controller.served || a.ctlLocal || a.errorResponse == nil {
+		a := newRegistry(nil).Get(key)
+		if a == nil || !a.Controller.Served || a.CtlLocal || a.ErrorResponse == nil {
 			t.Errorf("key %d: not answered by the controller role with an error response", key)
 			continue
 		}
 		req := kmsg.RequestForKey(key)
-		if req.MaxVersion() < a.controller.max {
-			t.Errorf("key %d: kmsg knows v%d, the listener serves v%d", key, req.MaxVersion(), a.controller.max)
+		if req.MaxVersion() < a.Controller.Max {
+			t.Errorf("key %d: kmsg knows v%d, the listener serves v%d", key, req.MaxVersion(), a.Controller.Max)
 		}
-		req.SetVersion(a.controller.max)
+		req.SetVersion(a.Controller.Max)
 		if !req.IsFlexible() {
-			t.Errorf("key %d: v%d, the listener's highest, is not flexible", key, a.controller.max)
+			t.Errorf("key %d: v%d, the listener's highest, is not flexible", key, a.Controller.Max)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (b *Broker) activeConfig() active.Config {
 		MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		KafkaHandler:    &connHandler{b: b, ctl: true},
-		KafkaVersions:   versionTable{ctl: true, sasl: b.ctlSASLServer != nil},
+		KafkaVersions:   b.reg.ControllerTable(b.ctlSASLServer != nil),
 		TLS:             b.ctlServerTLS(),
 		TLSPrincipal:    b.ctlTLSPrincipal(),
 		SASL:            b.ctlSASLServer,

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -55,18 +56,11 @@ import (
 const anonymousPrincipal = "ANONYMOUS"
 
 // principalOf is the user whose quotas apply to cc's requests.
-func principalOf(cc *connCtx) string {
-	if name, ok := strings.CutPrefix(cc.principal, "User:"); ok && name != "" {
+func principalOf(cc *api.Conn) string {
+	if name, ok := strings.CutPrefix(cc.Principal, "User:"); ok && name != "" {
 		return name
 	}
 	return anonymousPrincipal
-}
-
-// throttle mutes cc's connection for ms.
-func (cc *connCtx) throttle(ms int64) {
-	if ms > 0 && cc.mute != nil {
-		cc.mute(time.Duration(ms) * time.Millisecond)
-	}
 }
 
 // clientQuotas is the broker's side of client quotas. A nil one enforces
@@ -107,7 +101,7 @@ func (q *clientQuotas) record(kind quota.Kind, user, client string, v float64, u
 // produce charges a produce's bytes as it is read and mutes the
 // connection at once if that breaks the bound, so the requests the reader
 // would read ahead wait too; the wrapped respond carries the throttle time.
-func (q *clientQuotas) produce(cc *connCtx, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response) {
+func (q *clientQuotas) produce(cc *api.Conn, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response) {
 	if !q.active() {
 		return respond
 	}
@@ -117,11 +111,11 @@ func (q *clientQuotas) produce(cc *connCtx, req *kmsg.ProduceRequest, respond fu
 			n += len(rp.Records)
 		}
 	}
-	t := q.record(quota.Produce, principalOf(cc), cc.clientID, float64(n), false)
+	t := q.record(quota.Produce, principalOf(cc), cc.ClientID, float64(n), false)
 	if t <= 0 {
 		return respond
 	}
-	cc.throttle(t)
+	cc.Throttle(t)
 	return func(r kmsg.Response) {
 		if pr, ok := r.(*kmsg.ProduceResponse); ok {
 			pr.ThrottleMillis = int32(t)
@@ -133,12 +127,12 @@ func (q *clientQuotas) produce(cc *connCtx, req *kmsg.ProduceRequest, respond fu
 // fetch caps a consumer fetch's max bytes to its quota window and wraps
 // its respond to charge the record bytes, or, over the bound, to answer
 // without records, throttled.
-func (q *clientQuotas) fetch(cc *connCtx, req *kmsg.FetchRequest, respond func(kmsg.Response)) func(kmsg.Response) {
+func (q *clientQuotas) fetch(cc *api.Conn, req *kmsg.FetchRequest, respond func(kmsg.Response)) func(kmsg.Response) {
 	if q == nil || replicaOf(req) >= 0 {
 		return respond
 	}
 	user := principalOf(cc)
-	bound, _, ok := q.sensors.Resolve(q.image(), quota.Fetch, user, cc.clientID)
+	bound, _, ok := q.sensors.Resolve(q.image(), quota.Fetch, user, cc.ClientID)
 	if !ok {
 		return respond
 	}
@@ -155,7 +149,7 @@ func (q *clientQuotas) fetch(cc *connCtx, req *kmsg.FetchRequest, respond func(k
 					n += len(p.RecordBatches)
 				}
 			}
-			if t := q.record(quota.Fetch, user, cc.clientID, float64(n), true); t > 0 {
+			if t := q.record(quota.Fetch, user, cc.ClientID, float64(n), true); t > 0 {
 				for i := range fr.Topics {
 					for j := range fr.Topics[i].Partitions {
 						p := &fr.Topics[i].Partitions[j]
@@ -163,7 +157,7 @@ func (q *clientQuotas) fetch(cc *connCtx, req *kmsg.FetchRequest, respond func(k
 					}
 				}
 				fr.ThrottleMillis = int32(t)
-				cc.throttle(t)
+				cc.Throttle(t)
 			}
 		}
 		respond(r)
@@ -174,7 +168,7 @@ func (q *clientQuotas) fetch(cc *connCtx, req *kmsg.FetchRequest, respond func(k
 // Requests brokers send each other (replica fetches, transaction markers,
 // batched AddPartitionsToTxn v4+) are exempt, as Kafka exempts cluster
 // actions: a client-id default must not slow replication or transactions.
-func (q *clientQuotas) requestTime(cc *connCtx, req kmsg.Request, d time.Duration) {
+func (q *clientQuotas) requestTime(cc *api.Conn, req kmsg.Request, d time.Duration) {
 	if !q.active() {
 		return
 	}
@@ -191,7 +185,7 @@ func (q *clientQuotas) requestTime(cc *connCtx, req kmsg.Request, d time.Duratio
 		}
 	}
 	pct := d.Seconds() * 100 // percent of one thread for one second
-	cc.throttle(q.record(quota.Request, principalOf(cc), cc.clientID, pct, false))
+	cc.Throttle(q.record(quota.Request, principalOf(cc), cc.ClientID, pct, false))
 }
 
 // connectionDelay is the per-ip connection_creation_rate part of the

@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/controller"
 )
 
 // The quota arithmetic is broker/quota's, tested there; these test the
@@ -37,8 +39,8 @@ func clientQuota(e controller.QuotaEntity, key string, v float64) controller.Cli
 func near(got, want int64) bool { return got <= want && got > want-100 }
 
 // mutedConn is a connection of client whose mutes are recorded.
-func mutedConn(client string, muted *[]time.Duration) *connCtx {
-	return &connCtx{clientID: client, mute: func(d time.Duration) { *muted = append(*muted, d) }}
+func mutedConn(client string, muted *[]time.Duration) *api.Conn {
+	return &api.Conn{ClientID: client, Mute: func(d time.Duration) { *muted = append(*muted, d) }}
 }
 
 func TestQuotaProduceGlue(t *testing.T) {
@@ -166,7 +168,7 @@ func TestQuotaGlueInactive(t *testing.T) {
 
 func TestQuotaPrincipal(t *testing.T) {
 	for p, want := range map[string]string{"User:alice": "alice", "": anonymousPrincipal, "User:": anonymousPrincipal, "Group:x": anonymousPrincipal} {
-		if got := principalOf(&connCtx{principal: p}); got != want {
+		if got := principalOf(&api.Conn{Principal: p}); got != want {
 			t.Errorf("principal %q: user %q, want %q", p, got, want)
 		}
 	}

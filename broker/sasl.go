@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -93,7 +94,7 @@ func (b *Broker) buildControllerSASL() error {
 	}
 	if b.cfg.HasRole("controller") {
 		srv, err := sasl.NewServer(b.cfg.SASL, name, b.ctlScramLookup, sasl.Hooks{Log: b.log,
-			Denied: func(remote net.Addr, mech, reason string) { b.audit.authFailed(ctlListener, remote, mech, reason) }})
+			Denied: func(remote net.Addr, mech, reason string) { b.audit.authFailed(api.CtlListener, remote, mech, reason) }})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
 )
 
 var updateSecurityDoc = flag.Bool("update-security-doc", false, "rewrite the generated table of docs/security.md")
@@ -25,7 +27,7 @@ var blastNames = []string{"0: reads metadata", "1: reads data or cluster state",
 type securityRow struct {
 	key       int16
 	listeners string
-	rule      authzRule
+	rule      api.Rule
 }
 
 // securityTable renders the registry's rules, ranked by blast radius
@@ -33,25 +35,27 @@ type securityRow struct {
 // listener rule differs has a row for each.
 func securityTable() string {
 	var rows []securityRow
-	for k, a := range apis {
+	reg := newRegistry(nil)
+	for _, k := range reg.Keys() {
+		a := reg.Get(k)
 		var on []string
-		if a.client.served {
+		if a.Client.Served {
 			on = append(on, "client")
 		}
-		if a.controller.served && a.ctlRule == nil {
+		if a.Controller.Served && a.CtlRule == nil {
 			on = append(on, "controller")
 		}
 		if len(on) > 0 {
-			rows = append(rows, securityRow{k, strings.Join(on, ", "), a.rule})
+			rows = append(rows, securityRow{k, strings.Join(on, ", "), a.Rule})
 		}
-		if a.controller.served && a.ctlRule != nil {
-			rows = append(rows, securityRow{k, "controller", *a.ctlRule})
+		if a.Controller.Served && a.CtlRule != nil {
+			rows = append(rows, securityRow{k, "controller", *a.CtlRule})
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
-		if a.rule.blast != b.rule.blast {
-			return a.rule.blast > b.rule.blast
+		if a.rule.Blast != b.rule.Blast {
+			return a.rule.Blast > b.rule.Blast
 		}
 		if a.key != b.key {
 			return a.key < b.key
@@ -61,7 +65,7 @@ func securityTable() string {
 	var b strings.Builder
 	b.WriteString("| Blast radius | API (key) | Listeners | ACL it needs |\n| --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s |\n", blastNames[r.rule.blast], kmsg.NameForKey(r.key), r.key, r.listeners, r.rule.need)
+		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s |\n", blastNames[r.rule.Blast], kmsg.NameForKey(r.key), r.key, r.listeners, r.rule.Need)
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -72,15 +73,14 @@ func incrementalOp(key string, op kmsg.IncrementalAlterConfigOp, value string) k
 // refusal is CLUSTER_AUTHORIZATION_FAILED for that resource alone, with
 // a message, and audited. A super user may.
 func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
-	incremental := apis[44]
-	legacy := apis[33]
+	incremental, legacy := int16(44), int16(33)
 	type result struct {
 		code int16
 		msg  bool // the super.users message
 	}
-	run := func(t *testing.T, b *Broker, principal string, a *api, req kmsg.Request) []result {
+	run := func(t *testing.T, b *Broker, principal string, key int16, req kmsg.Request) []result {
 		t.Helper()
-		cc := &connCtx{principal: principal, clientHost: "/10.0.0.1"}
+		cc := &api.Conn{Principal: principal, ClientHost: "/10.0.0.1"}
 		n := 0
 		switch r := req.(type) {
 		case *kmsg.IncrementalAlterConfigsRequest:
@@ -88,7 +88,7 @@ func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
 		case *kmsg.AlterConfigsRequest:
 			n = len(r.Resources)
 		}
-		deny, fix := b.authorize(cc, a, req)
+		deny, fix := b.authorize(cc, newRegistry(b).Get(key), req)
 		resp := deny
 		if resp == nil {
 			// The handler would answer the resources left in req; stand in
