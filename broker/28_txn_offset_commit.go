@@ -49,7 +49,7 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 			}
 		}
 	}
-	code := b.groupRequestCode(req.Group)
+	code := b.coord.RequestCode(req.Group, errorCode)
 	var groupErr error
 	if code == 0 && req.Version >= 3 && (req.MemberID != "" || req.Generation >= 0) {
 		groupErr = b.coord.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
@@ -70,7 +70,7 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 				sp.ErrorCode = groupErrorCode(groupErr)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
+			case rp.Metadata != nil && len(*rp.Metadata) > coordinator.MaxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
 				c := &coordinator.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimeMs: now}
@@ -92,7 +92,7 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 	}
 	b.coord.TxnCommit(req.Group, req.ProducerID, req.ProducerEpoch, offs, func(err error) {
 		if err != nil {
-			code := commitErrorCode(err)
+			code := coordinator.CommitErrorCode(err, errorCode)
 			b.log.Warn().Err(err).Str("group", req.Group).Msg("transactional offset commit not persisted")
 			fill(code)
 		}

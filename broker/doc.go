@@ -28,7 +28,8 @@
 //     other brokers. replicahosts.go gives it, and the fetchers, what they
 //     need of the broker.
 //   - broker/coordinator: consumer groups and committed offsets, backed by
-//     the __consumer_offsets replicas (groups.go is the broker's side).
+//     the __consumer_offsets replicas, and the room of the group APIs
+//     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).
 //   - broker/metrics: the node's Prometheus series, counted by the
 //     broker's code where events happen and read at scrape time through
 //     metricsSource (metrics.go); the broker serves its handler on the

@@ -3,18 +3,20 @@ package broker
 import (
 	"strconv"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
 )
 
-// The broker's side of the group coordinator (package broker/coordinator):
-// its configuration, the host it runs on, the offsets topic it is backed
-// by, and the error every group request checks first. The handlers
-// (08_offset_commit.go … 47_offset_delete.go) call the coordinator's API.
+// The broker's side of the group coordinator (package broker/coordinator,
+// also the room of the group APIs): its configuration, the hosts it and
+// its APIs run on, and the offsets topic it is backed by.
 
 // offsetsTopic is the coordinator's topic of committed offsets.
 const offsetsTopic = coordinator.OffsetsTopic
@@ -41,16 +43,20 @@ type coordHost struct{ b *Broker }
 func (h coordHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
 func (h coordHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }
 
-// groupRequestCode is the error for a group request this node cannot take
-// now: an empty group id, NOT_COORDINATOR when another node coordinates the
-// group, COORDINATOR_LOAD_IN_PROGRESS while its offsets partition loads
-// here; else 0.
-func (b *Broker) groupRequestCode(id string) int16 {
-	if id == "" {
-		return kerr.InvalidGroupID.Code
-	}
-	return errorCode(b.coord.Status(id))
+// groupsHost is what the group APIs (their room: broker/coordinator)
+// need of the broker.
+type groupsHost struct{ b *Broker }
+
+func (h groupsHost) Coordinator() *coordinator.Coordinator { return h.b.coord }
+func (h groupsHost) HasPartition(topic string, p int32) bool {
+	return h.b.replicas.Topic(topic).Has(p)
 }
+func (h groupsHost) Code(err error) int16 { return errorCode(err) }
+func (h groupsHost) AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32 {
+	return h.b.authorizedOps(cc, rt, name)
+}
+func (h groupsHost) Go(fn func()) bool    { return h.b.goLoop(fn) }
+func (h groupsHost) Log() *zerolog.Logger { return &h.b.log }
 
 // ensureOffsetsTopic asks the controller for the offsets topic if the image
 // lacks it. Failure (e.g. fewer live brokers than

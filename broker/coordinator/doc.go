@@ -33,17 +33,26 @@
 //     partition and producer, for their transaction's marker, which
 //     applies or drops them (TxnCommit, TxnCompleted).
 //
+//   - The group APIs' room: each Kafka key about groups is one file here,
+//     NN_name.go, with its registration (versions, rule, handler) for the
+//     node's API registry (package broker/api); api.go gathers them
+//     (Entries) and states what they need of the node (APIHost).
+//
 // Files: coordinator.go (Coordinator, Host, Config, Follow, the API the
 // broker calls), groups.go, offsets.go, load.go, expiry.go, txnoffsets.go
-// as above, and metrics.go (the counts kafka_consumergroup_* series read).
+// as above, metrics.go (the counts kafka_consumergroup_* series read),
+// api.go and the group APIs: 08_offset_commit.go, 09_offset_fetch.go,
+// 11_join_group.go, 12_heartbeat.go, 13_leave_group.go, 14_sync_group.go,
+// 15_describe_groups.go, 16_list_groups.go, 42_delete_groups.go,
+// 47_offset_delete.go.
 //
 // Coordinator owns both parts; the relation between them is one way:
 // groupTable stores a group that settles through offsetStore, and the
 // Coordinator does what involves both (loading a partition, unloading its
 // groups, listing groups, expiry). The broker reaches the coordinator only
-// through its exported API and gives it what it needs through Host (its
-// tracked goroutines, its handling of a damaged log) and Config; this
-// package never imports the broker.
+// through its exported API and the entries it registers, and gives it what
+// it needs through Host (its tracked goroutines, its handling of a damaged
+// log), APIHost and Config; this package never imports the broker.
 //
 // # Records
 //

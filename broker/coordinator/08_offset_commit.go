@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/group"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,21 +30,21 @@ import (
 // Version notes:
 //   - v1: commit timestamp; v2-4: retention time (ignored); v6: leader
 //     epoch; v7: group instance id; v8: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 8, Client: api.Versions(0, 8), Handle: bind(b, handleOffsetCommit),
-			Rule: api.Needs("READ on GROUP and READ on TOPIC", 2, checkOffsetCommit),
-		}
-	})
+func offsetCommitEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 8, Client: api.Versions(0, 8), Handle: bindTo(h, handleOffsetCommit),
+		Rule: api.Needs("READ on GROUP and READ on TOPIC", 2, checkOffsetCommit),
+	}
 }
 
-const maxOffsetMetadata = 4096
+// MaxOffsetMetadata bounds a committed offset's metadata, as Kafka's
+// offset.metadata.max.bytes default.
+const MaxOffsetMetadata = 4096
 
-func handleOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	if code := b.groupRequestCode(req.Group); code != 0 {
+	if code := requestCode(h, req.Group); code != 0 {
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
 			st.Topic = rt.Topic
@@ -58,38 +58,37 @@ func handleOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		respond(resp)
 		return
 	}
-	groupErr := b.coord.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	groupErr := h.Coordinator().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	now := time.Now().UnixMilli()
-	offs := map[coordinator.TopicPartition]*coordinator.Committed{}
+	offs := map[TopicPartition]*Committed{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch {
 			case groupErr != nil:
-				sp.ErrorCode = groupErrorCode(groupErr)
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
+				sp.ErrorCode = group.ErrorCode(groupErr)
+			case !h.HasPartition(rt.Topic, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > maxOffsetMetadata:
+			case rp.Metadata != nil && len(*rp.Metadata) > MaxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
-				c := &coordinator.Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimeMs: now}
+				c := &Committed{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, CommitTimeMs: now}
 				if rp.Metadata != nil {
 					c.Metadata = *rp.Metadata
 				}
-				offs[coordinator.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = c
+				offs[TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = c
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.coord.Commit(req.Group, offs, func(err error) {
+	h.Coordinator().Commit(req.Group, offs, func(err error) {
 		if err != nil {
-			code := commitErrorCode(err)
-			b.log.Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
+			code := CommitErrorCode(err, h.Code)
+			h.Log().Warn().Err(err).Str("group", req.Group).Msg("offset commit not persisted")
 			for i := range resp.Topics {
 				for j := range resp.Topics[i].Partitions {
 					sp := &resp.Topics[i].Partitions[j]
@@ -103,19 +102,20 @@ func handleOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 	})
 }
 
-// commitErrorCode maps why an offset commit (plain or transactional) was
-// not persisted to the code the client gets.
-func commitErrorCode(err error) int16 {
+// CommitErrorCode maps why an offset commit (plain or transactional) was
+// not persisted to the code the client gets; code is the node's mapping
+// of errors to codes.
+func CommitErrorCode(err error, code func(error) int16) int16 {
 	switch {
-	case errors.Is(err, coordinator.ErrLoading), errors.Is(err, coordinator.ErrNotCoordinator):
-		return errorCode(err)
+	case errors.Is(err, ErrLoading), errors.Is(err, ErrNotCoordinator):
+		return code(err)
 	case errors.Is(err, replica.ErrNotLeader):
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
+	case code(err) == kerr.NotEnoughReplicas.Code, errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend), errors.Is(err, replica.ErrTimedOut):
 		// As Kafka: the offsets partition's replicas did not all confirm;
 		// the client finds the coordinator again and retries.
 		return kerr.CoordinatorNotAvailable.Code
-	case errorCode(err) == kerr.InvalidProducerEpoch.Code:
+	case code(err) == kerr.InvalidProducerEpoch.Code:
 		// A transactional commit from a fenced producer.
 		return kerr.ProducerFenced.Code
 	}

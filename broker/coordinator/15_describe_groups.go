@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,35 +18,33 @@ import (
 //
 // Version notes: v1: throttle; v3: authorized operations; v4: group
 // instance id; v5: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 15, Client: api.Versions(0, 5), Handle: bind(b, handleDescribeGroups),
-			Rule: api.Needs("DESCRIBE on GROUP", 0, checkDescribeGroups),
-		}
-	})
+func describeGroupsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 15, Client: api.Versions(0, 5), Handle: bindTo(h, handleDescribeGroups),
+		Rule: api.Needs("DESCRIBE on GROUP", 0, checkDescribeGroups),
+	}
 }
 
-func handleDescribeGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
 		var d kmsg.DescribeGroupsResponseGroup
-		if code := b.groupRequestCode(id); code != 0 {
+		if code := requestCode(h, id); code != 0 {
 			d = kmsg.NewDescribeGroupsResponseGroup()
 			d.Group, d.ErrorCode = id, code
-		} else if !b.coord.With(id, false, func(g *group.Group) []group.Reply {
+		} else if !h.Coordinator().With(id, false, func(g *group.Group) []group.Reply {
 			d = g.Describe()
 			return nil
 		}) {
 			d = kmsg.NewDescribeGroupsResponseGroup()
 			d.Group, d.State = id, "Dead"
-			if len(b.coord.Offsets(id)) > 0 {
+			if len(h.Coordinator().Offsets(id)) > 0 {
 				d.State = "Empty"
 			}
 		}
 		if req.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = b.authorizedOps(cc, acl.ResourceGroup, id)
+			d.AuthorizedOperations = h.AuthorizedOps(cc, acl.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)
 	}

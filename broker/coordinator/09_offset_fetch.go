@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"sort"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
 // OffsetFetch: v0-8
@@ -25,16 +24,14 @@ import (
 //   - v1: offsets from the log (v0 read ZooKeeper in Kafka; served the same
 //     here); v2: null topics = all, top-level error; v5: leader epoch;
 //     v6: flexible; v7: require stable; v8: many groups
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 9, Client: api.Versions(0, 8), Handle: bind(b, handleOffsetFetch),
-			Rule: api.Needs("DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch),
-		}
-	})
+func offsetFetchEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 9, Client: api.Versions(0, 8), Handle: bindTo(h, handleOffsetFetch),
+		Rule: api.Needs("DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch),
+	}
 }
 
-func handleOffsetFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -49,7 +46,7 @@ func handleOffsetFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(
 				}
 			}
 			var code int16
-			for _, t := range b.fetchOffsets(rg.Group, topics, req.RequireStable, &code) {
+			for _, t := range fetchOffsets(h, rg.Group, topics, req.RequireStable, &code) {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
 				gt.Topic = t.Topic
 				for _, p := range t.Partitions {
@@ -72,7 +69,7 @@ func handleOffsetFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(
 			topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
 		}
 	}
-	resp.Topics = b.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable, &resp.ErrorCode)
+	resp.Topics = fetchOffsets(h, req.Group, topics, req.Version >= 7 && req.RequireStable, &resp.ErrorCode)
 	if req.Version < 2 && resp.ErrorCode != 0 {
 		// No top-level error before v2: report it on every partition.
 		for i := range resp.Topics {
@@ -93,14 +90,14 @@ type offsetFetchTopic struct {
 // With requireStable (KIP-447), a partition with a transactional commit
 // not yet settled by its marker is UNSTABLE_OFFSET_COMMIT (retriable):
 // the offset a new member would start from is about to change.
-func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, requireStable bool, code *int16) []kmsg.OffsetFetchResponseTopic {
-	if b.coord.Status(group) != nil {
+func fetchOffsets(h APIHost, group string, topics []offsetFetchTopic, requireStable bool, code *int16) []kmsg.OffsetFetchResponseTopic {
+	if h.Coordinator().Status(group) != nil {
 		*code = kerr.CoordinatorLoadInProgress.Code
 		topics = nonNil(topics)
 	}
 	if topics == nil {
 		byTopic := map[string][]int32{}
-		for tp := range b.coord.Offsets(group) {
+		for tp := range h.Coordinator().Offsets(group) {
 			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 		}
 		for t, ps := range byTopic {
@@ -116,11 +113,11 @@ func (b *Broker) fetchOffsets(group string, topics []offsetFetchTopic, requireSt
 		for _, p := range t.partitions {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
-			tp := coordinator.TopicPartition{Topic: t.topic, Partition: p}
-			if *code == 0 && requireStable && b.coord.PendingTxnOffset(group, tp) {
+			tp := TopicPartition{Topic: t.topic, Partition: p}
+			if *code == 0 && requireStable && h.Coordinator().PendingTxnOffset(group, tp) {
 				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			} else if *code == 0 {
-				if c, ok := b.coord.Offset(group, tp); ok {
+				if c, ok := h.Coordinator().Offset(group, tp); ok {
 					rp.Offset, rp.LeaderEpoch = c.Offset, c.LeaderEpoch
 					m := c.Metadata
 					rp.Metadata = &m

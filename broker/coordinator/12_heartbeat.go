@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"time"
@@ -18,20 +18,18 @@ import (
 // package group decides.
 //
 // Version notes: v3: group instance id; v4: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 12, Client: api.Versions(0, 4), Handle: bind(b, handleHeartbeat),
-			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })),
-		}
-	})
+func heartbeatEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 12, Client: api.Versions(0, 4), Handle: bindTo(h, handleHeartbeat),
+		Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })),
+	}
 }
 
-func handleHeartbeat(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleHeartbeat(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	var resp kmsg.Response
-	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
+	code := requestCode(h, req.Group)
+	if code == 0 && !h.Coordinator().With(req.Group, false, func(g *group.Group) []group.Reply {
 		resp = g.Heartbeat(time.Now().UnixMilli(), req)
 		return nil
 	}) {

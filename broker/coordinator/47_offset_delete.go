@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -19,51 +18,49 @@ import (
 // While a group with members rebalances, or uses another protocol type, its
 // subscriptions are not known and every partition is refused. Unknown
 // group: GROUP_ID_NOT_FOUND.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 47, Client: api.Versions(0, 0), Handle: bind(b, handleOffsetDelete),
-			Rule:    api.Needs("DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete),
-			Mutates: true,
-		}
-	})
+func offsetDeleteEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 47, Client: api.Versions(0, 0), Handle: bindTo(h, handleOffsetDelete),
+		Rule:    api.Needs("DELETE on GROUP and READ on TOPIC", 2, checkOffsetDelete),
+		Mutates: true,
+	}
 }
 
-func handleOffsetDelete(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetDelete(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if code := b.groupRequestCode(req.Group); code != 0 {
+	if code := requestCode(h, req.Group); code != 0 {
 		resp.ErrorCode = code
 		respond(resp)
 		return
 	}
 	members := 0
 	var subscribed map[string]bool // nil: unknown, refuse everything
-	existed := b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
+	existed := h.Coordinator().With(req.Group, false, func(g *group.Group) []group.Reply {
 		members = g.NumMembers()
 		if members > 0 && g.State() == "Stable" && g.ProtocolType() == "consumer" {
 			subscribed = subscriptions(g.Describe())
 		}
 		return nil
 	})
-	have := b.coord.Offsets(req.Group)
+	have := h.Coordinator().Offsets(req.Group)
 	if !existed && len(have) == 0 {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		respond(resp)
 		return
 	}
-	tombs := map[coordinator.TopicPartition]*coordinator.Committed{}
+	tombs := map[TopicPartition]*Committed{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetDeleteResponseTopic()
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			sp.Partition = rp.Partition
-			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			tp := TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			switch {
 			case members > 0 && (subscribed == nil || subscribed[rt.Topic]):
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			case !b.replicas.Topic(rt.Topic).Has(rp.Partition):
+			case !h.HasPartition(rt.Topic, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				if _, ok := have[tp]; ok {
@@ -74,7 +71,7 @@ func handleOffsetDelete(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	b.coord.Commit(req.Group, tombs, func(err error) {
+	h.Coordinator().Commit(req.Group, tombs, func(err error) {
 		if err != nil {
 			resp.ErrorCode = kerr.KafkaStorageError.Code
 		}

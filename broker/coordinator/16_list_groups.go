@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,19 +13,17 @@ import (
 // state (KIP-518), case-insensitively as Kafka does.
 //
 // Version notes: v3: flexible; v4: states filter
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 16, Client: api.Versions(0, 4), Handle: bind(b, handleListGroups),
-			Rule: api.Needs("DESCRIBE on GROUP (others are not listed)", 0, checkListGroups),
-		}
-	})
+func listGroupsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 16, Client: api.Versions(0, 4), Handle: bindTo(h, handleListGroups),
+		Rule: api.Needs("DESCRIBE on GROUP (others are not listed)", 0, checkListGroups),
+	}
 }
 
-func handleListGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	for _, s := range b.coord.ListGroups() {
+	for _, s := range h.Coordinator().ListGroups() {
 		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.State) {
 			continue
 		}

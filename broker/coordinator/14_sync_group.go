@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"time"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -19,20 +18,18 @@ import (
 //
 // Version notes:
 //   - v3: group instance id; v4: flexible; v5: protocol type and name
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 14, Client: api.Versions(0, 5), Handle: bind(b, handleSyncGroup),
-			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })),
-		}
-	})
+func syncGroupEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 14, Client: api.Versions(0, 5), Handle: bindTo(h, handleSyncGroup),
+		Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })),
+	}
 }
 
-func handleSyncGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSyncGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
-	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
-		return g.Sync(time.Now().UnixMilli(), req, coordinator.Respond(respond))
+	code := requestCode(h, req.Group)
+	if code == 0 && !h.Coordinator().With(req.Group, false, func(g *group.Group) []group.Reply {
+		return g.Sync(time.Now().UnixMilli(), req, Respond(respond))
 	}) {
 		code = kerr.UnknownMemberID.Code
 	}

@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"time"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -24,25 +23,23 @@ import (
 //     v5: group instance id (KIP-345); v6: flexible; v7: protocol type and
 //     name in the response; v8: reason; v9: skip assignment (KIP-814, set
 //     when a static leader restarts)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 11, Client: api.Versions(0, 9), Handle: bind(b, handleJoinGroup),
-			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })),
-		}
-	})
+func joinGroupEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 11, Client: api.Versions(0, 9), Handle: bindTo(h, handleJoinGroup),
+		Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })),
+	}
 }
 
-func handleJoinGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleJoinGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)
-	if code := b.groupRequestCode(req.Group); code != 0 {
+	if code := requestCode(h, req.Group); code != 0 {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode, resp.Generation, resp.LeaderID, resp.MemberID = code, -1, "", req.MemberID
 		respond(resp)
 		return
 	}
 	meta := group.JoinMeta{ClientID: cc.ClientID, ClientHost: cc.ClientHost}
-	b.coord.With(req.Group, true, func(g *group.Group) []group.Reply {
-		return g.Join(time.Now().UnixMilli(), req, meta, coordinator.Respond(respond))
+	h.Coordinator().With(req.Group, true, func(g *group.Group) []group.Reply {
+		return g.Join(time.Now().UnixMilli(), req, meta, Respond(respond))
 	})
 }

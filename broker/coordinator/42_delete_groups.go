@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/group"
 )
 
@@ -18,17 +17,15 @@ import (
 // GROUP_ID_NOT_FOUND.
 //
 // Version notes: v2: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 42, Client: api.Versions(0, 2), Handle: bind(b, handleDeleteGroups),
-			Rule:    api.Needs("DELETE on GROUP", 2, checkDeleteGroups),
-			Mutates: true,
-		}
-	})
+func deleteGroupsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 42, Client: api.Versions(0, 2), Handle: bindTo(h, handleDeleteGroups),
+		Rule:    api.Needs("DELETE on GROUP", 2, checkDeleteGroups),
+		Mutates: true,
+	}
 }
 
-func handleDeleteGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	pending := len(req.Groups)
@@ -42,20 +39,20 @@ func handleDeleteGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		r := &resp.Groups[i]
 		*r = kmsg.NewDeleteGroupsResponseGroup()
 		r.Group = id
-		if code := b.groupRequestCode(id); code != 0 {
+		if code := requestCode(h, id); code != 0 {
 			r.ErrorCode = code
 			done <- struct{}{}
 			continue
 		}
 		var err error
-		existed := b.coord.With(id, false, func(g *group.Group) []group.Reply {
+		existed := h.Coordinator().With(id, false, func(g *group.Group) []group.Reply {
 			err = g.Delete()
 			return nil
 		})
-		offs := b.coord.Offsets(id)
+		offs := h.Coordinator().Offsets(id)
 		switch {
 		case err != nil:
-			r.ErrorCode = groupErrorCode(err)
+			r.ErrorCode = group.ErrorCode(err)
 		case !existed && len(offs) == 0:
 			r.ErrorCode = kerr.GroupIDNotFound.Code
 		}
@@ -63,18 +60,18 @@ func handleDeleteGroups(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 			done <- struct{}{}
 			continue
 		}
-		tombs := make(map[coordinator.TopicPartition]*coordinator.Committed, len(offs))
+		tombs := make(map[TopicPartition]*Committed, len(offs))
 		for tp := range offs {
 			tombs[tp] = nil
 		}
-		b.coord.Commit(id, tombs, func(err error) {
+		h.Coordinator().Commit(id, tombs, func(err error) {
 			if err != nil {
 				r.ErrorCode = kerr.KafkaStorageError.Code
 			}
 			done <- struct{}{}
 		})
 	}
-	b.goLoop(func() {
+	h.Go(func() {
 		for range req.Groups {
 			<-done
 		}

@@ -1,4 +1,4 @@
-package broker
+package coordinator
 
 import (
 	"time"
@@ -17,20 +17,18 @@ import (
 // group instance id, each with its own error) and rebalances the rest.
 //
 // Version notes: v3: batch leave (KIP-345); v4: flexible; v5: reason
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 13, Client: api.Versions(0, 5), Handle: bind(b, handleLeaveGroup),
-			Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })),
-		}
-	})
+func leaveGroupEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 13, Client: api.Versions(0, 5), Handle: bindTo(h, handleLeaveGroup),
+		Rule: api.Needs("READ on GROUP", 1, api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })),
+	}
 }
 
-func handleLeaveGroup(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleLeaveGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	var resp kmsg.Response
-	code := b.groupRequestCode(req.Group)
-	if code == 0 && !b.coord.With(req.Group, false, func(g *group.Group) []group.Reply {
+	code := requestCode(h, req.Group)
+	if code == 0 && !h.Coordinator().With(req.Group, false, func(g *group.Group) []group.Reply {
 		replies, r := g.Leave(time.Now().UnixMilli(), req)
 		resp = r
 		return replies

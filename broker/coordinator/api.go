@@ -1,0 +1,66 @@
+package coordinator
+
+import (
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
+
+// The group APIs: this package is their room. Each key is one file
+// (NN_name.go, headed by its versions and behaviour) holding its entry,
+// handler and rule; Entries gives the node's registry all of them, bound
+// to the node through APIHost. The next group protocols (KIP-848's
+// ConsumerGroupHeartbeat, KIP-932's share groups) register here too.
+
+// APIHost is what the group APIs need of the node beyond the coordinator.
+type APIHost interface {
+	// Coordinator is the node's coordinator, built before the node
+	// serves a request.
+	Coordinator() *Coordinator
+	// HasPartition reports whether the node's image has partition p of
+	// topic: offsets are committed for partitions that exist.
+	HasPartition(topic string, p int32) bool
+	// Code maps an error to its Kafka code (the node's one mapping).
+	Code(err error) int16
+	// AuthorizedOps is KIP-430's answer for cc's principal on one
+	// resource.
+	AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32
+	// Go runs fn on a goroutine the node tracks; false once it is closing.
+	Go(fn func()) bool
+	Log() *zerolog.Logger
+}
+
+// Entries are the group APIs' registrations, bound to h. Building them
+// never calls h.
+func Entries(h APIHost) []api.Entry {
+	return []api.Entry{
+		offsetCommitEntry(h), offsetFetchEntry(h), joinGroupEntry(h), heartbeatEntry(h),
+		leaveGroupEntry(h), syncGroupEntry(h), describeGroupsEntry(h), listGroupsEntry(h),
+		deleteGroupsEntry(h), offsetDeleteEntry(h),
+	}
+}
+
+// handler is a group API's handler before it is bound to its host.
+type handler func(h APIHost, cc *api.Conn, req kmsg.Request, respond func(kmsg.Response))
+
+func bindTo(h APIHost, f handler) api.Handler {
+	return func(cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) { f(h, cc, req, respond) }
+}
+
+// requestCode is the error for a group request this node cannot take now:
+// an empty group id, NOT_COORDINATOR when another node coordinates the
+// group, COORDINATOR_LOAD_IN_PROGRESS while its offsets partition loads
+// here; else 0.
+func requestCode(h APIHost, id string) int16 { return h.Coordinator().RequestCode(id, h.Code) }
+
+// RequestCode is requestCode for any room whose requests name a group
+// (TxnOffsetCommit); code is the node's mapping of errors to codes.
+func (c *Coordinator) RequestCode(id string, code func(error) int16) int16 {
+	if id == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	return code(c.Status(id))
+}
