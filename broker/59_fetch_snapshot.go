@@ -10,7 +10,7 @@ import (
 // Behaviour:
 //   - A broker-only node following the metadata log from a voter fetches
 //     the image as a snapshot when the log it needs has been compacted
-//     (metafollow.go). Any voter answers, leading the quorum or not.
+//     (broker/ctllink/follower.go). Any voter answers, leading the quorum or not.
 //   - The image holds SCRAM credentials, ACLs and dynamic configs: only
 //     brokers and controllers may read it, CLUSTER_ACTION on CLUSTER (or a
 //     super user), as Kafka requires for raft's own fetches.

@@ -10,7 +10,7 @@ import (
 // Behaviour:
 //   - A broker registers its id, incarnation, listeners, rack and
 //     supported features with the active controller, which answers its
-//     broker epoch (cluster.go sends it). A voter that does not lead the
+//     broker epoch (broker/ctllink/lifecycle.go sends it). A voter that does not lead the
 //     quorum answers NOT_CONTROLLER.
 //   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user).
 //     Without it anyone reaching the port could register a broker id.

@@ -9,7 +9,7 @@ import (
 //
 // Behaviour:
 //   - A registered broker's heartbeat: it keeps its session, reports its
-//     metadata offset, asks to be unfenced or to shut down (cluster.go). The
+//     metadata offset, asks to be unfenced or to shut down (broker/ctllink/lifecycle.go). The
 //     active controller answers whether it is fenced; a voter that does not
 //     lead the quorum answers NOT_CONTROLLER.
 //   - Only brokers send it: CLUSTER_ACTION on CLUSTER (or a super user).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
@@ -60,10 +61,10 @@ type Broker struct {
 	logDir    string
 	clusterID string
 
-	meta  metadataLog      // the metadata log: actl, or a follower on a broker-only node
-	actl  activeController // this node's controller role; nil without it
-	ctl   *ctlClient       // requests to the active controller
-	ctlLn net.Listener     // the CONTROLLER listener, if any (actl serves it)
+	meta  ctllink.MetadataLog // the metadata log: actl, or a follower on a broker-only node
+	actl  activeController    // this node's controller role; nil without it
+	ctl   *ctllink.Client     // requests to the active controller
+	ctlLn net.Listener        // the CONTROLLER listener, if any (actl serves it)
 
 	// replicas are the local replicas, the applied image and the node's
 	// log files (replicahosts.go wires it). Set in New.
@@ -73,16 +74,11 @@ type Broker struct {
 	// limits bound the client listeners' connections and request memory (limits.go).
 	limits clientLimits
 
-	brokerEpoch atomic.Int64  // from the last registration
-	fenced      atomic.Bool   // as the last heartbeat said
-	ready       chan struct{} // closed once first unfenced
-	// Controlled shutdown (cluster.go): Close sets shuttingDown and closes
-	// shutdownWake; lifecycle, the one sender of heartbeats, then asks the
-	// controller to fence this broker and closes shutdownDone once it is
-	// (or once there is nothing to ask).
-	shuttingDown atomic.Bool
-	shutdownWake chan struct{}
-	shutdownDone chan struct{}
+	// life registers this broker, heartbeats, holds its broker epoch and
+	// does the controlled shutdown (cluster.go wires it). Set in New once
+	// the listeners are bound.
+	life  *ctllink.Lifecycle
+	ready chan struct{} // closed once first unfenced
 
 	// mu guards servers, which Close takes while serveClients may still
 	// be making them.
@@ -151,8 +147,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
-		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{})}
 	b.reg = newRegistry(b)
 	var err error
 	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
@@ -197,6 +192,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err := b.listen(); err != nil {
 		return nil, err
 	}
+	b.life = newLifecycle(b)
 	if err := b.startQuorum(b.ctlLn); err != nil {
 		b.closeListeners()
 		return nil, err
@@ -347,7 +343,7 @@ func (b *Broker) Start() {
 		return
 	}
 	b.goLoop(b.replicas.PublishLoop)
-	b.goLoop(b.lifecycle)
+	b.goLoop(func() { b.life.Run(b.ctx) })
 	if b.cfg.MetricsAddr != "" {
 		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
@@ -427,7 +423,9 @@ func (b *Broker) Close() error {
 	if !b.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	b.controlledShutdown()
+	if b.cfg.HasRole("broker") {
+		b.life.Shutdown()
+	}
 	b.closeListeners()
 	b.mu.Lock()
 	servers := b.servers
@@ -438,7 +436,7 @@ func (b *Broker) Close() error {
 	b.tasks.Stop()
 	b.fetch.CloseAll()
 	b.peers.closeAll()
-	b.ctl.close()
+	b.ctl.Close()
 	var errs []error
 	if err := b.meta.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("metadata quorum: %w", err))

@@ -23,7 +23,7 @@ func goList(t *testing.T, args ...string) []string {
 }
 
 // The broker reaches the quorum member only through controller/active
-// (which constructs it) and its own interfaces (metadataLog,
+// (which constructs it) and its own interfaces (ctllink.MetadataLog,
 // activeController), never by importing controller/node.
 func TestNoDirectNodeImport(t *testing.T) {
 	if slices.Contains(goList(t, "-f", `{{join .Imports "\n"}}`, "."), "github.com/fjordlog/fjord/controller/node") {
@@ -35,7 +35,7 @@ func TestNoDirectNodeImport(t *testing.T) {
 // the broker only through the interfaces they declare (replica.Host,
 // coordinator.Host …), never by importing it.
 func TestSubpackagesDoNotImportBroker(t *testing.T) {
-	for _, pkg := range []string{"./coordinator", "./replica", "./replicamgr", "./txn", "./console", "./metrics"} {
+	for _, pkg := range []string{"./coordinator", "./replica", "./replicamgr", "./txn", "./console", "./metrics", "./ctllink"} {
 		if slices.Contains(goList(t, "-deps", pkg), "github.com/fjordlog/fjord/broker") {
 			t.Errorf("%s imports the broker", pkg)
 		}

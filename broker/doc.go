@@ -44,20 +44,23 @@
 //     console), broker/catalogue (Apache Kafka's configuration keys and
 //     what Fjord does with each), broker/brokertest (an N-node cluster in
 //     one process).
+//   - broker/ctllink: the link to the controller quorum — the client of
+//     the active controller, the follower of the metadata log on a
+//     broker-only node, and the broker's lifecycle (register, heartbeat,
+//     controlled shutdown); cluster.go wires it.
 //   - controller/active: the controller role (the quorum member, the
 //     active controller and the CONTROLLER listener), built in one place
-//     (quorum.go) and held through the broker's own interfaces
-//     (metadataLog, activeController); broker does not import
-//     controller/node.
+//     (quorum.go) and held through interfaces (ctllink.MetadataLog,
+//     activeController); broker does not import controller/node.
 //
 // Metadata comes from the metadata log. Every node applies it to an
-// immutable controller.Image (metadataLog: the node's controller role when
-// it has one, else a follower fetching the log from the voters,
-// metafollow.go), and the replica manager's publish loop makes the local
+// immutable controller.Image (ctllink.MetadataLog: the node's controller
+// role when it has one, else a ctllink.Follower fetching the log from the
+// voters), and the replica manager's publish loop makes the local
 // replicas match each new image. Changes to metadata (registration, heartbeats, topic admin, ISR
 // changes, producer-id blocks) are requests to the active controller, all
-// carried by ctlClient: in-process when this node leads the quorum, else
-// to the leader's CONTROLLER listener. A client's admin requests go
+// carried by ctllink.Client: in-process when this node leads the quorum,
+// else to the leader's CONTROLLER listener. A client's admin requests go
 // through one helper (api.Forward; forward.go is what it needs of the
 // broker), which answers once this broker's image
 // has reached the metadata offset the controller committed them at.

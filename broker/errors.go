@@ -21,8 +21,6 @@ var (
 	errInvalidConfig     = errors.New("broker: invalid config")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
-	errMalformedShip     = errors.New("broker: malformed metadata log response")
-	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
 )
 
 // errorCode is the one place a Go error becomes a Kafka error code.

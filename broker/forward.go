@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -17,21 +18,25 @@ type forwarder struct{ b *Broker }
 func (f forwarder) Go(fn func()) bool { return f.b.goLoop(fn) }
 
 func (f forwarder) CallController(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
-	return f.b.ctl.call(ctx, req)
+	return f.b.ctl.Call(ctx, req)
 }
 
 func (f forwarder) ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	return f.b.reg.ErrorResponse(req, code)
 }
 
-// WaitOffset waits until the local replicas reflect the metadata image at
-// offset or a later one, and reports whether they do; false when ctx ended
-// first. Offset 0 (nothing committed) is reached at once.
 func (f forwarder) WaitOffset(ctx context.Context, offset uint64) bool {
-	if offset == 0 {
-		return true
-	}
-	return f.b.waitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
+	return waitOffset(ctx, f.b.replicas, offset)
 }
 
 func (f forwarder) Log() *zerolog.Logger { return &f.b.log }
+
+// waitOffset waits until the local replicas reflect the metadata image at
+// offset or a later one, and reports whether they do; false when ctx ended
+// first. Offset 0 (nothing committed) is reached at once.
+func waitOffset(ctx context.Context, replicas *replicamgr.Manager, offset uint64) bool {
+	if offset == 0 {
+		return true
+	}
+	return replicas.WaitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
+}

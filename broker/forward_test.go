@@ -2,11 +2,8 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,8 +14,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
-	"github.com/fjordlog/fjord/controller/active"
-	"github.com/fjordlog/fjord/protocol"
 )
 
 // imageAt is an image at metadata version v.
@@ -31,6 +26,27 @@ func imageAt(t *testing.T, v uint64) *controller.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// cannedController is an active controller in this process that answers
+// every request with answer(req), committed at offset, and records what
+// it was asked.
+type cannedController struct {
+	answer func(kmsg.Request) kmsg.Response
+	offset uint64
+	asked  []kmsg.Request
+}
+
+func (c *cannedController) Image() *controller.Image { return nil }
+func (c *cannedController) WaitFor(context.Context, func(*controller.Image) bool) error {
+	return nil
+}
+func (c *cannedController) Leader() int32 { return 7 }
+func (c *cannedController) Close() error  { return nil }
+func (c *cannedController) Serve()        {}
+func (c *cannedController) Call(_ context.Context, req kmsg.Request) (kmsg.Response, uint64) {
+	c.asked = append(c.asked, req)
+	return c.answer(req), c.offset
 }
 
 // forwardingBroker is node 7, the active controller in-process, which
@@ -253,113 +269,6 @@ func TestForwardScattering(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// tagController is a CONTROLLER listener's Kafka half for ctlClient
-// tests: ApiVersions from the registry's table, every other request
-// answered by answer, at the version it came, with the metadata offset in
-// active.OffsetTag as the active controller sends it.
-type tagController struct {
-	answer func(kmsg.Request) kmsg.Response
-	offset uint64
-	mu     sync.Mutex
-	got    []kmsg.Request // as decoded here
-}
-
-func (h *tagController) Handle(_ context.Context, req *protocol.Request, respond protocol.Responder) {
-	if req.Key == 18 {
-		resp := req.Body.ResponseKind().(*kmsg.ApiVersionsResponse)
-		resp.ApiKeys = newRegistry(nil).ControllerTable(false).All()
-		respond(resp, nil)
-		return
-	}
-	h.mu.Lock()
-	h.got = append(h.got, req.Body)
-	h.mu.Unlock()
-	resp := h.answer(req.Body)
-	resp.SetVersion(req.Version)
-	var tags *kmsg.Tags
-	switch r := resp.(type) {
-	case *kmsg.CreateTopicsResponse:
-		tags = &r.UnknownTags
-	case *kmsg.DeleteTopicsResponse:
-		tags = &r.UnknownTags
-	}
-	tags.Set(active.OffsetTag, binary.AppendUvarint(nil, h.offset))
-	respond(resp, nil)
-}
-
-// Over the CONTROLLER listener: the request goes at the listener's
-// highest version and comes back as it was, the answer at the request's
-// version with the offset taken out of it; DeleteTopics' names (v0-5)
-// arrive as v6 topics.
-func TestCtlClientOverTheWire(t *testing.T) {
-	h := &tagController{offset: 42, answer: func(kreq kmsg.Request) kmsg.Response {
-		switch req := kreq.(type) {
-		case *kmsg.CreateTopicsRequest:
-			r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic = req.Topics[0].Topic
-			r.Topics = append(r.Topics, st)
-			return r
-		default:
-			r := kreq.ResponseKind().(*kmsg.DeleteTopicsResponse)
-			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic = kmsg.StringPtr("gone")
-			r.Topics = append(r.Topics, st)
-			return r
-		}
-	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := protocol.NewServer(protocol.ServerConfig{MaxFrameBytes: 1 << 20, MaxInFlight: 4}, h, newRegistry(nil).ControllerTable(false), zerolog.Nop())
-	srv.Serve(ln)
-	t.Cleanup(func() {
-		ln.Close() // the server's owner closes its listener
-		srv.Close()
-	})
-
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.ControllerQuorumVoters = 7, "3@"+ln.Addr().String()
-	b := &Broker{cfg: cfg, log: zerolog.Nop()}
-	b.reg = newRegistry(b)
-	c := newCtlClient(b)
-	t.Cleanup(c.close)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-
-	create := kmsg.NewPtrCreateTopicsRequest()
-	create.Version = 4
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = "t"
-	create.Topics = append(create.Topics, rt)
-	kresp, offset, err := c.request(ctx, 3, create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := kresp.(*kmsg.CreateTopicsResponse)
-	if offset != 42 || resp.Version != 4 || create.Version != 4 || resp.UnknownTags.Len() != 0 || resp.Topics[0].Topic != "t" {
-		t.Fatalf("offset %d, answer v%d, request now v%d, %d tags: %+v", offset, resp.Version, create.Version, resp.UnknownTags.Len(), resp)
-	}
-	if v := h.got[0].GetVersion(); v != newRegistry(nil).Get(19).Controller.Max {
-		t.Fatalf("sent at v%d, want the listener's highest, v%d", v, newRegistry(nil).Get(19).Controller.Max)
-	}
-
-	del := kmsg.NewPtrDeleteTopicsRequest()
-	del.Version, del.TopicNames = 3, []string{"gone"}
-	kresp, offset, err = c.request(ctx, 3, del)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent := h.got[1].(*kmsg.DeleteTopicsRequest)
-	if sent.Version != 6 || len(sent.Topics) != 1 || *sent.Topics[0].Topic != "gone" {
-		t.Fatalf("DeleteTopics v3 sent as %+v", sent)
-	}
-	if r := kresp.(*kmsg.DeleteTopicsResponse); offset != 42 || r.Version != 3 || del.Version != 3 || len(del.Topics) != 0 {
-		t.Fatalf("offset %d, answer v%d, request now %+v", offset, r.Version, del)
 	}
 }
 

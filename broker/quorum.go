@@ -15,9 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/storage"
@@ -87,18 +86,16 @@ func newClusterID() string {
 }
 
 // activeController is this node's controller role (active.Controller):
-// its member of the metadata quorum, which is also its metadataLog, the
+// its member of the metadata quorum, which is also its metadata log, the
 // active controller that decides while that member leads, and the
 // CONTROLLER listener, raft and Kafka halves.
 type activeController interface {
-	metadataLog
+	ctllink.MetadataLog
+	// Local: Call decides a request in-process, for the broker's client
+	// of the active controller.
+	ctllink.Local
 	// Serve starts deciding and serving the listener's Kafka half.
 	Serve()
-	// Call decides req in-process: the controller's answer, or nil when
-	// this node is not the active controller (now) or ctx ended first,
-	// and the metadata offset of the records the answer committed (0 for
-	// none).
-	Call(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64)
 }
 
 // startQuorum starts this node's controller role, or on a broker-only node
@@ -107,7 +104,7 @@ type activeController interface {
 // (the member then listens on a loopback port nobody dials).
 func (b *Broker) startQuorum(ctl net.Listener) error {
 	if !b.cfg.HasRole("controller") {
-		b.meta = startFollower(b)
+		b.meta = ctllink.StartFollower(b.ctx, b.ctl, b.goLoop, b.log)
 		return nil
 	}
 	cfg := b.activeConfig()

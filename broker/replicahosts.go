@@ -31,7 +31,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		LogOpenFilesMax:        b.cfg.LogOpenFilesMax,
 		Metadata:               metaRef{b},
 		Go:                     b.goLoop,
-		BrokerEpoch:            b.brokerEpoch.Load,
+		BrokerEpoch:            func() int64 { return b.life.Epoch() }, // b.life is set after, read after Start
 		AlterPartitions:        b.ctl.AlterPartitions,
 		AskPeer: func(ctx context.Context, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
 			return b.peers.askMetadata(ctx, b, peer, req, timeout)
@@ -84,7 +84,7 @@ type fetchHost struct{ b *Broker }
 
 func (h fetchHost) Go(fn func()) bool       { return h.b.goLoop(fn) }
 func (h fetchHost) NodeID() int32           { return h.b.cfg.NodeID }
-func (h fetchHost) BrokerEpoch() int64      { return h.b.brokerEpoch.Load() }
+func (h fetchHost) BrokerEpoch() int64      { return h.b.life.Epoch() }
 func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
 
 // ClientOpts are the replica fetchers' extra client options: TLS when the

@@ -71,7 +71,7 @@ func (b *Broker) autoCreate(ctx context.Context, name string) int16 {
 	resp := b.createTopics(ctx, req)
 	code := resp.Topics[0].ErrorCode
 	if code == kerr.TopicAlreadyExists.Code {
-		b.waitImage(ctx, func(img *controller.Image) bool { return img.Topic(name) != nil })
+		b.replicas.WaitImage(ctx, func(img *controller.Image) bool { return img.Topic(name) != nil })
 		return 0
 	}
 	if code != 0 {
@@ -92,7 +92,7 @@ func (b *Broker) allocProducerID(ctx context.Context) (int64, error) {
 		return id, nil
 	}
 	b.pidMu.Unlock()
-	start, n, err := b.ctl.AllocateProducerIDs(ctx, b.brokerEpoch.Load())
+	start, n, err := b.ctl.AllocateProducerIDs(ctx, b.life.Epoch())
 	if err != nil {
 		return 0, err
 	}

@@ -41,7 +41,7 @@ func (h txnHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p,
 func (h txnHost) Code(err error) int16                       { return errorCode(err) }
 
 func (h txnHost) AllocateProducerIDs(ctx context.Context) (int64, int32, error) {
-	return h.b.ctl.AllocateProducerIDs(ctx, h.b.brokerEpoch.Load())
+	return h.b.ctl.AllocateProducerIDs(ctx, h.b.life.Epoch())
 }
 
 func (h txnHost) Leader(topic string, partition int32) (int32, bool) {

@@ -62,7 +62,7 @@ func startOne(t *testing.T) (*Controller, string) {
 	return c, ln.Addr().String()
 }
 
-// request sends req to addr's Kafka half as a broker's ctlClient does.
+// request sends req to addr's Kafka half as a broker's ctllink.Client does.
 func request(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))

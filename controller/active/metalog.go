@@ -14,7 +14,7 @@ import (
 
 // A broker-only node follows the metadata log without being a raft member
 // (Kafka's brokers do the same with KIP-595's Fetch; the follower is
-// broker's metaFollower): it fetches committed entries from any voter, on
+// broker/ctllink's Follower): it fetches committed entries from any voter, on
 // the voter's CONTROLLER listener, served here, as the
 // partition __cluster_metadata-0 whose offsets are log indexes, and a
 // snapshot of the image (FetchSnapshot) when it starts or has fallen behind

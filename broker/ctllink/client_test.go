@@ -1,10 +1,11 @@
-package broker
+package ctllink
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,17 +35,17 @@ func (c *cannedController) Call(_ context.Context, req kmsg.Request) (kmsg.Respo
 	return c.answer(req), c.offset
 }
 
-// cannedClient is a ctlClient of node 7, which leads the quorum and
+// cannedClient is a Client of node 7, which leads the quorum and
 // answers with answer.
-func cannedClient(answer func(kmsg.Request) kmsg.Response) (*ctlClient, *cannedController) {
+func cannedClient(answer func(kmsg.Request) kmsg.Response) (*Client, *cannedController) {
 	actl := &cannedController{answer: answer}
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.BrokerRack = 7, "r1"
-	b := &Broker{cfg: cfg, meta: actl, actl: actl, clusterID: "c",
-		advertised: []Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
-	b.reg = newRegistry(b)
-	return newCtlClient(b), actl
+	c := NewClient(Config{NodeID: 7, Leader: actl.Leader, Local: func() Local { return actl },
+		SessionTimeout: 9 * time.Second, HeartbeatInterval: 2 * time.Second})
+	return c, actl
 }
+
+// registration is what cannedClient's node registers.
+var registration = Registration{ClusterID: "c", Rack: "r1", Listeners: []Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
 
 func TestCtlClientRegister(t *testing.T) {
 	c, actl := cannedClient(func(kmsg.Request) kmsg.Response {
@@ -52,7 +53,7 @@ func TestCtlClientRegister(t *testing.T) {
 		r.BrokerEpoch = 12
 		return r
 	})
-	epoch, err := c.Register(context.Background(), [16]byte{1})
+	epoch, err := c.register(context.Background(), registration, [16]byte{1})
 	if err != nil || epoch != 12 {
 		t.Fatalf("register: %d, %v", epoch, err)
 	}
@@ -69,7 +70,7 @@ func TestCtlClientHeartbeat(t *testing.T) {
 		r.IsFenced, r.ShouldShutdown = true, true
 		return r
 	})
-	a, err := c.Heartbeat(context.Background(), 12, 40, true)
+	a, err := c.heartbeat(context.Background(), 12, 40, true)
 	if err != nil || a != (heartbeatAnswer{fenced: true, shouldShutdown: true}) {
 		t.Fatalf("heartbeat: %+v, %v", a, err)
 	}
@@ -191,7 +192,7 @@ func TestCtlClientRefusals(t *testing.T) {
 			return r
 		}
 	})
-	if _, err := c.Register(context.Background(), [16]byte{}); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+	if _, err := c.register(context.Background(), registration, [16]byte{}); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
 		t.Errorf("register: %v", err)
 	}
 	if _, _, err := c.AllocateProducerIDs(context.Background(), 12); !errors.Is(err, kerr.StaleBrokerEpoch) {

@@ -1,9 +1,12 @@
-package broker
+package ctllink
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,10 +18,10 @@ import (
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
-// metadataLog is the broker's view of the metadata log: the controller role
-// (active.Controller, whose quorum member applies the log) on a node with
-// the controller role, a metaFollower on a broker-only node.
-type metadataLog interface {
+// MetadataLog is the broker's view of the metadata log: the controller
+// role (active.Controller, whose quorum member applies the log) on a node
+// with the controller role, a Follower on a broker-only node.
+type MetadataLog interface {
 	// Image is the latest applied image.
 	Image() *controller.Image
 	// WaitFor blocks until pred holds for the latest image or ctx ends.
@@ -28,15 +31,23 @@ type metadataLog interface {
 	Close() error
 }
 
-// metaFollower follows the metadata log from the voters, as served by
+// Failures of a voter's answer to a follower's fetch; the follower moves
+// on to the next voter.
+var (
+	errMalformedShip = errors.New("broker: malformed metadata log response")
+	errStaleShip     = errors.New("broker: voter is behind this broker's metadata")
+)
+
+// Follower follows the metadata log from the voters, as served by
 // controller/active (see its metalog.go):
 // one goroutine fetches, applies with quorum.ApplyEntry (exactly as the
 // members apply) and publishes each new image. It keeps nothing on disk: it
 // starts from a snapshot of a voter's image, then follows entries, and
 // falls back to a snapshot whenever the voter no longer keeps the entries
 // it needs.
-type metaFollower struct {
-	b      *Broker
+type Follower struct {
+	c      *Client // its voters, and the requests to them
+	log    zerolog.Logger
 	pub    atomic.Pointer[followed]
 	leader atomic.Int32 // node id; -1 if unknown
 	cancel context.CancelFunc
@@ -49,21 +60,24 @@ type followed struct {
 	next chan struct{}
 }
 
-func startFollower(b *Broker) *metaFollower {
-	ctx, cancel := context.WithCancel(b.ctx)
-	f := &metaFollower{b: b, cancel: cancel, done: make(chan struct{})}
+// StartFollower starts following the metadata log from c's voters, on a
+// goroutine started with start (the broker's tracked ones; when start
+// refuses, the follower is closed already), until ctx ends or Close.
+func StartFollower(ctx context.Context, c *Client, start func(func()) bool, log zerolog.Logger) *Follower {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &Follower{c: c, log: log, cancel: cancel, done: make(chan struct{})}
 	f.pub.Store(&followed{img: new(controller.Image), next: make(chan struct{})})
 	f.leader.Store(-1)
-	if !b.goLoop(func() { f.run(ctx) }) {
+	if !start(func() { f.run(ctx) }) {
 		close(f.done)
 	}
 	return f
 }
 
-func (f *metaFollower) Image() *controller.Image { return f.pub.Load().img }
-func (f *metaFollower) Leader() int32            { return f.leader.Load() }
+func (f *Follower) Image() *controller.Image { return f.pub.Load().img }
+func (f *Follower) Leader() int32            { return f.leader.Load() }
 
-func (f *metaFollower) WaitFor(ctx context.Context, pred func(*controller.Image) bool) error {
+func (f *Follower) WaitFor(ctx context.Context, pred func(*controller.Image) bool) error {
 	for {
 		p := f.pub.Load()
 		if pred(p.img) {
@@ -77,21 +91,21 @@ func (f *metaFollower) WaitFor(ctx context.Context, pred func(*controller.Image)
 	}
 }
 
-func (f *metaFollower) Close() error {
+func (f *Follower) Close() error {
 	f.cancel()
 	<-f.done
 	return nil
 }
 
-func (f *metaFollower) publish(img *controller.Image) {
+func (f *Follower) publish(img *controller.Image) {
 	old := f.pub.Swap(&followed{img: img, next: make(chan struct{})})
 	close(old.next)
 }
 
 // run fetches until ctx ends, moving to the next voter after any failure.
-func (f *metaFollower) run(ctx context.Context) {
+func (f *Follower) run(ctx context.Context) {
 	defer close(f.done)
-	voters, _ := ParseVoters(f.b.cfg.ControllerQuorumVoters)
+	voters := f.c.cfg.Voters
 	vi := 0
 	// Start from a snapshot: a fresh broker need not replay the history.
 	needSnapshot := true
@@ -105,7 +119,7 @@ func (f *metaFollower) run(ctx context.Context) {
 			needSnapshot, err = f.fetch(ctx, v.ID)
 		}
 		if err != nil && ctx.Err() == nil {
-			f.b.log.Debug().Err(err).Int32("voter", v.ID).Msg("following the metadata log; trying the next voter")
+			f.log.Debug().Err(err).Int32("voter", v.ID).Msg("following the metadata log; trying the next voter")
 			vi++
 			lifecycle.Sleep(ctx, 100*time.Millisecond)
 		}
@@ -114,10 +128,10 @@ func (f *metaFollower) run(ctx context.Context) {
 
 // fetch applies the entries a voter has after the current image. It
 // reports whether a snapshot is needed first.
-func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
+func (f *Follower) fetch(ctx context.Context, voter int32) (bool, error) {
 	img := f.Image()
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = f.b.cfg.NodeID
+	req.ReplicaID = f.c.cfg.NodeID
 	req.MaxWaitMillis, req.MaxBytes = 500, 64<<20
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = active.MetadataTopic
@@ -125,7 +139,7 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 	rp.FetchOffset, rp.PartitionMaxBytes = int64(img.Version())+1, 64<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, _, err := f.b.ctl.request(ctx, voter, req)
+	kresp, _, err := f.c.request(ctx, voter, req)
 	if err != nil {
 		return false, err
 	}
@@ -159,7 +173,7 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 			return applyErr == nil
 		})
 		if applyErr != nil {
-			f.b.log.Error().Err(applyErr).Msg("shipped metadata entry does not apply; starting again from a snapshot")
+			f.log.Error().Err(applyErr).Msg("shipped metadata entry does not apply; starting again from a snapshot")
 			return true, nil
 		}
 		data = data[info.Bytes:]
@@ -171,14 +185,14 @@ func (f *metaFollower) fetch(ctx context.Context, voter int32) (bool, error) {
 }
 
 // snapshot replaces the image with a voter's, unless it is older.
-func (f *metaFollower) snapshot(ctx context.Context, voter int32) error {
+func (f *Follower) snapshot(ctx context.Context, voter int32) error {
 	req := kmsg.NewPtrFetchSnapshotRequest()
-	req.ReplicaID, req.MaxBytes = f.b.cfg.NodeID, 1<<30
+	req.ReplicaID, req.MaxBytes = f.c.cfg.NodeID, 1<<30
 	rt := kmsg.NewFetchSnapshotRequestTopic()
 	rt.Topic = active.MetadataTopic
 	rt.Partitions = append(rt.Partitions, kmsg.NewFetchSnapshotRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	kresp, _, err := f.b.ctl.request(ctx, voter, req)
+	kresp, _, err := f.c.request(ctx, voter, req)
 	if err != nil {
 		return err
 	}
@@ -201,7 +215,7 @@ func (f *metaFollower) snapshot(ctx context.Context, voter int32) error {
 	if err != nil {
 		return err
 	}
-	f.b.log.Info().Uint64("version", idx).Int32("voter", voter).Msg("metadata image from a snapshot")
+	f.log.Info().Uint64("version", idx).Int32("voter", voter).Msg("metadata image from a snapshot")
 	f.publish(img)
 	return nil
 }
