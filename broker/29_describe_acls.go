@@ -55,7 +55,7 @@ func handleDescribeACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 	// img.ACLs is sorted by resource type, pattern, name: one resource's
 	// bindings are adjacent.
 	for _, a := range img.ACLs() {
-		bd := bindingOf(a)
+		bd := acl.FromRecord(a)
 		if !f.Matches(bd) {
 			continue
 		}

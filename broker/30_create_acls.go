@@ -8,7 +8,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/controller"
 )
 
 // CreateAcls: v0-3
@@ -74,7 +73,7 @@ func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 		if req.Version == 0 {
 			c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
 		}
-		bd, err := storedACL(acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), Name: c.ResourceName, Pattern: acl.PatternType(c.ResourcePatternType),
+		bd, err := acl.Stored(acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), Name: c.ResourceName, Pattern: acl.PatternType(c.ResourcePatternType),
 			Principal: c.Principal, Host: c.Host, Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)})
 		if err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
@@ -94,23 +93,6 @@ func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 }
 
 func strPtr(s string) *string { return &s }
-
-// storedACL is a creation as it is stored: checked as Kafka checks it
-// (acl.Binding.Validate, the error being INVALID_REQUEST's message), its
-// host in normal form. The handler above and the active controller
-// (active.Config.ACLBinding) both use it.
-func storedACL(bd acl.Binding) (acl.Binding, error) {
-	if err := bd.Validate(); err != nil {
-		return bd, err
-	}
-	bd.Host = acl.NormalizeHost(bd.Host)
-	return bd, nil
-}
-
-func aclOf(bd acl.Binding) controller.ACL {
-	return controller.ACL{ResourceType: int8(bd.ResourceType), Name: bd.Name, PatternType: int8(bd.Pattern),
-		Principal: bd.Principal, Host: bd.Host, Operation: int8(bd.Operation), Permission: int8(bd.Permission)}
-}
 
 // aclFilterOf converts a wire filter (DescribeAcls, one of DeleteAcls) to
 // acl's, v0 filters being LITERAL as Kafka reads them.

@@ -85,7 +85,7 @@ func (b *Broker) authorizer() *acl.Authorizer {
 	as := img.ACLs()
 	bs := make([]acl.Binding, len(as))
 	for i, a := range as {
-		bs[i] = bindingOf(a)
+		bs[i] = acl.FromRecord(a)
 	}
 	az := acl.New(acl.Config{SuperUsers: acl.ParseSuperUsers(super), AllowIfNoACL: b.cfg.AllowEveryoneIfNoACL}, bs)
 	if c != nil && c.super != super {
@@ -114,11 +114,6 @@ func (b *Broker) authzView() (*controller.Image, string) {
 		}
 	}
 	return &controller.Image{}, b.cfg.SuperUsers
-}
-
-func bindingOf(a controller.ACL) acl.Binding {
-	return acl.Binding{ResourceType: acl.ResourceType(a.ResourceType), Name: a.Name, Pattern: acl.PatternType(a.PatternType),
-		Principal: a.Principal, Host: a.Host, Operation: acl.Operation(a.Operation), Permission: acl.Permission(a.Permission)}
 }
 
 // authorize runs a's rule for req with the current authorizer (none:

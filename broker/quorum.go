@@ -156,8 +156,8 @@ func (b *Broker) activeConfig() active.Config {
 			return validateTopicConfigs(map[string]string{name: value})
 		},
 		ACLBinding: func(a controller.ACL) (controller.ACL, error) {
-			bd, err := storedACL(bindingOf(a))
-			return aclOf(bd), err
+			bd, err := acl.Stored(acl.FromRecord(a))
+			return bd.Record(), err
 		},
 		ACLHost:      acl.NormalizeHost,
 		ConfigPolicy: b.configPolicy(),
