@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -126,7 +127,7 @@ const configWait = 5 * time.Second
 // decrypted to check them with it.
 func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) error {
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) ||
-		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return isSSLKey(c.Name) }) {
+		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return tlsconf.IsKey(c.Name) }) {
 		return nil
 	}
 	after, err := b.openPasswords(b.image().BrokerConfigs()[rr.ResourceName])
@@ -143,7 +144,7 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 			delete(after, c.Name)
 		}
 	}
-	return b.checkDynamicSSL(after)
+	return checkDynamicSSL(b.tls, after)
 }
 
 func checkIncrementalAlterConfigs(z *authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

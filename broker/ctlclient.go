@@ -81,7 +81,7 @@ func (c *ctlClient) client(r ctlRoute) (*kgo.Client, error) {
 	vs, _ := ParseVoters(c.b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
 		if v.ID == r.voter {
-			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr), kgo.Dialer(c.b.ctlDial),
+			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr), kgo.Dialer(c.b.tls.DialController),
 				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.b.cfg.NodeID)), kgo.RequestRetries(0)}
 			if c.b.ctlSASL != nil {
 				opts = append(opts, kgo.SASL(c.b.ctlSASL))
