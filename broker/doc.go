@@ -34,12 +34,14 @@
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
 //     transactional id and the driver doing its I/O.
-//   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
-//     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
-//     encoding of password configs at rest), broker/console (the web
-//     console), broker/catalogue (Apache Kafka's configuration keys and
-//     what Fjord does with each), broker/brokertest (an N-node cluster in
-//     one process).
+//   - broker/acl (the authorizer); broker/sasl (SASL servers and clients,
+//     SCRAM credentials) and broker/tlsconf (TLS stores, principals,
+//     reload, dynamic SSL), which listeners.go hands the listeners'
+//     settings (listener_security.go: Kafka's listener-name rules);
+//     broker/pwenc (the encoding of password configs at rest),
+//     broker/console (the web console), broker/catalogue (Apache Kafka's
+//     configuration keys and what Fjord does with each), broker/brokertest
+//     (an N-node cluster in one process).
 //   - controller/active: the controller role (the quorum member, the
 //     active controller and the CONTROLLER listener), built in one place
 //     (quorum.go) and held through the broker's own interfaces
