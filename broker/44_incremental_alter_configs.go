@@ -11,6 +11,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -129,7 +130,7 @@ const configWait = 5 * time.Second
 // decrypted to check them with it.
 func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) error {
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) ||
-		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return isSSLKey(c.Name) }) {
+		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return tlsconf.IsKey(c.Name) }) {
 		return nil
 	}
 	after, err := b.openPasswords(b.image().BrokerConfigs()[rr.ResourceName])
@@ -146,7 +147,7 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 			delete(after, c.Name)
 		}
 	}
-	return b.checkDynamicSSL(after)
+	return checkDynamicSSL(b.tls, after)
 }
 
 func checkIncrementalAlterConfigs(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

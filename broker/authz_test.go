@@ -136,7 +136,7 @@ func TestControllerDoor(t *testing.T) {
 			if tc.authorizer {
 				b.cfg.AuthorizerClass = StandardAuthorizerClass
 			}
-			err := b.checkControllerDoor()
+			err := checkControllerDoor(&b.cfg, nil, b.log)
 			if (err == nil) != tc.ok {
 				t.Fatalf("checkControllerDoor: %v, want ok=%v", err, tc.ok)
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rs/zerolog"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
@@ -25,6 +26,7 @@ import (
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
@@ -89,23 +91,20 @@ type Broker struct {
 		next, limit int64 // [next, limit) is this node's current producer-id block
 	}
 
-	// tlsSources are the TLS listeners' live configurations, by index of
-	// listeners; set in New, read-only after.
-	tlsSources map[int]*tlsconf.Source
-	// ctlTLS is the CONTROLLER listener's, when it is TLS (served by a
-	// controller, dialled by every node); set in New, read-only after.
-	ctlTLS *tlsconf.Source
-	// tlsDialState logs inter-broker TLS dial failures once per change.
-	tlsDialState tlsDialState
-	listeners    []net.Listener
-	advertised   []Listener // one per client listener, ports resolved
+	// tls are the live TLS configurations of the client listeners and the
+	// CONTROLLER listener (served by a controller, dialled by every node);
+	// set in New (listeners.go), read-only after.
+	tls        *tlsconf.Listeners
+	listeners  []net.Listener
+	advertised []Listener // one per client listener, ports resolved
 	// saslServers authenticate each client listener's connections (nil
-	// for a listener without SASL); built with the listeners (sasl.go).
+	// for a listener without SASL); built with the listeners (listeners.go).
 	saslServers []protocol.Authenticator
-	// interBrokerSASL authenticates this broker's own connections to the
-	// others' inter-broker listener when it is SASL; nil when not. Set
-	// with saslServers, read-only after.
-	interBrokerSASL []kgo.Opt
+	// interBrokerOpts are this broker's client options towards the
+	// others' inter-broker listener (replication, transaction markers):
+	// SASL and TLS when it is. Set with saslServers, read-only after;
+	// clipped, so callers may append.
+	interBrokerOpts []kgo.Opt
 	// ctlSASLServer authenticates the CONTROLLER listener's connections
 	// (raft's and Kafka's) when it is SASL, on a controller; ctlSASL is this
 	// node's identity towards the controllers then. Set with saslServers,
@@ -266,19 +265,7 @@ func (b *Broker) listen() error {
 		b.closeListeners()
 		return errors.New("listeners: no client listener (only CONTROLLER)")
 	}
-	if err := b.loadTLS(); err != nil {
-		b.closeListeners()
-		return err
-	}
-	if err := b.loadControllerTLS(); err != nil {
-		b.closeListeners()
-		return err
-	}
-	if err := b.buildSASL(); err != nil {
-		b.closeListeners()
-		return err
-	}
-	if err := b.checkControllerDoor(); err != nil {
+	if err := b.secureListeners(); err != nil {
 		b.closeListeners()
 		return err
 	}
@@ -337,7 +324,9 @@ func (b *Broker) Start() {
 	if b.actl != nil {
 		b.actl.Serve()
 	}
-	b.watchControllerTLS()
+	for _, watch := range b.tls.Watchers(b.ctx, true) {
+		b.goLoop(watch)
+	}
 	if !b.cfg.HasRole("broker") {
 		close(b.ready) // a controller serves only the CONTROLLER listener
 		return
@@ -362,7 +351,12 @@ func (b *Broker) Start() {
 		}
 		b.serveClients()
 		if b.cfg.SASL.ScramBootstrap != "" {
-			b.goLoop(b.bootstrapScram)
+			b.goLoop(func() {
+				sasl.BootstrapScram(b.ctx, b.cfg.SASL.ScramBootstrap, sasl.ImageScram(b.image),
+					func(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error) {
+						return api.ForwardTo[*kmsg.AlterUserSCRAMCredentialsResponse](ctx, forwarder{b}, req, api.UntimedWait, nil)
+					}, b.log)
+			})
 		}
 		b.ensureOffsetsTopic()
 	})
@@ -389,7 +383,7 @@ func (b *Broker) serveClients() {
 	b.limits.init(&b.cfg)
 	for i, ln := range b.listeners {
 		h := &connHandler{b: b, listener: i}
-		tlsCfg, tlsPrincipal := b.tlsServer(i)
+		tlsCfg, tlsPrincipal := b.tls.Server(b.advertised[i].Name)
 		s := protocol.NewServer(protocol.ServerConfig{
 			Name:            b.advertised[i].Name,
 			TLS:             tlsCfg,
@@ -409,7 +403,9 @@ func (b *Broker) serveClients() {
 			Str("advertised", net.JoinHostPort(b.advertised[i].Host, strconv.Itoa(int(b.advertised[i].Port)))).
 			Str("protocol", b.advertised[i].Protocol).Int32("node_id", b.cfg.NodeID).Msg("serving Kafka clients")
 	}
-	b.watchTLS()
+	for _, watch := range b.tls.Watchers(b.ctx, false) {
+		b.goLoop(watch)
+	}
 }
 
 // goLoop is how the broker starts every goroutine of its own: tracked,

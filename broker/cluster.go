@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"net"
 	"time"
 
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
@@ -31,7 +33,10 @@ func newCtlClient(b *Broker) *ctllink.Client {
 			}
 			return b.actl
 		},
-		Dial:              b.ctlDial,
+		// b.tls is set when the listeners are; read it at each dial.
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return b.tls.DialController(ctx, network, addr)
+		},
 		SASL:              func() kgosasl.Mechanism { return b.ctlSASL },
 		SessionTimeout:    ms(b.cfg.BrokerSessionTimeoutMs),
 		HeartbeatInterval: ms(b.cfg.BrokerHeartbeatIntervalMs),

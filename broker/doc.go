@@ -38,12 +38,14 @@
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
 //     transactional id and the driver doing its I/O.
-//   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
-//     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
-//     encoding of password configs at rest), broker/console (the web
-//     console), broker/catalogue (Apache Kafka's configuration keys and
-//     what Fjord does with each), broker/brokertest (an N-node cluster in
-//     one process).
+//   - broker/acl (the authorizer); broker/sasl (SASL servers and clients,
+//     SCRAM credentials) and broker/tlsconf (TLS stores, principals,
+//     reload, dynamic SSL), which listeners.go hands the listeners'
+//     settings (listener_security.go: Kafka's listener-name rules);
+//     broker/pwenc (the encoding of password configs at rest),
+//     broker/console (the web console), broker/catalogue (Apache Kafka's
+//     configuration keys and what Fjord does with each), broker/brokertest
+//     (an N-node cluster in one process).
 //   - broker/ctllink: the link to the controller quorum — the client of
 //     the active controller, the follower of the metadata log on a
 //     broker-only node, and the broker's lifecycle (register, heartbeat,

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -114,7 +115,7 @@ func (b *Broker) liveConfig(img *controller.Image) Config {
 			ck, ok := LookupConfigKey(k)
 			if !ok || !ck.Dynamic || isPasswordKey(k) {
 				// A stored password is ciphertext: only TLS reads
-				// passwords, decrypted (reconfigureTLS).
+				// passwords, decrypted (tlsconf.Listeners.Reconfigure).
 				continue
 			}
 			// The synonym that wins, over every layer.
@@ -170,7 +171,7 @@ func checkConfigValue(res controller.ConfigResource, key, value string) error {
 	if res.Type == controller.ResourceTopic {
 		return checkTopicConfig(key, value)
 	}
-	if isSSLKey(key) {
+	if tlsconf.IsKey(key) {
 		return checkSSLConfig(res, key)
 	}
 	if key == "super.users" && res.Name != "" {

@@ -33,9 +33,9 @@ import (
 //     only in the encoded form: a change sent straight to a controller's
 //     listener cannot store one in clear.
 //  3. The broker that uses a value decrypts it when it applies the image
-//     (openPasswords, from reconfigureTLS and checkOwnSSL); liveConfig
-//     leaves passwords out of the live Config, which would otherwise hold
-//     ciphertext.
+//     (openPasswords, from tlsconf.Listeners.Reconfigure and checkOwnSSL);
+//     liveConfig leaves passwords out of the live Config, which would
+//     otherwise hold ciphertext.
 //  4. DescribeConfigs never shows them (sensitiveConfig); FetchSnapshot
 //     and the metadata log's Fetch carry what is stored: ciphertext.
 //

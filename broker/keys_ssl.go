@@ -27,7 +27,7 @@ var sslKeyDocs = []struct{ name, def, doc string }{
 
 // sslKeys are the table rows of the ssl.* keys. A change of a store file
 // is picked up without a restart (fjord.ssl.reload.check.interval.ms), and
-// so is a dynamic change of a broker's own ssl.* keys (listener_dynssl.go).
+// so is a dynamic change of a broker's own ssl.* keys (broker/tlsconf/dynamic.go).
 func sslKeys() []ConfigKey {
 	out := make([]ConfigKey, 0, len(sslKeyDocs))
 	for _, k := range sslKeyDocs {

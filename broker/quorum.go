@@ -135,14 +135,14 @@ func (b *Broker) activeConfig() active.Config {
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		KafkaHandler:    &connHandler{b: b, ctl: true},
 		KafkaVersions:   b.reg.ControllerTable(b.ctlSASLServer != nil),
-		TLS:             b.ctlServerTLS(),
+		TLS:             b.tls.ControllerServer(),
 		TLSPrincipal:    b.ctlTLSPrincipal(),
 		SASL:            b.ctlSASLServer,
 		RaftSASL:        b.ctlSASL,
 		FailedAuthDelay: time.Duration(b.cfg.FailedAuthDelayMs) * time.Millisecond,
 		AuthorizeRaft:   b.authorizeRaft,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
-			return b.ctlDial(ctx, "tcp", addr)
+			return b.tls.DialController(ctx, "tcp", addr)
 		},
 
 		BrokerSessionTimeout:         time.Duration(b.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
@@ -187,8 +187,5 @@ func (b *Broker) authorizeRaft(principal, host string) bool {
 // ctlTLSPrincipal maps a client certificate on the CONTROLLER listener to
 // its principal, as the client listeners do; nil when it is not TLS.
 func (b *Broker) ctlTLSPrincipal() func(*tls.ConnectionState) string {
-	if b.ctlTLS == nil {
-		return nil
-	}
-	return b.ctlTLS.Principal
+	return b.tls.ControllerPrincipal()
 }

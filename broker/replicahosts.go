@@ -44,7 +44,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 			if old := b.liveCfg.Swap(&live); old != nil {
 				b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
 			}
-			b.reconfigureTLS(img)
+			b.tls.Reconfigure(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
 		},
 		Fetchers:          b.fetch,
 		CoordinatorTopics: []string{offsetsTopic, txnTopic},
@@ -89,7 +89,7 @@ func (h fetchHost) Logger() *zerolog.Logger { return &h.b.log }
 
 // ClientOpts are the replica fetchers' extra client options: TLS when the
 // inter-broker listener is SSL, SASL when it is SASL (interBrokerOpts).
-func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerOpts() }
+func (h fetchHost) ClientOpts() []kgo.Opt { return h.b.interBrokerOpts }
 func (h fetchHost) Repaired(*replica.Partition) {
 	h.b.metrics.LogRepairs.Inc()
 }

@@ -90,7 +90,7 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))),
 		kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID))}, b.interBrokerOpts()...)
+		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID))}, b.interBrokerOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err

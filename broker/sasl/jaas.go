@@ -1,7 +1,3 @@
-// Package sasl is the broker's SASL server side: the JAAS configuration
-// Kafka reads its credentials from, and the mechanisms (PLAIN) behind
-// protocol.Authenticator; and the node's own client identity from the same
-// configuration (ClientMechanism). It knows nothing of the broker.
 package sasl
 
 import (

@@ -1,9 +1,3 @@
-// Package tlsconf builds the TLS configuration of a listener from Kafka's
-// ssl.* settings: keystores and truststores (PEM, JKS, PKCS12),
-// ssl.client.auth, ssl.enabled.protocols, ssl.cipher.suites and
-// ssl.principal.mapping.rules, with listener.name.<name>.ssl.* overriding
-// the broker-wide keys as Kafka reads them. A Source keeps the current
-// configuration and reloads the stores when their files change.
 package tlsconf
 
 import (
