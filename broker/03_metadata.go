@@ -25,7 +25,7 @@ import (
 //   - A name whose topic was just deleted is auto-created like any unknown
 //     name: a new topic with a new id (Kafka's KRaft behaviour). Once
 //     DeleteTopics has answered no broker still has the old topic, so none
-//     answers with it instead (20_delete_topics.go); before that answer a
+//     answers with it instead (broker/admin/20_delete_topics.go); before that answer a
 //     broker that has not applied the deletion still lists the old topic.
 //   - Partitions: leader (-1 while none: LEADER_NOT_AVAILABLE), leader
 //     epoch, replicas, ISR and the replicas on fenced brokers as offline.

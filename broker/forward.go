@@ -40,3 +40,15 @@ func waitOffset(ctx context.Context, replicas *replicamgr.Manager, offset uint64
 	}
 	return replicas.WaitImage(ctx, func(img *controller.Image) bool { return img.Version() >= offset })
 }
+
+// adminHost is what the administration APIs (their room: broker/admin)
+// need of the broker: forwarding, as forwarder, and what they read.
+type adminHost struct{ forwarder }
+
+func (h adminHost) Image() *controller.Image       { return h.b.image() }
+func (h adminHost) LatestImage() *controller.Image { return h.b.meta.Image() }
+func (h adminHost) Authorizing() bool              { return h.b.cfg.AuthorizerClass != "" }
+func (h adminHost) Replicas() *replicamgr.Manager  { return h.b.replicas }
+func (h adminHost) TopicName(name string, id [16]byte) string {
+	return h.b.topicName(name, id)
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/admin"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
@@ -48,6 +49,7 @@ func newRegistry(b *Broker) *api.Registry {
 		es = append(es, f(b))
 	}
 	es = append(es, coordinator.Entries(groupsHost{b})...)
+	es = append(es, admin.Entries(adminHost{forwarder{b}})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {
 		panic(fmt.Sprintf("broker: %v", err)) // a programming error, caught by every test

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,19 +25,17 @@ import (
 // Version notes:
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 29, Client: api.Versions(0, 3), Handle: bind(b, handleDescribeACLs),
-			Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
-		}
-	})
+func describeAclsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 29, Client: api.Versions(0, 3), Handle: bindTo(h, handleDescribeACLs),
+		Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
+	}
 }
 
-func handleDescribeACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeACLs(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if b.cfg.AuthorizerClass == "" {
+	if !h.Authorizing() {
 		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
 		respond(resp)
 		return
@@ -48,7 +46,7 @@ func handleDescribeACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		respond(resp)
 		return
 	}
-	img := b.image()
+	img := h.Image()
 	if img == nil {
 		img = &controller.Image{}
 	}

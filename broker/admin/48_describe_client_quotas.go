@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"fmt"
@@ -31,19 +31,17 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 48, Client: api.Versions(0, 1), Handle: bind(b, handleDescribeClientQuotas),
-			Rule: api.Needs("DESCRIBE_CONFIGS on CLUSTER", 0, api.ClusterTop(acl.OpDescribeConfigs)),
-		}
-	})
+func describeClientQuotasEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 48, Client: api.Versions(0, 1), Handle: bindTo(h, handleDescribeClientQuotas),
+		Rule: api.Needs("DESCRIBE_CONFIGS on CLUSTER", 0, api.ClusterTop(acl.OpDescribeConfigs)),
+	}
 }
 
-func handleDescribeClientQuotas(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeClientQuotas(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	img := b.meta.Image()
+	img := h.LatestImage()
 	f, code, err := quotaFilterOf(req)
 	if err != nil {
 		resp.ErrorCode = code

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"fmt"
@@ -39,27 +39,25 @@ import (
 //   - v1: pattern type (KIP-290; v0 creations are LITERAL)
 //   - v2: flexible
 //   - v3: nothing new (KIP-679's idempotent-write default)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 30, Client: api.Versions(0, 3), Handle: bind(b, handleCreateACLs),
-			Controller:    api.Versions(0, 3),
-			Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorCreateACLs)),
-			Mutates:       true,
-			AuditDetails:  auditCreateACLs,
-			ErrorResponse: errorCreateACLs,
-		}
-	})
+func createAclsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 30, Client: api.Versions(0, 3), Handle: bindTo(h, handleCreateACLs),
+		Controller:    api.Versions(0, 3),
+		Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorCreateACLs)),
+		Mutates:       true,
+		AuditDetails:  auditCreateACLs,
+		ErrorResponse: errorCreateACLs,
+	}
 }
 
-func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreateACLs(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	if b.cfg.AuthorizerClass == "" {
+	if !h.Authorizing() {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
 		}
@@ -89,7 +87,7 @@ func handleCreateACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 	}
 	f := api.Scattering(resp, resp.Results, idx, func(r *kmsg.CreateACLsResponse) []kmsg.CreateACLsResponseResult { return r.Results })
 	f.WaitMax = api.UntimedWait
-	api.Forward(forwarder{b}, cc, &fwd, f, respond)
+	api.Forward(h, cc, &fwd, f, respond)
 }
 
 func strPtr(s string) *string { return &s }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,19 +32,17 @@ import (
 //   - v0: flexible (KIP-455); v1: AllowReplicationFactorChange (KIP-1101):
 //     false refuses a target of another size with
 //     INVALID_REPLICATION_FACTOR.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 45, Client: api.Versions(0, 1), Handle: bind(b, handleAlterPartitionReassignments),
-			Controller:    api.Versions(0, 1),
-			Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
-			Mutates:       true,
-			ErrorResponse: api.TopErrorResponse,
-		}
-	})
+func alterPartitionReassignmentsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 45, Client: api.Versions(0, 1), Handle: bindTo(h, handleAlterPartitionReassignments),
+		Controller:    api.Versions(0, 1),
+		Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
+		Mutates:       true,
+		ErrorResponse: api.TopErrorResponse,
+	}
 }
 
-func handleAlterPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterPartitionReassignments(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterPartitionAssignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.AlterPartitionAssignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,19 +19,17 @@ import (
 //
 // Version notes:
 //   - v0: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 50, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeUserScramCredentials),
-			Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
-		}
-	})
+func describeUserScramCredentialsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 50, Client: api.Versions(0, 0), Handle: bindTo(h, handleDescribeUserScramCredentials),
+		Rule: api.Needs("DESCRIBE on CLUSTER", 1, api.ClusterTop(acl.OpDescribe)),
+	}
 }
 
-func handleDescribeUserScramCredentials(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeUserScramCredentials(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	img := b.image()
+	img := h.Image()
 	byUser := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
 	var all []string
 	for _, k := range img.ScramCredentials() {

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -24,21 +24,19 @@ import (
 //
 // Version notes:
 //   - v4: flexible; v5: error messages; v6: topic ids (KIP-516)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 20, Client: api.Versions(0, 6), Handle: bind(b, handleDeleteTopics),
-			Controller:    api.Versions(0, 6),
-			Rule:          api.Needs("DELETE on TOPIC", 5, bindCheck(b, checkDeleteTopics)),
-			Mutates:       true,
-			ErrorResponse: errorDeleteTopics,
-		}
-	})
+func deleteTopicsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 20, Client: api.Versions(0, 6), Handle: bindTo(h, handleDeleteTopics),
+		Controller:    api.Versions(0, 6),
+		Rule:          api.Needs("DELETE on TOPIC", 5, checkWith(h, checkDeleteTopics)),
+		Mutates:       true,
+		ErrorResponse: errorDeleteTopics,
+	}
 }
 
-func handleDeleteTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteTopics(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.DeleteTopicsResponse]{TimeoutMs: req.TimeoutMillis,
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.DeleteTopicsResponse]{TimeoutMs: req.TimeoutMillis,
 		// This broker's image no longer has the deleted topics (forward
 		// waited for the deletion's offset); the other brokers' images are
 		// theirs, and the offset says nothing of them: ask them.
@@ -49,15 +47,15 @@ func handleDeleteTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 					deleted = append(deleted, st.TopicID)
 				}
 			}
-			if lagging := b.replicas.AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
-				b.log.Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
+			if lagging := h.Replicas().AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
+				h.Log().Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
 					Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
 			}
 			return resp
 		}}, respond)
 }
 
-func checkDeleteTopics(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkDeleteTopics(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	var deniedNames []string
 	var deniedTopics []kmsg.DeleteTopicsRequestTopic
@@ -79,7 +77,7 @@ func checkDeleteTopics(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Respons
 			if t.Topic != nil {
 				name = *t.Topic
 			}
-			if z.Ok(acl.OpDelete, acl.ResourceTopic, b.topicName(name, t.TopicID)) {
+			if z.Ok(acl.OpDelete, acl.ResourceTopic, h.TopicName(name, t.TopicID)) {
 				keep = append(keep, t)
 			} else {
 				deniedTopics = append(deniedTopics, t)

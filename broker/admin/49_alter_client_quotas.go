@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,21 +29,19 @@ import (
 //
 // Version notes:
 //   - v1: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 49, Client: api.Versions(0, 1), Handle: bind(b, handleAlterClientQuotas),
-			Controller:    api.Versions(0, 1),
-			Rule:          api.Needs("ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas),
-			Mutates:       true,
-			ErrorResponse: errorAlterClientQuotas,
-		}
-	})
+func alterClientQuotasEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 49, Client: api.Versions(0, 1), Handle: bindTo(h, handleAlterClientQuotas),
+		Controller:    api.Versions(0, 1),
+		Rule:          api.Needs("ALTER_CONFIGS on CLUSTER", 4, checkAlterClientQuotas),
+		Mutates:       true,
+		ErrorResponse: errorAlterClientQuotas,
+	}
 }
 
-func handleAlterClientQuotas(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterClientQuotas(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterClientQuotasResponse]{WaitMax: api.UntimedWait,
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.AlterClientQuotasResponse]{WaitMax: api.UntimedWait,
 		Complete: func(resp *kmsg.AlterClientQuotasResponse) bool { return len(resp.Entries) == len(req.Entries) }}, respond)
 }
 

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -26,24 +26,22 @@ import (
 //
 // Version notes:
 //   - v2: flexible; v3: same as v2 (KIP-1075 bump)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 37, Client: api.Versions(0, 3), Handle: bind(b, handleCreatePartitions),
-			Controller:    api.Versions(0, 3),
-			Rule:          api.Needs("ALTER on TOPIC", 4, checkCreatePartitions),
-			Mutates:       true,
-			ErrorResponse: errorCreatePartitions,
-		}
-	})
+func createPartitionsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 37, Client: api.Versions(0, 3), Handle: bindTo(h, handleCreatePartitions),
+		Controller:    api.Versions(0, 3),
+		Rule:          api.Needs("ALTER on TOPIC", 4, checkCreatePartitions),
+		Mutates:       true,
+		ErrorResponse: errorCreatePartitions,
+	}
 }
 
-func handleCreatePartitions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreatePartitions(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	var refused []kmsg.CreatePartitionsResponseTopic
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.CreatePartitionsResponse]{TimeoutMs: req.TimeoutMillis,
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.CreatePartitionsResponse]{TimeoutMs: req.TimeoutMillis,
 		Prepare: func() bool {
-			refused = b.replicas.RefuseCreatePartitions(req)
+			refused = h.Replicas().RefuseCreatePartitions(req)
 			return len(req.Topics) > 0
 		},
 		Finish: func(_ context.Context, resp *kmsg.CreatePartitionsResponse, _ error) kmsg.Response {

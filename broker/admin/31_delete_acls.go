@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"fmt"
@@ -27,27 +27,25 @@ import (
 // Version notes:
 //   - v1: pattern type filter (KIP-290; v0 filters are LITERAL)
 //   - v2: flexible; v3: nothing new
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 31, Client: api.Versions(0, 3), Handle: bind(b, handleDeleteACLs),
-			Controller:    api.Versions(0, 3),
-			Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorDeleteACLs)),
-			Mutates:       true,
-			AuditDetails:  auditDeleteACLs,
-			ErrorResponse: errorDeleteACLs,
-		}
-	})
+func deleteAclsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 31, Client: api.Versions(0, 3), Handle: bindTo(h, handleDeleteACLs),
+		Controller:    api.Versions(0, 3),
+		Rule:          api.Needs("ALTER on CLUSTER", 5, api.WholeDenied(acl.OpAlter, errorDeleteACLs)),
+		Mutates:       true,
+		AuditDetails:  auditDeleteACLs,
+		ErrorResponse: errorDeleteACLs,
+	}
 }
 
-func handleDeleteACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteACLs(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
 	}
-	if b.cfg.AuthorizerClass == "" {
+	if !h.Authorizing() {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, strPtr("no authorizer is configured (authorizer.class.name)")
 		}
@@ -73,7 +71,7 @@ func handleDeleteACLs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(k
 	}
 	f := api.Scattering(resp, resp.Results, idx, func(r *kmsg.DeleteACLsResponse) []kmsg.DeleteACLsResponseResult { return r.Results })
 	f.WaitMax = api.UntimedWait
-	api.Forward(forwarder{b}, cc, &fwd, f, respond)
+	api.Forward(h, cc, &fwd, f, respond)
 }
 
 func errorDeleteACLs(kreq kmsg.Request, code int16) kmsg.Response {

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"fmt"
@@ -29,21 +29,19 @@ import (
 //
 // Version notes:
 //   - v0: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 51, Client: api.Versions(0, 0), Handle: bind(b, handleAlterUserScramCredentials),
-			Controller: api.Versions(0, 0),
-			Rule:       api.Needs("ALTER on CLUSTER", 5, checkAlterUserScramCredentials),
-			Mutates:    true, AuditDetails: auditScramCredentials,
-			ErrorResponse: errorAlterUserSCRAMCredentials,
-		}
-	})
+func alterUserScramCredentialsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 51, Client: api.Versions(0, 0), Handle: bindTo(h, handleAlterUserScramCredentials),
+		Controller: api.Versions(0, 0),
+		Rule:       api.Needs("ALTER on CLUSTER", 5, checkAlterUserScramCredentials),
+		Mutates:    true, AuditDetails: auditScramCredentials,
+		ErrorResponse: errorAlterUserSCRAMCredentials,
+	}
 }
 
-func handleAlterUserScramCredentials(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterUserScramCredentials(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{WaitMax: api.UntimedWait}, respond)
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.AlterUserSCRAMCredentialsResponse]{WaitMax: api.UntimedWait}, respond)
 }
 
 func checkAlterUserScramCredentials(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

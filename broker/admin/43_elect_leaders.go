@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,19 +22,17 @@ import (
 //
 // Version notes:
 //   - v1: election type, top-level error; v2: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 43, Client: api.Versions(0, 2), Handle: bind(b, handleElectLeaders),
-			Controller:    api.Versions(0, 2),
-			Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
-			Mutates:       true,
-			ErrorResponse: api.TopErrorResponse,
-		}
-	})
+func electLeadersEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 43, Client: api.Versions(0, 2), Handle: bindTo(h, handleElectLeaders),
+		Controller:    api.Versions(0, 2),
+		Rule:          api.Needs("ALTER on CLUSTER", 4, api.ClusterTop(acl.OpAlter)),
+		Mutates:       true,
+		ErrorResponse: api.TopErrorResponse,
+	}
 }
 
-func handleElectLeaders(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleElectLeaders(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.ElectLeadersResponse]{TimeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.ElectLeadersResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }

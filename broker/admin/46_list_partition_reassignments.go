@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,18 +19,16 @@ import (
 //
 // Version notes:
 //   - v0: flexible (KIP-455)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 46, Client: api.Versions(0, 0), Handle: bind(b, handleListPartitionReassignments),
-			Controller:    api.Versions(0, 0),
-			Rule:          api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
-			ErrorResponse: api.TopErrorResponse,
-		}
-	})
+func listPartitionReassignmentsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 46, Client: api.Versions(0, 0), Handle: bindTo(h, handleListPartitionReassignments),
+		Controller:    api.Versions(0, 0),
+		Rule:          api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
+		ErrorResponse: api.TopErrorResponse,
+	}
 }
 
-func handleListPartitionReassignments(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListPartitionReassignments(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.ListPartitionReassignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.ListPartitionReassignmentsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }
