@@ -88,10 +88,6 @@ type Broker struct {
 	// be making them.
 	mu      sync.RWMutex
 	servers []*protocol.Server
-	pidMu   struct {
-		sync.Mutex
-		next, limit int64 // [next, limit) is this node's current producer-id block
-	}
 
 	// tlsSources are the TLS listeners' live configurations, by index of
 	// listeners; set in New, read-only after.

@@ -36,7 +36,11 @@
 //   - broker/quota: client quotas and replication throttles as a pure
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
-//     transactional id and the driver doing its I/O.
+//     transactional id and the driver doing its I/O. txncoord is also the
+//     room of the transaction APIs (22, 24-28, 61, 65, 66: its
+//     NN_name.go files, registered by txncoord.Entries) and of a
+//     produce's check with the coordinator (VerifyProduce); txns.go is
+//     the broker's side, txnHost the host both run on.
 //   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
 //     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
 //     encoding of password configs at rest), broker/console (the web

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
 // The broker's registry of API keys (package broker/api): everything
@@ -46,6 +47,7 @@ func newRegistry(b *Broker) *api.Registry {
 	for _, f := range rootEntries {
 		es = append(es, f(b))
 	}
+	es = append(es, txncoord.Entries(txnHost{b})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {
 		panic(fmt.Sprintf("broker: %v", err)) // a programming error, caught by every test
