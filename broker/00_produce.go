@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -61,7 +62,7 @@ import (
 //     runs on the connection's reader, as Kafka serves one request per
 //     connection at a time, so the producer's pipelined batches keep their
 //     order; it happens once per transaction and partition, bounded by
-//     txnVerifyTimeout.
+//     txncoord.VerifyTimeout (broker/txncoord/verify.go).
 //   - A client over its producer_byte_rate quota (KIP-546 client quotas) is
 //     answered with throttle_time_ms and its connection muted that long
 //     (quota.go).
@@ -87,7 +88,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 	respond = b.quotas.produce(cc, req, respond) // quota.go
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
-		unverified = b.verifyTxnProduce(cc.Ctx, *req.TransactionID, req)
+		unverified = txncoord.VerifyProduce(cc.Ctx, txnHost{b}, *req.TransactionID, req)
 	}
 	now := time.Now().UnixMilli()
 	// Three passes: resolve every partition and lay out the response;

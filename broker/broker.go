@@ -86,10 +86,6 @@ type Broker struct {
 	// be making them.
 	mu      sync.RWMutex
 	servers []*protocol.Server
-	pidMu   struct {
-		sync.Mutex
-		next, limit int64 // [next, limit) is this node's current producer-id block
-	}
 
 	// tls are the live TLS configurations of the client listeners and the
 	// CONTROLLER listener (served by a controller, dialled by every node);

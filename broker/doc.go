@@ -41,7 +41,11 @@
 //   - broker/quota: client quotas and replication throttles as a pure
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
-//     transactional id and the driver doing its I/O.
+//     transactional id and the driver doing its I/O. txncoord is also the
+//     room of the transaction APIs (22, 24-28, 61, 65, 66: its
+//     NN_name.go files, registered by txncoord.Entries) and of a
+//     produce's check with the coordinator (VerifyProduce); txns.go is
+//     the broker's side, txnHost the host both run on.
 //   - broker/acl (the authorizer); broker/sasl (SASL servers and clients,
 //     SCRAM credentials) and broker/tlsconf (TLS stores, principals,
 //     reload, dynamic SSL), which listeners.go hands the listeners'

@@ -79,27 +79,3 @@ func (b *Broker) autoCreate(ctx context.Context, name string) int16 {
 	}
 	return code
 }
-
-// allocProducerID hands out a producer id. Ids come in blocks from the
-// controller, recorded in the metadata log before use, so they are unique
-// across the cluster and never reused after a crash.
-func (b *Broker) allocProducerID(ctx context.Context) (int64, error) {
-	b.pidMu.Lock()
-	if b.pidMu.next < b.pidMu.limit {
-		id := b.pidMu.next
-		b.pidMu.next++
-		b.pidMu.Unlock()
-		return id, nil
-	}
-	b.pidMu.Unlock()
-	start, n, err := b.ctl.AllocateProducerIDs(ctx, b.life.Epoch())
-	if err != nil {
-		return 0, err
-	}
-	b.pidMu.Lock()
-	defer b.pidMu.Unlock()
-	// Concurrent callers may each fetch a block; the later one wins and
-	// the rest of the earlier block is skipped, never reused.
-	b.pidMu.next, b.pidMu.limit = start+1, start+int64(n)
-	return start, nil
-}

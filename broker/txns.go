@@ -8,20 +8,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/broker/txncoord"
-	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/controller"
 )
 
-// The broker's side of the transaction coordinator (package
-// broker/txncoord): its configuration, the host it runs on, the
-// __transaction_state topic it is backed by, and the clients it sends
-// WriteTxnMarkers through. The handlers (22, 24-26, 65, 66) call it.
+// The broker's side of the transaction room (package broker/txncoord,
+// which owns the coordinator and the transaction APIs: 22, 24-28, 61, 65,
+// 66): its configuration, the host it runs on, the __transaction_state
+// topic it is backed by, and the clients it sends WriteTxnMarkers and
+// produce verifications through.
 
 // txnTopic is the coordinator's topic of transaction state.
 const txnTopic = txncoord.Topic
@@ -33,8 +35,25 @@ func (b *Broker) newTxnCoordinator() (*txncoord.Coordinator, error) {
 	return txncoord.New(b.ctx, txncoord.Config{Txn: cfg, Logger: b.log}, txnHost{b})
 }
 
-// txnHost gives the transaction coordinator what it needs of the broker.
+// txnHost gives the transaction coordinator (txncoord.Host) and the
+// transaction APIs (txncoord.APIHost) what they need of the broker. The
+// registry binds it before the broker is built (and, in tests, to a nil
+// broker): its methods read b only when called.
 type txnHost struct{ b *Broker }
+
+var (
+	_ txncoord.Host    = txnHost{}
+	_ txncoord.APIHost = txnHost{}
+)
+
+func (h txnHost) Txns() *txncoord.Coordinator         { return h.b.txns }
+func (h txnHost) NodeID() int32                       { return h.b.cfg.NodeID }
+func (h txnHost) Image() *controller.Image            { return h.b.image() }
+func (h txnHost) Topic(name string) *replicamgr.Topic { return h.b.replicas.Topic(name) }
+func (h txnHost) Offsets() txncoord.Offsets           { return h.b.coord }
+func (h txnHost) GroupCode(group string) int16        { return h.b.coord.RequestCode(group, errorCode) }
+func (h txnHost) CommitCode(err error) int16          { return coordinator.CommitErrorCode(err, errorCode) }
+func (h txnHost) EnsureOffsetsTopic()                 { h.b.ensureOffsetsTopic() }
 
 func (h txnHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
 func (h txnHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }
@@ -54,8 +73,18 @@ func (h txnHost) Leader(topic string, partition int32) (int32, bool) {
 
 func (h txnHost) WriteMarkers(ctx context.Context, node int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	if node == h.b.cfg.NodeID {
-		return h.b.writeTxnMarkers(ctx, req), nil
+		return txncoord.WriteMarkers(ctx, h, req), nil
 	}
+	resp, err := h.Ask(ctx, node, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
+// Ask sends req to node through its peer client; a failure drops the
+// client, so the next ask dials afresh.
+func (h txnHost) Ask(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
 	cl, err := h.b.peers.client(h.b, node)
 	if err != nil {
 		return nil, err
@@ -65,7 +94,7 @@ func (h txnHost) WriteMarkers(ctx context.Context, node int32, req *kmsg.WriteTx
 		h.b.peers.drop(node, cl)
 		return nil, err
 	}
-	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+	return resp, nil
 }
 
 // peerClients are the broker's clients to other brokers for inter-broker
@@ -146,16 +175,6 @@ func (pc *peerClients) closeAll() {
 	}
 }
 
-// txnRequestCode is the error for a request about transactional id id
-// that this node cannot take now: INVALID_REQUEST for an empty id,
-// NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; else 0.
-func (b *Broker) txnRequestCode(id string) int16 {
-	if id == "" {
-		return kerr.InvalidRequest.Code
-	}
-	return errorCode(b.txns.Status(id))
-}
-
 // ensureTxnTopic asks the controller for the transaction state topic if
 // the image lacks it; FindCoordinator retries a failure.
 func (b *Broker) ensureTxnTopic() {
@@ -165,125 +184,4 @@ func (b *Broker) ensureTxnTopic() {
 		"cleanup.policy": "compact", "retention.ms": "-1", "segment.bytes": strconv.FormatInt(int64(b.cfg.TxnTopicSegmentBytes), 10),
 		"min.insync.replicas": strconv.Itoa(int(b.cfg.TxnTopicMinISR)),
 	})
-}
-
-// txnVerifyTimeout bounds a produce's check with the transaction
-// coordinator (KIP-890 part 1).
-const txnVerifyTimeout = 5 * time.Second
-
-// verifyTxnProduce checks with id's coordinator the partitions of req
-// whose transactional batch would open the producer's transaction here,
-// and returns the codes of those that may not be written (nil: all may).
-// Partitions where the producer's transaction is already open here, and
-// non-transactional batches, need no check.
-func (b *Broker) verifyTxnProduce(ctx context.Context, id string, req *kmsg.ProduceRequest) map[txn.TopicPartition]int16 {
-	var parts []txn.TopicPartition
-	pid, epoch := int64(-1), int16(-1)
-	for _, rt := range req.Topics {
-		t := b.replicas.Topic(rt.Topic)
-		for _, rp := range rt.Partitions {
-			info, err := recordbatch.ParseHeader(rp.Records)
-			if err != nil || !info.Transactional || info.Control || info.ProducerID < 0 {
-				continue // refused or appended as usual by the produce path
-			}
-			_, lg, _, code := t.Serving(rp.Partition, replica.Produce)
-			if code != 0 || lg.InTransaction(info.ProducerID, info.ProducerEpoch) {
-				continue
-			}
-			pid, epoch = info.ProducerID, info.ProducerEpoch
-			parts = append(parts, txn.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
-		}
-	}
-	if len(parts) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
-	defer cancel()
-	codes := b.askTxnCoordinator(ctx, id, pid, epoch, parts)
-	out := map[txn.TopicPartition]int16{}
-	for _, tp := range parts {
-		switch code, ok := codes[tp]; {
-		case ok && code == 0:
-		case ok && (code == kerr.TransactionAbortable.Code || code == kerr.InvalidTxnState.Code):
-			out[tp] = kerr.InvalidTxnState.Code // produce v11 and below know no TRANSACTION_ABORTABLE
-		case ok && (code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code):
-			// As Kafka's AddPartitionsToTxnManager: a producer expects
-			// INVALID_PRODUCER_EPOCH on Produce when fenced (librdkafka
-			// takes it as fatal, PRODUCER_FENCED only as abortable).
-			out[tp] = kerr.InvalidProducerEpoch.Code
-		case ok && code == kerr.InvalidProducerIDMapping.Code:
-			out[tp] = code
-		default:
-			// The coordinator could not answer now: a code clients retry.
-			out[tp] = kerr.NotEnoughReplicas.Code
-		}
-	}
-	return out
-}
-
-// askTxnCoordinator sends an AddPartitionsToTxn VerifyOnly for one
-// transaction to its coordinator (itself without the network) and returns
-// the per-partition codes; nil when the coordinator could not be asked.
-func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition) map[txn.TopicPartition]int16 {
-	tt := b.image().Topic(txnTopic)
-	if tt == nil || len(tt.Partitions) == 0 {
-		return nil
-	}
-	leader := tt.Partitions[txncoord.PartitionOf(id, int32(len(tt.Partitions)))].Leader
-	if leader < 0 {
-		return nil
-	}
-	out := map[txn.TopicPartition]int16{}
-	if leader == b.cfg.NodeID {
-		done := make(chan txn.Answer, 1)
-		b.txns.AddPartitions(txn.AddPartitionsRequest{TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: parts,
-			VerifyOnly: true, Version: 4}, func(a txn.Answer) { done <- a })
-		select {
-		case a := <-done:
-			for _, pc := range a.Partitions {
-				out[pc.TopicPartition] = pc.Code
-			}
-			if a.Partitions == nil {
-				for _, tp := range parts {
-					out[tp] = a.Code
-				}
-			}
-			return out
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	cl, err := b.peers.client(b, leader)
-	if err != nil {
-		return nil
-	}
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
-	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
-	for _, g := range txn.ByTopic(parts) {
-		t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-		t.Topic, t.Partitions = g.Topic, g.Partitions
-		tx.Topics = append(tx.Topics, t)
-	}
-	req.Transactions = append(req.Transactions, tx)
-	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)
-	if err != nil {
-		b.peers.drop(leader, cl)
-		return nil
-	}
-	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
-	for _, rt := range resp.Transactions {
-		for _, t := range rt.Topics {
-			for _, p := range t.Partitions {
-				out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
-			}
-		}
-	}
-	if resp.ErrorCode != 0 {
-		for _, tp := range parts {
-			out[tp] = resp.ErrorCode
-		}
-	}
-	return out
 }

@@ -1,40 +1,3 @@
-// Package txncoord is a broker's transaction coordinator: it runs the state
-// machines of package txn for the __transaction_state partitions this node
-// leads, and does their I/O. A transactional id lives on partition
-// abs(javaHashCode(id)) % partitions, as in Kafka, and is coordinated by
-// that partition's leader.
-//
-// For each led partition it keeps one txn.Table and:
-//
-//   - loads it when this node gains the leadership (the partition's log,
-//     from its start, in order) and unloads it when it loses it;
-//   - appends the records a Table asks for to the partition as its leader,
-//     waits until they are committed (durable on every in-sync replica,
-//     like an acks=all produce), and reports them written or failed;
-//   - sends the transaction markers a Table asks for, through
-//     WriteTxnMarkers to each partition's leader (Host.WriteMarkers), and
-//     reports each partition;
-//   - fetches producer id blocks from the controller (Host);
-//   - ticks each Table at its next deadline from one timer goroutine.
-//
-// Calls into a Table are serialized by that partition's mutex, held only
-// for the pure call; the I/O a call asks for runs after the mutex is
-// released, on the host's tracked goroutines. The package never imports
-// the broker: it reaches it through Host.
-//
-// # Locks
-//
-//	Coordinator.mu -> part.mu (never the other way; part.mu is held for a
-//	Table call only, never across I/O)
-//
-// # Tests
-//
-// rig_test.go runs a Coordinator against real replicas of the topic
-// (replica.Partition over storage logs on a MemFS, committed when the test
-// has the followers fetch) and a fake Host, in synctest bubbles:
-// append_test.go (records, their commit and their failures),
-// markers_test.go (grouping by leader, retries, re-routing), load_test.go
-// (loads, unloads, failover).
 package txncoord
 
 import (
@@ -103,6 +66,11 @@ type Coordinator struct {
 		sync.Mutex
 		// parts[i] is partition i while this node leads it, else nil.
 		parts []*part
+	}
+	// pids is the idempotent producers' block of ids (AllocProducerID).
+	pids struct {
+		sync.Mutex
+		next, limit int64 // [next, limit) is this node's current producer-id block
 	}
 }
 

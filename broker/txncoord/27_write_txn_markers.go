@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -32,21 +33,19 @@ import (
 //     pending offset commits in the group coordinator.
 //
 // Version notes: v1: flexible; v2: transaction version (KIP-890 part 2).
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 27, Client: api.Versions(0, 2), Handle: bind(b, handleWriteTxnMarkers),
-			Rule: api.Needs("CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers),
-		}
-	})
+func writeTxnMarkersEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 27, Client: api.Versions(0, 2), Handle: bind(h, handleWriteTxnMarkers),
+		Rule: api.Needs("CLUSTER_ACTION on CLUSTER", 3, checkWriteTxnMarkers),
+	}
 }
 
-func handleWriteTxnMarkers(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleWriteTxnMarkers(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
-	b.goLoop(func() {
-		ctx, cancel := api.AdminCtx(cc.Ctx, 30000)
+	h.Go(func() {
+		ctx, cancel := context.WithTimeout(cc.Ctx, requestTimeout)
 		defer cancel()
-		resp := b.writeTxnMarkers(ctx, req)
+		resp := WriteMarkers(ctx, h, req)
 		resp.Version = req.Version
 		respond(resp)
 	})
@@ -59,9 +58,11 @@ const markerParallelism = 16
 // markerCommitTimeout bounds the wait for a marker's in-sync replicas.
 const markerCommitTimeout = 15 * time.Second
 
-// writeTxnMarkers appends every marker of req on its local leaders and
-// waits until each is committed; partitions are written concurrently.
-func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+// WriteMarkers appends every marker of req on its local leaders and waits
+// until each is committed; partitions are written concurrently. It is
+// WriteTxnMarkers served here, and what Host.WriteMarkers does when the
+// node is this one (no network between a coordinator and itself).
+func WriteMarkers(ctx context.Context, h APIHost, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	resp := kmsg.NewPtrWriteTxnMarkersResponse()
 	var wg sync.WaitGroup
 	// At most markerParallelism partitions of one request at a time.
@@ -83,7 +84,7 @@ func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersR
 				sem <- struct{}{}
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					rp.ErrorCode = b.writeMarker(ctx, t.Topic, idx, mk)
+					rp.ErrorCode = writeMarker(ctx, h, t.Topic, idx, mk)
 				}()
 			}
 			rm.Topics = append(rm.Topics, rt)
@@ -96,8 +97,8 @@ func (b *Broker) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersR
 
 // writeMarker appends one marker to a partition this node leads and waits
 // until it is committed; it returns the partition's code.
-func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk storage.TxnMarker) int16 {
-	p, _, _, code := b.replicas.Topic(topic).Serving(idx, replica.Produce)
+func writeMarker(ctx context.Context, h APIHost, topic string, idx int32, mk storage.TxnMarker) int16 {
+	p, _, _, code := h.Topic(topic).Serving(idx, replica.Produce)
 	if code != 0 {
 		return code
 	}
@@ -111,10 +112,10 @@ func (b *Broker) writeMarker(ctx context.Context, topic string, idx int32, mk st
 		expire.Stop()
 	}
 	if err != nil {
-		return errorCode(err)
+		return h.Code(err)
 	}
-	if topic == offsetsTopic {
-		b.coord.TxnCompleted(idx, mk.ProducerID, off, mk.Commit)
+	if topic == coordinator.OffsetsTopic {
+		h.Offsets().TxnCompleted(idx, mk.ProducerID, off, mk.Commit)
 	}
 	return 0
 }

@@ -1,6 +1,8 @@
-package broker
+package txncoord
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,7 +20,7 @@ import (
 //     must bump its epoch does so itself, per partition (KIP-360); the broker
 //     keeps the epoch per (producer id, partition).
 //     Blocks of ids come from the active controller, through the metadata
-//     log, so ids are unique across the cluster.
+//     log, so ids are unique across the cluster (AllocProducerID).
 //   - With a transactional id: served by the id's transaction coordinator
 //     (broker/txncoord; NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS
 //     while its partition loads): the id keeps its producer id and gets the
@@ -29,22 +31,20 @@ import (
 // Version notes:
 //   - v2: flexible; v3: producer id/epoch in the request (KIP-360);
 //     v5: KIP-890 (only meaningful with transactions)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 22, Client: api.Versions(0, 5), Handle: bind(b, handleInitProducerID),
-			Rule: api.Needs("WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID),
-		}
-	})
+func initProducerIDEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 22, Client: api.Versions(0, 5), Handle: bind(h, handleInitProducerID),
+		Rule: api.Needs("WRITE on TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE on CLUSTER or WRITE on any TOPIC", 3, checkInitProducerID),
+	}
 }
 
-func handleInitProducerID(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleInitProducerID(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		id := *req.TransactionalID
-		if code := b.txnRequestCode(id); code != 0 {
+		if code := requestCode(h, id); code != 0 {
 			resp.ErrorCode = code
 			respond(resp)
 			return
@@ -53,19 +53,20 @@ func handleInitProducerID(b *Broker, cc *api.Conn, kreq kmsg.Request, respond fu
 		if req.Version >= 3 {
 			pid, epoch = req.ProducerID, req.ProducerEpoch
 		}
-		b.txns.InitProducerID(txn.InitRequest{TxnID: id, TimeoutMs: req.TransactionTimeoutMillis,
+		h.Txns().InitProducerID(txn.InitRequest{TxnID: id, TimeoutMs: req.TransactionTimeoutMillis,
 			ProducerID: pid, ProducerEpoch: epoch, Version: req.Version}, func(a txn.Answer) {
 			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = a.Code, a.ProducerID, a.ProducerEpoch
 			respond(resp)
 		})
 		return
 	}
-	b.goLoop(func() {
-		ctx, cancel := api.AdminCtx(cc.Ctx, 0)
+	c := h.Txns()
+	h.Go(func() {
+		ctx, cancel := context.WithTimeout(cc.Ctx, requestTimeout)
 		defer cancel()
-		id, err := b.allocProducerID(ctx)
+		id, err := c.AllocProducerID(ctx)
 		if err != nil {
-			b.log.Error().Err(err).Msg("allocating producer id")
+			c.log.Error().Err(err).Msg("allocating producer id")
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			respond(resp)
 			return
@@ -93,4 +94,30 @@ func checkInitProducerID(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(k
 	z.Deny(acl.OpIdempotentWrite, acl.ResourceCluster, acl.ClusterName)
 	resp.ErrorCode = api.ClusterDenied
 	return resp, nil
+}
+
+// AllocProducerID hands out an idempotent producer's id. Ids come in
+// blocks from the controller (Host.AllocateProducerIDs), recorded in the
+// metadata log before use, so they are unique across the cluster and never
+// reused after a crash. The transactional ids' tables fetch blocks of
+// their own.
+func (c *Coordinator) AllocProducerID(ctx context.Context) (int64, error) {
+	c.pids.Lock()
+	if c.pids.next < c.pids.limit {
+		id := c.pids.next
+		c.pids.next++
+		c.pids.Unlock()
+		return id, nil
+	}
+	c.pids.Unlock()
+	start, n, err := c.host.AllocateProducerIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.pids.Lock()
+	defer c.pids.Unlock()
+	// Concurrent callers may each fetch a block; the later one wins and
+	// the rest of the earlier block is skipped, never reused.
+	c.pids.next, c.pids.limit = start+1, start+int64(n)
+	return start, nil
 }

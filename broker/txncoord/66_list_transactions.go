@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"regexp"
@@ -18,16 +18,14 @@ import (
 // (v2, KIP-1152: a Java regular expression; Go's syntax covers the common
 // ones, and an invalid pattern is INVALID_REQUEST). While a partition
 // loads: COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 66, Client: api.Versions(0, 2), Handle: bind(b, handleListTransactions),
-			Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions),
-		}
-	})
+func listTransactionsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 66, Client: api.Versions(0, 2), Handle: bind(h, handleListTransactions),
+		Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID (others are not listed)", 0, checkListTransactions),
+	}
 }
 
-func handleListTransactions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListTransactions(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	f := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters, DurationMs: -1}
@@ -43,7 +41,7 @@ func handleListTransactions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond 
 		}
 		f.Match = re.MatchString
 	}
-	code, states, unknown := b.txns.List(f)
+	code, states, unknown := h.Txns().List(f)
 	resp.ErrorCode, resp.TransactionStates, resp.UnknownStateFilters = code, states, unknown
 	respond(resp)
 }

@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,25 +19,23 @@ import (
 // Version notes: v3: flexible; v4: TRANSACTION_ABORTABLE; v5: transactions
 // v2 (KIP-890 part 2): the epoch is bumped at every end and the response
 // carries the producer id and epoch to use next.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 26, Client: api.Versions(0, 5), Handle: bind(b, handleEndTxn),
-			Rule: api.Needs("WRITE on TRANSACTIONAL_ID", 3, api.TxnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })),
-		}
-	})
+func endTxnEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 26, Client: api.Versions(0, 5), Handle: bind(h, handleEndTxn),
+		Rule: api.Needs("WRITE on TRANSACTIONAL_ID", 3, api.TxnTop(func(r kmsg.Request) string { return r.(*kmsg.EndTxnRequest).TransactionalID })),
+	}
 }
 
-func handleEndTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleEndTxn(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if code := b.txnRequestCode(req.TransactionalID); code != 0 {
+	if code := requestCode(h, req.TransactionalID); code != 0 {
 		resp.ErrorCode = code
 		respond(resp)
 		return
 	}
-	b.txns.EndTxn(txn.EndRequest{TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+	h.Txns().EndTxn(txn.EndRequest{TxnID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 		Commit: req.Commit, Version: req.Version}, func(a txn.Answer) {
 		resp.ErrorCode = a.Code
 		if req.Version >= 5 {

@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"sync"
@@ -27,16 +27,14 @@ import (
 // Version notes:
 //   - v3: flexible; v4: batched transactions and VerifyOnly, sent by
 //     brokers (KIP-890 part 1); v5: TRANSACTION_ABORTABLE
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 24, Client: api.Versions(0, 5), Handle: bind(b, handleAddPartitionsToTxn),
-			Rule: api.Needs("WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn),
-		}
-	})
+func addPartitionsToTxnEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 24, Client: api.Versions(0, 5), Handle: bind(h, handleAddPartitionsToTxn),
+		Rule: api.Needs("WRITE on TRANSACTIONAL_ID and WRITE on TOPIC", 3, checkAddPartitionsToTxn),
+	}
 }
 
-func handleAddPartitionsToTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAddPartitionsToTxn(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
@@ -44,7 +42,7 @@ func handleAddPartitionsToTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respon
 		for _, t := range req.Topics {
 			topics = append(topics, txnTopicPartitions{t.Topic, t.Partitions})
 		}
-		b.addPartitionsToTxn(req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics, func(codes []txn.PartitionCode) {
+		addPartitionsToTxn(h, req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics, func(codes []txn.PartitionCode) {
 			for _, tp := range groupCodes(codes) {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = tp.topic
@@ -71,7 +69,7 @@ func handleAddPartitionsToTxn(b *Broker, cc *api.Conn, kreq kmsg.Request, respon
 		for _, t := range rt.Topics {
 			topics = append(topics, txnTopicPartitions{t.Topic, t.Partitions})
 		}
-		b.addPartitionsToTxn(req.Version, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, topics, func(codes []txn.PartitionCode) {
+		addPartitionsToTxn(h, req.Version, rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly, topics, func(codes []txn.PartitionCode) {
 			out := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			out.TransactionalID = rt.TransactionalID
 			for _, tp := range groupCodes(codes) {
@@ -124,7 +122,7 @@ func groupCodes(codes []txn.PartitionCode) []topicCodes {
 
 // addPartitionsToTxn checks the partitions and hands one transaction's
 // partitions to the coordinator; done gets a code per partition.
-func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch int16, verifyOnly bool, topics []txnTopicPartitions, done func([]txn.PartitionCode)) {
+func addPartitionsToTxn(h APIHost, version int16, id string, pid int64, epoch int16, verifyOnly bool, topics []txnTopicPartitions, done func([]txn.PartitionCode)) {
 	var all []txn.TopicPartition
 	for _, t := range topics {
 		for _, p := range t.partitions {
@@ -138,7 +136,7 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 		}
 		return out
 	}
-	if code := b.txnRequestCode(id); code != 0 {
+	if code := requestCode(h, id); code != 0 {
 		done(every(code))
 		return
 	}
@@ -147,9 +145,9 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 	bad := map[txn.TopicPartition]int16{}
 	for _, tp := range all {
 		switch {
-		case tp.Topic == txnTopic:
+		case tp.Topic == Topic:
 			bad[tp] = kerr.TopicAuthorizationFailed.Code
-		case !b.replicas.Topic(tp.Topic).Has(tp.Partition):
+		case !h.Topic(tp.Topic).Has(tp.Partition):
 			bad[tp] = kerr.UnknownTopicOrPartition.Code
 		}
 	}
@@ -163,7 +161,7 @@ func (b *Broker) addPartitionsToTxn(version int16, id string, pid int64, epoch i
 		done(out)
 		return
 	}
-	b.txns.AddPartitions(txn.AddPartitionsRequest{TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: all,
+	h.Txns().AddPartitions(txn.AddPartitionsRequest{TxnID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: all,
 		VerifyOnly: verifyOnly, Version: version}, func(a txn.Answer) {
 		if a.Partitions == nil {
 			done(every(a.Code))

@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"time"
@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/group"
 )
 
 // TxnOffsetCommit: v0-5
@@ -28,16 +29,14 @@ import (
 //
 // Version notes: v2: leader epoch; v3: flexible, member fields (KIP-447);
 // v4-5: TRANSACTION_ABORTABLE (KIP-890).
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 28, Client: api.Versions(0, 5), Handle: bind(b, handleTxnOffsetCommit),
-			Rule: api.Needs("WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit),
-		}
-	})
+func txnOffsetCommitEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 28, Client: api.Versions(0, 5), Handle: bind(h, handleTxnOffsetCommit),
+		Rule: api.Needs("WRITE on TRANSACTIONAL_ID, READ on GROUP and READ on TOPIC", 3, checkTxnOffsetCommit),
+	}
 }
 
-func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleTxnOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	fill := func(code int16) {
@@ -49,17 +48,18 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 			}
 		}
 	}
-	code := b.coord.RequestCode(req.Group, errorCode)
+	offsets := h.Offsets()
+	code := h.GroupCode(req.Group)
 	var groupErr error
 	if code == 0 && req.Version >= 3 && (req.MemberID != "" || req.Generation >= 0) {
-		groupErr = b.coord.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
+		groupErr = offsets.ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	}
 	now := time.Now().UnixMilli()
 	offs := map[coordinator.TopicPartition]*coordinator.Committed{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
+		t := h.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -67,7 +67,7 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 			case code != 0:
 				sp.ErrorCode = code
 			case groupErr != nil:
-				sp.ErrorCode = groupErrorCode(groupErr)
+				sp.ErrorCode = group.ErrorCode(groupErr)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.Metadata != nil && len(*rp.Metadata) > coordinator.MaxOffsetMetadata:
@@ -90,10 +90,10 @@ func handleTxnOffsetCommit(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 		respond(resp)
 		return
 	}
-	b.coord.TxnCommit(req.Group, req.ProducerID, req.ProducerEpoch, offs, func(err error) {
+	offsets.TxnCommit(req.Group, req.ProducerID, req.ProducerEpoch, offs, func(err error) {
 		if err != nil {
-			code := coordinator.CommitErrorCode(err, errorCode)
-			b.log.Warn().Err(err).Str("group", req.Group).Msg("transactional offset commit not persisted")
+			code := h.CommitCode(err)
+			h.Txns().log.Warn().Err(err).Str("group", req.Group).Msg("transactional offset commit not persisted")
 			fill(code)
 		}
 		respond(resp)

@@ -1,4 +1,4 @@
-package broker
+package txncoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,20 +12,19 @@ import (
 // Behaviour: each id's state, producer id and epoch, timeout, start time
 // and partitions, from its coordinator; NOT_COORDINATOR for ids another
 // node coordinates, TRANSACTIONAL_ID_NOT_FOUND for unknown ids (KIP-664).
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 65, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeTransactions),
-			Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions),
-		}
-	})
+func describeTransactionsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 65, Client: api.Versions(0, 0), Handle: bind(h, handleDescribeTransactions),
+		Rule: api.Needs("DESCRIBE on TRANSACTIONAL_ID", 0, checkDescribeTransactions),
+	}
 }
 
-func handleDescribeTransactions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeTransactions(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	c := h.Txns()
 	for _, id := range req.TransactionalIDs {
-		resp.TransactionStates = append(resp.TransactionStates, b.txns.Describe(id))
+		resp.TransactionStates = append(resp.TransactionStates, c.Describe(id))
 	}
 	respond(resp)
 }
