@@ -37,7 +37,7 @@
 //   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
 //     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
 //     encoding of password configs at rest), broker/console (the web
-//     console), broker/catalogue (Apache Kafka's configuration keys and
+//     console), broker/config/catalogue (Apache Kafka's configuration keys and
 //     what Fjord does with each), broker/brokertest (an N-node cluster in
 //     one process).
 //   - controller/active: the controller role (the quorum member, the

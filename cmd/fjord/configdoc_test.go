@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of docs/configuration.md")
@@ -123,7 +123,7 @@ func renderConfigDoc() string {
 	}
 
 	fmt.Fprintf(&b, "\n## Kafka's other keys\n\n")
-	fmt.Fprintf(&b, "The catalogue (`broker/catalogue/kafka_keys.tsv`, from Apache Kafka 3.9 and 4.0's own definitions) holds %d broker and %d topic keys; Fjord implements the ones above and treats the other %d broker and %d topic keys as below. A key in no list stops start-up, naming the nearest real key.\n\n",
+	fmt.Fprintf(&b, "The catalogue (`broker/config/catalogue/kafka_keys.tsv`, from Apache Kafka 3.9 and 4.0's own definitions) holds %d broker and %d topic keys; Fjord implements the ones above and treats the other %d broker and %d topic keys as below. A key in no list stops start-up, naming the nearest real key.\n\n",
 		len(catalogue.Keys(catalogue.Broker)), len(catalogue.Keys(catalogue.Topic)), counts[catalogue.Broker], counts[catalogue.Topic])
 	b.WriteString("- **Ignored**: no meaning for Fjord. Accepted; start-up logs one line listing every ignored setting it was given.\n")
 	b.WriteString("- **Not supported yet**: means something Fjord does not do yet, and ignoring it is safe. Accepted with a warning for each one given.\n")

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 )
