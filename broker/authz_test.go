@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -74,7 +75,7 @@ func TestRegistry(t *testing.T) {
 // CLUSTER_ACTION rule denies.
 func TestAuthzRulesDecode(t *testing.T) {
 	b := withImage(&Broker{}, &controller.Image{})
-	b.cfg.AuthorizerClass = StandardAuthorizerClass
+	b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 	for _, listener := range []int{0, ctlListener} {
 		cc := &connCtx{principal: "User:ANONYMOUS", clientHost: "/127.0.0.1", listener: listener}
 		for k, a := range apis {
@@ -131,7 +132,7 @@ func TestControllerDoor(t *testing.T) {
 			b.cfg.ControllerListenerNames, b.cfg.ListenerSecurityProtocolMap = "CONTROLLER", tc.protoMap
 			b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL = tc.super, tc.allowEveryone
 			if tc.authorizer {
-				b.cfg.AuthorizerClass = StandardAuthorizerClass
+				b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 			}
 			err := b.checkControllerDoor()
 			if (err == nil) != tc.ok {
@@ -167,7 +168,7 @@ func TestControllerOnlyNodeAuthorizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := withImage(&Broker{log: zerolog.Nop(), meta: fakeMeta{img}}, nil)
-	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", StandardAuthorizerClass
+	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", config.StandardAuthorizerClass
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
 	for principal, allowed := range map[string]bool{"User:broker": true, "User:ANONYMOUS": false} {
 		cc := &connCtx{principal: principal, clientHost: "127.0.0.1", listener: ctlListener}

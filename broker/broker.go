@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/pwenc"
@@ -39,17 +40,17 @@ import (
 // The local replicas live in replicas (broker/replicamgr), which makes
 // them follow the metadata images as they arrive.
 type Broker struct {
-	cfg Config // as started: the static configuration
+	cfg config.Config // as started: the static configuration
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
 	// audit is the audit stream (audit.go); nil when it is off. Set in New.
 	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
-	// (dynconfig.go); the replica manager's publish loop is its one writer
+	// (config.Live); the replica manager's publish loop is its one writer
 	// (replicamgr.Config.Reconfigure). nil until the first image: live()
 	// is then cfg.
-	liveCfg atomic.Pointer[Config]
+	liveCfg atomic.Pointer[config.Config]
 	log     zerolog.Logger
 	// logLevel is the level of log and every logger derived from it
 	// (loggers.go); the BROKER_LOGGER "root" sets it.
@@ -99,7 +100,7 @@ type Broker struct {
 	// tlsDialState logs inter-broker TLS dial failures once per change.
 	tlsDialState tlsDialState
 	listeners    []net.Listener
-	advertised   []Listener // one per client listener, ports resolved
+	advertised   []config.Listener // one per client listener, ports resolved
 	// saslServers authenticate each client listener's connections (nil
 	// for a listener without SASL); built with the listeners (sasl.go).
 	saslServers []protocol.Authenticator
@@ -118,7 +119,7 @@ type Broker struct {
 	ctlImage atomic.Pointer[active.Controller]
 
 	// passwords encrypts and decrypts the password-type dynamic configs
-	// (dynpasswords.go); nil without password.encoder.secret. Set in New,
+	// (broker/config/passwords.go); nil without password.encoder.secret. Set in New,
 	// read-only after.
 	passwords *pwenc.Encoder
 
@@ -142,7 +143,7 @@ type Broker struct {
 
 // New checks the data directory, binds the listeners and starts the
 // node's quorum member; Start begins serving.
-func New(cfg Config, log zerolog.Logger) (*Broker, error) {
+func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	level := &nodeLevel{}
 	log = nodeLogger(log, level)
 	if err := cfg.Validate(); err != nil {
@@ -151,7 +152,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}),
 		shutdownWake: make(chan struct{}), shutdownDone: make(chan struct{})}
 	var err error
-	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
+	if b.passwords, err = config.NewPasswordEncoder(cfg.PasswordEncoder); err != nil {
 		return nil, err
 	}
 	b.ctx = b.tasks.Context()
@@ -163,8 +164,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		}
 		return b.meta.Image()
 	}, b.metrics.Registerer(), log)
-	if cfg.AuthorizerClass == legacyAuthorizerClass {
-		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
+	if cfg.AuthorizerClass == config.LegacyAuthorizerClass {
+		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", config.StandardAuthorizerClass).
 			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")
 	}
 	if err := b.startAudit(); err != nil {
@@ -230,10 +231,10 @@ func warnOpenDataDir(dir string, log zerolog.Logger) {
 // listen binds every client listener. Listeners named CONTROLLER are for the
 // metadata quorum and are not served here.
 func (b *Broker) listen() error {
-	ls, _ := ParseListeners(b.cfg.Listeners)
-	var adv []Listener
+	ls, _ := config.ParseListeners(b.cfg.Listeners)
+	var adv []config.Listener
 	if b.cfg.AdvertisedListeners != "" {
-		adv, _ = ParseListeners(b.cfg.AdvertisedListeners)
+		adv, _ = config.ParseListeners(b.cfg.AdvertisedListeners)
 	}
 	for _, l := range ls {
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
@@ -251,7 +252,7 @@ func (b *Broker) listen() error {
 			continue
 		}
 		b.listeners = append(b.listeners, ln)
-		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
+		a := config.Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
 		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
 			a.Host = "127.0.0.1"
 		}

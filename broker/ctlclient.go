@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
@@ -78,7 +79,7 @@ func (c *ctlClient) client(r ctlRoute) (*kgo.Client, error) {
 	if cl := c.mu.clients[r]; cl != nil {
 		return cl, nil
 	}
-	vs, _ := ParseVoters(c.b.cfg.ControllerQuorumVoters)
+	vs, _ := config.ParseVoters(c.b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
 		if v.ID == r.voter {
 			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr), kgo.Dialer(c.b.ctlDial),

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -38,10 +39,10 @@ func (c *cannedController) Call(_ context.Context, req kmsg.Request) (kmsg.Respo
 // answers with answer.
 func cannedClient(answer func(kmsg.Request) kmsg.Response) (*ctlClient, *cannedController) {
 	actl := &cannedController{answer: answer}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeID, cfg.BrokerRack = 7, "r1"
 	b := &Broker{cfg: cfg, meta: actl, actl: actl, clusterID: "c",
-		advertised: []Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
+		advertised: []config.Listener{{Name: "PLAINTEXT", Host: "h", Port: 9092}}}
 	return newCtlClient(b), actl
 }
 

@@ -34,12 +34,17 @@
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
 //     transactional id and the driver doing its I/O.
+//   - broker/config: the node's configuration — Config, its defaults and
+//     validation, the key table that parses every key at start-up and at
+//     run time, topic configs, the dynamic layers (the running
+//     configuration is config.Live of the static one and the image, which
+//     b.live() returns), the AlterConfigs policy, feature levels and the
+//     sealing of password configs; broker/config/catalogue is Apache
+//     Kafka's configuration keys and what Fjord does with each.
 //   - broker/acl (the authorizer), broker/sasl (SASL servers and clients),
 //     broker/tlsconf (TLS stores, principals, reload), broker/pwenc (the
 //     encoding of password configs at rest), broker/console (the web
-//     console), broker/config/catalogue (Apache Kafka's configuration keys and
-//     what Fjord does with each), broker/brokertest (an N-node cluster in
-//     one process).
+//     console), broker/brokertest (an N-node cluster in one process).
 //   - controller/active: the controller role (the quorum member, the
 //     active controller and the CONTROLLER listener), built in one place
 //     (quorum.go) and held through the broker's own interfaces
@@ -67,7 +72,7 @@
 // Password-type dynamic configs (ssl.*.password and the like) are stored
 // only as ciphertext: the broker that receives an AlterConfigs encrypts
 // them with password.encoder.secret before forwarding it, and the broker
-// that uses them decrypts them (dynpasswords.go, broker/pwenc).
+// that uses them decrypts them (broker/config/passwords.go, broker/pwenc).
 //
 // Every goroutine the broker starts goes through goLoop (a
 // lifecycle.Group), refused once Close began; Close cancels the one root

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
@@ -38,7 +39,7 @@ func imageAt(t *testing.T, v uint64) *controller.Image {
 func forwardingBroker(t *testing.T, answer func(kmsg.Request) kmsg.Response, offset, at uint64) (*Broker, *cannedController) {
 	t.Helper()
 	actl := &cannedController{answer: answer, offset: offset}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeID = 7
 	b := &Broker{cfg: cfg, meta: actl, actl: actl, log: zerolog.Nop()}
 	b.ctl = newCtlClient(b)
@@ -320,7 +321,7 @@ func TestCtlClientOverTheWire(t *testing.T) {
 		srv.Close()
 	})
 
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeID, cfg.ControllerQuorumVoters = 7, "3@"+ln.Addr().String()
 	b := &Broker{cfg: cfg, log: zerolog.Nop()}
 	c := newCtlClient(b)

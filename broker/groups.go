@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
@@ -72,7 +73,7 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	if vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
+	if vs, _ := config.ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
 		rf = int16(max(len(vs), 1))
 	}
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf

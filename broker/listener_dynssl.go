@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -21,26 +22,6 @@ import (
 // static ones. The whole cluster's default resource cannot hold them: a
 // keystore belongs to one node.
 
-// isSSLKey reports whether key is a ssl.* key Fjord acts on, broker-wide
-// or listener-prefixed.
-func isSSLKey(key string) bool {
-	if _, _, ok := tlsconf.ListenerKey(key); ok {
-		return true
-	}
-	return slices.Contains(tlsconf.Keys, key)
-}
-
-// checkSSLConfig judges a dynamic ssl.* key: per broker only. Whether the
-// stores load is the named broker's to find: it refuses the change when
-// it receives it (checkDynamicSSL) and, when the change comes through
-// another node, keeps serving its certificate if they do not.
-func checkSSLConfig(res controller.ConfigResource, key string) error {
-	if res.Name == "" {
-		return controller.ConfigError(kerr.InvalidConfig, "%s: TLS settings may be changed per broker only (the broker resource named by its node id), as in Kafka: a keystore belongs to one node", key)
-	}
-	return nil
-}
-
 // dynamicSSL is the node's ssl.* settings with its own dynamic ones
 // (passwords decrypted: openPasswords) over the static ones.
 func (b *Broker) dynamicSSL(dyn map[string]string) map[string]string {
@@ -49,7 +30,7 @@ func (b *Broker) dynamicSSL(dyn map[string]string) map[string]string {
 		props = map[string]string{}
 	}
 	for k, v := range dyn {
-		if isSSLKey(k) {
+		if config.IsSSLKey(k) {
 			props[k] = strings.TrimSpace(v)
 		}
 	}
@@ -74,7 +55,7 @@ func (b *Broker) tlsListeners() map[string]*tlsconf.Source {
 // loop's goroutine) when the dynamic broker configs change; a listener whose new settings do not
 // load keeps its certificate, logged once per such change.
 func (b *Broker) reconfigureTLS(img *controller.Image) {
-	dyn, err := b.openPasswords(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
+	dyn, err := config.OpenPasswords(b.passwords, img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
 	if err != nil {
 		b.log.Error().Err(err).Msg("dynamic TLS settings: a stored password does not decrypt with password.encoder.secret (or .old.secret); still serving the previous certificates")
 		return

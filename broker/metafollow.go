@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/controller/quorum"
@@ -91,7 +92,7 @@ func (f *metaFollower) publish(img *controller.Image) {
 // run fetches until ctx ends, moving to the next voter after any failure.
 func (f *metaFollower) run(ctx context.Context) {
 	defer close(f.done)
-	voters, _ := ParseVoters(f.b.cfg.ControllerQuorumVoters)
+	voters, _ := config.ParseVoters(f.b.cfg.ControllerQuorumVoters)
 	vi := 0
 	// Start from a snapshot: a fresh broker need not replay the history.
 	needSnapshot := true

@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/controller"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // The quota arithmetic is broker/quota's, tested there; these test the

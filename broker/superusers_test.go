@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -18,7 +19,7 @@ import (
 func superUsersBroker(t *testing.T) *Broker {
 	t.Helper()
 	b := &Broker{}
-	b.cfg.AuthorizerClass = StandardAuthorizerClass
+	b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 	b.cfg.SuperUsers = "User:admin"
 	img := &controller.Image{}
 	admin := "User:admin"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/config/catalogue"
 )
 
@@ -55,7 +55,7 @@ func renderConfigDoc() string {
 	code := func(s string) string { return "`" + s + "`" }
 
 	fmt.Fprintf(&b, "\n## Supported keys\n\n")
-	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `broker.DefaultConfig()`; \"(none)\" means the key has no value unless a source gives one. The keys marked *dynamic* can also be changed on a running cluster, per broker or cluster-wide, with IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type brokers`); the change is stored in the metadata log and applied without a restart (see docs/operations.md). The others are read-only at run time.\n\n", len(configKeys))
+	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `config.Default()` (broker/config); \"(none)\" means the key has no value unless a source gives one. The keys marked *dynamic* can also be changed on a running cluster, per broker or cluster-wide, with IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type brokers`); the change is stored in the metadata log and applied without a restart (see docs/operations.md). The others are read-only at run time.\n\n", len(configKeys))
 	b.WriteString("| Key | Default | Dynamic | Meaning |\n| --- | --- | --- | --- |\n")
 	for _, k := range configKeys {
 		def := "(none)"
@@ -69,7 +69,7 @@ func renderConfigDoc() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(k.Name), def, dyn, cell(k.Doc))
 	}
 
-	topics := broker.TopicConfigNames()
+	topics := config.TopicConfigNames()
 	fmt.Fprintf(&b, "\n## Topic configs\n\n")
 	fmt.Fprintf(&b, "Set at creation (CreateTopics) or on a live topic (IncrementalAlterConfigs, AlterConfigs: `kafka-configs.sh --alter --entity-type topics`); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
 	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
