@@ -82,7 +82,7 @@ func (b *Broker) authzView() (*controller.Image, string) {
 	if b.meta != nil && !b.cfg.HasRole("broker") {
 		if img := b.meta.Image(); img != nil {
 			if c := b.authzCache.Load(); c != nil && c.img == img {
-				return img, c.super // liveConfig builds maps: once per image
+				return img, c.super // config.Live builds maps: once per image
 			}
 			return img, config.Live(&b.cfg, img, b.log).SuperUsers
 		}

@@ -23,7 +23,7 @@ import (
 // keystore belongs to one node.
 
 // dynamicSSL is the node's ssl.* settings with its own dynamic ones
-// (passwords decrypted: openPasswords) over the static ones.
+// (passwords decrypted: config.OpenPasswords) over the static ones.
 func (b *Broker) dynamicSSL(dyn map[string]string) map[string]string {
 	props := maps.Clone(b.cfg.SSL)
 	if props == nil {
