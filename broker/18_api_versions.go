@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // ApiVersions: v0-4
@@ -19,7 +20,7 @@ import (
 //   - v3+: client software name and version must be non-empty and made of
 //     [a-zA-Z0-9._-], else INVALID_REQUEST, as Kafka checks them.
 //   - v3+: supported and finalized features (KIP-584) with the image
-//     version as their epoch: see features.go for the levels and why.
+//     version as their epoch: see broker/config/features.go for the levels and why.
 //
 // Version notes:
 //   - v3: flexible, client software name/version (KIP-511), features
@@ -51,7 +52,7 @@ func handleApiVersions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(
 		return
 	}
 	resp.ApiKeys = b.reg.ClientTable().All()
-	fillFeatures(resp, req.Version, int64(b.image().Version()))
+	config.FillFeatures(resp, req.Version, int64(b.image().Version()))
 	respond(resp)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // CreateTopics: v0-7
@@ -76,13 +77,13 @@ func (b *Broker) describeCreated(req *kmsg.CreateTopicsRequest, resp *kmsg.Creat
 				overrides[c.Name] = *c.Value
 			}
 		}
-		if un := unsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
+		if un := config.UnsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
 			b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
 		}
-		for _, d := range topicConfigDefs {
-			v, override := effectiveValue(b.live(), overrides, &d)
+		for _, d := range config.TopicKeys() {
+			v, override := d.Effective(b.live(), overrides)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name = d.name
+			c.Name = d.Name
 			c.Value = &v
 			c.Source = int8(kmsg.ConfigSourceDefaultConfig)
 			if override {

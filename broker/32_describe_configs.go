@@ -10,8 +10,8 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/catalogue"
-	"github.com/fjordlog/fjord/broker/tlsconf"
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 )
 
 // DescribeConfigs: v0-4
@@ -48,7 +48,7 @@ func handleDescribeConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.image()
-	d := describer{ls: b.layers(img), live: b.live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
+	d := describer{ls: config.LayersOf(&b.cfg, img), live: b.live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
@@ -93,8 +93,8 @@ func handleDescribeConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 
 // describer renders config entries for one request.
 type describer struct {
-	ls       brokerLayers
-	live     *Config
+	ls       config.Layers
+	live     *config.Config
 	synonyms bool
 	docs     bool
 	want     []string // nil: every key
@@ -109,7 +109,7 @@ func (d *describer) entry(scope catalogue.Scope, name string, value *string, src
 	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
 	k, _ := catalogue.Lookup(scope, name)
 	c.ConfigType = configType(k.Type)
-	if sensitiveConfig(scope, name) {
+	if config.Sensitive(scope, name) {
 		c.IsSensitive, c.Value = true, nil
 	}
 	if d.docs && doc != "" {
@@ -128,29 +128,18 @@ func maskSynonyms(sensitive bool, syns []kmsg.DescribeConfigsResponseResourceCon
 	return syns
 }
 
-// sensitiveConfig reports a password key, as Kafka's PASSWORD type, whose
-// value DescribeConfigs never shows: also a listener-prefixed one
-// (listener.name.<l>.ssl.keystore.password).
-func sensitiveConfig(scope catalogue.Scope, name string) bool {
-	if _, base, ok := tlsconf.ListenerKey(name); ok {
-		name = base
-	}
-	k, known := catalogue.Lookup(scope, name)
-	return known && k.Type == "password"
-}
-
 // brokerSynonyms are the sources of key and its synonyms below layer top,
 // highest first, ending with the key's default.
-func (d *describer) brokerSynonyms(key string, top configLayer) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+func (d *describer) brokerSynonyms(key string, top config.Layer) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
-	for l := top; l > layerDefault; l-- {
-		for _, s := range synonyms(key) {
+	for l := top; l > config.LayerDefault; l-- {
+		for _, s := range config.Synonyms(key) {
 			if v, ok := d.ls[l][s]; ok {
-				out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: s, Value: &v, Source: l.source()})
+				out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: s, Value: &v, Source: l.Source()})
 			}
 		}
 	}
-	if k, ok := LookupConfigKey(key); ok && k.Def != "" {
+	if k, ok := config.LookupKey(key); ok && k.Def != "" {
 		v := k.Def
 		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: key, Value: &v, Source: kmsg.ConfigSourceDefaultConfig})
 	}
@@ -160,11 +149,11 @@ func (d *describer) brokerSynonyms(key string, top configLayer) []kmsg.DescribeC
 // broker is every key of this node.
 func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, k := range configKeys {
+	for _, k := range config.Keys() {
 		if !d.wanted(k.Name) {
 			continue
 		}
-		v, layer, ok := d.ls.lookup(k.Name)
+		v, layer, ok := d.ls.Lookup(k.Name)
 		var value *string
 		switch {
 		case ok:
@@ -173,27 +162,27 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 			def := k.Def
 			value = &def
 		}
-		c := d.entry(catalogue.Broker, k.Name, value, layer.source(), !k.Dynamic, k.Doc)
+		c := d.entry(catalogue.Broker, k.Name, value, layer.Source(), !k.Dynamic, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(k.Name, layerBroker))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(k.Name, config.LayerBroker))
 		}
 		out = append(out, c)
 	}
 	// Kafka's dynamic keys stored for this node that Fjord does not act on
 	// (kafkaDynamicIgnored).
 	stored := map[string]bool{}
-	for _, l := range []configLayer{layerBroker, layerClusterDefault} {
+	for _, l := range []config.Layer{config.LayerBroker, config.LayerClusterDefault} {
 		for k := range d.ls[l] {
-			if _, ok := LookupConfigKey(k); !ok && d.wanted(k) {
+			if _, ok := config.LookupKey(k); !ok && d.wanted(k) {
 				stored[k] = true
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(stored)) {
-		v, layer, _ := d.ls.lookup(name)
-		c := d.entry(catalogue.Broker, name, &v, layer.source(), false, "")
+		v, layer, _ := d.ls.Lookup(name)
+		c := d.entry(catalogue.Broker, name, &v, layer.Source(), false, "")
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, layerBroker))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, config.LayerBroker))
 		}
 		out = append(out, c)
 	}
@@ -202,17 +191,17 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 
 // clusterDefaults is the cluster-wide dynamic broker configs.
 func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConfig {
-	m := d.ls[layerClusterDefault]
+	m := d.ls[config.LayerClusterDefault]
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if !d.wanted(name) {
 			continue
 		}
 		v := m[name]
-		k, _ := LookupConfigKey(name)
+		k, _ := config.LookupKey(name)
 		c := d.entry(catalogue.Broker, name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, layerClusterDefault))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, config.LayerClusterDefault))
 		}
 		out = append(out, c)
 	}
@@ -222,43 +211,42 @@ func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConf
 // topic is every config of a topic with the given overrides.
 func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for i := range topicConfigDefs {
-		td := &topicConfigDefs[i]
-		if !d.wanted(td.name) {
+	for _, td := range config.TopicKeys() {
+		if !d.wanted(td.Name) {
 			continue
 		}
-		v, override := effectiveValue(d.live, overrides, td)
+		v, override := td.Effective(d.live, overrides)
 		src := kmsg.ConfigSourceDynamicTopicConfig
 		if !override {
 			src = kmsg.ConfigSourceDefaultConfig
 			// The source of the broker key the default comes from: the
 			// highest-priority synonym any layer holds.
-			for _, s := range synonyms(td.brokerKey) {
-				if _, l, ok := d.ls.lookup(s); ok && td.brokerKey != "" {
-					src = l.source()
+			for _, s := range config.Synonyms(td.BrokerKey) {
+				if _, l, ok := d.ls.Lookup(s); ok && td.BrokerKey != "" {
+					src = l.Source()
 					break
 				}
 			}
 		}
 		doc := ""
-		if k, ok := LookupConfigKey(td.brokerKey); ok {
+		if k, ok := config.LookupKey(td.BrokerKey); ok {
 			doc = k.Doc
 		}
-		c := d.entry(catalogue.Topic, td.name, &v, src, false, doc)
+		c := d.entry(catalogue.Topic, td.Name, &v, src, false, doc)
 		if d.synonyms {
 			if override {
 				ov := v
-				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: td.name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: td.Name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
 			}
-			if td.brokerKey != "" {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, d.brokerSynonyms(td.brokerKey, layerBroker)...)
+			if td.BrokerKey != "" {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, d.brokerSynonyms(td.BrokerKey, config.LayerBroker)...)
 			}
 		}
 		out = append(out, c)
 	}
 	// Kafka keys stored with the topic that Fjord does not act on.
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
-		if findTopicConfig(name) != nil || !d.wanted(name) {
+		if config.FindTopicKey(name) != nil || !d.wanted(name) {
 			continue
 		}
 		v := overrides[name]

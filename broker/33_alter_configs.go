@@ -8,6 +8,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -55,11 +56,11 @@ func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			continue
 		}
-		sealed, err := b.sealLegacy(rr)
+		sealed, err := config.SealLegacy(b.passwords, rr)
 		if err != nil {
 			sr := kmsg.NewAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			sr.ErrorCode, sr.ErrorMessage = sealRefusal(err)
+			sr.ErrorCode, sr.ErrorMessage = config.SealRefusal(err)
 			refused[i] = sr
 			continue
 		}

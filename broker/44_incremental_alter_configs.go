@@ -11,6 +11,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -20,7 +21,7 @@ import (
 // Behaviour:
 //   - Topic and broker resources (a broker id, or "" for the cluster-wide
 //     default) are forwarded to the active controller, which checks every
-//     key (dynconfig.go's policy) and commits the accepted resources'
+//     key (broker/config/dynamic.go's policy) and commits the accepted resources'
 //     changes to the metadata log in one batch. SET, DELETE, APPEND and
 //     SUBTRACT as KIP-339 (APPEND/SUBTRACT only on list keys; they start
 //     from the default when the key has no value). A resource is accepted
@@ -38,7 +39,7 @@ import (
 //     PASSWORD type) are encrypted here with password.encoder.secret
 //     before the request is forwarded, so the controllers and the
 //     metadata log hold only ciphertext; without a secret the resource is
-//     refused with INVALID_REQUEST, naming the key (dynpasswords.go).
+//     refused with INVALID_REQUEST, naming the key (broker/config/passwords.go).
 //   - Any operation on super.users (cluster default or a broker resource)
 //     needs a super user besides ALTER_CONFIGS on the cluster: otherwise
 //     CLUSTER_AUTHORIZATION_FAILED for that resource, with a message
@@ -65,11 +66,11 @@ func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, r
 	fwd.Resources = nil
 	refused := map[int]kmsg.IncrementalAlterConfigsResponseResource{} // by index in req.Resources
 	for i, rr := range req.Resources {
-		sealed, err := b.sealIncremental(rr)
+		sealed, err := config.SealIncremental(b.passwords, rr)
 		if err != nil {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			sr.ErrorCode, sr.ErrorMessage = sealRefusal(err)
+			sr.ErrorCode, sr.ErrorMessage = config.SealRefusal(err)
 			refused[i] = sr
 			continue
 		}
@@ -133,7 +134,7 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return tlsconf.IsKey(c.Name) }) {
 		return nil
 	}
-	after, err := b.openPasswords(b.image().BrokerConfigs()[rr.ResourceName])
+	after, err := config.OpenPasswords(b.passwords, b.image().BrokerConfigs()[rr.ResourceName])
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // UpdateFeatures: v0-2
 //
 // Behaviour:
-//   - Fjord's feature levels are fixed by the binary (features.go), so
+//   - Fjord's feature levels are fixed by the binary (broker/config/features.go), so
 //     the one update that succeeds is to the level already in force (a
 //     no-op, also for an unfinalized feature asked to stay at 0). Anything
 //     else is INVALID_UPDATE_VERSION with a message saying what is fixed;
@@ -67,7 +68,7 @@ func checkFeatureUpdate(version int16, u kmsg.UpdateFeaturesRequestFeatureUpdate
 		return fmt.Errorf("fjord: invalid update of %s to %d: unknown upgrade type %d (1 upgrade, 2 safe downgrade, 3 unsafe downgrade)",
 			u.Feature, u.MaxVersionLevel, u.UpgradeType)
 	}
-	f, ok := featureByName(u.Feature)
+	f, ok := config.FeatureByName(u.Feature)
 	if !ok {
 		return fmt.Errorf("fjord: invalid update of %s to %d: fjord does not know this feature", u.Feature, u.MaxVersionLevel)
 	}
@@ -75,9 +76,9 @@ func checkFeatureUpdate(version int16, u kmsg.UpdateFeaturesRequestFeatureUpdate
 	if version == 0 {
 		level = max(level, 0) // v0: a level below 1 asks to delete the feature
 	}
-	if level == f.finalized {
+	if level == f.Finalized {
 		return nil
 	}
 	return fmt.Errorf("fjord: invalid update of %s to %d: fjord's %s is fixed at %d by the binary; it changes only with a Fjord upgrade",
-		u.Feature, u.MaxVersionLevel, u.Feature, f.finalized)
+		u.Feature, u.MaxVersionLevel, u.Feature, f.Finalized)
 }

@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -33,33 +33,6 @@ import (
 // Brokers fetch from each other through the same listeners, so with the
 // authorizer on, the inter-broker principal needs CLUSTER_ACTION on the
 // cluster (or to be a super user), as in Kafka.
-
-// StandardAuthorizerClass is Kafka's KRaft authorizer, the class name that
-// turns Fjord's ACLs on; legacyAuthorizerClass is the ZooKeeper-era one,
-// accepted as an alias (with a warning at start-up).
-const (
-	StandardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-	legacyAuthorizerClass   = "kafka.security.authorizer.AclAuthorizer"
-)
-
-func setAuthorizerClass(c *Config, v string) error {
-	switch v {
-	case "", StandardAuthorizerClass, legacyAuthorizerClass:
-		c.AuthorizerClass = v
-		return nil
-	}
-	return fmt.Errorf("authorizer %q is not available: Fjord's authorizer is Kafka's %s (ACLs in the metadata log); without the authorizer asked for, every client could do everything, so Fjord will not start", v, StandardAuthorizerClass)
-}
-
-func setSuperUsers(c *Config, v string) error {
-	for _, p := range acl.ParseSuperUsers(v) {
-		if err := acl.ValidPrincipal(p); err != nil {
-			return err
-		}
-	}
-	c.SuperUsers = v
-	return nil
-}
 
 // authzCache is the authorizer built from one image's ACLs and the running
 // super.users (dynamic: the image's cluster default may change it).
@@ -108,9 +81,9 @@ func (b *Broker) authzView() (*controller.Image, string) {
 	if b.meta != nil && !b.cfg.HasRole("broker") {
 		if img := b.meta.Image(); img != nil {
 			if c := b.authzCache.Load(); c != nil && c.img == img {
-				return img, c.super // liveConfig builds maps: once per image
+				return img, c.super // config.Live builds maps: once per image
 			}
-			return img, b.liveConfig(img).SuperUsers
+			return img, config.Live(&b.cfg, img, b.log).SuperUsers
 		}
 	}
 	return &controller.Image{}, b.cfg.SuperUsers

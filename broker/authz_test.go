@@ -11,6 +11,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -75,7 +76,7 @@ func TestRegistry(t *testing.T) {
 // CLUSTER_ACTION rule denies.
 func TestAuthzRulesDecode(t *testing.T) {
 	b := withImage(&Broker{}, &controller.Image{})
-	b.cfg.AuthorizerClass = StandardAuthorizerClass
+	b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 	for _, listener := range []int{0, api.CtlListener} {
 		cc := &api.Conn{Principal: "User:ANONYMOUS", ClientHost: "/127.0.0.1", Listener: listener}
 		reg := newRegistry(b)
@@ -134,7 +135,7 @@ func TestControllerDoor(t *testing.T) {
 			b.cfg.ControllerListenerNames, b.cfg.ListenerSecurityProtocolMap = "CONTROLLER", tc.protoMap
 			b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL = tc.super, tc.allowEveryone
 			if tc.authorizer {
-				b.cfg.AuthorizerClass = StandardAuthorizerClass
+				b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 			}
 			err := checkControllerDoor(&b.cfg, nil, b.log)
 			if (err == nil) != tc.ok {
@@ -170,7 +171,7 @@ func TestControllerOnlyNodeAuthorizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := withImage(&Broker{log: zerolog.Nop(), meta: fakeMeta{img}}, nil)
-	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", StandardAuthorizerClass
+	b.cfg.ProcessRoles, b.cfg.AuthorizerClass = "controller", config.StandardAuthorizerClass
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
 	for principal, allowed := range map[string]bool{"User:broker": true, "User:ANONYMOUS": false} {
 		cc := &api.Conn{Principal: principal, ClientHost: "127.0.0.1", Listener: api.CtlListener}

@@ -19,6 +19,7 @@ import (
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
@@ -43,7 +44,7 @@ import (
 // The local replicas live in replicas (broker/replicamgr), which makes
 // them follow the metadata images as they arrive.
 type Broker struct {
-	cfg Config // as started: the static configuration
+	cfg config.Config // as started: the static configuration
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
@@ -52,10 +53,10 @@ type Broker struct {
 	// audit is the audit stream (audit.go); nil when it is off. Set in New.
 	audit *auditLog
 	// liveCfg is cfg with the image's dynamic broker configs applied
-	// (dynconfig.go); the replica manager's publish loop is its one writer
+	// (config.Live); the replica manager's publish loop is its one writer
 	// (replicamgr.Config.Reconfigure). nil until the first image: live()
 	// is then cfg.
-	liveCfg atomic.Pointer[Config]
+	liveCfg atomic.Pointer[config.Config]
 	log     zerolog.Logger
 	// logLevel is the level of log and every logger derived from it
 	// (loggers.go); the BROKER_LOGGER "root" sets it.
@@ -92,7 +93,7 @@ type Broker struct {
 	// set in New (listeners.go), read-only after.
 	tls        *tlsconf.Listeners
 	listeners  []net.Listener
-	advertised []Listener // one per client listener, ports resolved
+	advertised []config.Listener // one per client listener, ports resolved
 	// saslServers authenticate each client listener's connections (nil
 	// for a listener without SASL); built with the listeners (listeners.go).
 	saslServers []protocol.Authenticator
@@ -112,7 +113,7 @@ type Broker struct {
 	ctlImage atomic.Pointer[active.Controller]
 
 	// passwords encrypts and decrypts the password-type dynamic configs
-	// (dynpasswords.go); nil without password.encoder.secret. Set in New,
+	// (broker/config/passwords.go); nil without password.encoder.secret. Set in New,
 	// read-only after.
 	passwords *pwenc.Encoder
 
@@ -136,7 +137,7 @@ type Broker struct {
 
 // New checks the data directory, binds the listeners and starts the
 // node's quorum member; Start begins serving.
-func New(cfg Config, log zerolog.Logger) (*Broker, error) {
+func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	level := &nodeLevel{}
 	log = nodeLogger(log, level)
 	if err := cfg.Validate(); err != nil {
@@ -145,7 +146,7 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{})}
 	b.reg = newRegistry(b)
 	var err error
-	if b.passwords, err = newPasswordEncoder(cfg.PasswordEncoder); err != nil {
+	if b.passwords, err = config.NewPasswordEncoder(cfg.PasswordEncoder); err != nil {
 		return nil, err
 	}
 	b.ctx = b.tasks.Context()
@@ -157,8 +158,8 @@ func New(cfg Config, log zerolog.Logger) (*Broker, error) {
 		}
 		return b.meta.Image()
 	}, b.metrics.Registerer(), log)
-	if cfg.AuthorizerClass == legacyAuthorizerClass {
-		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", StandardAuthorizerClass).
+	if cfg.AuthorizerClass == config.LegacyAuthorizerClass {
+		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", config.StandardAuthorizerClass).
 			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")
 	}
 	if err := b.startAudit(); err != nil {
@@ -225,10 +226,10 @@ func warnOpenDataDir(dir string, log zerolog.Logger) {
 // listen binds every client listener. Listeners named CONTROLLER are for the
 // metadata quorum and are not served here.
 func (b *Broker) listen() error {
-	ls, _ := ParseListeners(b.cfg.Listeners)
-	var adv []Listener
+	ls, _ := config.ParseListeners(b.cfg.Listeners)
+	var adv []config.Listener
 	if b.cfg.AdvertisedListeners != "" {
-		adv, _ = ParseListeners(b.cfg.AdvertisedListeners)
+		adv, _ = config.ParseListeners(b.cfg.AdvertisedListeners)
 	}
 	for _, l := range ls {
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
@@ -246,7 +247,7 @@ func (b *Broker) listen() error {
 			continue
 		}
 		b.listeners = append(b.listeners, ln)
-		a := Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
+		a := config.Listener{Name: l.Name, Host: l.Host, Port: int32(ln.Addr().(*net.TCPAddr).Port), Protocol: b.cfg.ListenerProtocol(l.Name)}
 		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
 			a.Host = "127.0.0.1"
 		}

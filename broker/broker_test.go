@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
@@ -256,7 +257,7 @@ func TestTopicAdminErrors(t *testing.T) {
 }
 
 func TestOffsetsExpireForEmptyGroups(t *testing.T) {
-	b := testBroker(t, t.TempDir(), func(c *Config) {
+	b := testBroker(t, t.TempDir(), func(c *config.Config) {
 		c.OffsetsRetentionMinutes = 1
 		c.OffsetsRetentionCheckMs = 20
 	})
@@ -329,7 +330,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 // restart: its member's heartbeat at the same generation is accepted.
 func TestGroupSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	b := testBroker(t, dir, func(c *Config) { c.GroupInitialRebalanceMs = 0 })
+	b := testBroker(t, dir, func(c *config.Config) { c.GroupInitialRebalanceMs = 0 })
 	rc := dial(t, b)
 	rc.createTopic("t", 1, nil)
 	waitLoaded(t, b)

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
@@ -21,7 +22,7 @@ import (
 )
 
 // testBroker starts a broker on a free loopback port in dir.
-func testBroker(t *testing.T, dir string, mod func(*Config)) *Broker {
+func testBroker(t *testing.T, dir string, mod func(*config.Config)) *Broker {
 	t.Helper()
 	return testBrokerLogging(t, dir, mod, zerolog.NewTestWriter(t))
 }
@@ -38,9 +39,9 @@ func withImage(b *Broker, img *controller.Image) *Broker {
 }
 
 // testBrokerLogging is testBroker logging to w.
-func testBrokerLogging(t *testing.T, dir string, mod func(*Config), w io.Writer) *Broker {
+func testBrokerLogging(t *testing.T, dir string, mod func(*config.Config), w io.Writer) *Broker {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
 	cfg.LogDirs = filepath.Join(dir, "data")
 	cfg.RetentionCheckInterval = 20

@@ -7,6 +7,7 @@ import (
 
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -46,7 +47,7 @@ func newCtlClient(b *Broker) *ctllink.Client {
 // ctlVoters is controller.quorum.voters as the client dials them
 // (validated with the rest of the config).
 func ctlVoters(s string) []ctllink.Voter {
-	vs, _ := ParseVoters(s)
+	vs, _ := config.ParseVoters(s)
 	out := make([]ctllink.Voter, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, ctllink.Voter{ID: v.ID, Addr: v.Addr})

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // A replica whose open hangs does not stall the metadata pipeline: after
@@ -17,7 +19,7 @@ import (
 // finishes.
 func TestHungReplicaOpenIsAForcedExit(t *testing.T) {
 	release := make(chan struct{})
-	b := testBroker(t, t.TempDir(), func(c *Config) { c.PartitionOpenTimeoutMs = 300 })
+	b := testBroker(t, t.TempDir(), func(c *config.Config) { c.PartitionOpenTimeoutMs = 300 })
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the broker's Close, which waits for the open

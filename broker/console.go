@@ -11,7 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
@@ -46,7 +47,7 @@ func (s consoleSource) Cluster() console.Cluster {
 		}
 		c.Brokers = append(c.Brokers, cb)
 	}
-	if vs, err := ParseVoters(b.cfg.ControllerQuorumVoters); err == nil {
+	if vs, err := config.ParseVoters(b.cfg.ControllerQuorumVoters); err == nil {
 		for _, v := range vs {
 			c.Voters = append(c.Voters, console.Voter{ID: v.ID, Addr: v.Addr})
 		}

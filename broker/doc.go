@@ -46,14 +46,20 @@
 //     NN_name.go files, registered by txncoord.Entries) and of a
 //     produce's check with the coordinator (VerifyProduce); txns.go is
 //     the broker's side, txnHost the host both run on.
+//   - broker/config: the node's configuration — Config, its defaults and
+//     validation, the key table that parses every key at start-up and at
+//     run time, topic configs, the dynamic layers (the running
+//     configuration is config.Live of the static one and the image, which
+//     b.live() returns), the AlterConfigs policy, feature levels and the
+//     sealing of password configs; broker/config/catalogue is Apache
+//     Kafka's configuration keys and what Fjord does with each.
 //   - broker/acl (the authorizer); broker/sasl (SASL servers and clients,
 //     SCRAM credentials) and broker/tlsconf (TLS stores, principals,
 //     reload, dynamic SSL), which listeners.go hands the listeners'
-//     settings (listener_security.go: Kafka's listener-name rules);
+//     settings (Kafka's listener-name rules are broker/config's);
 //     broker/pwenc (the encoding of password configs at rest),
-//     broker/console (the web console), broker/catalogue (Apache Kafka's
-//     configuration keys and what Fjord does with each), broker/brokertest
-//     (an N-node cluster in one process).
+//     broker/console (the web console), broker/brokertest (an N-node
+//     cluster in one process).
 //   - broker/ctllink: the link to the controller quorum — the client of
 //     the active controller, the follower of the metadata log on a
 //     broker-only node, and the broker's lifecycle (register, heartbeat,
@@ -85,7 +91,7 @@
 // Password-type dynamic configs (ssl.*.password and the like) are stored
 // only as ciphertext: the broker that receives an AlterConfigs encrypts
 // them with password.encoder.secret before forwarding it, and the broker
-// that uses them decrypts them (dynpasswords.go, broker/pwenc).
+// that uses them decrypts them (broker/config/passwords.go, broker/pwenc).
 //
 // Every goroutine the broker starts goes through goLoop (a
 // lifecycle.Group), refused once Close began; Close cancels the one root

@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -19,15 +18,12 @@ import (
 	"time"
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/pwenc"
-	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
-	"github.com/fjordlog/fjord/controller/quorum"
 )
 
 // testSecrets are password.encoder.* settings that derive keys quickly.
@@ -35,172 +31,6 @@ func testSecrets(secret, old string) pwenc.Settings {
 	s := pwenc.DefaultSettings()
 	s.Secret, s.OldSecret, s.Iterations = secret, old, pwenc.MinIterations
 	return s
-}
-
-// secretBroker is a broker value (not started) with an encoder of s.
-func secretBroker(t *testing.T, s pwenc.Settings) *Broker {
-	t.Helper()
-	b := &Broker{cfg: DefaultConfig(), log: zerolog.Nop()}
-	b.cfg.PasswordEncoder = s
-	var err error
-	if b.passwords, err = newPasswordEncoder(s); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// TestPasswordSnapshotHoldsOnlyCiphertext: a password config that a broker
-// forwards is stored encrypted, so neither the records the metadata log
-// ships (Fetch) nor the image's snapshot (FetchSnapshot) hold the
-// plaintext anywhere; a node that rebuilds the image from the snapshot
-// decrypts it with the secret. Other configs are stored as given.
-func TestPasswordSnapshotHoldsOnlyCiphertext(t *testing.T) {
-	b := secretBroker(t, testSecrets("cluster-secret", ""))
-	const ksPW, keyPW, trustPW = "ks-plaintext-8d1e77", "key-plaintext-3fa09c", "trust-plaintext-51be2d"
-	rr := incrementalResource("1",
-		incrementalOp("listener.name.ssl.ssl.keystore.password", kmsg.IncrementalAlterConfigOpSet, ksPW),
-		incrementalOp("listener.name.ssl.ssl.key.password", kmsg.IncrementalAlterConfigOpSet, keyPW),
-		incrementalOp("ssl.truststore.password", kmsg.IncrementalAlterConfigOpSet, trustPW),
-		incrementalOp("log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "3600000"))
-	sealed, err := b.sealIncremental(rr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *rr.Configs[0].Value != ksPW {
-		t.Fatal("sealing changed the request's own value")
-	}
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, sealed)
-
-	img := &controller.Image{}
-	var logged [][]byte // what the metadata log holds and ships
-	for _, r := range controller.AlterConfigs(img, controller.IncrementalChanges(req), b.configPolicy()) {
-		if r.ErrorCode != 0 {
-			t.Fatalf("decision: %d %s", r.ErrorCode, r.Message)
-		}
-		for _, rec := range r.Records {
-			logged = append(logged, controller.Encode(rec))
-			if img, err = img.Apply(img.Version()+1, rec); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	snap, err := quorum.EncodeImage(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pw := range []string{ksPW, keyPW, trustPW} {
-		if bytes.Contains(snap, []byte(pw)) {
-			t.Errorf("the snapshot holds %q", pw)
-		}
-		for i, l := range logged {
-			if bytes.Contains(l, []byte(pw)) {
-				t.Errorf("log record %d holds %q", i, pw)
-			}
-		}
-	}
-	if !bytes.Contains(snap, []byte("3600000")) {
-		t.Error("the snapshot lacks log.retention.ms (the test would prove nothing)")
-	}
-
-	// A follower rebuilds the image from the snapshot and decrypts.
-	followed, err := quorum.DecodeImage(snap, img.Version())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := followed.BrokerConfigs()["1"]
-	for _, k := range []string{"listener.name.ssl.ssl.keystore.password", "listener.name.ssl.ssl.key.password", "ssl.truststore.password"} {
-		if !pwenc.IsEncoded(stored[k]) {
-			t.Errorf("%s is stored as %q", k, stored[k])
-		}
-	}
-	open, err := secretBroker(t, testSecrets("cluster-secret", "")).openPasswords(stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if open["listener.name.ssl.ssl.keystore.password"] != ksPW || open["listener.name.ssl.ssl.key.password"] != keyPW ||
-		open["ssl.truststore.password"] != trustPW || open["log.retention.ms"] != "3600000" {
-		t.Errorf("decrypted: %v", open)
-	}
-	// The live config never holds a password, in clear or not.
-	b.cfg.NodeID = 1
-	if live := b.liveConfig(followed); live.SSL["ssl.truststore.password"] != "" || live.RetentionMs != 3600000 {
-		t.Errorf("live config: ssl %v, retention %d", live.SSL, live.RetentionMs)
-	}
-}
-
-// TestPasswordsNeedSecret: without password.encoder.secret a password
-// config is refused with INVALID_REQUEST naming the secret; other keys
-// and deletions pass. The controllers' policy refuses a password that
-// was not encrypted (sent straight to a controller's listener).
-func TestPasswordsNeedSecret(t *testing.T) {
-	b := &Broker{cfg: DefaultConfig(), log: zerolog.Nop()}
-	_, err := b.sealIncremental(incrementalResource("1", incrementalOp("ssl.keystore.password", kmsg.IncrementalAlterConfigOpSet, "pw")))
-	if code, msg := sealRefusal(err); code != kerr.InvalidRequest.Code || !strings.Contains(*msg, "password.encoder.secret") {
-		t.Errorf("no secret: %d %v", code, msg)
-	}
-	legacy := kmsg.NewAlterConfigsRequestResource()
-	legacy.ResourceType, legacy.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
-	legacy.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "listener.name.ssl.ssl.key.password", Value: kmsg.StringPtr("pw")}}
-	if _, err := b.sealLegacy(legacy); !errors.Is(err, kerr.InvalidRequest) {
-		t.Errorf("legacy, no secret: %v", err)
-	}
-	del := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	del.Name, del.Op = "ssl.keystore.password", kmsg.IncrementalAlterConfigOpDelete
-	for _, rr := range []kmsg.IncrementalAlterConfigsRequestResource{
-		incrementalResource("1", incrementalOp("log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "1000")),
-		incrementalResource("1", del),
-	} {
-		if _, err := b.sealIncremental(rr); err != nil {
-			t.Errorf("%+v: %v", rr.Configs, err)
-		}
-	}
-
-	// The secrets themselves are static and never shown either.
-	for _, k := range []string{"password.encoder.secret", "password.encoder.old.secret"} {
-		if ck, ok := LookupConfigKey(k); !ok || ck.Dynamic || !sensitiveConfig(catalogue.Broker, k) {
-			t.Errorf("%s: in the table %v, dynamic %v, sensitive %v", k, ok, ck.Dynamic, sensitiveConfig(catalogue.Broker, k))
-		}
-	}
-
-	res := controller.BrokerResource(1)
-	if err := checkConfig(res, "listener.name.ssl.ssl.keystore.password", "in-clear"); !errors.Is(err, kerr.InvalidRequest) {
-		t.Errorf("a password in clear reaching the controller: %v, want INVALID_REQUEST", err)
-	}
-	enc, _ := secretBroker(t, testSecrets("x", "")).sealValue("ssl.keystore.password", kmsg.StringPtr("pw"))
-	if err := checkConfig(res, "ssl.keystore.password", *enc); err != nil {
-		t.Errorf("an encrypted password: %v", err)
-	}
-	if err := checkConfig(controller.ClusterResource(), "ssl.keystore.password", *enc); !errors.Is(err, kerr.InvalidConfig) {
-		t.Errorf("an encrypted password on the cluster default: %v, want INVALID_CONFIG (per broker only)", err)
-	}
-}
-
-// TestPasswordRotation: with password.encoder.old.secret, values written
-// under the old secret decrypt; without it, or altered, they are an error
-// naming the key, never a wrong password; values stored in clear by an
-// earlier Fjord are read as they are.
-func TestPasswordRotation(t *testing.T) {
-	oldB := secretBroker(t, testSecrets("old-secret", ""))
-	v, err := oldB.sealValue("ssl.key.password", kmsg.StringPtr("k-pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]string{"ssl.key.password": *v, "ssl.keystore.password": "legacy-clear", "log.retention.ms": "5"}
-	if got, err := secretBroker(t, testSecrets("new-secret", "old-secret")).openPasswords(stored); err != nil ||
-		got["ssl.key.password"] != "k-pw" || got["ssl.keystore.password"] != "legacy-clear" || got["log.retention.ms"] != "5" {
-		t.Errorf("rotated: %v, %v", got, err)
-	}
-	if _, err := secretBroker(t, testSecrets("new-secret", "")).openPasswords(stored); !errors.Is(err, pwenc.ErrDecrypt) || !strings.Contains(err.Error(), "ssl.key.password") {
-		t.Errorf("without the old secret: %v", err)
-	}
-	if _, err := (&Broker{}).openPasswords(stored); err == nil || !strings.Contains(err.Error(), "password.encoder.secret") {
-		t.Errorf("without any secret: %v", err)
-	}
-	stored["ssl.key.password"] = (*v)[:len(*v)-2] + "AA"
-	if _, err := oldB.openPasswords(stored); err == nil {
-		t.Error("an altered value decrypted")
-	}
 }
 
 // selfSigned makes a certificate for localhost with common name cn.
@@ -255,7 +85,7 @@ func TestDynamicKeystorePasswordEncrypted(t *testing.T) {
 	writeKeystore(t, first, "first", "first-store-pw", "first-key-pw")
 	const storePW, keyPW = "second-store-pw-e41c09", "second-key-pw-7b2d55"
 	writeKeystore(t, second, "second", storePW, keyPW)
-	b := testBroker(t, dir, func(c *Config) {
+	b := testBroker(t, dir, func(c *config.Config) {
 		c.Listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
 		c.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT"
 		c.SetListenerSSL("listener.name.ssl.ssl.keystore.location", first)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
@@ -18,7 +19,6 @@ import (
 // Broker-level failures that map to Kafka error codes.
 var (
 	errInvalidTopic      = errors.New("broker: invalid topic name")
-	errInvalidConfig     = errors.New("broker: invalid config")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
 )
@@ -69,7 +69,7 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, errInvalidTopic):
 		return kerr.InvalidTopicException.Code
-	case errors.Is(err, errInvalidConfig):
+	case errors.Is(err, config.ErrInvalidConfig):
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, coordinator.ErrLoading):
 		return kerr.CoordinatorLoadInProgress.Code

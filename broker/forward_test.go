@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -55,7 +56,7 @@ func (c *cannedController) Call(_ context.Context, req kmsg.Request) (kmsg.Respo
 func forwardingBroker(t *testing.T, answer func(kmsg.Request) kmsg.Response, offset, at uint64) (*Broker, *cannedController) {
 	t.Helper()
 	actl := &cannedController{answer: answer, offset: offset}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeID = 7
 	b := &Broker{cfg: cfg, meta: actl, actl: actl, log: zerolog.Nop()}
 	b.reg = newRegistry(b)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
@@ -78,7 +79,7 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	if vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
+	if vs, _ := config.ParseVoters(b.cfg.ControllerQuorumVoters); int(rf) > max(len(vs), 1) {
 		rf = int16(max(len(vs), 1))
 	}
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf

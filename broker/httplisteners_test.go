@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/console"
 )
 
@@ -72,7 +73,7 @@ func httpGet(t *testing.T, addr, host, path string) (int, string) {
 // before any record is read, and logged once.
 func TestConsoleHostCheck(t *testing.T) {
 	logs := &logSink{}
-	b := testBrokerLogging(t, t.TempDir(), func(c *Config) {
+	b := testBrokerLogging(t, t.TempDir(), func(c *config.Config) {
 		c.ConsoleAddr = "127.0.0.1:0"
 		c.ConsoleAllowedHosts = "console.example.com"
 	}, logs)
@@ -113,7 +114,7 @@ func TestConsoleHostCheck(t *testing.T) {
 // hosts it checks them.
 func TestConsoleWildcardBind(t *testing.T) {
 	logs := &logSink{}
-	testBrokerLogging(t, t.TempDir(), func(c *Config) { c.ConsoleAddr = "0.0.0.0:0" }, logs)
+	testBrokerLogging(t, t.TempDir(), func(c *config.Config) { c.ConsoleAddr = "0.0.0.0:0" }, logs)
 	_, port, _ := net.SplitHostPort(boundAddr(t, logs, "the web console"))
 	addr := net.JoinHostPort("127.0.0.1", port)
 	if code, body := httpGet(t, addr, "evil.example:8092", "/"); code != http.StatusOK {
@@ -124,7 +125,7 @@ func TestConsoleWildcardBind(t *testing.T) {
 	}
 
 	logs = &logSink{}
-	testBrokerLogging(t, t.TempDir(), func(c *Config) {
+	testBrokerLogging(t, t.TempDir(), func(c *config.Config) {
 		c.ConsoleAddr = "0.0.0.0:0"
 		c.ConsoleAllowedHosts = "console.example.com:" + port
 	}, logs)
@@ -144,12 +145,12 @@ func TestConsoleWildcardBind(t *testing.T) {
 // /debug/pprof is served on the metrics listener only when
 // fjord.metrics.pprof.enable asks for it.
 func TestMetricsPprofOptIn(t *testing.T) {
-	if k, ok := LookupConfigKey("fjord.metrics.pprof.enable"); !ok || k.Def != "false" {
+	if k, ok := config.LookupKey("fjord.metrics.pprof.enable"); !ok || k.Def != "false" {
 		t.Fatalf("fjord.metrics.pprof.enable: %+v %v, want default false", k, ok)
 	}
 	for _, on := range []bool{false, true} {
 		logs := &logSink{}
-		testBrokerLogging(t, t.TempDir(), func(c *Config) {
+		testBrokerLogging(t, t.TempDir(), func(c *config.Config) {
 			c.MetricsAddr = "127.0.0.1:0"
 			c.MetricsPprof = on
 		}, logs)
@@ -180,11 +181,11 @@ func TestMetricsPprofOptIn(t *testing.T) {
 // The key parses host lists, refuses what is not one, and Validate checks
 // a Config built without it.
 func TestConsoleAllowedHostsKey(t *testing.T) {
-	k, ok := LookupConfigKey(console.AllowedHostsKey)
+	k, ok := config.LookupKey(console.AllowedHostsKey)
 	if !ok {
 		t.Fatalf("no key %s", console.AllowedHostsKey)
 	}
-	c := DefaultConfig()
+	c := config.Default()
 	if err := k.Set(&c, "Console.Example.com, ops:9999"); err != nil || c.ConsoleAllowedHosts != "console.example.com,ops:9999" {
 		t.Errorf("set: %q %v", c.ConsoleAllowedHosts, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
@@ -33,7 +34,7 @@ import (
 func (b *Broker) secureListeners() error {
 	ctlName := controllerListener(&b.cfg)
 	tlsCfg := tlsconf.ListenerConfig{SSL: b.cfg.SSL, Controller: ctlName, ControllerTLS: isTLS(b.cfg.ListenerProtocol(ctlName)),
-		ReloadInterval: time.Duration(b.cfg.SSLReloadCheckMs) * time.Millisecond, Decrypt: b.openPasswords, Log: b.log}
+		ReloadInterval: time.Duration(b.cfg.SSLReloadCheckMs) * time.Millisecond, Decrypt: func(dyn map[string]string) (map[string]string, error) { return config.OpenPasswords(b.passwords, dyn) }, Log: b.log}
 	saslCfg := sasl.ListenerConfig{Settings: b.cfg.SASL,
 		Controller: ctlName, ControllerProtocol: b.cfg.ListenerProtocol(ctlName), ServeController: b.cfg.HasRole("controller"),
 		Broker: b.cfg.HasRole("broker"), Log: b.log,
@@ -102,21 +103,9 @@ func isTLS(protocol string) bool { return protocol == "SSL" || protocol == "SASL
 // controllerListener is the name of the listener the controllers serve
 // brokers and each other on: the first of controller.listener.names, as
 // in Kafka.
-func controllerListener(c *Config) string {
+func controllerListener(c *config.Config) string {
 	first, _, _ := strings.Cut(c.ControllerListenerNames, ",")
 	return strings.TrimSpace(first)
-}
-
-// checkSSLConfig judges a dynamic ssl.* key (tlsconf.IsKey): per broker
-// only. Whether the stores load is the named broker's to find: it refuses
-// the change when it receives it (checkDynamicSSL) and, when the change
-// comes through another node, keeps serving its certificate if they do
-// not.
-func checkSSLConfig(res controller.ConfigResource, key string) error {
-	if res.Name == "" {
-		return controller.ConfigError(kerr.InvalidConfig, "%s: TLS settings may be changed per broker only (the broker resource named by its node id), as in Kafka: a keystore belongs to one node", key)
-	}
-	return nil
 }
 
 // checkDynamicSSL is INVALID_CONFIG when after, this node's dynamic
@@ -144,11 +133,11 @@ func checkDynamicSSL(l *tlsconf.Listeners, after map[string]string) error {
 //   - starts, with a warning naming the listener, when the operator
 //     privileged User:ANONYMOUS explicitly (super.users, or
 //     allow.everyone.if.no.acl.found=true): never silently.
-func checkControllerDoor(cfg *Config, tls *tlsconf.Listeners, log zerolog.Logger) error {
+func checkControllerDoor(cfg *config.Config, tls *tlsconf.Listeners, log zerolog.Logger) error {
 	if cfg.AuthorizerClass == "" {
 		return nil
 	}
-	voters, _ := ParseVoters(cfg.ControllerQuorumVoters)
+	voters, _ := config.ParseVoters(cfg.ControllerQuorumVoters)
 	if len(voters) <= 1 && cfg.HasRole("broker") && cfg.HasRole("controller") {
 		return nil
 	}

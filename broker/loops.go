@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
@@ -80,7 +81,7 @@ func (b *Broker) flushLoop() {
 // policyHas reports whether the topic's effective cleanup.policy (its
 // override, else log.cleanup.policy) includes p.
 func (b *Broker) policyHas(t *replicamgr.Topic, p string) bool {
-	v, _ := effectiveValue(b.live(), t.Configs, findTopicConfig("cleanup.policy"))
+	v, _ := config.FindTopicKey("cleanup.policy").Effective(b.live(), t.Configs)
 	return strings.Contains(v, p)
 }
 

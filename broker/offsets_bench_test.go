@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 )
 
@@ -19,7 +20,7 @@ import (
 func BenchmarkOffsetsLoad(b *testing.B) {
 	const groups, perGroup = 1000, 1000 // 1M offsets
 	dir := b.TempDir()
-	br := testBroker(&testing.T{}, dir, func(c *Config) { c.OffsetsTopicPartitions = 50 })
+	br := testBroker(&testing.T{}, dir, func(c *config.Config) { c.OffsetsTopicPartitions = 50 })
 	ids := make([]string, groups)
 	for g := range ids {
 		ids[g] = fmt.Sprintf("group-%d", g)
@@ -43,7 +44,7 @@ func BenchmarkOffsetsLoad(b *testing.B) {
 	for range b.N {
 		// New recovers the logs and starts loading the offsets partitions
 		// the metadata log says this node leads: time both.
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
 		cfg.LogDirs = filepath.Join(dir, "data")
 		start := time.Now()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
@@ -35,7 +36,7 @@ const metaProperties = "meta.properties"
 // served. On first start the cluster id is cluster.id if set; otherwise a
 // multi-voter cluster derives it from controller.quorum.voters (every node
 // computes the same value) and a quorum of one draws a random one.
-func loadIdentity(dir string, cfg *Config) (string, error) {
+func loadIdentity(dir string, cfg *config.Config) (string, error) {
 	path := filepath.Join(dir, metaProperties)
 	if _, err := os.Stat(filepath.Join(dir, "fjord-metadata.json")); err == nil {
 		return "", fmt.Errorf("%s holds fjord-metadata.json from a single-node release before the metadata quorum; "+
@@ -121,7 +122,7 @@ func (b *Broker) startQuorum(ctl net.Listener) error {
 // activeConfig is this node's controller role's configuration, from cfg.
 func (b *Broker) activeConfig() active.Config {
 	voters := map[int32]string{}
-	vs, _ := ParseVoters(b.cfg.ControllerQuorumVoters)
+	vs, _ := config.ParseVoters(b.cfg.ControllerQuorumVoters)
 	for _, v := range vs {
 		voters[v.ID] = v.Addr
 	}
@@ -153,16 +154,16 @@ func (b *Broker) activeConfig() active.Config {
 		LeaderImbalanceCheckInterval: time.Duration(b.cfg.LeaderImbalanceCheckSecs) * time.Second,
 		WatchListeners:               b.cfg.FastFencing,
 		ValidateTopicConfig: func(name, value string) error {
-			return validateTopicConfigs(map[string]string{name: value})
+			return config.ValidateTopicConfigs(map[string]string{name: value})
 		},
 		ACLBinding: func(a controller.ACL) (controller.ACL, error) {
 			bd, err := acl.Stored(acl.FromRecord(a))
 			return bd.Record(), err
 		},
 		ACLHost:      acl.NormalizeHost,
-		ConfigPolicy: b.configPolicy(),
+		ConfigPolicy: config.Policy(b.live),
 		DynamicNumPartitions: func(img *controller.Image) int32 {
-			c := b.liveConfig(img)
+			c := config.Live(&b.cfg, img, b.log)
 			return c.NumPartitions
 		},
 		Logger: b.log,

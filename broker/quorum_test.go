@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -17,7 +18,7 @@ func TestRaftAuthorization(t *testing.T) {
 		t.Fatal("without an authorizer a raft connection is refused")
 	}
 
-	b.cfg.AuthorizerClass = StandardAuthorizerClass
+	b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 	b.cfg.SuperUsers = "User:admin"
 	grant := func(img *controller.Image, principal, host string, rt acl.ResourceType, name string, op acl.Operation, perm acl.Permission) *controller.Image {
 		t.Helper()

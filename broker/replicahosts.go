@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
@@ -36,11 +37,11 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		AskPeer: func(ctx context.Context, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
 			return b.peers.askMetadata(ctx, b, peer, req, timeout)
 		},
-		Settings: func(overrides map[string]string) replica.Settings { return settingsFor(b.live(), overrides) },
+		Settings: func(overrides map[string]string) replica.Settings { return config.SettingsFor(b.live(), overrides) },
 		// The dynamic broker configs changed: the running configuration
 		// (and the TLS listeners) follow, before the replicas' settings.
 		Reconfigure: func(img *controller.Image) {
-			live := b.liveConfig(img)
+			live := config.Live(&b.cfg, img, b.log)
 			if old := b.liveCfg.Swap(&live); old != nil {
 				b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
 			}
@@ -58,6 +59,15 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		},
 		Metrics: replicamgr.Metrics{FlushTime: b.metrics.FlushObserver(), ISRShrinks: b.metrics.ISRShrinks, ISRExpands: b.metrics.ISRExpands},
 	})
+}
+
+// live is the running configuration: the static one with the applied
+// image's dynamic broker configs (config.Live, stored by Reconfigure).
+func (b *Broker) live() *config.Config {
+	if c := b.liveCfg.Load(); c != nil {
+		return c
+	}
+	return &b.cfg
 }
 
 // metaRef is b.meta read at each call: the replica manager is made before
@@ -107,7 +117,7 @@ func (h fetchHost) LeaderAddr(id int32) (string, error) {
 // leader's advertised endpoint of that name (inter.broker.listener.name,
 // else this broker's first client listener).
 func (b *Broker) interBrokerListener() string {
-	if n := NormaliseListenerName(b.cfg.InterBrokerListenerName); n != "" {
+	if n := config.NormaliseListenerName(b.cfg.InterBrokerListenerName); n != "" {
 		return n
 	}
 	if len(b.advertised) == 0 {

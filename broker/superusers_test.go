@@ -10,6 +10,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -19,7 +20,7 @@ import (
 func superUsersBroker(t *testing.T) *Broker {
 	t.Helper()
 	b := &Broker{}
-	b.cfg.AuthorizerClass = StandardAuthorizerClass
+	b.cfg.AuthorizerClass = config.StandardAuthorizerClass
 	b.cfg.SuperUsers = "User:admin"
 	img := &controller.Image{}
 	admin := "User:admin"

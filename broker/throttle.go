@@ -21,7 +21,7 @@ import (
 //
 // The rates are the running configuration's (a dynamic config for this
 // broker id, then the cluster default, as Kafka layers them, then this
-// broker's static config; dynconfig.go); 0 is no cap.
+// broker's static config; broker/config/dynamic.go); 0 is no cap.
 
 // leaderThrottle decides, for a follower's fetch of partition of t led
 // here, whether it is throttled and, if so, whether the leader's quota

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 func aclCreation(rt kmsg.ACLResourceType, name, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) kmsg.CreateACLsRequestCreation {
@@ -79,8 +79,8 @@ func produceOne(t *testing.T, addr, topic string) error {
 // address is refused on both; a DeleteAcls filter in another form
 // removes it.
 func TestACLHostForms(t *testing.T) {
-	c, err := Start(Options{Nodes: 1, Dir: t.TempDir(), Configure: func(_ int32, cfg *broker.Config) {
-		cfg.AuthorizerClass = broker.StandardAuthorizerClass
+	c, err := Start(Options{Nodes: 1, Dir: t.TempDir(), Configure: func(_ int32, cfg *config.Config) {
+		cfg.AuthorizerClass = config.StandardAuthorizerClass
 		cfg.AllowEveryoneIfNoACL = true // lets the first CreateAcls through
 	}})
 	if err != nil {

@@ -38,8 +38,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // Options configures a cluster.
@@ -51,7 +53,7 @@ type Options struct {
 	Dir     string // data directory root; node i uses Dir/node-i. Required.
 	// Configure, if set, adjusts each node's config before it starts
 	// (called again on every Restart).
-	Configure func(id int32, c *broker.Config)
+	Configure func(id int32, c *config.Config)
 	Logger    zerolog.Logger // default: discard
 	// ReadyTimeout bounds Start and Restart waiting for nodes to serve;
 	// default 30s.
@@ -203,8 +205,8 @@ func freePort() (int, error) {
 
 // config builds node id's configuration: its voter list names the other
 // nodes by the proxies in front of them.
-func (c *Cluster) config(m *member) broker.Config {
-	cfg := broker.DefaultConfig()
+func (c *Cluster) config(m *member) config.Config {
+	cfg := config.Default()
 	cfg.NodeID = m.id
 	cfg.ClusterID = "brokertest-cluster-0001"
 	cfg.LogDirs = filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", m.id))

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // storedRecord is one record of a replica's log.
@@ -120,7 +122,7 @@ func TestReplicationCompactedTopicFollowerFromEmpty(t *testing.T) {
 	var err error
 	for try := 0; ; try++ {
 		c, err = Start(Options{Nodes: 3, Dir: dir, Logger: zerolog.New(logs).Level(zerolog.InfoLevel),
-			Configure: func(_ int32, cfg *broker.Config) {
+			Configure: func(_ int32, cfg *config.Config) {
 				cfg.ReplicaLagTimeMaxMs = 2000
 				cfg.CleanerBackoffMs = 100 // compact soon after every roll
 				cfg.AutoLeaderRebalance = false

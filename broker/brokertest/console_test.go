@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // page fetches a console page's HTML.
@@ -51,7 +51,7 @@ func TestConsoleOfACluster(t *testing.T) {
 		addrs[id] = ln.Addr().String()
 		ln.Close()
 	}
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(id int32, cfg *broker.Config) {
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(id int32, cfg *config.Config) {
 		cfg.ConsoleAddr = addrs[id]
 	}})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // T4 (c), the case startup recovery cannot see: a byte flipped in a
@@ -32,7 +32,7 @@ func TestScenarioDamagedSealedSegment(t *testing.T) {
 	step := stepper(t)
 	var metricsMu sync.Mutex
 	metricsAddr := map[int32]string{} // each node's metrics listener, as of its last start
-	c := scenarioCluster(t, topic, 10000, 2, func(cfg *broker.Config) {
+	c := scenarioCluster(t, topic, 10000, 2, func(cfg *config.Config) {
 		cfg.SegmentBytes = 1024
 		cfg.AutoLeaderRebalance = true
 		cfg.LeaderImbalanceCheckSecs = 1

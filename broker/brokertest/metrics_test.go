@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // sample is one line of a /metrics page.
@@ -72,7 +73,7 @@ func TestKafkaMetricsExportedOnce(t *testing.T) {
 		addrs[id] = ln.Addr().String()
 		ln.Close()
 	}
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(id int32, cfg *broker.Config) {
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(id int32, cfg *config.Config) {
 		cfg.MetricsAddr = addrs[id]
 	}})
 	if err != nil {

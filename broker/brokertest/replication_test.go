@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 func replicatedCluster(t *testing.T) *Cluster {
 	t.Helper()
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *broker.Config) {
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *config.Config) {
 		cfg.ReplicaLagTimeMaxMs = 2000
 		cfg.MinInsyncReplicas = 2
 		cfg.LeaderImbalanceCheckSecs = 1
@@ -158,7 +159,7 @@ func TestReplicationSurvivesLeaderLoss(t *testing.T) {
 // ElectLeaders: a preferred election moves leadership where it can and
 // says why where it cannot; unclean elections are refused.
 func TestElectLeaders(t *testing.T) {
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *broker.Config) {
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(_ int32, cfg *config.Config) {
 		cfg.AutoLeaderRebalance = false
 	}})
 	if err != nil {

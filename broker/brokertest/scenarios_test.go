@@ -27,11 +27,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // logBuf collects the brokers' logs, each line stamped with the time.
@@ -71,14 +73,14 @@ func (l *logBuf) lines(topic string) []string {
 // replica.lag.time.max.ms and min.insync.replicas (and any more settings)
 // and creates topic: one partition, replication factor 3, full ISR on every
 // node.
-func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*broker.Config)) *Cluster {
+func scenarioCluster(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*config.Config)) *Cluster {
 	t.Helper()
 	c, _ := scenarioClusterLogs(t, topic, lagMs, minISR, more...)
 	return c
 }
 
 // scenarioClusterLogs is scenarioCluster that also returns the nodes' logs.
-func scenarioClusterLogs(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*broker.Config)) (*Cluster, *logBuf) {
+func scenarioClusterLogs(t *testing.T, topic string, lagMs int64, minISR int32, more ...func(*config.Config)) (*Cluster, *logBuf) {
 	t.Helper()
 	logs := &logBuf{}
 	t.Cleanup(func() { // runs after the cluster's Close, registered below
@@ -92,7 +94,7 @@ func scenarioClusterLogs(t *testing.T, topic string, lagMs int64, minISR int32, 
 	var err error
 	for try := 0; ; try++ {
 		c, err = Start(Options{Nodes: 3, Dir: t.TempDir(), Logger: zerolog.New(logs).Level(zerolog.InfoLevel),
-			Configure: func(_ int32, cfg *broker.Config) {
+			Configure: func(_ int32, cfg *config.Config) {
 				cfg.ReplicaLagTimeMaxMs = lagMs
 				cfg.MinInsyncReplicas = minISR
 				for _, f := range more {

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // Controlled shutdown: a leader stopped cleanly asks the controller to
@@ -18,7 +19,7 @@ import (
 func TestScenarioControlledShutdown(t *testing.T) {
 	const topic = "ctlshut"
 	step := stepper(t)
-	c, logs := scenarioClusterLogs(t, topic, 10000, 2, func(cfg *broker.Config) { cfg.BrokerSessionTimeoutMs = 20000 })
+	c, logs := scenarioClusterLogs(t, topic, 10000, 2, func(cfg *config.Config) { cfg.BrokerSessionTimeoutMs = 20000 })
 	p := partitionVia(t, c, 1, topic)
 	l := p.Leader
 	a, b := vals("a", 5), vals("b", 5)

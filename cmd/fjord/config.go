@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // errHelp is returned by LoadConfig when -h or --help was given; main prints
@@ -75,7 +75,7 @@ docs/configuration.md.
 }
 
 // configKeys is the broker's table of every key Fjord implements.
-var configKeys = broker.ConfigKeys()
+var configKeys = config.Keys()
 
 // keyIndex maps a key name to its position in configKeys.
 var keyIndex = func() map[string]int {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 // writeProps writes a properties file into a temp dir and returns its path.
@@ -28,8 +28,8 @@ func TestDefaultsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := broker.DefaultConfig()
-	want.ConsoleAddr = broker.DevConsoleAddr // a zero-config run
+	want := config.Default()
+	want.ConsoleAddr = config.DevConsoleAddr // a zero-config run
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}
@@ -45,7 +45,7 @@ func TestConsoleOnlyInZeroConfig(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"nothing", nil, []string{"HOME=/root", "FJORD_LOG_LEVEL=debug"}, broker.DevConsoleAddr},
+		{"nothing", nil, []string{"HOME=/root", "FJORD_LOG_LEVEL=debug"}, config.DevConsoleAddr},
 		{"a config file", []string{"--config", props}, nil, ""},
 		{"an override", []string{"--override", "num.partitions=3"}, nil, ""},
 		{"KAFKA_ environment", nil, []string{"KAFKA_NUM_PARTITIONS=3"}, ""},
@@ -74,54 +74,54 @@ func TestSourcesAndPriority(t *testing.T) {
 		name  string
 		args  []string
 		env   []string
-		check func(broker.Config) bool
+		check func(config.Config) bool
 	}{
 		{"file", []string{"--config", file}, nil,
-			func(c broker.Config) bool {
+			func(c config.Config) bool {
 				return c.NumPartitions == 2 && c.SegmentBytes == 2048 && c.CleanupPolicy == "compact" && !c.AutoCreateTopics
 			}},
 		{"file with =", []string{"--config=" + file}, nil,
-			func(c broker.Config) bool { return c.NumPartitions == 2 }},
+			func(c config.Config) bool { return c.NumPartitions == 2 }},
 		{"env", nil, []string{"KAFKA_NUM_PARTITIONS=3"},
-			func(c broker.Config) bool { return c.NumPartitions == 3 }},
+			func(c config.Config) bool { return c.NumPartitions == 3 }},
 		{"env beats file", []string{"--config", file}, []string{"KAFKA_NUM_PARTITIONS=3"},
-			func(c broker.Config) bool { return c.NumPartitions == 3 && c.SegmentBytes == 2048 }},
+			func(c config.Config) bool { return c.NumPartitions == 3 && c.SegmentBytes == 2048 }},
 		{"override beats env and file", []string{"--config", file, "--override", "num.partitions=4"}, []string{"KAFKA_NUM_PARTITIONS=3"},
-			func(c broker.Config) bool { return c.NumPartitions == 4 && c.SegmentBytes == 2048 }},
+			func(c config.Config) bool { return c.NumPartitions == 4 && c.SegmentBytes == 2048 }},
 		{"override with =", []string{"--override=num.partitions=5"}, nil,
-			func(c broker.Config) bool { return c.NumPartitions == 5 }},
+			func(c config.Config) bool { return c.NumPartitions == 5 }},
 		{"repeated overrides, last wins", []string{"--override", "num.partitions=5", "--override", "num.partitions=6", "--override", "log.segment.bytes=4096"}, nil,
-			func(c broker.Config) bool { return c.NumPartitions == 6 && c.SegmentBytes == 4096 }},
+			func(c config.Config) bool { return c.NumPartitions == 6 && c.SegmentBytes == 4096 }},
 		{"override value may contain =", []string{"--override", "cluster.id=a=b"}, nil,
-			func(c broker.Config) bool { return c.ClusterID == "a=b" }},
+			func(c config.Config) bool { return c.ClusterID == "a=b" }},
 		{"CLUSTER_ID", nil, []string{"CLUSTER_ID=abc"},
-			func(c broker.Config) bool { return c.ClusterID == "abc" }},
+			func(c config.Config) bool { return c.ClusterID == "abc" }},
 		{"KAFKA_CLUSTER_ID beats CLUSTER_ID whatever the order", nil, []string{"KAFKA_CLUSTER_ID=k", "CLUSTER_ID=abc"},
-			func(c broker.Config) bool { return c.ClusterID == "k" }},
+			func(c config.Config) bool { return c.ClusterID == "k" }},
 		{"env values trimmed, bools case-insensitive", nil, []string{"KAFKA_NUM_PARTITIONS= 7 ", "KAFKA_DELETE_TOPIC_ENABLE=FALSE"},
-			func(c broker.Config) bool { return c.NumPartitions == 7 && !c.DeleteTopicEnable }},
+			func(c config.Config) bool { return c.NumPartitions == 7 && !c.DeleteTopicEnable }},
 		{"ignored image variables", nil, []string{"KAFKA_HEAP_OPTS=-Xmx1G", "KAFKA_OPTS=x", "KAFKA_JMX_PORT=9999", "KAFKA_VERSION=4.0.0", "KAFKA_HOME=/opt/kafka", "KAFKA_LOG4J_LOGGERS=a=b", "KAFKA_DEBUG=y"},
-			func(c broker.Config) bool { return reflect.DeepEqual(c, broker.DefaultConfig()) }},
+			func(c config.Config) bool { return reflect.DeepEqual(c, config.Default()) }},
 		{"non-KAFKA variables ignored", nil, []string{"NUM_PARTITIONS=9", "kafka_num_partitions=9", "MY_KAFKA_X=1"},
-			func(c broker.Config) bool { return c.NumPartitions == 1 }},
+			func(c config.Config) bool { return c.NumPartitions == 1 }},
 		{"broker.id alias", nil, []string{"KAFKA_BROKER_ID=7"},
-			func(c broker.Config) bool { return c.NodeID == 7 }},
+			func(c config.Config) bool { return c.NodeID == 7 }},
 		{"broker.id equal to node.id", []string{"--override", "node.id=7"}, []string{"KAFKA_BROKER_ID=7"},
-			func(c broker.Config) bool { return c.NodeID == 7 }},
+			func(c config.Config) bool { return c.NodeID == 7 }},
 		{"log.dir alias", nil, []string{"KAFKA_LOG_DIR=/data"},
-			func(c broker.Config) bool { return c.LogDirs == "/data" }},
+			func(c config.Config) bool { return c.LogDirs == "/data" }},
 		{"log.dirs beats log.dir whatever the source", []string{"--override", "log.dir=/x"}, []string{"KAFKA_LOG_DIRS=/data"},
-			func(c broker.Config) bool { return c.LogDirs == "/data" }},
+			func(c config.Config) bool { return c.LogDirs == "/data" }},
 		{"log.roll.hours", nil, []string{"KAFKA_LOG_ROLL_HOURS=2"},
-			func(c broker.Config) bool { return c.SegmentMs == 2*3600000 }},
+			func(c config.Config) bool { return c.SegmentMs == 2*3600000 }},
 		{"log.roll.ms beats log.roll.hours", []string{"--override", "log.roll.hours=2"}, []string{"KAFKA_LOG_ROLL_MS=5000"},
-			func(c broker.Config) bool { return c.SegmentMs == 5000 }},
+			func(c config.Config) bool { return c.SegmentMs == 5000 }},
 		{"process.roles normalised", nil, []string{"KAFKA_PROCESS_ROLES=broker, controller"},
-			func(c broker.Config) bool { return c.ProcessRoles == "broker,controller" }},
+			func(c config.Config) bool { return c.ProcessRoles == "broker,controller" }},
 		{"metrics listener", []string{"--override", "fjord.metrics.listener=:9100"}, nil,
-			func(c broker.Config) bool { return c.MetricsAddr == ":9100" }},
+			func(c config.Config) bool { return c.MetricsAddr == ":9100" }},
 		{"every int width", nil, []string{"KAFKA_DEFAULT_REPLICATION_FACTOR=3", "KAFKA_MESSAGE_MAX_BYTES=2000000", "KAFKA_LOG_RETENTION_BYTES=1099511627776"},
-			func(c broker.Config) bool {
+			func(c config.Config) bool {
 				return c.DefaultReplication == 3 && c.MessageMaxBytes == 2000000 && c.RetentionBytes == 1<<40
 			}},
 	}
@@ -165,7 +165,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := broker.DefaultConfig()
+	want := config.Default()
 	want.Listeners = "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093"
 	want.AdvertisedListeners = "PLAINTEXT://localhost:9092"
 	want.GroupInitialRebalanceMs = 0
@@ -263,7 +263,7 @@ func TestEveryKeyHasAnEnvName(t *testing.T) {
 }
 
 // sampleValue is a valid value for key k.
-func sampleValue(k broker.ConfigKey) string {
+func sampleValue(k config.Key) string {
 	switch k.Name { // defaults that are the zero value
 	case "allow.everyone.if.no.acl.found", "fjord.metrics.pprof.enable":
 		return "true"
@@ -293,7 +293,7 @@ func sampleValue(k broker.ConfigKey) string {
 	case "max.connections.per.ip.overrides":
 		return "127.0.0.1:5"
 	case "authorizer.class.name":
-		return broker.StandardAuthorizerClass
+		return config.StandardAuthorizerClass
 	case "super.users":
 		return "User:admin;User:ops"
 	}
@@ -318,7 +318,7 @@ func TestListenersDerivation(t *testing.T) {
 		{"listeners set in a higher source", []string{"--override", "listeners=PLAINTEXT://:9092"},
 			[]string{"KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://kafka:9092"},
 			"PLAINTEXT://:9092"},
-		{"no advertised listeners: default", nil, nil, broker.DefaultConfig().Listeners},
+		{"no advertised listeners: default", nil, nil, config.Default().Listeners},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -572,11 +572,11 @@ func TestHelp(t *testing.T) {
 }
 
 // TestTableDefaultsMatchDefaultConfig checks that applying every key's
-// documented default gives broker.DefaultConfig() back, so the table cannot
+// documented default gives config.Default() back, so the table cannot
 // advertise a default the broker does not use.
 func TestTableDefaultsMatchDefaultConfig(t *testing.T) {
-	cfg := broker.DefaultConfig()
-	zero := broker.Config{}
+	cfg := config.Default()
+	zero := config.Config{}
 	for _, k := range configKeys {
 		if k.Def == "" {
 			continue
@@ -588,21 +588,21 @@ func TestTableDefaultsMatchDefaultConfig(t *testing.T) {
 			t.Errorf("%s: %v", k.Name, err)
 		}
 	}
-	if !reflect.DeepEqual(cfg, broker.DefaultConfig()) {
+	if !reflect.DeepEqual(cfg, config.Default()) {
 		t.Errorf("applying the table's defaults changes the config: %+v", cfg)
 	}
 	// Every field but those whose default is the zero value must be
 	// reached by some key's default.
-	want := broker.DefaultConfig()
+	want := config.Default()
 	if !reflect.DeepEqual(zero, want) {
 		t.Errorf("the table's defaults do not cover every field:\n got %+v\nwant %+v", zero, want)
 	}
 }
 
-// TestEveryFieldHasAKey checks every broker.Config field is written by at
+// TestEveryFieldHasAKey checks every config.Config field is written by at
 // least one key, so a new field cannot be forgotten here.
 func TestEveryFieldHasAKey(t *testing.T) {
-	typ := reflect.TypeFor[broker.Config]()
+	typ := reflect.TypeFor[config.Config]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if f.Name == "Static" { // the record of the keys given, not a setting
@@ -610,7 +610,7 @@ func TestEveryFieldHasAKey(t *testing.T) {
 		}
 		found := false
 		for _, k := range configKeys {
-			var c broker.Config
+			var c config.Config
 			if err := k.Set(&c, sampleValue(k)); err != nil {
 				t.Fatalf("%s: %v", k.Name, err)
 			}
@@ -620,7 +620,7 @@ func TestEveryFieldHasAKey(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("no configuration key sets broker.Config.%s", f.Name)
+			t.Errorf("no configuration key sets config.Config.%s", f.Name)
 		}
 	}
 }

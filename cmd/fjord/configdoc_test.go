@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated part of docs/configuration.md")
@@ -55,7 +55,7 @@ func renderConfigDoc() string {
 	code := func(s string) string { return "`" + s + "`" }
 
 	fmt.Fprintf(&b, "\n## Supported keys\n\n")
-	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `broker.DefaultConfig()`; \"(none)\" means the key has no value unless a source gives one. The keys marked *dynamic* can also be changed on a running cluster, per broker or cluster-wide, with IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type brokers`); the change is stored in the metadata log and applied without a restart (see docs/operations.md). The others are read-only at run time.\n\n", len(configKeys))
+	fmt.Fprintf(&b, "Fjord implements these %d broker keys. Defaults come from `config.Default()` (broker/config); \"(none)\" means the key has no value unless a source gives one. The keys marked *dynamic* can also be changed on a running cluster, per broker or cluster-wide, with IncrementalAlterConfigs (`kafka-configs.sh --alter --entity-type brokers`); the change is stored in the metadata log and applied without a restart (see docs/operations.md). The others are read-only at run time.\n\n", len(configKeys))
 	b.WriteString("| Key | Default | Dynamic | Meaning |\n| --- | --- | --- | --- |\n")
 	for _, k := range configKeys {
 		def := "(none)"
@@ -69,7 +69,7 @@ func renderConfigDoc() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(k.Name), def, dyn, cell(k.Doc))
 	}
 
-	topics := broker.TopicConfigNames()
+	topics := config.TopicConfigNames()
 	fmt.Fprintf(&b, "\n## Topic configs\n\n")
 	fmt.Fprintf(&b, "Set at creation (CreateTopics) or on a live topic (IncrementalAlterConfigs, AlterConfigs: `kafka-configs.sh --alter --entity-type topics`); each defaults to the broker key beside it. These %d are implemented:\n\n", len(topics))
 	b.WriteString("| Topic config | Broker default from |\n| --- | --- |\n")
@@ -123,7 +123,7 @@ func renderConfigDoc() string {
 	}
 
 	fmt.Fprintf(&b, "\n## Kafka's other keys\n\n")
-	fmt.Fprintf(&b, "The catalogue (`broker/catalogue/kafka_keys.tsv`, from Apache Kafka 3.9 and 4.0's own definitions) holds %d broker and %d topic keys; Fjord implements the ones above and treats the other %d broker and %d topic keys as below. A key in no list stops start-up, naming the nearest real key.\n\n",
+	fmt.Fprintf(&b, "The catalogue (`broker/config/catalogue/kafka_keys.tsv`, from Apache Kafka 3.9 and 4.0's own definitions) holds %d broker and %d topic keys; Fjord implements the ones above and treats the other %d broker and %d topic keys as below. A key in no list stops start-up, naming the nearest real key.\n\n",
 		len(catalogue.Keys(catalogue.Broker)), len(catalogue.Keys(catalogue.Topic)), counts[catalogue.Broker], counts[catalogue.Topic])
 	b.WriteString("- **Ignored**: no meaning for Fjord. Accepted; start-up logs one line listing every ignored setting it was given.\n")
 	b.WriteString("- **Not supported yet**: means something Fjord does not do yet, and ignoring it is safe. Accepted with a warning for each one given.\n")

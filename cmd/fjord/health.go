@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 )
 
@@ -101,8 +101,8 @@ func health(args []string, environ []string, out io.Writer) int {
 
 // localAddr is the address of the node's first client listener, reached
 // from inside its own host (an any-address bind is dialled on loopback).
-func localAddr(cfg broker.Config) (addr, name string, err error) {
-	ls, err := broker.ParseListeners(cfg.Listeners)
+func localAddr(cfg config.Config) (addr, name string, err error) {
+	ls, err := config.ParseListeners(cfg.Listeners)
 	if err != nil {
 		return "", "", err
 	}
@@ -124,7 +124,7 @@ func localAddr(cfg broker.Config) (addr, name string, err error) {
 // dials its own process on loopback, not checking the server's
 // certificate, which names the advertised host and may chain to a CA only
 // clients hold.
-func healthTLS(cfg broker.Config, listener string) ([]kgo.Opt, error) {
+func healthTLS(cfg config.Config, listener string) ([]kgo.Opt, error) {
 	if p := cfg.ListenerProtocol(listener); p != "SSL" && p != "SASL_SSL" {
 		return nil, nil
 	}
@@ -142,7 +142,7 @@ func healthTLS(cfg broker.Config, listener string) ([]kgo.Opt, error) {
 // KAFKA_OPTS names, sasl.jaas.config ...), with the inter-broker mechanism
 // when the listener enables it. Without it a SASL listener answers only
 // ApiVersions and SaslHandshake, and a healthcheck could never pass.
-func healthSASL(cfg broker.Config, listener string) ([]kgo.Opt, error) {
+func healthSASL(cfg config.Config, listener string) ([]kgo.Opt, error) {
 	if p := cfg.ListenerProtocol(listener); p != "SASL_PLAINTEXT" && p != "SASL_SSL" {
 		return nil, nil
 	}

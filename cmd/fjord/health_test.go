@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/config"
 )
 
 func TestHealth(t *testing.T) {
@@ -30,7 +31,7 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("no node: exit %d, want 1 (%s)", code, out.String())
 	}
 
-	cfg := broker.DefaultConfig()
+	cfg := config.Default()
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port)
 	cfg.LogDirs = filepath.Join(t.TempDir(), "data")
 	b, err := broker.New(cfg, zerolog.Nop())

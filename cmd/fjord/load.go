@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fjordlog/fjord/broker"
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 )
@@ -43,7 +43,7 @@ func (s setting) given() bool { return s.layer >= layerFile }
 // loaded is a node's configuration and what start-up says about it once
 // the logger exists.
 type loaded struct {
-	cfg broker.Config
+	cfg config.Config
 	// static is every implemented key a source gave, for cfg.Static (kept
 	// apart so that configurations compare as plain values in tests).
 	static map[string]string
@@ -69,7 +69,7 @@ func (n configNote) String() string { return n.origin + ": " + n.key + ": " + n.
 var hostname = os.Hostname
 
 // LoadConfig builds the node's configuration; see loadConfig.
-func LoadConfig(args []string, environ []string) (broker.Config, error) {
+func LoadConfig(args []string, environ []string) (config.Config, error) {
 	l, err := loadConfig(args, environ)
 	return l.cfg, err
 }
@@ -257,7 +257,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return configKeys[a].Prio - configKeys[b].Prio })
-	cfg := broker.DefaultConfig()
+	cfg := config.Default()
 	out.static = map[string]string{}
 	for _, i := range order {
 		k := configKeys[i]
@@ -283,7 +283,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	// with every host replaced by 0.0.0.0.
 	if adv, ok := settings["advertised.listeners"]; ok && adv.given() && adv.value != "" {
 		if ls, ok := settings["listeners"]; !ok || !ls.given() {
-			if ls, err := broker.ParseListeners(cfg.AdvertisedListeners); err == nil {
+			if ls, err := config.ParseListeners(cfg.AdvertisedListeners); err == nil {
 				parts := make([]string, len(ls))
 				for i, l := range ls {
 					parts[i] = l.Name + "://" + net.JoinHostPort("0.0.0.0", strconv.Itoa(int(l.Port)))
@@ -302,7 +302,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 	}
 	saslSettings.EnabledMechanisms, saslSettings.InterBrokerMechanism, saslSettings.ReauthMs = cfg.SASL.EnabledMechanisms, cfg.SASL.InterBrokerMechanism, cfg.SASL.ReauthMs
 	saslSettings.ControllerMechanism = cfg.SASL.ControllerMechanism
-	saslSettings.OAuth = cfg.SASL.OAuth // the key table's (broker/keys_oauth.go)
+	saslSettings.OAuth = cfg.SASL.OAuth // the key table's (broker/config/keys_oauth.go)
 	cfg.SASL = saslSettings
 	if err := checkSecurityProtocols(cfg, settings["listener.security.protocol.map"]); err != nil {
 		errs = append(errs, err)
@@ -318,7 +318,7 @@ func loadConfig(args []string, environ []string) (loaded, error) {
 		// A developer's bare `fjord`: the console is one click away.
 		// Any configuration source means a deliberate set-up, where a
 		// listener showing record contents must be asked for.
-		cfg.ConsoleAddr = broker.DevConsoleAddr
+		cfg.ConsoleAddr = config.DevConsoleAddr
 	}
 	if err := cfg.Validate(); err != nil {
 		return out, fmt.Errorf("config: %w", err)
@@ -365,8 +365,8 @@ func advertiseHostname(adv string) (string, error) {
 	if adv == "" {
 		return "", nil
 	}
-	ls, err := broker.ParseListeners(adv)
-	if err != nil || !slices.ContainsFunc(ls, func(l broker.Listener) bool { return l.Host == "" }) {
+	ls, err := config.ParseListeners(adv)
+	if err != nil || !slices.ContainsFunc(ls, func(l config.Listener) bool { return l.Host == "" }) {
 		return adv, nil // Validate reports a bad value
 	}
 	name, err := hostname()
@@ -387,14 +387,14 @@ func advertiseHostname(adv string) (string, error) {
 // security protocol asks: a SASL listener (a client, inter-broker or
 // controller one) whose mechanisms or users cannot be served. Serving such
 // clients in plain text would look secure and not be. The map itself must
-// parse; a listener's protocol is broker.Config.ListenerProtocol's.
-func checkSecurityProtocols(cfg broker.Config, m setting) error {
-	if _, err := broker.ParseProtocolMap(m.value); err != nil {
+// parse; a listener's protocol is config.Config.ListenerProtocol's.
+func checkSecurityProtocols(cfg config.Config, m setting) error {
+	if _, err := config.ParseProtocolMap(m.value); err != nil {
 		return fmt.Errorf("%s: listener.security.protocol.map: %w", m.origin, err)
 	}
 	var names []string
 	for _, s := range []string{cfg.Listeners, cfg.AdvertisedListeners} {
-		ls, _ := broker.ParseListeners(s) // Validate reports a bad value
+		ls, _ := config.ParseListeners(s) // Validate reports a bad value
 		for _, l := range ls {
 			if !slices.Contains(names, l.Name) {
 				names = append(names, l.Name)
@@ -419,7 +419,7 @@ func checkSecurityProtocols(cfg broker.Config, m setting) error {
 // and a single server that is this controller's own listener (a quorum of
 // one, which is what Bitnami's single-node files describe). Anything else
 // would silently start a different cluster than the one asked for.
-func checkQuorumBootstrap(cfg broker.Config, settings map[string]setting) error {
+func checkQuorumBootstrap(cfg config.Config, settings map[string]setting) error {
 	bs, ok := settings["controller.quorum.bootstrap.servers"]
 	if !ok || bs.value == "" {
 		return nil
@@ -436,7 +436,7 @@ func checkQuorumBootstrap(cfg broker.Config, settings map[string]setting) error 
 	if err != nil {
 		return fmt.Errorf("%s: controller.quorum.bootstrap.servers %q: %w", bs.origin, bs.value, err)
 	}
-	ls, _ := broker.ParseListeners(cfg.Listeners)
+	ls, _ := config.ParseListeners(cfg.Listeners)
 	for _, l := range ls {
 		if cfg.IsControllerListener(l.Name) && strconv.Itoa(int(l.Port)) == port {
 			return nil

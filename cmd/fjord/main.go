@@ -16,9 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fjordlog/fjord/broker"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
+
+	"github.com/fjordlog/fjord/broker"
 )
 
 func main() {

@@ -15,8 +15,9 @@
 // The list itself, kafka_keys.tsv, was extracted once from Apache Kafka's
 // ConfigDef definitions (see the file's header); this package adds only the
 // classification, in rules.go. Which keys Fjord implements is not decided
-// here: cmd/fjord (broker keys) and broker (topic keys) own those tables and
-// consult the catalogue only for the keys they do not implement.
+// here: the parent package, broker/config, owns those tables (broker keys,
+// topic keys), and it and cmd/fjord consult the catalogue only for the keys
+// Fjord does not implement.
 package catalogue
 
 import (

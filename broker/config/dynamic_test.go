@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"testing"
@@ -28,12 +28,11 @@ func strp(s string) *string { return &s }
 // default, which beats the static one; among synonyms the most precise
 // key present anywhere wins, as in Kafka.
 func TestLiveConfigLayers(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.NodeID = 2
 	cfg.RetentionMs = 5 * 3600_000
 	cfg.Static = map[string]string{"log.retention.hours": "5", "num.partitions": "3"}
 	cfg.NumPartitions = 3
-	b := &Broker{cfg: cfg, log: zerolog.Nop()}
 
 	cases := []struct {
 		name string
@@ -59,7 +58,7 @@ func TestLiveConfigLayers(t *testing.T) {
 		}, 5 * 3600_000, 3},
 	}
 	for _, tc := range cases {
-		live := b.liveConfig(imageWith(t, tc.sets...))
+		live := Live(&cfg, imageWith(t, tc.sets...), zerolog.Nop())
 		if live.RetentionMs != tc.ret || live.NumPartitions != tc.np || live.LogDirs != cfg.LogDirs {
 			t.Errorf("%s: retention %d, partitions %d, log.dirs %q; want %d, %d, %q", tc.name, live.RetentionMs, live.NumPartitions, live.LogDirs, tc.ret, tc.np, cfg.LogDirs)
 		}
@@ -68,8 +67,7 @@ func TestLiveConfigLayers(t *testing.T) {
 	// With log.retention.ms static, a dynamic log.retention.hours loses.
 	cfg.Static = map[string]string{"log.retention.ms": "7000"}
 	cfg.RetentionMs = 7000
-	b = &Broker{cfg: cfg, log: zerolog.Nop()}
-	live := b.liveConfig(imageWith(t, controller.SetConfig{Resource: controller.ClusterResource(), Key: "log.retention.hours", Value: strp("1")}))
+	live := Live(&cfg, imageWith(t, controller.SetConfig{Resource: controller.ClusterResource(), Key: "log.retention.hours", Value: strp("1")}), zerolog.Nop())
 	if live.RetentionMs != 7000 {
 		t.Errorf("static log.retention.ms with dynamic .hours: retention %d, want 7000", live.RetentionMs)
 	}

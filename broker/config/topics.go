@@ -1,26 +1,42 @@
-package broker
+package config
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/storage"
 )
 
-// topicConfigDef is one supported topic-level config: its Kafka name, the
+// ErrInvalidConfig marks a topic config that CreateTopics refuses with
+// INVALID_CONFIG (the broker's errorCode). Its text is the one clients
+// have always been sent, kept as it was when it lived in the broker.
+var ErrInvalidConfig = errors.New("broker: invalid config")
+
+// TopicKey is one supported topic-level config: its Kafka name, the
 // broker property it defaults to, and how to check a value.
-type topicConfigDef struct {
-	name      string
-	brokerKey string
+type TopicKey struct {
+	Name string
+	// BrokerKey is the broker key whose running value is the topic's
+	// default; "" for a key with a fixed default.
+	BrokerKey string
 	def       func(c *Config) string
 	check     func(v string) error
 }
+
+// Default is the key's value for a topic without an override, under the
+// running broker configuration c.
+func (k *TopicKey) Default(c *Config) string { return k.def(c) }
+
+// Check reports why v is not a valid value of the key.
+func (k *TopicKey) Check(v string) error { return k.check(v) }
 
 func isInt(min int64) func(string) error {
 	return func(v string) error {
@@ -45,8 +61,8 @@ func oneOf(vals ...string) func(string) error {
 
 func itoa[T ~int16 | ~int32 | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
 
-// topicConfigDefs lists every topic config Fjord accepts, sorted by name.
-var topicConfigDefs = []topicConfigDef{
+// topicKeys lists every topic config Fjord accepts, sorted by name.
+var topicKeys = []TopicKey{
 	{"cleanup.policy", "log.cleanup.policy", func(c *Config) string { return c.CleanupPolicy }, oneOf("delete", "compact", "compact,delete", "delete,compact")},
 	{"compression.type", "compression.type", func(*Config) string { return "producer" }, oneOf("producer")},
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", func(*Config) string { return "86400000" }, isInt(0)},
@@ -67,49 +83,55 @@ var topicConfigDefs = []topicConfigDef{
 	{"unclean.leader.election.enable", "unclean.leader.election.enable", func(*Config) string { return "false" }, oneOf("false")},
 }
 
-func findTopicConfig(name string) *topicConfigDef {
-	i := sort.Search(len(topicConfigDefs), func(i int) bool { return topicConfigDefs[i].name >= name })
-	if i < len(topicConfigDefs) && topicConfigDefs[i].name == name {
-		return &topicConfigDefs[i]
+// TopicKeys returns every topic config Fjord implements, sorted by name.
+// The caller owns the slice.
+func TopicKeys() []TopicKey { return slices.Clone(topicKeys) }
+
+// FindTopicKey is the topic config named name, nil when Fjord does not
+// implement it. The result is shared: read-only.
+func FindTopicKey(name string) *TopicKey {
+	i := sort.Search(len(topicKeys), func(i int) bool { return topicKeys[i].Name >= name })
+	if i < len(topicKeys) && topicKeys[i].Name == name {
+		return &topicKeys[i]
 	}
 	return nil
 }
 
-// validateTopicConfigs checks overrides given at creation. A Kafka topic
+// ValidateTopicConfigs checks overrides given at creation. A Kafka topic
 // key Fjord does not implement is accepted (and kept with the topic) when
 // ignoring it is safe, and refused with INVALID_CONFIG otherwise; a key
 // that is not Kafka's is refused.
-func validateTopicConfigs(m map[string]string) error {
+func ValidateTopicConfigs(m map[string]string) error {
 	for k, v := range m {
-		d := findTopicConfig(k)
+		d := FindTopicKey(k)
 		if d == nil {
 			verdict, known := catalogue.Classify(catalogue.Topic, k, v)
 			switch {
 			case !known:
-				return fmt.Errorf("%w: unknown topic config %q", errInvalidConfig, k)
+				return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, k)
 			case verdict.Class == catalogue.Refused:
-				return fmt.Errorf("%w: %s=%s: %s", errInvalidConfig, k, v, verdict.Why)
+				return fmt.Errorf("%w: %s=%s: %s", ErrInvalidConfig, k, v, verdict.Why)
 			}
 			if key, ok := catalogue.Lookup(catalogue.Topic, k); ok {
 				if err := catalogue.CheckValue(key, v); err != nil {
-					return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
+					return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, k, err)
 				}
 			}
 			continue
 		}
 		if err := d.check(v); err != nil {
-			return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
+			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, k, err)
 		}
 	}
 	return nil
 }
 
-// unsupportedTopicConfigs names the overrides that Fjord accepts without
+// UnsupportedTopicConfigs names the overrides that Fjord accepts without
 // acting on them, with why, for a warning.
-func unsupportedTopicConfigs(m map[string]string) []string {
+func UnsupportedTopicConfigs(m map[string]string) []string {
 	var out []string
 	for k, v := range m {
-		if findTopicConfig(k) != nil {
+		if FindTopicKey(k) != nil {
 			continue
 		}
 		if verdict, ok := catalogue.Classify(catalogue.Topic, k, v); ok && verdict.Class == catalogue.Unsupported {
@@ -123,26 +145,27 @@ func unsupportedTopicConfigs(m map[string]string) []string {
 // TopicConfigNames lists the topic configs Fjord implements, sorted, each
 // with the broker key it defaults to.
 func TopicConfigNames() [][2]string {
-	out := make([][2]string, len(topicConfigDefs))
-	for i, d := range topicConfigDefs {
-		out[i] = [2]string{d.name, d.brokerKey}
+	out := make([][2]string, len(topicKeys))
+	for i, d := range topicKeys {
+		out[i] = [2]string{d.Name, d.BrokerKey}
 	}
 	return out
 }
 
-// effectiveValue is a config's value for a topic and whether it is an override.
-func effectiveValue(c *Config, overrides map[string]string, d *topicConfigDef) (string, bool) {
-	if v, ok := overrides[d.name]; ok {
+// Effective is the key's value for a topic with the given overrides under
+// the running broker configuration c, and whether it is an override.
+func (k *TopicKey) Effective(c *Config, overrides map[string]string) (string, bool) {
+	if v, ok := overrides[k.Name]; ok {
 		return v, true
 	}
-	return d.def(c), false
+	return k.def(c), false
 }
 
-// settingsFor is a topic's effective configuration, parsed for its
+// SettingsFor is a topic's effective configuration, parsed for its
 // replicas.
-func settingsFor(c *Config, overrides map[string]string) replica.Settings {
+func SettingsFor(c *Config, overrides map[string]string) replica.Settings {
 	get := func(name string) string {
-		v, _ := effectiveValue(c, overrides, findTopicConfig(name))
+		v, _ := FindTopicKey(name).Effective(c, overrides)
 		return v
 	}
 	num := func(name string) int64 {

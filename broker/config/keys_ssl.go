@@ -1,8 +1,12 @@
-package broker
+package config
 
 import (
 	"maps"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/controller"
 )
 
 // sslKeyDocs documents the ssl.* keys Fjord acts on (tlsconf.Keys); each
@@ -28,10 +32,10 @@ var sslKeyDocs = []struct{ name, def, doc string }{
 // sslKeys are the table rows of the ssl.* keys. A change of a store file
 // is picked up without a restart (fjord.ssl.reload.check.interval.ms), and
 // so is a dynamic change of a broker's own ssl.* keys (broker/tlsconf/dynamic.go).
-func sslKeys() []ConfigKey {
-	out := make([]ConfigKey, 0, len(sslKeyDocs))
+func sslKeys() []Key {
+	out := make([]Key, 0, len(sslKeyDocs))
 	for _, k := range sslKeyDocs {
-		out = append(out, ConfigKey{Name: k.name, Def: k.def, Doc: k.doc, Set: setSSL(k.name), Dynamic: true})
+		out = append(out, Key{Name: k.name, Def: k.def, Doc: k.doc, Set: setSSL(k.name), Dynamic: true})
 	}
 	return out
 }
@@ -53,3 +57,15 @@ func setSSL(key string) func(*Config, string) error {
 // SetListenerSSL stores a listener.name.<name>.ssl.* value (cmd/fjord:
 // these keys are outside the table, which lists exact names).
 func (c *Config) SetListenerSSL(key, value string) { _ = setSSL(key)(c, value) }
+
+// checkSSLConfig judges a dynamic ssl.* key: per broker only. Whether the
+// stores load is the named broker's to find: it refuses the change when
+// it receives it (the broker's checkDynamicSSL) and, when the change
+// comes through another node, keeps serving its certificate if they do
+// not.
+func checkSSLConfig(res controller.ConfigResource, key string) error {
+	if res.Name == "" {
+		return controller.ConfigError(kerr.InvalidConfig, "%s: TLS settings may be changed per broker only (the broker resource named by its node id), as in Kafka: a keystore belongs to one node", key)
+	}
+	return nil
+}

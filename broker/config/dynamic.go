@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"maps"
@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -17,64 +18,68 @@ import (
 // Dynamic configs: AlterConfigs stores broker and topic configs in the
 // metadata log (SetConfig records), so every node applies them and a
 // restart keeps them. A node's running configuration is its static one
-// (b.cfg: defaults, file, environment, flags) with the image's dynamic
-// broker configs over it: first the cluster-wide default (resource ""),
-// then this node's own. The replica manager's publish loop recomputes it
-// with each image that changes them (Config.Reconfigure, b.live), and topics' replicas take the settings that follow from it.
+// (defaults, file, environment, flags) with the image's dynamic broker
+// configs over it: first the cluster-wide default (resource ""), then this
+// node's own. The broker's replica manager recomputes it (Live) with each
+// image that changes them, and topics' replicas take the settings that
+// follow from it.
 
-// configLayer is where a broker key's value comes from, in rising priority.
-type configLayer uint8
+// Layer is where a broker key's value comes from, in rising priority.
+type Layer uint8
 
 const (
-	layerDefault configLayer = iota
-	layerStatic
-	layerClusterDefault
-	layerBroker
+	LayerDefault Layer = iota
+	LayerStatic
+	LayerClusterDefault
+	LayerBroker
 )
 
-// source is the layer's DescribeConfigs source.
-func (l configLayer) source() kmsg.ConfigSource {
+// Source is the layer's DescribeConfigs source.
+func (l Layer) Source() kmsg.ConfigSource {
 	switch l {
-	case layerStatic:
+	case LayerStatic:
 		return kmsg.ConfigSourceStaticBrokerConfig
-	case layerClusterDefault:
+	case LayerClusterDefault:
 		return kmsg.ConfigSourceDynamicDefaultBrokerConfig
-	case layerBroker:
+	case LayerBroker:
 		return kmsg.ConfigSourceDynamicBrokerConfig
 	}
 	return kmsg.ConfigSourceDefaultConfig
 }
 
-// brokerLayers are a node's broker keys by layer: the keys given at start
-// (Config.Static), the image's cluster default and this node's own.
-type brokerLayers [4]map[string]string
+// Layers are a node's broker keys by layer: the keys given at start
+// (Config.Static), the image's cluster default and this node's own. The
+// maps are the static config's and the image's: read-only.
+type Layers [4]map[string]string
 
-func (b *Broker) layers(img *controller.Image) brokerLayers {
-	var ls brokerLayers
-	ls[layerStatic] = b.cfg.Static
+// LayersOf are the layers of the node whose static config is static, in
+// img (nil: the static layer alone).
+func LayersOf(static *Config, img *controller.Image) Layers {
+	var ls Layers
+	ls[LayerStatic] = static.Static
 	if img != nil {
 		dyn := img.BrokerConfigs()
-		ls[layerClusterDefault] = dyn[""]
-		ls[layerBroker] = dyn[strconv.Itoa(int(b.cfg.NodeID))]
+		ls[LayerClusterDefault] = dyn[""]
+		ls[LayerBroker] = dyn[strconv.Itoa(int(static.NodeID))]
 	}
 	return ls
 }
 
-// lookup is a key's value and the layer it comes from, searching the
-// layers from the top; layerDefault (with ok false) when none has it.
-func (ls brokerLayers) lookup(key string) (string, configLayer, bool) {
-	for l := layerBroker; l > layerDefault; l-- {
+// Lookup is a key's value and the layer it comes from, searching the
+// layers from the top; LayerDefault (with ok false) when none has it.
+func (ls Layers) Lookup(key string) (string, Layer, bool) {
+	for l := LayerBroker; l > LayerDefault; l-- {
 		if v, ok := ls[l][key]; ok {
 			return v, l, true
 		}
 	}
-	return "", layerDefault, false
+	return "", LayerDefault, false
 }
 
-// synonyms lists key and the keys that write the same field, highest
+// Synonyms lists key and the keys that write the same field, highest
 // priority first (log.retention.ms, .minutes, .hours).
-func synonyms(key string) []string {
-	k, ok := LookupConfigKey(key)
+func Synonyms(key string) []string {
+	k, ok := LookupKey(key)
 	if !ok {
 		return []string{key}
 	}
@@ -89,39 +94,40 @@ func synonyms(key string) []string {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b string) int {
-		ka, _ := LookupConfigKey(a)
-		kb, _ := LookupConfigKey(b)
+		ka, _ := LookupKey(a)
+		kb, _ := LookupKey(b)
 		return kb.Prio - ka.Prio
 	})
 	return out
 }
 
-// liveConfig is the static config with the dynamic layers applied. As in
+// Live is the static config with img's dynamic layers applied. As in
 // Kafka, the layers merge key by key (a higher layer's value of a key wins)
 // and then, among synonyms, the highest-priority key present wins: a static
 // log.retention.ms outranks a dynamic log.retention.hours. A dynamic value
-// that no longer parses (it was checked when it was stored) is skipped.
-func (b *Broker) liveConfig(img *controller.Image) Config {
-	c := b.cfg
-	ls := b.layers(img)
+// that no longer parses (it was checked when it was stored) is skipped,
+// with a warning on log.
+func Live(static *Config, img *controller.Image, log zerolog.Logger) Config {
+	c := *static
+	ls := LayersOf(static, img)
 	apply := map[string]string{}
 	seen := map[string]bool{}
-	for _, l := range []configLayer{layerBroker, layerClusterDefault} {
+	for _, l := range []Layer{LayerBroker, LayerClusterDefault} {
 		for _, k := range slices.Sorted(maps.Keys(ls[l])) {
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			ck, ok := LookupConfigKey(k)
-			if !ok || !ck.Dynamic || isPasswordKey(k) {
+			ck, ok := LookupKey(k)
+			if !ok || !ck.Dynamic || IsPasswordKey(k) {
 				// A stored password is ciphertext: only TLS reads
 				// passwords, decrypted (tlsconf.Listeners.Reconfigure).
 				continue
 			}
 			// The synonym that wins, over every layer.
 			winner := ""
-			for _, s := range synonyms(k) {
-				if _, _, ok := ls.lookup(s); ok {
+			for _, s := range Synonyms(k) {
+				if _, _, ok := ls.Lookup(s); ok {
 					winner = s
 					break
 				}
@@ -134,7 +140,7 @@ func (b *Broker) liveConfig(img *controller.Image) Config {
 	for k, v := range apply {
 		var scratch = c
 		if err := applyKeys(&scratch, map[string]string{k: v}); err != nil {
-			b.log.Warn().Str("key", k).Str("value", v).Err(err).Msg("ignoring a dynamic broker config that does not parse")
+			log.Warn().Str("key", k).Str("value", v).Err(err).Msg("ignoring a dynamic broker config that does not parse")
 			continue
 		}
 		c = scratch
@@ -142,18 +148,12 @@ func (b *Broker) liveConfig(img *controller.Image) Config {
 	return c
 }
 
-// live is the running configuration (liveConfig of the applied image).
-func (b *Broker) live() *Config {
-	if c := b.liveCfg.Load(); c != nil {
-		return c
-	}
-	return &b.cfg
-}
-
-// configPolicy is what the active controller judges AlterConfigs by.
-func (b *Broker) configPolicy() controller.ConfigPolicy {
+// Policy is what the active controller judges AlterConfigs by; live is
+// the node's running configuration, read at each judgement (a topic's list
+// key defaults to the running broker default).
+func Policy(live func() *Config) controller.ConfigPolicy {
 	return controller.ConfigPolicy{Check: checkConfig, List: func(res controller.ConfigResource, key string) (bool, string) {
-		return isListConfig(b.live(), res, key)
+		return isListConfig(live(), res, key)
 	}}
 }
 
@@ -187,7 +187,7 @@ func checkTopicConfig(key, value string) error {
 	if key == "unclean.leader.election.enable" && strings.EqualFold(strings.TrimSpace(value), "true") {
 		return controller.ConfigError(kerr.PolicyViolation, "%s=%s: Fjord never elects a leader outside the ISR, which would lose acknowledged records", key, value)
 	}
-	if d := findTopicConfig(key); d != nil {
+	if d := FindTopicKey(key); d != nil {
 		if err := d.check(value); err != nil {
 			return controller.ConfigError(kerr.InvalidConfig, "%s: %v", key, err)
 		}
@@ -212,7 +212,7 @@ func checkTopicConfig(key, value string) error {
 // time; their values must parse, and a value Fjord refuses as unsafe
 // (unclean.leader.election.enable=true) is a policy violation.
 func checkBrokerConfig(key, value string) error {
-	k, ok := LookupConfigKey(key)
+	k, ok := LookupKey(key)
 	if !ok {
 		ck, known := catalogue.Lookup(catalogue.Broker, key)
 		if !known {
@@ -230,7 +230,7 @@ func checkBrokerConfig(key, value string) error {
 	if !k.Dynamic {
 		return controller.ConfigError(kerr.InvalidConfig, "%s is read-only: cannot update it dynamically, set it in the node's configuration and restart", key)
 	}
-	scratch := DefaultConfig()
+	scratch := Default()
 	if err := k.Set(&scratch, strings.TrimSpace(value)); err != nil {
 		if key == "unclean.leader.election.enable" {
 			return controller.ConfigError(kerr.PolicyViolation, "%s=%s: %v", key, value, err)
@@ -267,10 +267,10 @@ func isListConfig(live *Config, res controller.ConfigResource, key string) (bool
 		return false, ""
 	}
 	if res.Type == controller.ResourceTopic {
-		if d := findTopicConfig(key); d != nil {
+		if d := FindTopicKey(key); d != nil {
 			return true, d.def(live)
 		}
-	} else if ck, ok := LookupConfigKey(key); ok {
+	} else if ck, ok := LookupKey(key); ok {
 		return true, ck.Def
 	}
 	return true, k.Default

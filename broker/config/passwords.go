@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"crypto/rand"
@@ -11,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fjordlog/fjord/broker/catalogue"
+	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/pwenc"
+	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -24,7 +25,7 @@ import (
 //
 //  1. The broker that receives an AlterConfigs or IncrementalAlterConfigs
 //     encrypts each such value before it forwards the request
-//     (sealIncremental, sealLegacy), so neither the controllers nor the
+//     (SealIncremental, SealLegacy), so neither the controllers nor the
 //     log see the plaintext. Without password.encoder.secret it refuses
 //     the resource with INVALID_REQUEST, naming the key. (Kafka in KRaft
 //     mode stores these values in clear; its ZooKeeper mode refused them
@@ -33,73 +34,74 @@ import (
 //     only in the encoded form: a change sent straight to a controller's
 //     listener cannot store one in clear.
 //  3. The broker that uses a value decrypts it when it applies the image
-//     (openPasswords, from tlsconf.Listeners.Reconfigure and checkOwnSSL);
-//     liveConfig leaves passwords out of the live Config, which would
-//     otherwise hold ciphertext.
-//  4. DescribeConfigs never shows them (sensitiveConfig); FetchSnapshot
+//     (OpenPasswords, from tlsconf.Listeners.Reconfigure and checkOwnSSL);
+//     Live leaves passwords out of the live Config, which would otherwise
+//     hold ciphertext.
+//  4. DescribeConfigs never shows them (Sensitive); FetchSnapshot
 //     and the metadata log's Fetch carry what is stored: ciphertext.
 //
 // A value stored in clear by an earlier Fjord is still read as it is; set
 // it again to store it encrypted.
 
-// newPasswordEncoder is the node's encoder: nil when password.encoder.secret
+// NewPasswordEncoder is the node's encoder: nil when password.encoder.secret
 // is not set.
-func newPasswordEncoder(s pwenc.Settings) (*pwenc.Encoder, error) {
+func NewPasswordEncoder(s pwenc.Settings) (*pwenc.Encoder, error) {
 	if s.Secret == "" {
 		return nil, nil
 	}
 	return pwenc.New(s, rand.Reader)
 }
 
-// isPasswordKey reports a broker key whose values are stored encrypted:
+// IsPasswordKey reports a broker key whose values are stored encrypted:
 // one of Kafka's PASSWORD type, listener-prefixed or not.
-func isPasswordKey(key string) bool { return sensitiveConfig(catalogue.Broker, key) }
+func IsPasswordKey(key string) bool { return Sensitive(catalogue.Broker, key) }
 
-// sealValue is the value to forward for key: v encrypted when key is a
+// SealValue is the value to forward for key: v encrypted with enc (the
+// node's encoder, nil without password.encoder.secret) when key is a
 // password, else v itself.
-func (b *Broker) sealValue(key string, v *string) (*string, error) {
-	if v == nil || !isPasswordKey(key) {
+func SealValue(enc *pwenc.Encoder, key string, v *string) (*string, error) {
+	if v == nil || !IsPasswordKey(key) {
 		return v, nil
 	}
-	if b.passwords == nil {
+	if enc == nil {
 		return nil, controller.ConfigError(kerr.InvalidRequest, "%s is a password, which Fjord stores only encrypted: set password.encoder.secret (the same on every node) on the broker that receives the change", key)
 	}
-	enc, err := b.passwords.Encode(key, *v)
+	sealed, err := enc.Encode(key, *v)
 	if err != nil {
 		return nil, controller.ConfigError(kerr.UnknownServerError, "%s: %v", key, err)
 	}
-	return &enc, nil
+	return &sealed, nil
 }
 
-// sealIncremental is rr with its password values encrypted (a copy: rr
-// and its configs are left as they are, in clear).
-func (b *Broker) sealIncremental(rr kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsRequestResource, error) {
+// SealIncremental is rr with its password values encrypted with enc (a
+// copy: rr and its configs are left as they are, in clear).
+func SealIncremental(enc *pwenc.Encoder, rr kmsg.IncrementalAlterConfigsRequestResource) (kmsg.IncrementalAlterConfigsRequestResource, error) {
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
 		return rr, nil
 	}
 	var err error
-	rr.Configs, err = sealConfigs(b, rr.Configs, func(c *kmsg.IncrementalAlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
+	rr.Configs, err = sealConfigs(enc, rr.Configs, func(c *kmsg.IncrementalAlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
 	return rr, err
 }
 
-// sealLegacy is sealIncremental for AlterConfigs.
-func (b *Broker) sealLegacy(rr kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsRequestResource, error) {
+// SealLegacy is SealIncremental for AlterConfigs.
+func SealLegacy(enc *pwenc.Encoder, rr kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsRequestResource, error) {
 	if rr.ResourceType != kmsg.ConfigResourceTypeBroker {
 		return rr, nil
 	}
 	var err error
-	rr.Configs, err = sealConfigs(b, rr.Configs, func(c *kmsg.AlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
+	rr.Configs, err = sealConfigs(enc, rr.Configs, func(c *kmsg.AlterConfigsRequestResourceConfig) (string, **string) { return c.Name, &c.Value })
 	return rr, err
 }
 
 // sealConfigs is a copy of cs with the password values encrypted; at
 // gives one config's name and where its value is. The two config
 // requests' config types share this shape but no interface.
-func sealConfigs[C any](b *Broker, cs []C, at func(*C) (string, **string)) ([]C, error) {
+func sealConfigs[C any](enc *pwenc.Encoder, cs []C, at func(*C) (string, **string)) ([]C, error) {
 	cs = slices.Clone(cs)
 	for i := range cs {
 		name, v := at(&cs[i])
-		sealed, err := b.sealValue(name, *v)
+		sealed, err := SealValue(enc, name, *v)
 		if err != nil {
 			return cs, err
 		}
@@ -108,9 +110,9 @@ func sealConfigs[C any](b *Broker, cs []C, at func(*C) (string, **string)) ([]C,
 	return cs, nil
 }
 
-// sealRefusal is the error code and message that answer a resource whose
+// SealRefusal is the error code and message that answer a resource whose
 // values could not be sealed.
-func sealRefusal(err error) (int16, *string) {
+func SealRefusal(err error) (int16, *string) {
 	code := kerr.InvalidRequest.Code
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
@@ -123,37 +125,49 @@ func sealRefusal(err error) (int16, *string) {
 // value must be stored encrypted, so a value in clear was not sent
 // through a broker.
 func checkSealed(key, value string) error {
-	if !isPasswordKey(key) || pwenc.IsEncoded(value) {
+	if !IsPasswordKey(key) || pwenc.IsEncoded(value) {
 		return nil
 	}
 	return controller.ConfigError(kerr.InvalidRequest, "%s is a password, stored only encrypted with password.encoder.secret: send the change to a broker's listener, which encrypts it, not to a controller's", key)
 }
 
-// openPasswords is dyn (a resource's stored configs, read-only) with its
-// password values decrypted, as a copy. A password stored in clear by an
+// OpenPasswords is dyn (a resource's stored configs, read-only) with its
+// password values decrypted with enc (the node's encoder, nil without
+// password.encoder.secret), as a copy. A password stored in clear by an
 // earlier Fjord is kept as it is. A value that does not decrypt is an
 // error naming its key.
-func (b *Broker) openPasswords(dyn map[string]string) (map[string]string, error) {
+func OpenPasswords(enc *pwenc.Encoder, dyn map[string]string) (map[string]string, error) {
 	out := maps.Clone(dyn)
 	if out == nil {
 		out = map[string]string{}
 	}
 	for _, k := range slices.Sorted(maps.Keys(dyn)) {
 		v := dyn[k]
-		if !isPasswordKey(k) {
+		if !IsPasswordKey(k) {
 			continue
 		}
 		if !strings.HasPrefix(v, pwenc.Prefix) {
 			continue
 		}
-		if b.passwords == nil {
+		if enc == nil {
 			return nil, fmt.Errorf("%s is stored encrypted and this node has no password.encoder.secret to decrypt it", k)
 		}
-		plain, err := b.passwords.Decode(k, v)
+		plain, err := enc.Decode(k, v)
 		if err != nil {
 			return nil, err
 		}
 		out[k] = plain
 	}
 	return out, nil
+}
+
+// Sensitive reports a password key, as Kafka's PASSWORD type, whose
+// value DescribeConfigs never shows: also a listener-prefixed one
+// (listener.name.<l>.ssl.keystore.password).
+func Sensitive(scope catalogue.Scope, name string) bool {
+	if _, base, ok := tlsconf.ListenerKey(name); ok {
+		name = base
+	}
+	k, known := catalogue.Lookup(scope, name)
+	return known && k.Type == "password"
 }

@@ -1,11 +1,11 @@
-package broker
+package config
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Feature flags (KIP-584), as ApiVersions v3+ reports them and
-// UpdateFeatures (57_update_features.go) refuses to change.
+// UpdateFeatures (broker/57_update_features.go) refuses to change.
 //
 // Fjord's levels are fixed by the binary, not finalized in the metadata
 // log: there is nothing to upgrade to, and each level is one whose meaning
@@ -37,54 +37,54 @@ import (
 // client does) adopts a newer Fjord's levels after an upgrade instead of
 // keeping an older node's forever, which a fixed epoch would make it do.
 
-// featureLevel is one feature's range and finalized level. Invariant:
-// minSupported <= finalized <= maxSupported, or finalized is 0 (not
+// Feature is one feature's range and finalized level. Invariant:
+// MinSupported <= Finalized <= MaxSupported, or Finalized is 0 (not
 // finalized: then it is absent from FinalizedFeatures, as in Kafka).
-type featureLevel struct {
-	name                       string
-	minSupported, maxSupported int16
-	finalized                  int16
+type Feature struct {
+	Name                       string
+	MinSupported, MaxSupported int16
+	Finalized                  int16
 }
 
 const (
-	metadataVersionLevel    = 21 // 3.9-IV0
-	transactionVersionLevel = 1
+	MetadataVersionLevel    = 21 // 3.9-IV0
+	TransactionVersionLevel = 1
 )
 
 // features is every feature Fjord knows, by name.
-var features = []featureLevel{
+var features = []Feature{
 	{"group.version", 0, 0, 0},
 	{"kraft.version", 0, 0, 0},
-	{"metadata.version", metadataVersionLevel, metadataVersionLevel, metadataVersionLevel},
-	{"transaction.version", transactionVersionLevel, transactionVersionLevel, transactionVersionLevel},
+	{"metadata.version", MetadataVersionLevel, MetadataVersionLevel, MetadataVersionLevel},
+	{"transaction.version", TransactionVersionLevel, TransactionVersionLevel, TransactionVersionLevel},
 }
 
-// featureByName returns the named feature, ok false for one Fjord does
+// FeatureByName returns the named feature, ok false for one Fjord does
 // not know.
-func featureByName(name string) (featureLevel, bool) {
+func FeatureByName(name string) (Feature, bool) {
 	for _, f := range features {
-		if f.name == name {
+		if f.Name == name {
 			return f, true
 		}
 	}
-	return featureLevel{}, false
+	return Feature{}, false
 }
 
-// fillFeatures sets resp's feature fields (v3+; kmsg leaves them out of
+// FillFeatures sets resp's feature fields (v3+; kmsg leaves them out of
 // older versions). A supported range starting at 0 is sent only to v4+
 // requests: older clients fail to decode it (KAFKA-17492, which is why
 // ApiVersions v4 exists).
-func fillFeatures(resp *kmsg.ApiVersionsResponse, reqVersion int16, epoch int64) {
+func FillFeatures(resp *kmsg.ApiVersionsResponse, reqVersion int16, epoch int64) {
 	resp.SupportedFeatures, resp.FinalizedFeatures = nil, nil
 	for _, f := range features {
-		if f.minSupported > 0 || reqVersion >= 4 {
+		if f.MinSupported > 0 || reqVersion >= 4 {
 			sf := kmsg.NewApiVersionsResponseSupportedFeature()
-			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.minSupported, f.maxSupported
+			sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.MinSupported, f.MaxSupported
 			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
 		}
-		if f.finalized > 0 {
+		if f.Finalized > 0 {
 			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
-			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.finalized, f.finalized
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.Name, f.Finalized, f.Finalized
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
 		}
 	}

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"errors"
@@ -11,14 +11,14 @@ import (
 	"github.com/fjordlog/fjord/broker/console"
 )
 
-// ConfigKey is one broker property Fjord implements: its Kafka name, how a
+// Key is one broker property Fjord implements: its Kafka name, how a
 // value is parsed into a Config, and whether it may change at run time.
-// The table (ConfigKeys) is the one place that knows how each key maps onto
+// The table (Keys) is the one place that knows how each key maps onto
 // Config: cmd/fjord applies it to start-up sources, and the broker applies it
 // to the dynamic configs of the metadata image.
-type ConfigKey struct {
+type Key struct {
 	Name string
-	// Def is the default rendered from DefaultConfig(); "" means unset
+	// Def is the default rendered from Default(); "" means unset
 	// (the key has no value unless a source gives one).
 	Def string
 	Doc string
@@ -53,15 +53,15 @@ var keyIndex = func() map[string]int {
 	return m
 }()
 
-// ConfigKeys returns the table of every broker key Fjord implements, in
+// Keys returns the table of every broker key Fjord implements, in
 // documentation order. The caller owns the slice.
-func ConfigKeys() []ConfigKey { return slices.Clone(configKeys) }
+func Keys() []Key { return slices.Clone(configKeys) }
 
-// LookupConfigKey finds a key of the table by name.
-func LookupConfigKey(name string) (ConfigKey, bool) {
+// LookupKey finds a key of the table by name.
+func LookupKey(name string) (Key, bool) {
 	i, ok := keyIndex[name]
 	if !ok {
-		return ConfigKey{}, false
+		return Key{}, false
 	}
 	return configKeys[i], true
 }
@@ -102,8 +102,8 @@ const (
 	msPerHour   = 60 * msPerMinute
 )
 
-func newConfigKeys() []ConfigKey {
-	d := DefaultConfig()
+func newConfigKeys() []Key {
+	d := Default()
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	hours := func(ms int64) string {
 		if ms > 0 && ms%msPerHour == 0 {
@@ -111,7 +111,7 @@ func newConfigKeys() []ConfigKey {
 		}
 		return ""
 	}
-	keys := []ConfigKey{
+	keys := []Key{
 		// Node identity and network.
 		{Name: "node.id", Def: itoa(int64(d.NodeID)), Doc: "Id of this node.",
 			Set: setInt(func(c *Config) *int32 { return &c.NodeID })},
@@ -280,8 +280,8 @@ func newConfigKeys() []ConfigKey {
 		{Name: "unclean.leader.election.enable", Dynamic: true, Def: "false", Doc: "Fjord never elects a leader outside the ISR (that loses acknowledged records): false is accepted, true stops start-up.",
 			Set: refuseTrue("Fjord never elects a leader outside the ISR, which would lose acknowledged records")},
 
-		// Authorization (authz.go, docs/security.md).
-		{Name: "authorizer.class.name", Doc: "Unset: no authorizer (every client may do everything). " + StandardAuthorizerClass + " turns on Kafka's ACLs (" + legacyAuthorizerClass + " is accepted as its alias, with a warning); any other class stops start-up.",
+		// Authorization (keys_authz.go, broker/authz.go, docs/security.md).
+		{Name: "authorizer.class.name", Doc: "Unset: no authorizer (every client may do everything). " + StandardAuthorizerClass + " turns on Kafka's ACLs (" + LegacyAuthorizerClass + " is accepted as its alias, with a warning); any other class stops start-up.",
 			Set: setAuthorizerClass},
 		{Name: "super.users", Dynamic: true, Doc: "Principals allowed everything when the authorizer is on, semicolon separated (User:admin;User:ops). Dynamic for the whole cluster only (IncrementalAlterConfigs on the cluster default broker resource; a value there replaces the static one on every node, without a restart); a per-broker value is refused, so nodes never disagree on who is a super user.",
 			Set: setSuperUsers},

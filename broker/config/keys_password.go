@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"strconv"
@@ -9,11 +9,11 @@ import (
 // passwordEncoderKeys are the table rows of the password.encoder.* keys
 // (Config.PasswordEncoder): how the password-type dynamic broker configs
 // are encrypted before they are stored in the metadata log
-// (dynpasswords.go, broker/pwenc). Read-only, as in Kafka.
-func passwordEncoderKeys() []ConfigKey {
+// (passwords.go, broker/pwenc). Read-only, as in Kafka.
+func passwordEncoderKeys() []Key {
 	d := pwenc.DefaultSettings()
 	pe := func(c *Config) *pwenc.Settings { return &c.PasswordEncoder }
-	return []ConfigKey{
+	return []Key{
 		{Name: "password.encoder.secret", Doc: "Secret that the password-type dynamic broker configs (ssl.keystore.password, ssl.key.password, ssl.truststore.password, the inline PEM ssl.keystore.key, ssl.keystore.certificate.chain and ssl.truststore.certificates, and their listener.name.<l>. forms) are encrypted with before they are stored in the metadata log, so the controllers, the log, its snapshots and the nodes that follow it hold only ciphertext. Unset: such a change is refused with INVALID_REQUEST. Give every node the same secret: the broker that receives a change encrypts it, the broker that uses it decrypts it. Never shown by DescribeConfigs. See docs/security.md (Secrets at rest).",
 			Set: setString(func(c *Config) *string { return &pe(c).Secret })},
 		{Name: "password.encoder.old.secret", Doc: "The previous password.encoder.secret, while rotating it: values stored under it are still decrypted; a value is stored under the new secret when it is set again.",

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"maps"
@@ -11,8 +11,8 @@ import (
 // validator (broker/sasl/oauth_signed.go); listener.name.<l>.<key>
 // overrides each for one listener. Static: the JWKS itself is refreshed
 // without a restart.
-func oauthKeys() []ConfigKey {
-	out := make([]ConfigKey, 0, len(sasl.OAuthKeys))
+func oauthKeys() []Key {
+	out := make([]Key, 0, len(sasl.OAuthKeys))
 	for _, k := range sasl.OAuthKeys {
 		name, doc := k.Name, k.Doc+" Per listener: listener.name.<l>.oauthbearer."+k.Name+". See docs/security.md."
 		if k.Def != "" {
@@ -20,7 +20,7 @@ func oauthKeys() []ConfigKey {
 			// read (Settings.oauthConfig), so an unset key stays unset.
 			doc = "Default " + k.Def + ". " + doc
 		}
-		out = append(out, ConfigKey{Name: name, Doc: doc,
+		out = append(out, Key{Name: name, Doc: doc,
 			Set: func(c *Config, v string) error {
 				m := maps.Clone(c.SASL.OAuth)
 				if m == nil {

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // Config is everything a node needs to run. Field names follow Kafka's own
 // property names (listed beside each field); cmd/fjord maps properties,
 // environment variables and flags onto it. The zero value is not valid: start
-// from DefaultConfig.
+// from Default.
 type Config struct {
 	NodeID int32 // node.id
 
@@ -84,7 +84,7 @@ type Config struct {
 	PartitionOpenTimeoutMs int64
 	// LogOpenFilesMax is the capacity of the node's cache of open log
 	// files (fjord.log.open.files.max); 0 derives it from RLIMIT_NOFILE
-	// (replicamgr/fdbudget.go).
+	// (broker/replicamgr/fdbudget.go).
 	LogOpenFilesMax int64
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).
@@ -92,7 +92,7 @@ type Config struct {
 	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
 	// cap, in bytes per second, the replication of throttled replicas
 	// (leader.replication.throttled.rate, follower.replication.throttled.rate;
-	// throttle.go). 0 means Kafka's default, Long.MAX_VALUE: no cap. A
+	// broker/throttle.go). 0 means Kafka's default, Long.MAX_VALUE: no cap. A
 	// dynamic broker config in the metadata image overrides them.
 	LeaderReplicationThrottledRate   int64
 	FollowerReplicationThrottledRate int64
@@ -128,7 +128,8 @@ type Config struct {
 
 	// AuthorizerClass is authorizer.class.name: "" = no authorizer (every
 	// client may do everything, and the ACL APIs answer
-	// SECURITY_DISABLED), else one of authorizerClasses (authz.go).
+	// SECURITY_DISABLED), else StandardAuthorizerClass or its legacy
+	// alias (keys_authz.go).
 	AuthorizerClass string
 	// SuperUsers is super.users: principals, semicolon separated, that
 	// every authorization allows.
@@ -136,7 +137,7 @@ type Config struct {
 	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
 	AllowEveryoneIfNoACL bool
 	// AuditLogFile is fjord.audit.log.file: where the audit stream goes
-	// (audit.go); "" = stderr, "off" = nowhere.
+	// (broker/audit.go); "" = stderr, "off" = nowhere.
 	AuditLogFile string
 
 	// ListenerSecurityProtocolMap is listener.security.protocol.map
@@ -154,10 +155,10 @@ type Config struct {
 	// (which hold passwords) are never reported by DescribeConfigs.
 	SASL sasl.Settings
 	// PasswordEncoder is the password.encoder.* keys: how password-type
-	// dynamic configs are encrypted before they are stored (dynpasswords.go).
+	// dynamic configs are encrypted before they are stored (passwords.go).
 	PasswordEncoder pwenc.Settings
 
-	// Static holds the keys of the broker key table (ConfigKeys) that the
+	// Static holds the keys of the broker key table (Keys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
 	// as STATIC_BROKER_CONFIG (the rest as DEFAULT_CONFIG), and a static
 	// key outranks a dynamic lower-priority synonym. Read-only.
@@ -169,9 +170,9 @@ type Config struct {
 // leaves it off unless fjord.console.listener is set.
 const DevConsoleAddr = "127.0.0.1:8092"
 
-// DefaultConfig is a single combined node on 127.0.0.1:9092 that keeps its
+// Default is a single combined node on 127.0.0.1:9092 that keeps its
 // data in ./fjord-data and fsyncs before acknowledging.
-func DefaultConfig() Config {
+func Default() Config {
 	return Config{
 		NodeID:                    1,
 		Listeners:                 "PLAINTEXT://127.0.0.1:9092",
@@ -372,7 +373,7 @@ func (c *Config) HasRole(role string) bool {
 
 // IsControllerListener reports whether name, a parsed (upper-case)
 // listener name, is one of controller.listener.names, compared as written
-// as Kafka does (listener_security.go).
+// as Kafka does (listeners.go).
 func (c *Config) IsControllerListener(name string) bool {
 	for _, n := range strings.Split(c.ControllerListenerNames, ",") {
 		if strings.TrimSpace(n) == name {

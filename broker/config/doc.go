@@ -1,0 +1,39 @@
+// Package config is a node's configuration: what it runs with, how each
+// key is parsed, and how the dynamic configs of the metadata image layer
+// over the static ones. It holds no broker state: every function takes the
+// static Config, an image or an encoder, so the broker's side is a few
+// one-line calls (b.live(), config.Live in the replica manager's
+// Reconfigure, config.Policy for the active controller).
+//
+// Files:
+//
+//   - config.go: Config (one field per Kafka key, documented beside it),
+//     Default, Validate, the quorum checks, ParseVoters, ParseListeners.
+//   - listeners.go: listener names as Kafka matches them,
+//     listener.security.protocol.map (ParseProtocolMap, the map in force,
+//     ListenerProtocol) and the check that every listener has a protocol.
+//   - keys.go: the key table (Keys, LookupKey): every broker key Fjord
+//     implements, its default, documentation, setter and whether it is
+//     dynamic; cmd/fjord applies it to start-up sources, Live to the
+//     image's dynamic configs. keys_ssl.go, keys_oauth.go,
+//     keys_password.go, keys_authz.go and keys_limits.go are its ssl.*,
+//     sasl.oauthbearer.*, password.encoder.*, authorizer and connection
+//     limit rows.
+//   - topics.go: the topic configs Fjord implements (TopicKeys), their
+//     validation at creation, their broker defaults and a topic's
+//     replica.Settings (SettingsFor).
+//   - dynamic.go: the layers (static, cluster default, this node), key
+//     synonyms, Live (the running configuration as a function of the
+//     static one and the image) and the AlterConfigs policy the active
+//     controller judges by (Policy).
+//   - passwords.go: password-type dynamic configs, stored only as
+//     ciphertext: sealing before forwarding, the controller's check,
+//     opening for use.
+//   - features.go: the KIP-584 feature levels, fixed by the binary.
+//
+// catalogue/ is Apache Kafka's own list of keys, broker and topic, and
+// what Fjord does with each key it does not implement.
+//
+// Invariant: the package never imports the broker; it knows the metadata
+// image only through controller.Image.
+package config
