@@ -57,7 +57,7 @@ func handleMetadata(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kms
 	var missing []string
 	if img := b.image(); req.Topics != nil && autoCreate {
 		for _, rt := range req.Topics {
-			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && validTopicName(*rt.Topic) == nil {
+			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && controller.InvalidTopicName(*rt.Topic) == "" {
 				missing = append(missing, *rt.Topic)
 			}
 		}
@@ -83,7 +83,7 @@ func (b *Broker) metadata(cc *api.Conn, req *kmsg.MetadataRequest, createCodes m
 	img := b.image()
 	listener := b.advertised[cc.Listener].Name
 	for _, bs := range img.LiveBrokers() {
-		e, ok := endpoint(img, bs.ID, listener)
+		e, ok := img.Endpoint(bs.ID, listener)
 		if !ok {
 			continue
 		}
@@ -132,7 +132,7 @@ func (b *Broker) metadata(cc *api.Conn, req *kmsg.MetadataRequest, createCodes m
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
 			switch code, tried := createCodes[name]; {
-			case validTopicName(name) != nil:
+			case controller.InvalidTopicName(name) != "":
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			case tried && code != 0:
 				mt.ErrorCode = code

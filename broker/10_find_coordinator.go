@@ -71,7 +71,7 @@ func handleFindCoordinator(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil // the coordinator has not seen the topic yet
 		}
 		leader := ot.Partitions[pi].Leader
-		e, ok := endpoint(img, leader, listener)
+		e, ok := img.Endpoint(leader, listener)
 		if leader < 0 || !ok {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}

@@ -72,7 +72,7 @@ func handleDescribeCluster(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 		if bs.Fenced && !req.IncludeFencedBrokers {
 			continue
 		}
-		e, ok := endpoint(img, bs.ID, listener)
+		e, ok := img.Endpoint(bs.ID, listener)
 		if !ok {
 			continue
 		}

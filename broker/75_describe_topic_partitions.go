@@ -121,7 +121,7 @@ func describeTopicPartitions(img *controller.Image, listener string, req *kmsg.D
 				n := name
 				st.Topic = &n
 				st.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if validTopicName(name) != nil {
+				if controller.InvalidTopicName(name) != "" {
 					st.ErrorCode = kerr.InvalidTopicException.Code
 				}
 				st.IsInternal = isInternalTopic(name)
@@ -157,14 +157,14 @@ func describeTopicPage(img *controller.Image, listener string, t *controller.Top
 		sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		sp.Partition = int32(i)
 		sp.LeaderID, sp.LeaderEpoch = p.Leader, p.LeaderEpoch
-		if _, ok := endpoint(img, p.Leader, listener); !ok {
+		if _, ok := img.Endpoint(p.Leader, listener); !ok {
 			sp.LeaderID = -1 // unreachable on this listener, as Kafka reports it
 		}
 		sp.Replicas, sp.ISR = p.Replicas, p.ISR
 		sp.EligibleLeaderReplicas, sp.LastKnownELR = []int32{}, []int32{}
 		sp.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if _, ok := endpoint(img, r, listener); !ok || !liveBroker(img, r) {
+			if _, ok := img.Endpoint(r, listener); !ok || !liveBroker(img, r) {
 				sp.OfflineReplicas = append(sp.OfflineReplicas, r)
 			}
 		}

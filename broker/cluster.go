@@ -75,17 +75,3 @@ func newLifecycle(b *Broker) *ctllink.Lifecycle {
 // image returns the metadata image the local replicas were last matched
 // to: what this broker answers from.
 func (b *Broker) image() *controller.Image { return b.replicas.Image() }
-
-// endpoint returns broker id's address on the named listener.
-func endpoint(img *controller.Image, id int32, listener string) (controller.Endpoint, bool) {
-	bs, ok := img.Broker(id)
-	if !ok {
-		return controller.Endpoint{}, false
-	}
-	for _, e := range bs.Endpoints {
-		if e.Name == listener {
-			return e, true
-		}
-	}
-	return controller.Endpoint{}, false
-}

@@ -18,7 +18,6 @@ import (
 
 // Broker-level failures that map to Kafka error codes.
 var (
-	errInvalidTopic      = errors.New("broker: invalid topic name")
 	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
 )
@@ -67,8 +66,6 @@ func errorCode(err error) int16 {
 	case errors.Is(err, storage.ErrClosed), errors.Is(err, os.ErrClosed), errors.Is(err, replica.ErrNotLeader),
 		errors.Is(err, storage.ErrStaleLeaderEpoch), errors.Is(err, storage.ErrTruncatedDuringRead):
 		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, errInvalidTopic):
-		return kerr.InvalidTopicException.Code
 	case errors.Is(err, config.ErrInvalidConfig):
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, coordinator.ErrLoading):

@@ -82,7 +82,7 @@ func (s metricsSource) Controller() (*controller.Image, bool) {
 func (s metricsSource) BrokerAddress(img *controller.Image, bs controller.BrokerState) string {
 	e, ok := controller.Endpoint{}, false
 	if len(s.b.advertised) > 0 {
-		e, ok = endpoint(img, bs.ID, s.b.advertised[0].Name)
+		e, ok = img.Endpoint(bs.ID, s.b.advertised[0].Name)
 	}
 	if !ok && len(bs.Endpoints) > 0 {
 		e = bs.Endpoints[0]

@@ -106,7 +106,7 @@ func (h fetchHost) Repaired(*replica.Partition) {
 
 // LeaderAddr is broker id's endpoint on the inter-broker listener.
 func (h fetchHost) LeaderAddr(id int32) (string, error) {
-	e, ok := endpoint(h.b.image(), id, h.b.interBrokerListener())
+	e, ok := h.b.image().Endpoint(id, h.b.interBrokerListener())
 	if !ok {
 		return "", fmt.Errorf("leader %d has no %s endpoint", id, h.b.interBrokerListener())
 	}

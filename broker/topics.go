@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,20 +13,6 @@ import (
 // Topic administration goes through the active controller; this file is
 // the broker's side: forward, then wait until this broker's own image shows
 // the outcome, so the client that asked here sees it here at once.
-
-// validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
-// not "." or "..".
-func validTopicName(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > 249 {
-		return fmt.Errorf("%w: %q", errInvalidTopic, name)
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q contains %q (allowed: a-z A-Z 0-9 . _ -)", errInvalidTopic, name, c)
-		}
-	}
-	return nil
-}
 
 // createTopics is CreateTopics for the broker itself (autoCreate): the
 // topics past the descriptor budget refused, the others forwarded, the

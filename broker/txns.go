@@ -113,7 +113,7 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	if cl := pc.clients[node]; cl != nil {
 		return cl, nil
 	}
-	e, ok := endpoint(b.image(), node, b.interBrokerListener())
+	e, ok := b.image().Endpoint(node, b.interBrokerListener())
 	if !ok {
 		return nil, fmt.Errorf("broker %d has no %s endpoint", node, b.interBrokerListener())
 	}

@@ -106,7 +106,7 @@ func AlterConfigs(img *Image, changes []ConfigChange, policy ConfigPolicy) []Con
 func storedConfigs(img *Image, res ConfigResource) (map[string]string, error) {
 	switch res.Type {
 	case ResourceTopic:
-		if msg := validTopicName(res.Name); msg != "" {
+		if msg := InvalidTopicName(res.Name); msg != "" {
 			return nil, ConfigError(kerr.InvalidTopicException, "%s", msg)
 		}
 		t := img.Topic(res.Name)

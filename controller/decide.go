@@ -57,9 +57,12 @@ func fail(r *TopicResult, e *kerr.Error, format string, args ...any) {
 // names fit in 255 bytes).
 const maxTopicNameLen = 249
 
-// validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
-// not "." or "..".
-func validTopicName(name string) string {
+// InvalidTopicName applies Kafka's rules (1-249 characters of
+// [a-zA-Z0-9._-], not "." or "..") and says what name breaks, "" when it
+// breaks none. The broker checks names with it before asking (auto
+// creation, Metadata, DescribeTopicPartitions), the controller when it
+// decides.
+func InvalidTopicName(name string) string {
 	if name == "" || name == "." || name == ".." {
 		return fmt.Sprintf("topic name %q is illegal", name)
 	}
@@ -114,7 +117,7 @@ func CreateTopics(img *Image, specs []TopicSpec, d Defaults, ids [][16]byte) []T
 
 func createTopic(img *Image, s TopicSpec, d Defaults, r *TopicResult, count map[string]int,
 	collide map[string]string, pool *idPool, placed *int) {
-	if msg := validTopicName(s.Name); msg != "" {
+	if msg := InvalidTopicName(s.Name); msg != "" {
 		fail(r, kerr.InvalidTopicException, "%s", msg)
 		return
 	}

@@ -136,6 +136,20 @@ func (img *Image) Version() uint64 { return img.version }
 // NextProducerID is the first producer id not yet handed out.
 func (img *Image) NextProducerID() int64 { return img.nextProducerID }
 
+// Endpoint is broker id's endpoint on the listener named listener.
+func (img *Image) Endpoint(id int32, listener string) (Endpoint, bool) {
+	bs, ok := img.Broker(id)
+	if !ok {
+		return Endpoint{}, false
+	}
+	for _, e := range bs.Endpoints {
+		if e.Name == listener {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
 // Broker returns the broker's state.
 func (img *Image) Broker(id int32) (BrokerState, bool) {
 	b, ok := img.brokers[id]
