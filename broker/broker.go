@@ -301,19 +301,6 @@ func (b *Broker) ActiveController() int32 {
 	return b.meta.Leader()
 }
 
-// clientControllerID is the controller id told to clients: the active
-// controller when it is also a live broker, else this broker. Clients send
-// admin requests to that id, and every broker forwards them, so it only
-// has to be a broker they can reach (Kafka answers a random live broker).
-func (b *Broker) clientControllerID(img *controller.Image) int32 {
-	if l := b.meta.Leader(); l >= 0 {
-		if bs, ok := img.Broker(l); ok && !bs.Fenced {
-			return bs.ID
-		}
-	}
-	return b.cfg.NodeID
-}
-
 // Start joins the cluster and, once the controller has unfenced this
 // broker, serves clients. It does not block; Ready reports when serving
 // begins. Client connections made before then wait in the accept backlog.

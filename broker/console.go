@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/config/catalogue"
 	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/discovery"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
@@ -77,14 +78,14 @@ func (s consoleSource) Topics(limit int, internal bool) ([]console.TopicSummary,
 	var out []console.TopicSummary
 	total, hidden := 0, 0
 	for _, t := range s.b.image().Topics() { // by name
-		if isInternalTopic(t.Name) && !internal {
+		if discovery.IsInternalTopic(t.Name) && !internal {
 			hidden++
 			continue
 		}
 		if total++; len(out) >= limit {
 			continue
 		}
-		ts := console.TopicSummary{Name: t.Name, Internal: isInternalTopic(t.Name), Partitions: len(t.Partitions)}
+		ts := console.TopicSummary{Name: t.Name, Internal: discovery.IsInternalTopic(t.Name), Partitions: len(t.Partitions)}
 		lt := local[t.Name]
 		for i, p := range t.Partitions {
 			ts.RF = max(ts.RF, len(p.Replicas)-len(p.Removing))
@@ -123,7 +124,7 @@ func (s consoleSource) Topic(name string) (console.Topic, bool) {
 // topic joins the image's topic with this node's replicas of it (lt, nil
 // when it holds none).
 func (s consoleSource) topic(t *controller.Topic, lt *replicamgr.Topic) console.Topic {
-	ct := console.Topic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: isInternalTopic(t.Name)}
+	ct := console.Topic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Internal: discovery.IsInternalTopic(t.Name)}
 	for i, p := range t.Partitions {
 		cp := console.Partition{Index: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, Adding: p.Adding, Removing: p.Removing}

@@ -31,6 +31,9 @@
 //     decides (topic deletion and partitions, elections, reassignments,
 //     ACLs, client quotas, SCRAM credentials); forward.go gives it what it
 //     needs of the broker (adminHost).
+//   - broker/discovery: the APIs clients find the cluster with
+//     (Metadata, DescribeTopicPartitions, DescribeCluster,
+//     FindCoordinator); discoveryhost.go gives it what it needs.
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas, and the room of the group APIs
 //     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).

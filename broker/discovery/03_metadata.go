@@ -1,4 +1,4 @@
-package broker
+package discovery
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,20 +42,18 @@ import (
 //   - v2: cluster id; v4: allow auto topic creation; v5: offline replicas
 //   - v7: leader epoch (KIP-320); v8: authorized operations (KIP-430)
 //   - v9: flexible; v10: topic ids (KIP-516); v11: cluster ops dropped
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 3, Client: api.Versions(0, 12), Handle: bind(b, handleMetadata),
-			Rule: api.Needs("DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, bindCheck(b, checkMetadata)),
-		}
-	})
+func metadataEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 3, Client: api.Versions(0, 12), Handle: bindTo(h, handleMetadata),
+		Rule: api.Needs("DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, checkWith(h, checkMetadata)),
+	}
 }
 
-func handleMetadata(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleMetadata(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
-	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	autoCreate := h.AutoCreateTopics() && (req.Version < 4 || req.AllowAutoTopicCreation)
 	var missing []string
-	if img := b.image(); req.Topics != nil && autoCreate {
+	if img := h.Image(); req.Topics != nil && autoCreate {
 		for _, rt := range req.Topics {
 			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && controller.InvalidTopicName(*rt.Topic) == "" {
 				missing = append(missing, *rt.Topic)
@@ -63,25 +61,25 @@ func handleMetadata(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kms
 		}
 	}
 	if len(missing) == 0 {
-		respond(b.metadata(cc, req, nil))
+		respond(metadata(h, cc, req, nil))
 		return
 	}
 	// Creating waits for the controller; the reader goroutine must not.
-	b.goLoop(func() {
+	h.Go(func() {
 		codes := map[string]int16{}
 		for _, name := range missing {
-			codes[name] = b.autoCreate(cc.Ctx, name)
+			codes[name] = h.AutoCreate(cc.Ctx, name)
 		}
-		respond(b.metadata(cc, req, codes))
+		respond(metadata(h, cc, req, codes))
 	})
 }
 
 // metadata builds the response from the current image; createCodes holds
 // the outcome of topics just auto-created.
-func (b *Broker) metadata(cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
+func metadata(h Host, cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	img := b.image()
-	listener := b.advertised[cc.Listener].Name
+	img := h.Image()
+	listener := h.ListenerName(cc)
 	for _, bs := range img.LiveBrokers() {
 		e, ok := img.Endpoint(bs.ID, listener)
 		if !ok {
@@ -95,15 +93,15 @@ func (b *Broker) metadata(cc *api.Conn, req *kmsg.MetadataRequest, createCodes m
 		}
 		resp.Brokers = append(resp.Brokers, mb)
 	}
-	cid := b.clusterID
+	cid := h.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = b.clientControllerID(img)
+	resp.ControllerID = h.ControllerID(img)
 	if req.IncludeClusterAuthorizedOperations && req.Version >= 8 && req.Version <= 10 {
-		resp.AuthorizedOperations = b.clusterOps(cc) // the cluster's, v8-10
+		resp.AuthorizedOperations = h.ClusterOps(cc) // the cluster's, v8-10
 	}
 	var ops func(topic string) int32
 	if req.IncludeTopicAuthorizedOperations {
-		ops = func(topic string) int32 { return b.authorizedOps(cc, acl.ResourceTopic, topic) }
+		ops = func(topic string) int32 { return h.AuthorizedOps(cc, acl.ResourceTopic, topic) }
 	}
 
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -158,7 +156,7 @@ func describeTopic(img *controller.Image, t *controller.Topic, ops func(topic st
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = isInternalTopic(t.Name)
+	mt.IsInternal = IsInternalTopic(t.Name)
 	if ops != nil {
 		mt.AuthorizedOperations = ops(t.Name)
 	}
@@ -187,7 +185,7 @@ func describeTopic(img *controller.Image, t *controller.Topic, ops func(topic st
 // auto-created needs CREATE on the cluster or the topic, else it is
 // answered TOPIC_AUTHORIZATION_FAILED too (Kafka's behaviour). A request
 // for all topics lists only those the principal may describe.
-func checkMetadata(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkMetadata(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.MetadataRequest)
 	if req.Topics == nil {
 		return nil, func(r kmsg.Response) {
@@ -201,9 +199,9 @@ func checkMetadata(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, f
 			resp.Topics = kept
 		}
 	}
-	autoCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	autoCreate := h.AutoCreateTopics() && (req.Version < 4 || req.AllowAutoTopicCreation)
 	canCreateAll := autoCreate && z.Az.Authorize(z.Conn.Principal, z.Conn.ClientHost, acl.OpCreate, acl.ResourceCluster, acl.ClusterName)
-	img := b.image()
+	img := h.Image()
 	keep := make([]kmsg.MetadataRequestTopic, 0, len(req.Topics))
 	var denied []kmsg.MetadataRequestTopic
 	for _, t := range req.Topics {
@@ -211,7 +209,7 @@ func checkMetadata(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, f
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			name = b.topicName("", t.TopicID)
+			name = h.TopicName("", t.TopicID)
 		}
 		allowed := z.Ok(acl.OpDescribe, acl.ResourceTopic, name)
 		if allowed && autoCreate && !canCreateAll && img != nil && img.Topic(name) == nil &&

@@ -1,4 +1,4 @@
-package broker
+package discovery
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -25,33 +26,31 @@ import (
 //
 // Version notes:
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 10, Client: api.Versions(0, 4), Handle: bind(b, handleFindCoordinator),
-			Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator),
-		}
-	})
+func findCoordinatorEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 10, Client: api.Versions(0, 4), Handle: bindTo(h, handleFindCoordinator),
+		Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator),
+	}
 }
 
-func handleFindCoordinator(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleFindCoordinator(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	img := b.image()
-	listener := b.advertised[cc.Listener].Name
+	img := h.Image()
+	listener := h.ListenerName(cc)
 	// The topic of the coordinator type, its placement and load status.
-	topicName, ensure := offsetsTopic, b.ensureOffsetsTopic
-	status := b.coord.Status
+	topicName, ensure := coordinator.OffsetsTopic, h.EnsureOffsetsTopic
+	status := h.Groups().Status
 	switch req.CoordinatorType {
 	case 0:
 	case 1:
-		topicName, ensure, status = txnTopic, b.ensureTxnTopic, b.txns.Status
+		topicName, ensure, status = txncoord.Topic, h.EnsureTxnTopic, h.Txns().Status
 	default:
 		topicName = ""
 	}
 	ot := img.Topic(topicName)
 	if ot == nil && topicName != "" {
-		b.goLoop(ensure) // clients retry COORDINATOR_NOT_AVAILABLE
+		h.Go(ensure) // clients retry COORDINATOR_NOT_AVAILABLE
 	}
 	find := func(key string) (node int32, host string, port int32, code int16, msg *string) {
 		if topicName == "" {
@@ -61,7 +60,7 @@ func handleFindCoordinator(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 		if ot == nil || len(ot.Partitions) == 0 {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		pi := b.coord.PartitionFor(key)
+		pi := h.Groups().PartitionFor(key)
 		if req.CoordinatorType == 1 {
 			// Placed by the image's partition count, which the
 			// coordinator follows a moment later.
@@ -75,7 +74,7 @@ func handleFindCoordinator(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 		if leader < 0 || !ok {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
 		}
-		if leader == b.cfg.NodeID && errorCode(status(key)) == kerr.CoordinatorLoadInProgress.Code {
+		if leader == h.NodeID() && h.Code(status(key)) == kerr.CoordinatorLoadInProgress.Code {
 			return -1, "", -1, kerr.CoordinatorLoadInProgress.Code, nil
 		}
 		return leader, e.Host, e.Port, 0, nil

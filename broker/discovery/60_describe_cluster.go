@@ -1,4 +1,4 @@
-package broker
+package discovery
 
 import (
 	"fmt"
@@ -33,18 +33,16 @@ import (
 //
 // Version notes:
 //   - v1: endpoint type; v2: include fenced brokers
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 60, Client: api.Versions(0, 2), Handle: bind(b, handleDescribeCluster),
-			Controller: api.Versions(0, 2),
-			Rule:       api.Needs("none (as in Kafka)", 0, api.NoACL),
-			CtlRule:    &api.Rule{Need: "on the CONTROLLER listener: ALTER on CLUSTER (as Kafka's controllers)", Blast: 1, Check: api.ClusterTop(acl.OpAlter)},
-		}
-	})
+func describeClusterEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 60, Client: api.Versions(0, 2), Handle: bindTo(h, handleDescribeCluster),
+		Controller: api.Versions(0, 2),
+		Rule:       api.Needs("none (as in Kafka)", 0, api.NoACL),
+		CtlRule:    &api.Rule{Need: "on the CONTROLLER listener: ALTER on CLUSTER (as Kafka's controllers)", Blast: 1, Check: api.ClusterTop(acl.OpAlter)},
+	}
 }
 
-func handleDescribeCluster(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeCluster(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeBrokers
@@ -61,13 +59,13 @@ func handleDescribeCluster(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 		respond(resp)
 		return
 	}
-	img := b.image()
-	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.clientControllerID(img)
+	img := h.Image()
+	resp.ClusterID = h.ClusterID()
+	resp.ControllerID = h.ControllerID(img)
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.clusterOps(cc)
+		resp.ClusterAuthorizedOperations = h.ClusterOps(cc)
 	}
-	listener := b.advertised[cc.Listener].Name
+	listener := h.ListenerName(cc)
 	for _, bs := range img.Brokers() {
 		if bs.Fenced && !req.IncludeFencedBrokers {
 			continue

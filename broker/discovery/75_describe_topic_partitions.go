@@ -1,4 +1,4 @@
-package broker
+package discovery
 
 import (
 	"slices"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -46,26 +48,24 @@ import (
 //
 // Version notes:
 //   - v0: flexible, the only version (KIP-966, Kafka 3.8).
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 75, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeTopicPartitions),
-			Rule: api.Needs("DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions),
-		}
-	})
+func describeTopicPartitionsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 75, Client: api.Versions(0, 0), Handle: bindTo(h, handleDescribeTopicPartitions),
+		Rule: api.Needs("DESCRIBE on TOPIC", 0, checkDescribeTopicPartitions),
+	}
 }
 
 // maxDescribePartitions is Kafka's max.request.partition.size.limit
 // default: the most partitions one DescribeTopicPartitions answer holds.
 const maxDescribePartitions = 2000
 
-func handleDescribeTopicPartitions(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeTopicPartitions(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
-	listener := b.advertised[cc.Listener].Name
-	resp := describeTopicPartitions(b.image(), listener, req)
+	listener := h.ListenerName(cc)
+	resp := describeTopicPartitions(h.Image(), listener, req)
 	for i := range resp.Topics {
 		if t := &resp.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
-			t.AuthorizedOperations = b.authorizedOps(cc, acl.ResourceTopic, *t.Topic)
+			t.AuthorizedOperations = h.AuthorizedOps(cc, acl.ResourceTopic, *t.Topic)
 		}
 	}
 	respond(resp)
@@ -124,7 +124,7 @@ func describeTopicPartitions(img *controller.Image, listener string, req *kmsg.D
 				if controller.InvalidTopicName(name) != "" {
 					st.ErrorCode = kerr.InvalidTopicException.Code
 				}
-				st.IsInternal = isInternalTopic(name)
+				st.IsInternal = IsInternalTopic(name)
 				resp.Topics = append(resp.Topics, st)
 			}
 			continue
@@ -150,7 +150,7 @@ func describeTopicPage(img *controller.Image, listener string, t *controller.Top
 	st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	name := t.Name
 	st.Topic, st.TopicID = &name, t.ID
-	st.IsInternal = isInternalTopic(name)
+	st.IsInternal = IsInternalTopic(name)
 	st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 	for i := start; i < end; i++ {
 		p := t.Partitions[i]
@@ -179,9 +179,11 @@ func liveBroker(img *controller.Image, id int32) bool {
 	return ok && !bs.Fenced
 }
 
-// isInternalTopic is Kafka's Topic.isInternal: the two topics the
+// IsInternalTopic is Kafka's Topic.isInternal: the two topics the
 // coordinators keep their state in.
-func isInternalTopic(name string) bool { return name == offsetsTopic || name == txnTopic }
+func IsInternalTopic(name string) bool {
+	return name == coordinator.OffsetsTopic || name == txncoord.Topic
+}
 
 func checkDescribeTopicPartitions(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)

@@ -1,4 +1,4 @@
-package broker
+package discovery
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -164,7 +165,7 @@ func TestDescribeTopicPartitionsPagesCoverAll(t *testing.T) {
 // fenced replica offline, ELR fields empty (never null), topic id,
 // internal flag and operations.
 func TestDescribeTopicPartitionsFields(t *testing.T) {
-	img := catalogImage(t, map[string]int{"x": 1, offsetsTopic: 1})
+	img := catalogImage(t, map[string]int{"x": 1, coordinator.OffsetsTopic: 1})
 	resp := describeTopicPartitions(img, "PLAINTEXT", describeReq(10, nil))
 	if len(resp.Topics) != 2 {
 		t.Fatalf("topics: %s", page(resp))
