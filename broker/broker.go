@@ -347,10 +347,11 @@ func (b *Broker) Start() {
 	b.coord.Start() // the groups' timeouts and offset expiry
 	b.txns.Start()  // transaction timeouts, expiry and retries
 	b.goLoop(b.replicas.TickLoop)
-	b.goLoop(b.retentionLoop)
-	b.goLoop(b.flushLoop)
+	u := b.upkeep()
+	b.goLoop(func() { b.replicas.RetentionLoop(u) })
+	b.goLoop(func() { b.replicas.FlushLoop(u) })
 	if b.cfg.CleanerEnable {
-		b.goLoop(b.cleanerLoop)
+		b.goLoop(func() { b.replicas.CleanerLoop(u) })
 	}
 }
 

@@ -20,6 +20,8 @@
 //   - deletebarrier.go: AwaitPeersForgot, the wait that lets a DeleteTopics
 //     answer promise the whole cluster has dropped the topic.
 //   - isr.go: the AlterPartition batcher, one request in flight.
+//   - upkeep.go: the local logs' upkeep loops (retention, relaxed
+//     flushing, compaction), reading the node through Upkeep.
 //
 // The topic map: PublishLoop is its one writer (Apply before it starts,
 // on a node's start-up). Each image gives a new map, published whole under
