@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"strings"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -96,7 +94,7 @@ func (b *Broker) authorize(cc *api.Conn, a *api.Entry, req kmsg.Request) (kmsg.R
 	if az == nil {
 		return nil, nil
 	}
-	return api.Authorize(&api.Authz{Conn: cc, Az: az, Key: a.Key, Denied: b.audit.denied}, a, req)
+	return api.Authorize(&api.Authz{Conn: cc, Az: az, Key: a.Key, Denied: b.audit.Denied}, a, req)
 }
 
 // configResourceAllowed: topic configs need op on the topic, broker and
@@ -167,6 +165,3 @@ func (b *Broker) clusterOps(cc *api.Conn) int32 {
 	}
 	return ops
 }
-
-// principalHost is the host part of cc for audit lines and ACL hosts.
-func principalHost(cc *api.Conn) string { return strings.TrimPrefix(cc.ClientHost, "/") }

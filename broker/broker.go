@@ -50,8 +50,8 @@ type Broker struct {
 	authzCache atomic.Pointer[authzCache]
 	// reg is the node's API registry (registry.go), built in New.
 	reg *api.Registry
-	// audit is the audit stream (audit.go); nil when it is off. Set in New.
-	audit *auditLog
+	// audit is the audit stream (broker/api/audit.go); nil when it is off. Set in New.
+	audit *api.Audit
 	// liveCfg is cfg with the image's dynamic broker configs applied
 	// (config.Live); the replica manager's publish loop is its one writer
 	// (replicamgr.Config.Reconfigure). nil until the first image: live()
@@ -162,8 +162,11 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		log.Warn().Str("authorizer.class.name", cfg.AuthorizerClass).Str("serving_as", config.StandardAuthorizerClass).
 			Msg("the ZooKeeper-era AclAuthorizer is an alias here: Fjord's authorizer follows StandardAuthorizer's rules")
 	}
-	if err := b.startAudit(); err != nil {
+	if b.audit, err = api.OpenAudit(cfg.AuditLogFile, b.ctx.Done(), log, b.metrics.AuditDropped.Inc); err != nil {
 		return nil, err
+	}
+	if b.audit != nil {
+		b.goLoop(b.audit.Run)
 	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
 	if err := os.MkdirAll(b.logDir, storage.DirMode); err != nil {

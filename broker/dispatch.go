@@ -17,7 +17,7 @@ import (
 // Kafka listener this node serves — the client listeners and the
 // CONTROLLER listener alike. For each request it looks the key up in the
 // registry (registry.go), runs the key's authorization rule (authz.go),
-// audits denials and mutations (audit.go), and only then hands the
+// audits denials and mutations (api.Audit), and only then hands the
 // request to the key's handler: the broker's own on a client listener, the
 // controller role's on the CONTROLLER listener. The front end
 // (protocol.Server) has already checked the version against the same
@@ -61,7 +61,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		return
 	}
 	if deny != nil {
-		h.b.audit.admin(cc, a, req.Body, deny)
+		h.b.audit.Admin(cc, a, req.Body, deny)
 		noteResponseErrors(req.Client, req.Key, req.Version, deny)
 		respond(deny, nil)
 		return
@@ -75,7 +75,7 @@ func (h *connHandler) Handle(ctx context.Context, req *protocol.Request, respond
 		if fix != nil && resp != nil {
 			fix(resp)
 		}
-		h.b.audit.admin(cc, a, req.Body, resp)
+		h.b.audit.Admin(cc, a, req.Body, resp)
 		if resp == nil {
 			respond(nil, nil)
 			return

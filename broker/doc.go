@@ -10,7 +10,7 @@
 // listener, its handler, its authorization rule, whether it mutates, its
 // error response. One dispatch (dispatch.go) serves every Kafka listener
 // from that registry — version table, authorization (authz.go runs the
-// rule with the current authorizer), audit (audit.go), handler — so an
+// rule with the current authorizer), audit (api.Audit), handler — so an
 // API cannot be served without its rule, nor a listener without the
 // authorizer; the CONTROLLER listener's Kafka half is this dispatch in
 // front of the controller role.

@@ -49,7 +49,7 @@ func (b *Broker) secureListeners() error {
 			if listener < 0 {
 				listener = api.CtlListener
 			}
-			b.audit.authFailed(listener, remote, mech, reason)
+			b.audit.AuthFailed(listener, remote, mech, reason)
 		},
 	}
 	for _, a := range b.advertised {

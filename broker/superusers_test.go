@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,23 +37,19 @@ func superUsersBroker(t *testing.T) *Broker {
 		img = next
 	}
 	withImage(b, img)
-	b.audit = &auditLog{b: b, ch: make(chan []byte, 64)}
+	b.audit = api.NewAudit(nil, 64, 0, nil, zerolog.Nop(), nil)
 	return b
 }
 
 // auditDenials drains b's audit queue and counts the denial lines.
 func auditDenials(b *Broker) int {
 	n := 0
-	for {
-		select {
-		case line := <-b.audit.ch:
-			if strings.Contains(string(line), `"outcome":"denied"`) {
-				n++
-			}
-		default:
-			return n
+	for line := b.audit.Queued(); line != nil; line = b.audit.Queued() {
+		if strings.Contains(string(line), `"outcome":"denied"`) {
+			n++
 		}
 	}
+	return n
 }
 
 func incrementalResource(name string, ops ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsRequestResource {

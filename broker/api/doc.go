@@ -20,4 +20,6 @@
 //     active controller and its answer waits for this node's image.
 //   - authz.go: Rule, Authz and the building blocks of rules (whole-request
 //     denials, per-resource sifting, fixes that add denials back).
+//   - audit.go: Audit, the audit log: a line per denial and per mutating
+//     request, written by one goroutine apart from the requests.
 package api

@@ -1,4 +1,4 @@
-package broker
+package api
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -17,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
-	"github.com/fjordlog/fjord/broker/api"
 )
 
 // The audit log: one JSON line per denied authorization and per mutating
@@ -38,14 +38,19 @@ import (
 //     (fjord_audit_dropped_total, and a warning once per burst). The
 //     writer drains keep first.
 
-const auditQueue = 4096
+// AuditQueue is the length of each queue.
+const AuditQueue = 4096
 
-// auditLog is the stream. Its zero value (and nil) writes nothing.
+// Audit is the stream. Nil writes nothing.
 //
 // Invariant: ch and keep are nil iff the audit log is off; only the
-// writer goroutine touches w after start.
-type auditLog struct {
-	b       *Broker // for its logger and metrics
+// writer goroutine (Run) touches w after start.
+type Audit struct {
+	log zerolog.Logger
+	// onDrop counts a dropped line (fjord_audit_dropped_total); done is
+	// the node's end, when a kept line stops waiting for room.
+	onDrop  func()
+	done    <-chan struct{}
 	ch      chan []byte
 	keep    chan []byte
 	w       io.WriteCloser
@@ -54,55 +59,74 @@ type auditLog struct {
 	warned  atomic.Bool // a drop was logged since the queue last drained
 }
 
-// startAudit opens the audit stream as cfg.AuditLogFile says and starts
-// its writer; b.audit stays nil when it is off.
-func (b *Broker) startAudit() error {
-	dest := b.cfg.AuditLogFile
+// OpenAudit opens the audit stream as fjord.audit.log.file says (dest: a
+// file, "" for stderr, "off" for none: a nil Audit); Run writes it.
+func OpenAudit(dest string, done <-chan struct{}, log zerolog.Logger, onDrop func()) (*Audit, error) {
 	if dest == "off" {
+		return nil, nil
+	}
+	if dest == "" {
+		a := NewAudit(nopCloser{os.Stderr}, AuditQueue, AuditQueue, done, log, onDrop)
+		a.marker = true
+		return a, nil
+	}
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("fjord.audit.log.file %s: %w", dest, err)
+	}
+	return NewAudit(f, AuditQueue, AuditQueue, done, log, onDrop), nil
+}
+
+// NewAudit is an audit stream to w with queues of the lengths given (0:
+// that queue is off); OpenAudit is the node's, tests make their own.
+func NewAudit(w io.WriteCloser, queue, keep int, done <-chan struct{}, log zerolog.Logger, onDrop func()) *Audit {
+	a := &Audit{log: log, onDrop: onDrop, done: done, w: w, ch: make(chan []byte, queue)}
+	if keep > 0 {
+		a.keep = make(chan []byte, keep)
+	}
+	return a
+}
+
+// Dropped is the number of lines dropped so far.
+func (a *Audit) Dropped() uint64 { return a.dropped.Load() }
+
+// Queued takes one queued denial line, for tests; nil when none waits.
+func (a *Audit) Queued() []byte {
+	select {
+	case line := <-a.ch:
+		return line
+	default:
 		return nil
 	}
-	a := &auditLog{b: b, ch: make(chan []byte, auditQueue), keep: make(chan []byte, auditQueue)}
-	if dest == "" {
-		a.w, a.marker = nopCloser{os.Stderr}, true
-	} else {
-		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return fmt.Errorf("fjord.audit.log.file %s: %w", dest, err)
-		}
-		a.w = f
-	}
-	b.audit = a
-	b.goLoop(func() { a.run(b) })
-	return nil
 }
 
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// run is the writer goroutine: it writes lines until the broker stops,
-// then what is queued, then closes the file. keep's lines go first.
-func (a *auditLog) run(b *Broker) {
+// Run is the writer goroutine: it writes lines until the node ends, then
+// what is queued, then closes the file. keep's lines go first.
+func (a *Audit) Run() {
 	defer a.w.Close()
 	for {
 		select {
 		case line := <-a.keep:
-			a.write(b, line)
+			a.write(line)
 			continue
 		default:
 		}
 		select {
 		case line := <-a.keep:
-			a.write(b, line)
+			a.write(line)
 		case line := <-a.ch:
-			a.write(b, line)
-		case <-b.ctx.Done():
+			a.write(line)
+		case <-a.done:
 			for {
 				select {
 				case line := <-a.keep:
-					a.write(b, line)
+					a.write(line)
 				case line := <-a.ch:
-					a.write(b, line)
+					a.write(line)
 				default:
 					return
 				}
@@ -111,9 +135,9 @@ func (a *auditLog) run(b *Broker) {
 	}
 }
 
-func (a *auditLog) write(b *Broker, line []byte) {
+func (a *Audit) write(line []byte) {
 	if _, err := a.w.Write(line); err != nil && a.warned.CompareAndSwap(false, true) {
-		b.log.Warn().Err(err).Msg("audit log write failed; audit lines are being lost")
+		a.log.Warn().Err(err).Msg("audit log write failed; audit lines are being lost")
 	}
 	if len(a.ch) == 0 {
 		a.warned.Store(false)
@@ -121,9 +145,9 @@ func (a *auditLog) write(b *Broker, line []byte) {
 }
 
 // emit builds one line with fill and queues it: a kept line waits for
-// room in keep (or the broker's end), any other is dropped when ch is
+// room in keep (or the node's end), any other is dropped when ch is
 // full.
-func (a *auditLog) emit(b *Broker, cc *api.Conn, key int16, kept bool, fill func(*zerolog.Event)) {
+func (a *Audit) emit(cc *Conn, key int16, kept bool, fill func(*zerolog.Event)) {
 	if a == nil || a.ch == nil {
 		return
 	}
@@ -134,17 +158,17 @@ func (a *auditLog) emit(b *Broker, cc *api.Conn, key int16, kept bool, fill func
 		ev = ev.Bool("audit", true)
 	}
 	listener := "client"
-	if cc.Listener == api.CtlListener {
+	if cc.Listener == CtlListener {
 		listener = "controller"
 	}
-	ev = ev.Str("principal", cc.Principal).Str("client", principalHost(cc)).Str("client_id", cc.ClientID).
+	ev = ev.Str("principal", cc.Principal).Str("client", strings.TrimPrefix(cc.ClientHost, "/")).Str("client_id", cc.ClientID).
 		Str("listener", listener).Int16("api_key", key).Str("api", kmsg.NameForKey(key))
 	fill(ev)
 	ev.Send()
 	if kept {
 		select {
 		case a.keep <- buf.Bytes():
-		case <-b.ctx.Done():
+		case <-a.done:
 		}
 		return
 	}
@@ -152,44 +176,46 @@ func (a *auditLog) emit(b *Broker, cc *api.Conn, key int16, kept bool, fill func
 	case a.ch <- buf.Bytes():
 	default:
 		a.dropped.Add(1)
-		b.metrics.AuditDropped.Inc()
+		if a.onDrop != nil {
+			a.onDrop()
+		}
 		if a.warned.CompareAndSwap(false, true) {
-			b.log.Warn().Msg("audit log queue full: dropping denied-request lines (fjord_audit_dropped_total counts them); mutations are never dropped")
+			a.log.Warn().Msg("audit log queue full: dropping denied-request lines (fjord_audit_dropped_total counts them); mutations are never dropped")
 		}
 	}
 }
 
-// denied records one denied authorization.
-func (a *auditLog) denied(cc *api.Conn, key int16, op acl.Operation, rt acl.ResourceType, name string) {
+// Denied records one denied authorization.
+func (a *Audit) Denied(cc *Conn, key int16, op acl.Operation, rt acl.ResourceType, name string) {
 	if a == nil {
 		return
 	}
-	a.emit(a.b, cc, key, false, func(ev *zerolog.Event) {
+	a.emit(cc, key, false, func(ev *zerolog.Event) {
 		ev.Str("resource", rt.String()+":"+name).Str("operation", op.String()).Str("outcome", "denied")
 	})
 }
 
-// authFailed records a failed SASL authentication on listener (an index
+// AuthFailed records a failed SASL authentication on listener (an index
 // of the advertised listeners): the mechanism and why, never the secret.
-func (a *auditLog) authFailed(listener int, remote net.Addr, mechanism, reason string) {
+func (a *Audit) AuthFailed(listener int, remote net.Addr, mechanism, reason string) {
 	if a == nil {
 		return
 	}
-	cc := &api.Conn{Listener: listener, Principal: ""}
+	cc := &Conn{Listener: listener, Principal: ""}
 	if remote != nil {
 		cc.ClientHost = remote.String()
 		if h, _, err := net.SplitHostPort(remote.String()); err == nil {
 			cc.ClientHost = h
 		}
 	}
-	a.emit(a.b, cc, 36, false, func(ev *zerolog.Event) {
+	a.emit(cc, 36, false, func(ev *zerolog.Event) {
 		ev.Str("mechanism", mechanism).Str("reason", reason).Str("outcome", "denied")
 	})
 }
 
-// admin records a mutating admin request and its outcome: "ok", or the
+// Admin records a mutating admin request and its outcome: "ok", or the
 // error names the response carries.
-func (a *auditLog) admin(cc *api.Conn, e *api.Entry, req kmsg.Request, resp kmsg.Response) {
+func (a *Audit) Admin(cc *Conn, e *Entry, req kmsg.Request, resp kmsg.Response) {
 	if a == nil || !e.Mutates {
 		return
 	}
@@ -199,7 +225,7 @@ func (a *auditLog) admin(cc *api.Conn, e *api.Entry, req kmsg.Request, resp kmsg
 	if e.AuditDetails != nil {
 		details = e.AuditDetails(req)
 	}
-	a.emit(a.b, cc, e.Key, true, func(ev *zerolog.Event) {
+	a.emit(cc, e.Key, true, func(ev *zerolog.Event) {
 		ev.Strs("resources", res)
 		if details != nil {
 			ev.Strs("details", details)
