@@ -28,9 +28,10 @@
 //     other brokers. replicahosts.go gives it, and the fetchers, what they
 //     need of the broker.
 //   - broker/admin: the administration APIs the active controller
-//     decides (topic deletion and partitions, elections, reassignments,
-//     ACLs, client quotas, SCRAM credentials); forward.go gives it what it
-//     needs of the broker (adminHost).
+//     decides (topic creation, deletion and partitions, elections,
+//     reassignments, ACLs, client quotas, SCRAM credentials); forward.go
+//     gives it what it needs of the broker (adminHost), topics.go and
+//     groups.go create topics through it (admin.CreateTopics).
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas, and the room of the group APIs
 //     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).
