@@ -97,39 +97,6 @@ func (b *Broker) authorize(cc *api.Conn, a *api.Entry, req kmsg.Request) (kmsg.R
 	return api.Authorize(&api.Authz{Conn: cc, Az: az, Key: a.Key, Denied: b.audit.Denied}, a, req)
 }
 
-// configResourceAllowed: topic configs need op on the topic, broker and
-// broker-logger configs op on the cluster.
-func configResourceAllowed(z *api.Authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
-	if typ == kmsg.ConfigResourceTypeTopic {
-		return z.Ok(op, acl.ResourceTopic, name), api.TopicDenied
-	}
-	return z.Cluster(op), api.ClusterDenied
-}
-
-// superUsersKey is the config that names who may do everything.
-const superUsersKey = "super.users"
-
-// superUsersDenied is the message of a change to super.users refused to a
-// principal that is not a super user.
-var superUsersDenied = "only a super user may change " + superUsersKey
-
-// superUsersChangeAllowed: a change to super.users on a broker resource
-// (the cluster default, or a broker, which the config policy refuses
-// later anyway) needs a super user. super.users decides who may do
-// everything, so with ALTER_CONFIGS on the cluster sufficing a tuning
-// permission would be every permission (Kafka has that hole; Fjord
-// closes it). changes says whether the request changes the key for this
-// resource; a refusal is audited as a denial of ALTER_CONFIGS on the
-// cluster (the admin line that follows names super.users among the
-// request's resources).
-func superUsersChangeAllowed(z *api.Authz, typ kmsg.ConfigResourceType, changes bool) bool {
-	if typ != kmsg.ConfigResourceTypeBroker || !changes || z.Az.IsSuperUser(z.Conn.Principal) {
-		return true
-	}
-	z.Deny(acl.OpAlterConfigs, acl.ResourceCluster, acl.ClusterName)
-	return false
-}
-
 // isFollower reports whether a Fetch or OffsetForLeaderEpoch comes from a
 // replica (a broker), not a consumer.
 func isFollowerFetch(r *kmsg.FetchRequest) bool {

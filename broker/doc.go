@@ -28,9 +28,10 @@
 //     other brokers. replicahosts.go gives it, and the fetchers, what they
 //     need of the broker.
 //   - broker/admin: the administration APIs the active controller
-//     decides (topic deletion and partitions, elections, reassignments,
-//     ACLs, client quotas, SCRAM credentials); forward.go gives it what it
-//     needs of the broker (adminHost).
+//     decides (topic creation, deletion and partitions, elections,
+//     reassignments, ACLs, client quotas, SCRAM credentials); forward.go
+//     gives it what it needs of the broker (adminHost), topics.go and
+//     groups.go create topics through it (admin.CreateTopics).
 //   - broker/discovery: the APIs clients find the cluster with
 //     (Metadata, DescribeTopicPartitions, DescribeCluster,
 //     FindCoordinator); discoveryhost.go gives it what it needs.
@@ -55,7 +56,11 @@
 //     configuration is config.Live of the static one and the image, which
 //     b.live() returns), the AlterConfigs policy, feature levels and the
 //     sealing of password configs; broker/config/catalogue is Apache
-//     Kafka's configuration keys and what Fjord does with each.
+//     Kafka's configuration keys and what Fjord does with each. config is
+//     also the room of the configuration APIs (32 DescribeConfigs, 33
+//     AlterConfigs, 44 IncrementalAlterConfigs, 57 UpdateFeatures,
+//     registered by config.APIEntries); confighost.go gives it what it
+//     needs of the broker (configHost), loggers.go the node's log level.
 //   - broker/acl (the authorizer); broker/sasl (SASL servers and clients,
 //     SCRAM credentials) and broker/tlsconf (TLS stores, principals,
 //     reload, dynamic SSL), which listeners.go hands the listeners'

@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -49,6 +50,7 @@ func (h adminHost) Image() *controller.Image       { return h.b.image() }
 func (h adminHost) LatestImage() *controller.Image { return h.b.meta.Image() }
 func (h adminHost) Authorizing() bool              { return h.b.cfg.AuthorizerClass != "" }
 func (h adminHost) Replicas() *replicamgr.Manager  { return h.b.replicas }
+func (h adminHost) Live() *config.Config           { return h.b.live() }
 func (h adminHost) TopicName(name string, id [16]byte) string {
 	return h.b.topicName(name, id)
 }

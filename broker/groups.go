@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/admin"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
@@ -96,7 +97,7 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := api.AdminCtx(b.ctx, 10000)
 	defer cancel()
-	resp := b.createTopics(ctx, req)
+	resp := admin.CreateTopics(ctx, adminHost{forwarder{b}}, req)
 	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
 		b.log.Warn().Str("topic", name).Int16("code", code).Msg("cannot create an internal topic yet; FindCoordinator will retry")
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -106,16 +105,6 @@ func isTLS(protocol string) bool { return protocol == "SSL" || protocol == "SASL
 func controllerListener(c *config.Config) string {
 	first, _, _ := strings.Cut(c.ControllerListenerNames, ",")
 	return strings.TrimSpace(first)
-}
-
-// checkDynamicSSL is INVALID_CONFIG when after, this node's dynamic
-// broker configs with a change applied (passwords in clear), does not
-// load for a TLS listener it touches (tlsconf.Listeners.CheckDynamic).
-func checkDynamicSSL(l *tlsconf.Listeners, after map[string]string) error {
-	if err := l.CheckDynamic(after); err != nil {
-		return controller.ConfigError(kerr.InvalidConfig, "%v", err)
-	}
-	return nil
 }
 
 // checkControllerDoor refuses to start a node whose CONTROLLER listener,

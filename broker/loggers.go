@@ -1,98 +1,17 @@
 package broker
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/fjordlog/fjord/controller"
 )
 
-// Fjord's loggers as Kafka's BROKER_LOGGER resources. There is one logger,
-// "root": the node's level, which every logger the node derives from
-// b.log obeys (nodeLevel, a hook: the loggers themselves pass everything).
-// It is the node's, not the process's: zerolog's global level would change
+// A node's log level: the level of every logger the node derives from
+// b.log (nodeLevel, a hook: the loggers themselves pass everything). It is
+// the node's, not the process's: zerolog's global level would change
 // every node of an in-process cluster (brokertest) at once, and a request
-// must not change process-wide state. Levels use log4j's names, which
-// Kafka's tools send. Like Kafka's, a level set at run time is not stored
-// and lasts until the process restarts.
-
-const rootLogger = "root"
-
-// log4jLevels maps log4j's level names to zerolog's.
-var log4jLevels = map[string]zerolog.Level{
-	"OFF": zerolog.Disabled, "FATAL": zerolog.FatalLevel, "ERROR": zerolog.ErrorLevel,
-	"WARN": zerolog.WarnLevel, "INFO": zerolog.InfoLevel, "DEBUG": zerolog.DebugLevel,
-	"TRACE": zerolog.TraceLevel, "ALL": zerolog.TraceLevel,
-}
-
-// log4jName is a zerolog level's log4j name.
-func log4jName(l zerolog.Level) string {
-	switch l {
-	case zerolog.Disabled, zerolog.NoLevel:
-		return "OFF"
-	case zerolog.FatalLevel, zerolog.PanicLevel:
-		return "FATAL"
-	case zerolog.ErrorLevel:
-		return "ERROR"
-	case zerolog.WarnLevel:
-		return "WARN"
-	case zerolog.InfoLevel:
-		return "INFO"
-	case zerolog.DebugLevel:
-		return "DEBUG"
-	}
-	return "TRACE"
-}
-
-// loggerOp is one IncrementalAlterConfigs operation on a logger.
-type loggerOp struct {
-	name  string
-	op    controller.ConfigOp
-	value *string
-}
-
-// alterLoggers applies (unless validateOnly) the operations on this
-// broker's loggers, all or none, answering as Kafka does.
-func (b *Broker) alterLoggers(resource string, ops []loggerOp, validateOnly bool) (int16, *string) {
-	fail := func(e *kerr.Error, format string, args ...any) (int16, *string) {
-		m := fmt.Sprintf(format, args...)
-		return e.Code, &m
-	}
-	if resource != strconv.Itoa(int(b.cfg.NodeID)) {
-		return fail(kerr.InvalidRequest, "BROKER_LOGGER %q: this is broker %d; send it to the broker it names", resource, b.cfg.NodeID)
-	}
-	level := b.logLevel.get()
-	for _, o := range ops {
-		if o.name != rootLogger {
-			return fail(kerr.InvalidConfig, "logger %q does not exist (Fjord has one logger: %q)", o.name, rootLogger)
-		}
-		switch o.op {
-		case controller.OpSet:
-			if o.value == nil {
-				return fail(kerr.InvalidConfig, "logger %s: SET needs a level", o.name)
-			}
-			l, ok := log4jLevels[strings.ToUpper(strings.TrimSpace(*o.value))]
-			if !ok {
-				return fail(kerr.InvalidConfig, "logger %s: %q is not a log level (OFF, FATAL, ERROR, WARN, INFO, DEBUG, TRACE, ALL)", o.name, *o.value)
-			}
-			level = l
-		case controller.OpDelete:
-			return fail(kerr.InvalidConfig, "removing the level of the root logger is not allowed")
-		default:
-			return fail(kerr.InvalidConfig, "logger %s: only SET applies to a logger", o.name)
-		}
-	}
-	if !validateOnly && level != b.logLevel.get() {
-		b.log.Info().Str("logger", rootLogger).Str("level", log4jName(level)).Msg("log level changed")
-		b.logLevel.set(level)
-	}
-	return 0, nil
-}
+// must not change process-wide state. IncrementalAlterConfigs on the
+// BROKER_LOGGER "root" changes it at run time (broker/config/loggers.go).
 
 // nodeLevel is a node's log level, shared by every logger derived from
 // the node's: a hook that discards events below it.
@@ -109,7 +28,7 @@ func (n *nodeLevel) Run(e *zerolog.Event, level zerolog.Level, _ string) {
 
 // nodeLogger is log with its level moved into a nodeLevel the node owns:
 // the returned logger passes everything to the hook, which applies the
-// level log came with until alterLoggers changes it.
+// level log came with until a BROKER_LOGGER change sets another.
 func nodeLogger(log zerolog.Logger, level *nodeLevel) zerolog.Logger {
 	level.set(log.GetLevel())
 	return log.Level(zerolog.TraceLevel).Hook(level)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/admin"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/discovery"
 	"github.com/fjordlog/fjord/broker/txncoord"
@@ -53,6 +54,7 @@ func newRegistry(b *Broker) *api.Registry {
 	es = append(es, coordinator.Entries(groupsHost{b})...)
 	es = append(es, admin.Entries(adminHost{forwarder{b}})...)
 	es = append(es, discovery.Entries(discoveryHost{b})...)
+	es = append(es, config.APIEntries(configHost{forwarder{b}})...)
 	es = append(es, txncoord.Entries(txnHost{b})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {

@@ -114,11 +114,11 @@ func TestSuperUsersChangeNeedsSuperUser(t *testing.T) {
 		switch r := resp.(type) {
 		case *kmsg.IncrementalAlterConfigsResponse:
 			for _, sr := range r.Resources {
-				byName[sr.ResourceName] = result{sr.ErrorCode, sr.ErrorMessage != nil && *sr.ErrorMessage == superUsersDenied}
+				byName[sr.ResourceName] = result{sr.ErrorCode, sr.ErrorMessage != nil && *sr.ErrorMessage == config.SuperUsersDenied}
 			}
 		case *kmsg.AlterConfigsResponse:
 			for _, sr := range r.Resources {
-				byName[sr.ResourceName] = result{sr.ErrorCode, sr.ErrorMessage != nil && *sr.ErrorMessage == superUsersDenied}
+				byName[sr.ResourceName] = result{sr.ErrorCode, sr.ErrorMessage != nil && *sr.ErrorMessage == config.SuperUsersDenied}
 			}
 		}
 		if len(byName) != n {

@@ -6,41 +6,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/admin"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/controller"
 )
 
-// Topic administration goes through the active controller; this file is
-// the broker's side: forward, then wait until this broker's own image shows
-// the outcome, so the client that asked here sees it here at once.
-
-// createTopics is CreateTopics for the broker itself (autoCreate): the
-// topics past the descriptor budget refused, the others forwarded, the
-// answer once this broker's image has the topics created.
-func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	live := b.live()
-	refused := b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
-	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	var err error
-	if len(req.Topics) > 0 {
-		resp, err = api.ForwardTo[*kmsg.CreateTopicsResponse](ctx, forwarder{b}, req, 0, nil)
-	}
-	return created(resp, err, refused)
-}
-
-// created completes the answer to a forwarded CreateTopics: each topic of a
-// controller that could not be reached (err) is REQUEST_TIMED_OUT saying
-// why, and the topics refused here (refuseCreateTopics) come last.
-func created(resp *kmsg.CreateTopicsResponse, err error, refused []kmsg.CreateTopicsResponseTopic) *kmsg.CreateTopicsResponse {
-	if err != nil {
-		msg := "active controller unreachable: " + err.Error()
-		for i := range resp.Topics {
-			resp.Topics[i].ErrorMessage = &msg
-		}
-	}
-	resp.Topics = append(resp.Topics, refused...)
-	return resp
-}
+// Topic administration goes through the active controller (broker/admin);
+// this file is the broker's own use of it: auto-creation.
 
 // autoCreate creates name with the default partitions and replication
 // factor, as a client's first Metadata or Produce for it asks. It returns
@@ -53,7 +25,7 @@ func (b *Broker) autoCreate(ctx context.Context, name string) int16 {
 	req.TimeoutMillis = 10000
 	ctx, cancel := api.AdminCtx(ctx, req.TimeoutMillis)
 	defer cancel()
-	resp := b.createTopics(ctx, req)
+	resp := admin.CreateTopics(ctx, adminHost{forwarder{b}}, req)
 	code := resp.Topics[0].ErrorCode
 	if code == kerr.TopicAlreadyExists.Code {
 		b.replicas.WaitImage(ctx, func(img *controller.Image) bool { return img.Topic(name) != nil })

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -24,6 +25,8 @@ type Host interface {
 	// SECURITY_DISABLED.
 	Authorizing() bool
 	Replicas() *replicamgr.Manager
+	// Live is the node's running configuration (topic defaults).
+	Live() *config.Config
 	// TopicName is a request's topic: its name, or (topic-id versions) the
 	// name of the id in the current image, "" when unknown.
 	TopicName(name string, id [16]byte) string
@@ -33,7 +36,7 @@ type Host interface {
 // Building them never calls h.
 func Entries(h Host) []api.Entry {
 	return []api.Entry{
-		deleteTopicsEntry(h), describeAclsEntry(h), createAclsEntry(h), deleteAclsEntry(h),
+		createTopicsEntry(h), deleteTopicsEntry(h), describeAclsEntry(h), createAclsEntry(h), deleteAclsEntry(h),
 		createPartitionsEntry(h), electLeadersEntry(h), alterPartitionReassignmentsEntry(h),
 		listPartitionReassignmentsEntry(h), describeClientQuotasEntry(h), alterClientQuotasEntry(h),
 		describeUserScramCredentialsEntry(h), alterUserScramCredentialsEntry(h),

@@ -5,6 +5,15 @@
 // one-line calls (b.live(), config.Live in the replica manager's
 // Reconfigure, config.Policy for the active controller).
 //
+// It is also the room of the configuration APIs: DescribeConfigs,
+// AlterConfigs, IncrementalAlterConfigs (with the BROKER_LOGGER
+// resource) and UpdateFeatures, one file each, NN_name.go, headed by its
+// versions and behaviour and holding its registration for the node's API
+// registry (package broker/api, APIEntries). Alterations are forwarded to
+// the active controller through api.Forward, their passwords sealed
+// first; what they need of the node is APIHost (broker/confighost.go
+// implements it).
+//
 // Files:
 //
 //   - config.go: Config (one field per Kafka key, documented beside it),
@@ -30,10 +39,16 @@
 //     ciphertext: sealing before forwarding, the controller's check,
 //     opening for use.
 //   - features.go: the KIP-584 feature levels, fixed by the binary.
+//   - api.go: APIHost, APIEntries, and the rules' shared checks (config
+//     resources, changes to super.users).
+//   - 32_describe_configs.go, 33_alter_configs.go,
+//     44_incremental_alter_configs.go, 57_update_features.go: the APIs.
+//   - loggers.go: the BROKER_LOGGER resource (the node's one logger,
+//     log4j's level names).
 //
 // catalogue/ is Apache Kafka's own list of keys, broker and topic, and
 // what Fjord does with each key it does not implement.
 //
 // Invariant: the package never imports the broker; it knows the metadata
-// image only through controller.Image.
+// image only through controller.Image, and the node only through APIHost.
 package config

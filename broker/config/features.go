@@ -5,7 +5,7 @@ import (
 )
 
 // Feature flags (KIP-584), as ApiVersions v3+ reports them and
-// UpdateFeatures (broker/57_update_features.go) refuses to change.
+// UpdateFeatures (57_update_features.go) refuses to change.
 //
 // Fjord's levels are fixed by the binary, not finalized in the metadata
 // log: there is nothing to upgrade to, and each level is one whose meaning

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -34,19 +33,17 @@ import (
 //
 // Version notes:
 //   - v1: same as v0; v2: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 33, Client: api.Versions(0, 2), Handle: bind(b, handleAlterConfigs),
-			Controller:    api.Versions(0, 2),
-			Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, bindCheck(b, checkAlterConfigs)),
-			Mutates:       true,
-			ErrorResponse: errorAlterConfigs,
-		}
-	})
+func alterConfigsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 33, Client: api.Versions(0, 2), Handle: bindTo(h, handleAlterConfigs),
+		Controller:    api.Versions(0, 2),
+		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, checkWith(h, checkAlterConfigs)),
+		Mutates:       true,
+		ErrorResponse: errorAlterConfigs,
+	}
 }
 
-func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterConfigs(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	fwd := *req
@@ -56,17 +53,17 @@ func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			continue
 		}
-		sealed, err := config.SealLegacy(b.passwords, rr)
+		sealed, err := SealLegacy(h.Passwords(), rr)
 		if err != nil {
 			sr := kmsg.NewAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			sr.ErrorCode, sr.ErrorMessage = config.SealRefusal(err)
+			sr.ErrorCode, sr.ErrorMessage = SealRefusal(err)
 			refused[i] = sr
 			continue
 		}
 		fwd.Resources = append(fwd.Resources, sealed)
 	}
-	api.Forward(forwarder{b}, cc, &fwd, api.Forwarding[*kmsg.AlterConfigsResponse]{WaitMax: configWait,
+	api.Forward(h, cc, &fwd, api.Forwarding[*kmsg.AlterConfigsResponse]{WaitMax: configWait,
 		Prepare: func() bool { return len(fwd.Resources) > 0 },
 		Finish: func(_ context.Context, fresp *kmsg.AlterConfigsResponse, _ error) kmsg.Response {
 			next := 0
@@ -95,7 +92,7 @@ func handleAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func
 		}}, respond)
 }
 
-func checkAlterConfigs(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkAlterConfigs(h APIHost, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	var img *controller.Image
 	keep, denied := api.Sift(req.Resources, func(r kmsg.AlterConfigsRequestResource) (kmsg.AlterConfigsResponseResource, bool) {
@@ -103,12 +100,12 @@ func checkAlterConfigs(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Respons
 		var msg *string
 		if ok && r.ResourceType == kmsg.ConfigResourceTypeBroker {
 			if img == nil {
-				if img = b.image(); img == nil {
+				if img = h.Image(); img == nil {
 					img = &controller.Image{}
 				}
 			}
 			if !superUsersChangeAllowed(z, r.ResourceType, replacesSuperUsers(img, r)) {
-				ok, code, msg = false, api.ClusterDenied, &superUsersDenied
+				ok, code, msg = false, api.ClusterDenied, kmsg.StringPtr(SuperUsersDenied)
 			}
 		}
 		d := kmsg.NewAlterConfigsResponseResource()

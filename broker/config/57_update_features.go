@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"fmt"
@@ -8,13 +8,12 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/config"
 )
 
 // UpdateFeatures: v0-2
 //
 // Behaviour:
-//   - Fjord's feature levels are fixed by the binary (broker/config/features.go), so
+//   - Fjord's feature levels are fixed by the binary (features.go), so
 //     the one update that succeeds is to the level already in force (a
 //     no-op, also for an unfinalized feature asked to stay at 0). Anything
 //     else is INVALID_UPDATE_VERSION with a message saying what is fixed;
@@ -31,23 +30,21 @@ import (
 // Version notes:
 //   - v1: upgrade type replaces allow-downgrade, validate only (KIP-778)
 //   - v2: the response has no per-feature results (top-level error only)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 57, Client: api.Versions(0, 2), Handle: bind(b, handleUpdateFeatures),
-			Rule:    api.Needs("ALTER on CLUSTER", 5, api.ClusterTop(acl.OpAlter)),
-			Mutates: true,
-		}
-	})
+func updateFeaturesEntry() api.Entry {
+	return api.Entry{
+		Key: 57, Client: api.Versions(0, 2), Handle: handleUpdateFeatures,
+		Rule:    api.Needs("ALTER on CLUSTER", 5, api.ClusterTop(acl.OpAlter)),
+		Mutates: true,
+	}
 }
 
-func handleUpdateFeatures(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleUpdateFeatures(_ *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	for _, u := range req.FeatureUpdates {
 		if err := checkFeatureUpdate(req.Version, u); err != nil {
 			resp.ErrorCode = kerr.InvalidUpdateVersion.Code
-			resp.ErrorMessage = errMessage(err)
+			resp.ErrorMessage = kmsg.StringPtr(err.Error())
 			respond(resp)
 			return
 		}
@@ -68,7 +65,7 @@ func checkFeatureUpdate(version int16, u kmsg.UpdateFeaturesRequestFeatureUpdate
 		return fmt.Errorf("fjord: invalid update of %s to %d: unknown upgrade type %d (1 upgrade, 2 safe downgrade, 3 unsafe downgrade)",
 			u.Feature, u.MaxVersionLevel, u.UpgradeType)
 	}
-	f, ok := config.FeatureByName(u.Feature)
+	f, ok := FeatureByName(u.Feature)
 	if !ok {
 		return fmt.Errorf("fjord: invalid update of %s to %d: fjord does not know this feature", u.Feature, u.MaxVersionLevel)
 	}

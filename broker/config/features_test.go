@@ -1,11 +1,9 @@
-package broker
+package config
 
 import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/fjordlog/fjord/broker/config"
 )
 
 // Only the level in force is accepted; v0's "level < 1 deletes" applies to
@@ -18,8 +16,8 @@ func TestCheckFeatureUpdate(t *testing.T) {
 		typ     int8
 		ok      bool
 	}{
-		{1, "metadata.version", config.MetadataVersionLevel, 1, true},
-		{1, "transaction.version", config.TransactionVersionLevel, 1, true},
+		{1, "metadata.version", MetadataVersionLevel, 1, true},
+		{1, "transaction.version", TransactionVersionLevel, 1, true},
 		{1, "group.version", 0, 2, true},
 		{0, "group.version", -1, 0, true}, // v0: delete an unfinalized feature
 		{1, "group.version", -1, 2, false},
@@ -27,7 +25,7 @@ func TestCheckFeatureUpdate(t *testing.T) {
 		{1, "metadata.version", 25, 1, false},
 		{1, "metadata.version", 20, 2, false},
 		{1, "transaction.version", 2, 1, false},
-		{1, "metadata.version", config.MetadataVersionLevel, 9, false},
+		{1, "metadata.version", MetadataVersionLevel, 9, false},
 		{2, "no.such.feature", 0, 1, false},
 	} {
 		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()

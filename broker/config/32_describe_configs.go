@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"maps"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/config/catalogue"
 )
 
@@ -35,51 +34,49 @@ import (
 //
 // Version notes:
 //   - v1: synonyms, source; v3: documentation, config type; v4: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 32, Client: api.Versions(0, 4), Handle: bind(b, handleDescribeConfigs),
-			Rule: api.Needs("DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs),
-		}
-	})
+func describeConfigsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 32, Client: api.Versions(0, 4), Handle: bindTo(h, handleDescribeConfigs),
+		Rule: api.Needs("DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs),
+	}
 }
 
-func handleDescribeConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeConfigs(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	img := b.image()
-	d := describer{ls: config.LayersOf(&b.cfg, img), live: b.live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
+	img := h.Image()
+	d := describer{ls: LayersOf(h.Static(), img), live: h.Live(), synonyms: req.IncludeSynonyms, docs: req.IncludeDocumentation}
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		d.want = rr.ConfigNames
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			t := b.replicas.Topic(rr.ResourceName)
-			if t == nil {
+			overrides, ok := h.TopicConfigs(rr.ResourceName)
+			if !ok {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			sr.Configs = d.topic(t.Configs)
+			sr.Configs = d.topic(overrides)
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":
 				sr.Configs = d.clusterDefaults()
-			case strconv.Itoa(int(b.cfg.NodeID)):
+			case strconv.Itoa(int(h.Static().NodeID)):
 				sr.Configs = d.broker()
 			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
-				m := "broker " + rr.ResourceName + ": this is broker " + strconv.Itoa(int(b.cfg.NodeID)) + "; send it to the broker it names"
+				m := "broker " + rr.ResourceName + ": this is broker " + strconv.Itoa(int(h.Static().NodeID)) + "; send it to the broker it names"
 				sr.ErrorMessage = &m
 			}
 		case kmsg.ConfigResourceTypeBrokerLogger:
-			if rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+			if rr.ResourceName != strconv.Itoa(int(h.Static().NodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				break
 			}
 			if d.wanted(rootLogger) {
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				v := log4jName(b.logLevel.get())
+				v := log4jName(h.LogLevel())
 				c.Name, c.Value, c.Source = rootLogger, &v, kmsg.ConfigSourceDynamicBrokerLoggerConfig
 				sr.Configs = append(sr.Configs, c)
 			}
@@ -93,8 +90,8 @@ func handleDescribeConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 
 // describer renders config entries for one request.
 type describer struct {
-	ls       config.Layers
-	live     *config.Config
+	ls       Layers
+	live     *Config
 	synonyms bool
 	docs     bool
 	want     []string // nil: every key
@@ -109,7 +106,7 @@ func (d *describer) entry(scope catalogue.Scope, name string, value *string, src
 	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
 	k, _ := catalogue.Lookup(scope, name)
 	c.ConfigType = configType(k.Type)
-	if config.Sensitive(scope, name) {
+	if Sensitive(scope, name) {
 		c.IsSensitive, c.Value = true, nil
 	}
 	if d.docs && doc != "" {
@@ -130,16 +127,16 @@ func maskSynonyms(sensitive bool, syns []kmsg.DescribeConfigsResponseResourceCon
 
 // brokerSynonyms are the sources of key and its synonyms below layer top,
 // highest first, ending with the key's default.
-func (d *describer) brokerSynonyms(key string, top config.Layer) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+func (d *describer) brokerSynonyms(key string, top Layer) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	var out []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
-	for l := top; l > config.LayerDefault; l-- {
-		for _, s := range config.Synonyms(key) {
+	for l := top; l > LayerDefault; l-- {
+		for _, s := range Synonyms(key) {
 			if v, ok := d.ls[l][s]; ok {
 				out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: s, Value: &v, Source: l.Source()})
 			}
 		}
 	}
-	if k, ok := config.LookupKey(key); ok && k.Def != "" {
+	if k, ok := LookupKey(key); ok && k.Def != "" {
 		v := k.Def
 		out = append(out, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: key, Value: &v, Source: kmsg.ConfigSourceDefaultConfig})
 	}
@@ -149,7 +146,7 @@ func (d *describer) brokerSynonyms(key string, top config.Layer) []kmsg.Describe
 // broker is every key of this node.
 func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, k := range config.Keys() {
+	for _, k := range Keys() {
 		if !d.wanted(k.Name) {
 			continue
 		}
@@ -164,16 +161,16 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 		}
 		c := d.entry(catalogue.Broker, k.Name, value, layer.Source(), !k.Dynamic, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(k.Name, config.LayerBroker))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(k.Name, LayerBroker))
 		}
 		out = append(out, c)
 	}
 	// Kafka's dynamic keys stored for this node that Fjord does not act on
 	// (kafkaDynamicIgnored).
 	stored := map[string]bool{}
-	for _, l := range []config.Layer{config.LayerBroker, config.LayerClusterDefault} {
+	for _, l := range []Layer{LayerBroker, LayerClusterDefault} {
 		for k := range d.ls[l] {
-			if _, ok := config.LookupKey(k); !ok && d.wanted(k) {
+			if _, ok := LookupKey(k); !ok && d.wanted(k) {
 				stored[k] = true
 			}
 		}
@@ -182,7 +179,7 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 		v, layer, _ := d.ls.Lookup(name)
 		c := d.entry(catalogue.Broker, name, &v, layer.Source(), false, "")
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, config.LayerBroker))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, LayerBroker))
 		}
 		out = append(out, c)
 	}
@@ -191,17 +188,17 @@ func (d *describer) broker() []kmsg.DescribeConfigsResponseResourceConfig {
 
 // clusterDefaults is the cluster-wide dynamic broker configs.
 func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConfig {
-	m := d.ls[config.LayerClusterDefault]
+	m := d.ls[LayerClusterDefault]
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if !d.wanted(name) {
 			continue
 		}
 		v := m[name]
-		k, _ := config.LookupKey(name)
+		k, _ := LookupKey(name)
 		c := d.entry(catalogue.Broker, name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, false, k.Doc)
 		if d.synonyms {
-			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, config.LayerClusterDefault))
+			c.ConfigSynonyms = maskSynonyms(c.IsSensitive, d.brokerSynonyms(name, LayerClusterDefault))
 		}
 		out = append(out, c)
 	}
@@ -211,7 +208,7 @@ func (d *describer) clusterDefaults() []kmsg.DescribeConfigsResponseResourceConf
 // topic is every config of a topic with the given overrides.
 func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, td := range config.TopicKeys() {
+	for _, td := range TopicKeys() {
 		if !d.wanted(td.Name) {
 			continue
 		}
@@ -221,7 +218,7 @@ func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsRes
 			src = kmsg.ConfigSourceDefaultConfig
 			// The source of the broker key the default comes from: the
 			// highest-priority synonym any layer holds.
-			for _, s := range config.Synonyms(td.BrokerKey) {
+			for _, s := range Synonyms(td.BrokerKey) {
 				if _, l, ok := d.ls.Lookup(s); ok && td.BrokerKey != "" {
 					src = l.Source()
 					break
@@ -229,7 +226,7 @@ func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsRes
 			}
 		}
 		doc := ""
-		if k, ok := config.LookupKey(td.BrokerKey); ok {
+		if k, ok := LookupKey(td.BrokerKey); ok {
 			doc = k.Doc
 		}
 		c := d.entry(catalogue.Topic, td.Name, &v, src, false, doc)
@@ -239,14 +236,14 @@ func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsRes
 				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: td.Name, Value: &ov, Source: kmsg.ConfigSourceDynamicTopicConfig})
 			}
 			if td.BrokerKey != "" {
-				c.ConfigSynonyms = append(c.ConfigSynonyms, d.brokerSynonyms(td.BrokerKey, config.LayerBroker)...)
+				c.ConfigSynonyms = append(c.ConfigSynonyms, d.brokerSynonyms(td.BrokerKey, LayerBroker)...)
 			}
 		}
 		out = append(out, c)
 	}
 	// Kafka keys stored with the topic that Fjord does not act on.
 	for _, name := range slices.Sorted(maps.Keys(overrides)) {
-		if config.FindTopicKey(name) != nil || !d.wanted(name) {
+		if FindTopicKey(name) != nil || !d.wanted(name) {
 			continue
 		}
 		v := overrides[name]

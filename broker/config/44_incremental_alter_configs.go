@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -21,7 +20,7 @@ import (
 // Behaviour:
 //   - Topic and broker resources (a broker id, or "" for the cluster-wide
 //     default) are forwarded to the active controller, which checks every
-//     key (broker/config/dynamic.go's policy) and commits the accepted resources'
+//     key (dynamic.go's policy) and commits the accepted resources'
 //     changes to the metadata log in one batch. SET, DELETE, APPEND and
 //     SUBTRACT as KIP-339 (APPEND/SUBTRACT only on list keys; they start
 //     from the default when the key has no value). A resource is accepted
@@ -39,42 +38,40 @@ import (
 //     PASSWORD type) are encrypted here with password.encoder.secret
 //     before the request is forwarded, so the controllers and the
 //     metadata log hold only ciphertext; without a secret the resource is
-//     refused with INVALID_REQUEST, naming the key (broker/config/passwords.go).
+//     refused with INVALID_REQUEST, naming the key (passwords.go).
 //   - Any operation on super.users (cluster default or a broker resource)
 //     needs a super user besides ALTER_CONFIGS on the cluster: otherwise
 //     CLUSTER_AUTHORIZATION_FAILED for that resource, with a message
-//     saying so, audited as a denial (authz.go, superUsersChangeAllowed).
+//     saying so, audited as a denial (api.go, superUsersChangeAllowed).
 //
 // Version notes:
 //   - v1: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 44, Client: api.Versions(0, 1), Handle: bind(b, handleIncrementalAlterConfigs),
-			Controller:    api.Versions(0, 1),
-			Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs),
-			Mutates:       true,
-			ErrorResponse: errorIncrementalAlterConfigs,
-		}
-	})
+func incrementalAlterConfigsEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 44, Client: api.Versions(0, 1), Handle: bindTo(h, handleIncrementalAlterConfigs),
+		Controller:    api.Versions(0, 1),
+		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs),
+		Mutates:       true,
+		ErrorResponse: errorIncrementalAlterConfigs,
+	}
 }
 
-func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleIncrementalAlterConfigs(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	fwd := *req
 	fwd.Resources = nil
 	refused := map[int]kmsg.IncrementalAlterConfigsResponseResource{} // by index in req.Resources
 	for i, rr := range req.Resources {
-		sealed, err := config.SealIncremental(b.passwords, rr)
+		sealed, err := SealIncremental(h.Passwords(), rr)
 		if err != nil {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-			sr.ErrorCode, sr.ErrorMessage = config.SealRefusal(err)
+			sr.ErrorCode, sr.ErrorMessage = SealRefusal(err)
 			refused[i] = sr
 			continue
 		}
-		if err := b.checkOwnSSL(rr); err != nil {
+		if err := checkOwnSSL(h, rr); err != nil {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 			sr.ErrorCode, sr.ErrorMessage = kerr.InvalidConfig.Code, kmsg.StringPtr(err.Error())
@@ -85,7 +82,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, r
 			fwd.Resources = append(fwd.Resources, sealed)
 		}
 	}
-	api.Forward(forwarder{b}, cc, &fwd, api.Forwarding[*kmsg.IncrementalAlterConfigsResponse]{WaitMax: configWait,
+	api.Forward(h, cc, &fwd, api.Forwarding[*kmsg.IncrementalAlterConfigsResponse]{WaitMax: configWait,
 		Prepare: func() bool { return len(fwd.Resources) > 0 },
 		Finish: func(_ context.Context, fresp *kmsg.IncrementalAlterConfigsResponse, _ error) kmsg.Response {
 			next := 0
@@ -101,7 +98,7 @@ func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, r
 					for i, c := range rr.Configs {
 						ops[i] = loggerOp{c.Name, controller.ConfigOp(c.Op), c.Value}
 					}
-					sr.ErrorCode, sr.ErrorMessage = b.alterLoggers(rr.ResourceName, ops, req.ValidateOnly)
+					sr.ErrorCode, sr.ErrorMessage = alterLoggers(h, rr.ResourceName, ops, req.ValidateOnly)
 					resp.Resources = append(resp.Resources, sr)
 					continue
 				}
@@ -125,16 +122,17 @@ func handleIncrementalAlterConfigs(b *Broker, cc *api.Conn, kreq kmsg.Request, r
 const configWait = 5 * time.Second
 
 // checkOwnSSL checks a change of this node's own TLS settings before it is
-// forwarded: the new stores must load here (checkDynamicSSL), so a wrong
-// path or password is INVALID_CONFIG rather than a certificate that never
+// forwarded: the new stores must load here, for every TLS listener the
+// change touches (tlsconf.Listeners.CheckDynamic), so a wrong path or
+// password is INVALID_CONFIG rather than a certificate that never
 // changes. rr is the request's, passwords in clear; the stored ones are
 // decrypted to check them with it.
-func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) error {
-	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) ||
+func checkOwnSSL(h APIHost, rr kmsg.IncrementalAlterConfigsRequestResource) error {
+	if rr.ResourceType != kmsg.ConfigResourceTypeBroker || rr.ResourceName != strconv.Itoa(int(h.Static().NodeID)) ||
 		!slices.ContainsFunc(rr.Configs, func(c kmsg.IncrementalAlterConfigsRequestResourceConfig) bool { return tlsconf.IsKey(c.Name) }) {
 		return nil
 	}
-	after, err := config.OpenPasswords(b.passwords, b.image().BrokerConfigs()[rr.ResourceName])
+	after, err := OpenPasswords(h.Passwords(), h.Image().BrokerConfigs()[rr.ResourceName])
 	if err != nil {
 		return err
 	}
@@ -148,7 +146,10 @@ func (b *Broker) checkOwnSSL(rr kmsg.IncrementalAlterConfigsRequestResource) err
 			delete(after, c.Name)
 		}
 	}
-	return checkDynamicSSL(b.tls, after)
+	if err := h.TLS().CheckDynamic(after); err != nil {
+		return controller.ConfigError(kerr.InvalidConfig, "%v", err)
+	}
+	return nil
 }
 
 func checkIncrementalAlterConfigs(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
@@ -157,7 +158,7 @@ func checkIncrementalAlterConfigs(z *api.Authz, kreq kmsg.Request) (kmsg.Respons
 		ok, code := configResourceAllowed(z, acl.OpAlterConfigs, r.ResourceType, r.ResourceName)
 		var msg *string
 		if ok && !superUsersChangeAllowed(z, r.ResourceType, namesSuperUsers(r)) {
-			ok, code, msg = false, api.ClusterDenied, &superUsersDenied
+			ok, code, msg = false, api.ClusterDenied, kmsg.StringPtr(SuperUsersDenied)
 		}
 		d := kmsg.NewIncrementalAlterConfigsResponseResource()
 		d.ResourceType, d.ResourceName, d.ErrorCode, d.ErrorMessage = r.ResourceType, r.ResourceName, code, msg

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -29,38 +29,65 @@ import (
 // Version notes:
 //   - v1: validate only, error messages; v5: flexible, returns partitions,
 //     replication factor and configs (KIP-525); v7: topic id (KIP-516)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 19, Client: api.Versions(0, 7), Handle: bind(b, handleCreateTopics),
-			Controller:    api.Versions(0, 7),
-			Rule:          api.Needs("CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics),
-			Mutates:       true,
-			ErrorResponse: errorCreateTopics,
-		}
-	})
+func createTopicsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 19, Client: api.Versions(0, 7), Handle: bindTo(h, handleCreateTopics),
+		Controller:    api.Versions(0, 7),
+		Rule:          api.Needs("CREATE on CLUSTER or on TOPIC", 4, checkCreateTopics),
+		Mutates:       true,
+		ErrorResponse: errorCreateTopics,
+	}
 }
 
-func handleCreateTopics(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleCreateTopics(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	var refused []kmsg.CreateTopicsResponseTopic
-	api.Forward(forwarder{b}, cc, req, api.Forwarding[*kmsg.CreateTopicsResponse]{TimeoutMs: req.TimeoutMillis,
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.CreateTopicsResponse]{TimeoutMs: req.TimeoutMillis,
 		Prepare: func() bool {
-			live := b.live()
-			refused = b.replicas.RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
+			live := h.Live()
+			refused = h.Replicas().RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
 			return len(req.Topics) > 0
 		},
 		Finish: func(_ context.Context, resp *kmsg.CreateTopicsResponse, err error) kmsg.Response {
 			resp = created(resp, err, refused)
-			b.describeCreated(req, resp)
+			describeCreated(h, req, resp)
 			return resp
 		}}, respond)
+}
+
+// CreateTopics is CreateTopics for the node itself (auto-creation, the
+// internal topics): the topics past the descriptor budget refused, the
+// others forwarded, the answer once this node's image has the topics
+// created.
+func CreateTopics(ctx context.Context, h Host, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	live := h.Live()
+	refused := h.Replicas().RefuseCreateTopics(req, live.NumPartitions, live.DefaultReplication)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	var err error
+	if len(req.Topics) > 0 {
+		resp, err = api.ForwardTo[*kmsg.CreateTopicsResponse](ctx, h, req, 0, nil)
+	}
+	return created(resp, err, refused)
+}
+
+// created completes the answer to a forwarded CreateTopics: each topic of a
+// controller that could not be reached (err) is REQUEST_TIMED_OUT saying
+// why, and the topics refused here (Manager.RefuseCreateTopics) come last.
+func created(resp *kmsg.CreateTopicsResponse, err error, refused []kmsg.CreateTopicsResponseTopic) *kmsg.CreateTopicsResponse {
+	if err != nil {
+		msg := "active controller unreachable: " + err.Error()
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = &msg
+		}
+	}
+	resp.Topics = append(resp.Topics, refused...)
+	return resp
 }
 
 // describeCreated adds to each topic resp says was created its configs, as
 // CreateTopics v5+ answers (KIP-525), and logs the configs Fjord does not
 // act on.
-func (b *Broker) describeCreated(req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse) {
+func describeCreated(h Host, req *kmsg.CreateTopicsRequest, resp *kmsg.CreateTopicsResponse) {
 	byName := map[string]*kmsg.CreateTopicsRequestTopic{}
 	for i := range req.Topics {
 		byName[req.Topics[i].Topic] = &req.Topics[i]
@@ -78,10 +105,10 @@ func (b *Broker) describeCreated(req *kmsg.CreateTopicsRequest, resp *kmsg.Creat
 			}
 		}
 		if un := config.UnsupportedTopicConfigs(overrides); len(un) > 0 && !req.ValidateOnly {
-			b.log.Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
+			h.Log().Warn().Str("topic", st.Topic).Strs("configs", un).Msg("topic created with configs Fjord does not act on yet")
 		}
 		for _, d := range config.TopicKeys() {
-			v, override := d.Effective(b.live(), overrides)
+			v, override := d.Effective(h.Live(), overrides)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name = d.Name
 			c.Value = &v
