@@ -10,6 +10,7 @@ import (
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/discovery"
+	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -54,6 +55,7 @@ func newRegistry(b *Broker) *api.Registry {
 	es = append(es, coordinator.Entries(groupsHost{b})...)
 	es = append(es, admin.Entries(adminHost{forwarder{b}})...)
 	es = append(es, discovery.Entries(discoveryHost{b})...)
+	es = append(es, sasl.Entries()...)
 	es = append(es, config.APIEntries(configHost{forwarder{b}})...)
 	es = append(es, txncoord.Entries(txnHost{b})...)
 	r, err := api.NewRegistry(es...)

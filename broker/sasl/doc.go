@@ -26,4 +26,6 @@
 //     ImageScram, SCRAM credentials from the metadata image.
 //   - bootstrap.go: fjord.sasl.scram.bootstrap, parsed and created through
 //     the active controller (BootstrapScram).
+//   - entries.go, 17_sasl_handshake.go, 36_sasl_authenticate.go: the SASL
+//     keys' registrations for the node's API registry (broker/api).
 package sasl

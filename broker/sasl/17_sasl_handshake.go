@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,18 +24,16 @@ import (
 //   - v0: the SASL tokens that follow are bare size-prefixed frames
 //     (kafka-python 2.0 authenticates so)
 //   - v1: the tokens travel in SaslAuthenticate requests (KIP-152)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 17, Client: api.Versions(0, 1), Handle: bind(b, handleSASLHandshake),
-			Controller: api.Versions(0, 1),
-			CtlLocal:   true,
-			Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
-		}
-	})
+func handshakeEntry() api.Entry {
+	return api.Entry{
+		Key: 17, Client: api.Versions(0, 1), Handle: handleSASLHandshake,
+		Controller: api.Versions(0, 1),
+		CtlLocal:   true,
+		Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
+	}
 }
 
-func handleSASLHandshake(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSASLHandshake(_ *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLHandshakeRequest).ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	respond(resp)

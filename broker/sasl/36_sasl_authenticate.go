@@ -1,4 +1,4 @@
-package broker
+package sasl
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,18 +22,16 @@ import (
 //     sessions do not expire); the front end takes a re-authentication
 //     and closes a connection whose session ended without one
 //   - v2: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 36, Client: api.Versions(0, 2), Handle: bind(b, handleSASLAuthenticate),
-			Controller: api.Versions(0, 2),
-			CtlLocal:   true,
-			Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
-		}
-	})
+func authenticateEntry() api.Entry {
+	return api.Entry{
+		Key: 36, Client: api.Versions(0, 2), Handle: handleSASLAuthenticate,
+		Controller: api.Versions(0, 2),
+		CtlLocal:   true,
+		Rule:       api.Needs("none (before authentication)", 0, api.NoACL),
+	}
 }
 
-func handleSASLAuthenticate(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleSASLAuthenticate(_ *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	resp := kreq.(*kmsg.SASLAuthenticateRequest).ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	resp.ErrorCode = kerr.IllegalSaslState.Code
 	msg := "SaslAuthenticate on a connection that is not in a SASL exchange"
