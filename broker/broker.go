@@ -20,6 +20,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
@@ -321,12 +322,12 @@ func (b *Broker) Start() {
 	b.goLoop(b.replicas.PublishLoop)
 	b.goLoop(func() { b.life.Run(b.ctx) })
 	if b.cfg.MetricsAddr != "" {
-		if err := b.serveMetrics(b.cfg.MetricsAddr); err != nil {
+		if err := serveMetrics(&b.tasks, b.cfg.MetricsAddr, b.metrics, b.cfg.MetricsPprof, b.log); err != nil {
 			b.log.Error().Err(err).Str("addr", b.cfg.MetricsAddr).Msg("metrics listener failed; serving Kafka without it")
 		}
 	}
 	if b.cfg.ConsoleAddr != "" {
-		if err := b.serveConsole(b.cfg.ConsoleAddr); err != nil {
+		if err := console.Listen(&b.tasks, b.cfg.ConsoleAddr, b.cfg.ConsoleAllowedHosts, consoleSource(b), b.log); err != nil {
 			b.log.Error().Err(err).Str("addr", b.cfg.ConsoleAddr).Msg("console listener failed; serving Kafka without it")
 		}
 	}

@@ -40,8 +40,15 @@
 //     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).
 //   - broker/metrics: the node's Prometheus series, counted by the
 //     broker's code where events happen and read at scrape time through
-//     metricsSource (metrics.go); the broker serves its handler on the
-//     metrics listener (httplisteners.go).
+//     metricsSource (metrics.go); serveMetrics (metrics.go) serves its
+//     handler on the metrics listener through broker/httpserve.
+//   - broker/console: the web console. console.NodeSource reads the node
+//     from the parts consoleSource (console.go) hands it — the image, the
+//     replica manager, the coordinator, the client servers — and
+//     console.Listen serves it, with its Host check, through
+//     broker/httpserve.
+//   - broker/httpserve: the plumbing the HTTP listeners share (a server
+//     per listener on the broker's lifecycle.Group, closed when it stops).
 //   - broker/quota: client quotas and replication throttles as a pure
 //     core (quota.go and throttle.go are the glue).
 //   - broker/txn and broker/txncoord: transactions, a pure core per
@@ -66,8 +73,7 @@
 //     reload, dynamic SSL), which listeners.go hands the listeners'
 //     settings (Kafka's listener-name rules are broker/config's);
 //     broker/pwenc (the encoding of password configs at rest),
-//     broker/console (the web console), broker/brokertest (an N-node
-//     cluster in one process).
+//     broker/brokertest (an N-node cluster in one process).
 //   - broker/ctllink: the link to the controller quorum — the client of
 //     the active controller, the follower of the metadata log on a
 //     broker-only node, and the broker's lifecycle (register, heartbeat,

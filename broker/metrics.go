@@ -4,8 +4,12 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/broker/httpserve"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -98,12 +102,12 @@ func (s metricsSource) TopicName(id [16]byte) (string, bool) {
 	return t.Name, true
 }
 
-// serveMetrics serves /metrics on addr until the broker stops, and Go's
-// /debug/pprof when fjord.metrics.pprof.enable asks for it.
-func (b *Broker) serveMetrics(addr string) error {
+// serveMetrics serves m's /metrics on addr until tasks stops, and Go's
+// /debug/pprof when fjord.metrics.pprof.enable (pprof) asks for it.
+func serveMetrics(tasks *lifecycle.Group, addr string, m *metrics.Metrics, pprof bool, log zerolog.Logger) error {
 	what := "/metrics"
-	if b.cfg.MetricsPprof {
+	if pprof {
 		what = "/metrics and /debug/pprof"
 	}
-	return b.serveHTTP(addr, b.metrics.Handler(b.cfg.MetricsPprof), what)
+	return httpserve.Listen(tasks, addr, m.Handler(pprof), what, log)
 }

@@ -1,23 +1,3 @@
-// Package console is the node's built-in web console: server-rendered
-// pages (html/template, a small stylesheet and a little plain JavaScript,
-// all embedded with go:embed) that show the cluster as this node sees it:
-// brokers, the metadata quorum and the partitions that lack replicas;
-// topics with their partitions, offsets and configs; the last records of a
-// partition; consumer groups with their members, lag and rebalance
-// timeline; and the connected clients.
-//
-// It only reads. It knows the node through Source, a narrow interface the
-// broker implements from its published state, and holds nothing between
-// requests. Everything a visitor can make it hold is bounded: records
-// tailed, bytes shown per value, clients listed, pages and tails rendered
-// at once. Every byte that comes from a client (record keys, values,
-// headers, client ids, group ids, topic names) reaches the page through
-// html/template's escaping only, and the pages forbid inline scripts
-// (Content-Security-Policy).
-//
-// HostFilter (host.go) stands in front of the pages: only requests whose
-// Host header names the console are answered, so a web page cannot read
-// it through DNS rebinding.
 package console
 
 import (

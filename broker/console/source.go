@@ -128,7 +128,7 @@ type Partition struct {
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set
-// (those a move removes not counted). (The broker's underReplicated is the
+// (those a move removes not counted). (NodeSource's underReplicated is the
 // same test on its image's partitions.)
 func (p Partition) UnderReplicated() bool {
 	return len(p.ISR) < len(p.Replicas)-len(p.Removing)

@@ -29,6 +29,6 @@
 //     and group series, and the JMX exporter's ReplicaManager and
 //     KafkaController gauges.
 //
-// Listening is the broker's (its HTTP listeners share one goroutine and
-// shutdown plumbing with the web console): it serves Handler.
+// Listening is the broker's: it serves Handler through broker/httpserve,
+// the goroutine and shutdown plumbing it shares with the web console.
 package metrics
