@@ -164,12 +164,6 @@ func superUsersChangeAllowed(z *api.Authz, typ kmsg.ConfigResourceType, changes 
 	return false
 }
 
-// isFollower reports whether a Fetch or OffsetForLeaderEpoch comes from a
-// replica (a broker), not a consumer.
-func isFollowerFetch(r *kmsg.FetchRequest) bool {
-	return r.ReplicaID >= 0 || (r.Version >= 15 && r.ReplicaState.ID >= 0)
-}
-
 // topicName resolves a request's topic: its name, or (topic-id versions)
 // the name of the id in the current image, "" when unknown.
 func (b *Broker) topicName(name string, id [16]byte) string {

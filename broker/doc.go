@@ -27,6 +27,11 @@
 //     AlterPartition; also stray clean-up and DeleteTopics' wait for the
 //     other brokers. replicahosts.go gives it, and the fetchers, what they
 //     need of the broker.
+//   - broker/partitions: the data path's APIs, what clients and followers
+//     do with partitions (00 Produce, 01 Fetch, 02 ListOffsets, 21
+//     DeleteRecords, 23 OffsetForLeaderEpoch, 34 AlterReplicaLogDirs, 35
+//     DescribeLogDirs, 61 DescribeProducers); partitions.go is the
+//     broker's side (partitionsHost), with quota.go and throttle.go.
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas, and the room of the group APIs
 //     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/group"
@@ -19,8 +20,8 @@ import (
 var (
 	errInvalidTopic      = errors.New("broker: invalid topic name")
 	errInvalidConfig     = errors.New("broker: invalid config")
-	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
-	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
+	errNotEnoughReplicas = partitions.ErrNotEnoughReplicas
+	errAcksAllRequired   = partitions.ErrAcksAllRequired
 	errMalformedShip     = errors.New("broker: malformed metadata log response")
 	errStaleShip         = errors.New("broker: voter is behind this broker's metadata")
 )

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/partitions"
 )
 
 // The broker's registry of API keys (package broker/api): everything
@@ -48,6 +49,7 @@ func newRegistry(b *Broker) *api.Registry {
 		es = append(es, f(b))
 	}
 	es = append(es, coordinator.Entries(groupsHost{b})...)
+	es = append(es, partitions.Entries(partitionsHost{b})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {
 		panic(fmt.Sprintf("broker: %v", err)) // a programming error, caught by every test

@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,22 +16,21 @@ import (
 // which is how an operator finds a transaction holding back the last
 // stable offset. NOT_LEADER_OR_FOLLOWER on a follower,
 // UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 61, Client: api.Versions(0, 0), Handle: bind(b, handleDescribeProducers),
-			Rule: api.Needs("READ on TOPIC", 0, checkDescribeProducers),
-		}
-	})
+func describeProducersEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 61, Client: api.Versions(0, 0), Handle: bindTo(h, handleDescribeProducers),
+		Rule: api.Needs("READ on TOPIC", 0, checkDescribeProducers),
+	}
 }
 
-func handleDescribeProducers(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeProducers(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	replicas := h.Replicas()
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
+		t := replicas.Topic(rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
