@@ -97,12 +97,6 @@ func (b *Broker) authorize(cc *api.Conn, a *api.Entry, req kmsg.Request) (kmsg.R
 	return api.Authorize(&api.Authz{Conn: cc, Az: az, Key: a.Key, Denied: b.audit.Denied}, a, req)
 }
 
-// isFollower reports whether a Fetch or OffsetForLeaderEpoch comes from a
-// replica (a broker), not a consumer.
-func isFollowerFetch(r *kmsg.FetchRequest) bool {
-	return r.ReplicaID >= 0 || (r.Version >= 15 && r.ReplicaState.ID >= 0)
-}
-
 // topicName resolves a request's topic: its name, or (topic-id versions)
 // the name of the id in the current image, "" when unknown.
 func (b *Broker) topicName(name string, id [16]byte) string {

@@ -35,7 +35,7 @@ func TestNoDirectNodeImport(t *testing.T) {
 // the broker only through the interfaces they declare (replica.Host,
 // coordinator.Host …), never by importing it.
 func TestSubpackagesDoNotImportBroker(t *testing.T) {
-	for _, pkg := range []string{"./coordinator", "./replica", "./replicamgr", "./txn", "./console", "./httpserve", "./metrics", "./ctllink", "./config"} {
+	for _, pkg := range []string{"./coordinator", "./partitions", "./replica", "./replicamgr", "./txn", "./console", "./httpserve", "./metrics", "./ctllink", "./config"} {
 		if slices.Contains(goList(t, "-deps", pkg), "github.com/fjordlog/fjord/broker") {
 			t.Errorf("%s imports the broker", pkg)
 		}

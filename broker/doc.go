@@ -35,6 +35,11 @@
 //   - broker/discovery: the APIs clients find the cluster with
 //     (Metadata, DescribeTopicPartitions, DescribeCluster,
 //     FindCoordinator); discoveryhost.go gives it what it needs.
+//   - broker/partitions: the data path's APIs, what clients and followers
+//     do with partitions (00 Produce, 01 Fetch, 02 ListOffsets, 21
+//     DeleteRecords, 23 OffsetForLeaderEpoch, 34 AlterReplicaLogDirs, 35
+//     DescribeLogDirs); partitions.go is the
+//     broker's side (partitionsHost), with quota.go and throttle.go.
 //   - broker/coordinator: consumer groups and committed offsets, backed by
 //     the __consumer_offsets replicas, and the room of the group APIs
 //     (08 OffsetCommit … 47 OffsetDelete; groups.go is the broker's side).

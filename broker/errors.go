@@ -6,20 +6,14 @@ import (
 
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
-	"github.com/fjordlog/fjord/group"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
-)
-
-// Broker-level failures that map to Kafka error codes.
-var (
-	errNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
-	errAcksAllRequired   = errors.New("broker: topic requires acks=all")
 )
 
 // errorCode is the one place a Go error becomes a Kafka error code.
@@ -45,9 +39,9 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTxnState.Code
 	case errors.Is(err, storage.ErrCoordinatorFenced):
 		return kerr.TransactionCoordinatorFenced.Code
-	case errors.Is(err, errNotEnoughReplicas):
+	case errors.Is(err, partitions.ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
-	case errors.Is(err, errAcksAllRequired):
+	case errors.Is(err, partitions.ErrAcksAllRequired):
 		return kerr.InvalidRequiredAcks.Code
 	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
 		return kerr.NotEnoughReplicasAfterAppend.Code
@@ -76,17 +70,4 @@ func errorCode(err error) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	}
 	return kerr.UnknownServerError.Code
-}
-
-// groupErrorCode maps an error of package group (a member's request
-// refused by its group's state machine) to its Kafka error code.
-func groupErrorCode(err error) int16 { return group.ErrorCode(err) }
-
-// errMessage is the optional error message some responses carry.
-func errMessage(err error) *string {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	return &s
 }

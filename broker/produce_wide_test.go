@@ -9,7 +9,7 @@ import (
 )
 
 // TestProduceWideRequest sends produce requests naming more partitions
-// than parallelAppendMin, so their appends run concurrently, with an
+// than partitions.parallelAppendMin (broker/partitions), so their appends run concurrently, with an
 // unknown partition among them, and one that names a partition twice
 // (appended in request order instead): every partition's response has its
 // own offset or error, and each log holds exactly what was sent to it.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -128,7 +129,7 @@ func (q *clientQuotas) produce(cc *api.Conn, req *kmsg.ProduceRequest, respond f
 // its respond to charge the record bytes, or, over the bound, to answer
 // without records, throttled.
 func (q *clientQuotas) fetch(cc *api.Conn, req *kmsg.FetchRequest, respond func(kmsg.Response)) func(kmsg.Response) {
-	if q == nil || replicaOf(req) >= 0 {
+	if q == nil || partitions.ReplicaOf(req) >= 0 {
 		return respond
 	}
 	user := principalOf(cc)
@@ -142,7 +143,7 @@ func (q *clientQuotas) fetch(cc *api.Conn, req *kmsg.FetchRequest, respond func(
 	}
 	req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	return func(r kmsg.Response) {
-		if fr, ok := r.(*pooledFetch); ok {
+		if fr, ok := r.(*partitions.PooledFetch); ok {
 			n := 0
 			for _, t := range fr.Topics {
 				for _, p := range t.Partitions {
@@ -174,7 +175,7 @@ func (q *clientQuotas) requestTime(cc *api.Conn, req kmsg.Request, d time.Durati
 	}
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
-		if replicaOf(r) >= 0 {
+		if partitions.ReplicaOf(r) >= 0 {
 			return
 		}
 	case *kmsg.WriteTxnMarkersRequest:

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -72,8 +73,8 @@ func TestQuotaProduceGlue(t *testing.T) {
 func TestQuotaFetchGlue(t *testing.T) {
 	q, reg := quotaGlue(t, clientQuota(controller.QuotaEntity{ClientID: controller.DefaultName()}, controller.QuotaConsumerByteRate, 100))
 	var muted []time.Duration
-	fetch := func(req *kmsg.FetchRequest, n int) *pooledFetch {
-		resp := &pooledFetch{FetchResponse: kmsg.NewPtrFetchResponse()}
+	fetch := func(req *kmsg.FetchRequest, n int) *partitions.PooledFetch {
+		resp := &partitions.PooledFetch{FetchResponse: kmsg.NewPtrFetchResponse()}
 		resp.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{RecordBatches: make([]byte, n)}}}}
 		q.fetch(mutedConn("c", &muted), req, func(kmsg.Response) {})(resp)
 		return resp
@@ -157,7 +158,7 @@ func TestQuotaGlueInactive(t *testing.T) {
 	for _, q := range []*clientQuotas{nil, noImage, empty} {
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxBytes = 1 << 30
-		q.fetch(cc, req, func(kmsg.Response) {})(&pooledFetch{FetchResponse: kmsg.NewPtrFetchResponse()})
+		q.fetch(cc, req, func(kmsg.Response) {})(&partitions.PooledFetch{FetchResponse: kmsg.NewPtrFetchResponse()})
 		q.produce(cc, kmsg.NewPtrProduceRequest(), func(kmsg.Response) {})(kmsg.NewPtrProduceResponse())
 		q.requestTime(cc, kmsg.NewPtrMetadataRequest(), time.Hour)
 		if d := q.connectionDelay("10.0.0.9"); d != 0 || req.MaxBytes != 1<<30 || len(muted) != 0 {

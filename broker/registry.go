@@ -10,6 +10,7 @@ import (
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/discovery"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
@@ -58,6 +59,7 @@ func newRegistry(b *Broker) *api.Registry {
 	es = append(es, sasl.Entries()...)
 	es = append(es, config.APIEntries(configHost{forwarder{b}})...)
 	es = append(es, txncoord.Entries(txnHost{b})...)
+	es = append(es, partitions.Entries(partitionsHost{b})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {
 		panic(fmt.Sprintf("broker: %v", err)) // a programming error, caught by every test

@@ -1,12 +1,11 @@
 package broker
 
 import (
-	"slices"
 	"time"
 
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/broker/replicamgr"
 )
 
 // Replication throttles (Kafka's replication quotas, KIP-73): the
@@ -23,13 +22,10 @@ import (
 // broker id, then the cluster default, as Kafka layers them, then this
 // broker's static config; broker/config/dynamic.go); 0 is no cap.
 
-// leaderThrottle decides, for a follower's fetch of partition of t led
-// here, whether it is throttled and, if so, whether the leader's quota
-// lets it have data now. It returns the rate to record the bytes sent at
-// (0: not throttled).
-func (b *Broker) leaderThrottle(t *replicamgr.Topic, partition, follower int32, v *replica.View, now time.Time) (rate int64, withhold bool) {
-	listed := t != nil && b.throttles.Listed(t.Configs, quota.LeaderReplicas, partition, b.cfg.NodeID)
-	return b.throttles.Leader.Check(now, listed, slices.Contains(v.ISR, follower), b.live().LeaderReplicationThrottledRate)
+// LeaderThrottle is the leader side as a follower's fetch reads it (the
+// Fetch handler, broker/partitions, checks it per partition).
+func (h partitionsHost) LeaderThrottle() partitions.LeaderThrottle {
+	return partitions.LeaderThrottle{Quotas: &h.b.throttles, NodeID: h.b.cfg.NodeID, Rate: h.b.live().LeaderReplicationThrottledRate}
 }
 
 var _ replica.FollowerThrottle = fetchHost{}

@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
@@ -43,14 +44,12 @@ import (
 //     hears of the move at once, so the wait is about two fetch round trips.
 //
 // Version notes: v1 no change (throttling); v2 flexible.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 21, Client: api.Versions(0, 2), Handle: bind(b, handleDeleteRecords),
-			Rule:    api.Needs("DELETE on TOPIC", 5, checkDeleteRecords),
-			Mutates: true,
-		}
-	})
+func deleteRecordsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 21, Client: api.Versions(0, 2), Handle: bindTo(h, handleDeleteRecords),
+		Rule:    api.Needs("DELETE on TOPIC", 5, checkDeleteRecords),
+		Mutates: true,
+	}
 }
 
 // deleteWait is a partition whose DeleteRecords waits for the replicas.
@@ -61,23 +60,24 @@ type deleteWait struct {
 	topic, index int // its place in the response
 }
 
-func handleDeleteRecords(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteRecords(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	replicas := h.Replicas()
 	var waits []deleteWait
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
+		t := replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			switch {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case t.Name == offsetsTopic || t.Name == txncoord.Topic:
+			case t.Name == coordinator.OffsetsTopic || t.Name == txncoord.Topic:
 				sp.ErrorCode = kerr.InvalidTopicException.Code
-			case !b.policyHas(t, "delete"):
+			case !h.CleanupPolicyHas(t, "delete"):
 				sp.ErrorCode = kerr.PolicyViolation.Code
 			default:
 				_, _, _, code := t.Serving(rp.Partition, replica.Produce)
@@ -88,7 +88,7 @@ func handleDeleteRecords(b *Broker, cc *api.Conn, kreq kmsg.Request, respond fun
 				p := t.Parts[rp.Partition]
 				target, v, err := p.DeleteRecords(rp.Offset)
 				if err != nil {
-					sp.ErrorCode = errorCode(err)
+					sp.ErrorCode = h.Code(err)
 					p.Logger.Debug().Err(err).Int64("offset", rp.Offset).Str("client_id", cc.ClientID).Msg("delete records refused")
 					break
 				}
@@ -109,7 +109,7 @@ func handleDeleteRecords(b *Broker, cc *api.Conn, kreq kmsg.Request, respond fun
 	}
 	// The wait for the followers runs off the connection's reader, like
 	// acks=all; one deadline bounds every partition of the request.
-	b.goLoop(func() {
+	h.Go(func() {
 		ctx, cancel := context.WithTimeout(cc.Ctx, time.Duration(max(req.TimeoutMillis, 1))*time.Millisecond)
 		defer cancel()
 		for _, w := range waits {
@@ -119,7 +119,7 @@ func handleDeleteRecords(b *Broker, cc *api.Conn, kreq kmsg.Request, respond fun
 				respond(nil) // the connection is gone
 				return
 			}
-			switch sp.ErrorCode = errorCode(err); sp.ErrorCode {
+			switch sp.ErrorCode = h.Code(err); sp.ErrorCode {
 			case 0, kerr.RequestTimedOut.Code:
 				sp.LowWatermark = max(lw, sp.LowWatermark)
 			default:

@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"path/filepath"
@@ -36,20 +36,19 @@ import (
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //
 // Version notes: v1 no change; v2 flexible.
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 34, Client: api.Versions(0, 2), Handle: bind(b, handleAlterReplicaLogDirs),
-			Rule:    api.Needs("ALTER on CLUSTER", 4, checkAlterReplicaLogDirs),
-			Mutates: true,
-		}
-	})
+func alterReplicaLogDirsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 34, Client: api.Versions(0, 2), Handle: bindTo(h, handleAlterReplicaLogDirs),
+		Rule:    api.Needs("ALTER on CLUSTER", 4, checkAlterReplicaLogDirs),
+		Mutates: true,
+	}
 }
 
-func handleAlterReplicaLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleAlterReplicaLogDirs(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
-	dirs := b.logDirsAbs()
+	dirs := logDirsAbs(h)
+	replicas := h.Replicas()
 	// A partition named under two directories gets one answer, for the
 	// last (Kafka builds a map from partition to directory).
 	type tp struct {
@@ -88,7 +87,7 @@ func handleAlterReplicaLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respo
 		case i > 0:
 			sp.ErrorCode = kerr.KafkaStorageError.Code
 		default:
-			sp.ErrorCode = replicaHere(b.replicas.Topic(k.topic), k.p)
+			sp.ErrorCode = replicaHere(replicas.Topic(k.topic), k.p)
 		}
 		resp.Topics[at].Partitions = append(resp.Topics[at].Partitions, sp)
 	}

@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,22 +25,21 @@ import (
 // Version notes:
 //   - v1: leader epoch in the response; v2: current leader epoch;
 //     v3: replica id; v4: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 23, Client: api.Versions(0, 4), Handle: bind(b, handleOffsetForLeaderEpoch),
-			Rule: api.Needs("DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch),
-		}
-	})
+func offsetForLeaderEpochEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 23, Client: api.Versions(0, 4), Handle: bindTo(h, handleOffsetForLeaderEpoch),
+		Rule: api.Needs("DESCRIBE on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 0, checkOffsetForLeaderEpoch),
+	}
 }
 
-func handleOffsetForLeaderEpoch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetForLeaderEpoch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	replicas := h.Replicas()
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
+		t := replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 )
 
 // DescribeLogDirs: v0-4
@@ -36,19 +37,17 @@ import (
 // (always 0: no ACLs); v4 TotalBytes and UsableBytes of the directory's
 // file system (statfs: blocks and blocks available to unprivileged users,
 // times the block size; -1 if statfs fails, as the default says).
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 35, Client: api.Versions(0, 4), Handle: bind(b, handleDescribeLogDirs),
-			Rule: api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
-		}
-	})
+func describeLogDirsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 35, Client: api.Versions(0, 4), Handle: bindTo(h, handleDescribeLogDirs),
+		Rule: api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
+	}
 }
 
-func handleDescribeLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeLogDirs(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	dirs := b.logDirsAbs()
+	dirs := logDirsAbs(h)
 	for i, dir := range dirs {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = dir
@@ -64,7 +63,7 @@ func handleDescribeLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 				rd.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 			}
 		}
-		rd.Topics = b.describeLocalTopics(req)
+		rd.Topics = describeLocalTopics(h.Replicas(), req)
 		resp.Dirs = append(resp.Dirs, rd)
 	}
 	respond(resp)
@@ -72,7 +71,7 @@ func handleDescribeLogDirs(b *Broker, cc *api.Conn, kreq kmsg.Request, respond f
 
 // describeLocalTopics lists the partitions req asks about (all when its
 // Topics is null) whose log is open here, by topic name.
-func (b *Broker) describeLocalTopics(req *kmsg.DescribeLogDirsRequest) []kmsg.DescribeLogDirsResponseDirTopic {
+func describeLocalTopics(m *replicamgr.Manager, req *kmsg.DescribeLogDirsRequest) []kmsg.DescribeLogDirsResponseDirTopic {
 	wanted := func(name string, idx int32) bool { return true }
 	if req.Topics != nil {
 		asked := map[string]map[int32]bool{}
@@ -86,7 +85,7 @@ func (b *Broker) describeLocalTopics(req *kmsg.DescribeLogDirsRequest) []kmsg.De
 		}
 		wanted = func(name string, idx int32) bool { return asked[name][idx] }
 	}
-	topics := b.replicas.Topics()
+	topics := m.Topics()
 	names := make([]string, 0, len(topics))
 	for name := range topics {
 		names = append(names, name)
@@ -117,12 +116,13 @@ func (b *Broker) describeLocalTopics(req *kmsg.DescribeLogDirsRequest) []kmsg.De
 
 // logDirsAbs is log.dirs as absolute, cleaned paths; the first is the one
 // Fjord stores partitions in.
-func (b *Broker) logDirsAbs() []string {
+func logDirsAbs(h Host) []string {
+	configured, inUse := h.LogDirs()
 	var out []string
-	for i, d := range strings.Split(b.cfg.LogDirs, ",") {
+	for i, d := range strings.Split(configured, ",") {
 		d = strings.TrimSpace(d)
 		if i == 0 {
-			d = b.logDir
+			d = inUse
 		}
 		if d == "" {
 			continue

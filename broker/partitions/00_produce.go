@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/txn"
-	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -65,7 +65,7 @@ import (
 //     txncoord.VerifyTimeout (broker/txncoord/verify.go).
 //   - A client over its producer_byte_rate quota (KIP-546 client quotas) is
 //     answered with throttle_time_ms and its connection muted that long
-//     (quota.go).
+//     (the node's quota glue, broker/quota.go, through Host.ProduceQuota).
 //
 // Version notes:
 //   - v0-2 carry magic 0/1 message sets, which are refused with
@@ -73,23 +73,26 @@ import (
 //     librdkafka reads a minimum above 0 as "no compression" (KAFKA-18659).
 //   - v3: record batches, transactional id; v5: log start offset;
 //     v8: record errors, error message; v9: flexible
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 0, Client: api.Versions(0, 11), Handle: bind(b, handleProduce),
-			Rule: api.Needs("WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, bindCheck(b, checkProduce)),
-		}
-	})
+//
+// The handler keeps nothing of the request once it returns (the batches
+// are appended, and pwrite copies them, before that), so the front end
+// recycles the request's buffer (broker/dispatch.go).
+func produceEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 0, Client: api.Versions(0, 11), Handle: bindTo(h, handleProduce),
+		Rule: api.Needs("WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, bindCheck(h, checkProduce)),
+	}
 }
 
-func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	respond = b.quotas.produce(cc, req, respond) // quota.go
+	respond = h.ProduceQuota(cc, req, respond)
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
-		unverified = txncoord.VerifyProduce(cc.Ctx, txnHost{b}, *req.TransactionID, req)
+		unverified = h.VerifyTxnProduce(cc.Ctx, *req.TransactionID, req)
 	}
+	replicas, met := h.Replicas(), h.Metrics()
 	now := time.Now().UnixMilli()
 	// Three passes: resolve every partition and lay out the response;
 	// append (several partitions at once for a large request); then
@@ -101,7 +104,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t := b.replicas.Topic(rt.Topic)
+		t := replicas.Topic(rt.Topic)
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -125,7 +128,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 		if jb.p == nil {
 			return
 		}
-		w, err := b.appendTo(jb.p, jb.lg, jb.v, jb.rec, req.Acks, now, jb.sp)
+		w, err := appendTo(met, jb.p, jb.lg, jb.v, jb.rec, req.Acks, now, jb.sp)
 		w.topic, w.index = jb.w.topic, jb.w.index
 		jb.w, jb.err = w, err
 	}
@@ -146,12 +149,12 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 		jb := &jobs[i]
 		sp := jb.sp
 		if jb.err != nil {
-			sp.ErrorCode = errorCode(jb.err)
+			sp.ErrorCode = h.Code(jb.err)
 			sp.ErrorMessage = errMessage(jb.err)
-			loggerOr(jb.p, b).Debug().Err(jb.err).Str("client_id", cc.ClientID).Msg("produce refused")
+			loggerOr(jb.p, h).Debug().Err(jb.err).Str("client_id", cc.ClientID).Msg("produce refused")
 		}
 		if sp.ErrorCode != 0 {
-			b.metrics.PartitionError(0, sp.ErrorCode)
+			met.PartitionError(0, sp.ErrorCode)
 		}
 		if sp.ErrorCode != 0 && firstErr == nil {
 			firstErr = fmt.Errorf("produce to %s-%d: error code %d", resp.Topics[jb.w.topic].Topic, sp.Partition, sp.ErrorCode)
@@ -167,7 +170,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 	}
 	if req.Acks == 0 {
 		if len(toFlush) > 0 {
-			b.goLoop(func() { flushAll(toFlush, nil) })
+			h.Go(func() { flushAll(toFlush, nil) })
 		}
 		if firstErr != nil {
 			cc.Fail(firstErr)
@@ -183,7 +186,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 	// The fsync and the wait for the replicas happen off the connection's
 	// reader, so pipelined requests keep arriving and share them (group
 	// commit); nothing is held while waiting.
-	b.goLoop(func() {
+	h.Go(func() {
 		flushAll(toFlush, func(p *replica.Partition, err error) {
 			for i := range resp.Topics {
 				if resp.Topics[i].Topic != p.Topic {
@@ -211,7 +214,7 @@ func handleProduce(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg
 					continue
 				}
 				if err := w.p.WaitCommittedUntil(cc.Ctx, w.target, w.epoch, deadline); err != nil {
-					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = errorCode(err), errMessage(err), -1
+					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = h.Code(err), errMessage(err), -1
 					w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
 				}
 			}
@@ -304,13 +307,13 @@ func flushAll(ps []*replica.Partition, onErr func(*replica.Partition, error)) {
 // appendTo validates and appends one partition's batch, filling sp. For
 // acks=all it refuses, appending nothing, when the ISR is smaller than
 // min.insync.replicas, and returns what to wait for.
-func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
+func appendTo(met *metrics.Metrics, p *replica.Partition, lg *storage.Log, v *replica.View, records []byte, acks int16, now int64, sp *kmsg.ProduceResponseTopicPartition) (ackWait, error) {
 	s := p.Settings()
 	if s.AcksAllRequired && acks != -1 {
-		return ackWait{}, fmt.Errorf("%w: topic has fjord.produce.acks.all.required=true: produce with acks=all (got acks=%d)", errAcksAllRequired, acks)
+		return ackWait{}, fmt.Errorf("%w: topic has fjord.produce.acks.all.required=true: produce with acks=all (got acks=%d)", ErrAcksAllRequired, acks)
 	}
 	if acks == -1 && int32(len(v.ISR)) < s.MinISR {
-		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", errNotEnoughReplicas, v.ISR, s.MinISR)
+		return ackWait{}, fmt.Errorf("%w: in-sync replicas %v < min.insync.replicas %d", ErrNotEnoughReplicas, v.ISR, s.MinISR)
 	}
 	info, err := recordbatch.Validate(records, s.MaxBatchBytes)
 	if err != nil {
@@ -327,8 +330,8 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 		return ackWait{}, err
 	}
 	if !res.Duplicate {
-		b.metrics.BytesIn.Add(float64(len(records)))
-		b.metrics.Produced(p.Topic, len(records), info.Records)
+		met.BytesIn.Add(float64(len(records)))
+		met.Produced(p.Topic, len(records), info.Records)
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
@@ -336,22 +339,22 @@ func (b *Broker) appendTo(p *replica.Partition, lg *storage.Log, v *replica.View
 	return ackWait{p: p, target: res.LastOffset + 1, epoch: v.LeaderEpoch}, nil
 }
 
-// loggerOr returns the partition's logger, or the broker's for a nil
+// loggerOr returns the partition's logger, or the node's for a nil
 // partition.
-func loggerOr(p *replica.Partition, b *Broker) *zerolog.Logger {
+func loggerOr(p *replica.Partition, h Host) *zerolog.Logger {
 	if p == nil {
-		return &b.log
+		return h.Log()
 	}
 	return &p.Logger
 }
 
-func checkProduce(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkProduce(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.ProduceRequest)
 	code := int16(0)
 	if req.TransactionID != nil && !z.Ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
 		code = api.TxnDenied
 	}
-	name := func(t kmsg.ProduceRequestTopic) string { return b.topicName(t.Topic, t.TopicID) }
+	name := func(t kmsg.ProduceRequestTopic) string { return h.TopicName(t.Topic, t.TopicID) }
 	var denied []kmsg.ProduceRequestTopic
 	if code != 0 {
 		denied, req.Topics = req.Topics, []kmsg.ProduceRequestTopic{}

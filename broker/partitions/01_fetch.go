@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
@@ -52,27 +53,26 @@ import (
 //     up to that replica's high watermark: a way to read one broker's copy.
 //   - A consumer with a consumer_byte_rate quota has its MaxBytes capped at
 //     ten seconds of it; a fetch that would take it over is answered without
-//     records, with throttle_time_ms, and its connection muted (quota.go).
+//     records, with throttle_time_ms, and its connection muted (the
+//     node's quota glue, broker/quota.go, through Host.FetchQuota).
 //
 // Version notes:
 //   - v4: isolation level, last stable offset; v5: log start offset;
 //     v7: sessions; v9: current leader epoch (KIP-320); v11: rack, preferred
 //     read replica; v12: flexible, diverging epoch; v13: topic ids;
 //     v15: replica state; v16: node endpoints (KIP-951)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 1, Client: api.Versions(4, 16), Handle: bind(b, handleFetch),
-			Controller: api.Versions(12, 12),
-			Rule:       api.Needs("READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, bindCheck(b, checkFetch)),
-			// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
-			// credentials, ACLs, configs): brokers and controllers only.
-			CtlRule: &api.Rule{Need: "on the CONTROLLER listener (the metadata log): CLUSTER_ACTION on CLUSTER", Blast: 5, Check: api.ClusterTop(acl.OpClusterAction)},
-		}
-	})
+func fetchEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 1, Client: api.Versions(4, 16), Handle: bindTo(h, handleFetch),
+		Controller: api.Versions(12, 12),
+		Rule:       api.Needs("READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, bindCheck(h, checkFetch)),
+		// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
+		// credentials, ACLs, configs): brokers and controllers only.
+		CtlRule: &api.Rule{Need: "on the CONTROLLER listener (the metadata log): CLUSTER_ACTION on CLUSTER", Blast: 5, Check: api.ClusterTop(acl.OpClusterAction)},
+	}
 }
 
-func handleFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
 	if req.Version >= 7 && req.SessionID != 0 && req.SessionEpoch > 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -80,21 +80,21 @@ func handleFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.R
 		respond(resp)
 		return
 	}
-	respond = b.countFetched(respond, replicaOf(req) >= 0)
-	respond = b.quotas.fetch(cc, req, respond) // quota.go: runs before countFetched
-	replicaID := replicaOf(req)
-	resp, n, stop := b.fetchOnce(req)
+	respond = countFetched(h.Metrics(), respond, ReplicaOf(req) >= 0)
+	respond = h.FetchQuota(cc, req, respond) // runs before countFetched
+	replicaID := ReplicaOf(req)
+	resp, n, stop := fetchOnce(h, req)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
 		respond(resp)
 		return
 	}
-	parts := b.fetchPartitions(req)
+	parts := fetchPartitions(h.Replicas(), req)
 	var starts []int64
 	if replicaID >= 0 {
 		starts = logStarts(parts)
 	}
-	b.goLoop(func() {
+	h.Go(func() {
 		ch := make(chan struct{}, 1)
 		watch, unwatch := (*replica.Partition).Watch, (*replica.Partition).Unwatch
 		if replicaID >= 0 {
@@ -113,7 +113,7 @@ func handleFetch(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.R
 		for {
 			// Registered before reading again, so no wake-up is lost.
 			resp.Release() // the previous, insufficient read
-			resp, n, stop = b.fetchOnce(req)
+			resp, n, stop = fetchOnce(h, req)
 			// A follower parked here hears at once of a log start moved
 			// meanwhile (DeleteRecords), so it follows and reports it
 			// without waiting for new records.
@@ -151,10 +151,10 @@ func logStarts(parts []*replica.Partition) []int64 {
 }
 
 // fetchPartitions resolves the request's partitions that exist.
-func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*replica.Partition {
+func fetchPartitions(m *replicamgr.Manager, req *kmsg.FetchRequest) []*replica.Partition {
 	var out []*replica.Partition
 	for _, rt := range req.Topics {
-		t := b.fetchTopic(req, &rt)
+		t := fetchTopic(m, req, &rt)
 		if t == nil {
 			continue
 		}
@@ -167,20 +167,25 @@ func (b *Broker) fetchPartitions(req *kmsg.FetchRequest) []*replica.Partition {
 	return out
 }
 
-func (b *Broker) fetchTopic(req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *replicamgr.Topic {
+func fetchTopic(m *replicamgr.Manager, req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *replicamgr.Topic {
 	if req.Version >= 13 {
-		return b.replicas.TopicByID(rt.TopicID)
+		return m.TopicByID(rt.TopicID)
 	}
-	return b.replicas.Topic(rt.Topic)
+	return m.Topic(rt.Topic)
 }
 
 // fetchOnce builds a response from what is readable now. It returns the
 // response, the record bytes in it, and whether an error means the client
 // should hear back at once rather than wait.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
-	replicaID := replicaOf(req)
+func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
+	replicaID := ReplicaOf(req)
+	replicas, met := h.Replicas(), h.Metrics()
+	var throttle LeaderThrottle // a follower's fetch only
+	if replicaID >= 0 {
+		throttle = h.LeaderThrottle()
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	pooled := &pooledFetch{FetchResponse: resp}
+	pooled := &PooledFetch{FetchResponse: resp}
 	budget := int(req.MaxBytes)
 	if req.MaxBytes <= 0 {
 		budget = 1 << 30
@@ -196,7 +201,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
-		t := b.fetchTopic(req, &rt)
+		t := fetchTopic(replicas, req, &rt)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -226,13 +231,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 					break
 				}
 				limit := p.HW()
-				var throttleRate int64 // > 0: a throttled follower's fetch (throttle.go)
+				var throttleRate int64 // > 0: a throttled follower's fetch (LeaderThrottle)
 				if replicaID >= 0 {
 					// The follower's fetch offset is its durable log end.
 					p.FollowerFetched(replicaID, rp.FetchOffset, rp.LogStartOffset)
 					limit = lg.EndOffset()
 					var withhold bool
-					if throttleRate, withhold = b.leaderThrottle(t, rp.Partition, replicaID, v, time.Now()); withhold {
+					if throttleRate, withhold = throttle.check(t, rp.Partition, replicaID, v, time.Now()); withhold {
 						limit = rp.FetchOffset // nothing now: the quota is spent
 					}
 				}
@@ -250,10 +255,10 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				}
 				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				if err != nil {
-					sp.ErrorCode = errorCode(err)
+					sp.ErrorCode = h.Code(err)
 					switch {
 					case errors.Is(err, storage.ErrCorruptLog):
-						b.readFailed(p, err)
+						h.ReadFailed(p, err)
 					case !errors.Is(err, storage.ErrOffsetOutOfRange) && sp.ErrorCode != kerr.NotLeaderForPartition.Code:
 						p.Logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
@@ -272,12 +277,12 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest) (*pooledFetch, int, bool) {
 				}
 				total += len(data)
 				if throttleRate > 0 {
-					b.throttles.Leader.Record(time.Now(), throttleRate, len(data))
+					throttle.Quotas.Leader.Record(time.Now(), throttleRate, len(data))
 				}
 			}
 			if sp.ErrorCode != 0 {
 				stop = true
-				b.metrics.PartitionError(1, sp.ErrorCode)
+				met.PartitionError(1, sp.ErrorCode)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -320,24 +325,26 @@ func abortedIn(lg *storage.Log, fetchOffset int64, data []byte) []kmsg.FetchResp
 // watermark, so a tool (or a test) can read what one broker holds.
 const debugReplicaID = -2
 
-// replicaOf returns the follower id of a replica fetch, -1 for a
+// ReplicaOf returns the follower id of a replica fetch, -1 for a
 // consumer's, -2 for the debugging consumer's.
-func replicaOf(req *kmsg.FetchRequest) int32 {
+func ReplicaOf(req *kmsg.FetchRequest) int32 {
 	if req.Version >= 15 {
 		return req.ReplicaState.ID
 	}
 	return req.ReplicaID
 }
 
-// pooledFetch is a fetch response whose record bytes live in pooled read
-// buffers, returned once the front end has encoded the response.
-type pooledFetch struct {
+// PooledFetch is a fetch response whose record bytes live in pooled read
+// buffers, returned once the front end has encoded the response
+// (protocol's Releaser). Fetch answers with one; the node's wrappers of
+// its respond (Host.FetchQuota) see it.
+type PooledFetch struct {
 	*kmsg.FetchResponse
 	bufs [][]byte
 }
 
 // SizeHint is the record bytes plus a generous allowance for the rest.
-func (f *pooledFetch) SizeHint() int {
+func (f *PooledFetch) SizeHint() int {
 	n := 256
 	for _, t := range f.Topics {
 		n += 64 + len(t.Topic)
@@ -348,7 +355,8 @@ func (f *pooledFetch) SizeHint() int {
 	return n
 }
 
-func (f *pooledFetch) Release() {
+// Release returns the read buffers to their pool.
+func (f *PooledFetch) Release() {
 	for _, b := range f.bufs {
 		putReadBuf(b)
 	}
@@ -376,9 +384,9 @@ func putReadBuf(b []byte) {
 
 // countFetched wraps respond to count the record bytes actually sent.
 // A follower's bytes are not the topic's BytesOutPerSec (as in Kafka).
-func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(kmsg.Response) {
+func countFetched(met *metrics.Metrics, respond func(kmsg.Response), follower bool) func(kmsg.Response) {
 	return func(r kmsg.Response) {
-		if fr, ok := r.(*pooledFetch); ok {
+		if fr, ok := r.(*PooledFetch); ok {
 			n := 0
 			for _, t := range fr.Topics {
 				tn := 0
@@ -387,16 +395,16 @@ func (b *Broker) countFetched(respond func(kmsg.Response), follower bool) func(k
 				}
 				n += tn
 				if !follower && tn > 0 {
-					b.metrics.Fetched(t.Topic, t.TopicID, tn)
+					met.Fetched(t.Topic, t.TopicID, tn)
 				}
 			}
-			b.metrics.BytesOut.Add(float64(n))
+			met.BytesOut.Add(float64(n))
 		}
 		respond(r)
 	}
 }
 
-func checkFetch(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+func checkFetch(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
 	var denied []kmsg.FetchRequestTopic
 	if isFollowerFetch(req) {
@@ -405,14 +413,14 @@ func checkFetch(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func
 		}
 		denied, req.Topics = req.Topics, []kmsg.FetchRequestTopic{}
 	} else {
-		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return b.topicName(t.Topic, t.TopicID) })
+		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return h.TopicName(t.Topic, t.TopicID) })
 	}
 	if len(denied) == 0 {
 		return nil, nil
 	}
 	return nil, func(r kmsg.Response) {
 		resp, ok := r.(*kmsg.FetchResponse)
-		if pf, pooled := r.(*pooledFetch); pooled {
+		if pf, pooled := r.(*PooledFetch); pooled {
 			resp, ok = pf.FetchResponse, true
 		}
 		if !ok {
@@ -429,4 +437,10 @@ func checkFetch(b *Broker, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
+}
+
+// isFollowerFetch reports whether a Fetch comes from a replica (a broker),
+// not a consumer.
+func isFollowerFetch(r *kmsg.FetchRequest) bool {
+	return r.ReplicaID >= 0 || (r.Version >= 15 && r.ReplicaState.ID >= 0)
 }

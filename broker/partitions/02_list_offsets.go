@@ -1,4 +1,4 @@
-package broker
+package partitions
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,22 +26,21 @@ import (
 //     still sends it; Kafka 4 dropped it); v1: single offset and timestamp;
 //     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
 //     timestamp; v8: earliest local (KIP-405)
-func init() {
-	register(func(b *Broker) api.Entry {
-		return api.Entry{
-			Key: 2, Client: api.Versions(0, 8), Handle: bind(b, handleListOffsets),
-			Rule: api.Needs("DESCRIBE on TOPIC", 0, checkListOffsets),
-		}
-	})
+func listOffsetsEntry(h Host) api.Entry {
+	return api.Entry{
+		Key: 2, Client: api.Versions(0, 8), Handle: bindTo(h, handleListOffsets),
+		Rule: api.Needs("DESCRIBE on TOPIC", 0, checkListOffsets),
+	}
 }
 
-func handleListOffsets(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	replicas := h.Replicas()
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.replicas.Topic(rt.Topic)
+		t := replicas.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -63,7 +62,7 @@ func handleListOffsets(b *Broker, cc *api.Conn, kreq kmsg.Request, respond func(
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
 				if err != nil {
-					sp.ErrorCode = errorCode(err)
+					sp.ErrorCode = h.Code(err)
 					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
 					break
 				}

@@ -1,0 +1,123 @@
+package partitions
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/quota"
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/txn"
+)
+
+// The data path's APIs: this package is their room. Each key is one file
+// (NN_name.go, headed by its versions and behaviour) holding its entry,
+// handler and rule; Entries gives the node's registry all of them, bound
+// to the node through Host. What clients and followers do with partitions
+// next (tiered storage's remote reads, share groups' ShareFetch) registers
+// here too.
+
+// Host is what the data path's APIs need of the node. The handlers ask for
+// the replica manager and the metrics once per request (or per read of a
+// long poll), never per partition: Host is an interface call away.
+type Host interface {
+	// Replicas is the node's replica manager: the topics and partitions
+	// the handlers serve.
+	Replicas() *replicamgr.Manager
+	// Metrics are the node's series the handlers count.
+	Metrics() *metrics.Metrics
+	// ProduceQuota and FetchQuota are the client quotas'
+	// (producer_byte_rate, consumer_byte_rate) wrappers of a request's
+	// respond: they charge it, may cap a fetch's MaxBytes, and carry the
+	// throttle time. A FetchQuota wrapper sees the handler's *PooledFetch.
+	ProduceQuota(cc *api.Conn, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response)
+	FetchQuota(cc *api.Conn, req *kmsg.FetchRequest, respond func(kmsg.Response)) func(kmsg.Response)
+	// VerifyTxnProduce checks with transactional id's coordinator the
+	// partitions of req that would open its transaction (KIP-890 part 1),
+	// and returns the refused ones with their error codes.
+	VerifyTxnProduce(ctx context.Context, id string, req *kmsg.ProduceRequest) map[txn.TopicPartition]int16
+	// LeaderThrottle is the leader side of the replication quotas, as a
+	// follower's fetch reads them now.
+	LeaderThrottle() LeaderThrottle
+	// CleanupPolicyHas reports whether the topic's effective
+	// cleanup.policy includes policy.
+	CleanupPolicyHas(t *replicamgr.Topic, policy string) bool
+	// LogDirs is log.dirs as configured (comma-separated) and the
+	// directory partitions are stored in, which stands for the first.
+	LogDirs() (configured, inUse string)
+	// TopicName resolves a request's topic: its name, or (topic-id
+	// versions) the name of the id in the current image, "" when unknown.
+	TopicName(name string, id [16]byte) string
+	// ReadFailed hands a damaged log found by a read to the node.
+	ReadFailed(p *replica.Partition, err error)
+	// Code maps an error to its Kafka code (the node's one mapping).
+	Code(err error) int16
+	// Go runs fn on a goroutine the node tracks; false once it is closing.
+	Go(fn func()) bool
+	Log() *zerolog.Logger
+}
+
+// Entries are the data path's registrations, bound to h. Building them
+// never calls h.
+func Entries(h Host) []api.Entry {
+	return []api.Entry{
+		produceEntry(h), fetchEntry(h), listOffsetsEntry(h), deleteRecordsEntry(h),
+		offsetForLeaderEpochEntry(h), alterReplicaLogDirsEntry(h), describeLogDirsEntry(h),
+	}
+}
+
+// handler is a data path API's handler before it is bound to its host.
+type handler func(h Host, cc *api.Conn, req kmsg.Request, respond func(kmsg.Response))
+
+func bindTo(h Host, f handler) api.Handler {
+	return func(cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) { f(h, cc, req, respond) }
+}
+
+// check is a rule's check that reads the node's state (a topic id's name)
+// before it is bound to its host.
+type check func(h Host, z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response))
+
+func bindCheck(h Host, c check) api.Check {
+	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(h, z, req) }
+}
+
+// Failures of a produce that the node maps to Kafka error codes (its Code).
+var (
+	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	ErrAcksAllRequired   = errors.New("broker: topic requires acks=all")
+)
+
+// errMessage is the optional error message some responses carry.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+// LeaderThrottle is the leader side of the replication throttles
+// (KIP-73): a follower's fetch of a partition whose
+// leader.replication.throttled.replicas lists "partition:<this broker>"
+// (or is "*") is throttled. Read once per read of a fetch.
+type LeaderThrottle struct {
+	Quotas *quota.Replication // the node's token buckets and lists
+	NodeID int32
+	Rate   int64 // leader.replication.throttled.rate; 0 is no cap
+}
+
+// check decides, for a follower's fetch of partition of t led here,
+// whether it is throttled and, if so, whether the leader's quota lets it
+// have data now. It returns the rate to record the bytes sent at (0: not
+// throttled).
+func (lt *LeaderThrottle) check(t *replicamgr.Topic, partition, follower int32, v *replica.View, now time.Time) (rate int64, withhold bool) {
+	listed := t != nil && lt.Quotas.Listed(t.Configs, quota.LeaderReplicas, partition, lt.NodeID)
+	return lt.Quotas.Leader.Check(now, listed, slices.Contains(v.ISR, follower), lt.Rate)
+}
