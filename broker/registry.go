@@ -40,12 +40,6 @@ func bind(b *Broker, h handlerFunc) api.Handler {
 	return func(cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) { h(b, cc, req, respond) }
 }
 
-// bindCheck makes a root rule's check, which reads the broker's state (a
-// topic id's name, the image), an api.Check for b.
-func bindCheck(b *Broker, c func(b *Broker, z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response))) api.Check {
-	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(b, z, req) }
-}
-
 // newRegistry builds b's registry. Building binds and never calls: a nil b
 // gives the static registry the tests read.
 func newRegistry(b *Broker) *api.Registry {

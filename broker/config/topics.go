@@ -31,13 +31,6 @@ type TopicKey struct {
 	check     func(v string) error
 }
 
-// Default is the key's value for a topic without an override, under the
-// running broker configuration c.
-func (k *TopicKey) Default(c *Config) string { return k.def(c) }
-
-// Check reports why v is not a valid value of the key.
-func (k *TopicKey) Check(v string) error { return k.check(v) }
-
 func isInt(min int64) func(string) error {
 	return func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
