@@ -89,11 +89,7 @@ func TestAuditKeepsMutations(t *testing.T) {
 	}
 	const n = 50
 	req := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.Principal, c.Host, c.ResourceName = "User:mallory", "*", "kafka-cluster"
-	c.ResourceType, c.ResourcePatternType = kmsg.ACLResourceTypeCluster, kmsg.ACLResourcePatternTypeLiteral
-	c.Operation, c.PermissionType = kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
-	req.Creations = append(req.Creations, c)
+	req.Creations = append(req.Creations, kmsg.NewCreateACLsRequestCreation())
 	// CreateAcls' entry as its room registers it: mutating, with the
 	// bindings in full among the details (broker/admin tests its own).
 	entry := Entry{Key: 30, Mutates: true, AuditDetails: func(kmsg.Request) []string {
