@@ -143,5 +143,10 @@
 // directory's names as of its last sync, maybe some of what came after),
 // and TestCrashRecovery crashes random workloads with it at every kind of
 // step, recovery included, and checks that no acknowledged record is lost
-// and none invented.
+// and none invented. ErrorFS (errorfs.go) wraps any FS and fails chosen
+// operations on chosen paths (EIO, ENOSPC, a failed directory sync), so
+// tests check what a sick disk does: TestSyncFailureStopsTheLog (a failed
+// fdatasync stops the log, and a power loss right after keeps every
+// acknowledged batch) and TestPartitionMetadataFaults (a failure at any
+// step of replacing partition.metadata leaves the old id or the new one).
 package storage
