@@ -137,6 +137,16 @@ func (c *Coordinator) Follow(parts []*replica.Partition) {
 // until then its groups answer ErrLoading.
 func (c *Coordinator) load(pi int32, p *replica.Partition) {
 	start := time.Now()
+	// Only a committed log is loaded (replica.Partition.WaitHW says why):
+	// offsets served from a tail a failover cuts would send a consumer back
+	// over records it had already processed.
+	lg, v, code := p.Serve(replica.ConsumerRead)
+	if code != 0 {
+		return // no longer led here: Follow forgets it
+	}
+	if err := p.WaitHW(c.ctx, lg.EndOffset(), v.LeaderEpoch); err != nil {
+		return
+	}
 	n, ok := c.offsets.replay(pi, p)
 	if !ok {
 		return

@@ -565,6 +565,43 @@ func (p *Partition) WaitCommitted(ctx context.Context, target int64, epoch int32
 	}
 }
 
+// WaitHW waits until the high watermark reaches target while this replica
+// leads at epoch, or ctx ends; ErrNotLeader once it no longer does. A
+// coordinator loading its partition waits so, for the log end it is about
+// to read: it then acts only on records no failover can take back. (A
+// leader may hold records past its high watermark that no other replica
+// has: one restarted within its session leads again at the same epoch with
+// its old tail, and a later leader without that tail cuts it. A
+// transaction decision or an offset read from it and acted on would be
+// undone in the log but not in the world.) Unlike WaitCommitted it does not
+// ask for min.insync.replicas: what is below the high watermark is
+// committed whatever the ISR's size now.
+func (p *Partition) WaitHW(ctx context.Context, target int64, epoch int32) error {
+	reached := func() (bool, error) {
+		v := p.view.Load()
+		if !v.Leads() || v.LeaderEpoch != epoch {
+			return true, fmt.Errorf("%w: leadership moved while waiting for the high watermark", ErrNotLeader)
+		}
+		return p.hw.Load() >= target, nil
+	}
+	if done, err := reached(); done {
+		return err
+	}
+	ch := make(chan struct{}, 1)
+	defer p.Unwatch(ch)
+	for {
+		p.Watch(ch)
+		if done, err := reached(); done {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // WaitCommittedUntil is WaitCommitted with a deadline, whose timer it
 // makes only if it has to wait.
 func (p *Partition) WaitCommittedUntil(ctx context.Context, target int64, epoch int32, deadline time.Time) error {

@@ -246,3 +246,38 @@ func TestForEachBounded(t *testing.T) {
 		}
 	}
 }
+
+// WaitHW waits for the ISR, not for min.insync.replicas: a load of a
+// coordinator's log starts once everything in it is committed, whatever
+// the ISR's size, and gives up when leadership moves.
+func TestWaitHW(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 3, nil)
+	target, epoch := appendOne(t, p)
+	done := make(chan error, 1)
+	go func() { done <- p.WaitHW(context.Background(), target, epoch) }()
+	p.FollowerFetched(2, target, -1)
+	select {
+	case err := <-done:
+		t.Fatalf("high watermark reached with one of two followers: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	a := rf3(1, 2) // below min.insync.replicas 3: the HW is still the ISR's
+	a.PartitionEpoch = 2
+	p.Step(Assign{a})
+	if err := <-done; err != nil {
+		t.Fatalf("the ISR caught up: %v", err)
+	}
+	next, epoch := appendOne(t, p)
+	go func() { done <- p.WaitHW(context.Background(), next, epoch) }()
+	a = rf3(2, 3)
+	a.Leader, a.LeaderEpoch, a.PartitionEpoch = 2, 2, 3
+	p.Step(Assign{a})
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("leadership moved: %v, want ErrNotLeader", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.WaitHW(ctx, next+1, 2); err == nil {
+		t.Fatal("a follower waited for the high watermark as a leader")
+	}
+}

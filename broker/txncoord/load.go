@@ -56,6 +56,13 @@ func (c *Coordinator) load(pt *part) {
 	if code != 0 {
 		return // no longer led here, or deleted: Follow unloads it
 	}
+	// Only a committed log is loaded (replica.Partition.WaitHW says why): a
+	// PrepareCommit in a tail that a failover cuts would have its markers
+	// sent, and the next leader, without it, would abort the transaction:
+	// committed on some partitions, aborted on others.
+	if err := pt.p.WaitHW(c.ctx, lg.EndOffset(), v.LeaderEpoch); err != nil {
+		return
+	}
 	if !c.do(pt, func(t *txn.Table, _ int64) txn.Ready { return t.BeginLoad(v.LeaderEpoch) }) {
 		return // lost again before the load began
 	}
