@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -237,7 +238,6 @@ func (c *Client) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.
 	defer cancel()
 	version := req.GetVersion()
 	resp, err := seeds[0].Request(rctx, onWire(req))
-	req.SetVersion(version)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -246,8 +246,16 @@ func (c *Client) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.
 	return resp, offset, nil
 }
 
-// onWire is req as request sends it, at a version kgo chooses: a field
-// that later versions dropped must travel in its successor. Among the
+// onWire is a copy of req as request sends it. A copy, because kgo sets
+// the version it chooses on the request it is given, and may still do so
+// after Request returned (a request whose context ended is still being
+// handled by kgo's own goroutine): writing req's version back then raced
+// with kgo, and a caller that reuses its request (the metadata follower's
+// Fetch) would meet kgo's write. The copy is shallow: kgo only sets its
+// version and encodes it.
+//
+// It is sent at a version kgo chooses: a field that later versions
+// dropped must travel in its successor. Among the
 // requests brokers forward, only DeleteTopics has one: its names (v0-5)
 // became topics (v6: a name or an id), so a client's DeleteTopics v5 sent
 // as v6 with its names alone would delete nothing. The copy carries both
@@ -255,7 +263,10 @@ func (c *Client) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.
 func onWire(req kmsg.Request) kmsg.Request {
 	r, ok := req.(*kmsg.DeleteTopicsRequest)
 	if !ok || r.Version >= 6 || len(r.TopicNames) == 0 {
-		return req
+		v := reflect.ValueOf(req).Elem() // every kmsg.Request is a pointer to a struct
+		c := reflect.New(v.Type())
+		c.Elem().Set(v)
+		return c.Interface().(kmsg.Request)
 	}
 	up := *r
 	up.Topics = nil
