@@ -30,6 +30,10 @@ func (f forwarder) WaitOffset(ctx context.Context, offset uint64) bool {
 	return waitOffset(ctx, f.b.replicas, offset)
 }
 
+func (f forwarder) WaitPeers(ctx context.Context, offset uint64) []int32 {
+	return f.b.replicas.AwaitPeersApplied(ctx, offset)
+}
+
 func (f forwarder) Log() *zerolog.Logger { return &f.b.log }
 
 // waitOffset waits until the local replicas reflect the metadata image at

@@ -1,7 +1,7 @@
 package compattests
 
 // TestFaultDeleteTopicFrozenBroker: DeleteTopics' wait for every live
-// broker to drop the topic (broker/replicamgr/deletebarrier.go) is bounded. With one
+// broker to drop the topic (broker/replicamgr/peerbarrier.go) is bounded. With one
 // of three nodes frozen (SIGSTOP; not the active controller, whose loss is
 // the controller failover's matter, and the request goes through the
 // third node) it can never confirm, so the answer

@@ -1,8 +1,6 @@
 package admin
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -13,11 +11,12 @@ import (
 //
 // Behaviour:
 //   - Forwarded to the active controller, which commits the deletion to the
-//     metadata log; the answer comes once this broker's image no longer has
-//     the topic and every other live broker answers Metadata for its id
-//     with UNKNOWN_TOPIC_ID (replicamgr/deletebarrier.go), within the request's
-//     timeout: after the answer no broker lists it, and every broker
-//     deletes its replicas' files. Kafka lets the other brokers lag. Unknown
+//     metadata log; the answer comes once this broker's image and every
+//     other live broker's have applied the deletion
+//     (replicamgr/peerbarrier.go), within the request's timeout: after the
+//     answer no broker lists it, and every broker deletes its replicas'
+//     files. A broker still behind at the timeout is named in the topic's
+//     error message (the deletion stands). Kafka lets the other brokers lag. Unknown
 //     names are UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID;
 //     delete.topic.enable=false (on the controller) gives
 //     TOPIC_DELETION_DISABLED.
@@ -36,23 +35,9 @@ func deleteTopicsEntry(h Host) api.Entry {
 
 func handleDeleteTopics(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	api.Forward(h, cc, req, api.Forwarding[*kmsg.DeleteTopicsResponse]{TimeoutMs: req.TimeoutMillis,
-		// This broker's image no longer has the deleted topics (forward
-		// waited for the deletion's offset); the other brokers' images are
-		// theirs, and the offset says nothing of them: ask them.
-		Finish: func(ctx context.Context, resp *kmsg.DeleteTopicsResponse, _ error) kmsg.Response {
-			var deleted [][16]byte
-			for _, st := range resp.Topics {
-				if st.ErrorCode == 0 && st.TopicID != [16]byte{} {
-					deleted = append(deleted, st.TopicID)
-				}
-			}
-			if lagging := h.Replicas().AwaitPeersForgot(ctx, deleted); len(lagging) > 0 {
-				h.Log().Warn().Ints32("brokers", lagging).Int("topics", len(deleted)).
-					Msg("deleted topics: answering before these brokers confirmed they dropped them (request timeout); they drop them when they catch up")
-			}
-			return resp
-		}}, respond)
+	// The wait for every live broker (api.ForwardTo, replicamgr/peerbarrier.go)
+	// is what lets the answer promise that no broker lists the topics.
+	api.Forward(h, cc, req, api.Forwarding[*kmsg.DeleteTopicsResponse]{TimeoutMs: req.TimeoutMillis}, respond)
 }
 
 func checkDeleteTopics(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

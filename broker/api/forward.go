@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,7 +32,10 @@ import (
 //     UNKNOWN_SERVER_ERROR for an answer of another type or shape;
 //  6. the wait until this broker's image reaches the metadata offset at
 //     which the controller committed the answer's records
-//     (Forwarder.WaitOffset), bounded by the request's timeout and WaitMax;
+//     (Forwarder.WaitOffset), and then every other live broker's
+//     (Forwarder.WaitPeers: read-your-writes across the cluster), bounded
+//     by the request's timeout and WaitMax; the brokers still behind at
+//     the bound are named in the answer (NoteLagging) and the log;
 //  7. Finish, if set: the handler's own step (the answers to a forwarded
 //     subset put back among those given here, Scattering; what the broker
 //     adds itself), then respond.
@@ -57,6 +61,9 @@ type Forwarder interface {
 	// WaitOffset waits until this node's image is at offset or later, or
 	// ctx ends.
 	WaitOffset(ctx context.Context, offset uint64) bool
+	// WaitPeers waits until every other live broker's image is at offset
+	// or later, or ctx ends, and returns those that were not (nil: all).
+	WaitPeers(ctx context.Context, offset uint64) []int32
 	Log() *zerolog.Logger
 }
 
@@ -148,8 +155,68 @@ func ForwardTo[Resp kmsg.Response](ctx context.Context, fw Forwarder, req kmsg.R
 		wctx, cancel = context.WithTimeout(ctx, waitMax)
 		defer cancel()
 	}
-	fw.WaitOffset(wctx, offset)
+	if fw.WaitOffset(wctx, offset) {
+		if lagging := fw.WaitPeers(wctx, offset); len(lagging) > 0 {
+			fw.Log().Warn().Str("request", kmsg.NameForKey(req.Key())).Uint64("offset", offset).Ints32("brokers", lagging).
+				Msg("answering a metadata change before these live brokers applied it (request timeout); they apply it when they catch up")
+			NoteLagging(resp, lagging)
+		}
+	}
 	return resp, nil
+}
+
+// NoteLagging says in resp, on each part that succeeded and has an error
+// message, that the brokers lagging had not applied the change when the
+// answer went out. The change is committed, so the part stays a success:
+// an error would have the client retry a done change (and get
+// TOPIC_ALREADY_EXISTS); the message tells an operator who reads it why
+// another broker may not show the change yet. Answers without a message
+// field keep only the log line.
+func NoteLagging(resp kmsg.Response, lagging []int32) {
+	msg := fmt.Sprintf("committed, but brokers %v had not applied it within the request timeout", lagging)
+	note := func(code int16, m **string) {
+		if code == 0 && *m == nil {
+			*m = &msg
+		}
+	}
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for i := range r.Topics {
+			note(r.Topics[i].ErrorCode, &r.Topics[i].ErrorMessage)
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for i := range r.Topics {
+			note(r.Topics[i].ErrorCode, &r.Topics[i].ErrorMessage)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for i := range r.Topics {
+			note(r.Topics[i].ErrorCode, &r.Topics[i].ErrorMessage)
+		}
+	case *kmsg.AlterConfigsResponse:
+		for i := range r.Resources {
+			note(r.Resources[i].ErrorCode, &r.Resources[i].ErrorMessage)
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for i := range r.Resources {
+			note(r.Resources[i].ErrorCode, &r.Resources[i].ErrorMessage)
+		}
+	case *kmsg.CreateACLsResponse:
+		for i := range r.Results {
+			note(r.Results[i].ErrorCode, &r.Results[i].ErrorMessage)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for i := range r.Results {
+			note(r.Results[i].ErrorCode, &r.Results[i].ErrorMessage)
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for i := range r.Entries {
+			note(r.Entries[i].ErrorCode, &r.Entries[i].ErrorMessage)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for i := range r.Results {
+			note(r.Results[i].ErrorCode, &r.Results[i].ErrorMessage)
+		}
+	}
 }
 
 // Scattering is the forwarding of a subset of a client's request: the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -79,6 +80,9 @@ func handleMetadata(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.R
 func metadata(h Host, cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[string]int16) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := h.Image()
+	// A peer waiting for this broker to apply a metadata change asks for
+	// the version of the image answered from (replicamgr/peerbarrier.go).
+	replicamgr.PutImageVersion(req, resp, img.Version())
 	listener := h.ListenerName(cc)
 	for _, bs := range img.LiveBrokers() {
 		e, ok := img.Endpoint(bs.ID, listener)

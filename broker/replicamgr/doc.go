@@ -17,8 +17,9 @@
 //     partition creations that would exceed it.
 //   - stray.go: removing partition directories the metadata no longer
 //     places here, once per process.
-//   - deletebarrier.go: AwaitPeersForgot, the wait that lets a DeleteTopics
-//     answer promise the whole cluster has dropped the topic.
+//   - peerbarrier.go: AwaitPeersApplied, the wait that lets the answer to
+//     a metadata change promise the whole cluster acts on it
+//     (read-your-writes on every broker).
 //   - isr.go: the AlterPartition batcher, one request in flight.
 //   - upkeep.go: the local logs' upkeep loops (retention, relaxed
 //     flushing, compaction), reading the node through Upkeep.

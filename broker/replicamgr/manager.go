@@ -23,7 +23,7 @@ import (
 // BrokerEpoch, a metric) does nothing, and a nil Go starts nothing and
 // reports false. Metadata and Settings are required once Apply sees a
 // replica placed here, AlterPartitions once a replica proposes, AskPeer
-// by AwaitPeersForgot.
+// by AwaitPeersApplied.
 type Config struct {
 	NodeID int32
 	// LogDir is the directory holding the partition directories
@@ -58,7 +58,7 @@ type Config struct {
 	// AskPeer sends req to broker peer's inter-broker listener, giving up
 	// after timeout, and returns nil on any failure; a failed ask while
 	// ctx is live drops that peer's connection, so the next ask dials
-	// afresh (deletebarrier.go).
+	// afresh (peerbarrier.go).
 	AskPeer func(ctx context.Context, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse
 	// Settings is a topic's effective configuration for its replicas:
 	// its overrides over the running broker configuration.
