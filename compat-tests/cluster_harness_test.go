@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -51,6 +50,8 @@ type Cluster struct {
 	roles       []string  // process.roles of node id at [id-1]
 	clientPorts []string  // PLAINTEXT listener of node id at [id-1] (unused on a controller-only node)
 	ctlPorts    []string  // CONTROLLER listener of node id at [id-1] (unused on a broker-only node)
+	// netns, if set, holds every node; the harness dials into it.
+	netns *netNS
 
 	// clientOpts are extra options of every pinned client: SASL when the
 	// overrides ask the probe to authenticate (compat.probe.sasl.plain).
@@ -85,14 +86,40 @@ func startCluster(t testing.TB, n int, overrides ...string) *Cluster {
 // it started as one.
 func startClusterRoles(t testing.TB, roles []string, overrides ...string) *Cluster {
 	t.Helper()
+	return startClusterAt(t, nil, roles, overrides...)
+}
+
+// clusterPlace puts a cluster's nodes in a network namespace on fixed
+// ports instead of on free ports of the host.
+type clusterPlace struct {
+	ns          *netNS
+	clientPorts []string // of node id at [id-1]
+	ctlPorts    []string // of node id at [id-1]
+}
+
+// startClusterIn is startCluster with the n combined nodes inside
+// place.ns on place's ports.
+func startClusterIn(t testing.TB, place *clusterPlace, n int, overrides ...string) *Cluster {
+	t.Helper()
+	roles := make([]string, n)
+	for i := range roles {
+		roles[i] = roleCombined
+	}
+	return startClusterAt(t, place, roles, overrides...)
+}
+
+// startClusterAt is startClusterRoles on place (nil: free host ports).
+// Ports of a place are fixed, so a bind failure there is not retried.
+func startClusterAt(t testing.TB, place *clusterPlace, roles []string, overrides ...string) *Cluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := launchCluster(t, roles, overrides)
+		c, err := launchCluster(t, roles, overrides, place)
 		if err == nil {
 			c.waitAllListed(t, 30*time.Second)
 			return c
 		}
 		c.killAll()
-		if errors.Is(err, errBindFailed) && attempt < 4 {
+		if errors.Is(err, errBindFailed) && attempt < 4 && place == nil {
 			t.Logf("cluster start attempt %d: %v; retrying on new ports", attempt, err)
 			continue
 		}
@@ -104,11 +131,19 @@ func hasRole(roles, role string) bool {
 	return slices.Contains(strings.Split(roles, ","), role)
 }
 
-func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, error) {
+func launchCluster(t testing.TB, roles []string, overrides []string, place *clusterPlace) (*Cluster, error) {
 	t.Helper()
 	n := len(roles)
-	ports := freePorts(t, 2*n)
-	c := &Cluster{t: t, roles: roles, clientPorts: ports[:n], ctlPorts: ports[n:], clients: map[int]*kgo.Client{}}
+	c := &Cluster{t: t, roles: roles, clients: map[int]*kgo.Client{}}
+	if place != nil {
+		if len(place.clientPorts) != n || len(place.ctlPorts) != n {
+			t.Fatalf("cluster place: %d client and %d controller ports for %d nodes", len(place.clientPorts), len(place.ctlPorts), n)
+		}
+		c.clientPorts, c.ctlPorts, c.netns = place.clientPorts, place.ctlPorts, place.ns
+	} else {
+		ports := freePorts(t, 2*n)
+		c.clientPorts, c.ctlPorts = ports[:n], ports[n:]
+	}
 	for _, o := range overrides {
 		if up, ok := strings.CutPrefix(o, "compat.probe.sasl.plain="); ok {
 			u, p, _ := strings.Cut(up, ":")
@@ -145,7 +180,9 @@ func launchCluster(t testing.TB, roles []string, overrides []string) (*Cluster, 
 			fmt.Sprintf("broker.session.timeout.ms=%d", clusterSessionTimeout.Milliseconds()),
 			fmt.Sprintf("broker.heartbeat.interval.ms=%d", clusterHeartbeatPeriod.Milliseconds()),
 		}
-		c.nodes = append(c.nodes, newClusterNode(t, id, append(ov, overrides...)))
+		node := newClusterNode(t, id, append(ov, overrides...))
+		node.netns = c.netns
+		c.nodes = append(c.nodes, node)
 	}
 	t.Cleanup(func() {
 		c.mu.Lock()
@@ -211,7 +248,7 @@ func (b *Broker) launchController(ctlPort string) error {
 	if st, err := b.logFile.Stat(); err == nil {
 		from = st.Size()
 	}
-	cmd := exec.Command(fjordBin, args...)
+	cmd := b.command(args)
 	cmd.Stdout = b.logFile
 	cmd.Stderr = b.logFile
 	if err := cmd.Start(); err != nil {
@@ -244,7 +281,9 @@ func (b *Broker) launchController(ctlPort string) error {
 		default:
 		}
 		if log := b.readLog(); int64(len(log)) > from && strings.Contains(log[from:], controllerOnlyLine) {
-			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			conn, err := b.dialer()(ctx, "tcp", addr)
+			cancel()
 			if err == nil {
 				conn.Close()
 				return nil
@@ -453,15 +492,18 @@ func (c *Cluster) Client(id int) *kgo.Client {
 	if cl, ok := c.clients[id]; ok {
 		return cl
 	}
+	dial := c.Node(id).dialer()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
 			if c.tls != nil {
+				if c.netns != nil {
+					return nil, fmt.Errorf("node %d: TLS into a network namespace is not supported", id)
+				}
 				d := tls.Dialer{Config: c.tls}
 				return d.DialContext(ctx, network, addr)
 			}
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
+			return dial(ctx, network, addr)
 		}),
 		kgo.DialTimeout(time.Second),
 		kgo.RequestRetries(2),

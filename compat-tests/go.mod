@@ -11,6 +11,7 @@ require (
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	golang.org/x/net v0.59.0
+	golang.org/x/sys v0.50.0
 )
 
 require (
@@ -26,7 +27,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.31 // indirect
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/fjordlog/fjord => ../

@@ -75,7 +75,10 @@ type Broker struct {
 	Addr      string // host:port of the current process
 	overrides []string
 	// nofile, if set, caps the process's open file descriptors (prlimit).
-	nofile  int
+	nofile int
+	// netns, if set, is the network namespace the process runs in; the
+	// harness reaches it through netns.DialContext.
+	netns   *netNS
 	logPath string
 	logFile *os.File
 
@@ -97,6 +100,24 @@ func startBroker(t testing.TB, dataDir string, overrides ...string) *Broker {
 // (0: the default).
 func startBrokerLimited(t testing.TB, dataDir string, nofile int, overrides ...string) *Broker {
 	t.Helper()
+	b := newBroker(t, dataDir, nofile, overrides)
+	b.start("")
+	return b
+}
+
+// startBrokerIn is startBroker inside the network namespace ns, on a
+// fixed port: nothing else there can hold it.
+func startBrokerIn(t testing.TB, ns *netNS, port, dataDir string, overrides ...string) *Broker {
+	t.Helper()
+	b := newBroker(t, dataDir, 0, overrides)
+	b.netns = ns
+	b.start(port)
+	return b
+}
+
+// newBroker is a broker handle with its log file and clean-up, not started.
+func newBroker(t testing.TB, dataDir string, nofile int, overrides []string) *Broker {
+	t.Helper()
 	logDir := t.TempDir()
 	b := &Broker{t: t, DataDir: dataDir, overrides: overrides, nofile: nofile, logPath: filepath.Join(logDir, "fjord.log")}
 	f, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -112,7 +133,6 @@ func startBrokerLimited(t testing.TB, dataDir string, nofile int, overrides ...s
 		b.reportErrorLines()
 		b.logFile.Close()
 	})
-	b.start("")
 	return b
 }
 
@@ -128,7 +148,9 @@ func freePort(t testing.TB) string {
 }
 
 // start launches a process; port "" picks a free one. A bind failure (the
-// port was taken between picking and binding) is retried on a new port.
+// port was taken between picking and binding) is retried on a new port,
+// except in a namespace, where the port is fixed and free ports of the
+// host mean nothing.
 func (b *Broker) start(port string) {
 	b.t.Helper()
 	for attempt := 0; ; attempt++ {
@@ -139,7 +161,7 @@ func (b *Broker) start(port string) {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, errBindFailed) && attempt < 5 {
+		if errors.Is(err, errBindFailed) && attempt < 5 && b.netns == nil {
 			b.t.Logf("broker could not bind port %s, retrying: %v", port, err)
 			continue
 		}
@@ -156,6 +178,9 @@ func (b *Broker) launch(port string) error {
 		"--override", "log.dirs=" + b.DataDir,
 	}
 	var probeOpts []kgo.Opt
+	if b.netns != nil {
+		probeOpts = append(probeOpts, kgo.Dialer(b.netns.DialContext))
+	}
 	for _, o := range b.overrides {
 		// compat.probe.sasl.plain=user:password is the harness's, not
 		// fjord's: the probe authenticates so on a SASL-only listener.
@@ -177,10 +202,7 @@ func (b *Broker) launch(port string) error {
 	b.mu.Lock()
 	b.starts++
 	fmt.Fprintf(b.logFile, "=== compat-tests: start #%d on %s: %s %s\n", b.starts, addr, fjordBin, strings.Join(args, " "))
-	cmd := exec.Command(fjordBin, args...)
-	if b.nofile > 0 {
-		cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d", b.nofile), fjordBin}, args...)...)
-	}
+	cmd := b.command(args)
 	cmd.Stdout = b.logFile
 	cmd.Stderr = b.logFile
 	if err := cmd.Start(); err != nil {
@@ -212,7 +234,7 @@ func (b *Broker) launch(port string) error {
 			return fmt.Errorf("broker exited during start-up: %v\n%s", werr, b.tailLog(50))
 		default:
 		}
-		if last = probe(addr, probeOpts...); last == nil {
+		if last = probeVia(b.dialer(), addr, probeOpts...); last == nil {
 			return nil
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -235,9 +257,44 @@ func probeTLS(t testing.TB, caFile string) *tls.Config {
 	return &tls.Config{RootCAs: roots}
 }
 
+// command is the fjord process of one start with args: under prlimit
+// when nofile is set, inside the namespace when there is one.
+func (b *Broker) command(args []string) *exec.Cmd {
+	name, argv := fjordBin, args
+	if b.nofile > 0 {
+		name, argv = "prlimit", append([]string{fmt.Sprintf("--nofile=%d", b.nofile), fjordBin}, args...)
+	}
+	if b.netns != nil {
+		return b.netns.Command(name, argv...)
+	}
+	return exec.Command(name, argv...)
+}
+
+// dialFunc dials like net.Dialer.DialContext.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialer is how the test process reaches this broker's listeners:
+// directly, or into its namespace.
+func (b *Broker) dialer() dialFunc {
+	if b.netns != nil {
+		return b.netns.DialContext
+	}
+	var d net.Dialer
+	return d.DialContext
+}
+
 // probe checks that addr accepts TCP and answers a kadm metadata request.
 func probe(addr string, opts ...kgo.Opt) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	var d net.Dialer
+	return probeVia(d.DialContext, addr, opts...)
+}
+
+// probeVia is probe with the TCP check made by dial (the metadata
+// request's client dials as opts say).
+func probeVia(dial dialFunc, addr string, opts ...kgo.Opt) error {
+	dialCtx, cancelDial := context.WithTimeout(context.Background(), time.Second)
+	c, err := dial(dialCtx, "tcp", addr)
+	cancelDial()
 	if err != nil {
 		return err
 	}
@@ -296,6 +353,23 @@ func (b *Broker) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// exited reports whether the process started last has exited (not
+// whether it was stopped: a handle never started or stopped has not).
+func (b *Broker) exited() bool {
+	b.mu.Lock()
+	cmd, done := b.cmd, b.done
+	b.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Restart starts a new process on the same data directory, on the same
