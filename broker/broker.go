@@ -77,6 +77,8 @@ type Broker struct {
 	throttles quota.Replication
 	// limits bound the client listeners' connections and request memory (limits.go).
 	limits clientLimits
+	// ctlLimits bound the CONTROLLER listener's Kafka half (limits.go).
+	ctlLimits clientLimits
 
 	// life registers this broker, heartbeats, holds its broker epoch and
 	// does the controlled shutdown (cluster.go wires it). Set in New once

@@ -126,6 +126,7 @@ func (b *Broker) activeConfig() active.Config {
 	for _, v := range vs {
 		voters[v.ID] = v.Addr
 	}
+	b.ctlLimits.init(&b.cfg)
 	return active.Config{
 		NodeID:          b.cfg.NodeID,
 		ClusterID:       b.clusterID,
@@ -134,6 +135,8 @@ func (b *Broker) activeConfig() active.Config {
 		TickInterval:    100 * time.Millisecond,
 		MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Admit:           b.admitController,
+		Budget:          b.ctlLimits.budget,
 		KafkaHandler:    &connHandler{b: b, ctl: true},
 		KafkaVersions:   b.reg.ControllerTable(b.ctlSASLServer != nil),
 		TLS:             b.tls.ControllerServer(),

@@ -465,7 +465,7 @@ func TestAdminRecordsVersionSweep(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	for key, want := range map[int16][2]int16{21: {0, 2}, 34: {0, 2}, 35: {0, 4}} {
+	for key, want := range map[int16][2]int16{21: {0, 2}, 34: {0, 2}, 35: {0, 5}} {
 		if got, ok := ranges[key]; !ok || got != want {
 			t.Fatalf("ApiVersions: key %d advertised %v (%v), want %v", key, got, ok, want)
 		}
@@ -490,7 +490,7 @@ func TestAdminRecordsVersionSweep(t *testing.T) {
 	}
 
 	var dir string
-	for v := int16(0); v <= 4; v++ {
+	for v := int16(0); v <= 5; v++ {
 		for _, all := range []bool{true, false} {
 			req := kmsg.NewPtrDescribeLogDirsRequest()
 			req.Version = v
@@ -507,6 +507,9 @@ func TestAdminRecordsVersionSweep(t *testing.T) {
 			dir = d.Dir
 			if v >= 4 && (d.TotalBytes <= 0 || d.UsableBytes < 0 || d.UsableBytes > d.TotalBytes) {
 				t.Errorf("DescribeLogDirs v%d: total %d usable %d", v, d.TotalBytes, d.UsableBytes)
+			}
+			if d.IsCordoned {
+				t.Errorf("DescribeLogDirs v%d: the log directory is reported cordoned", v)
 			}
 			found := 0
 			for _, dt := range d.Topics {

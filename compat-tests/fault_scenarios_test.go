@@ -441,7 +441,8 @@ func probeRefusal(r *faultRun, id int, batch []byte, start, end time.Time) strin
 	if len(led) == 0 {
 		return fmt.Sprintf("node %d leads no probe partition (%v)", id, ls)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.fc.Addr(id)), kgo.RequestRetries(0))
+	// The probe names its topic: Produce v12 at most (v13 names it by id).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.fc.Addr(id)), kgo.RequestRetries(0), maxProduceVersion(12))
 	if err != nil {
 		return err.Error()
 	}

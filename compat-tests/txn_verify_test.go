@@ -31,9 +31,12 @@ func rawTxnBatch(t *testing.T, pid int64, epoch int16, seq int32, value []byte) 
 // and not written; once AddPartitionsToTxn adds it, the same batch is
 // taken. Without the check, a late batch of an ended transaction opens a
 // transaction no coordinator knows, and read_committed consumers stall.
+// The produces go at v10, a part-1 producer's: v11 answers
+// TRANSACTION_ABORTABLE, and from v12 the produce adds the partition
+// itself (TestProduceV12AddsPartitionToTxn).
 func TestTxnProduceVerification(t *testing.T) {
 	b := startBroker(t, t.TempDir())
-	cl := newClient(t, b.Addr)
+	cl := newClient(t, b.Addr, maxProduceVersion(10))
 	adm := newAdmin(t, b.Addr)
 	topic := "txn-verify"
 	createTopic(t, adm, topic, 1, nil)
@@ -131,7 +134,7 @@ func TestTxnRequiredTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	plain := newClient(t, b.Addr, kgo.RecordRetries(1))
+	plain := newClient(t, b.Addr, kgo.RecordRetries(1), maxProduceVersion(12)) // the raw produce names its topic
 	err := plain.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("outside a transaction")}).FirstErr()
 	if !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("a non-transactional produce: %v, want INVALID_RECORD", err)

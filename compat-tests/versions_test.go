@@ -68,7 +68,7 @@ func TestProtocolVersionSweep(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{0: {0, 11}, 1: {4, 16}, 2: {0, 8}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6}, 22: {0, 5}, 32: {0, 4}}
+	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {0, 11}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6}, 22: {0, 5}, 32: {0, 4}}
 	for k, r := range want {
 		if ranges[k] != r {
 			t.Errorf("ApiVersions: key %d advertised %v, want %v", k, ranges[k], r)
@@ -173,7 +173,7 @@ func TestProtocolVersionSweep(t *testing.T) {
 			req.Acks = -1
 			req.TimeoutMillis = 5000
 			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = topic
+			rt.Topic, rt.TopicID = topic, topicID // v13+ names it by id
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Partition = 0
 			rp.Records = recordBatch(t, []byte(fmt.Sprintf("v%d", v)), []byte(fmt.Sprintf("produced with v%d", v)))
@@ -183,6 +183,9 @@ func TestProtocolVersionSweep(t *testing.T) {
 			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 				t.Errorf("Produce v%d: %+v", v, resp)
 				continue
+			}
+			if v >= 13 && resp.Topics[0].TopicID != topicID {
+				t.Errorf("Produce v%d: topic id %x, want %x", v, resp.Topics[0].TopicID, topicID)
 			}
 			sp := resp.Topics[0].Partitions[0]
 			if sp.ErrorCode != 0 || sp.BaseOffset != produced {

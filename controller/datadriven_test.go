@@ -126,7 +126,8 @@ func (e *ddEnv) run() string {
 		if r := e.str("rack", ""); r != "" {
 			req.Rack = &r
 		}
-		return e.drive(DecideRegistration(req, e.live, e.now(), e.session))
+		req.ClusterID = e.str("cluster", "c")
+		return e.drive(DecideRegistration(req, "c", e.live, e.now(), e.session))
 	case "heartbeat":
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID = int32(e.int("id", 0))

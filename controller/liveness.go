@@ -76,10 +76,18 @@ func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutM
 
 // DecideRegistration decides a BrokerRegistration (Register) at now. The
 // answer carries the broker epoch the image gave the registration, or
-// REQUEST_TIMED_OUT if the image holds another incarnation by then.
-func DecideRegistration(req *kmsg.BrokerRegistrationRequest, l *Liveness, now, sessionTimeoutMs int64) Decision {
+// REQUEST_TIMED_OUT if the image holds another incarnation by then. A
+// broker of another cluster than clusterID is INCONSISTENT_CLUSTER_ID, as
+// in Kafka: given replicas here, it would serve this cluster's topics
+// from another cluster's data (a mistyped voters list or cluster.id, a
+// data directory copied from elsewhere).
+func DecideRegistration(req *kmsg.BrokerRegistrationRequest, clusterID string, l *Liveness, now, sessionTimeoutMs int64) Decision {
 	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 	return oneRound(func(img *Image) []Record {
+		if req.ClusterID != clusterID {
+			resp.ErrorCode = kerr.InconsistentClusterID.Code
+			return nil
+		}
 		reg := RegisterBroker{ID: req.BrokerID, Incarnation: req.IncarnationID}
 		for _, e := range req.Listeners {
 			reg.Endpoints = append(reg.Endpoints, Endpoint{Name: e.Name, Host: e.Host, Port: int32(e.Port)})

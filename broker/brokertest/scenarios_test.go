@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
@@ -249,7 +250,11 @@ func produceTo(t *testing.T, c *Cluster, id int32, topic string, acks int16, tim
 	req.Topics = append(req.Topics, rt)
 	// A client rewrites a raw Produce's acks to its own RequiredAcks:
 	// configure it with the acks wanted.
-	opts := []kgo.Opt{kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0)}
+	// The request names its topic, so it must not go out as Produce v13,
+	// which names topics by id (KIP-516): cap the client at v12.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0), kgo.MaxVersions(versions)}
 	switch acks {
 	case 1:
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())

@@ -106,7 +106,8 @@ func (f *fakeSource) Group(id string) (Group, bool) {
 	}
 	return Group{ID: evil, State: "Stable", ProtocolType: "consumer", Protocol: "range", Generation: 3, Leader: "m-1",
 		Members: []Member{{ID: "m-1", ClientID: evil, Host: "/127.0.0.1", Assigned: map[string][]int32{"orders": {0, 1}}}},
-		Offsets: []GroupOffset{{Topic: "orders", Partition: 0, Committed: 10, HighWater: 17, Lag: 7, LagKnown: true, Member: "m-1"}},
+		Offsets: []GroupOffset{{Topic: "orders", Partition: 0, Committed: 10, HighWater: 17, Lag: 7, LagKnown: true, Member: "m-1"},
+			{Topic: "orders", Partition: 1, Committed: -1, HighWater: 4, Lag: 4, LagKnown: true, Member: "m-1"}},
 		Timeline: []group.Rebalance{
 			{Cause: group.CauseMemberJoined, Member: "m-1", From: 0, Generation: 1, Start: 1000, JoinEnd: 1000, End: 1010, Members: 1, Outcome: group.OutcomeStable},
 			{Cause: group.CauseSessionTimeout, Member: "m-2", From: 2, Generation: 3, Start: 5000, JoinEnd: 8000, End: 8100, Members: 1, Outcome: group.OutcomeStable},
@@ -142,7 +143,9 @@ func TestPages(t *testing.T) {
 		{"/topic?name=orders", []string{`href="/partition?topic=orders&amp;p=0"`, "retention.ms", "hidden", "under-replicated"}},
 		{"/partition?topic=orders&p=0", []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "{\n  &#34;n&#34;: 1\n}", "hex", "null"}},
 		{"/groups", []string{`href="/group?id=%3cscript%3ealert%281%29%3c%2fscript%3e"`, ">7<", "The first 1 of 1500 groups."}},
-		{"/group?id=" + strings.ReplaceAll(evil, "/", "%2F"), []string{"session timeout", "member joined", "2 → 3", "3.1 s", "orders-0", "m-1"}},
+		{"/group?id=" + strings.ReplaceAll(evil, "/", "%2F"), []string{"session timeout", "member joined", "2 → 3", "3.1 s", "orders-0", "m-1",
+			// A partition never committed: no committed offset, its lag.
+			"orders-1</a></td>\n  <td class=\"num\">—</td>\n  <td class=\"num\">4</td>\n  <td class=\"num lag\">4</td>"}},
 		{"/clients", []string{"franz-go", "1.21.7", "User:alice", "NOT_LEADER_FOR_PARTITION", "Produce v11", "(orders-0)"}},
 	} {
 		code, body := get(t, c, p.url)

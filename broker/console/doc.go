@@ -28,7 +28,9 @@
 //     Group …).
 //   - node.go: NodeSource, Source read from a node's parts: the metadata
 //     image, the replicas' views and logs (Tail), the coordinator's groups
-//     and offsets (lag against the local high watermark), the clients.
+//     and offsets (lag against the local high watermark, per partition of
+//     the topics the group subscribes to or committed to, computed by
+//     package group/lag as `fjord group lag` computes it), the clients.
 //   - console.go: Console, the pages and their handlers, with the bounds
 //     on what a visitor can ask for; templates/ and static/ are embedded.
 //   - decode.go: how a key, value or header is shown (JSON, text, hex).

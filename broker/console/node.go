@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/lag"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -241,23 +243,61 @@ func tailRecord(r recordbatch.Record, off int64, info recordbatch.Info, n int) R
 	return cr
 }
 
-// groupHW is what the group pages measure lag against: the local
-// replica's high watermark on the leader, on a follower what it has
-// replicated (as the lag series of broker/metrics).
-func (s *NodeSource) groupHW(tp coordinator.TopicPartition) (int64, bool) {
-	t := s.Replicas.Topic(tp.Topic)
-	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Parts) || t.Parts[tp.Partition] == nil {
-		return 0, false
+// errNotLocal is a partition's lag error when this node holds no replica
+// of it: the console reads offsets only from the node's own replicas.
+var errNotLocal = errors.New("console: no local replica")
+
+// partitionOffsets are what the group pages measure lag against: the
+// local replica's log start offset, and its high watermark on the leader,
+// on a follower what it has replicated (as the lag series of
+// broker/metrics).
+func (s *NodeSource) partitionOffsets(topic string, partition int) lag.Offsets {
+	t := s.Replicas.Topic(topic)
+	if t == nil || partition >= len(t.Parts) || t.Parts[partition] == nil {
+		return lag.Offsets{Err: errNotLocal}
 	}
-	p := t.Parts[tp.Partition]
+	p := t.Parts[partition]
 	lg := p.Log()
 	if lg == nil {
-		return 0, false
+		return lag.Offsets{Err: errNotLocal}
 	}
-	if p.Leads() {
-		return p.HW(), true
+	end := p.HW()
+	if !p.Leads() {
+		end = max(end, lg.EndOffset())
 	}
-	return max(p.HW(), lg.EndOffset()), true
+	return lag.Offsets{Start: lg.StartOffset(), End: end}
+}
+
+// groupLag is the group's lag per partition (package lag, which `fjord
+// group lag` computes too) from what this node holds: the members'
+// subscriptions and assignments in d (consumer protocol; a group not
+// Stable shows none, as DescribeGroups does), its committed offsets, and
+// the image's partitions of those topics, measured on the local
+// replicas. members are d's members as the lag decoded them.
+func (s *NodeSource) groupLag(d kmsg.DescribeGroupsResponseGroup, offs map[coordinator.TopicPartition]coordinator.Committed) (rows []lag.Row, members []lag.Member) {
+	for _, m := range d.Members {
+		lm := lag.Member{ID: m.MemberID}
+		if d.ProtocolType == "consumer" {
+			lm = lag.ConsumerMember(m.MemberID, m.ProtocolMetadata, m.MemberAssignment)
+		}
+		members = append(members, lm)
+	}
+	commits := make(map[lag.TP]lag.Commit, len(offs))
+	for tp, o := range offs {
+		commits[lag.TP{Topic: tp.Topic, Partition: tp.Partition}] = lag.Commit{Offset: o.Offset}
+	}
+	img := s.Image()
+	offsets := map[lag.TP]lag.Offsets{}
+	for _, name := range lag.Topics(members, commits) {
+		t := img.Topic(name)
+		if t == nil {
+			continue // deleted: its commits are listed without a lag
+		}
+		for i := range t.Partitions {
+			offsets[lag.TP{Topic: name, Partition: int32(i)}] = s.partitionOffsets(name, i)
+		}
+	}
+	return lag.Compute(members, commits, offsets), members
 }
 
 func (s *NodeSource) Groups(limit int) ([]GroupSummary, int) {
@@ -272,13 +312,16 @@ func (s *NodeSource) Groups(limit int) ([]GroupSummary, int) {
 			continue
 		}
 		gs := GroupSummary{ID: g.ID, State: g.State, ProtocolType: g.ProtocolType}
+		var d kmsg.DescribeGroupsResponseGroup
 		c.With(g.ID, false, func(gr *group.Group) []group.Reply {
 			gs.Members, gs.Generation = gr.NumMembers(), gr.Generation()
+			d = gr.Describe()
 			return nil
 		})
-		for tp, off := range c.Offsets(g.ID) {
-			if hw, ok := s.groupHW(tp); ok && off.Offset >= 0 {
-				gs.Lag += max(hw-off.Offset, 0)
+		rows, _ := s.groupLag(d, c.Offsets(g.ID))
+		for _, r := range rows {
+			if r.Err == nil {
+				gs.Lag += r.Lag
 				gs.LagKnown = true
 			}
 		}
@@ -306,39 +349,21 @@ func (s *NodeSource) Group(id string) (Group, bool) {
 	if exists {
 		g.State, g.ProtocolType = d.State, d.ProtocolType
 	}
-	owner := map[coordinator.TopicPartition]string{}
-	for _, m := range d.Members {
-		cm := Member{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+	rows, members := s.groupLag(d, offs)
+	for i, m := range d.Members {
+		cm := Member{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: members[i].Assigned}
 		if m.InstanceID != nil {
 			cm.InstanceID = *m.InstanceID
 		}
-		if d.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
-			var a kmsg.ConsumerMemberAssignment
-			if a.ReadFrom(m.MemberAssignment) == nil {
-				cm.Assigned = map[string][]int32{}
-				for _, t := range a.Topics {
-					cm.Assigned[t.Topic] = append(cm.Assigned[t.Topic], t.Partitions...)
-					for _, p := range t.Partitions {
-						owner[coordinator.TopicPartition{Topic: t.Topic, Partition: p}] = m.MemberID
-					}
-				}
-			}
-		}
 		g.Members = append(g.Members, cm)
 	}
-	for tp, off := range offs {
-		o := GroupOffset{Topic: tp.Topic, Partition: tp.Partition, Committed: off.Offset, Member: owner[tp]}
-		if hw, ok := s.groupHW(tp); ok && off.Offset >= 0 {
-			o.HighWater, o.Lag, o.LagKnown = hw, max(hw-off.Offset, 0), true
+	for _, r := range rows {
+		o := GroupOffset{Topic: r.Topic, Partition: r.Partition, Committed: r.Committed, Member: r.Member}
+		if r.Err == nil {
+			o.HighWater, o.Lag, o.LagKnown = r.End, r.Lag, true
 		}
 		g.Offsets = append(g.Offsets, o)
 	}
-	slices.SortFunc(g.Offsets, func(a, b GroupOffset) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition) - int(b.Partition)
-	})
 	return g, true
 }
 

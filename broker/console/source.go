@@ -190,7 +190,7 @@ type GroupSummary struct {
 	ID, State, ProtocolType string
 	Members                 int
 	Generation              int32
-	Lag                     int64 // summed over the partitions whose lag is known
+	Lag                     int64 // summed over the partitions whose lag is known (GroupOffset)
 	LagKnown                bool
 }
 
@@ -213,11 +213,13 @@ type Member struct {
 	Assigned map[string][]int32
 }
 
-// GroupOffset is a committed offset and the partition's lag behind it.
+// GroupOffset is one partition of the group's lag (package lag): every
+// partition of the topics its members subscribe to or are assigned, and
+// every partition it committed to, whether committed or not.
 type GroupOffset struct {
 	Topic     string
 	Partition int32
-	Committed int64
+	Committed int64 // -1: no commit (the lag is then every record the log holds)
 	HighWater int64
 	Lag       int64
 	LagKnown  bool   // this node holds a replica of the partition

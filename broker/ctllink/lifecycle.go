@@ -3,6 +3,7 @@ package ctllink
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,10 @@ func (l *Lifecycle) Fenced() bool { return l.fenced.Load() }
 // Run registers this broker and heartbeats until ctx ends or a controlled
 // shutdown finishes; Ready is called the first time the controller reports
 // it unfenced.
+// registerBackoff paces registration retries: quick while a controller is
+// being elected at start-up, at most one ask per 2 s after.
+var registerBackoff = lifecycle.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second}
+
 func (l *Lifecycle) Run(ctx context.Context) {
 	c, log, nodeID := l.cfg.Client, l.cfg.Logger, l.cfg.Client.cfg.NodeID
 	var incarnation [16]byte
@@ -91,17 +96,34 @@ func (l *Lifecycle) Run(ctx context.Context) {
 	fast := min(interval, 100*time.Millisecond)
 	readyOnce := false
 	defer l.finishShutdown()
+	// Registration retries until it succeeds: a controller is being
+	// elected at start-up, or this broker's configuration is wrong
+	// (INCONSISTENT_CLUSTER_ID), which only a restart fixes. The log says
+	// each different failure once, not every attempt.
+	regFailures, lastRegErr := 0, ""
 	for ctx.Err() == nil && !l.shuttingDown.Load() {
 		epoch, err := c.register(ctx, l.cfg.Registration, incarnation)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Warn().Err(err).Msg("broker registration failed; retrying")
-				lifecycle.Sleep(ctx, time.Second)
+				regFailures++
+				if msg := err.Error(); msg != lastRegErr {
+					lastRegErr = msg
+					ev := log.Warn()
+					if errors.Is(err, kerr.InconsistentClusterID) {
+						ev = log.Error().Str("cluster_id", l.cfg.Registration.ClusterID)
+						msg = "the controllers belong to another cluster: this broker cannot join it (check controller.quorum.voters and cluster.id); retrying"
+					} else {
+						msg = "broker registration failed; retrying (logged again if the failure changes)"
+					}
+					ev.Err(err).Msg(msg)
+				}
+				lifecycle.Sleep(ctx, registerBackoff.Delay(regFailures))
 			}
 			continue
 		}
 		l.epoch.Store(epoch)
-		log.Info().Int64("broker_epoch", epoch).Msg("registered with the controller")
+		log.Info().Int64("broker_epoch", epoch).Int("failed_attempts", regFailures).Msg("registered with the controller")
+		regFailures, lastRegErr = 0, ""
 		failed := 0 // heartbeats in a row without an answer
 		for ctx.Err() == nil {
 			shutdown := l.shuttingDown.Load()

@@ -15,12 +15,13 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
-// Produce: v0-11
+// Produce: v0-13
 //
 // Behaviour:
 //   - Each partition's data must be exactly one record batch of magic 2,
@@ -38,9 +39,9 @@ import (
 //     so the client notices.
 //   - Transactional batches (from a producer with a transactional.id) are
 //     appended like others; the log tracks the producer's open transaction
-//     until its coordinator's marker ends it (docs/transactions.md). A
-//     Control batches come only
-//     from coordinators (WriteTxnMarkers): a client's is INVALID_RECORD.
+//     until its coordinator's marker ends it (docs/transactions.md).
+//     Control batches come only from coordinators (WriteTxnMarkers): a
+//     client's is INVALID_RECORD.
 //   - A topic with fjord.transactional.writes.required=true (Fjord's own
 //     topic config) refuses non-transactional batches with INVALID_RECORD
 //     and a message naming the config, so that a settlement topic cannot be
@@ -57,12 +58,32 @@ import (
 //     the id). A late batch of a transaction that has ended would
 //     otherwise open a transaction no coordinator knows of, and hold back
 //     the partition's last stable offset for good. Not in the transaction:
-//     INVALID_TXN_STATE; the coordinator unreachable, loading or busy:
+//     INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11, below); the
+//     coordinator unreachable, loading or busy:
 //     NOT_ENOUGH_REPLICAS, which clients retry (Kafka's mapping). The check
 //     runs on the connection's reader, as Kafka serves one request per
 //     connection at a time, so the producer's pipelined batches keep their
 //     order; it happens once per transaction and partition, bounded by
 //     txncoord.VerifyTimeout (broker/txncoord/verify.go).
+//   - KIP-890 part 2: from v12 the same check adds the partition to the
+//     producer's transaction instead of only verifying it (AddPartitionsToTxn
+//     v4+ without VerifyOnly, Kafka's "addPartition" operation): a
+//     transactional producer at v12+ sends no AddPartitionsToTxn of its
+//     own. The add obeys the coordinator's rules for a client's add — an
+//     unknown producer id is INVALID_PRODUCER_ID_MAPPING, a stale epoch
+//     INVALID_PRODUCER_EPOCH (Kafka's PRODUCER_FENCED on Produce), a
+//     transaction being committed or aborted CONCURRENT_TRANSACTIONS,
+//     which v12 passes on where older versions get NOT_ENOUGH_REPLICAS — and
+//     starts the transaction's timeout if it opens it. A partition not in
+//     the transaction at v11 is TRANSACTION_ABORTABLE (v11 added the code),
+//     at v10 and below INVALID_TXN_STATE, as Kafka maps them.
+//     transaction.version stays 1, so franz-go and the Java client still
+//     cap transactional produces at v11 and add partitions themselves;
+//     only a client that chooses v12 uses this.
+//   - v13 names topics by id: an id that names no topic is
+//     UNKNOWN_TOPIC_ID for its partitions (before authorization: there is
+//     no name to authorize), and the response carries the id. Quotas,
+//     metrics, ACLs and the audit log see the topic's name.
 //   - A client over its producer_byte_rate quota (KIP-546 client quotas) is
 //     answered with throttle_time_ms and its connection muted that long
 //     (the node's quota glue, broker/quota.go, through Host.ProduceQuota).
@@ -72,14 +93,17 @@ import (
 //     UNSUPPORTED_FOR_MESSAGE_FORMAT; v0 is still advertised because
 //     librdkafka reads a minimum above 0 as "no compression" (KAFKA-18659).
 //   - v3: record batches, transactional id; v5: log start offset;
-//     v8: record errors, error message; v9: flexible
+//     v8: record errors, error message; v9: flexible; v11:
+//     TRANSACTION_ABORTABLE (KIP-890); v12: the partition is added to the
+//     transaction (KIP-890 part 2); v13: topic ids instead of names
+//     (KIP-516)
 //
 // The handler keeps nothing of the request once it returns (the batches
 // are appended, and pwrite copies them, before that), so the front end
 // recycles the request's buffer (broker/dispatch.go).
 func produceEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 0, Client: api.Versions(0, 11), Handle: bindTo(h, handleProduce),
+		Key: 0, Client: api.Versions(0, 13), Handle: bindTo(h, handleProduce),
 		Rule: api.Needs("WRITE on TOPIC; transactional: WRITE on TRANSACTIONAL_ID", 3, bindCheck(h, checkProduce)),
 	}
 }
@@ -88,11 +112,12 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	respond = h.ProduceQuota(cc, req, respond)
+	replicas, met := h.Replicas(), h.Metrics()
+	topics := produceTopics(replicas, req)
 	var unverified map[txn.TopicPartition]int16
 	if req.TransactionID != nil {
 		unverified = h.VerifyTxnProduce(cc.Ctx, *req.TransactionID, req)
 	}
-	replicas, met := h.Replicas(), h.Metrics()
 	now := time.Now().UnixMilli()
 	// Three passes: resolve every partition and lay out the response;
 	// append (several partitions at once for a large request); then
@@ -102,9 +127,9 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 	for i, rt := range req.Topics {
 		st := &resp.Topics[i]
 		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t := replicas.Topic(rt.Topic)
+		t := topics[i]
 		for j, rp := range rt.Partitions {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -115,6 +140,8 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case t == nil && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case refused:
 				sp.ErrorCode = code
 			default:
@@ -221,6 +248,27 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 		}
 		respond(resp)
 	})
+}
+
+// produceTopics resolves each topic of req once. From v13 topics are named
+// by id (KIP-516): each one that names a topic gets that topic's name
+// filled in (Topic is not on the wire at v13, so the response is
+// unchanged), and everything after reads names — the transaction
+// check, the response's errors, logs, flushes. Nil: no such topic.
+func produceTopics(m *replicamgr.Manager, req *kmsg.ProduceRequest) []*replicamgr.Topic {
+	byID := req.Version >= 13
+	out := make([]*replicamgr.Topic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		out[i] = requestTopic(m, byID, rt.Topic, rt.TopicID)
+		if byID {
+			rt.Topic = ""
+			if out[i] != nil {
+				rt.Topic = out[i].Name
+			}
+		}
+	}
+	return out
 }
 
 // parallelAppendMin is the number of partitions from which a request's
@@ -354,12 +402,11 @@ func checkProduce(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(
 	if req.TransactionID != nil && !z.Ok(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
 		code = api.TxnDenied
 	}
-	name := func(t kmsg.ProduceRequestTopic) string { return h.TopicName(t.Topic, t.TopicID) }
 	var denied []kmsg.ProduceRequestTopic
 	if code != 0 {
 		denied, req.Topics = req.Topics, []kmsg.ProduceRequestTopic{}
 	} else {
-		req.Topics, denied = api.Split(z, acl.OpWrite, req.Topics, name)
+		req.Topics, denied = splitTopics(h, z, acl.OpWrite, req.Topics, req.Version >= 13, func(t kmsg.ProduceRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 		code = api.TopicDenied
 	}
 	if len(denied) == 0 {

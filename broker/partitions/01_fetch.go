@@ -19,7 +19,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 )
 
-// Fetch: v4-16
+// Fetch: v4-18
 //
 // Behaviour:
 //   - Reads whole record batches up to the high watermark, located through
@@ -49,6 +49,8 @@ import (
 //     DeleteRecords waits for), and wait for appends rather than for the
 //     high watermark; a log start moved during the wait (DeleteRecords)
 //     answers at once.
+//   - A topic id that names no topic (v13+) is UNKNOWN_TOPIC_ID, decided
+//     before authorization as in Kafka: there is no name to authorize.
 //   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
 //     up to that replica's high watermark: a way to read one broker's copy.
 //   - A consumer with a consumer_byte_rate quota has its MaxBytes capped at
@@ -60,10 +62,17 @@ import (
 //   - v4: isolation level, last stable offset; v5: log start offset;
 //     v7: sessions; v9: current leader epoch (KIP-320); v11: rack, preferred
 //     read replica; v12: flexible, diverging epoch; v13: topic ids;
-//     v15: replica state; v16: node endpoints (KIP-951)
+//     v15: replica state; v16: node endpoints (KIP-951); v17: the
+//     follower's ReplicaDirectoryId (KIP-853), v18: the follower's
+//     HighWatermark (KIP-1166), both tagged fields of a replica's fetch
+//     that consumers never send; the response is v16's. Both are read and
+//     ignored: Fjord keeps one log directory per node, and its followers
+//     learn the high watermark from every response. KIP-1166's early
+//     answer to a replica behind on the high watermark is the KRaft
+//     leader's (KAFKA-14145), and the CONTROLLER listener stays at v12.
 func fetchEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 1, Client: api.Versions(4, 16), Handle: bindTo(h, handleFetch),
+		Key: 1, Client: api.Versions(4, 18), Handle: bindTo(h, handleFetch),
 		Controller: api.Versions(12, 12),
 		Rule:       api.Needs("READ on TOPIC; from a follower: CLUSTER_ACTION on CLUSTER", 1, bindCheck(h, checkFetch)),
 		// On the CONTROLLER listener Fetch reads the metadata log (SCRAM
@@ -168,10 +177,7 @@ func fetchPartitions(m *replicamgr.Manager, req *kmsg.FetchRequest) []*replica.P
 }
 
 func fetchTopic(m *replicamgr.Manager, req *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *replicamgr.Topic {
-	if req.Version >= 13 {
-		return m.TopicByID(rt.TopicID)
-	}
-	return m.Topic(rt.Topic)
+	return requestTopic(m, req.Version >= 13, rt.Topic, rt.TopicID)
 }
 
 // fetchOnce builds a response from what is readable now. It returns the
@@ -413,7 +419,7 @@ func checkFetch(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(km
 		}
 		denied, req.Topics = req.Topics, []kmsg.FetchRequestTopic{}
 	} else {
-		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.FetchRequestTopic) string { return h.TopicName(t.Topic, t.TopicID) })
+		req.Topics, denied = splitTopics(h, z, acl.OpRead, req.Topics, req.Version >= 13, func(t kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID })
 	}
 	if len(denied) == 0 {
 		return nil, nil

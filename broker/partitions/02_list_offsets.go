@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -9,13 +10,24 @@ import (
 	"github.com/fjordlog/fjord/storage"
 )
 
-// ListOffsets: v0-8
+// ListOffsets: v0-11
 //
 // Behaviour:
 //   - Timestamp -1: the high watermark (latest); -2 and -4: the log start
 //     offset (earliest, earliest local); -3: the batch with the largest
 //     timestamp (KIP-734). Any other timestamp: the first record at or after
 //     it, found through the time index; none gives offset -1.
+//   - -5 (LATEST_TIERED, KIP-1005) and -6 (EARLIEST_PENDING_UPLOAD,
+//     KIP-1023) ask about tiered storage, which Fjord does not have yet:
+//     offset -1, timestamp -1 and leader epoch -1 with no error, what
+//     Kafka answers for a topic without remote storage
+//     (UnifiedLog.fetchOffsetByTimestamp).
+//   - A negative timestamp is accepted only from the version that
+//     introduced it (-3 v7, -4 v8, -5 v9, -6 v11; -1 and -2 always),
+//     and no other negative one at all: UNSUPPORTED_VERSION for the
+//     partition, before anything else is checked, as Kafka's
+//     ReplicaManager.isListOffsetsTimestampUnsupported. (Kafka 4 serves
+//     v1 up; its table starts -1 and -2 at v1, Fjord's v0 keeps them.)
 //   - Only offsets below the high watermark are reported; with isolation
 //     level 1 (read_committed, v2+) below the last stable offset, and -1
 //     is the last stable offset.
@@ -25,10 +37,13 @@ import (
 //   - v0: MaxNumOffsets and a list of old-style offsets (kafka-python 2.0
 //     still sends it; Kafka 4 dropped it); v1: single offset and timestamp;
 //     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
-//     timestamp; v8: earliest local (KIP-405)
+//     timestamp; v8: earliest local (KIP-405); v9: latest tiered
+//     (KIP-1005); v10: TimeoutMillis (KIP-1075), the bound on a remote
+//     storage lookup: every answer here is immediate, so it is ignored;
+//     v11: earliest pending upload (KIP-1023)
 func listOffsetsEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 2, Client: api.Versions(0, 8), Handle: bindTo(h, handleListOffsets),
+		Key: 2, Client: api.Versions(0, 11), Handle: bindTo(h, handleListOffsets),
 		Rule: api.Needs("DESCRIBE on TOPIC", 0, checkListOffsets),
 	}
 }
@@ -46,6 +61,8 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 			sp.Partition = rp.Partition
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, 0
 			switch {
+			case !timestampSupported(rp.Timestamp, req.Version):
+				sp.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
 				p, lg, v, code := t.Serving(rp.Partition, replica.ConsumerRead)
 				if code == 0 {
@@ -59,6 +76,10 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 				limit := p.HW()
 				if req.Version >= 2 && req.IsolationLevel == 1 {
 					limit = lastStable(lg, limit)
+				}
+				if rp.Timestamp == latestTiered || rp.Timestamp == earliestPendingUpload {
+					sp.LeaderEpoch = -1 // no remote storage: nothing tiered, nothing to upload
+					break
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
 				if err != nil {
@@ -79,6 +100,38 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 		resp.Topics = append(resp.Topics, st)
 	}
 	respond(resp)
+}
+
+// The negative timestamps of ListOffsets that name an offset rather than
+// a time.
+const (
+	latestTiered          = -5 // KIP-1005
+	earliestPendingUpload = -6 // KIP-1023
+)
+
+// timestampSupported reports whether a ListOffsets of version v may carry
+// timestamp ts: any time at or after the epoch, and each special negative
+// one from the version that introduced it.
+func timestampSupported(ts int64, v int16) bool {
+	if ts >= 0 {
+		return true
+	}
+	var since int16
+	switch ts {
+	case -1, -2:
+		since = 0
+	case -3:
+		since = 7
+	case -4:
+		since = 8
+	case latestTiered:
+		since = 9
+	case earliestPendingUpload:
+		since = 11
+	default:
+		return false
+	}
+	return v >= since
 }
 
 func listOffset(lg *storage.Log, hw, ts int64) (offset, timestamp int64, err error) {

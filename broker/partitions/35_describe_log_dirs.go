@@ -15,7 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replicamgr"
 )
 
-// DescribeLogDirs: v0-4
+// DescribeLogDirs: v0-5
 //
 // Behaviour (kafka-log-dirs.sh, kadm DescribeAllLogDirs and
 // DescribeBrokerLogDirs, sarama ClusterAdmin.DescribeLogDirs):
@@ -36,10 +36,12 @@ import (
 // Version notes: v1 no change; v2 flexible; v3 top-level ErrorCode
 // (always 0: no ACLs); v4 TotalBytes and UsableBytes of the directory's
 // file system (statfs: blocks and blocks available to unprivileged users,
-// times the block size; -1 if statfs fails, as the default says).
+// times the block size; -1 if statfs fails, as the default says); v5
+// IsCordoned (KIP-1066), always false: Fjord has no cordoning of log
+// directories.
 func describeLogDirsEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 35, Client: api.Versions(0, 4), Handle: bindTo(h, handleDescribeLogDirs),
+		Key: 35, Client: api.Versions(0, 5), Handle: bindTo(h, handleDescribeLogDirs),
 		Rule: api.Needs("DESCRIBE on CLUSTER", 0, api.ClusterTop(acl.OpDescribe)),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/quota"
@@ -40,8 +41,10 @@ type Host interface {
 	ProduceQuota(cc *api.Conn, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response)
 	FetchQuota(cc *api.Conn, req *kmsg.FetchRequest, respond func(kmsg.Response)) func(kmsg.Response)
 	// VerifyTxnProduce checks with transactional id's coordinator the
-	// partitions of req that would open its transaction (KIP-890 part 1),
-	// and returns the refused ones with their error codes.
+	// partitions of req that would open its transaction (KIP-890 part 1;
+	// from Produce v12 it adds them to the transaction, part 2), and
+	// returns the refused ones with their Produce error codes. req's
+	// topics are named (produceTopics fills in the names of v13's ids).
 	VerifyTxnProduce(ctx context.Context, id string, req *kmsg.ProduceRequest) map[txn.TopicPartition]int16
 	// LeaderThrottle is the leader side of the replication quotas, as a
 	// follower's fetch reads them now.
@@ -86,6 +89,29 @@ type check func(h Host, z *api.Authz, req kmsg.Request) (kmsg.Response, func(kms
 
 func bindCheck(h Host, c check) api.Check {
 	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(h, z, req) }
+}
+
+// requestTopic is the topic a request names, by id from the versions that
+// name topics by id (byID: Produce v13+, Fetch v13+, KIP-516) and by name
+// before; nil when the image has none. Resolved once per request topic, so
+// a topic deleted and created again under the same name is never mixed up
+// with the one the id named.
+func requestTopic(m *replicamgr.Manager, byID bool, name string, id [16]byte) *replicamgr.Topic {
+	if byID {
+		return m.TopicByID(id)
+	}
+	return m.Topic(name)
+}
+
+// splitTopics is api.Split for the keys whose requests may name topics by
+// id (byID): a topic id that names no topic is kept for the handler, which
+// answers UNKNOWN_TOPIC_ID, as Kafka does before it authorizes anything —
+// there is no name to authorize, and "" would be audited as a denial.
+func splitTopics[T any](h Host, z *api.Authz, op acl.Operation, ts []T, byID bool, topic func(T) (string, [16]byte)) (keep, denied []T) {
+	return api.Sift(ts, func(t T) (T, bool) {
+		name := h.TopicName(topic(t))
+		return t, (byID && name == "") || z.Ok(op, acl.ResourceTopic, name)
+	})
 }
 
 // Failures of a produce that the node maps to Kafka error codes (its Code).

@@ -17,15 +17,17 @@
 //
 // The node gives the room, through Host, its replica manager and metrics,
 // the client-quota wrappers of produce and fetch, the transactional
-// produce check (KIP-890), the replication throttles' leader side, log
-// dirs, topic-id names, the handling of a damaged log, its goroutines and
-// its one mapping of errors to Kafka codes; this package never imports
-// the broker.
+// produce check (KIP-890: a verification, or from Produce v12 the adding
+// of the partition to the transaction), the replication throttles' leader
+// side, log dirs, topic-id names, the handling of a damaged log, its
+// goroutines and its one mapping of errors to Kafka codes; this package
+// never imports the broker.
 //
 // Files:
 //   - doc.go: this comment.
 //   - api.go: Host, Entries, the binding of handlers and rules, the
-//     produce errors the node maps, LeaderThrottle.
+//     resolution and authorization of topics named by id (Produce and
+//     Fetch v13+), the produce errors the node maps, LeaderThrottle.
 //   - 00_produce.go: Produce — validation, parallel appends of wide
 //     requests, group fsync (flushAll), acks=all waits.
 //   - 01_fetch.go: Fetch — reads into pooled buffers (PooledFetch), long

@@ -36,7 +36,8 @@
 // local replicas and image, the group coordinator's transactional
 // offsets, requests to other brokers). The produce path stays in the
 // broker, but asks this package whether a transactional batch may open a
-// transaction (VerifyProduce, KIP-890 part 1).
+// transaction (VerifyProduce, KIP-890 part 1), which from Produce v12
+// adds the partition to the transaction (part 2).
 //
 // # Locks
 //
@@ -50,7 +51,9 @@
 //     to the tables, appends, markers and the timer.
 //   - load.go: Follow, loading and unloading led partitions.
 //   - entries.go: APIHost, Offsets and Entries, the room's registrations.
-//   - verify.go: VerifyProduce, a produce's check with the coordinator.
+//   - verify.go: VerifyProduce, a produce's check with the coordinator
+//     (or its add of the partition), and the mapping of its answer to
+//     Produce codes.
 //   - 22_init_producer_id.go (and AllocProducerID),
 //     24_add_partitions_to_txn.go, 25_add_offsets_to_txn.go, 26_end_txn.go,
 //     27_write_txn_markers.go (and WriteMarkers, which Host.WriteMarkers

@@ -1,8 +1,11 @@
 package main
 
-// The client subcommands (topic, group, produce, consume, cluster, verify)
-// share these: the --bootstrap and --json flags, flags after positional
-// arguments, tables for people and JSON for scripts, and the exit codes.
+// The client subcommands (topic, group, produce, consume, cluster, broker,
+// verify) share these: the connection flags (--bootstrap, with kcat's -b
+// and the Kafka tools' --bootstrap-server; kcat's -X key=value client
+// properties and -F/--command-config files of them, cli_props.go), --json
+// and --timeout, flags after positional arguments, tables for people and
+// JSON for scripts, and the exit codes.
 
 import (
 	"context"
@@ -34,6 +37,8 @@ type cli struct {
 	name      string // "fjord topic create", for messages
 	fs        *flag.FlagSet
 	bootstrap *string
+	props     *clientProps // -X and -F/--command-config
+	connOpts  []kgo.Opt    // what props ask for, built by parse
 	json      *bool
 	timeout   *time.Duration
 	out, err  io.Writer
@@ -44,14 +49,29 @@ func newCLI(name string, out, errOut io.Writer) *cli {
 	c := &cli{name: name, out: out, err: errOut}
 	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	c.fs.SetOutput(errOut)
-	def := os.Getenv("FJORD_BOOTSTRAP")
-	if def == "" {
-		def = "127.0.0.1:9092"
-	}
-	c.bootstrap = c.fs.String("bootstrap", def, "comma-separated host:port of brokers to start from ($FJORD_BOOTSTRAP)")
+	c.bootstrap, c.props = connFlags(c.fs, "127.0.0.1:9092")
 	c.json = c.fs.Bool("json", false, "write JSON instead of a table")
 	c.timeout = c.fs.Duration("timeout", 30*time.Second, "bound on the whole operation")
 	return c
+}
+
+// connFlags registers the connection flags on fs: the bootstrap brokers
+// under the three names people bring from other tools (default
+// $FJORD_BOOTSTRAP, else def), and the client properties (-X, and -F or
+// --command-config files, applied in command-line order).
+func connFlags(fs *flag.FlagSet, def string) (*string, *clientProps) {
+	if env := os.Getenv("FJORD_BOOTSTRAP"); env != "" {
+		def = env
+	}
+	bootstrap := new(string)
+	fs.StringVar(bootstrap, "bootstrap", def, "comma-separated host:port of brokers to start from ($FJORD_BOOTSTRAP)")
+	fs.StringVar(bootstrap, "b", def, "the same as --bootstrap (kcat's spelling)")
+	fs.StringVar(bootstrap, "bootstrap-server", def, "the same as --bootstrap (the Kafka tools' spelling)")
+	props := &clientProps{}
+	fs.Func("X", "client property `key=value` (kcat's -X): security.protocol, sasl.*, ssl.*, client.id; repeatable", props.setFlag)
+	fs.Func("F", "read client properties (key=value lines) from `file`", props.readFile)
+	fs.Func("command-config", "the same as -F (the Kafka tools' spelling)", props.readFile)
+	return bootstrap, props
 }
 
 // parse parses flags placed anywhere among the positional arguments
@@ -77,6 +97,11 @@ func (c *cli) parse(args []string, minArgs, maxArgs int) (int, bool) {
 		c.fs.Usage()
 		return exitUsage, false
 	}
+	opts, err := c.props.options()
+	if err != nil {
+		return c.usageErr("%v", err), false
+	}
+	c.connOpts = opts
 	return 0, true
 }
 
@@ -94,6 +119,7 @@ func (c *cli) seeds() []string {
 // (producer or consumer settings) are appended.
 func (c *cli) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.DialTimeout(5 * time.Second), kgo.ClientID("fjord-cli")}
+	base = append(base, c.connOpts...) // after the default client id, which client.id replaces
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", *c.bootstrap, err)

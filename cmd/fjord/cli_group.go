@@ -3,15 +3,21 @@ package main
 // `fjord group`: kafka-consumer-groups.sh over kadm.
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/fjordlog/fjord/group/lag"
 )
 
 func groupCmd(args []string, out, errOut io.Writer) int {
@@ -128,12 +134,17 @@ type lagRow struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Committed int64  `json:"committed"` // -1: no commit
+	Start     int64  `json:"start"`     // the log start offset
 	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
+	Lag       int64  `json:"lag"` // -1: unknown (see error)
 	Member    string `json:"member,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
+// groupLag lists, per group, every partition of the topics its members
+// subscribe to or are assigned and of those it committed to, with the
+// lag package's rule (the console's group page uses the same): a
+// partition with no commit lags by every record its log holds.
 func groupLag(args []string, out, errOut io.Writer) int {
 	c := newCLI("fjord group lag", out, errOut)
 	if code, ok := c.parse(args, 1, -1); !ok {
@@ -144,37 +155,120 @@ func groupLag(args []string, out, errOut io.Writer) int {
 		return c.fail(err)
 	}
 	defer done()
-	lags, err := adm.Lag(ctx, c.args...)
+	described, err := adm.DescribeGroups(ctx, c.args...)
+	if err != nil {
+		return c.fail(err)
+	}
+	type input struct {
+		members []lag.Member
+		commits map[lag.TP]lag.Commit
+	}
+	inputs := map[string]input{}
+	var topics []string
+	for _, name := range c.args {
+		g, ok := described[name]
+		if !ok {
+			return c.fail(fmt.Errorf("group %s: not described", name))
+		}
+		if g.Err != nil {
+			return c.fail(fmt.Errorf("group %s: %w", name, g.Err))
+		}
+		if g.State == "Dead" {
+			return c.fail(fmt.Errorf("group %s does not exist", name))
+		}
+		committed, err := adm.FetchOffsets(ctx, name)
+		if err != nil {
+			return c.fail(fmt.Errorf("group %s: committed offsets: %w", name, err))
+		}
+		in := input{commits: map[lag.TP]lag.Commit{}}
+		committed.Each(func(o kadm.OffsetResponse) {
+			in.commits[lag.TP{Topic: o.Topic, Partition: o.Partition}] = lag.Commit{Offset: o.At, Err: o.Err}
+		})
+		for _, m := range g.Members {
+			lm := lag.Member{ID: m.MemberID}
+			if md, ok := m.Join.AsConsumer(); ok {
+				lm.Subscribed = md.Topics
+			}
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				lm.Assigned = map[string][]int32{}
+				for _, t := range a.Topics {
+					lm.Assigned[t.Topic] = append(lm.Assigned[t.Topic], t.Partitions...)
+				}
+			}
+			in.members = append(in.members, lm)
+		}
+		inputs[name] = in
+		topics = append(topics, lag.Topics(in.members, in.commits)...)
+	}
+	offsets, err := listOffsets(ctx, adm, topics)
 	if err != nil {
 		return c.fail(err)
 	}
 	rows := []lagRow{}
 	for _, name := range c.args {
-		l, ok := lags[name]
-		if !ok {
-			return c.fail(fmt.Errorf("group %s: not described", name))
-		}
-		if err := l.Error(); err != nil {
-			return c.fail(fmt.Errorf("group %s: %w", name, err))
-		}
-		if l.State == "Dead" {
-			return c.fail(fmt.Errorf("group %s does not exist", name))
-		}
-		for _, ml := range l.Lag.Sorted() {
-			r := lagRow{Group: name, Topic: ml.Topic, Partition: ml.Partition, Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag, Error: errString(ml.Err)}
-			if ml.Member != nil {
-				r.Member = ml.Member.MemberID
-			}
-			rows = append(rows, r)
+		in := inputs[name]
+		for _, r := range lag.Compute(in.members, in.commits, offsets) {
+			rows = append(rows, lagRow{Group: name, Topic: r.Topic, Partition: r.Partition, Committed: r.Committed,
+				Start: r.Start, End: r.End, Lag: r.Lag, Member: r.Member, Error: errString(r.Err)})
 		}
 	}
+	dash := func(v int64, known bool) string {
+		if !known || v < 0 {
+			return "-"
+		}
+		return strconv.FormatInt(v, 10)
+	}
 	c.emit(rows, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tEND\tLAG\tMEMBER\tERROR")
+		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tSTART\tEND\tLAG\tMEMBER\tERROR")
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Group, r.Topic, r.Partition, r.Committed, r.End, r.Lag, r.Member, r.Error)
+			known := r.Error == ""
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Partition, dash(r.Committed, true),
+				dash(r.Start, known), dash(r.End, known), dash(r.Lag, known), r.Member, r.Error)
 		}
 	})
 	return exitOK
+}
+
+// listOffsets lists the log start and end offsets of every partition of
+// topics. A partition a broker could not answer for is left out, and the
+// lag package reports it as unlisted; an authorization failure, or a
+// listing that failed altogether, is the command's failure.
+func listOffsets(ctx context.Context, adm *kadm.Client, topics []string) (map[lag.TP]lag.Offsets, error) {
+	out := map[lag.TP]lag.Offsets{}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	if len(topics) == 0 {
+		return out, nil
+	}
+	list := func(what string, fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+		listed, err := fn(ctx, topics...)
+		var se *kadm.ShardErrors
+		if err != nil && !(errors.As(err, &se) && !se.AllFailed) {
+			return nil, fmt.Errorf("%s offsets: %w", what, err)
+		}
+		return listed, nil
+	}
+	starts, err := list("start", adm.ListStartOffsets)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := list("end", adm.ListEndOffsets)
+	if err != nil {
+		return nil, err
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Partition < 0 { // kadm's entry for a topic that does not exist
+			return
+		}
+		o := lag.Offsets{End: e.Offset, Err: e.Err}
+		if s, ok := starts.Lookup(e.Topic, e.Partition); !ok {
+			o.Err = cmp.Or(o.Err, lag.ErrUnlisted)
+		} else {
+			o.Start, o.Err = s.Offset, cmp.Or(o.Err, s.Err)
+		}
+		out[lag.TP{Topic: e.Topic, Partition: e.Partition}] = o
+	})
+	return out, nil
 }
 
 // groupResetOffsets moves a group's committed offsets on one or more

@@ -16,7 +16,9 @@ import (
 )
 
 // produce reads stdin, a record per line (key SEP value with -k SEP), and
-// writes them idempotently with acks=all; it exits 1 if any failed.
+// writes them idempotently with acks=all; it exits 1 if any failed. Like
+// kcat it lets the brokers create a topic that does not exist yet, when
+// they do that (auto.create.topics.enable).
 func produceCmd(args []string, in io.Reader, out, errOut io.Writer) int {
 	c := newCLI("fjord produce", out, errOut)
 	topic := c.fs.String("t", "", "topic")
@@ -28,7 +30,11 @@ func produceCmd(args []string, in io.Reader, out, errOut io.Writer) int {
 	if *topic == "" {
 		return c.usageErr("-t topic is required")
 	}
-	opts := []kgo.Opt{kgo.DefaultProduceTopic(*topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0)}
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(*topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		// A Metadata request that creates the topic may answer it with no
+		// partitions yet (LEADER_NOT_AVAILABLE, as Kafka does); franz-go
+		// asks again until it has them.
+		kgo.AllowAutoTopicCreation()}
 	if *part >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}

@@ -13,7 +13,7 @@ var errHelp = errors.New("help requested")
 // usage describes the command line.
 func usage() string {
 	return `Usage: fjord [--config PATH] [--override key=value]...
-       fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
+       fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port] [-X k=v]...
        fjord topic create NAME [--partitions N] [--replication-factor N] [--config k=v]...
        fjord topic list [--internal]
        fjord topic describe NAME...
@@ -36,11 +36,24 @@ func usage() string {
              [--replication-factor N] [--keys 64] [--keep]
 
 The client subcommands speak the Kafka protocol to any cluster, Fjord or
-Kafka. Each takes --bootstrap host:port[,host:port] (default
+Kafka. Each takes --bootstrap host:port[,host:port] (also spelled -b, as
+kcat does, and --bootstrap-server, as the Kafka tools do; default
 $FJORD_BOOTSTRAP, else 127.0.0.1:9092), --json (JSON for scripts instead
-of a table) and --timeout. Exit status: 0 done; 1 the operation failed (an
+of a table) and --timeout, and connects to a secured cluster with kcat's
+-X key=value client properties (or -F/--command-config FILE of them):
+security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), sasl.username,
+sasl.password (or a Java client's sasl.jaas.config), ssl.ca.location,
+ssl.certificate.location, ssl.key.location, ssl.key.password,
+ssl.keystore.location and ssl.keystore.password (PKCS#12),
+enable.ssl.certificate.verification, ssl.endpoint.identification.algorithm,
+client.id; any other key is a usage error. produce lets the brokers
+auto-create its topic, as kcat does. Exit status: 0 done; 1 the operation failed (an
 error from the cluster, a refusal such as resetting the offsets of a
 group with members, or verify finding a problem); 2 a usage error.
+group lag lists every partition of the topics the group's members
+subscribe to or are assigned and of those it committed to; one with no
+commit (COMMITTED -) lags by every record its log holds (END - START).
 group reset-offsets only prints its plan unless --execute is given.
 consume -G joins the group, which shares the topic's partitions among its
 members; it commits what it printed (also on SIGINT or SIGTERM, which end

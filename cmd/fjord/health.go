@@ -28,14 +28,22 @@ import (
 // on a TLS or SASL listener it connects as the node itself (its keystore,
 // its own login module's username and password).
 //
-//	fjord health [--bootstrap host:port] [--brokers N] [--wait] [--timeout 60s] [--config F] [--override k=v ...]
+//	fjord health [--bootstrap host:port] [--brokers N] [--wait] [--timeout 60s] [--config F] [--override k=v ...] [-X key=value ...]
 //
 // --brokers N also wants N brokers in the cluster's metadata; --wait
-// retries (every 250 ms) until the check passes or --timeout ends.
+// retries (every 250 ms) until the check passes or --timeout ends. -X
+// (and -F) client properties, as the client subcommands take them,
+// replace the node's own identity.
 func health(args []string, environ []string, out io.Writer) int {
 	fs := flag.NewFlagSet("fjord health", flag.ContinueOnError)
 	fs.SetOutput(out)
 	bootstrap := fs.String("bootstrap", "", "host:port of the node to check (default: its first client listener)")
+	fs.StringVar(bootstrap, "b", "", "the same as --bootstrap")
+	fs.StringVar(bootstrap, "bootstrap-server", "", "the same as --bootstrap")
+	props := &clientProps{}
+	fs.Func("X", "client property `key=value`, as for the client subcommands; any given replace the node's own identity", props.setFlag)
+	fs.Func("F", "read client properties from `file`", props.readFile)
+	fs.Func("command-config", "the same as -F", props.readFile)
 	brokers := fs.Int("brokers", 0, "also want at least this many brokers in the metadata")
 	wait := fs.Bool("wait", false, "retry until healthy or --timeout")
 	timeout := fs.Duration("timeout", 60*time.Second, "with --wait: how long to keep trying; else the bound on one check")
@@ -61,22 +69,31 @@ func health(args []string, environ []string, out io.Writer) int {
 	}
 	addr := *bootstrap
 	var dialOpts []kgo.Opt
+	if len(props.m) > 0 {
+		// Connect as told, not as the node.
+		if dialOpts, err = props.options(); err != nil {
+			fmt.Fprintf(out, "fjord health: %v\n", err)
+			return 2
+		}
+	}
 	if addr == "" {
 		var name string
 		if addr, name, err = localAddr(cfg); err != nil {
 			fmt.Fprintf(out, "fjord health: %v\n", err)
 			return 2
 		}
-		if dialOpts, err = healthTLS(cfg, name); err != nil {
-			fmt.Fprintf(out, "fjord health: %v\n", err)
-			return 2
+		if len(props.m) == 0 {
+			if dialOpts, err = healthTLS(cfg, name); err != nil {
+				fmt.Fprintf(out, "fjord health: %v\n", err)
+				return 2
+			}
+			saslOpts, err := healthSASL(cfg, name)
+			if err != nil {
+				fmt.Fprintf(out, "fjord health: %v\n", err)
+				return 2
+			}
+			dialOpts = append(dialOpts, saslOpts...)
 		}
-		saslOpts, err := healthSASL(cfg, name)
-		if err != nil {
-			fmt.Fprintf(out, "fjord health: %v\n", err)
-			return 2
-		}
-		dialOpts = append(dialOpts, saslOpts...)
 	}
 	deadline := time.Now().Add(*timeout)
 	for {

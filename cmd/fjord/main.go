@@ -2,7 +2,7 @@
 // is a single node on 127.0.0.1:9092 keeping its data in ./fjord-data.
 //
 //	fjord [--config server.properties] [--override key=value ...]
-//	fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port]
+//	fjord health [--brokers N] [--wait] [--timeout 60s] [--bootstrap host:port] [-X key=value ...]
 //	fjord topic|group|produce|consume|cluster|broker|verify ... (a Kafka client; see usage())
 //
 // Configuration uses Kafka's property names; see docs/configuration.md.

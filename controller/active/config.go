@@ -79,6 +79,11 @@ type Config struct {
 	// never does).
 	MaxFrameBytes int32
 	IdleTimeout   time.Duration
+	// Admit and Budget bound what strangers can make the Kafka half hold,
+	// as on a client listener (protocol.ServerConfig): the connections
+	// it accepts and the request bytes it buffers. nil: no bound.
+	Admit  func(remote net.Addr) (ok bool, delay time.Duration, release func())
+	Budget *protocol.Budget
 	// KafkaHandler and KafkaVersions serve the listener's Kafka half:
 	// required with a Listener. They are the broker's one dispatch
 	// (broker/dispatch.go), which authorizes and audits every request

@@ -142,6 +142,8 @@ func (c *Controller) Serve() {
 		c.server = protocol.NewServer(protocol.ServerConfig{
 			MaxFrameBytes: c.cfg.MaxFrameBytes,
 			MaxInFlight:   16,
+			Admit:         c.cfg.Admit,
+			Budget:        c.cfg.Budget,
 			IdleTimeout:   c.cfg.IdleTimeout,
 			DrainTimeout:  5 * time.Second,
 			// The mux did the TLS handshake (mux.go); SASL comes after it,

@@ -113,7 +113,7 @@ func TestServeOverListener(t *testing.T) {
 	c, addr := startOne(t)
 
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
-	reg.BrokerID, reg.IncarnationID = 0, [16]byte{1}
+	reg.BrokerID, reg.IncarnationID, reg.ClusterID = 0, [16]byte{1}, "test-cluster"
 	rr := request(t, addr, reg).(*kmsg.BrokerRegistrationResponse)
 	if rr.ErrorCode != 0 || rr.BrokerEpoch <= 0 {
 		t.Fatalf("register: %+v", rr)

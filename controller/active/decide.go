@@ -66,7 +66,7 @@ func (c *Controller) decision(kreq kmsg.Request, arrived int64) controller.Decis
 	now := time.Now().UnixMilli()
 	switch req := kreq.(type) {
 	case *kmsg.BrokerRegistrationRequest:
-		return controller.DecideRegistration(req, c.live, now, c.sessionMs())
+		return controller.DecideRegistration(req, c.cfg.ClusterID, c.live, now, c.sessionMs())
 	case *kmsg.BrokerHeartbeatRequest:
 		return controller.DecideHeartbeat(req, c.live, arrived, now)
 	case *kmsg.AllocateProducerIDsRequest:
