@@ -19,7 +19,8 @@ import (
 // (KIP-1043) it is GROUP_ID_NOT_FOUND, still Dead, with Kafka's message
 // ("Group <id> not found."). v3+ asked for authorized operations (KIP-430)
 // get the operations the principal may perform on the group, from the
-// authorizer (-2147483648 when not asked).
+// authorizer, when the group is described without an error
+// (-2147483648 otherwise, and when not asked).
 //
 // Version notes: v1: throttle; v3: authorized operations; v4: group
 // instance id; v5: flexible; v6: per-group error message, unknown groups
@@ -58,7 +59,9 @@ func handleDescribeGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond fu
 				d.ErrorMessage = errorMessage(d.ErrorCode)
 			}
 		}
-		if req.IncludeAuthorizedOperations {
+		if req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			// Kafka's KafkaApis tells the operations of a group only
+			// when it describes it without an error.
 			d.AuthorizedOperations = h.AuthorizedOps(cc, acl.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)

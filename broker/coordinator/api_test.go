@@ -80,7 +80,11 @@ func (h *apiHost) Code(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
-func (h *apiHost) AuthorizedOps(*api.Conn, acl.ResourceType, string) int32 { return 0 }
+func (h *apiHost) AuthorizedOps(*api.Conn, acl.ResourceType, string) int32 { return testOps }
+
+// testOps stands for the authorizer's answer to KIP-430.
+const testOps = 0x128
+
 func (h *apiHost) Go(fn func()) bool {
 	h.wg.Add(1)
 	go func() {
@@ -426,22 +430,24 @@ func TestGroupAPIsKIP848And1043(t *testing.T) {
 
 	describe := func(version int16, id string) kmsg.DescribeGroupsResponseGroup {
 		req := kmsg.NewPtrDescribeGroupsRequest()
-		req.Version, req.Groups = version, []string{id}
+		req.Version, req.Groups, req.IncludeAuthorizedOperations = version, []string{id}, true
 		resp := serve[*kmsg.DescribeGroupsResponse](t, h, nil, req)
 		if len(resp.Groups) != 1 {
 			t.Fatalf("DescribeGroups v%d: %+v", version, resp.Groups)
 		}
 		return resp.Groups[0]
 	}
+	// Kafka tells a group's operations only when it describes the group
+	// without an error.
 	if d := describe(6, "nobody"); d.ErrorCode != kerr.GroupIDNotFound.Code || d.State != "Dead" ||
-		d.ErrorMessage == nil || *d.ErrorMessage != "Group nobody not found." {
+		d.ErrorMessage == nil || *d.ErrorMessage != "Group nobody not found." || d.AuthorizedOperations != -2147483648 {
 		t.Errorf("DescribeGroups v6 of an unknown group: %+v", d)
 	}
-	if d := describe(5, "nobody"); d.ErrorCode != 0 || d.State != "Dead" {
+	if d := describe(5, "nobody"); d.ErrorCode != 0 || d.State != "Dead" || d.AuthorizedOperations != testOps {
 		t.Errorf("DescribeGroups v5 of an unknown group: %+v", d)
 	}
 	for id, state := range map[string]string{"live": "Stable", "idle": "Empty"} {
-		if d := describe(6, id); d.ErrorCode != 0 || d.ErrorMessage != nil || d.State != state {
+		if d := describe(6, id); d.ErrorCode != 0 || d.ErrorMessage != nil || d.State != state || d.AuthorizedOperations != testOps {
 			t.Errorf("DescribeGroups v6 of %s: %+v", id, d)
 		}
 	}
