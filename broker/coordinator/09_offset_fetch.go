@@ -50,6 +50,7 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			var topics []offsetFetchTopic
+			var ids [][16]byte // ids[i] named topics[i] in the request
 			var unknown []kmsg.OffsetFetchRequestGroupTopic
 			if rg.Topics != nil {
 				topics = []offsetFetchTopic{}
@@ -60,13 +61,18 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 						continue
 					}
 					topics = append(topics, offsetFetchTopic{name, t.Partitions})
+					ids = append(ids, t.TopicID)
 				}
 			}
 			var code int16
-			for _, t := range fetchOffsets(h, rg.Group, topics, req.RequireStable, &code) {
+			for i, t := range fetchOffsets(h, rg.Group, topics, req.RequireStable, &code) {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
 				gt.Topic = t.Topic
-				if byID {
+				switch {
+				case !byID:
+				case topics != nil:
+					gt.TopicID = ids[i] // answered in the request's order
+				default:
 					if gt.TopicID = h.TopicID(t.Topic); gt.TopicID == ([16]byte{}) {
 						continue // a deleted topic's offsets: no id to name them by
 					}
