@@ -53,6 +53,13 @@ func (h groupsHost) Coordinator() *coordinator.Coordinator { return h.b.coord }
 func (h groupsHost) HasPartition(topic string, p int32) bool {
 	return h.b.replicas.Topic(topic).Has(p)
 }
+func (h groupsHost) TopicName(id [16]byte) string { return h.b.topicName("", id) }
+func (h groupsHost) TopicID(name string) [16]byte {
+	if t := h.b.replicas.Topic(name); t != nil {
+		return t.ID
+	}
+	return [16]byte{}
+}
 func (h groupsHost) Code(err error) int16 { return errorCode(err) }
 func (h groupsHost) AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32 {
 	return h.b.authorizedOps(cc, rt, name)

@@ -55,6 +55,9 @@ func (h txnHost) GroupCode(group string) int16        { return h.b.coord.Request
 func (h txnHost) CommitCode(err error) int16          { return coordinator.CommitErrorCode(err, errorCode) }
 func (h txnHost) EnsureOffsetsTopic()                 { h.b.ensureOffsetsTopic() }
 
+// TopicByID resolves the topic ids of TxnOffsetCommit v6 (KIP-1319).
+func (h txnHost) TopicByID(id [16]byte) *replicamgr.Topic { return h.b.replicas.TopicByID(id) }
+
 func (h txnHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
 func (h txnHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }
 func (h txnHost) Code(err error) int16                       { return errorCode(err) }

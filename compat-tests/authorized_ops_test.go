@@ -37,6 +37,14 @@ func TestAuthorizedOperations(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	adm := newAdmin(t, b.Addr)
 	createTopic(t, adm, "ops-t", 1, nil)
+	// ops-g must exist (Empty, with an offset): DescribeGroups v6 answers
+	// a group that does not GROUP_ID_NOT_FOUND, without operations, as
+	// Kafka 4 does (KIP-1043).
+	opsOffsets := kadm.Offsets{}
+	opsOffsets.Add(kadm.Offset{Topic: "ops-t", Partition: 0, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "ops-g", opsOffsets); err != nil {
+		t.Fatalf("commit an offset for ops-g: %v", err)
+	}
 	for _, acls := range []*kadm.ACLBuilder{
 		newACLs().Allow("User:alice").Topics("ops-t").Operations(kadm.OpWrite, kadm.OpDescribeConfigs),
 		newACLs().Allow("User:alice").Groups("ops-g").Operations(kadm.OpRead),

@@ -124,7 +124,7 @@ func spTable() map[int16]spKey {
 			harmlessCheck: func(e *spEnv, r kmsg.Response) string {
 				for _, g := range r.(*kmsg.OffsetFetchResponse).Groups {
 					for _, tp := range g.Topics {
-						if tp.Topic == e.topic {
+						if tp.Topic == e.topic || tp.TopicID == e.topicID { // v10 names topics by id
 							return ""
 						}
 					}

@@ -502,8 +502,10 @@ func spSnapshot(t *testing.T, ctx context.Context, cl *kgo.Client, e *spEnv) map
 	s := map[string]string{}
 
 	md := spAdminReq[*kmsg.MetadataResponse](t, ctx, cl, kmsg.NewPtrMetadataRequest())
+	names := map[[16]byte]string{} // OffsetFetch v10 names topics by id
 	for _, tp := range md.Topics {
 		name := *tp.Topic
+		names[tp.TopicID] = name
 		s["topic "+name] = fmt.Sprintf("id=%x partitions=%d error=%s", tp.TopicID, len(tp.Partitions), spCodeName(tp.ErrorCode))
 		for _, p := range tp.Partitions {
 			s[fmt.Sprintf("partition %s/%d", name, p.Partition)] = fmt.Sprintf("leader=%d epoch=%d replicas=%v isr=%v",
@@ -588,6 +590,9 @@ func spSnapshot(t *testing.T, ctx context.Context, cl *kgo.Client, e *spEnv) map
 	for _, g := range spAdminReq[*kmsg.OffsetFetchResponse](t, ctx, cl, of).Groups {
 		s["group offsets "+g.Group] = spCodeName(g.ErrorCode)
 		for _, tp := range g.Topics {
+			if tp.Topic == "" {
+				tp.Topic = names[tp.TopicID]
+			}
 			for _, p := range tp.Partitions {
 				s[fmt.Sprintf("offset %s %s/%d", g.Group, tp.Topic, p.Partition)] = fmt.Sprintf("%d %s", p.Offset, spCodeName(p.ErrorCode))
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetCommit: v0-8
+// OffsetCommit: v0-10
 //
 // Behaviour:
 //   - Commits are records in the offsets topic; the response is sent only
@@ -26,14 +26,27 @@ import (
 //     members (manual assignment, admin tools).
 //   - Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; metadata
 //     over 4096 bytes: OFFSET_METADATA_TOO_LARGE.
+//   - v9 carries KIP-848's member epoch in the generation field. Every
+//     group here is a classic group, which Kafka's ClassicGroup checks at
+//     v9 exactly as at v8; the one difference is Kafka's
+//     OffsetMetadataManager's: a commit with a generation to a group that
+//     does not exist is GROUP_ID_NOT_FOUND from v9 (UNKNOWN_MEMBER_ID
+//     before, here).
+//   - v10 names topics by id (KIP-516), resolved against the node's
+//     metadata image: an unknown id is UNKNOWN_TOPIC_ID on each of its
+//     partitions, whatever the group's state (Kafka's KafkaApis answers it
+//     before the coordinator sees the request), and the answer names the
+//     topic by id. Offsets are still stored by topic name, as Kafka keys
+//     its __consumer_offsets records.
 //
 // Version notes:
 //   - v1: commit timestamp; v2-4: retention time (ignored); v6: leader
-//     epoch; v7: group instance id; v8: flexible
+//     epoch; v7: group instance id; v8: flexible; v9: KIP-848 (the same
+//     request); v10: topic ids
 func offsetCommitEntry(h APIHost) api.Entry {
 	return api.Entry{
-		Key: 8, Client: api.Versions(0, 8), Handle: bindTo(h, handleOffsetCommit),
-		Rule: api.Needs("READ on GROUP and READ on TOPIC", 2, checkOffsetCommit),
+		Key: 8, Client: api.Versions(0, 10), Handle: bindTo(h, handleOffsetCommit),
+		Rule: api.Needs("READ on GROUP and READ on TOPIC", 2, bindCheck(h, checkOffsetCommit)),
 	}
 }
 
@@ -44,33 +57,32 @@ const MaxOffsetMetadata = 4096
 func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	if code := requestCode(h, req.Group); code != 0 {
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+	byID := req.Version >= 10
+	code := requestCode(h, req.Group)
+	var groupErr error
+	if code == 0 {
+		groupErr = h.Coordinator().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
+		if req.Version >= 9 && errors.Is(groupErr, ErrNoGroup) {
+			code = kerr.GroupIDNotFound.Code
 		}
-		respond(resp)
-		return
 	}
-	groupErr := h.Coordinator().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	now := time.Now().UnixMilli()
 	offs := map[TopicPartition]*Committed{}
 	for _, rt := range req.Topics {
+		name := topicName(h, byID, rt.Topic, rt.TopicID)
 		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = name, rt.TopicID
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch {
+			case byID && name == "":
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case code != 0:
+				sp.ErrorCode = code
 			case groupErr != nil:
 				sp.ErrorCode = group.ErrorCode(groupErr)
-			case !h.HasPartition(rt.Topic, rp.Partition):
+			case !h.HasPartition(name, rp.Partition):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.Metadata != nil && len(*rp.Metadata) > MaxOffsetMetadata:
 				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
@@ -79,11 +91,15 @@ func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 				if rp.Metadata != nil {
 					c.Metadata = *rp.Metadata
 				}
-				offs[TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = c
+				offs[TopicPartition{Topic: name, Partition: rp.Partition}] = c
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(offs) == 0 {
+		respond(resp)
+		return
 	}
 	h.Coordinator().Commit(req.Group, offs, func(err error) {
 		if err != nil {
@@ -122,31 +138,44 @@ func CommitErrorCode(err error, code func(error) int16) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
-func checkOffsetCommit(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+// checkOffsetCommit: the group needs READ (GROUP_AUTHORIZATION_FAILED on
+// every partition), each topic READ (TOPIC_AUTHORIZATION_FAILED on its
+// partitions). From v10 the topics are named by id: the rule resolves each
+// id once, answers an unknown one UNKNOWN_TOPIC_ID as Kafka does before it
+// authorizes topics, and hands the handler the names it authorized (the
+// request's Topic fields, not on the wire at v10).
+func checkOffsetCommit(h APIHost, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	code := int16(0)
-	var denied []kmsg.OffsetCommitRequestTopic
+	var denied, unknown []kmsg.OffsetCommitRequestTopic
 	if !z.Ok(acl.OpRead, acl.ResourceGroup, req.Group) {
 		code = api.GroupDenied
 		denied, req.Topics = req.Topics, []kmsg.OffsetCommitRequestTopic{}
 	} else {
 		code = api.TopicDenied
+		if req.Version >= 10 {
+			req.Topics, unknown = resolveCommitTopics(h, req.Topics)
+		}
 		req.Topics, denied = api.Split(z, acl.OpRead, req.Topics, func(t kmsg.OffsetCommitRequestTopic) string { return t.Topic })
 	}
-	if len(denied) == 0 {
+	if len(denied) == 0 && len(unknown) == 0 {
 		return nil, nil
 	}
 	fill := func(resp *kmsg.OffsetCommitResponse) {
-		for _, t := range denied {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rt.Partitions = append(rt.Partitions, rp)
+		add := func(ts []kmsg.OffsetCommitRequestTopic, code int16) {
+			for _, t := range ts {
+				rt := kmsg.NewOffsetCommitResponseTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
 			}
-			resp.Topics = append(resp.Topics, rt)
 		}
+		add(unknown, kerr.UnknownTopicID.Code)
+		add(denied, code)
 	}
 	if code == api.GroupDenied {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -154,4 +183,18 @@ func checkOffsetCommit(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kms
 		return resp, nil
 	}
 	return nil, func(r kmsg.Response) { fill(r.(*kmsg.OffsetCommitResponse)) }
+}
+
+// resolveCommitTopics names each topic of a v10 commit by its id in the
+// node's image, in place, and splits off those whose id it has not.
+func resolveCommitTopics(h APIHost, ts []kmsg.OffsetCommitRequestTopic) (known, unknown []kmsg.OffsetCommitRequestTopic) {
+	known = ts[:0:0]
+	for _, t := range ts {
+		if t.Topic = h.TopicName(t.TopicID); t.Topic == "" {
+			unknown = append(unknown, t)
+		} else {
+			known = append(known, t)
+		}
+	}
+	return known, unknown
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 )
 
-// OffsetFetch: v0-8
+// OffsetFetch: v0-10
 //
 // Behaviour:
 //   - Returns each requested partition's committed offset, or -1 with no
@@ -19,15 +19,25 @@ import (
 //   - v8+ carries several groups per request (KIP-709), each answered on
 //     its own.
 //   - While the group's offsets partition loads: COORDINATOR_LOAD_IN_PROGRESS.
+//   - v9's member id and epoch (KIP-848) are not checked: every group here
+//     is a classic group, and Kafka's ClassicGroup.validateOffsetFetch
+//     ignores them (only a consumer group checks them).
+//   - v10 names topics by id (KIP-516), resolved against the node's
+//     metadata image: an unknown id is answered, as Kafka's KafkaApis does,
+//     with UNKNOWN_TOPIC_ID and offset -1 on each of its partitions. A
+//     fetch of every offset names each topic by its id; a topic the image
+//     no longer has is left out, as Kafka does (it cannot be named).
+//     Offsets are kept by topic name, as in Kafka's __consumer_offsets.
 //
 // Version notes:
 //   - v1: offsets from the log (v0 read ZooKeeper in Kafka; served the same
 //     here); v2: null topics = all, top-level error; v5: leader epoch;
-//     v6: flexible; v7: require stable; v8: many groups
+//     v6: flexible; v7: require stable; v8: many groups; v9: member id and
+//     epoch (KIP-848); v10: topic ids
 func offsetFetchEntry(h APIHost) api.Entry {
 	return api.Entry{
-		Key: 9, Client: api.Versions(0, 8), Handle: bindTo(h, handleOffsetFetch),
-		Rule: api.Needs("DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, checkOffsetFetch),
+		Key: 9, Client: api.Versions(0, 10), Handle: bindTo(h, handleOffsetFetch),
+		Rule: api.Needs("DESCRIBE on GROUP and DESCRIBE on TOPIC (others are not listed)", 0, bindCheck(h, checkOffsetFetch)),
 	}
 }
 
@@ -35,20 +45,38 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
+		byID := req.Version >= 10
 		for _, rg := range req.Groups {
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			var topics []offsetFetchTopic
+			var ids [][16]byte // ids[i] named topics[i] in the request
+			var unknown []kmsg.OffsetFetchRequestGroupTopic
 			if rg.Topics != nil {
 				topics = []offsetFetchTopic{}
 				for _, t := range rg.Topics {
-					topics = append(topics, offsetFetchTopic{t.Topic, t.Partitions})
+					name := topicName(h, byID, t.Topic, t.TopicID)
+					if byID && name == "" {
+						unknown = append(unknown, t)
+						continue
+					}
+					topics = append(topics, offsetFetchTopic{name, t.Partitions})
+					ids = append(ids, t.TopicID)
 				}
 			}
 			var code int16
-			for _, t := range fetchOffsets(h, rg.Group, topics, req.RequireStable, &code) {
+			for i, t := range fetchOffsets(h, rg.Group, topics, req.RequireStable, &code) {
 				gt := kmsg.NewOffsetFetchResponseGroupTopic()
 				gt.Topic = t.Topic
+				switch {
+				case !byID:
+				case topics != nil:
+					gt.TopicID = ids[i] // answered in the request's order
+				default:
+					if gt.TopicID = h.TopicID(t.Topic); gt.TopicID == ([16]byte{}) {
+						continue // a deleted topic's offsets: no id to name them by
+					}
+				}
 				for _, p := range t.Partitions {
 					gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
@@ -56,6 +84,7 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 				}
 				g.Topics = append(g.Topics, gt)
 			}
+			g.Topics = append(g.Topics, unknownFetchTopics(unknown)...)
 			g.ErrorCode = code
 			resp.Groups = append(resp.Groups, g)
 		}
@@ -79,6 +108,23 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 		}
 	}
 	respond(resp)
+}
+
+// unknownFetchTopics answers the topics of a v10 fetch whose ids the
+// node's image has not.
+func unknownFetchTopics(ts []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	for _, t := range ts {
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			gp.Partition, gp.Offset, gp.LeaderEpoch, gp.ErrorCode = p, -1, -1, kerr.UnknownTopicID.Code
+			gt.Partitions = append(gt.Partitions, gp)
+		}
+		out = append(out, gt)
+	}
+	return out
 }
 
 type offsetFetchTopic struct {
@@ -140,19 +186,62 @@ func nonNil(t []offsetFetchTopic) []offsetFetchTopic {
 // checkOffsetFetch: the group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED
 // at the top, or per group from v8); named topics the principal may not
 // describe are answered TOPIC_AUTHORIZATION_FAILED per partition, and a
-// fetch of all topics lists only the describable ones.
-func checkOffsetFetch(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+// fetch of all topics lists only the describable ones. From v10 the topics
+// are named by id: the rule resolves each id once, answers an unknown one
+// UNKNOWN_TOPIC_ID (Kafka does so before it authorizes topics), and hands
+// the handler the names it authorized (the request's Topic fields, not on
+// the wire at v10).
+func checkOffsetFetch(h APIHost, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	if req.Version >= 8 {
 		var denied []string
 		req.Groups, denied = api.Sift(req.Groups, func(g kmsg.OffsetFetchRequestGroup) (string, bool) {
 			return g.Group, z.Ok(acl.OpDescribe, acl.ResourceGroup, g.Group)
 		})
+		// The handler answers the kept groups in order: refused[i] are
+		// the topics of req.Groups[i] answered here.
+		refused := make([][]kmsg.OffsetFetchResponseGroupTopic, len(req.Groups))
+		for i := range req.Groups {
+			g := &req.Groups[i]
+			if g.Topics == nil {
+				continue
+			}
+			var unknown []kmsg.OffsetFetchRequestGroupTopic
+			if req.Version >= 10 {
+				known := g.Topics[:0:0]
+				for _, t := range g.Topics {
+					if t.Topic = h.TopicName(t.TopicID); t.Topic == "" {
+						unknown = append(unknown, t)
+					} else {
+						known = append(known, t)
+					}
+				}
+				g.Topics = known
+			}
+			var no []kmsg.OffsetFetchRequestGroupTopic
+			g.Topics, no = api.Split(z, acl.OpDescribe, g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic })
+			refused[i] = unknownFetchTopics(unknown)
+			for _, t := range no {
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic, gt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					gp.Partition, gp.Offset, gp.LeaderEpoch, gp.ErrorCode = p, -1, -1, api.TopicDenied
+					gt.Partitions = append(gt.Partitions, gp)
+				}
+				refused[i] = append(refused[i], gt)
+			}
+		}
 		return nil, func(r kmsg.Response) {
 			resp := r.(*kmsg.OffsetFetchResponse)
 			for i := range resp.Groups {
 				g := &resp.Groups[i]
-				g.Topics = api.Visible(z, acl.ResourceTopic, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
+				if i < len(req.Groups) && req.Groups[i].Topics != nil {
+					g.Topics = append(g.Topics, refused[i]...)
+				} else {
+					// Every offset of the group: only the describable topics.
+					g.Topics = api.Visible(z, acl.ResourceTopic, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
+				}
 			}
 			for _, g := range denied {
 				rg := kmsg.NewOffsetFetchResponseGroup()

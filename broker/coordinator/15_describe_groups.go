@@ -1,6 +1,9 @@
 package coordinator
 
 import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -8,19 +11,23 @@ import (
 	"github.com/fjordlog/fjord/group"
 )
 
-// DescribeGroups: v0-5
+// DescribeGroups: v0-6
 //
 // Behaviour: state, protocol and members (with assignments) of each group;
-// a group with only committed offsets is Empty; an unknown group is Dead
-// with no error, as Kafka answers these versions. v3+ asked for
-// authorized operations (KIP-430) get the operations the principal may
-// perform on the group, from the authorizer (-2147483648 when not asked).
+// a group with only committed offsets is Empty. An unknown group is Dead
+// with no error before v6, as Kafka answers those versions; from v6
+// (KIP-1043) it is GROUP_ID_NOT_FOUND, still Dead, with Kafka's message
+// ("Group <id> not found."). v3+ asked for authorized operations (KIP-430)
+// get the operations the principal may perform on the group, from the
+// authorizer, when the group is described without an error
+// (-2147483648 otherwise, and when not asked).
 //
 // Version notes: v1: throttle; v3: authorized operations; v4: group
-// instance id; v5: flexible
+// instance id; v5: flexible; v6: per-group error message, unknown groups
+// GROUP_ID_NOT_FOUND (KIP-1043)
 func describeGroupsEntry(h APIHost) api.Entry {
 	return api.Entry{
-		Key: 15, Client: api.Versions(0, 5), Handle: bindTo(h, handleDescribeGroups),
+		Key: 15, Client: api.Versions(0, 6), Handle: bindTo(h, handleDescribeGroups),
 		Rule: api.Needs("DESCRIBE on GROUP", 0, checkDescribeGroups),
 	}
 }
@@ -43,7 +50,18 @@ func handleDescribeGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond fu
 				d.State = "Empty"
 			}
 		}
-		if req.IncludeAuthorizedOperations {
+		if req.Version >= 6 {
+			if d.ErrorCode == 0 && d.State == "Dead" {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				m := fmt.Sprintf("Group %s not found.", id)
+				d.ErrorMessage = &m
+			} else if d.ErrorMessage == nil {
+				d.ErrorMessage = errorMessage(d.ErrorCode)
+			}
+		}
+		if req.IncludeAuthorizedOperations && d.ErrorCode == 0 {
+			// Kafka's KafkaApis tells the operations of a group only
+			// when it describes it without an error.
 			d.AuthorizedOperations = h.AuthorizedOps(cc, acl.ResourceGroup, id)
 		}
 		resp.Groups = append(resp.Groups, d)
@@ -63,6 +81,9 @@ func checkDescribeGroups(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(k
 		for _, g := range denied {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, api.GroupDenied
+			if resp.Version >= 6 {
+				rg.ErrorMessage = errorMessage(rg.ErrorCode)
+			}
 			resp.Groups = append(resp.Groups, rg)
 		}
 	})

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -9,17 +11,18 @@ import (
 	"github.com/fjordlog/fjord/group"
 )
 
-// DeleteGroups: v0-2
+// DeleteGroups: v0-3
 //
 // Behaviour: a group with no members is deleted with all its committed
 // offsets (tombstones in the offsets topic, durable before the answer);
 // a group with members is NON_EMPTY_GROUP; an unknown group
-// GROUP_ID_NOT_FOUND.
+// GROUP_ID_NOT_FOUND. From v3 a failed group carries a message: Kafka's
+// "Group <id> not found." for an unknown group, else the error's text.
 //
-// Version notes: v2: flexible
+// Version notes: v2: flexible; v3: per-group error message
 func deleteGroupsEntry(h APIHost) api.Entry {
 	return api.Entry{
-		Key: 42, Client: api.Versions(0, 2), Handle: bindTo(h, handleDeleteGroups),
+		Key: 42, Client: api.Versions(0, 3), Handle: bindTo(h, handleDeleteGroups),
 		Rule:    api.Needs("DELETE on GROUP", 2, checkDeleteGroups),
 		Mutates: true,
 	}
@@ -75,6 +78,17 @@ func handleDeleteGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		for range req.Groups {
 			<-done
 		}
+		if req.Version >= 3 {
+			for i := range resp.Groups {
+				r := &resp.Groups[i]
+				if r.ErrorCode == kerr.GroupIDNotFound.Code {
+					m := fmt.Sprintf("Group %s not found.", r.Group)
+					r.ErrorMessage = &m
+				} else {
+					r.ErrorMessage = errorMessage(r.ErrorCode)
+				}
+			}
+		}
 		respond(resp)
 	})
 }
@@ -89,6 +103,9 @@ func checkDeleteGroups(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kms
 		for _, g := range denied {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, api.GroupDenied
+			if resp.Version >= 3 {
+				rg.ErrorMessage = errorMessage(rg.ErrorCode)
+			}
 			resp.Groups = append(resp.Groups, rg)
 		}
 	})

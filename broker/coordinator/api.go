@@ -23,6 +23,13 @@ type APIHost interface {
 	// HasPartition reports whether the node's image has partition p of
 	// topic: offsets are committed for partitions that exist.
 	HasPartition(topic string, p int32) bool
+	// TopicName is the name of topic id in the node's metadata image
+	// (KIP-516: OffsetCommit v10, OffsetFetch v10 name topics by id),
+	// "" when the image has no such topic or id is zero.
+	TopicName(id [16]byte) string
+	// TopicID is the id of the named topic in that image, zero when it
+	// has none.
+	TopicID(name string) [16]byte
 	// Code maps an error to its Kafka code (the node's one mapping).
 	Code(err error) int16
 	// AuthorizedOps is KIP-430's answer for cc's principal on one
@@ -48,6 +55,36 @@ type handler func(h APIHost, cc *api.Conn, req kmsg.Request, respond func(kmsg.R
 
 func bindTo(h APIHost, f handler) api.Handler {
 	return func(cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) { f(h, cc, req, respond) }
+}
+
+// check is a rule that needs the node (to resolve topic ids), before it
+// is bound to its host.
+type check func(h APIHost, z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response))
+
+func bindCheck(h APIHost, c check) api.Check {
+	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(h, z, req) }
+}
+
+// topicName is the name a request's topic is served under: its name before
+// the versions that name topics by id (byID false); from them, the name the
+// authorization rule resolved when it ran (so the topic authorized is the
+// topic served, even if the image changes in between), else the name of id
+// in the node's image now. "" when id is unknown.
+func topicName(h APIHost, byID bool, name string, id [16]byte) string {
+	if !byID || name != "" {
+		return name
+	}
+	return h.TopicName(id)
+}
+
+// errorMessage is a v6+ DescribeGroups' or v3+ DeleteGroups' message for
+// code (KIP-1043): Kafka's text for the error, nil without one.
+func errorMessage(code int16) *string {
+	if code == 0 {
+		return nil
+	}
+	m := kerr.TypedErrorForCode(code).Description
+	return &m
 }
 
 // requestCode is the error for a group request this node cannot take now:

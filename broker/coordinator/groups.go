@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -59,10 +60,15 @@ func (c *Coordinator) With(id string, create bool, fn func(g *group.Group) []gro
 	return c.groups.with(id, create, fn)
 }
 
+// ErrNoGroup: a commit with a generation to a group that does not exist
+// (no members, no committed offsets). It is a group.ErrUnknownMember, the
+// answer before OffsetCommit v9; from v9 Kafka answers GROUP_ID_NOT_FOUND.
+var ErrNoGroup = fmt.Errorf("coordinator: no such group: %w", group.ErrUnknownMember)
+
 // ValidateCommit checks an OffsetCommit's member against the group: nil
 // when it may commit (a simple commit, generation -1 with no member id, to
 // a group without members included), else an error of package group
-// (group.ErrorCode maps it).
+// (group.ErrorCode maps it), ErrNoGroup among them.
 func (c *Coordinator) ValidateCommit(id, member string, instance *string, generation int32) error {
 	var err error
 	exists := c.groups.with(id, false, func(g *group.Group) []group.Reply {
@@ -70,7 +76,12 @@ func (c *Coordinator) ValidateCommit(id, member string, instance *string, genera
 		return nil
 	})
 	if !exists && generation >= 0 {
-		return group.ErrUnknownMember
+		// A group with committed offsets only is, to Kafka, an Empty
+		// classic group that exists: its member is unknown.
+		if len(c.offsets.groupOffsets(id)) > 0 {
+			return group.ErrUnknownMember
+		}
+		return ErrNoGroup
 	}
 	return err
 }

@@ -36,6 +36,9 @@ type APIHost interface {
 	// Topic is that image's topic with this node's replicas of it; nil
 	// when the image has no such topic.
 	Topic(name string) *replicamgr.Topic
+	// TopicByID is that image's topic with id (KIP-516), nil when it has
+	// none.
+	TopicByID(id [16]byte) *replicamgr.Topic
 	// Ask sends req to broker node's inter-broker listener and returns
 	// its answer.
 	Ask(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error)
@@ -71,6 +74,14 @@ type handler func(h APIHost, cc *api.Conn, req kmsg.Request, respond func(kmsg.R
 // comes.
 func bind(h APIHost, f handler) api.Handler {
 	return func(cc *api.Conn, req kmsg.Request, respond func(kmsg.Response)) { f(h, cc, req, respond) }
+}
+
+// check is a rule that needs the node (to resolve topic ids), before it
+// is bound to its host.
+type check func(h APIHost, z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response))
+
+func bindCheck(h APIHost, c check) api.Check {
+	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(h, z, req) }
 }
 
 // Entries are the transaction APIs' registrations, bound to h: 22
