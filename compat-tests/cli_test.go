@@ -334,6 +334,12 @@ func TestCLITopicGroupProduceConsume(t *testing.T) {
 			t.Fatalf("--to-offset 1: partition %d at %d", p, c)
 		}
 	}
+	// A group that does not exist yet can be given offsets before its first
+	// consumer starts; describing it says it does not exist.
+	cliOK(t, addr, "", "group", "reset-offsets", "new-"+group, "--topic", topic, "--to-offset", "1", "--execute")
+	if errs := cliCode(t, 1, addr, "group", "describe", "never-"+group); !strings.Contains(errs, "does not exist") {
+		t.Fatalf("describe of a group that never existed: %q", errs)
+	}
 	cliCode(t, 2, addr, "group", "reset-offsets", group, "--topic", topic)                                 // no mode
 	cliCode(t, 2, addr, "group", "reset-offsets", group, "--topic", topic, "--to-latest", "--to-earliest") // two
 

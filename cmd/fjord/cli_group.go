@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/group/lag"
 )
@@ -93,6 +94,9 @@ func groupDescribe(args []string, out, errOut io.Writer) int {
 	var descs []groupDesc
 	for _, name := range c.args {
 		g, ok := gs[name]
+		if ok && (g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound)) {
+			return c.fail(fmt.Errorf("group %s does not exist", name))
+		}
 		if !ok || g.Err != nil {
 			return c.fail(fmt.Errorf("group %s: %v %s", name, g.Err, g.ErrMessage))
 		}
@@ -169,6 +173,9 @@ func groupLag(args []string, out, errOut io.Writer) int {
 		g, ok := described[name]
 		if !ok {
 			return c.fail(fmt.Errorf("group %s: not described", name))
+		}
+		if g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound) { // DescribeGroups v6+ says so
+			return c.fail(fmt.Errorf("group %s does not exist", name))
 		}
 		if g.Err != nil {
 			return c.fail(fmt.Errorf("group %s: %w", name, g.Err))
@@ -322,6 +329,12 @@ func groupResetOffsets(args []string, out, errOut io.Writer) int {
 		return c.fail(err)
 	}
 	g := gs[group]
+	// A group that does not exist yet (DescribeGroups v6+:
+	// GROUP_ID_NOT_FOUND) has no members: its offsets may be set before
+	// its first consumer starts, as Kafka's tool allows.
+	if errors.Is(g.Err, kerr.GroupIDNotFound) {
+		g.Err = nil
+	}
 	if g.Err != nil {
 		return c.fail(fmt.Errorf("group %s: %w", group, g.Err))
 	}
