@@ -317,14 +317,6 @@ func (f *finder) resolve(keys []string, answers []coordAnswer) {
 	}
 	f.waitLocal(keys, local, answers)
 	wg.Wait()
-	if !f.fromPeer {
-		// A client is told only COORDINATOR_NOT_AVAILABLE (see the header).
-		for i := range answers {
-			if c := answers[i].code; c == kerr.CoordinatorLoadInProgress.Code || c == kerr.NotCoordinator.Code {
-				answers[i].code = kerr.CoordinatorNotAvailable.Code
-			}
-		}
-	}
 }
 
 // waitLocal waits, at most f.loadWait, for this node's coordinator to
@@ -415,15 +407,27 @@ func (f *finder) askPeer(peer int32, keys []string, idx []int, answers []coordAn
 }
 
 func codeText(code int16, msg *string) string {
-	s := kerr.ErrorForCode(code).Error()
+	s := "no error"
+	if err := kerr.ErrorForCode(code); err != nil {
+		s = err.Error()
+	}
 	if msg != nil && *msg != "" {
 		s += ": " + *msg
 	}
 	return s
 }
 
-// response builds req's response from answers, one per key.
+// response builds req's response from answers, one per key. A client is
+// told COORDINATOR_NOT_AVAILABLE where a peer is told why (see the
+// header).
 func (f *finder) response(req *kmsg.FindCoordinatorRequest, answers []coordAnswer) *kmsg.FindCoordinatorResponse {
+	if !f.fromPeer {
+		for i := range answers {
+			if c := answers[i].code; c == kerr.CoordinatorLoadInProgress.Code || c == kerr.NotCoordinator.Code {
+				answers[i].code = kerr.CoordinatorNotAvailable.Code
+			}
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
 		a := answers[0]
