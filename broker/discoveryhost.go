@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
@@ -40,6 +43,21 @@ func (h discoveryHost) AutoCreate(ctx context.Context, name string) int16 {
 
 func (h discoveryHost) AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32 {
 	return h.b.authorizedOps(cc, rt, name)
+}
+
+// FromPeer: the peer clients' client id (peerClientID) on the listener
+// they dial (interBrokerListener). A client may take that id; it is then
+// answered as a broker would be, for the asked node only, which tells it
+// nothing more.
+func (h discoveryHost) FromPeer(cc *api.Conn) bool {
+	if !strings.HasPrefix(cc.ClientID, peerClientIDPrefix) || cc.Listener < 0 || cc.Listener >= len(h.b.advertised) {
+		return false
+	}
+	return h.b.advertised[cc.Listener].Name == h.b.interBrokerListener()
+}
+
+func (h discoveryHost) AskPeer(ctx context.Context, peer int32, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return h.b.peers.ask(ctx, h.b, peer, req, timeout)
 }
 
 // ControllerID is the controller id told to clients: the active

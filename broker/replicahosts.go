@@ -35,7 +35,12 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		BrokerEpoch:            func() int64 { return b.life.Epoch() }, // b.life is set after, read after Start
 		AlterPartitions:        b.ctl.AlterPartitions,
 		AskPeer: func(ctx context.Context, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
-			return b.peers.askMetadata(ctx, b, peer, req, timeout)
+			kresp, err := b.peers.ask(ctx, b, peer, req, timeout)
+			if err != nil {
+				return nil
+			}
+			resp, _ := kresp.(*kmsg.MetadataResponse)
+			return resp
 		},
 		Settings: func(overrides map[string]string) replica.Settings { return config.SettingsFor(b.live(), overrides) },
 		// The dynamic broker configs changed: the running configuration
@@ -59,6 +64,39 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		},
 		Metrics: replicamgr.Metrics{FlushTime: b.metrics.FlushObserver(), ISRShrinks: b.metrics.ISRShrinks, ISRExpands: b.metrics.ISRExpands},
 	})
+}
+
+// peerClientIDPrefix starts the client id of a broker's peer clients
+// (peerClientID): a request with it, on the inter-broker listener, comes
+// from another broker (discoveryHost.FromPeer).
+const peerClientIDPrefix = "fjord-peer-"
+
+func peerClientID(node int32) string { return peerClientIDPrefix + strconv.Itoa(int(node)) }
+
+// ask sends req to peer's inter-broker listener through its peer client
+// and waits at most timeout for the answer. A failed ask while ctx is
+// live (an ask timed out included) drops the client, so the next ask
+// dials afresh: a peer that stopped answering may have restarted at the
+// same address.
+func (pc *peerClients) ask(ctx context.Context, b *Broker, peer int32, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	cl, err := pc.client(b, peer)
+	if err != nil {
+		return nil, err
+	}
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("peer client of broker %d has no broker", peer)
+	}
+	askCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := seeds[0].Request(askCtx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			pc.drop(peer, cl)
+		}
+		return nil, fmt.Errorf("asking broker %d (%T): %w", peer, req, err)
+	}
+	return resp, nil
 }
 
 // live is the running configuration: the static one with the applied

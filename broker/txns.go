@@ -101,8 +101,9 @@ func (h txnHost) Ask(ctx context.Context, node int32, req kmsg.Request) (kmsg.Re
 }
 
 // peerClients are the broker's clients to other brokers for inter-broker
-// requests that are not replication (WriteTxnMarkers, and the Metadata
-// asks of replicamgr's delete barrier): one per peer, made
+// requests that are not replication (WriteTxnMarkers, and the asks of
+// peerClients.ask: replicamgr's delete barrier, FindCoordinator's check
+// with the coordinator): one per peer, made
 // on first use, dropped after a failure so the next use dials afresh, all
 // closed with the broker. Bounded by the number of brokers.
 type peerClients struct {
@@ -122,7 +123,7 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))),
 		kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-txn-%d", b.cfg.NodeID))}, b.interBrokerOpts...)
+		kgo.ClientID(peerClientID(b.cfg.NodeID))}, b.interBrokerOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -132,31 +133,6 @@ func (pc *peerClients) client(b *Broker, node int32) (*kgo.Client, error) {
 	}
 	pc.clients[node] = cl
 	return cl, nil
-}
-
-// askMetadata sends req to peer's inter-broker listener, giving up after
-// timeout; nil on any failure. A failed ask while ctx is live (an ask
-// timed out included) drops the client, so the next ask dials afresh.
-func (pc *peerClients) askMetadata(ctx context.Context, b *Broker, peer int32, req *kmsg.MetadataRequest, timeout time.Duration) *kmsg.MetadataResponse {
-	cl, err := pc.client(b, peer)
-	if err != nil {
-		return nil
-	}
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil
-	}
-	askCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	kresp, err := seeds[0].Request(askCtx, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			pc.drop(peer, cl)
-		}
-		return nil
-	}
-	resp, _ := kresp.(*kmsg.MetadataResponse)
-	return resp
 }
 
 func (pc *peerClients) drop(node int32, cl *kgo.Client) {

@@ -68,7 +68,7 @@ func TestProtocolVersionSweep(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {0, 11}, 3: {0, 12}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6}, 22: {0, 5}, 32: {0, 4}}
+	want := map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {0, 11}, 3: {0, 13}, 18: {0, 5}, 19: {0, 7}, 20: {0, 6}, 22: {0, 5}, 32: {0, 4}}
 	for k, r := range want {
 		if ranges[k] != r {
 			t.Errorf("ApiVersions: key %d advertised %v, want %v", k, ranges[k], r)

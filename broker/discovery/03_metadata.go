@@ -1,16 +1,20 @@
 package discovery
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 )
 
-// Metadata: v0-12
+// Metadata: v0-13
 //
 // Behaviour:
 //   - Answered from this broker's own metadata image: every broker of the
@@ -21,8 +25,28 @@ import (
 //     named ones (by name, or by id from v10 with a null name).
 //   - An unknown topic is created through the active controller when
 //     auto.create.topics.enable is on and the request allows it (always
-//     before v4), like Kafka; the new topic is returned at once. Invalid
-//     names get INVALID_TOPIC_EXCEPTION.
+//     before v4). The request that created it is answered for that topic
+//     with LEADER_NOT_AVAILABLE, no partitions, a zero topic id and the
+//     internal flag of its name; the next request sees its partitions.
+//     Clients retry that code (franz-go, sarama, librdkafka, kafka-python,
+//     kafka-go), and a client that reads "no partitions" as "not there
+//     yet" (kafka-go's DeleteTopics test reads the partitions of topics it
+//     just deleted, with auto-creation on) sees what it sees on Kafka.
+//     Kafka's KRaft brokers send the creation to the controller without
+//     waiting and answer UNKNOWN_TOPIC_OR_PARTITION
+//     (AutoTopicCreationManager.sendCreateTopicRequest); its ZooKeeper
+//     brokers answered LEADER_NOT_AVAILABLE. Fjord waits for the
+//     controller, so the topic does exist: LEADER_NOT_AVAILABLE says so,
+//     and every client retries it without counting it as an unknown topic
+//     (franz-go gives up on a topic after a few UNKNOWN_TOPIC_OR_PARTITION
+//     answers). A creation the controller refused answers its error
+//     (INVALID_REPLICATION_FACTOR, POLICY_VIOLATION …); an invalid name
+//     INVALID_TOPIC_EXCEPTION.
+//   - The internal topics (__consumer_offsets, __transaction_state) are
+//     auto-created as FindCoordinator creates them, with their own
+//     partition count, replication factor and configs (Kafka's
+//     AutoTopicCreationManager does the same), never with the defaults of
+//     an ordinary topic.
 //   - A name whose topic was just deleted is auto-created like any unknown
 //     name: a new topic with a new id (Kafka's KRaft behaviour). Once
 //     DeleteTopics has answered no broker still has the old topic, so none
@@ -37,15 +61,19 @@ import (
 //   - ControllerID: the active controller's node id when it is a live broker
 //     (a combined node), else this broker's: admin requests sent to it are
 //     forwarded to the active controller either way.
+//   - Top-level ErrorCode (v13): always 0. Kafka sets it only to ask a
+//     client to rebootstrap (REBOOTSTRAP_REQUIRED, KIP-1102), which no
+//     state of a Fjord broker calls for.
 //
 // Version notes:
 //   - v1: null topics = all, controller id, rack, internal flag
 //   - v2: cluster id; v4: allow auto topic creation; v5: offline replicas
 //   - v7: leader epoch (KIP-320); v8: authorized operations (KIP-430)
 //   - v9: flexible; v10: topic ids (KIP-516); v11: cluster ops dropped
+//   - v13: top-level error code (KIP-1102)
 func metadataEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 3, Client: api.Versions(0, 12), Handle: bindTo(h, handleMetadata),
+		Key: 3, Client: api.Versions(0, 13), Handle: bindTo(h, handleMetadata),
 		Rule: api.Needs("DESCRIBE on TOPIC (others are not listed); auto-creation: CREATE on CLUSTER or TOPIC", 0, checkWith(h, checkMetadata)),
 	}
 }
@@ -56,7 +84,8 @@ func handleMetadata(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.R
 	var missing []string
 	if img := h.Image(); req.Topics != nil && autoCreate {
 		for _, rt := range req.Topics {
-			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && controller.InvalidTopicName(*rt.Topic) == "" {
+			if rt.Topic != nil && img.Topic(*rt.Topic) == nil && controller.InvalidTopicName(*rt.Topic) == "" &&
+				!slices.Contains(missing, *rt.Topic) {
 				missing = append(missing, *rt.Topic)
 			}
 		}
@@ -66,13 +95,32 @@ func handleMetadata(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.R
 		return
 	}
 	// Creating waits for the controller; the reader goroutine must not.
-	h.Go(func() {
+	if !h.Go(func() {
 		codes := map[string]int16{}
 		for _, name := range missing {
-			codes[name] = h.AutoCreate(cc.Ctx, name)
+			codes[name] = createMissing(h, cc, name)
 		}
 		respond(metadata(h, cc, req, codes))
-	})
+	}) {
+		respond(metadata(h, cc, req, nil)) // closing: unknown topics stay unknown
+	}
+}
+
+// createMissing creates the unknown topic name for a Metadata request and
+// answers its creation code (0: created, or created meanwhile by
+// another request). The internal topics are created as their
+// coordinators need them, whose failures FindCoordinator retries; their
+// code is 0, so the client retries too.
+func createMissing(h Host, cc *api.Conn, name string) int16 {
+	switch name {
+	case coordinator.OffsetsTopic:
+		h.EnsureOffsetsTopic()
+		return 0
+	case txncoord.Topic:
+		h.EnsureTxnTopic()
+		return 0
+	}
+	return h.AutoCreate(cc.Ctx, name)
 }
 
 // metadata builds the response from the current image; createCodes holds
@@ -120,6 +168,10 @@ func metadata(h Host, cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[s
 		switch {
 		case rt.Topic != nil:
 			name = *rt.Topic
+			if code, tried := createCodes[name]; tried {
+				resp.Topics = append(resp.Topics, createdTopic(name, code))
+				continue
+			}
 			t = img.Topic(name)
 		case rt.TopicID != [16]byte{}:
 			if t = img.TopicByID(rt.TopicID); t == nil {
@@ -133,16 +185,10 @@ func metadata(h Host, cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[s
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = &name
-			switch code, tried := createCodes[name]; {
-			case controller.InvalidTopicName(name) != "":
+			mt.IsInternal = IsInternalTopic(name)
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if controller.InvalidTopicName(name) != "" {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
-			case tried && code != 0:
-				mt.ErrorCode = code
-			case tried:
-				// Created, but this image predates it: retry shortly.
-				mt.ErrorCode = kerr.LeaderNotAvailable.Code
-			default:
-				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			resp.Topics = append(resp.Topics, mt)
 			continue
@@ -150,6 +196,20 @@ func metadata(h Host, cc *api.Conn, req *kmsg.MetadataRequest, createCodes map[s
 		resp.Topics = append(resp.Topics, describeTopic(img, t, ops))
 	}
 	return resp
+}
+
+// createdTopic is the answer for a topic this request auto-created (code
+// 0) or failed to: Kafka's shape, with no partitions and no topic id,
+// whatever the image shows by now.
+func createdTopic(name string, code int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = &name
+	mt.IsInternal = IsInternalTopic(name)
+	mt.ErrorCode = code
+	if code == 0 {
+		mt.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	return mt
 }
 
 // describeTopic is t's entry; ops, when the request asked for KIP-430's

@@ -1,6 +1,13 @@
 package discovery
 
 import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -10,93 +17,466 @@ import (
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
-// FindCoordinator: v0-4
+// FindCoordinator: v0-6
 //
 // Behaviour:
 //   - Groups (key type 0): the coordinator is the leader of the group's
 //     offsets-topic partition (Java hashCode of the group id modulo the
-//     partition count, as Kafka computes it), read from this broker's image.
-//     While that partition's offsets load on this node:
-//     COORDINATOR_LOAD_IN_PROGRESS. Without an offsets topic (it is created
-//     on first need, with offsets.topic.replication.factor replicas) or a
-//     leader for the partition: COORDINATOR_NOT_AVAILABLE.
+//     partition count, as Kafka computes it). Without an offsets topic
+//     (it is created on first need, with offsets.topic.replication.factor
+//     replicas) or a leader for the partition: COORDINATOR_NOT_AVAILABLE.
 //   - Transactions (key type 1): the same with the transaction state topic
 //     (__transaction_state, transaction.state.log.num.partitions
 //     partitions, created on first need) and the transactional id.
+//   - A coordinator is named only once it has loaded the key's partition
+//     (see "Answering only with a loaded coordinator" below): a client
+//     that goes there with JoinGroup, SyncGroup, OffsetCommit or
+//     InitProducerID is served at once, never told NOT_COORDINATOR or
+//     COORDINATOR_LOAD_IN_PROGRESS because it came too early.
+//   - Until then a client is told COORDINATOR_NOT_AVAILABLE, with an error
+//     message saying why (v1+). Kafka's FindCoordinator answers no other
+//     retriable code, and sarama retries no other: it fails a lookup
+//     answered COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
+//   - Share coordinators (key type 2, KIP-932, "groupId:topicId:partition"):
+//     Fjord has no share groups. Every such key is answered
+//     INVALID_REQUEST, as Kafka answers a share key below v6 and, from
+//     v6, on a broker without a share coordinator; a malformed key gets
+//     the same code with its own message (Kafka 4.x validates the key).
+//     Kafka first asks CLUSTER_ACTION on CLUSTER for share keys (they are
+//     for brokers' share-state persisters only); Fjord refuses them before
+//     any ACL check, which reveals nothing. An unknown key type:
+//     INVALID_REQUEST.
+//
+// Answering only with a loaded coordinator. The image of the broker that
+// answers says who leads the key's partition, not whether that leader has
+// applied the same image, taken up the leadership and read the partition
+// back; a client sent there too early is answered NOT_COORDINATOR or
+// COORDINATOR_LOAD_IN_PROGRESS by the group APIs, and a client without
+// retries for those (or a test of one) fails. So:
+//  1. When this broker leads the partition, it answers itself once its
+//     coordinator has loaded the partition, waiting up to coordLoadWait
+//     for a load (or the leadership's hand-over to the coordinator) in
+//     progress, polling every coordPoll.
+//  2. When another broker leads it, this broker asks that broker — over
+//     the inter-broker listener, on its peer client (Host.AskPeer), with
+//     the same key type and keys, at most peerAskTimeout — and relays only
+//     a positive answer naming the asked broker itself, with that broker's
+//     address on the listener the client came in on. Any other answer, or
+//     none, is COORDINATOR_NOT_AVAILABLE for the client.
+//  3. A FindCoordinator from a peer (Host.FromPeer: the peer clients'
+//     client id on the inter-broker listener) is answered for this node
+//     only: itself as in 1, else COORDINATOR_LOAD_IN_PROGRESS (still
+//     loading after the wait), NOT_COORDINATOR (its image names another
+//     leader, or its coordinator does not lead the partition) or
+//     COORDINATOR_NOT_AVAILABLE (no topic or no leader in its image). It
+//     is never relayed again, so an ask cannot loop, and it never creates
+//     the internal topics: the asking broker did.
+//  4. A peer that answers an error outside those (an ACL that denies the
+//     brokers' principal DESCRIBE on the group, an older Fjord without
+//     this check) cannot vouch for its coordinator: the client is given
+//     the leader from this broker's image, as before the check existed,
+//     and a warning is logged; groups keep working as well as they did.
+//
+// Bounds: the asked broker waits at most coordLoadWait (1 s), the asking
+// broker at most peerAskTimeout (1.5 s) per ask, all asks of one request
+// at once (one per coordinator broker, all its keys in one request), so a
+// FindCoordinator is answered within about 1.5 s whatever the peers do.
+// The waiting runs on the host's goroutines (Host.Go), never on the
+// connection's reader; keys that need no wait (an error, a loaded local
+// coordinator) are answered inline. A request for n keys costs at most
+// one ask per other broker.
+//
+// Rejected: answering from this broker's image alone (the old behaviour,
+// and Kafka's): cheap, but it names a broker that has not loaded the
+// group yet. Having every broker publish its loaded partitions in the
+// metadata log: a write to the controller per load, and still a window
+// between the write and its application by the answering broker.
 //
 // Version notes:
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
+//   - v5: TRANSACTION_ABORTABLE may be answered (KIP-890); no answer of
+//     Fjord's FindCoordinator is that code, so v5 needs nothing new
+//   - v6: key type 2, share coordinators (KIP-932): INVALID_REQUEST here
 func findCoordinatorEntry(h Host) api.Entry {
 	return api.Entry{
-		Key: 10, Client: api.Versions(0, 4), Handle: bindTo(h, handleFindCoordinator),
+		Key: 10, Client: api.Versions(0, 6), Handle: bindTo(h, handleFindCoordinator),
 		Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator),
 	}
 }
 
+// The bounds of the coordinator check (see the header).
+const (
+	coordLoadWait  = time.Second
+	coordPoll      = 10 * time.Millisecond
+	peerAskTimeout = coordLoadWait + 500*time.Millisecond
+)
+
+// Key types (FindCoordinatorRequest.CoordinatorType).
+const (
+	keyGroup = 0
+	keyTxn   = 1
+	keyShare = 2
+)
+
+// coordAnswer is one key's answer.
+type coordAnswer struct {
+	node  int32
+	host  string
+	port  int32
+	code  int16
+	msg   string
+	local bool // waiting for this node's coordinator
+	peer  int32
+	ask   bool // to be asked of peer
+}
+
+func coordError(code int16, format string, args ...any) coordAnswer {
+	return coordAnswer{node: -1, port: -1, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// finder answers one FindCoordinator request's keys.
+type finder struct {
+	h        Host
+	cc       *api.Conn
+	typ      int8
+	fromPeer bool
+	me       int32
+	listener string
+	topic    string // "" for a key type without one
+	ensure   func()
+	// status is nil when this node's coordinator serves key (it leads
+	// the key's partition and has loaded it), else why not.
+	status func(key string) error
+	// partitionFor is the coordinator's own placement of key (it follows
+	// the topic's partition count a moment after the image).
+	partitionFor func(key string) int32
+	// Bounds, set from the constants; tests shorten them.
+	loadWait, poll, askTimeout time.Duration
+	ensured                    bool // the topic's creation was asked for
+}
+
+func newFinder(h Host, cc *api.Conn, typ int8) *finder {
+	f := &finder{h: h, cc: cc, typ: typ, fromPeer: h.FromPeer(cc), me: h.NodeID(), listener: h.ListenerName(cc),
+		loadWait: coordLoadWait, poll: coordPoll, askTimeout: peerAskTimeout}
+	switch typ {
+	case keyGroup:
+		g := h.Groups()
+		f.topic, f.ensure, f.status, f.partitionFor = coordinator.OffsetsTopic, h.EnsureOffsetsTopic, g.Status, g.PartitionFor
+	case keyTxn:
+		t := h.Txns()
+		f.topic, f.ensure, f.status, f.partitionFor = txncoord.Topic, h.EnsureTxnTopic, t.Status, t.PartitionFor
+	}
+	return f
+}
+
 func handleFindCoordinator(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
+	newFinder(h, cc, req.CoordinatorType).serve(req, respond)
+}
+
+// serve answers req: at once when no key needs a wait or an ask, else
+// from a host goroutine.
+func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Response)) {
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	answers := make([]coordAnswer, len(keys))
+	pending := false
+	for i, k := range keys {
+		answers[i] = f.first(req.Version, k)
+		pending = pending || answers[i].local || answers[i].ask
+	}
+	if !pending {
+		respond(f.response(req, answers))
+		return
+	}
+	if !f.h.Go(func() {
+		f.resolve(keys, answers)
+		respond(f.response(req, answers))
+	}) {
+		for i := range answers {
+			if answers[i].local || answers[i].ask {
+				answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "the broker is shutting down")
+			}
+		}
+		respond(f.response(req, answers))
+	}
+}
+
+// first is key's answer from this broker's image and coordinator, or
+// which wait or ask will give it.
+func (f *finder) first(version int16, key string) coordAnswer {
+	switch {
+	case f.typ == keyShare && version < 6:
+		return coordError(kerr.InvalidRequest.Code, "share coordinators (key type 2) need FindCoordinator v6+")
+	case f.typ == keyShare:
+		if err := validShareKey(key); err != nil {
+			return coordError(kerr.InvalidRequest.Code, "%v", err)
+		}
+		return coordError(kerr.InvalidRequest.Code, "this cluster has no share groups (KIP-932): no share coordinator")
+	case f.topic == "":
+		return coordError(kerr.InvalidRequest.Code, "unknown coordinator type %d", f.typ)
+	}
+	img := f.h.Image()
+	ot := img.Topic(f.topic)
+	if ot == nil || len(ot.Partitions) == 0 {
+		if f.fromPeer {
+			return coordAnswer{local: true} // this broker may be behind the asking one
+		}
+		if !f.ensured {
+			f.ensured = true
+			f.h.Go(f.ensure) // clients retry COORDINATOR_NOT_AVAILABLE
+		}
+		return coordError(kerr.CoordinatorNotAvailable.Code, "%s is being created", f.topic)
+	}
+	pi := coordinator.PartitionOf(key, int32(len(ot.Partitions)))
+	leader := ot.Partitions[pi].Leader
+	switch {
+	case leader < 0:
+		return coordError(kerr.CoordinatorNotAvailable.Code, "%s partition %d has no leader", f.topic, pi)
+	case leader == f.me:
+		a, st := f.loaded(key)
+		if st == coordWait {
+			a.local = true
+		}
+		return a
+	case f.fromPeer:
+		return coordError(kerr.NotCoordinator.Code, "broker %d leads %s partition %d", leader, f.topic, pi)
+	}
+	if _, ok := img.Endpoint(leader, f.listener); !ok {
+		return coordError(kerr.CoordinatorNotAvailable.Code, "coordinator %d has no %s endpoint", leader, f.listener)
+	}
+	return coordAnswer{ask: true, peer: leader}
+}
+
+// coordState is what loaded found: the answer, or a reason that waiting
+// may remove, or one it will not.
+type coordState int
+
+const (
+	coordReady coordState = iota
+	coordWait
+	coordFinal
+)
+
+// loaded is this node's answer for key when it leads the key's partition
+// in the current image and its coordinator has loaded it (coordReady);
+// else the answer to give if that stays so, and whether waiting may
+// change it.
+func (f *finder) loaded(key string) (coordAnswer, coordState) {
+	img := f.h.Image()
+	ot := img.Topic(f.topic)
+	if ot == nil || len(ot.Partitions) == 0 {
+		return coordError(kerr.CoordinatorNotAvailable.Code, "%s does not exist yet", f.topic), coordWait
+	}
+	pi := coordinator.PartitionOf(key, int32(len(ot.Partitions)))
+	switch leader := ot.Partitions[pi].Leader; {
+	case leader < 0:
+		return coordError(kerr.CoordinatorNotAvailable.Code, "%s partition %d has no leader", f.topic, pi), coordWait
+	case leader != f.me:
+		// Another leader in the image will not turn into this one soon.
+		return coordError(kerr.NotCoordinator.Code, "broker %d leads %s partition %d", leader, f.topic, pi), coordFinal
+	}
+	if err := f.status(key); err != nil {
+		return coordError(f.h.Code(err), "coordinator %d has not loaded %s partition %d: %v", f.me, f.topic, pi, err), coordWait
+	}
+	if f.partitionFor(key) != pi {
+		// The coordinator has not followed the topic's partition count yet.
+		return coordError(kerr.CoordinatorLoadInProgress.Code, "coordinator %d is taking up %s", f.me, f.topic), coordWait
+	}
+	e, ok := img.Endpoint(f.me, f.listener)
+	if !ok {
+		return coordError(kerr.CoordinatorNotAvailable.Code, "broker %d has no %s endpoint", f.me, f.listener), coordFinal
+	}
+	return coordAnswer{node: f.me, host: e.Host, port: e.Port}, coordReady
+}
+
+// resolve settles the keys first left waiting or to ask: the asks of
+// each peer at once, on host goroutines, and the local waits here.
+func (f *finder) resolve(keys []string, answers []coordAnswer) {
+	byPeer := map[int32][]int{}
+	var local []int
+	for i, a := range answers {
+		switch {
+		case a.ask:
+			byPeer[a.peer] = append(byPeer[a.peer], i)
+		case a.local:
+			local = append(local, i)
+		}
+	}
+	var wg sync.WaitGroup
+	for peer, idx := range byPeer {
+		wg.Add(1)
+		if !f.h.Go(func() { defer wg.Done(); f.askPeer(peer, keys, idx, answers) }) {
+			wg.Done()
+			for _, i := range idx {
+				answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "the broker is shutting down")
+			}
+		}
+	}
+	f.waitLocal(keys, local, answers)
+	wg.Wait()
+}
+
+// waitLocal waits, at most f.loadWait, for this node's coordinator to
+// load the keys at idx; each keeps its last reason when the wait ends.
+func (f *finder) waitLocal(keys []string, idx []int, answers []coordAnswer) {
+	if len(idx) == 0 {
+		return
+	}
+	deadline := time.NewTimer(f.loadWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(f.poll)
+	defer tick.Stop()
+	for {
+		left := idx[:0]
+		for _, i := range idx {
+			var st coordState
+			if answers[i], st = f.loaded(keys[i]); st == coordWait {
+				left = append(left, i)
+			}
+		}
+		if idx = left; len(idx) == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-f.cc.Ctx.Done():
+			return
+		}
+	}
+}
+
+// askPeer asks peer, the leader of the keys at idx in this broker's
+// image, whether it coordinates them, and sets their answers (see the
+// header, 2 and 4).
+func (f *finder) askPeer(peer int32, keys []string, idx []int, answers []coordAnswer) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = f.typ
+	for _, i := range idx {
+		req.CoordinatorKeys = append(req.CoordinatorKeys, keys[i])
+	}
+	req.CoordinatorKey = req.CoordinatorKeys[0] // if the peer speaks only v1-3
+	kresp, err := f.h.AskPeer(f.cc.Ctx, peer, req, f.askTimeout)
+	resp, _ := kresp.(*kmsg.FindCoordinatorResponse)
+	if err != nil || resp == nil {
+		for _, i := range idx {
+			answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "coordinator %d did not answer: %v", peer, err)
+		}
+		return
+	}
+	got := map[string]kmsg.FindCoordinatorResponseCoordinator{}
+	if resp.Version < 4 {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.ErrorCode = req.CoordinatorKey, resp.NodeID, resp.ErrorCode
+		got[c.Key] = c
+	}
+	for _, c := range resp.Coordinators {
+		got[c.Key] = c
+	}
+	img := f.h.Image()
+	for _, i := range idx {
+		c, ok := got[keys[i]]
+		switch {
+		case !ok:
+			answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "coordinator %d did not answer for this key", peer)
+		case c.ErrorCode == 0 && c.NodeID == peer:
+			if e, ok := img.Endpoint(peer, f.listener); ok {
+				answers[i] = coordAnswer{node: peer, host: e.Host, port: e.Port}
+			} else {
+				answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "coordinator %d has no %s endpoint", peer, f.listener)
+			}
+		case c.ErrorCode == 0:
+			answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "broker %d names broker %d its coordinator", peer, c.NodeID)
+		case c.ErrorCode == kerr.CoordinatorLoadInProgress.Code, c.ErrorCode == kerr.NotCoordinator.Code,
+			c.ErrorCode == kerr.CoordinatorNotAvailable.Code:
+			answers[i] = coordError(c.ErrorCode, "coordinator %d: %s", peer, codeText(c.ErrorCode, c.ErrorMessage))
+		default:
+			f.h.Log().Warn().Int32("coordinator", peer).Str("key", keys[i]).Str("answer", codeText(c.ErrorCode, c.ErrorMessage)).
+				Msg("FindCoordinator: the coordinator cannot confirm it has loaded the key (does the brokers' principal lack DESCRIBE on it?); answering from this broker's image")
+			if e, ok := img.Endpoint(peer, f.listener); ok {
+				answers[i] = coordAnswer{node: peer, host: e.Host, port: e.Port}
+			} else {
+				answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "coordinator %d has no %s endpoint", peer, f.listener)
+			}
+		}
+	}
+}
+
+func codeText(code int16, msg *string) string {
+	s := "no error"
+	if err := kerr.ErrorForCode(code); err != nil {
+		s = err.Error()
+	}
+	if msg != nil && *msg != "" {
+		s += ": " + *msg
+	}
+	return s
+}
+
+// response builds req's response from answers, one per key. A client is
+// told COORDINATOR_NOT_AVAILABLE where a peer is told why (see the
+// header).
+func (f *finder) response(req *kmsg.FindCoordinatorRequest, answers []coordAnswer) *kmsg.FindCoordinatorResponse {
+	if !f.fromPeer {
+		for i := range answers {
+			if c := answers[i].code; c == kerr.CoordinatorLoadInProgress.Code || c == kerr.NotCoordinator.Code {
+				answers[i].code = kerr.CoordinatorNotAvailable.Code
+			}
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	img := h.Image()
-	listener := h.ListenerName(cc)
-	// The topic of the coordinator type, its placement and load status.
-	topicName, ensure := coordinator.OffsetsTopic, h.EnsureOffsetsTopic
-	status := h.Groups().Status
-	switch req.CoordinatorType {
-	case 0:
-	case 1:
-		topicName, ensure, status = txncoord.Topic, h.EnsureTxnTopic, h.Txns().Status
-	default:
-		topicName = ""
+	if req.Version < 4 {
+		a := answers[0]
+		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode = a.node, a.host, a.port, a.code
+		if a.code != 0 && a.msg != "" {
+			resp.ErrorMessage = kmsg.StringPtr(a.msg)
+		}
+		return resp
 	}
-	ot := img.Topic(topicName)
-	if ot == nil && topicName != "" {
-		h.Go(ensure) // clients retry COORDINATOR_NOT_AVAILABLE
+	for i, key := range req.CoordinatorKeys {
+		a := answers[i]
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Host, c.Port, c.ErrorCode = key, a.node, a.host, a.port, a.code
+		if a.code != 0 && a.msg != "" {
+			c.ErrorMessage = kmsg.StringPtr(a.msg)
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
 	}
-	find := func(key string) (node int32, host string, port int32, code int16, msg *string) {
-		if topicName == "" {
-			m := "unknown coordinator type"
-			return -1, "", -1, kerr.InvalidRequest.Code, &m
-		}
-		if ot == nil || len(ot.Partitions) == 0 {
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
-		}
-		pi := h.Groups().PartitionFor(key)
-		if req.CoordinatorType == 1 {
-			// Placed by the image's partition count, which the
-			// coordinator follows a moment later.
-			pi = txncoord.PartitionOf(key, int32(len(ot.Partitions)))
-		}
-		if int(pi) >= len(ot.Partitions) {
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil // the coordinator has not seen the topic yet
-		}
-		leader := ot.Partitions[pi].Leader
-		e, ok := img.Endpoint(leader, listener)
-		if leader < 0 || !ok {
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
-		}
-		if leader == h.NodeID() && h.Code(status(key)) == kerr.CoordinatorLoadInProgress.Code {
-			return -1, "", -1, kerr.CoordinatorLoadInProgress.Code, nil
-		}
-		return leader, e.Host, e.Port, 0, nil
+	return resp
+}
+
+// validShareKey checks a share coordinator key as Kafka's
+// SharePartitionKey does: "groupId:topicId:partition", the topic id a
+// base64url (unpadded) UUID and the partition a non-negative int32.
+func validShareKey(key string) error {
+	parts := strings.Split(key, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("share coordinator key %q is not groupId:topicId:partition", key)
 	}
-	if req.Version >= 4 {
-		for _, key := range req.CoordinatorKeys {
-			c := kmsg.NewFindCoordinatorResponseCoordinator()
-			c.Key = key
-			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = find(key)
-			resp.Coordinators = append(resp.Coordinators, c)
-		}
-	} else {
-		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = find(req.CoordinatorKey)
+	if strings.TrimSpace(parts[0]) == "" {
+		return fmt.Errorf("share coordinator key %q has an empty group id", key)
 	}
-	respond(resp)
+	if id, err := base64.RawURLEncoding.DecodeString(parts[1]); err != nil || len(id) != 16 {
+		return fmt.Errorf("share coordinator key %q: %q is not a topic id", key, parts[1])
+	}
+	if p, err := strconv.ParseInt(parts[2], 10, 32); err != nil || p < 0 {
+		return fmt.Errorf("share coordinator key %q: %q is not a partition", key, parts[2])
+	}
+	return nil
 }
 
 func checkFindCoordinator(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	rt, code := acl.ResourceGroup, api.GroupDenied
-	if req.CoordinatorType == 1 {
+	switch req.CoordinatorType {
+	case keyTxn:
 		rt, code = acl.ResourceTransactionalID, api.TxnDenied
+	case keyShare:
+		return nil, nil // refused by the handler whoever asks (see the header)
 	}
 	if req.Version < 4 {
 		if z.Ok(acl.OpDescribe, rt, req.CoordinatorKey) {

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,6 +44,13 @@ type Host interface {
 	Txns() *txncoord.Coordinator
 	EnsureOffsetsTopic()
 	EnsureTxnTopic()
+	// FromPeer reports whether cc is another broker of the cluster asking
+	// through its peer client (its client id, on the inter-broker
+	// listener): FindCoordinator answers it for this node only.
+	FromPeer(cc *api.Conn) bool
+	// AskPeer sends req to broker peer's inter-broker listener and waits
+	// at most timeout (and while ctx lives) for its response.
+	AskPeer(ctx context.Context, peer int32, req kmsg.Request, timeout time.Duration) (kmsg.Response, error)
 	// Code maps an error to its Kafka code (the node's one mapping).
 	Code(err error) int16
 	Log() *zerolog.Logger

@@ -1,0 +1,308 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/controller"
+)
+
+// coordHost is the Host FindCoordinator's finder runs on: an image, and a
+// peer ask answered by ask. The embedded Host is nil: a call the finder
+// should not make panics the test.
+type coordHost struct {
+	Host
+	img   *controller.Image
+	me    int32
+	ask   func(peer int32, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error)
+	asks  atomic.Int32
+	wg    sync.WaitGroup
+	log   zerolog.Logger
+	goes  atomic.Int32
+	codes map[error]int16
+}
+
+func (h *coordHost) Go(fn func()) bool {
+	h.goes.Add(1)
+	h.wg.Add(1)
+	go func() { defer h.wg.Done(); fn() }()
+	return true
+}
+func (h *coordHost) Image() *controller.Image { return h.img }
+func (h *coordHost) Log() *zerolog.Logger     { return &h.log }
+func (h *coordHost) Code(err error) int16     { return h.codes[err] }
+func (h *coordHost) AskPeer(_ context.Context, peer int32, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
+	h.asks.Add(1)
+	return h.ask(peer, req.(*kmsg.FindCoordinatorRequest))
+}
+
+// coordImage has brokers 1-3 on PLAINTEXT (port 9000+id) and the offsets
+// topic with leaders[i] leading partition i.
+func coordImage(t *testing.T, leaders ...int32) *controller.Image {
+	t.Helper()
+	img := &controller.Image{}
+	idx := uint64(0)
+	apply := func(b controller.Body) {
+		idx++
+		next, err := img.Apply(idx, controller.NewRecord(b))
+		if err != nil {
+			t.Fatalf("apply %T: %v", b, err)
+		}
+		img = next
+	}
+	for _, id := range []int32{1, 2, 3} {
+		apply(controller.RegisterBroker{ID: id, Endpoints: []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}})
+		bs, _ := img.Broker(id)
+		apply(controller.UnfenceBroker{ID: id, Epoch: bs.Epoch})
+	}
+	if len(leaders) > 0 {
+		id := [16]byte{9}
+		apply(controller.CreateTopic{Name: coordinator.OffsetsTopic, ID: id})
+		for p, l := range leaders {
+			apply(controller.CreatePartition{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: l})
+		}
+	}
+	return img
+}
+
+// keyOn is a group id placed on partition p of n.
+func keyOn(t *testing.T, p, n int32) string {
+	t.Helper()
+	for i := range 1000 {
+		k := "g" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
+		if coordinator.PartitionOf(k, n) == p {
+			return k
+		}
+	}
+	t.Fatalf("no key for partition %d of %d", p, n)
+	return ""
+}
+
+var (
+	errLoading = errors.New("loading")
+	errNotCo   = errors.New("not coordinator")
+)
+
+// newTestFinder is a group finder on h for a client (or, fromPeer, a
+// peer), with status answering the local coordinator's state.
+func newTestFinder(h *coordHost, fromPeer bool, status func(string) error) *finder {
+	h.codes = map[error]int16{errLoading: kerr.CoordinatorLoadInProgress.Code, errNotCo: kerr.NotCoordinator.Code}
+	n := int32(0)
+	if t := h.img.Topic(coordinator.OffsetsTopic); t != nil {
+		n = int32(len(t.Partitions))
+	}
+	return &finder{h: h, cc: &api.Conn{Ctx: context.Background()}, typ: keyGroup, fromPeer: fromPeer, me: h.me,
+		listener: "PLAINTEXT", topic: coordinator.OffsetsTopic, ensure: func() {},
+		status:       status,
+		partitionFor: func(k string) int32 { return coordinator.PartitionOf(k, n) },
+		loadWait:     200 * time.Millisecond, poll: time.Millisecond, askTimeout: time.Second}
+}
+
+// find runs f on a v4 request for keys and returns the answers in order.
+func find(t *testing.T, h *coordHost, f *finder, version int16, keys ...string) []kmsg.FindCoordinatorResponseCoordinator {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version, req.CoordinatorType, req.CoordinatorKeys = version, f.typ, keys
+	got := make(chan kmsg.Response, 1)
+	f.serve(req, func(r kmsg.Response) { got <- r })
+	select {
+	case r := <-got:
+		h.wg.Wait()
+		return r.(*kmsg.FindCoordinatorResponse).Coordinators
+	case <-time.After(5 * time.Second):
+		t.Fatal("no response")
+		return nil
+	}
+}
+
+func TestFindCoordinatorLocal(t *testing.T) {
+	h := &coordHost{img: coordImage(t, 1, 2), me: 1}
+	k := keyOn(t, 0, 2)
+
+	// Loaded: answered inline, without a goroutine.
+	cs := find(t, h, newTestFinder(h, false, func(string) error { return nil }), 4, k)
+	if c := cs[0]; c.ErrorCode != 0 || c.NodeID != 1 || c.Port != 9001 || h.goes.Load() != 0 {
+		t.Fatalf("loaded local coordinator: %+v (goroutines %d)", c, h.goes.Load())
+	}
+
+	// Loading, then loaded within the wait: this node.
+	var polls atomic.Int32
+	cs = find(t, h, newTestFinder(h, false, func(string) error {
+		if polls.Add(1) < 5 {
+			return errLoading
+		}
+		return nil
+	}), 4, k)
+	if c := cs[0]; c.ErrorCode != 0 || c.NodeID != 1 {
+		t.Fatalf("load finishing within the wait: %+v", c)
+	}
+
+	// Still loading after the wait: a client gets COORDINATOR_NOT_AVAILABLE
+	// (sarama retries nothing else), a peer the precise code.
+	loading := func(string) error { return errLoading }
+	start := time.Now()
+	if c := find(t, h, newTestFinder(h, false, loading), 4, k)[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 || c.ErrorMessage == nil {
+		t.Fatalf("client, still loading: %+v", c)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 3*time.Second {
+		t.Errorf("the wait took %v, want about the bound (200ms)", d)
+	}
+	if c := find(t, h, newTestFinder(h, true, loading), 4, k)[0]; c.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("peer, still loading: %+v", c)
+	}
+	if h.asks.Load() != 0 {
+		t.Fatalf("a local key asked a peer")
+	}
+}
+
+func TestFindCoordinatorRelaysOnlyALoadedPeer(t *testing.T) {
+	h := &coordHost{img: coordImage(t, 1, 2), me: 1}
+	local, remote := keyOn(t, 0, 2), keyOn(t, 1, 2)
+	notUsed := func(string) error { return nil }
+	answer := func(node int32, code int16) func(int32, *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+		return func(peer int32, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+			if peer != 2 || req.CoordinatorType != keyGroup || len(req.CoordinatorKeys) != 1 || req.CoordinatorKeys[0] != remote {
+				t.Errorf("asked broker %d for %+v", peer, req)
+			}
+			resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			resp.Version = 4
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.ErrorCode, c.Host, c.Port = remote, node, code, "10.0.0.2", 1234
+			resp.Coordinators = append(resp.Coordinators, c)
+			return resp, nil
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		ask      func(int32, *kmsg.FindCoordinatorRequest) (kmsg.Response, error)
+		wantCode int16
+		wantNode int32
+	}{
+		{"loaded", answer(2, 0), 0, 2},
+		{"loading", answer(-1, kerr.CoordinatorLoadInProgress.Code), kerr.CoordinatorNotAvailable.Code, -1},
+		{"not yet coordinator", answer(-1, kerr.NotCoordinator.Code), kerr.CoordinatorNotAvailable.Code, -1},
+		{"names another", answer(3, 0), kerr.CoordinatorNotAvailable.Code, -1},
+		{"no answer", func(int32, *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+			return nil, errors.New("dial: connection refused")
+		}, kerr.CoordinatorNotAvailable.Code, -1},
+		// A peer that cannot vouch (its ACLs deny the brokers' principal):
+		// the image's answer, as before the check.
+		{"denied", answer(-1, kerr.GroupAuthorizationFailed.Code), 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.ask = tc.ask
+			cs := find(t, h, newTestFinder(h, false, notUsed), 4, local, remote)
+			if len(cs) != 2 || cs[0].Key != local || cs[1].Key != remote {
+				t.Fatalf("answers %+v", cs)
+			}
+			if c := cs[0]; c.ErrorCode != 0 || c.NodeID != 1 {
+				t.Errorf("local key: %+v", c)
+			}
+			c := cs[1]
+			if c.ErrorCode != tc.wantCode || c.NodeID != tc.wantNode {
+				t.Fatalf("remote key: %+v, want code %d node %d", c, tc.wantCode, tc.wantNode)
+			}
+			// The address is this broker's record of the coordinator on the
+			// client's listener, not what the peer said on its own.
+			if c.NodeID == 2 && (c.Host != "127.0.0.1" || c.Port != 9002) {
+				t.Errorf("relayed address %s:%d, want 127.0.0.1:9002", c.Host, c.Port)
+			}
+		})
+	}
+}
+
+// A peer's FindCoordinator is answered for the asked node only: never
+// relayed again (no loops), and it creates no topic.
+func TestFindCoordinatorFromPeer(t *testing.T) {
+	h := &coordHost{img: coordImage(t, 1, 2), me: 1}
+	h.ask = func(int32, *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+		t.Error("a peer's request was relayed")
+		return nil, errors.New("no")
+	}
+	c := find(t, h, newTestFinder(h, true, func(string) error { return nil }), 4, keyOn(t, 1, 2))[0]
+	if c.ErrorCode != kerr.NotCoordinator.Code || h.goes.Load() != 0 {
+		t.Fatalf("peer asking about another leader's key: %+v", c)
+	}
+
+	// No offsets topic here yet: a peer's ask waits for this node to catch
+	// up, and never asks for the topic.
+	h = &coordHost{img: coordImage(t), me: 1}
+	f := newTestFinder(h, true, func(string) error { return errNotCo })
+	f.ensure = func() { t.Error("a peer's request created the offsets topic") }
+	if c := find(t, h, f, 4, "g")[0]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("peer, no topic: %+v", c)
+	}
+}
+
+func TestFindCoordinatorEnsuresTopicOnce(t *testing.T) {
+	h := &coordHost{img: coordImage(t), me: 1}
+	f := newTestFinder(h, false, nil)
+	var ensured atomic.Int32
+	f.ensure = func() { ensured.Add(1) }
+	cs := find(t, h, f, 4, "a", "b", "c")
+	for _, c := range cs {
+		if c.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("no offsets topic: %+v", c)
+		}
+	}
+	if ensured.Load() != 1 {
+		t.Errorf("asked for the offsets topic %d times, want once", ensured.Load())
+	}
+}
+
+// Share keys (v6, KIP-932): INVALID_REQUEST per key, whatever the key,
+// and no panic on a malformed one.
+func TestFindCoordinatorShareKeys(t *testing.T) {
+	h := &coordHost{img: coordImage(t, 1), me: 1}
+	f := newTestFinder(h, false, nil)
+	f.typ, f.topic = keyShare, ""
+	keys := []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0", "", ":::", "g:not-an-id:0", "g:AAAAAAAAAAAAAAAAAAAAAA:-1", "g:AAAAAAAAAAAAAAAAAAAAAA:x", "a:b"}
+	cs := find(t, h, f, 6, keys...)
+	for i, c := range cs {
+		if c.Key != keys[i] || c.ErrorCode != kerr.InvalidRequest.Code || c.NodeID != -1 || c.ErrorMessage == nil {
+			t.Errorf("share key %q: %+v", keys[i], c)
+		}
+	}
+	if m := *cs[0].ErrorMessage; !strings.Contains(m, "no share groups") {
+		t.Errorf("well-formed share key: %q", m)
+	}
+	if m := *cs[2].ErrorMessage; !strings.Contains(m, "groupId:topicId:partition") {
+		t.Errorf("malformed share key: %q", m)
+	}
+	if c := find(t, h, f, 5, keys[0])[0]; c.ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("share key below v6: %+v", c)
+	}
+}
+
+// Before v4 one key, answered at the top level with its message.
+func TestFindCoordinatorV3(t *testing.T) {
+	h := &coordHost{img: coordImage(t, 1, 2), me: 1}
+	h.ask = func(int32, *kmsg.FindCoordinatorRequest) (kmsg.Response, error) { return nil, errors.New("cut off") }
+	for _, tc := range []struct {
+		key      string
+		code     int16
+		node     int32
+		withText bool
+	}{{keyOn(t, 0, 2), 0, 1, false}, {keyOn(t, 1, 2), kerr.CoordinatorNotAvailable.Code, -1, true}} {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorKey = 3, tc.key
+		got := make(chan kmsg.Response, 1)
+		newTestFinder(h, false, func(string) error { return nil }).serve(req, func(r kmsg.Response) { got <- r })
+		resp := (<-got).(*kmsg.FindCoordinatorResponse)
+		h.wg.Wait()
+		if resp.ErrorCode != tc.code || resp.NodeID != tc.node || (resp.ErrorMessage != nil) != tc.withText || len(resp.Coordinators) != 0 {
+			t.Errorf("v3 %q: %+v", tc.key, resp)
+		}
+	}
+}
