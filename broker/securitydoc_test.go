@@ -73,25 +73,39 @@ func securityTable() string {
 // TestSecurityDoc keeps docs/security.md's table the table enforcement
 // uses.
 func TestSecurityDoc(t *testing.T) {
-	const path = "../docs/security.md"
+	checkGenerated(t, "../docs/security.md", secDocBegin, securityTable(), *updateSecurityDoc,
+		"go test ./broker -run TestSecurityDoc -update-security-doc")
+}
+
+// checkGenerated checks that the section of the doc at path between begin
+// and the next secDocEnd is content; with update it rewrites the section
+// instead. how is the command that updates it.
+func checkGenerated(t *testing.T, path, begin, content string, update bool, how string) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	i, j := strings.Index(doc, secDocBegin), strings.Index(doc, secDocEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s: no generated section", path)
+	i := strings.Index(doc, begin)
+	j := -1
+	if i >= 0 {
+		if k := strings.Index(doc[i:], secDocEnd); k >= 0 {
+			j = i + k
+		}
 	}
-	want := doc[:i+len(secDocBegin)] + "\n" + securityTable() + doc[j:]
+	if i < 0 || j < 0 {
+		t.Fatalf("%s: no generated section %q", path, begin)
+	}
+	want := doc[:i+len(begin)] + "\n" + content + doc[j:]
 	if want == doc {
 		return
 	}
-	if *updateSecurityDoc {
+	if update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("%s is out of date: run go test ./broker -run TestSecurityDoc -update-security-doc", path)
+	t.Errorf("%s is out of date: run %s", path, how)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
-	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 )
 
