@@ -99,8 +99,8 @@ func TestBadInput(t *testing.T) {
 		for _, k := range resp.ApiKeys {
 			keys[k.ApiKey] = k
 		}
-		if k, ok := keys[18]; !ok || k.MinVersion != 0 || k.MaxVersion != 4 {
-			t.Errorf("ApiVersions v99 response lists ApiVersions as %+v (present %v), want 0-4", k, ok)
+		if k, ok := keys[18]; !ok || k.MinVersion != 0 || k.MaxVersion != 5 {
+			t.Errorf("ApiVersions v99 response lists ApiVersions as %+v (present %v), want 0-5", k, ok)
 		}
 		if _, ok := keys[0]; !ok {
 			t.Errorf("ApiVersions v99 response does not list Produce: %+v", resp.ApiKeys)
