@@ -395,8 +395,10 @@ func (f *finder) askPeer(peer int32, keys []string, idx []int, answers []coordAn
 			c.ErrorCode == kerr.CoordinatorNotAvailable.Code:
 			answers[i] = coordError(c.ErrorCode, "coordinator %d: %s", peer, codeText(c.ErrorCode, c.ErrorMessage))
 		default:
-			f.h.Log().Warn().Int32("coordinator", peer).Str("key", keys[i]).Str("answer", codeText(c.ErrorCode, c.ErrorMessage)).
-				Msg("FindCoordinator: the coordinator cannot confirm it has loaded the key (does the brokers' principal lack DESCRIBE on it?); answering from this broker's image")
+			if _, seen := fallbackLogged.LoadOrStore([2]int32{peer, int32(c.ErrorCode)}, true); !seen {
+				f.h.Log().Warn().Int32("coordinator", peer).Str("key", keys[i]).Str("answer", codeText(c.ErrorCode, c.ErrorMessage)).
+					Msg("FindCoordinator: the coordinator cannot confirm it has loaded the key (does the brokers' principal lack DESCRIBE on it?); answering from this broker's image (logged once per coordinator and answer)")
+			}
 			if e, ok := img.Endpoint(peer, f.listener); ok {
 				answers[i] = coordAnswer{node: peer, host: e.Host, port: e.Port}
 			} else {
@@ -405,6 +407,11 @@ func (f *finder) askPeer(peer int32, keys []string, idx []int, answers []coordAn
 		}
 	}
 }
+
+// fallbackLogged holds the (coordinator, error code) pairs whose fallback
+// has been logged: once each per process, not once per request. Bounded
+// by the brokers times the codes.
+var fallbackLogged sync.Map
 
 func codeText(code int16, msg *string) string {
 	s := "no error"
