@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"os"
+	"syscall"
 
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
@@ -27,6 +28,13 @@ func errorCode(err error) int16 {
 	case errors.Is(err, storage.ErrCorruptLog):
 		// Damaged on this broker's disk: retriable, the client refreshes
 		// metadata and finds the replica that takes over.
+		return kerr.KafkaStorageError.Code
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EIO),
+		errors.Is(err, syscall.EROFS):
+		// The disk is full, over quota, failing or read-only: what Kafka
+		// answers for a log directory that failed, which clients retry
+		// (UNKNOWN_SERVER_ERROR, which they do not, made an acks=all
+		// producer give up on a disk that room was being made on).
 		return kerr.KafkaStorageError.Code
 	case errors.Is(err, recordbatch.ErrCorrupt):
 		return kerr.CorruptMessage.Code
