@@ -61,7 +61,7 @@ func TestFaultDeleteTopicFrozenBroker(t *testing.T) {
 		t.Fatalf("DeleteTopics via node %d with node %d frozen: %v", via, frozen, err)
 	}
 	t.Logf("DeleteTopics via node %d with node %d frozen answered in %v (session timeout 3 s, request timeout 10 s)", via, frozen, time.Since(start))
-	if fc.Node(via).logContains("answering before these brokers confirmed") {
+	if fc.Node(via).logContains("answering a metadata change before these live brokers applied it") { // broker/api/forward.go
 		t.Errorf("node %d waited out the request instead of seeing node %d fenced", via, frozen)
 	}
 	for _, n := range []int{ctl, via} {
