@@ -12,4 +12,4 @@ func ByName(name string) (Assignor, bool) {
 	return nil, false
 }
 
-func all() []Assignor { return []Assignor{Uniform()} }
+func all() []Assignor { return []Assignor{Uniform(), Range()} }
