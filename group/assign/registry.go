@@ -12,4 +12,4 @@ func ByName(name string) (Assignor, bool) {
 	return nil, false
 }
 
-func all() []Assignor { return []Assignor{Uniform(), Range()} }
+func all() []Assignor { return []Assignor{Uniform(), Range(), Simple()} }
