@@ -64,7 +64,6 @@ var (
 	ErrUnsupportedVersion = errors.New("group: unsupported version")
 )
 
-
 var errorCodes = []struct {
 	err  error
 	kerr *kerr.Error
