@@ -175,6 +175,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	}
 
 	// Checks done: from here on the heartbeat succeeds.
+	topicsBefore := g.topicsOf(baseMeta)
 	if plan.replace != nil {
 		g.replaceStatic(plan.replace, id)
 	}
@@ -202,6 +203,14 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 				g.emit(regexRec{regex: newRe, r: r})
 				bump = bump || len(r.topics) > 0
 			}
+		}
+		// Kafka bumps for a new expression only if it matched something,
+		// which leaves the partitions of the member's old subscription
+		// unassigned until the next rebalance when the topics they belong
+		// to stay subscribed by others. Here any change of the member's
+		// topics moves the epoch.
+		if !slices.Equal(topicsBefore, g.topicsOf(meta)) {
+			bump = true
 		}
 	}
 	subChanged := namesChanged || oldRe != newRe
