@@ -9,7 +9,15 @@
 // Determinism: given the same Spec, an assignor returns the same
 // Assignment, whatever the order of maps it was built from; members and
 // topics are handed over sorted (members by id, topics by id), and the
-// assignors never range over a Go map without sorting first.
+// assignors never range over a Go map without sorting first. They do not
+// rely on the sorting either: each indexes its own sorted copy (view.go),
+// so a Spec built in any order gives the same Assignment.
+//
+// The assignors: Uniform (uniform.go, uniform_heterogeneous.go) and Range
+// (range.go) for consumer groups, Simple (simple.go) for share groups;
+// ByName finds one by name. They hold no state, so one value may serve any
+// number of groups at once. None uses racks: the Spec carries the members'
+// racks but not the partitions' replica racks.
 package assign
 
 // TopicID is a topic's KIP-516 id.
