@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
-	"github.com/fjordlog/fjord/group/assign"
 )
 
 // harness drives one Group from datadriven commands (testdata/*.txt).
@@ -72,7 +71,7 @@ type client struct {
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, ids: map[string]TopicID{}, names: map[TopicID]string{}}
-	h.reset(testConfig())
+	h.reset(DefaultConfig())
 	return h
 }
 
@@ -131,7 +130,7 @@ func (h *harness) do(c *ddCase) string {
 	var b strings.Builder
 	switch c.cmd {
 	case "new":
-		cfg := testConfig()
+		cfg := DefaultConfig()
 		cfg.SessionTimeoutMs = int32(a.num("session", int64(cfg.SessionTimeoutMs)))
 		cfg.HeartbeatIntervalMs = int32(a.num("hb", int64(cfg.HeartbeatIntervalMs)))
 		cfg.MaxSize = int32(a.num("maxsize", int64(cfg.MaxSize)))
@@ -618,5 +617,3 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
-var _ assign.Assignor = testAssignor{}
