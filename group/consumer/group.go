@@ -72,7 +72,6 @@ type Group struct {
 	// Soft state, not in records.
 	nextID   uint64                    // counter for generated member ids
 	compiled map[string]*regexp.Regexp // regular expressions, compiled full-match
-	lastImg  *Image                    // the image of the latest call, for invariant checks
 
 	out []Record // records of the current call
 }

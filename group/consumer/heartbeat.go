@@ -38,7 +38,6 @@ func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 // should drop a group whose Epoch is still 0 afterwards: nothing created
 // it.
 func (g *Group) HeartbeatFrom(now int64, img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, client Client) (*kmsg.ConsumerGroupHeartbeatResponse, []Record) {
-	g.lastImg = img
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	err := g.validate(req)
 	if err == nil {
