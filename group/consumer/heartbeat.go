@@ -157,7 +157,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	if int64(len(g.members)) >= int64(g.cfg.MaxSize) && (req.MemberID == "" || g.members[req.MemberID] == nil) {
 		return errf(group.ErrGroupMaxSize, "The consumer group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
 	}
-	id := req.MemberID
+	id := strings.Clone(req.MemberID)
 	if id == "" {
 		id = g.newMemberID()
 	}
@@ -362,22 +362,25 @@ func (g *Group) checkRegex(req *kmsg.ConsumerGroupHeartbeatRequest, base memberM
 func updatedMeta(base memberMeta, req *kmsg.ConsumerGroupHeartbeatRequest, client Client) memberMeta {
 	m := base
 	if req.InstanceID != nil {
-		m.instanceID = clonePtr(req.InstanceID)
+		m.instanceID = cloneString(req.InstanceID)
 	}
 	if req.RackID != nil {
-		m.rackID = clonePtr(req.RackID)
+		m.rackID = cloneString(req.RackID)
 	}
 	if req.RebalanceTimeoutMillis != -1 {
 		m.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	}
 	if req.ServerAssignor != nil {
-		m.assignor = clonePtr(req.ServerAssignor)
+		m.assignor = cloneString(req.ServerAssignor)
 	}
 	if req.SubscribedTopicNames != nil {
 		m.topics = sortedNames(req.SubscribedTopicNames)
+		for i, t := range m.topics {
+			m.topics[i] = strings.Clone(t)
+		}
 	}
 	if req.SubscribedTopicRegex != nil {
-		m.regex = clonePtr(req.SubscribedTopicRegex)
+		m.regex = cloneString(req.SubscribedTopicRegex)
 	}
 	m.clientID, m.clientHost = strings.Clone(client.ID), strings.Clone(client.Host)
 	return m

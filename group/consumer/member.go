@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"slices"
+	"strings"
 )
 
 // memberState is Kafka's MemberState, stored as an int8 in
@@ -151,5 +152,15 @@ func clonePtr[T any](p *T) *T {
 		return nil
 	}
 	v := *p
+	return &v
+}
+
+// cloneString copies a request's string, which may alias the request's
+// buffer (kmsg's UnsafeReadFrom).
+func cloneString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := strings.Clone(*p)
 	return &v
 }
