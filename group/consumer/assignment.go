@@ -38,14 +38,6 @@ func (a assignment) equal(b assignment) bool {
 	return maps.EqualFunc(a, b, slices.Equal[[]int32])
 }
 
-func (a assignment) size() int {
-	n := 0
-	for _, ps := range a {
-		n += len(ps)
-	}
-	return n
-}
-
 // topics returns a's topic ids sorted by id, for deterministic iteration.
 func (a assignment) topics() []TopicID {
 	ts := slices.Collect(maps.Keys(a))

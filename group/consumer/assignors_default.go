@@ -2,6 +2,8 @@ package consumer
 
 import "github.com/fjordlog/fjord/group/assign"
 
-// defaultAssignors is Kafka's group.consumer.assignors default.
-// TODO(consumer): uniform and range once branch assign lands.
-func defaultAssignors() []assign.Assignor { return nil }
+// defaultAssignors is Kafka's group.consumer.assignors default: uniform
+// first (the default), then range.
+func defaultAssignors() []assign.Assignor {
+	return []assign.Assignor{assign.Uniform(), assign.Range()}
+}

@@ -72,7 +72,6 @@ type Group struct {
 	// Soft state, not in records.
 	nextID   uint64                    // counter for generated member ids
 	compiled map[string]*regexp.Regexp // regular expressions, compiled full-match
-	lastImg  *Image                    // the image of the latest call, for invariant checks
 
 	out []Record // records of the current call
 }
@@ -193,21 +192,25 @@ func (g *Group) countRegex(re string) int {
 	return n
 }
 
-// subscribedTopics returns the names m subscribes to: its topic names and
-// the topics its regular expression resolved to, sorted and distinct.
-func (g *Group) subscribedTopics(m *member) []string {
-	re := m.meta.regexOrEmpty()
+// subscribedTopics returns the names m subscribes to.
+func (g *Group) subscribedTopics(m *member) []string { return g.topicsOf(m.meta) }
+
+// topicsOf returns the names a member with meta subscribes to: its topic
+// names and the topics its regular expression resolved to, sorted and
+// distinct.
+func (g *Group) topicsOf(meta memberMeta) []string {
+	re := meta.regexOrEmpty()
 	if re == "" {
-		return m.meta.topics
+		return meta.topics
 	}
 	r, ok := g.regexes[re]
 	if !ok || len(r.topics) == 0 {
-		return m.meta.topics
+		return meta.topics
 	}
-	if len(m.meta.topics) == 0 {
+	if len(meta.topics) == 0 {
 		return r.topics
 	}
-	return sortedNames(append(slices.Clone(m.meta.topics), r.topics...))
+	return sortedNames(append(slices.Clone(meta.topics), r.topics...))
 }
 
 // groupTopics returns every name some member subscribes to, sorted.

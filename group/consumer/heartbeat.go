@@ -38,7 +38,6 @@ func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 // should drop a group whose Epoch is still 0 afterwards: nothing created
 // it.
 func (g *Group) HeartbeatFrom(now int64, img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, client Client) (*kmsg.ConsumerGroupHeartbeatResponse, []Record) {
-	g.lastImg = img
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	err := g.validate(req)
 	if err == nil {
@@ -158,7 +157,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	if int64(len(g.members)) >= int64(g.cfg.MaxSize) && (req.MemberID == "" || g.members[req.MemberID] == nil) {
 		return errf(group.ErrGroupMaxSize, "The consumer group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
 	}
-	id := req.MemberID
+	id := strings.Clone(req.MemberID)
 	if id == "" {
 		id = g.newMemberID()
 	}
@@ -175,6 +174,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	}
 
 	// Checks done: from here on the heartbeat succeeds.
+	topicsBefore := g.topicsOf(baseMeta)
 	if plan.replace != nil {
 		g.replaceStatic(plan.replace, id)
 	}
@@ -202,6 +202,14 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 				g.emit(regexRec{regex: newRe, r: r})
 				bump = bump || len(r.topics) > 0
 			}
+		}
+		// Kafka bumps for a new expression only if it matched something,
+		// which leaves the partitions of the member's old subscription
+		// unassigned until the next rebalance when the topics they belong
+		// to stay subscribed by others. Here any change of the member's
+		// topics moves the epoch.
+		if !slices.Equal(topicsBefore, g.topicsOf(meta)) {
+			bump = true
 		}
 	}
 	subChanged := namesChanged || oldRe != newRe
@@ -354,22 +362,25 @@ func (g *Group) checkRegex(req *kmsg.ConsumerGroupHeartbeatRequest, base memberM
 func updatedMeta(base memberMeta, req *kmsg.ConsumerGroupHeartbeatRequest, client Client) memberMeta {
 	m := base
 	if req.InstanceID != nil {
-		m.instanceID = clonePtr(req.InstanceID)
+		m.instanceID = cloneString(req.InstanceID)
 	}
 	if req.RackID != nil {
-		m.rackID = clonePtr(req.RackID)
+		m.rackID = cloneString(req.RackID)
 	}
 	if req.RebalanceTimeoutMillis != -1 {
 		m.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	}
 	if req.ServerAssignor != nil {
-		m.assignor = clonePtr(req.ServerAssignor)
+		m.assignor = cloneString(req.ServerAssignor)
 	}
 	if req.SubscribedTopicNames != nil {
 		m.topics = sortedNames(req.SubscribedTopicNames)
+		for i, t := range m.topics {
+			m.topics[i] = strings.Clone(t)
+		}
 	}
 	if req.SubscribedTopicRegex != nil {
-		m.regex = clonePtr(req.SubscribedTopicRegex)
+		m.regex = cloneString(req.SubscribedTopicRegex)
 	}
 	m.clientID, m.clientHost = strings.Clone(client.ID), strings.Clone(client.Host)
 	return m

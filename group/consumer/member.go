@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"slices"
+	"strings"
 )
 
 // memberState is Kafka's MemberState, stored as an int8 in
@@ -126,9 +127,10 @@ type member struct {
 	cur  currentState
 
 	// sessionDeadline: Tick at now >= sessionDeadline removes the member.
-	// Set to now + session timeout by every successful heartbeat (a leave
-	// with epoch -2 included? no: as in Kafka, a static member that left
-	// keeps the deadline of its last heartbeat) and by Loaded.
+	// Set to now + the session timeout by every successful heartbeat and by
+	// Loaded; as in Kafka, a leave with epoch -2 does not set it, so a
+	// static member that left is removed a session after its last
+	// heartbeat.
 	sessionDeadline int64
 	// rebalanceDeadline (-1: none) is armed when the member enters
 	// memberUnrevoked at epoch rebalanceEpoch; Tick at now >=
@@ -151,5 +153,15 @@ func clonePtr[T any](p *T) *T {
 		return nil
 	}
 	v := *p
+	return &v
+}
+
+// cloneString copies a request's string, which may alias the request's
+// buffer (kmsg's UnsafeReadFrom).
+func cloneString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	v := strings.Clone(*p)
 	return &v
 }

@@ -74,10 +74,6 @@ type resolvedRegex struct {
 	timestamp int64 // when it was resolved (unix ms)
 }
 
-func (r resolvedRegex) equal(o resolvedRegex) bool {
-	return slices.Equal(r.topics, o.topics) && r.version == o.version && r.timestamp == o.timestamp
-}
-
 func key(typ int16, group string, more ...string) []byte {
 	w := writer{b: make([]byte, 0, 4+len(group)+8*len(more))}
 	w.int16(typ)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 )
 
 // Regular expressions (SubscribedTopicRegex, ConsumerGroupHeartbeat v1).
@@ -32,7 +33,7 @@ func (g *Group) compile(re string) (*regexp.Regexp, error) {
 	if len(g.compiled) >= maxCompiled {
 		clear(g.compiled)
 	}
-	g.compiled[re] = c
+	g.compiled[strings.Clone(re)] = c // re may alias a request
 	return c, nil
 }
 

@@ -16,7 +16,6 @@ import (
 // to persist. Before Loaded, a replayed group has no deadlines: call
 // Loaded first.
 func (g *Group) Tick(now int64, img *Image) []Record {
-	g.lastImg = img
 	if g.dead {
 		return nil
 	}
@@ -55,7 +54,6 @@ func (g *Group) Tick(now int64, img *Image) []Record {
 // it for every group whenever its metadata image changes topics, and once
 // after Loaded. It returns the records to persist.
 func (g *Group) MetadataChanged(now int64, img *Image) []Record {
-	g.lastImg = img
 	if !g.exists() {
 		return nil
 	}

@@ -1,0 +1,622 @@
+package consumer
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group"
+)
+
+// harness drives one Group from datadriven commands (testdata/*.txt).
+// Every command may set the clock with t=ms.
+//
+//	new [session=ms] [hb=ms] [maxsize=n] [assignors=uniform,range] [nonce=s]
+//	topics name:partitions ...    the image becomes exactly these topics (a
+//	                              name seen before keeps its id unless
+//	                              written name:n:new); MetadataChanged
+//	                              unless quiet
+//	join m=id [v=1] [i=inst] [rack=r] [rt=ms] [topics=a,b|-] [regex=re]
+//	     [assignor=name] [c=client] [h=host] [owned=spec|nil] [hold]
+//	hb m=id [e=epoch] [v=1] [i=inst] [rack=r] [rt=ms] [topics=a,b|-]
+//	     [regex=re] [assignor=name] [owned=spec|nil] [full] [hold]
+//	leave m=id [static] [i=inst] [e=epoch]
+//	tick | next | state | describe | classic | delete
+//	commit m=id e=epoch [v=9] | fetch m=id e=epoch
+//	load                          replay every record so far into a new
+//	                              group, Loaded, MetadataChanged: a
+//	                              coordinator failover
+//
+// The harness plays the clients: each remembers its member id, epoch and
+// the partitions it owns; a heartbeat reports them (owned=a:0,1;b:2
+// overrides, owned= is the empty list, owned=nil leaves them out). A
+// response's assignment is taken at once, unless hold: then the client
+// keeps reporting its old partitions (it is still revoking) until a
+// heartbeat without hold. A heartbeat sends only the epoch, the member id
+// and the owned partitions unless told otherwise; full sends every field
+// as on the join.
+//
+// After every command the harness checks the invariants and replays every
+// record written so far into a fresh group, which must equal the live one.
+type harness struct {
+	t       *testing.T
+	cfg     Config
+	g       *Group
+	now     int64
+	img     *Image
+	ids     map[string]TopicID // current id of each topic name
+	names   map[TopicID]string // name of every id ever created
+	nTopics int
+	clients map[string]*client
+	log     []Record // every record written, in order
+	// stale: the image changed quietly; the group has not been told, so
+	// the invariants that compare it with the image are not checked.
+	stale bool
+}
+
+type client struct {
+	id      string
+	epoch   int32
+	owned   assignment
+	pending assignment // received while holding
+	join    *kmsg.ConsumerGroupHeartbeatRequest
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, ids: map[string]TopicID{}, names: map[TopicID]string{}}
+	h.reset(DefaultConfig())
+	return h
+}
+
+func (h *harness) reset(cfg Config) {
+	h.cfg = cfg
+	h.g = New("g", cfg)
+	h.now = 0
+	h.clients = map[string]*client{}
+	h.log = nil
+	if h.img == nil {
+		h.img = NewImage(nil)
+	}
+}
+
+type args map[string]string
+
+// str is the value of k, def if absent; %20 stands for a space.
+func (a args) str(k, def string) string {
+	if v, ok := a[k]; ok {
+		return strings.ReplaceAll(v, "%20", " ")
+	}
+	return def
+}
+
+func (a args) has(k string) bool { _, ok := a[k]; return ok }
+
+func (a args) num(k string, def int64) int64 {
+	v, ok := a[k]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
+	}
+	return n
+}
+
+// ptr is the value of k, nil if absent; %20 stands for a space.
+func (a args) ptr(k string) *string {
+	if v, ok := a[k]; ok {
+		v = strings.ReplaceAll(v, "%20", " ")
+		return &v
+	}
+	return nil
+}
+
+func (h *harness) do(c *ddCase) string {
+	a := args{}
+	for _, kv := range c.args {
+		a[kv.key] = kv.val
+	}
+	if a.has("t") {
+		h.now = a.num("t", 0)
+	}
+	var b strings.Builder
+	switch c.cmd {
+	case "new":
+		cfg := DefaultConfig()
+		cfg.SessionTimeoutMs = int32(a.num("session", int64(cfg.SessionTimeoutMs)))
+		cfg.HeartbeatIntervalMs = int32(a.num("hb", int64(cfg.HeartbeatIntervalMs)))
+		cfg.MaxSize = int32(a.num("maxsize", int64(cfg.MaxSize)))
+		cfg.MemberIDNonce = a.str("nonce", "")
+		if names, ok := a["assignors"]; ok {
+			all := cfg.Assignors
+			cfg.Assignors = nil
+			for _, n := range strings.Split(names, ",") {
+				for _, x := range all {
+					if x.Name() == n {
+						cfg.Assignors = append(cfg.Assignors, x)
+					}
+				}
+			}
+		}
+		h.reset(cfg)
+		return "ok"
+	case "topics":
+		var ts []Topic
+		for _, kv := range c.args {
+			if kv.key == "t" || kv.key == "quiet" {
+				continue
+			}
+			name, rest, _ := strings.Cut(kv.key, ":")
+			parts := strings.Split(rest, ":")
+			n, err := strconv.Atoi(parts[0])
+			if err != nil {
+				h.t.Fatalf("%s: topic %q: %v", c.pos, kv.key, err)
+			}
+			id, ok := h.ids[name]
+			if !ok || (len(parts) > 1 && parts[1] == "new") {
+				h.nTopics++
+				id = TopicID{'T', byte(h.nTopics)}
+				h.ids[name], h.names[id] = id, name
+			}
+			ts = append(ts, Topic{Name: name, ID: id, Partitions: int32(n)})
+		}
+		h.img = NewImage(ts)
+		h.stale = a.has("quiet")
+		if !h.stale {
+			h.printRecords(&b, h.g.MetadataChanged(h.now, h.img))
+		}
+	case "join", "hb":
+		h.heartbeat(&b, c, a)
+	case "leave":
+		id := a.str("m", "")
+		cl := h.clients[id]
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = int16(a.num("v", 1))
+		req.Group, req.MemberID = "g", id
+		req.MemberEpoch = -1
+		req.InstanceID = a.ptr("i")
+		if a.has("static") {
+			req.MemberEpoch = -2
+			if req.InstanceID == nil && cl != nil && cl.join != nil {
+				req.InstanceID = cl.join.InstanceID
+			}
+		}
+		req.MemberEpoch = int32(a.num("e", int64(req.MemberEpoch)))
+		resp, recs := h.g.Heartbeat(h.now, h.img, req)
+		h.printResp(&b, req, resp)
+		h.printRecords(&b, recs)
+		if resp.ErrorCode == 0 {
+			delete(h.clients, id)
+		}
+	case "tick":
+		h.printRecords(&b, h.g.Tick(h.now, h.img))
+	case "next":
+		return fmt.Sprint(h.g.NextDeadline())
+	case "state":
+		return h.dump(h.g, true)
+	case "describe":
+		return h.describe(h.g.Describe(h.img))
+	case "classic":
+		d := h.g.DescribeClassic()
+		return fmt.Sprintf("group=%s state=%s err=%s msg=%q members=%d", d.Group, d.State, errName(d.ErrorCode), deref(d.ErrorMessage), len(d.Members))
+	case "delete":
+		recs, err := h.g.Delete()
+		if err != nil {
+			b.WriteString("delete: " + errText(err) + "\n")
+		}
+		h.printRecords(&b, recs)
+	case "commit":
+		err := h.g.ValidateOffsetCommit(a.str("m", ""), int32(a.num("e", -1)), int16(a.num("v", 9)))
+		return "commit: " + errText(err)
+	case "fetch":
+		err := h.g.ValidateOffsetFetch(a.str("m", ""), int32(a.num("e", -1)))
+		return "fetch: " + errText(err)
+	case "load":
+		g := New("g", h.cfg)
+		for _, r := range h.log {
+			if err := g.Replay(r.Key, r.Value); err != nil {
+				h.t.Fatalf("%s: replay: %v", c.pos, err)
+			}
+		}
+		g.Loaded(h.now)
+		h.g = g
+		h.stale = false
+		h.printRecords(&b, g.MetadataChanged(h.now, h.img))
+	default:
+		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+	}
+	h.check(c.pos)
+	fmt.Fprintf(&b, "> %s", h.status())
+	return b.String()
+}
+
+func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
+	id := a.str("m", "")
+	cl := h.clients[id]
+	if cl == nil {
+		cl = &client{id: id, owned: assignment{}}
+	}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = int16(a.num("v", 1))
+	req.Group, req.MemberID = "g", id
+	joining := c.cmd == "join"
+	if joining {
+		req.MemberEpoch = 0
+		req.RebalanceTimeoutMillis = 30000
+	} else {
+		req.MemberEpoch = cl.epoch
+		if a.has("full") && cl.join != nil {
+			*req = *cl.join
+			req.MemberID = id
+			req.MemberEpoch = cl.epoch
+		}
+	}
+	req.MemberEpoch = int32(a.num("e", int64(req.MemberEpoch)))
+	if a.has("i") {
+		req.InstanceID = a.ptr("i")
+	}
+	if a.has("rack") {
+		req.RackID = a.ptr("rack")
+	}
+	req.RebalanceTimeoutMillis = int32(a.num("rt", int64(req.RebalanceTimeoutMillis)))
+	if ts, ok := a["topics"]; ok {
+		req.SubscribedTopicNames = []string{}
+		if ts != "-" {
+			req.SubscribedTopicNames = strings.Split(ts, ",")
+		}
+	}
+	if a.has("regex") {
+		req.SubscribedTopicRegex = a.ptr("regex")
+	}
+	if a.has("assignor") {
+		req.ServerAssignor = a.ptr("assignor")
+	}
+	if cl.pending != nil && !a.has("hold") {
+		cl.owned, cl.pending = cl.pending, nil
+	}
+	if joining {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	} else {
+		req.Topics = h.topicsOf(cl.owned)
+	}
+	if spec, ok := a["owned"]; ok {
+		req.Topics = h.parseOwned(spec)
+	}
+	client := Client{ID: a.str("c", "client-"+id), Host: a.str("h", "/10.0.0.1")}
+	resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, client)
+	h.printResp(b, req, resp)
+	h.printRecords(b, recs)
+	if resp.ErrorCode != 0 {
+		return
+	}
+	if joining {
+		j := *req
+		cl.join = &j
+		cl.owned = assignment{}
+	}
+	cl.id = *resp.MemberID
+	cl.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		got := assignment{}
+		for _, t := range resp.Assignment.Topics {
+			got[t.TopicID] = t.Partitions
+		}
+		if a.has("hold") {
+			cl.pending = got
+		} else {
+			cl.owned, cl.pending = got, nil
+		}
+	}
+	if cl.id != id {
+		delete(h.clients, id)
+	}
+	h.clients[cl.id] = cl
+}
+
+func (h *harness) topicsOf(a assignment) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	for _, t := range a.topics() {
+		rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+		rt.TopicID, rt.Partitions = t, slices.Clone(a[t])
+		out = append(out, rt)
+	}
+	return out
+}
+
+// parseOwned reads "a:0,1;b:2" ("" is the empty list, "nil" null).
+func (h *harness) parseOwned(spec string) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	if spec == "nil" {
+		return nil
+	}
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if spec == "" {
+		return out
+	}
+	for _, e := range strings.Split(spec, ";") {
+		name, ps, _ := strings.Cut(e, ":")
+		id, ok := h.ids[name]
+		if !ok {
+			h.t.Fatalf("owned: unknown topic %q", name)
+		}
+		rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+		rt.TopicID = id
+		for _, p := range strings.Split(ps, ",") {
+			if p == "" {
+				continue
+			}
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				h.t.Fatalf("owned %q: %v", spec, err)
+			}
+			rt.Partitions = append(rt.Partitions, int32(n))
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func (h *harness) printResp(b *strings.Builder, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) {
+	if resp.Version != req.Version {
+		h.t.Fatalf("response version %d, request %d", resp.Version, req.Version)
+	}
+	if resp.ErrorCode != 0 {
+		fmt.Fprintf(b, "err=%s: %s\n", errName(resp.ErrorCode), deref(resp.ErrorMessage))
+		return
+	}
+	fmt.Fprintf(b, "member=%s epoch=%d hb=%d", deref(resp.MemberID), resp.MemberEpoch, resp.HeartbeatIntervalMillis)
+	if resp.Assignment != nil {
+		a := assignment{}
+		for _, t := range resp.Assignment.Topics {
+			a[t.TopicID] = t.Partitions
+		}
+		fmt.Fprintf(b, " assignment=%s", h.fmtAssignment(a))
+	}
+	b.WriteString("\n")
+}
+
+// printRecords decodes and prints the records, and logs them for the
+// replay check.
+func (h *harness) printRecords(b *strings.Builder, recs []Record) {
+	for _, r := range recs {
+		h.log = append(h.log, r)
+		group, rec, err := decode(r.Key, r.Value)
+		if err != nil {
+			h.t.Fatalf("decoding own record: %v", err)
+		}
+		if g2, ok := GroupOfKey(r.Key); !ok || g2 != group || group != "g" {
+			h.t.Fatalf("GroupOfKey(%x) = %q, %v", r.Key, g2, ok)
+		}
+		b.WriteString("  " + h.fmtRecord(rec) + "\n")
+	}
+}
+
+func (h *harness) fmtRecord(rec record) string {
+	switch r := rec.(type) {
+	case groupRec:
+		if r.tomb {
+			return "-group"
+		}
+		return fmt.Sprintf("group epoch=%d hash=%s", r.epoch, fmtHash(r.hash))
+	case partitionMetaRec:
+		return "-partition-metadata"
+	case memberRec:
+		if r.tomb {
+			return "-member " + r.id
+		}
+		m := r.meta
+		return fmt.Sprintf("member %s inst=%s rack=%s client=%s host=%s topics=[%s] regex=%s rt=%d assignor=%s",
+			r.id, deref(m.instanceID), deref(m.rackID), m.clientID, m.clientHost, strings.Join(m.topics, ","),
+			deref(m.regex), m.rebalanceTimeoutMs, deref(m.assignor))
+	case targetEpochRec:
+		if r.tomb {
+			return "-target-epoch"
+		}
+		return fmt.Sprintf("target-epoch %d", r.epoch)
+	case targetMemberRec:
+		if r.tomb {
+			return "-target " + r.id
+		}
+		return fmt.Sprintf("target %s %s", r.id, h.fmtAssignment(r.a))
+	case currentRec:
+		if r.tomb {
+			return "-current " + r.id
+		}
+		return fmt.Sprintf("current %s %s", r.id, h.fmtCur(r.cur))
+	case regexRec:
+		if r.tomb {
+			return fmt.Sprintf("-regex %q", r.regex)
+		}
+		return fmt.Sprintf("regex %q [%s] t=%d", r.regex, strings.Join(r.r.topics, ","), r.r.timestamp)
+	}
+	return fmt.Sprintf("%T", rec)
+}
+
+func (h *harness) fmtCur(c currentState) string {
+	s := fmt.Sprintf("e%d/%d %s %s", c.epoch, c.prevEpoch, c.state, h.fmtAssignment(c.assigned))
+	if len(c.revoking) > 0 {
+		s += " -" + h.fmtAssignment(c.revoking)
+	}
+	return s
+}
+
+func fmtHash(v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%04x", uint64(v)>>48)
+}
+
+// fmtAssignment prints topics by name, sorted: [a:0,1 b:2].
+func (h *harness) fmtAssignment(a assignment) string {
+	var parts []string
+	for t, ps := range a {
+		name, ok := h.names[t]
+		if !ok {
+			name = fmt.Sprintf("%x", t)
+		}
+		var s []string
+		for _, p := range ps {
+			s = append(s, strconv.Itoa(int(p)))
+		}
+		parts = append(parts, name+":"+strings.Join(s, ","))
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// status is the one-line summary printed after each command: the state,
+// group epoch / assignment epoch, and every member as id@epoch with its
+// owned partitions (~: revoking, then -[...]; +: waiting for unreleased
+// partitions; -2 static members that left show @-2).
+func (h *harness) status() string {
+	g := h.g
+	var ms []string
+	for _, m := range g.sortedMembers() {
+		s := fmt.Sprintf("%s@%d", m.id, m.cur.epoch)
+		switch m.cur.state {
+		case memberUnrevoked:
+			s += "~"
+		case memberUnreleased:
+			s += "+"
+		case memberUnknown:
+			s += "?"
+		}
+		s += h.fmtAssignment(m.cur.assigned)
+		if len(m.cur.revoking) > 0 {
+			s += "-" + h.fmtAssignment(m.cur.revoking)
+		}
+		ms = append(ms, s)
+	}
+	return fmt.Sprintf("%s e%d/%d %s next=%d", g.State(), g.epoch, g.assignmentEpoch, strings.Join(ms, " "), g.NextDeadline())
+}
+
+// dump is the group's durable state (and with soft, its deadlines),
+// deterministic: the replay check compares it.
+func (h *harness) dump(g *Group, soft bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s epoch=%d hash=%s assignment-epoch=%d dead=%v partition-metadata=%v\n",
+		g.State(), g.epoch, fmtHash(g.metadataHash), g.assignmentEpoch, g.dead, g.partitionMeta)
+	for _, m := range g.sortedMembers() {
+		fmt.Fprintf(&b, "  %s\n", h.fmtRecord(memberRec{id: m.id, meta: m.meta}))
+		fmt.Fprintf(&b, "    %s", h.fmtCur(m.cur))
+		if t, ok := g.target[m.id]; ok {
+			fmt.Fprintf(&b, " target=%s", h.fmtAssignment(t))
+		}
+		if soft {
+			fmt.Fprintf(&b, " session<%d", m.sessionDeadline)
+			if m.rebalanceDeadline >= 0 {
+				fmt.Fprintf(&b, " rebalance<%d@e%d", m.rebalanceDeadline, m.rebalanceEpoch)
+			}
+		}
+		b.WriteString("\n")
+	}
+	for _, id := range slices.Sorted(maps.Keys(g.target)) {
+		if g.members[id] == nil {
+			fmt.Fprintf(&b, "  orphan target %s %s\n", id, h.fmtAssignment(g.target[id]))
+		}
+	}
+	for _, inst := range slices.Sorted(maps.Keys(g.static)) {
+		fmt.Fprintf(&b, "  static %s=%s\n", inst, g.static[inst])
+	}
+	for _, re := range slices.Sorted(maps.Keys(g.regexes)) {
+		fmt.Fprintf(&b, "  %s\n", h.fmtRecord(regexRec{regex: re, r: g.regexes[re]}))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func (h *harness) describe(d kmsg.ConsumerGroupDescribeResponseGroup) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group=%s err=%s", d.Group, errName(d.ErrorCode))
+	if d.ErrorMessage != nil {
+		fmt.Fprintf(&b, " msg=%q", *d.ErrorMessage)
+	}
+	if d.ErrorCode == 0 {
+		fmt.Fprintf(&b, " state=%s epoch=%d assignment-epoch=%d assignor=%s", d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName)
+	}
+	da := func(a kmsg.Assignment) string {
+		var s []string
+		for _, tp := range a.TopicPartitions {
+			var ps []string
+			for _, p := range tp.Partitions {
+				ps = append(ps, strconv.Itoa(int(p)))
+			}
+			s = append(s, tp.Topic+":"+strings.Join(ps, ","))
+		}
+		return "[" + strings.Join(s, " ") + "]"
+	}
+	for _, m := range d.Members {
+		fmt.Fprintf(&b, "\n  %s epoch=%d inst=%s rack=%s client=%s host=%s topics=[%s] regex=%s type=%d\n    assignment=%s target=%s",
+			m.MemberID, m.MemberEpoch, deref(m.InstanceID), deref(m.RackID), m.ClientID, m.ClientHost,
+			strings.Join(m.SubscribedTopics, ","), deref(m.SubscribedTopicRegex), m.MemberType, da(m.Assignment), da(m.TargetAssignment))
+	}
+	return b.String()
+}
+
+// check verifies the invariants and the replay property: the records
+// written so far, replayed in order into a new group, give the live
+// group's durable state and ConsumerGroupDescribe.
+func (h *harness) check(pos string) {
+	h.t.Helper()
+	img := h.img
+	if h.stale {
+		img = nil
+	}
+	if err := h.g.checkInvariants(img); err != nil {
+		h.t.Fatalf("%s: invariants: %v\n%s", pos, err, h.dump(h.g, true))
+	}
+	if err := checkReplay(h.g, h.cfg, h.log, h.img, h.dump); err != nil {
+		h.t.Fatalf("%s: %v", pos, err)
+	}
+}
+
+// checkReplay replays log into a fresh group and compares it with g.
+func checkReplay(g *Group, cfg Config, log []Record, img *Image, dump func(*Group, bool) string) error {
+	r := New(g.id, cfg)
+	for i, rec := range log {
+		if err := r.Replay(rec.Key, rec.Value); err != nil {
+			return fmt.Errorf("replaying record %d: %v", i, err)
+		}
+	}
+	if r.dead && !g.dead {
+		r = New(g.id, cfg) // the caller drops a Dead group and starts anew
+	}
+	if want, got := dump(g, false), dump(r, false); want != got {
+		return fmt.Errorf("replayed group differs:\nlive:\n%s\nreplayed:\n%s", want, got)
+	}
+	if want, got := g.Describe(img), r.Describe(img); !reflect.DeepEqual(want, got) {
+		return fmt.Errorf("replayed group describes differently:\nlive: %+v\nreplayed: %+v", want, got)
+	}
+	return nil
+}
+
+func errName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e.Message
+	}
+	return strconv.Itoa(int(code))
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "NONE"
+	}
+	return fmt.Sprintf("%s (%v)", errName(group.ErrorCode(err)), err)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
