@@ -36,6 +36,18 @@ var (
 	ErrMemberIDRequired = errors.New("group: member id required")
 	// ErrGroupMaxSize: the group has Config.MaxSize members and pending ids.
 	ErrGroupMaxSize = errors.New("group: group max size reached")
+	// ErrInvalidRecordState: a share acknowledgement names records that are
+	// not acquired by the acknowledging member (never delivered to it, lock
+	// expired, already acknowledged) (KIP-932).
+	ErrInvalidRecordState = errors.New("group: invalid record state")
+	// ErrInvalidRequest: a request whose content is malformed, such as share
+	// acknowledgement batches out of order, with an unknown type, or past the
+	// records that were delivered.
+	ErrInvalidRequest = errors.New("group: invalid request")
+	// ErrNotLeaderOrFollower: this broker no longer owns the state it was
+	// asked about (a newer leader epoch has taken it over); the client
+	// should refresh its metadata.
+	ErrNotLeaderOrFollower = errors.New("group: not leader or follower")
 )
 
 var errorCodes = []struct {
@@ -53,6 +65,9 @@ var errorCodes = []struct {
 	{ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
 	{ErrMemberIDRequired, kerr.MemberIDRequired},
 	{ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+	{ErrInvalidRecordState, kerr.InvalidRecordState},
+	{ErrInvalidRequest, kerr.InvalidRequest},
+	{ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},
 }
 
 // ErrorCode maps an error from this package to its Kafka error code: 0 for
