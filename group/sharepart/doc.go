@@ -28,20 +28,21 @@
 //
 // # A record's life
 //
-//	                 Acquire (count+1, lock until now+RecordLockDurationMs)
-//	  +-----------+ ------------------------------------------> +----------+
-//	  | AVAILABLE |                                              | ACQUIRED |--+ AckRenew:
-//	  +-----------+ <------------------------------------------ +----------+<-+ lock restarts
-//	     |   ^  release, lock expiry (Tick), member left            |    |
-//	     |   |  (ReleaseMember), count < DeliveryCountLimit         |    | AckAccept
-//	     |   |                                                      |    v
-//	     |   |  same, count >= DeliveryCountLimit;                  | +--------------+
-//	     |   |  AckReject; AckGap                                   | | ACKNOWLEDGED |
-//	     |   |                          +----------+ <--------------+ +--------------+
-//	     +---|------------------------> | ARCHIVED |                       |
-//	 a gap revealed by a fetch;         +----------+                       |
-//	 count >= limit at acquisition           |                             |
-//	                                         +--------> SPSO passes <------+
+//	                 Acquire: count+1, locked to the member
+//	                 until now + RecordLockDurationMs
+//	+-----------+ -------------------------------------> +----------+ ---+
+//	| AVAILABLE |                                         | ACQUIRED |    | AckRenew:
+//	+-----------+ <------------------------------------- +----------+ <--+ lock restarts
+//	      |        AckRelease, lock expired (Tick),        |      |
+//	      |        member gone (ReleaseMember),            |      | AckAccept
+//	      |        while count < DeliveryCountLimit        |      v
+//	      |                                                |  +--------------+
+//	      | a gap revealed by a fetch;    the same at      |  | ACKNOWLEDGED |
+//	      | count >= limit when acquired  count >= limit;  |  +--------------+
+//	      v                               AckReject/AckGap |          |
+//	+----------+ <-----------------------------------------+          |
+//	| ARCHIVED |                                                      |
+//	+----------+ ----------> SPSO moves past: no longer in flight <----+
 //
 // Every transition keeps or raises the delivery count; none lowers it.
 //

@@ -168,7 +168,7 @@ func DecodeKey(b []byte) (RecordType, Key, error) {
 	k.Partition = d.int32()
 	d.end()
 	if d.err != nil {
-		return 0, Key{}, fmt.Errorf("key: %w", d.err)
+		return 0, Key{}, fmt.Errorf("%w (in the key)", d.err)
 	}
 	if t != SnapshotRecord && t != UpdateRecord {
 		return 0, Key{}, corruptf("key: unknown record type %d", t)
@@ -215,7 +215,7 @@ func DecodeRecord(r Record) (Decoded, error) {
 	}
 	d.end()
 	if d.err != nil {
-		return Decoded{}, fmt.Errorf("%s value: %w", k, d.err)
+		return Decoded{}, fmt.Errorf("%w (in the value of %s)", d.err, k)
 	}
 	return out, nil
 }

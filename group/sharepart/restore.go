@@ -55,16 +55,16 @@ func Restore(key Key, cfg Config, leaderEpoch int32, now int64, recs []Record) (
 	for i, r := range recs {
 		d, err := DecodeRecord(r)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sharepart: %s: record %d: %w", key, i, err)
+			return nil, nil, fmt.Errorf("%w (restoring %s, record %d)", err, key, i)
 		}
 		if d.Key != key {
-			return nil, nil, fmt.Errorf("sharepart: %s: record %d: %w", key, i, corruptf("record is for %s", d.Key))
+			return nil, nil, fmt.Errorf("%w (restoring %s, record %d)", corruptf("record for %s", d.Key), key, i)
 		}
 		switch {
 		case d.Snapshot != nil:
 			v := d.Snapshot
 			if err := checkBatches(v.StartOffset, v.StateBatches); err != nil {
-				return nil, nil, fmt.Errorf("sharepart: %s: record %d: %w", key, i, err)
+				return nil, nil, fmt.Errorf("%w (restoring %s, record %d)", err, key, i)
 			}
 			st = &stored{
 				snapshotEpoch: v.SnapshotEpoch,
@@ -77,7 +77,7 @@ func Restore(key Key, cfg Config, leaderEpoch int32, now int64, recs []Record) (
 		case d.Update != nil:
 			v := d.Update
 			if err := checkBatches(v.StartOffset, v.StateBatches); err != nil {
-				return nil, nil, fmt.Errorf("sharepart: %s: record %d: %w", key, i, err)
+				return nil, nil, fmt.Errorf("%w (restoring %s, record %d)", err, key, i)
 			}
 			if st == nil {
 				// Kafka takes an update without a snapshot as the state.
@@ -98,7 +98,7 @@ func Restore(key Key, cfg Config, leaderEpoch int32, now int64, recs []Record) (
 		}
 	}
 	if st == nil || st.start == -1 {
-		return nil, nil, fmt.Errorf("sharepart: %s: %w", key, ErrNoState)
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoState, key)
 	}
 	if maxLeader > leaderEpoch {
 		return nil, nil, fmt.Errorf("sharepart: %s: state written under leader epoch %d, newer than %d: %w",
