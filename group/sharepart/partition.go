@@ -110,8 +110,11 @@ func (p *Partition) StartOffset() int64 { return p.spso }
 // no fetch has considered. Kafka's endOffset is this minus one.
 func (p *Partition) EndOffset() int64 { return p.speo }
 
-// StateEpoch and LeaderEpoch are the epochs written into records.
-func (p *Partition) StateEpoch() int32  { return p.stateEpoch }
+// StateEpoch is the share-partition's state epoch, bumped by every
+// ResetStartOffset.
+func (p *Partition) StateEpoch() int32 { return p.stateEpoch }
+
+// LeaderEpoch is the leader epoch this Partition writes its records under.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch }
 
 // DeliveryCompleteCount is the number of acknowledged or archived offsets

@@ -311,7 +311,7 @@ func (p *Partition) clone() *Partition {
 }
 
 func TestRandom(t *testing.T) {
-	seeds, steps := 80, 300
+	seeds, steps := 50, 300
 	if testing.Short() {
 		seeds = 15
 	}
