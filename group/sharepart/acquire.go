@@ -72,7 +72,9 @@ func (p *Partition) CanAcquire() bool {
 // delivery), so that one poison record drags as few others as possible to
 // the delivery limit. Gaps that f reveals are archived; an available record
 // already delivered DeliveryCountLimit times (possible only after Restore
-// under a lower limit) is archived instead of delivered again.
+// under a lower limit) is archived instead of delivered again. An empty
+// member, MaxRecords <= 0 or an empty read acquires nothing (locks due at
+// now still end).
 func (p *Partition) Acquire(now int64, member string, f Fetch) ([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, []Record) {
 	p.expire(now)
 	if member == "" || f.MaxRecords <= 0 || f.End <= f.From {
