@@ -13,7 +13,7 @@
 //
 // # Offsets
 //
-//	   done           in flight (at most PartitionMaxRecordLocks records)       not read yet
+//	   done         in flight (<= PartitionMaxRecordLocks records, plus gaps)     not read yet
 //	--------------|--------------------------------------------------------|---------------->
 //	              SPSO                                                      SPEO
 //	              first record not yet done                                 next offset to consider
@@ -25,6 +25,16 @@
 // are archived as soon as a fetch reveals them, so they never hold SPSO
 // back. Offsets a restored Partition knows nothing about are available with
 // delivery count 0: a fetch delivers them, or reveals them as gaps.
+//
+// State is kept per run of offsets that agree on everything (state,
+// delivery count, member, deadline), not per offset: a fetch of 500
+// records is one run until acknowledgements or expiries make its records
+// differ, and runs merge again once they agree. This is Kafka's
+// InFlightBatch with per-offset state on demand, minus its one-way split.
+// It keeps memory proportional to the differences in flight (at most about
+// two runs per in-flight record, however large the gaps), restores a
+// state of any width in time proportional to its batches, and yields
+// AcquiredRecords ranges and state batches directly.
 //
 // # A record's life
 //
@@ -102,6 +112,9 @@
 //     and a poison record that crashes its consumers can outlive the
 //     delivery limit. Expiry and release of an acquired record below the
 //     limit then need no write at all, since the durable form is unchanged.
+//   - Records already in flight are re-acquired up to MaxRecords and the
+//     lock limit; Kafka caps them by the window's remaining room while it
+//     has any.
 //   - Limits are exact: at most MaxRecords records are acquired (Kafka's
 //     default batch_optimized mode hands out whole log batches beyond it),
 //     and the in-flight limit never lets more than PartitionMaxRecordLocks
