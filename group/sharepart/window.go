@@ -187,7 +187,7 @@ func (p *Partition) advanceStart() {
 	if n == 0 {
 		return
 	}
-	p.runs = append(p.runs[:0], p.runs[n:]...)
+	p.dropRuns(n)
 	if len(p.runs) > 0 {
 		p.spso = p.runs[0].first
 	} else {
@@ -204,7 +204,7 @@ func (p *Partition) dropBefore(off int64) {
 		for _, r := range p.runs {
 			p.account(r, -1)
 		}
-		p.runs = p.runs[:0]
+		p.dropRuns(len(p.runs))
 		p.spso, p.speo = off, off
 		p.startMoved = true
 		return
@@ -213,7 +213,15 @@ func (p *Partition) dropBefore(off int64) {
 	for _, r := range p.runs[:i] {
 		p.account(r, -1)
 	}
-	p.runs = append(p.runs[:0], p.runs[i:]...)
+	p.dropRuns(i)
 	p.spso = off
 	p.startMoved = true
+}
+
+// dropRuns removes the first n runs, clearing the vacated tail so that it
+// holds no member ids.
+func (p *Partition) dropRuns(n int) {
+	k := copy(p.runs, p.runs[n:])
+	clear(p.runs[k:])
+	p.runs = p.runs[:k]
 }
