@@ -36,13 +36,23 @@ var (
 	ErrMemberIDRequired = errors.New("group: member id required")
 	// ErrGroupMaxSize: the group has Config.MaxSize members and pending ids.
 	ErrGroupMaxSize = errors.New("group: group max size reached")
+	// ErrInvalidRecordState: a share acknowledgement names records that are
+	// not acquired by the acknowledging member (never delivered to it, lock
+	// expired, already acknowledged) (KIP-932).
+	ErrInvalidRecordState = errors.New("group: invalid record state")
+	// ErrNotLeaderOrFollower: this broker no longer owns the state it was
+	// asked about (a newer leader epoch has taken it over); the client
+	// should refresh its metadata.
+	ErrNotLeaderOrFollower = errors.New("group: not leader or follower")
 )
 
 // Sentinel errors of the consumer group protocol (KIP-848, package
 // group/consumer), in the same single mapping.
 var (
 	// ErrInvalidRequest: a request Kafka rejects before it reaches the
-	// group (a missing field on a join, an invalid epoch).
+	// group (a missing field on a join, an invalid epoch), or a malformed
+	// one (share acknowledgement batches out of order, with an unknown
+	// type, or past the records that were delivered).
 	ErrInvalidRequest = errors.New("group: invalid request")
 	// ErrFencedMemberEpoch: the member's epoch is neither its current nor
 	// (with a subset of its partitions) its previous one; it must abandon
@@ -86,6 +96,8 @@ var errorCodes = []struct {
 	{ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
 	{ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
 	{ErrUnsupportedVersion, kerr.UnsupportedVersion},
+	{ErrInvalidRecordState, kerr.InvalidRecordState},
+	{ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},
 }
 
 // ErrorCode maps an error from this package to its Kafka error code: 0 for
