@@ -38,6 +38,19 @@ var (
 	ErrGroupMaxSize = errors.New("group: group max size reached")
 )
 
+// Sentinel errors of the next-generation group protocols (KIP-848 consumer
+// groups in group/consumer, KIP-932 share groups in group/share), in the
+// same single mapping.
+var (
+	// ErrInvalidRequest: a request Kafka rejects before it reaches the
+	// group (a missing field on a join, an invalid epoch).
+	ErrInvalidRequest = errors.New("group: invalid request")
+	// ErrFencedMemberEpoch: the member's epoch is neither its current nor
+	// its previous one; it must abandon its partitions and rejoin with
+	// epoch 0.
+	ErrFencedMemberEpoch = errors.New("group: fenced member epoch")
+)
+
 var errorCodes = []struct {
 	err  error
 	kerr *kerr.Error
@@ -53,6 +66,8 @@ var errorCodes = []struct {
 	{ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
 	{ErrMemberIDRequired, kerr.MemberIDRequired},
 	{ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+	{ErrInvalidRequest, kerr.InvalidRequest},
+	{ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
 }
 
 // ErrorCode maps an error from this package to its Kafka error code: 0 for
