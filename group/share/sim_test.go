@@ -56,7 +56,7 @@ func sim(t *testing.T, seed int64, steps int) []byte {
 	img := image()
 
 	g := New("g", cfg)
-	var log []Record      // the group's records since it was created
+	var log []Record         // the group's records since it was created
 	replica := New("g", cfg) // replays log as it grows
 	applyLog := func(step int, recs []Record) {
 		log = append(log, recs...)
