@@ -15,7 +15,7 @@
 // resolves topic names), the locking (one call at a time) and the offsets
 // topic: every mutating call returns the records to append before the
 // response is sent. Given the same calls, a Group returns the same
-// responses and records byte for byte (determinism_test.go).
+// responses and records byte for byte (TestDeterminism).
 //
 // # States
 //
@@ -58,7 +58,7 @@
 //
 // Every change is a record in the offsets topic, in Kafka 4.2's own
 // format, and the group applies its records to itself exactly as Replay
-// does: replaying a group's records rebuilds the group (replay_test.go).
+// does: replaying a group's records rebuilds the group (checked after every step of every test).
 // Keys are the classic encoding: int16 record type (Kafka's key version,
 // since 4.0 the schema's "apiKey"), then STRING fields (int16 length,
 // bytes). Values are the flexible encoding of version 0: int16 version 0,
