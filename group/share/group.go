@@ -93,6 +93,14 @@ func (g *Group) State() string {
 // Epoch is the group epoch.
 func (g *Group) Epoch() int32 { return g.epoch }
 
+// AssignmentEpoch is the epoch of the target assignment: behind Epoch
+// until a heartbeat computes the target for it.
+func (g *Group) AssignmentEpoch() int32 { return g.targetEpoch }
+
+// exists reports whether the group exists in Kafka's sense: some record
+// created it and it was not deleted.
+func (g *Group) exists() bool { return !g.dead && (g.epoch > 0 || len(g.members) > 0) }
+
 // NumMembers is the number of members.
 func (g *Group) NumMembers() int { return len(g.members) }
 
@@ -190,13 +198,13 @@ func (g *Group) Initialized() map[TopicID][]int32 {
 
 // Describe returns the group as ShareGroupDescribe reports it: members
 // sorted by id, their assignments' topics sorted by id with names from img
-// (topics img does not have are left out, as in Kafka). A Dead group is
-// GROUP_ID_NOT_FOUND. AuthorizedOperations is left at its default for the
-// caller to fill.
+// (topics img does not have are left out, as in Kafka). A group that does
+// not exist (Dead, or never created) is GROUP_ID_NOT_FOUND.
+// AuthorizedOperations is left at kmsg's default for the caller.
 func (g *Group) Describe(img *Image) kmsg.ShareGroupDescribeResponseGroup {
 	d := kmsg.NewShareGroupDescribeResponseGroup()
 	d.GroupID = g.id
-	if g.dead {
+	if !g.exists() {
 		d.ErrorCode = kerr.GroupIDNotFound.Code
 		msg := fmt.Sprintf("Group %s not found.", g.id)
 		d.ErrorMessage = &msg
@@ -235,13 +243,13 @@ func (g *Group) Describe(img *Image) kmsg.ShareGroupDescribeResponseGroup {
 // caller appends, and the group is Dead (the caller drops it). Before, the
 // caller deletes the state of the Initialized share-partitions, as Kafka
 // does through its share coordinator. ErrNonEmptyGroup if the group has
-// members; ErrGroupNotFound if it is Dead already.
+// members; ErrGroupNotFound if it does not exist (Dead, or never created).
 func (g *Group) Delete() ([]Record, error) {
 	switch {
-	case g.dead:
-		return nil, group.ErrGroupNotFound
+	case !g.exists():
+		return nil, refuse(group.ErrGroupNotFound, "Group %s not found.", g.id)
 	case len(g.members) > 0:
-		return nil, group.ErrNonEmptyGroup
+		return nil, refuse(group.ErrNonEmptyGroup, "The group is not empty.")
 	}
 	// Kafka's ShareGroup.createGroupTombstoneRecords, in its order; an
 	// Empty group has no member records left to tombstone.

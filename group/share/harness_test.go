@@ -142,7 +142,7 @@ func (h *harness) do(c *ddCase) string {
 			}
 		}
 		cl := Client{ID: a.str("c", "client"), Host: a.str("h", "/10.0.0.1")}
-		resp, recs := h.g.Heartbeat(h.now, h.img, req, cl)
+		resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, cl)
 		if resp.Version != req.Version {
 			h.t.Fatalf("%s: response version %d, request %d", c.pos, resp.Version, req.Version)
 		}

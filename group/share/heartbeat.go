@@ -3,6 +3,7 @@ package share
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
@@ -34,19 +35,27 @@ func refuse(err error, format string, args ...any) error {
 	return &apiError{err: err, msg: fmt.Sprintf(format, args...)}
 }
 
-// Heartbeat handles a ShareGroupHeartbeat: a join (epoch 0), a heartbeat
-// (the member's epoch), or a leave (epoch -1). It returns the response,
-// with the request's version, and the records the caller must append to
-// the offsets topic before sending it. A refused request returns no
-// records and changes nothing.
+// Heartbeat is HeartbeatFrom with an empty Client.
+func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRequest) (*kmsg.ShareGroupHeartbeatResponse, []Record) {
+	return g.HeartbeatFrom(now, img, req, Client{})
+}
+
+// HeartbeatFrom handles a ShareGroupHeartbeat (v0 and v1): a join (epoch
+// 0), a heartbeat (the member's epoch), or a leave (epoch -1). It returns
+// the response, with the request's version, and the records the caller
+// must append to the offsets topic before it sends the response. A refused
+// request returns no records and changes nothing. The group keeps no
+// reference to req.
 //
 // Order of checks, as Kafka 4.2's: the request's own fields
-// (INVALID_REQUEST with Kafka's messages), then for a leave that the member
-// exists; otherwise the group's size (GROUP_MAX_SIZE_REACHED for a member
-// that is not in it), the member (UNKNOWN_MEMBER_ID unless joining), its
-// epoch (FENCED_MEMBER_EPOCH). The caller answers GROUP_ID_NOT_FOUND
-// itself for a group that does not exist unless the epoch is 0, and for a
-// group id that is another type's.
+// (INVALID_REQUEST with Kafka's messages); then for a leave that the
+// member exists; otherwise the group's size (GROUP_MAX_SIZE_REACHED for a
+// member that is not in it), the member (UNKNOWN_MEMBER_ID unless
+// joining), its epoch (FENCED_MEMBER_EPOCH). The caller answers
+// GROUP_ID_NOT_FOUND itself for a group it does not have unless the epoch
+// is 0, and for a group id that belongs to another type of group; it
+// should drop a group whose Epoch is still 0 after the call (nothing
+// created it).
 //
 // A successful heartbeat updates the member's subscription, client and
 // rack, bumps the group epoch if they or the subscribed topics changed,
@@ -54,13 +63,16 @@ func refuse(err error, format string, args ...any) error {
 // moves the member to it at once (share groups have no revocation), and
 // restarts its session. The response carries the assignment when the
 // member joined, sent its subscription (a full request), or got a new one.
-func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRequest, cl Client) (*kmsg.ShareGroupHeartbeatResponse, []Record) {
+func (g *Group) HeartbeatFrom(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRequest, cl Client) (*kmsg.ShareGroupHeartbeatResponse, []Record) {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	err := g.validate(req)
 	if err == nil {
-		if req.MemberEpoch == leaveEpoch {
+		switch {
+		case g.dead:
+			err = refuse(group.ErrGroupDead, "The group %s was deleted.", g.id)
+		case req.MemberEpoch == leaveEpoch:
 			err = g.leave(img, req, resp)
-		} else {
+		default:
 			err = g.heartbeat(now, img, req, cl, resp)
 		}
 	}
@@ -78,17 +90,21 @@ func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRe
 	return resp, g.flush()
 }
 
+// blank is Kafka's Utils.throwIfEmptyString test: present, and empty once
+// Java's String.trim removed the characters <= ' ' at both ends.
+func blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' }) == ""
+}
+
 // validate is Kafka's GroupCoordinatorService.throwIfShareGroupHeartbeat
 // RequestIsInvalid, which runs before the group is looked at.
 func (g *Group) validate(req *kmsg.ShareGroupHeartbeatRequest) error {
 	switch {
-	case g.dead:
-		return group.ErrGroupDead
-	case req.MemberID == "":
+	case blank(req.MemberID):
 		return refuse(group.ErrInvalidRequest, "MemberId can't be empty.")
-	case req.GroupID == "":
+	case blank(req.GroupID):
 		return refuse(group.ErrInvalidRequest, "GroupId can't be empty.")
-	case req.RackID != nil && *req.RackID == "":
+	case req.RackID != nil && blank(*req.RackID):
 		return refuse(group.ErrInvalidRequest, "RackId can't be empty.")
 	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
 		return refuse(group.ErrInvalidRequest, "SubscribedTopicNames must be set in first request.")

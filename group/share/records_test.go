@@ -165,7 +165,7 @@ func TestReplayRefuses(t *testing.T) {
 	live := New("g", cfg)
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.SubscribedTopicNames = "g", "m1", []string{"a"}
-	_, recs := live.Heartbeat(0, img, req, Client{ID: "c", Host: "/h"})
+	_, recs := live.HeartbeatFrom(0, img, req, Client{ID: "c", Host: "/h"})
 
 	load := func() *Group {
 		g := New("g", cfg)
@@ -263,7 +263,7 @@ func TestLoaded(t *testing.T) {
 	hb := func(g *Group, now int64, id string, epoch int32, subs []string) *kmsg.ShareGroupHeartbeatResponse {
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
 		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", id, epoch, subs
-		resp, recs := g.Heartbeat(now, img, req, Client{ID: "c", Host: "/h"})
+		resp, recs := g.HeartbeatFrom(now, img, req, Client{ID: "c", Host: "/h"})
 		if resp.ErrorCode != 0 {
 			t.Fatalf("%s: error %d", id, resp.ErrorCode)
 		}
@@ -346,5 +346,27 @@ func TestErrorCodes(t *testing.T) {
 		if !errors.Is(err, group.ErrInvalidRequest) && code == 42 {
 			t.Errorf("%v is not ErrInvalidRequest", err)
 		}
+	}
+}
+
+// TestBlankFields: Kafka trims before it checks for empty strings.
+func TestBlankFields(t *testing.T) {
+	g := New("g", DefaultConfig())
+	img := NewImage(nil)
+	rack := " \t"
+	for _, req := range []*kmsg.ShareGroupHeartbeatRequest{
+		{GroupID: "g", MemberID: " ", SubscribedTopicNames: []string{"a"}},
+		{GroupID: "\n", MemberID: "m", SubscribedTopicNames: []string{"a"}},
+		{GroupID: "g", MemberID: "m", RackID: &rack, SubscribedTopicNames: []string{"a"}},
+	} {
+		resp, recs := g.Heartbeat(0, img, req)
+		if resp.ErrorCode != 42 || len(recs) > 0 {
+			t.Errorf("%+v: code %d, %d records", req, resp.ErrorCode, len(recs))
+		}
+	}
+	// Heartbeat records an empty client.
+	resp, _ := g.Heartbeat(0, img, &kmsg.ShareGroupHeartbeatRequest{GroupID: "g", MemberID: "m", SubscribedTopicNames: []string{"a"}})
+	if resp.ErrorCode != 0 || g.members["m"].clientID != "" || g.members["m"].clientHost != "" {
+		t.Fatalf("code %d, member %+v", resp.ErrorCode, g.members["m"])
 	}
 }

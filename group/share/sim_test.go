@@ -127,7 +127,7 @@ func sim(t *testing.T, seed int64, steps int) []byte {
 			}
 			cl := Client{ID: "client-" + c.id, Host: fmt.Sprintf("/10.0.0.%d", rng.Intn(2))}
 			before := g.durable()
-			resp, recs := g.Heartbeat(now, img, req, cl)
+			resp, recs := g.HeartbeatFrom(now, img, req, cl)
 			fmt.Fprintf(&tr, "%d t=%d hb %s e=%d subs=%v: %x\n", step, now, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames, resp.AppendTo(nil))
 			if resp.ErrorCode != 0 && (len(recs) > 0 || g.durable() != before) {
 				t.Fatalf("seed %d step %d: a refused heartbeat changed the group", seed, step)
