@@ -170,7 +170,10 @@ func (g *Group) Assigned(memberID string) map[TopicID][]int32 {
 // SubscribedPartitions returns every partition of every topic in img that
 // some member subscribes to, partitions sorted: the share-partitions whose
 // state must exist (Kafka initializes exactly these through its share
-// coordinator, see doc.go). The caller owns the map.
+// coordinator, see doc.go). Once the target assignment is current it is
+// also the set of partitions some member is assigned, because the simple
+// assignor gives every subscribed partition at least one member. The
+// caller owns the map.
 func (g *Group) SubscribedPartitions(img *Image) map[TopicID][]int32 {
 	out := map[TopicID][]int32{}
 	for _, t := range img.resolve(g.subscribedNames()) {
