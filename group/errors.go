@@ -38,17 +38,30 @@ var (
 	ErrGroupMaxSize = errors.New("group: group max size reached")
 )
 
-// Sentinel errors of the next-generation group protocols (KIP-848 consumer
-// groups in group/consumer, KIP-932 share groups in group/share), in the
-// same single mapping.
+// Sentinel errors of the consumer group protocol (KIP-848, package
+// group/consumer), in the same single mapping.
 var (
 	// ErrInvalidRequest: a request Kafka rejects before it reaches the
 	// group (a missing field on a join, an invalid epoch).
 	ErrInvalidRequest = errors.New("group: invalid request")
 	// ErrFencedMemberEpoch: the member's epoch is neither its current nor
-	// its previous one; it must abandon its partitions and rejoin with
-	// epoch 0.
+	// (with a subset of its partitions) its previous one; it must abandon
+	// its partitions and rejoin with epoch 0.
 	ErrFencedMemberEpoch = errors.New("group: fenced member epoch")
+	// ErrStaleMemberEpoch: an OffsetCommit or OffsetFetch quotes another
+	// epoch than the member's current one.
+	ErrStaleMemberEpoch = errors.New("group: stale member epoch")
+	// ErrUnreleasedInstanceID: a static member joins with an instance id
+	// that another member still holds (it has not left with epoch -2).
+	ErrUnreleasedInstanceID = errors.New("group: unreleased instance id")
+	// ErrUnsupportedAssignor: the member names a server assignor that
+	// group.consumer.assignors does not list.
+	ErrUnsupportedAssignor = errors.New("group: unsupported assignor")
+	// ErrInvalidRegularExpression: SubscribedTopicRegex does not compile.
+	ErrInvalidRegularExpression = errors.New("group: invalid regular expression")
+	// ErrUnsupportedVersion: an OffsetCommit below v9 from a member of a
+	// consumer group.
+	ErrUnsupportedVersion = errors.New("group: unsupported version")
 )
 
 var errorCodes = []struct {
@@ -68,6 +81,11 @@ var errorCodes = []struct {
 	{ErrGroupMaxSize, kerr.GroupMaxSizeReached},
 	{ErrInvalidRequest, kerr.InvalidRequest},
 	{ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
+	{ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+	{ErrUnsupportedVersion, kerr.UnsupportedVersion},
 }
 
 // ErrorCode maps an error from this package to its Kafka error code: 0 for

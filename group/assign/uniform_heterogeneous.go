@@ -76,23 +76,33 @@ func assignHeterogeneous(v *view) []int {
 // A moving path from member s to member w is a sequence s = u0, u1, ...,
 // uk = w where each u(i) owns a partition of some topic that u(i+1)
 // subscribes to. Moving one partition along every step leaves the middle
-// members' counts unchanged and moves one from s to w. When load(w) <=
-// load(s)-2 this strictly lowers the sum of squared loads, so the loop
-// ends. When no such path exists anywhere, the assignment is optimal: by
+// members' counts unchanged and moves one from s to w. When no path
+// anywhere leads to a member with two fewer, the assignment is optimal: by
 // the semi-matching theorem (Harvey, Ladner, Lovász, Tamir: "Semi-matchings
 // for bipartite graphs and load balancing", 2006) it then minimises the
 // largest load and every Lp norm of the loads at once. Tests check the
 // no-path condition directly.
 //
-// Each round takes the most loaded member that has a path, searches
-// breadth first (so paths are shortest: fewest partitions move), and picks
-// the least loaded member reached (ties: reached first). Along each step
-// it moves a partition the giver did not have in its Current assignment if
-// it can (sticky[f] false), since that costs no stickiness.
+// The work goes level by level, from the highest load L down. At level L
+// one breadth-first search starts from every member with load L at once;
+// if it reaches a member with load <= L-2 (the least loaded one it
+// reaches, ties: the nearest), one partition moves along the path found
+// and the search runs again. Each move takes a member off level L, so the
+// level ends; when a search reaches no such member, the set R it reached
+// is frozen. R is closed (every subscriber of a topic an R member owns is
+// in R) and its loads are all >= L-1, and from then on only members with
+// load < L-1 are sources and members with load <= L-3 targets, so no later
+// path can pass through R: its ownership and loads never change again, and
+// no member of R ever has a path. Loads never rise to a level already done
+// (a target ends at most one above L-2). So when the levels run out every
+// member is either frozen or within one of the smallest load, which is the
+// optimality condition. It costs one search, O(members + subscriptions),
+// per partition moved off a level plus one per level.
 //
-// The search visits each topic once (every subscriber of a topic is
-// reached the first time any owner of one of its partitions is), so a
-// round costs O(members + subscriptions) per source tried.
+// Searching breadth first keeps paths short, so few partitions move; on
+// each step the giver gives a partition it did not have in its Current
+// assignment if it has one (sticky[f] false), since that costs no
+// stickiness.
 //
 // Invariant on entry and exit: owner is complete over subscribed topics
 // and exclusive; load[m] is the number of partitions m owns.
@@ -115,87 +125,91 @@ func balanceLoads(v *view, owner, load []int, sticky []bool) {
 		}
 	}
 
-	var order []int // members that subscribe to something
+	// Members with no subscriptions own nothing and can take nothing: they
+	// start frozen.
+	frozen := make([]bool, M)
+	top := 0
 	for m := range M {
-		if len(v.subs[m]) > 0 {
-			order = append(order, m)
+		frozen[m] = len(v.subs[m]) == 0
+		if !frozen[m] {
+			top = max(top, load[m])
 		}
-	}
-	if len(order) < 2 {
-		return
 	}
 
 	// Breadth-first search state, reset by bumping stamp.
 	visited := make([]int, M)
 	seen := make([]int, T)
-	from := make([]int, M) // the member w was reached from
+	from := make([]int, M) // the member w was reached from; -1 for sources
 	via := make([]int, M)  // the topic w was reached through
 	queue := make([]int, 0, M)
 	stamp := 0
 
-	for {
-		minLoad := load[order[0]]
-		for _, m := range order {
-			minLoad = min(minLoad, load[m])
+	for level := top; level >= 2; {
+		low := -1 // the smallest load of a member not frozen
+		queue = queue[:0]
+		stamp++
+		for m := range M {
+			if frozen[m] {
+				continue
+			}
+			if low < 0 || load[m] < low {
+				low = load[m]
+			}
+			if load[m] == level {
+				visited[m], from[m] = stamp, -1
+				queue = append(queue, m)
+			}
 		}
-		slices.SortFunc(order, func(a, b int) int {
-			if c := cmp.Compare(load[b], load[a]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
+		if low < 0 || level < low+2 {
+			return
+		}
+		if len(queue) == 0 {
+			level--
+			continue
+		}
 
-		moved := false
-		for _, s := range order {
-			if load[s] < minLoad+2 {
-				break // nobody lighter enough is left to reach
-			}
-			stamp++
-			visited[s] = stamp
-			queue = append(queue[:0], s)
-			best := -1
-		search:
-			for h := 0; h < len(queue); h++ {
-				u := queue[h]
-				for j, t := range v.subs[u] {
-					if owns[u][j] == 0 || seen[t] == stamp {
+		best := -1
+	search:
+		for h := 0; h < len(queue); h++ {
+			u := queue[h]
+			for j, t := range v.subs[u] {
+				if owns[u][j] == 0 || seen[t] == stamp {
+					continue
+				}
+				seen[t] = stamp
+				for _, w := range v.subscribers[t] {
+					if visited[w] == stamp || frozen[w] {
 						continue
 					}
-					seen[t] = stamp
-					for _, w := range v.subscribers[t] {
-						if visited[w] == stamp {
-							continue
-						}
-						visited[w], from[w], via[w] = stamp, u, t
-						queue = append(queue, w)
-						if best < 0 || load[w] < load[best] {
-							best = w
-							if load[w] == minLoad {
-								break search
-							}
+					visited[w], from[w], via[w] = stamp, u, t
+					queue = append(queue, w)
+					if load[w] <= level-2 && (best < 0 || load[w] < load[best]) {
+						best = w
+						if load[w] == low {
+							break search
 						}
 					}
 				}
 			}
-			if best < 0 || load[best] > load[s]-2 {
-				continue
-			}
-			for w := best; w != s; w = from[w] {
-				u, t := from[w], via[w]
-				f := movable(v, owner, sticky, u, t)
-				owner[f] = w
-				sticky[f] = false
-				owns[u][slot(u, t)]--
-				owns[w][slot(w, t)]++
-			}
-			load[s]--
-			load[best]++
-			moved = true
-			break
 		}
-		if !moved {
-			return
+		if best < 0 {
+			for _, m := range queue {
+				frozen[m] = true
+			}
+			level--
+			continue
 		}
+		w := best
+		for ; from[w] >= 0; w = from[w] {
+			u, t := from[w], via[w]
+			f := movable(v, owner, sticky, u, t)
+			owner[f] = w
+			sticky[f] = false
+			owns[u][slot(u, t)]--
+			owns[w][slot(w, t)]++
+		}
+		load[w]-- // w is now the source the path started from
+		load[best]++
 	}
 }
 

@@ -1,0 +1,155 @@
+package consumer
+
+import (
+	"slices"
+)
+
+// memberState is Kafka's MemberState, stored as an int8 in
+// ConsumerGroupCurrentMemberAssignmentValue.
+type memberState int8
+
+const (
+	// memberStable: the member owns exactly its share of the target
+	// assignment of its epoch (or is converging towards a newer one that
+	// it has not been told about yet).
+	memberStable memberState = 0
+	// memberUnrevoked: the member must stop consuming the partitions in
+	// revoking before it moves to the next epoch. Its rebalance timeout
+	// runs.
+	memberUnrevoked memberState = 1
+	// memberUnreleased: the member is at the target epoch but waits for
+	// partitions that other members still own.
+	memberUnreleased memberState = 2
+	// memberUnknown: a state value this version does not know (written by
+	// a newer coordinator). Such a member is reconciled from scratch when
+	// it rejoins; a heartbeat that still owns partitions is fenced.
+	memberUnknown memberState = 127
+)
+
+func (s memberState) String() string {
+	switch s {
+	case memberStable:
+		return "stable"
+	case memberUnrevoked:
+		return "unrevoked"
+	case memberUnreleased:
+		return "unreleased"
+	}
+	return "unknown"
+}
+
+func memberStateOf(v int8) memberState {
+	switch s := memberState(v); s {
+	case memberStable, memberUnrevoked, memberUnreleased:
+		return s
+	}
+	return memberUnknown
+}
+
+// Member epochs with a meaning of their own (ConsumerGroupHeartbeat's
+// MemberEpoch).
+const (
+	epochJoin        int32 = 0
+	epochLeave       int32 = -1 // also the epoch of a member whose assignment was tombstoned
+	epochStaticLeave int32 = -2
+)
+
+// memberMeta is what ConsumerGroupMemberMetadataValue stores: the member's
+// identity and subscription, as of its latest heartbeat.
+//
+// Invariant: topics sorted and distinct, non-nil.
+type memberMeta struct {
+	instanceID *string
+	rackID     *string
+	clientID   string
+	clientHost string
+	topics     []string
+	// regex is SubscribedTopicRegex; nil and "" both mean none, but the
+	// record keeps the difference.
+	regex              *string
+	rebalanceTimeoutMs int32
+	assignor           *string // ServerAssignor; nil: none named
+}
+
+func (m memberMeta) equal(o memberMeta) bool {
+	return eqPtr(m.instanceID, o.instanceID) && eqPtr(m.rackID, o.rackID) &&
+		m.clientID == o.clientID && m.clientHost == o.clientHost &&
+		slices.Equal(m.topics, o.topics) && eqPtr(m.regex, o.regex) &&
+		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && eqPtr(m.assignor, o.assignor)
+}
+
+// regexOrEmpty is the member's regular expression, "" for none.
+func (m memberMeta) regexOrEmpty() string {
+	if m.regex == nil {
+		return ""
+	}
+	return *m.regex
+}
+
+// currentState is what ConsumerGroupCurrentMemberAssignmentValue stores:
+// where the member is in its reconciliation.
+//
+// Invariants (after every step): assigned and revoking are disjoint;
+// revoking is empty unless state is memberUnrevoked.
+type currentState struct {
+	epoch     int32
+	prevEpoch int32 // the epoch before the last bump: a heartbeat at it is accepted if it lost the response
+	state     memberState
+	assigned  assignment // partitions the member may consume
+	revoking  assignment // partitions it must stop consuming first
+}
+
+func (c currentState) equal(o currentState) bool {
+	return c.epoch == o.epoch && c.prevEpoch == o.prevEpoch && c.state == o.state &&
+		c.assigned.equal(o.assigned) && c.revoking.equal(o.revoking)
+}
+
+// reconciledTo reports whether the member has fully reached the target
+// assignment of epoch e (Kafka's isReconciledTo).
+func (c currentState) reconciledTo(e int32) bool {
+	return c.epoch == e && c.state == memberStable
+}
+
+// newMemberState is a member that the records have not assigned yet
+// (Kafka's ConsumerGroupMember.Builder defaults).
+func newMemberState() currentState {
+	return currentState{epoch: 0, prevEpoch: -1, state: memberStable, assigned: assignment{}, revoking: assignment{}}
+}
+
+// member is one member of a consumer group.
+//
+// meta and cur are the member's durable state, changed only by applying a
+// record (apply.go). The deadlines are soft state, rebuilt by Loaded.
+type member struct {
+	id   string
+	meta memberMeta
+	cur  currentState
+
+	// sessionDeadline: Tick at now >= sessionDeadline removes the member.
+	// Set to now + session timeout by every successful heartbeat (a leave
+	// with epoch -2 included? no: as in Kafka, a static member that left
+	// keeps the deadline of its last heartbeat) and by Loaded.
+	sessionDeadline int64
+	// rebalanceDeadline (-1: none) is armed when the member enters
+	// memberUnrevoked at epoch rebalanceEpoch; Tick at now >=
+	// rebalanceDeadline removes the member if it is still at that epoch.
+	// Invariant: >= 0 whenever revoking is non-empty (except on a
+	// group being loaded, before Loaded).
+	rebalanceDeadline int64
+	rebalanceEpoch    int32
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
