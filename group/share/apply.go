@@ -157,7 +157,9 @@ func (g *Group) Replay(key, value []byte) error {
 
 // Loaded ends a replay: every member's session starts at now, as Kafka
 // schedules every member's session timeout when it loads a group, and
-// Left forgets whatever it held.
+// Left forgets whatever it held. The coordinator should then call
+// MetadataChanged with its current image (topics may have changed while
+// the group was not loaded). A group that ends Dead was deleted: drop it.
 func (g *Group) Loaded(now int64) {
 	for _, m := range g.members {
 		m.deadline = now + int64(g.cfg.SessionTimeoutMs)
