@@ -79,6 +79,8 @@ type Broker struct {
 	limits clientLimits
 	// ctlLimits bound the CONTROLLER listener's Kafka half (limits.go).
 	ctlLimits clientLimits
+	// consumerTopics is the topics image KIP-848 groups see (groups.go).
+	consumerTopics consumerTopics
 
 	// life registers this broker, heartbeats, holds its broker epoch and
 	// does the controlled shutdown (cluster.go wires it). Set in New once

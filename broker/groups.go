@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"slices"
+	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,7 +16,10 @@ import (
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // The broker's side of the group coordinator (package broker/coordinator,
@@ -33,14 +39,65 @@ func (b *Broker) newCoordinator() (*coordinator.Coordinator, error) {
 			InitialRebalanceDelayMs: int32(b.cfg.GroupInitialRebalanceMs),
 			MaxRebalanceAttempts:    10,
 		},
+		Consumer: consumer.Config{
+			SessionTimeoutMs:    b.cfg.ConsumerSessionMs,
+			HeartbeatIntervalMs: b.cfg.ConsumerHeartbeatMs,
+			MaxSize:             b.cfg.ConsumerMaxSize,
+			Assignors:           consumerAssignors(b.cfg.ConsumerAssignors),
+		},
 		RetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
 		RetentionCheckMs: b.cfg.OffsetsRetentionCheckMs,
 		Logger:           b.log,
 	}, coordHost{b})
 }
 
+// consumerAssignors are group.consumer.assignors' assignors, in order
+// (the config checked the names).
+func consumerAssignors(names []string) []assign.Assignor {
+	var out []assign.Assignor
+	for _, n := range names {
+		if a, ok := assign.ByName(n); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // coordHost gives the coordinator what it needs of the broker.
 type coordHost struct{ b *Broker }
+
+func (h coordHost) ConsumerImage() *consumer.Image { return h.b.consumerTopics.get(h.b.image()) }
+
+// consumerTopics caches the topics of the metadata image as KIP-848
+// groups see them. The pointer changes only when a topic's name, id or
+// partition count does, not with every image (leaders and ISRs move
+// far more often), since every group compares itself with a new one.
+type consumerTopics struct {
+	mu   sync.Mutex
+	from *controller.Image // the image cur was last checked against
+	cur  *consumer.Image
+	sig  []consumer.Topic // what cur was built from, sorted by name
+}
+
+func (c *consumerTopics) get(img *controller.Image) *consumer.Image {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if img == c.from && c.cur != nil {
+		return c.cur
+	}
+	c.from = img
+	var ts []consumer.Topic
+	if img != nil {
+		for _, t := range img.Topics() {
+			ts = append(ts, consumer.Topic{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	if c.cur == nil || !slices.Equal(ts, c.sig) {
+		c.cur, c.sig = consumer.NewImage(ts), ts
+	}
+	return c.cur
+}
 
 func (h coordHost) Go(fn func()) bool                          { return h.b.goLoop(fn) }
 func (h coordHost) ReadFailed(p *replica.Partition, err error) { h.b.readFailed(p, err) }

@@ -37,7 +37,6 @@ var absent = map[int16]string{
 	54: "KRaft's raft RPC", 55: "DescribeQuorum: Fjord's quorum is etcd/raft; `fjord cluster` and /metrics describe it",
 	58: "Envelope: Fjord forwards admin requests as themselves (broker/api/forward.go)",
 	64: "UnregisterBroker: a node leaves by its heartbeats ending",
-	68: "KIP-848 consumer groups: issue 26", 69: "KIP-848 consumer groups: issue 26",
 	70: "ControllerRegistration: the voter set is static (kraft.version 0)",
 	73: "AssignReplicasToDirs: one log directory per node (JBOD is not implemented)",
 	74: "ListConfigResources (KIP-1142): not implemented yet",

@@ -63,7 +63,7 @@ func TestConfigKeysCatalogue(t *testing.T) {
 				t.Errorf("the ignored line lacks %s: %s", k, ignoredLines[0])
 			}
 		}
-		if !strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr","from":"env KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR","why":"share groups and the KIP-848 consumer group protocol are not built yet"`) {
+		if !strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr","from":"env KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR","why":"share groups (KIP-932) are not built yet"`) {
 			t.Errorf("no warning for share.coordinator.state.topic.min.isr:\n%s", out)
 		}
 	})

@@ -55,9 +55,16 @@ type Config struct {
 	OffsetsTopicPartitions  int32  // offsets.topic.num.partitions
 	GroupMinSessionMs       int32  // group.min.session.timeout.ms
 	GroupMaxSessionMs       int32  // group.max.session.timeout.ms
-	OffsetsRetentionMinutes int64  // offsets.retention.minutes: committed offsets of an empty group expire after this
-	OffsetsRetentionCheckMs int64  // offsets.retention.check.interval.ms
-	CleanerBackoffMs        int64  // log.cleaner.backoff.ms: pause between compaction passes
+	// KIP-848 consumer groups: group.consumer.session.timeout.ms,
+	// group.consumer.heartbeat.interval.ms, group.consumer.max.size, and
+	// group.consumer.assignors (names, the first the default).
+	ConsumerSessionMs       int32
+	ConsumerHeartbeatMs     int32
+	ConsumerMaxSize         int32
+	ConsumerAssignors       []string
+	OffsetsRetentionMinutes int64 // offsets.retention.minutes: committed offsets of an empty group expire after this
+	OffsetsRetentionCheckMs int64 // offsets.retention.check.interval.ms
+	CleanerBackoffMs        int64 // log.cleaner.backoff.ms: pause between compaction passes
 	// CleanerEnable is log.cleaner.enable: false stops compaction of every
 	// topic, __consumer_offsets included, as in Kafka.
 	CleanerEnable           bool
@@ -206,6 +213,10 @@ func Default() Config {
 		OffsetsTopicPartitions:    50,
 		GroupMinSessionMs:         6000,
 		GroupMaxSessionMs:         1800000,
+		ConsumerSessionMs:         45000,
+		ConsumerHeartbeatMs:       5000,
+		ConsumerMaxSize:           math.MaxInt32,
+		ConsumerAssignors:         []string{"uniform", "range"},
 		OffsetsRetentionMinutes:   10080,
 		OffsetsRetentionCheckMs:   600000,
 		CleanerBackoffMs:          15000,
@@ -284,6 +295,13 @@ func (c *Config) Validate() error {
 	}
 	if c.MessageTimestampType != "CreateTime" && c.MessageTimestampType != "LogAppendTime" {
 		errs = append(errs, fmt.Errorf("log.message.timestamp.type %q: must be CreateTime or LogAppendTime", c.MessageTimestampType))
+	}
+	if c.ConsumerHeartbeatMs < 1 || c.ConsumerSessionMs <= c.ConsumerHeartbeatMs {
+		errs = append(errs, fmt.Errorf("group.consumer.heartbeat.interval.ms %d / group.consumer.session.timeout.ms %d: need 1 <= heartbeat < session",
+			c.ConsumerHeartbeatMs, c.ConsumerSessionMs))
+	}
+	if c.ConsumerMaxSize < 1 {
+		errs = append(errs, fmt.Errorf("group.consumer.max.size %d: must be >= 1", c.ConsumerMaxSize))
 	}
 	if c.GroupMinSessionMs < 1 || c.GroupMaxSessionMs < c.GroupMinSessionMs {
 		errs = append(errs, fmt.Errorf("group.min.session.timeout.ms %d / group.max.session.timeout.ms %d: need 1 <= min <= max", c.GroupMinSessionMs, c.GroupMaxSessionMs))

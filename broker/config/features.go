@@ -26,10 +26,10 @@ import (
 //     transaction, which Fjord does not serve (their produces would be
 //     refused as not part of a transaction). Level 1 changes no client's
 //     behaviour: both keep transactions v1 as with no features at all.
-//   - group.version is not finalized (0): level 1 means KIP-848's
-//     ConsumerGroupHeartbeat protocol, which Fjord does not serve, and a
-//     Java consumer with group.protocol=consumer must fail fast rather than
-//     be let in. kraft.version is 0: the voter set is static (no KIP-853).
+//   - group.version 1 (KIP-848): the consumer group protocol,
+//     ConsumerGroupHeartbeat, is served (broker/coordinator, group/consumer),
+//     so a Java consumer with group.protocol=consumer joins. kraft.version
+//     is 0: the voter set is static (no KIP-853).
 //
 // FinalizedFeaturesEpoch is the image version (the metadata log offset
 // applied), as Kafka uses its metadata offset: it only grows, so a client
@@ -49,11 +49,12 @@ type Feature struct {
 const (
 	MetadataVersionLevel    = 21 // 3.9-IV0
 	TransactionVersionLevel = 1
+	GroupVersionLevel       = 1 // KIP-848's consumer protocol
 )
 
 // features is every feature Fjord knows, by name.
 var features = []Feature{
-	{"group.version", 0, 0, 0},
+	{"group.version", 0, GroupVersionLevel, GroupVersionLevel},
 	{"kraft.version", 0, 0, 0},
 	{"metadata.version", MetadataVersionLevel, MetadataVersionLevel, MetadataVersionLevel},
 	{"transaction.version", TransactionVersionLevel, TransactionVersionLevel, TransactionVersionLevel},

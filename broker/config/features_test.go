@@ -18,10 +18,12 @@ func TestCheckFeatureUpdate(t *testing.T) {
 	}{
 		{1, "metadata.version", MetadataVersionLevel, 1, true},
 		{1, "transaction.version", TransactionVersionLevel, 1, true},
-		{1, "group.version", 0, 2, true},
-		{0, "group.version", -1, 0, true}, // v0: delete an unfinalized feature
-		{1, "group.version", -1, 2, false},
-		{1, "group.version", 1, 1, false},
+		{1, "group.version", GroupVersionLevel, 1, true},
+		{1, "group.version", 0, 2, false},
+		{1, "kraft.version", 0, 2, true},
+		{0, "kraft.version", -1, 0, true}, // v0: delete an unfinalized feature
+		{1, "kraft.version", -1, 2, false},
+		{1, "kraft.version", 1, 1, false},
 		{1, "metadata.version", 25, 1, false},
 		{1, "metadata.version", 20, 2, false},
 		{1, "transaction.version", 2, 1, false},

@@ -203,6 +203,14 @@ func newConfigKeys() []Key {
 			Set: setInt(func(c *Config) *int32 { return &c.GroupMinSessionMs })},
 		{Name: "group.max.session.timeout.ms", Def: itoa(int64(d.GroupMaxSessionMs)), Doc: "Longest session timeout a group member may ask for.",
 			Set: setInt(func(c *Config) *int32 { return &c.GroupMaxSessionMs })},
+		{Name: "group.consumer.session.timeout.ms", Def: itoa(int64(d.ConsumerSessionMs)), Doc: "KIP-848 consumer groups: a member that does not heartbeat for this long is removed.",
+			Set: setInt(func(c *Config) *int32 { return &c.ConsumerSessionMs })},
+		{Name: "group.consumer.heartbeat.interval.ms", Def: itoa(int64(d.ConsumerHeartbeatMs)), Doc: "KIP-848 consumer groups: how often members heartbeat (told to them in every response).",
+			Set: setInt(func(c *Config) *int32 { return &c.ConsumerHeartbeatMs })},
+		{Name: "group.consumer.max.size", Def: itoa(int64(d.ConsumerMaxSize)), Doc: "KIP-848 consumer groups: the most members a group may have (GROUP_MAX_SIZE_REACHED beyond).",
+			Set: setInt(func(c *Config) *int32 { return &c.ConsumerMaxSize })},
+		{Name: "group.consumer.assignors", Def: strings.Join(d.ConsumerAssignors, ","), Doc: "KIP-848 consumer groups: the server-side assignors members may name, the first the default (uniform, range; Kafka's class names are accepted).",
+			Set: setAssignors},
 		{Name: "offsets.retention.minutes", Def: itoa(d.OffsetsRetentionMinutes), Doc: "Committed offsets of a group without members expire this long after its last commit.",
 			Set: setInt(func(c *Config) *int64 { return &c.OffsetsRetentionMinutes })},
 		{Name: "offsets.retention.check.interval.ms", Def: itoa(d.OffsetsRetentionCheckMs), Doc: "How often expired offsets are looked for.",
@@ -459,5 +467,33 @@ func setCleanupPolicy(c *Config, v string) error {
 		return err
 	}
 	c.CleanupPolicy = s
+	return nil
+}
+
+// assignorClasses maps Kafka's class names for its server-side assignors
+// to their names, so a Kafka config naming the classes carries over.
+var assignorClasses = map[string]string{
+	"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+	"org.apache.kafka.coordinator.group.assignor.RangeAssignor":   "range",
+}
+
+// setAssignors parses group.consumer.assignors: a non-empty list of
+// uniform and range, by name or Kafka's class name, without repeats.
+func setAssignors(c *Config, v string) error {
+	var names []string
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if n, ok := assignorClasses[item]; ok {
+			item = n
+		}
+		if item != "uniform" && item != "range" {
+			return fmt.Errorf("%q: %q is not a server-side assignor Fjord has (uniform, range)", v, item)
+		}
+		if slices.Contains(names, item) {
+			return fmt.Errorf("%q: %q is listed twice", v, item)
+		}
+		names = append(names, item)
+	}
+	c.ConsumerAssignors = names
 	return nil
 }

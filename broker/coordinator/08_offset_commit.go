@@ -61,7 +61,7 @@ func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 	code := requestCode(h, req.Group)
 	var groupErr error
 	if code == 0 {
-		groupErr = h.Coordinator().ValidateCommit(req.Group, req.MemberID, req.InstanceID, req.Generation)
+		groupErr = h.Coordinator().ValidateCommitAt(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 		if req.Version >= 9 && errors.Is(groupErr, ErrNoGroup) {
 			code = kerr.GroupIDNotFound.Code
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/group"
 )
 
 // OffsetFetch: v0-10
@@ -62,6 +63,16 @@ func handleOffsetFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(
 					}
 					topics = append(topics, offsetFetchTopic{name, t.Partitions})
 					ids = append(ids, t.TopicID)
+				}
+			}
+			if req.Version >= 9 && rg.MemberID != nil {
+				// KIP-848: a consumer group's member fetches with its
+				// epoch; a stale or unknown one gets the group's error
+				// and no offsets, as in Kafka.
+				if err := h.Coordinator().ValidateFetch(rg.Group, *rg.MemberID, rg.MemberEpoch); err != nil {
+					g.ErrorCode = group.ErrorCode(err)
+					resp.Groups = append(resp.Groups, g)
+					continue
 				}
 			}
 			var code int16

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -16,7 +17,9 @@ import (
 // documentation for the state machine and every forced exit). The response
 // is held until the join phase completes, which may take up to the
 // rebalance timeout; it is sent from whichever request or timeout
-// completes the phase.
+// completes the phase. A KIP-848 consumer group with members holds its id
+// against classic members (INCONSISTENT_GROUP_PROTOCOL: no online
+// migration between the protocols yet); an empty one is converted.
 //
 // Version notes:
 //   - v1: rebalance timeout; v4: member id required round trip (KIP-394);
@@ -39,7 +42,13 @@ func handleJoinGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(km
 		return
 	}
 	meta := group.JoinMeta{ClientID: cc.ClientID, ClientHost: cc.ClientHost}
-	h.Coordinator().With(req.Group, true, func(g *group.Group) []group.Reply {
+	if !h.Coordinator().With(req.Group, true, func(g *group.Group) []group.Reply {
 		return g.Join(time.Now().UnixMilli(), req, meta, Respond(respond))
-	})
+	}) {
+		// A KIP-848 consumer group with members holds the id, and Fjord
+		// does not migrate groups between protocols online yet.
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
+		respond(resp)
+	}
 }

@@ -9,11 +9,13 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // DescribeGroups: v0-6
 //
-// Behaviour: state, protocol and members (with assignments) of each group;
+// Behaviour: state, protocol and members (with assignments) of each group
+// (a KIP-848 consumer group as Kafka describes one to this API);
 // a group with only committed offsets is Empty. An unknown group is Dead
 // with no error before v6, as Kafka answers those versions; from v6
 // (KIP-1043) it is GROUP_ID_NOT_FOUND, still Dead, with Kafka's message
@@ -44,10 +46,19 @@ func handleDescribeGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond fu
 			d = g.Describe()
 			return nil
 		}) {
-			d = kmsg.NewDescribeGroupsResponseGroup()
-			d.Group, d.State = id, "Dead"
-			if len(h.Coordinator().Offsets(id)) > 0 {
-				d.State = "Empty"
+			if ok, _, _ := h.Coordinator().Consumer(id, false, func(g *consumer.Group, _ *consumer.Image, _ int64) []consumer.Record {
+				d = g.DescribeClassic()
+				if req.Version < 6 {
+					// Kafka's answer before v6: no error, state Dead.
+					d.ErrorCode, d.ErrorMessage = 0, nil
+				}
+				return nil
+			}); !ok {
+				d = kmsg.NewDescribeGroupsResponseGroup()
+				d.Group, d.State = id, "Dead"
+				if len(h.Coordinator().Offsets(id)) > 0 {
+					d.State = "Empty"
+				}
 			}
 		}
 		if req.Version >= 6 {

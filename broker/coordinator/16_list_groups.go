@@ -11,10 +11,10 @@ import (
 //
 // Behaviour: every group with members or committed offsets; v4 filters by
 // state (KIP-518), case-insensitively as Kafka does. v5 (KIP-848) answers
-// each group's type and filters by type: every group here is a classic
-// group ("classic"), so a types filter lists the groups only when it names
-// "classic", compared case-insensitively as Kafka's GroupType.parse does
-// (a type Kafka does not know matches nothing).
+// each group's type ("classic" for JoinGroup groups, "consumer" for
+// KIP-848 groups) and filters by type, compared case-insensitively as
+// Kafka's GroupType.parse does (a type Kafka does not know matches
+// nothing).
 //
 // Version notes: v3: flexible; v4: states filter; v5: types filter and
 // group type
@@ -25,23 +25,16 @@ func listGroupsEntry(h APIHost) api.Entry {
 	}
 }
 
-// classicGroupType is the type (KIP-848) of every group this coordinator
-// runs: JoinGroup/SyncGroup groups.
-const classicGroupType = "classic"
-
 func handleListGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, classicGroupType) {
-		respond(resp)
-		return
-	}
 	for _, s := range h.Coordinator().ListGroups() {
-		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.State) {
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, s.State) ||
+			len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, s.Type) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.ID, s.ProtocolType, s.State, classicGroupType
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.ID, s.ProtocolType, s.State, s.Type
 		resp.Groups = append(resp.Groups, g)
 	}
 	respond(resp)

@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // DeleteGroups: v0-3
@@ -52,6 +53,18 @@ func handleDeleteGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 			err = g.Delete()
 			return nil
 		})
+		var wait func() error
+		if !existed {
+			var cerr error
+			existed, wait, cerr = h.Coordinator().Consumer(id, false, func(g *consumer.Group, _ *consumer.Image, _ int64) []consumer.Record {
+				var recs []consumer.Record
+				recs, err = g.Delete()
+				return recs
+			})
+			if err == nil {
+				err = cerr
+			}
+		}
 		offs := h.Coordinator().Offsets(id)
 		switch {
 		case err != nil:
@@ -67,6 +80,17 @@ func handleDeleteGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		for tp := range offs {
 			tombs[tp] = nil
 		}
+		if wait != nil && len(tombs) == 0 {
+			h.Go(func() {
+				if wait() != nil {
+					r.ErrorCode = kerr.KafkaStorageError.Code
+				}
+				done <- struct{}{}
+			})
+			continue
+		}
+		// With offsets too, their tombstones follow the group's records in
+		// the log: their commit covers both.
 		h.Coordinator().Commit(id, tombs, func(err error) {
 			if err != nil {
 				r.ErrorCode = kerr.KafkaStorageError.Code

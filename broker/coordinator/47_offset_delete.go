@@ -7,6 +7,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // OffsetDelete: v0
@@ -16,8 +17,10 @@ import (
 // "consumer" group subscribe to are refused with GROUP_SUBSCRIBED_TO_TOPIC
 // (subscriptions are read from the members' consumer-protocol metadata).
 // While a group with members rebalances, or uses another protocol type, its
-// subscriptions are not known and every partition is refused. Unknown
-// group: GROUP_ID_NOT_FOUND.
+// subscriptions are not known and every partition is refused. A KIP-848
+// consumer group's subscriptions are its members' topic names and the
+// topics assigned to them (a regular expression's topics among them).
+// Unknown group: GROUP_ID_NOT_FOUND.
 func offsetDeleteEntry(h APIHost) api.Entry {
 	return api.Entry{
 		Key: 47, Client: api.Versions(0, 0), Handle: bindTo(h, handleOffsetDelete),
@@ -43,6 +46,12 @@ func handleOffsetDelete(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		}
 		return nil
 	})
+	if !existed {
+		existed, _, _ = h.Coordinator().Consumer(req.Group, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+			members, subscribed = g.NumMembers(), consumerSubscriptions(g.Describe(img))
+			return nil
+		})
+	}
 	have := h.Coordinator().Offsets(req.Group)
 	if !existed && len(have) == 0 {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
@@ -123,4 +132,22 @@ func checkOffsetDelete(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kms
 		return resp, nil
 	}
 	return nil, func(r kmsg.Response) { fill(r.(*kmsg.OffsetDeleteResponse)) }
+}
+
+// consumerSubscriptions are the topics a KIP-848 group's members
+// subscribe to by name or hold partitions of.
+func consumerSubscriptions(d kmsg.ConsumerGroupDescribeResponseGroup) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range d.Members {
+		for _, t := range m.SubscribedTopics {
+			out[t] = true
+		}
+		for _, t := range m.Assignment.TopicPartitions {
+			out[t.Topic] = true
+		}
+		for _, t := range m.TargetAssignment.TopicPartitions {
+			out[t.Topic] = true
+		}
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func Entries(h APIHost) []api.Entry {
 	return []api.Entry{
 		offsetCommitEntry(h), offsetFetchEntry(h), joinGroupEntry(h), heartbeatEntry(h),
 		leaveGroupEntry(h), syncGroupEntry(h), describeGroupsEntry(h), listGroupsEntry(h),
-		deleteGroupsEntry(h), offsetDeleteEntry(h),
+		deleteGroupsEntry(h), offsetDeleteEntry(h), consumerGroupHeartbeatEntry(h), consumerGroupDescribeEntry(h),
 	}
 }
 

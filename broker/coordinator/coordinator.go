@@ -13,6 +13,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // OffsetsTopic is Kafka's internal topic of committed offsets and stored
@@ -40,6 +41,9 @@ type Host interface {
 	// with err; a damaged log is handed to a sound replica
 	// (replica.Partition.ReadFailed).
 	ReadFailed(p *replica.Partition, err error)
+	// ConsumerImage is the topics of the node's metadata image as KIP-848
+	// groups see them; the same pointer until the image changes.
+	ConsumerImage() *consumer.Image
 }
 
 // Config is the coordinator's configuration. The broker fills it from its
@@ -49,6 +53,8 @@ type Config struct {
 	// An empty MemberIDNonce is set by New to a value unique to this
 	// process, so member ids never repeat across restarts.
 	Group group.Config
+	// Consumer shapes KIP-848 consumer groups (group.consumer.*).
+	Consumer consumer.Config
 	// RetentionMs (offsets.retention.minutes, in ms): the committed offsets
 	// of a group without members expire this long after their commit.
 	// Range: >= 1.
@@ -63,6 +69,9 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if err := c.Group.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Consumer.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RetentionMs < 1 || c.RetentionCheckMs < 1 {
@@ -101,9 +110,12 @@ func New(ctx context.Context, cfg Config, host Host) (*Coordinator, error) {
 		// before the restart could pass for a new member.
 		cfg.Group.MemberIDNonce = strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
+	if cfg.Consumer.MemberIDNonce == "" {
+		cfg.Consumer.MemberIDNonce = cfg.Group.MemberIDNonce
+	}
 	o := newOffsetStore(host, cfg.Logger)
 	return &Coordinator{ctx: ctx, cfg: cfg, host: host, log: cfg.Logger,
-		offsets: o, groups: newGroupTable(cfg.Group, o, cfg.Logger)}, nil
+		offsets: o, groups: newGroupTable(cfg.Group, cfg.Consumer, host.ConsumerImage, o, cfg.Logger)}, nil
 }
 
 // Start begins the groups' timer loop and offset expiry on the host's
@@ -161,6 +173,9 @@ func (c *Coordinator) load(pi int32, p *replica.Partition) {
 		}
 		c.groups.restore(id, &v)
 	}
+	for id, recs := range c.offsets.takeConsumerRecords(pi) {
+		c.groups.restoreConsumer(id, recs)
+	}
 	c.offsets.markLoaded(pi, p)
 	if n > 0 || time.Since(start) > 100*time.Millisecond {
 		c.log.Info().Int32("partition", pi).Int("records", n).Dur("took", time.Since(start)).Msg("loaded committed offsets")
@@ -214,6 +229,7 @@ func (c *Coordinator) Offsets(group string) map[TopicPartition]Committed {
 // GroupSummary is what ListGroups reports of a group.
 type GroupSummary struct {
 	ID, State, ProtocolType string
+	Type                    string // KIP-848's group type: "classic" or "consumer"
 }
 
 // ListGroups returns every group known here, by id: those with members,
@@ -221,10 +237,13 @@ type GroupSummary struct {
 func (c *Coordinator) ListGroups() []GroupSummary {
 	seen := map[string]GroupSummary{}
 	for _, id := range c.offsets.groupsWithOffsets() {
-		seen[id] = GroupSummary{id, "Empty", ""}
+		seen[id] = GroupSummary{id, "Empty", "", ClassicGroupType}
 	}
 	c.groups.each(func(id string, g *group.Group) {
-		seen[id] = GroupSummary{id, g.State(), g.ProtocolType()}
+		seen[id] = GroupSummary{id, g.State(), g.ProtocolType(), ClassicGroupType}
+	})
+	c.groups.eachConsumer(func(id string, g *consumer.Group) {
+		seen[id] = GroupSummary{id, g.State(), "consumer", ConsumerGroupType}
 	})
 	out := make([]GroupSummary, 0, len(seen))
 	for _, s := range seen {

@@ -12,12 +12,16 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/storage"
 )
 
 // testHost runs the coordinator's goroutines.
 type testHost struct {
-	wg sync.WaitGroup
+	wg    sync.WaitGroup
+	imgMu sync.Mutex
+	img   *consumer.Image
 }
 
 func (h *testHost) Go(fn func()) bool {
@@ -30,6 +34,23 @@ func (h *testHost) Go(fn func()) bool {
 }
 
 func (h *testHost) ReadFailed(*replica.Partition, error) {}
+
+// ConsumerImage: the tests' cluster has no topics but those they name.
+func (h *testHost) ConsumerImage() *consumer.Image {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	if h.img == nil {
+		h.img = consumer.NewImage(nil)
+	}
+	return h.img
+}
+
+// setTopics replaces the topics ConsumerImage reports.
+func (h *testHost) setTopics(ts ...consumer.Topic) {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	h.img = consumer.NewImage(ts)
+}
 
 // replicaHost opens a partition's log in dir; nothing else happens to a
 // single replica.
@@ -71,7 +92,9 @@ func newTest(t *testing.T, parts ...*replica.Partition) *Coordinator {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &testHost{}
-	c, err := New(ctx, Config{Group: group.Config{MinSessionTimeoutMs: 1000}, RetentionMs: 60_000,
+	ccfg := consumer.DefaultConfig()
+	ccfg.Assignors = []assign.Assignor{assign.Uniform(), assign.Range()}
+	c, err := New(ctx, Config{Group: group.Config{MinSessionTimeoutMs: 1000}, Consumer: ccfg, RetentionMs: 60_000,
 		RetentionCheckMs: 3_600_000, Logger: zerolog.Nop()}, h)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +179,7 @@ func TestCommitsAndGroupsReload(t *testing.T) {
 	}) || state != "Stable" || err != nil {
 		t.Fatalf("restored group: %s, member: %v", state, err)
 	}
-	if gs := c3.ListGroups(); len(gs) != 1 || gs[0] != (GroupSummary{"g", "Stable", "consumer"}) {
+	if gs := c3.ListGroups(); len(gs) != 1 || gs[0] != (GroupSummary{"g", "Stable", "consumer", ClassicGroupType}) {
 		t.Fatalf("groups: %+v", gs)
 	}
 }

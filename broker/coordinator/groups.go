@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // groupTable runs the consumer groups this node coordinates. Membership is
@@ -23,18 +24,24 @@ import (
 // the earliest deadline.
 type groupTable struct {
 	cfg     group.Config
+	ccfg    consumer.Config
+	image   func() *consumer.Image // the topics KIP-848 groups see now
 	log     zerolog.Logger
 	offsets *offsetStore  // where a group that settles is stored
 	wake    chan struct{} // cap 1: a deadline may have moved earlier
 	mu      struct {
 		sync.Mutex
 		groups map[string]*group.Group
+		// consumers are the KIP-848 groups (consumers.go). Invariant: no
+		// id is in both maps.
+		consumers map[string]*consumerGroup
 	}
 }
 
-func newGroupTable(cfg group.Config, offsets *offsetStore, log zerolog.Logger) *groupTable {
-	t := &groupTable{cfg: cfg, log: log, offsets: offsets, wake: make(chan struct{}, 1)}
+func newGroupTable(cfg group.Config, ccfg consumer.Config, image func() *consumer.Image, offsets *offsetStore, log zerolog.Logger) *groupTable {
+	t := &groupTable{cfg: cfg, ccfg: ccfg, image: image, log: log, offsets: offsets, wake: make(chan struct{}, 1)}
 	t.mu.groups = map[string]*group.Group{}
+	t.mu.consumers = map[string]*consumerGroup{}
 	return t
 }
 
@@ -69,7 +76,19 @@ var ErrNoGroup = fmt.Errorf("coordinator: no such group: %w", group.ErrUnknownMe
 // when it may commit (a simple commit, generation -1 with no member id, to
 // a group without members included), else an error of package group
 // (group.ErrorCode maps it), ErrNoGroup among them.
+//
+// A consumer group (KIP-848) checks the member epoch instead (generation
+// carries it); TxnOffsetCommit's checks are those of OffsetCommit v9+, as
+// in Kafka, where a transactional commit skips only the version check.
 func (c *Coordinator) ValidateCommit(id, member string, instance *string, generation int32) error {
+	return c.ValidateCommitAt(id, member, instance, generation, 9)
+}
+
+// ValidateCommitAt is ValidateCommit for an OffsetCommit of version v.
+func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, generation int32, v int16) error {
+	if ok, err := c.groups.validateConsumerCommit(id, member, generation, v); ok {
+		return err
+	}
 	var err error
 	exists := c.groups.with(id, false, func(g *group.Group) []group.Reply {
 		err = g.ValidateOffsetCommit(member, instance, generation)
@@ -89,7 +108,20 @@ func (c *Coordinator) ValidateCommit(id, member string, instance *string, genera
 func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
 	t.mu.Lock()
 	g := t.mu.groups[id]
-	if g == nil && create {
+	if cg := t.mu.consumers[id]; g == nil && cg != nil {
+		// A consumer group holds the id: a classic member may take it
+		// over only once it is empty (see ErrNotConsumerGroup).
+		if !create || cg.g.NumMembers() > 0 {
+			t.mu.Unlock()
+			return false
+		}
+		recs, err := cg.g.Delete()
+		if err == nil {
+			delete(t.mu.consumers, id)
+			_, _ = t.persistLocked(id, recs)
+		}
+	}
+	if g == nil && create && t.mu.consumers[id] == nil {
 		g = group.NewGroup(id, t.cfg)
 		t.mu.groups[id] = g
 	}
@@ -119,7 +151,7 @@ func (t *groupTable) run(stop <-chan struct{}) {
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		next := int64(-1)
+		next := t.nextConsumerDeadlineLocked()
 		for _, g := range t.mu.groups {
 			if d := g.NextDeadline(); d >= 0 && (next < 0 || d < next) {
 				next = d
@@ -151,6 +183,7 @@ func (t *groupTable) run(stop <-chan struct{}) {
 				t.afterChangeLocked(id, g, st, gen)
 			}
 		}
+		t.tickConsumersLocked(now)
 		t.mu.Unlock()
 		deliver(replies)
 	}
@@ -194,6 +227,11 @@ func (t *groupTable) unload(drop func(id string) bool) {
 			delete(t.mu.groups, id)
 		}
 	}
+	for id := range t.mu.consumers {
+		if drop(id) {
+			delete(t.mu.consumers, id)
+		}
+	}
 }
 
 // each calls fn on every group under mu; fn must not keep g.
@@ -205,12 +243,13 @@ func (t *groupTable) each(fn func(id string, g *group.Group)) {
 	}
 }
 
-// members is the group's member count (0 for an unknown group).
+// members is the group's member count, of either protocol (0 for an
+// unknown group).
 func (t *groupTable) members(id string) int {
-	n := 0
-	t.with(id, false, func(g *group.Group) []group.Reply {
-		n = g.NumMembers()
-		return nil
-	})
-	return n
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g := t.mu.groups[id]; g != nil {
+		return g.NumMembers()
+	}
+	return t.consumerMembersLocked(id)
 }

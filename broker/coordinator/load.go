@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -63,6 +64,11 @@ func (o *offsetStore) forgetLocked(pi int32) {
 	for g := range o.mu.groupMeta {
 		if o.partitionFor(g) == pi {
 			delete(o.mu.groupMeta, g)
+		}
+	}
+	for g := range o.mu.consumerRecs {
+		if o.partitionFor(g) == pi {
+			delete(o.mu.consumerRecs, g)
 		}
 	}
 	for _, pc := range o.mu.pending[pi] {
@@ -165,6 +171,15 @@ func (o *offsetStore) apply(key, value []byte) {
 
 // REQUIRES: o.mu held.
 func (o *offsetStore) applyLocked(key, value []byte) {
+	if id, ok := consumer.GroupOfKey(key); ok {
+		// Copied: the log's read buffer is reused.
+		r := consumer.Record{Key: append([]byte(nil), key...)}
+		if value != nil {
+			r.Value = append([]byte(nil), value...)
+		}
+		o.mu.consumerRecs[id] = append(o.mu.consumerRecs[id], r)
+		return
+	}
 	if len(key) >= 2 && int16(key[0])<<8|int16(key[1]) == 2 {
 		var gk kmsg.GroupMetadataKey
 		if gk.ReadFrom(key) != nil {

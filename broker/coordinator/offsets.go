@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -38,6 +39,10 @@ type offsetStore struct {
 		// groupMeta is each group's latest stored GroupMetadataValue, kept
 		// only while loading (restored into the groups, then cleared).
 		groupMeta map[string][]byte
+		// consumerRecs are the KIP-848 groups' records per group, in log
+		// order, kept only while loading (replayed into the groups,
+		// then cleared).
+		consumerRecs map[string][]consumer.Record
 		// pending holds, per offsets partition, appended commits in log
 		// order until they are durable; inFlight counts them per group.
 		pending  map[int32][]pendingCommit
@@ -52,6 +57,7 @@ func newOffsetStore(host Host, log zerolog.Logger) *offsetStore {
 	o := &offsetStore{host: host, log: log}
 	o.mu.offsets = map[string]map[TopicPartition]Committed{}
 	o.mu.groupMeta = map[string][]byte{}
+	o.mu.consumerRecs = map[string][]consumer.Record{}
 	o.mu.pending = map[int32][]pendingCommit{}
 	o.mu.inFlight = map[string]int{}
 	o.mu.txnPending = map[int32]map[int64][]txnCommit{}

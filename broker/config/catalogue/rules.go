@@ -38,6 +38,26 @@ func equalFold(want string) func(string) bool {
 
 func empty(v string) bool { return v == "" }
 
+// sameSet: a comma separated list holding exactly these items, in any
+// order and case.
+func sameSet(items ...string) func(string) bool {
+	return func(v string) bool {
+		got := map[string]bool{}
+		for it := range strings.SplitSeq(v, ",") {
+			got[strings.ToLower(strings.TrimSpace(it))] = true
+		}
+		if len(got) != len(items) {
+			return false
+		}
+		for _, it := range items {
+			if !got[it] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // Reasons shared by several families.
 const (
 	whyZooKeeper  = "ZooKeeper: Fjord keeps its metadata in its own KRaft quorum"
@@ -47,7 +67,8 @@ const (
 	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
 	whySecurity   = "a security setting Fjord does not implement (docs/security.md lists the ones it reads)"
 	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
-	whyNewGroups  = "share groups and the KIP-848 consumer group protocol are not built yet"
+	whyNewGroups  = "share groups (KIP-932) are not built yet"
+	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size and group.consumer.assignors)"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
 	whyConfluent  = "tunes Confluent Platform's own components"
@@ -141,8 +162,8 @@ var brokerExact = map[string]rule{
 	"compression.type":                      {class: Unsupported, why: "Fjord keeps batches as the producer compressed them", asFjord: equalFold("producer")},
 	"metadata.log.dir":                      with(unsupported, "the metadata log is kept under the first of log.dirs"),
 	"client.quota.callback.class":           with(unsupported, whyQuota),
-	"group.coordinator.rebalance.protocols": {class: Unsupported, why: whyNewGroups, asFjord: equalFold("classic")},
-	"group.coordinator.new.enable":          {class: Unsupported, why: whyNewGroups, asFjord: equalFold("false")},
+	"group.coordinator.rebalance.protocols": {class: Unsupported, why: "Fjord serves the classic and consumer (KIP-848) protocols, not streams or share groups yet", asFjord: sameSet("classic", "consumer")},
+	"group.coordinator.new.enable":          {class: Unsupported, why: "Fjord's coordinator is the new one (KIP-848) and cannot be turned off", asFjord: equalFold("true")},
 	"eligible.leader.replicas.enable":       {class: Unsupported, why: "KIP-966's eligible leader replicas are not built", asFjord: equalFold("false")},
 
 	// Compaction.
@@ -199,7 +220,7 @@ var brokerPrefix = map[string]rule{
 	"transaction.":                with(unsupported, "tunes Kafka's transaction coordinator; Fjord's has its own intervals"),
 	"share.":                      with(unsupported, whyNewGroups),
 	"group.share.":                with(unsupported, whyNewGroups),
-	"group.consumer.":             with(unsupported, whyNewGroups),
+	"group.consumer.":             with(unsupported, why848Key),
 	"remote.log.":                 with(unsupported, whyTiered),
 	"log.local.retention.":        with(unsupported, whyTiered),
 	"quota.":                      with(unsupported, whyQuota),

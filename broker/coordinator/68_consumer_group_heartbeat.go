@@ -1,0 +1,105 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/group/consumer"
+)
+
+// ConsumerGroupHeartbeat: v0-1
+//
+// Behaviour: KIP-848's consumer group protocol, run by package
+// group/consumer (see its documentation for epochs, reconciliation and
+// the forced exits). The coordinator assigns the partitions itself, with
+// the server-side assignor the member names (group.consumer.assignors).
+// The answer is sent once the records the heartbeat produced are
+// committed on the offsets partition (consumers.go says why). A group id
+// held by a classic group with members answers GROUP_ID_NOT_FOUND ("Group
+// <id> is not a consumer group."), as Kafka does when its migration
+// policy refuses the upgrade; an empty classic group is converted.
+// Subscribing by topic name needs DESCRIBE on every topic named
+// (TOPIC_AUTHORIZATION_FAILED otherwise, as in Kafka).
+//
+// Version notes: v0: Kafka 3.7's early access (the coordinator names the
+// member id); v1: client-generated member ids, regular-expression
+// subscriptions (KIP-848 as shipped in Kafka 4.0)
+func consumerGroupHeartbeatEntry(h APIHost) api.Entry {
+	return api.Entry{
+		Key: 68, Client: api.Versions(0, 1), Handle: bindTo(h, handleConsumerGroupHeartbeat),
+		Rule: api.Needs("READ on GROUP and DESCRIBE on the TOPICs subscribed by name", 1, api.All(
+			api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
+			checkHeartbeatTopics)),
+	}
+}
+
+func handleConsumerGroupHeartbeat(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	fail := func(code int16, msg string) {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode, resp.MemberEpoch = code, req.MemberEpoch
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		respond(resp)
+	}
+	if code := requestCode(h, req.Group); code != 0 {
+		fail(code, "")
+		return
+	}
+	var resp *kmsg.ConsumerGroupHeartbeatResponse
+	// A join (epoch 0) creates the group; anything else needs it.
+	exists, wait, err := h.Coordinator().Consumer(req.Group, req.MemberEpoch == 0,
+		func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
+			var recs []consumer.Record
+			resp, recs = g.HeartbeatFrom(now, img, req, consumer.Client{ID: cc.ClientID, Host: cc.ClientHost})
+			return recs
+		})
+	switch {
+	case errors.Is(err, ErrNotConsumerGroup):
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
+		return
+	case !exists:
+		// As in Kafka: a heartbeat from a member of a group the
+		// coordinator does not have (deleted, or its offsets expired) is
+		// an unknown member, which rejoins with a new id.
+		fail(kerr.UnknownMemberID.Code, fmt.Sprintf("Consumer group %s not found.", req.Group))
+		return
+	case err != nil:
+		fail(CommitErrorCode(err, h.Code), "")
+		return
+	case wait == nil:
+		respond(resp)
+		return
+	}
+	h.Go(func() {
+		if err := wait(); err != nil {
+			h.Log().Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat not persisted")
+			fail(CommitErrorCode(err, h.Code), "")
+			return
+		}
+		respond(resp)
+	})
+}
+
+// checkHeartbeatTopics: the topics a member subscribes to by name must be
+// ones it may describe; Kafka answers TOPIC_AUTHORIZATION_FAILED naming
+// them.
+func checkHeartbeatTopics(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	_, denied := api.Split(z, acl.OpDescribe, req.SubscribedTopicNames, func(t string) string { return t })
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = api.TopicDenied
+	m := "Topic authorization failed for topics: " + strings.Join(denied, ", ")
+	resp.ErrorMessage = &m
+	return resp, nil
+}

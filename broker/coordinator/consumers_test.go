@@ -1,0 +1,200 @@
+package coordinator
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
+)
+
+var topicT = consumer.Topic{Name: "t", ID: [16]byte{7}, Partitions: 6}
+
+// heartbeat848 sends one ConsumerGroupHeartbeat through the coordinator,
+// as the API handler does, waiting for its records to commit.
+func heartbeat848(t *testing.T, c *Coordinator, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	var resp *kmsg.ConsumerGroupHeartbeatResponse
+	exists, wait, err := c.Consumer(req.Group, req.MemberEpoch == 0, func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
+		var recs []consumer.Record
+		resp, recs = g.Heartbeat(now, img, req)
+		return recs
+	})
+	if err != nil || !exists {
+		t.Fatalf("heartbeat of %s: exists %v, %v", req.MemberID, exists, err)
+	}
+	if wait != nil {
+		if err := wait(); err != nil {
+			t.Fatalf("records of %s not committed: %v", req.MemberID, err)
+		}
+	}
+	return resp
+}
+
+func join848(group, member string) *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.SetVersion(1)
+	req.Group, req.MemberID, req.MemberEpoch = group, member, 0
+	req.RebalanceTimeoutMillis = 30_000
+	req.SubscribedTopicNames = []string{"t"}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return req
+}
+
+// owned is what a member reports owning: its last assignment.
+func owned(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if a == nil {
+		return out
+	}
+	for _, t := range a.Topics {
+		rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+		rt.TopicID, rt.Partitions = t.TopicID, t.Partitions
+		out = append(out, rt)
+	}
+	return out
+}
+
+func describe848(t *testing.T, c *Coordinator, id string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	var d kmsg.ConsumerGroupDescribeResponseGroup
+	if ok, _, _ := c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+		d = g.Describe(img)
+		return nil
+	}); !ok {
+		t.Fatalf("no consumer group %s", id)
+	}
+	return d
+}
+
+// A KIP-848 group's members, epochs and assignments come back when
+// another coordinator loads the same log: its records are committed
+// before each heartbeat is answered.
+func TestConsumerGroupReload(t *testing.T) {
+	dir := t.TempDir()
+	p := leader(t, dir)
+	c := newTest(t, p)
+	c.host.(*testHost).setTopics(topicT)
+
+	a := heartbeat848(t, c, join848("g", "member-a"))
+	if a.ErrorCode != 0 || a.Assignment == nil || len(a.Assignment.Topics[0].Partitions) != 6 {
+		t.Fatalf("first member: %+v", a)
+	}
+	b := heartbeat848(t, c, join848("g", "member-b"))
+	if b.ErrorCode != 0 {
+		t.Fatalf("second member: %+v", b)
+	}
+	// member-a revokes what member-b is to get, then member-b gets it.
+	for range 3 {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "member-a", a.MemberEpoch, -1
+		if a.Assignment != nil {
+			req.Topics = owned(a.Assignment)
+		}
+		if r := heartbeat848(t, c, req); r.ErrorCode == 0 {
+			if r.Assignment != nil {
+				a.Assignment = r.Assignment
+			}
+			a.MemberEpoch = r.MemberEpoch
+		}
+		req.MemberID, req.MemberEpoch = "member-b", b.MemberEpoch
+		req.Topics = owned(b.Assignment)
+		if r := heartbeat848(t, c, req); r.ErrorCode == 0 {
+			if r.Assignment != nil {
+				b.Assignment = r.Assignment
+			}
+			b.MemberEpoch = r.MemberEpoch
+		}
+	}
+	before := describe848(t, c, "g")
+	if before.State != "Stable" || len(before.Members) != 2 {
+		t.Fatalf("before the reload: %+v", before)
+	}
+
+	p.Log().Close() // as at a restart
+	c2 := newTest(t, leader(t, dir))
+	c2.host.(*testHost).setTopics(topicT)
+	after := describe848(t, c2, "g")
+	if after.State != before.State || after.Epoch != before.Epoch || after.AssignmentEpoch != before.AssignmentEpoch || len(after.Members) != 2 {
+		t.Fatalf("after the reload: state %s epoch %d/%d members %d; before: %s %d/%d %d",
+			after.State, after.Epoch, after.AssignmentEpoch, len(after.Members),
+			before.State, before.Epoch, before.AssignmentEpoch, len(before.Members))
+	}
+	for i := range before.Members {
+		bm, am := before.Members[i], after.Members[i]
+		if bm.MemberID != am.MemberID || bm.MemberEpoch != am.MemberEpoch || !sameAssignment(bm.Assignment, am.Assignment) {
+			t.Fatalf("member %d: before %+v, after %+v", i, bm, am)
+		}
+	}
+	if gs := c2.ListGroups(); len(gs) != 1 || gs[0] != (GroupSummary{"g", "Stable", "consumer", ConsumerGroupType}) {
+		t.Fatalf("groups: %+v", gs)
+	}
+	// A member carries on at its epoch, without rejoining.
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.SetVersion(1)
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "member-a", a.MemberEpoch, -1
+	if r := heartbeat848(t, c2, req); r.ErrorCode != 0 || r.MemberEpoch != a.MemberEpoch {
+		t.Fatalf("heartbeat after the reload: code %d epoch %d, want 0 and %d", r.ErrorCode, r.MemberEpoch, a.MemberEpoch)
+	}
+}
+
+func sameAssignment(a, b kmsg.Assignment) bool {
+	if len(a.TopicPartitions) != len(b.TopicPartitions) {
+		return false
+	}
+	for i := range a.TopicPartitions {
+		x, y := a.TopicPartitions[i], b.TopicPartitions[i]
+		if x.TopicID != y.TopicID || len(x.Partitions) != len(y.Partitions) {
+			return false
+		}
+		for j := range x.Partitions {
+			if x.Partitions[j] != y.Partitions[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// One group id, one protocol: a classic group with members refuses
+// consumer-protocol members and the other way round; an empty group of
+// either kind is converted, and its stored form goes with it.
+func TestGroupProtocolsShareIDs(t *testing.T) {
+	dir := t.TempDir()
+	p := leader(t, dir)
+	c := newTest(t, p)
+	c.host.(*testHost).setTopics(topicT)
+
+	joinAndSync(t, c, "classic")
+	if _, _, err := c.Consumer("classic", true, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrNotConsumerGroup) {
+		t.Fatalf("consumer member into a classic group with members: %v", err)
+	}
+
+	heartbeat848(t, c, join848("new", "m"))
+	if c.With("new", true, func(*group.Group) []group.Reply { return nil }) {
+		t.Fatal("a classic member took the id of a consumer group with members")
+	}
+	leave := join848("new", "m")
+	leave.MemberEpoch = -1
+	if r := heartbeat848(t, c, leave); r.ErrorCode != 0 {
+		t.Fatalf("leave: %d", r.ErrorCode)
+	}
+	if !c.With("new", true, func(*group.Group) []group.Reply { return nil }) {
+		t.Fatal("an empty consumer group was not converted for a classic member")
+	}
+	if gs := c.ListGroups(); len(gs) != 2 || gs[1].Type != ClassicGroupType {
+		t.Fatalf("groups: %+v", gs)
+	}
+
+	// The conversion is durable: a reload finds only the classic group.
+	p.Log().Close()
+	c2 := newTest(t, leader(t, dir))
+	for _, g := range c2.ListGroups() {
+		if g.Type != ClassicGroupType {
+			t.Fatalf("after the reload: %+v", c2.ListGroups())
+		}
+	}
+}
