@@ -12,20 +12,19 @@ import (
 // Fjord implements in full. A level is advertised only when it is
 // honoured, because clients act on it:
 //
-//   - metadata.version 21 (3.9-IV0). Fjord serves Kafka 3.9's client
-//     surface (Produce v11, Fetch v16, Metadata v12, the classic group
-//     protocol), with some 4.0 additions but not 4.0's defining ones
-//     (KIP-848's consumer protocol, Produce v12). 4.0-IV3 (25) would claim
-//     a 4.0 cluster. No client changes behaviour on this level; tools
-//     (kafka-features.sh, describeFeatures) show it.
+//   - metadata.version 21 (3.9-IV0). The 4.0 levels also mean controller
+//     features Fjord lacks (KIP-966's eligible leader replicas, KIP-853's
+//     dynamic voters), although Fjord serves 4.x's client surface (Produce
+//     v12+, the KIP-848 consumer protocol). No client changes behaviour on
+//     this level; tools (kafka-features.sh, describeFeatures) show it.
 //   - transaction.version 1 (KIP-1022: flexible __transaction_state
 //     records). Fjord writes TxnMetadataValue v1 (broker/txn). Level 2
-//     (KIP-890 part 2) is NOT finalized although EndTxn v5's epoch bump is
-//     served: at level 2 Java producers and franz-go (1.21) stop sending
-//     AddPartitionsToTxn and rely on Produce v12 to add partitions to the
-//     transaction, which Fjord does not serve (their produces would be
-//     refused as not part of a transaction). Level 1 changes no client's
-//     behaviour: both keep transactions v1 as with no features at all.
+//     (KIP-890 part 2) is NOT finalized although EndTxn v5's epoch bump and
+//     Produce v12's implicit AddPartitionsToTxn are served: at level 2
+//     clients also stop sending AddOffsetsToTxn and rely on TxnOffsetCommit
+//     v5 to add the group's offsets partition, which Fjord does not do yet.
+//     Level 1 changes no client's behaviour: both keep transactions v1 as
+//     with no features at all.
 //   - group.version 1 (KIP-848): the consumer group protocol,
 //     ConsumerGroupHeartbeat, is served (broker/coordinator, group/consumer),
 //     so a Java consumer with group.protocol=consumer joins. kraft.version

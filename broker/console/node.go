@@ -19,6 +19,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/lag"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage/recordbatch"
@@ -282,6 +283,24 @@ func (s *NodeSource) groupLag(d kmsg.DescribeGroupsResponseGroup, offs map[coord
 		}
 		members = append(members, lm)
 	}
+	return s.lagOf(members, offs), members
+}
+
+// describe848 is a KIP-848 group's description and its members as the
+// lag sees them; ok is false when id is not such a group here.
+func describe848(c *coordinator.Coordinator, id string) (d kmsg.ConsumerGroupDescribeResponseGroup, members []lag.Member, ok bool) {
+	ok, _, _ = c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+		d = g.Describe(img)
+		return nil
+	})
+	for _, m := range d.Members {
+		members = append(members, lag.KIP848Member(m))
+	}
+	return d, members, ok
+}
+
+// lagOf is the lag of a group with these members and commits.
+func (s *NodeSource) lagOf(members []lag.Member, offs map[coordinator.TopicPartition]coordinator.Committed) []lag.Row {
 	commits := make(map[lag.TP]lag.Commit, len(offs))
 	for tp, o := range offs {
 		commits[lag.TP{Topic: tp.Topic, Partition: tp.Partition}] = lag.Commit{Offset: o.Offset}
@@ -297,7 +316,7 @@ func (s *NodeSource) groupLag(d kmsg.DescribeGroupsResponseGroup, offs map[coord
 			offsets[lag.TP{Topic: name, Partition: int32(i)}] = s.partitionOffsets(name, i)
 		}
 	}
-	return lag.Compute(members, commits, offsets), members
+	return lag.Compute(members, commits, offsets)
 }
 
 func (s *NodeSource) Groups(limit int) ([]GroupSummary, int) {
@@ -313,12 +332,18 @@ func (s *NodeSource) Groups(limit int) ([]GroupSummary, int) {
 		}
 		gs := GroupSummary{ID: g.ID, State: g.State, ProtocolType: g.ProtocolType}
 		var d kmsg.DescribeGroupsResponseGroup
-		c.With(g.ID, false, func(gr *group.Group) []group.Reply {
+		var rows []lag.Row
+		if c.With(g.ID, false, func(gr *group.Group) []group.Reply {
 			gs.Members, gs.Generation = gr.NumMembers(), gr.Generation()
 			d = gr.Describe()
 			return nil
-		})
-		rows, _ := s.groupLag(d, c.Offsets(g.ID))
+		}) || g.Type != coordinator.ConsumerGroupType {
+			rows, _ = s.groupLag(d, c.Offsets(g.ID))
+		} else {
+			d, members, _ := describe848(c, g.ID)
+			gs.Members, gs.Generation = len(d.Members), d.Epoch
+			rows = s.lagOf(members, c.Offsets(g.ID))
+		}
 		for _, r := range rows {
 			if r.Err == nil {
 				gs.Lag += r.Lag
@@ -343,6 +368,11 @@ func (s *NodeSource) Group(id string) (Group, bool) {
 		return nil
 	})
 	offs := c.Offsets(id)
+	if !exists {
+		if d, members, ok := describe848(c, id); ok {
+			return s.group848(g, d, members, offs), true
+		}
+	}
 	if !exists && len(offs) == 0 {
 		return Group{}, false
 	}
@@ -357,14 +387,36 @@ func (s *NodeSource) Group(id string) (Group, bool) {
 		}
 		g.Members = append(g.Members, cm)
 	}
+	g.Offsets = groupOffsets(rows)
+	return g, true
+}
+
+// groupOffsets are the console's rows of a group's lag.
+func groupOffsets(rows []lag.Row) []GroupOffset {
+	var out []GroupOffset
 	for _, r := range rows {
 		o := GroupOffset{Topic: r.Topic, Partition: r.Partition, Committed: r.Committed, Member: r.Member}
 		if r.Err == nil {
 			o.HighWater, o.Lag, o.LagKnown = r.End, r.Lag, true
 		}
-		g.Offsets = append(g.Offsets, o)
+		out = append(out, o)
 	}
-	return g, true
+	return out
+}
+
+// group848 fills g from a KIP-848 group's description: the protocol
+// shown is its assignor, the generation its group epoch.
+func (s *NodeSource) group848(g Group, d kmsg.ConsumerGroupDescribeResponseGroup, members []lag.Member, offs map[coordinator.TopicPartition]coordinator.Committed) Group {
+	g.State, g.ProtocolType, g.Protocol, g.Generation = d.State, "consumer", d.AssignorName, d.Epoch
+	for i, m := range d.Members {
+		cm := Member{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: members[i].Assigned}
+		if m.InstanceID != nil {
+			cm.InstanceID = *m.InstanceID
+		}
+		g.Members = append(g.Members, cm)
+	}
+	g.Offsets = groupOffsets(s.lagOf(members, offs))
+	return g
 }
 
 func (s *NodeSource) Clients(limit int) ([]protocol.ClientInfo, int) {

@@ -46,6 +46,18 @@ type Member struct {
 	Assigned map[string][]int32
 }
 
+// KIP848Member is a member of a KIP-848 consumer group as
+// ConsumerGroupDescribe returns it: its subscribed topic names and its
+// current assignment (a regular expression's topics show only once
+// assigned).
+func KIP848Member(m kmsg.ConsumerGroupDescribeResponseGroupMember) Member {
+	lm := Member{ID: m.MemberID, Subscribed: append([]string(nil), m.SubscribedTopics...), Assigned: map[string][]int32{}}
+	for _, t := range m.Assignment.TopicPartitions {
+		lm.Assigned[t.Topic] = append(lm.Assigned[t.Topic], t.Partitions...)
+	}
+	return lm
+}
+
 // ConsumerMember decodes a member of a group of protocol type "consumer"
 // from its protocol metadata and assignment as DescribeGroups returns
 // them (both empty unless the group is Stable). Bytes that do not decode
