@@ -255,6 +255,34 @@ func TestCLITopicGroupProduceConsume(t *testing.T) {
 	}
 	member.Close()
 
+	// A KIP-848 consumer group is described through ConsumerGroupDescribe,
+	// and a reset is refused while it has members, as for a classic one.
+	const group848 = "cli-group-848"
+	m848 := newClient(t, addr, kgo.ConsumerGroup(group848), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kip848())
+	for seen := 0; seen < 30; {
+		fs := m848.PollFetches(testCtx(t, 20*time.Second))
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("848 member poll: %v", err)
+		}
+		seen += fs.NumRecords()
+	}
+	var g848 []struct {
+		Type, State, Protocol string
+		Members               []struct {
+			Assigned []string `json:"assigned"`
+		} `json:"members"`
+	}
+	cliJSON(t, addr, &g848, "group", "describe", group848)
+	if len(g848) != 1 || g848[0].Type != "consumer" || g848[0].State != "Stable" || g848[0].Protocol != "uniform" ||
+		len(g848[0].Members) != 1 || len(g848[0].Members[0].Assigned) != 1 {
+		t.Fatalf("group describe of a KIP-848 group: %+v", g848)
+	}
+	if errs := cliCode(t, 1, addr, "group", "reset-offsets", group848, "--topic", topic, "--to-earliest", "--execute"); !strings.Contains(errs, "active members") {
+		t.Fatalf("reset of a KIP-848 group with a member: %s", errs)
+	}
+	m848.Close()
+
 	// 10 more records: the group lags by 10.
 	prod := newClient(t, addr, kgo.DefaultProduceTopic(topic))
 	for i := range 10 {

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fjordlog/fjord/group/lag"
 )
@@ -71,6 +71,7 @@ type memberRow struct {
 
 type groupDesc struct {
 	Group       string      `json:"group"`
+	Type        string      `json:"type"` // classic, or consumer (KIP-848)
 	State       string      `json:"state"`
 	Protocol    string      `json:"protocol"`
 	Coordinator int32       `json:"coordinator"`
@@ -87,32 +88,24 @@ func groupDescribe(args []string, out, errOut io.Writer) int {
 		return c.fail(err)
 	}
 	defer done()
-	gs, err := adm.DescribeGroups(ctx, c.args...)
+	gs, err := describeGroups(ctx, adm, c.args)
 	if err != nil {
 		return c.fail(err)
 	}
 	var descs []groupDesc
 	for _, name := range c.args {
-		g, ok := gs[name]
-		if ok && (g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound)) {
+		g := gs[name]
+		if g.Err != nil {
+			return c.fail(fmt.Errorf("group %s: %v", name, g.Err))
+		}
+		if !g.Exists {
 			return c.fail(fmt.Errorf("group %s does not exist", name))
 		}
-		if !ok || g.Err != nil {
-			return c.fail(fmt.Errorf("group %s: %v %s", name, g.Err, g.ErrMessage))
-		}
-		if g.State == "Dead" {
-			return c.fail(fmt.Errorf("group %s does not exist", name))
-		}
-		d := groupDesc{Group: name, State: g.State, Protocol: g.Protocol, Coordinator: g.Coordinator.NodeID, Members: []memberRow{}}
+		d := groupDesc{Group: name, Type: g.Type, State: g.State, Protocol: g.Protocol, Coordinator: g.Coordinator, Members: []memberRow{}}
 		for _, m := range g.Members {
-			r := memberRow{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: []string{}}
-			if m.InstanceID != nil {
-				r.InstanceID = *m.InstanceID
-			}
-			if a, ok := m.Assigned.AsConsumer(); ok {
-				for _, t := range a.Topics {
-					r.Assigned = append(r.Assigned, t.Topic+":"+joinInt32(t.Partitions))
-				}
+			r := memberRow{MemberID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.Host, Assigned: []string{}}
+			for _, t := range slices.Sorted(maps.Keys(m.Assigned)) {
+				r.Assigned = append(r.Assigned, t+":"+joinInt32(m.Assigned[t]))
 			}
 			d.Members = append(d.Members, r)
 		}
@@ -120,7 +113,7 @@ func groupDescribe(args []string, out, errOut io.Writer) int {
 	}
 	c.emit(descs, func(w *tabwriter.Writer) {
 		for _, d := range descs {
-			fmt.Fprintf(w, "Group: %s\tState: %s\tProtocol: %s\tCoordinator: %d\tMembers: %d\n", d.Group, d.State, d.Protocol, d.Coordinator, len(d.Members))
+			fmt.Fprintf(w, "Group: %s\tType: %s\tState: %s\tProtocol: %s\tCoordinator: %d\tMembers: %d\n", d.Group, d.Type, d.State, d.Protocol, d.Coordinator, len(d.Members))
 			w.Flush()
 			if len(d.Members) > 0 {
 				fmt.Fprintln(w, "MEMBER\tINSTANCE\tCLIENT\tHOST\tASSIGNED")
@@ -159,7 +152,7 @@ func groupLag(args []string, out, errOut io.Writer) int {
 		return c.fail(err)
 	}
 	defer done()
-	described, err := adm.DescribeGroups(ctx, c.args...)
+	described, err := describeGroups(ctx, adm, c.args)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -170,17 +163,11 @@ func groupLag(args []string, out, errOut io.Writer) int {
 	inputs := map[string]input{}
 	var topics []string
 	for _, name := range c.args {
-		g, ok := described[name]
-		if !ok {
-			return c.fail(fmt.Errorf("group %s: not described", name))
-		}
-		if g.State == "Dead" || errors.Is(g.Err, kerr.GroupIDNotFound) { // DescribeGroups v6+ says so
-			return c.fail(fmt.Errorf("group %s does not exist", name))
-		}
+		g := described[name]
 		if g.Err != nil {
 			return c.fail(fmt.Errorf("group %s: %w", name, g.Err))
 		}
-		if g.State == "Dead" {
+		if !g.Exists {
 			return c.fail(fmt.Errorf("group %s does not exist", name))
 		}
 		committed, err := adm.FetchOffsets(ctx, name)
@@ -192,17 +179,7 @@ func groupLag(args []string, out, errOut io.Writer) int {
 			in.commits[lag.TP{Topic: o.Topic, Partition: o.Partition}] = lag.Commit{Offset: o.At, Err: o.Err}
 		})
 		for _, m := range g.Members {
-			lm := lag.Member{ID: m.MemberID}
-			if md, ok := m.Join.AsConsumer(); ok {
-				lm.Subscribed = md.Topics
-			}
-			if a, ok := m.Assigned.AsConsumer(); ok {
-				lm.Assigned = map[string][]int32{}
-				for _, t := range a.Topics {
-					lm.Assigned[t.Topic] = append(lm.Assigned[t.Topic], t.Partitions...)
-				}
-			}
-			in.members = append(in.members, lm)
+			in.members = append(in.members, m.Member)
 		}
 		inputs[name] = in
 		topics = append(topics, lag.Topics(in.members, in.commits)...)
@@ -324,17 +301,13 @@ func groupResetOffsets(args []string, out, errOut io.Writer) int {
 		return c.fail(err)
 	}
 	defer done()
-	gs, err := adm.DescribeGroups(ctx, group)
+	gs, err := describeGroups(ctx, adm, []string{group})
 	if err != nil {
 		return c.fail(err)
 	}
+	// A group that does not exist yet has no members: its offsets may be
+	// set before its first consumer starts, as Kafka's tool allows.
 	g := gs[group]
-	// A group that does not exist yet (DescribeGroups v6+:
-	// GROUP_ID_NOT_FOUND) has no members: its offsets may be set before
-	// its first consumer starts, as Kafka's tool allows.
-	if errors.Is(g.Err, kerr.GroupIDNotFound) {
-		g.Err = nil
-	}
 	if g.Err != nil {
 		return c.fail(fmt.Errorf("group %s: %w", group, g.Err))
 	}
