@@ -1,0 +1,54 @@
+// Package sharestate is the contract between KIP-932's two broker-side
+// halves: the share-partition leaders (broker/sharefetch), which hold
+// each share-partition's delivery state in memory on the node that leads
+// the data partition, and the share coordinator (broker/sharecoord),
+// which keeps that state durable and replicated in the __share_group_state
+// topic, on the node that leads the state partition the key hashes to.
+// The two are usually different nodes; Persister hides whether a call is
+// local or a Kafka RPC (ReadShareGroupState, WriteShareGroupState,
+// InitializeShareGroupState, DeleteShareGroupState) to another node.
+//
+// Records are group/sharepart's: a leader's step returns them, Write makes
+// them durable, and Read hands back what Restore needs.
+package sharestate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fjordlog/fjord/group/sharepart"
+)
+
+// Errors a Persister returns (wrapped with context); the broker maps
+// them to Kafka codes in its one mapping.
+var (
+	// ErrNoState: nothing is stored for the key (never initialized, or
+	// deleted). The leader initializes it (share.auto.offset.reset).
+	ErrNoState = errors.New("sharestate: no state for this share-partition")
+	// ErrFencedLeaderEpoch: the caller's leader epoch is older than one
+	// the coordinator has seen for the key: a newer leader has taken the
+	// share-partition over, and this one must stop serving it.
+	ErrFencedLeaderEpoch = errors.New("sharestate: fenced leader epoch")
+	// ErrNotAvailable: the coordinator cannot be reached or is loading
+	// (retriable; the caller backs off and retries within its bound).
+	ErrNotAvailable = errors.New("sharestate: share coordinator not available")
+)
+
+// Persister stores share-partition state durably. Every method blocks
+// until its outcome is known, bounded by ctx; none may be called while
+// holding a lock that a network or disk wait must not hold.
+type Persister interface {
+	// Read returns the durable state of key as records Restore accepts
+	// (a snapshot, possibly followed by updates), and records leaderEpoch
+	// as the newest leader of the key: from then on a Write with an
+	// older epoch is fenced. ErrNoState when nothing is stored.
+	Read(ctx context.Context, key sharepart.Key, leaderEpoch int32) ([]sharepart.Record, error)
+	// Write makes recs (returned by the leader's steps, in order)
+	// durable: replicated to every in-sync replica of the state
+	// partition. Only then may the leader answer the request that caused
+	// them. ErrFencedLeaderEpoch when a newer leader has read the key.
+	Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error
+	// Delete removes key's state (its group was deleted, or its offsets
+	// were deleted with DeleteShareGroupOffsets).
+	Delete(ctx context.Context, key sharepart.Key) error
+}
