@@ -1,7 +1,8 @@
 package compattests
 
 // TestFaultGroup848CoordinatorKill: a KIP-848 consumer group rides out the
-// SIGKILL of its group coordinator, then of a data partition leader.
+// SIGKILL of its group coordinator, stable and in the middle of a
+// rebalance, and of a data partition leader.
 //
 // Three fjord processes (the fault cluster: RF 3 for data and
 // __consumer_offsets, min.insync.replicas=2, members heartbeating every
@@ -12,14 +13,22 @@ package compattests
 //  1. the group's coordinator (FindCoordinator) is killed with SIGKILL;
 //     while it is down, another node must load the group from
 //     __consumer_offsets and describe it with the same members, member
-//     epochs and assignments as before; the killed node then restarts;
+//     epochs and assignments as before, and still so a full session
+//     later (the members heartbeat it); the killed node then restarts;
 //  2. the node leading the most data partitions, other than the
 //     coordinator, is killed with SIGKILL for 4 s (past the 3 s broker
 //     session timeout, so its leaderships move) and restarted.
 //
-// FJORD_FAULTS unset or "short": one round, about 40 s. "full": two rounds
-// and then a 6 s SIGSTOP of a data leader other than the coordinator,
-// about 75 s.
+// Then a fifth member joins, and the coordinator is killed once one of
+// the others has revoked what it gives up and reached the new group
+// epoch, with the other revocations under way: the next coordinator must
+// finish the rebalance from what was committed (five members, 2-3
+// partitions each), the old members keeping their ids and epochs.
+//
+// FJORD_FAULTS unset or "short": one round, about 30 s. "full": two
+// rounds, and after the rebalance a 6 s SIGSTOP of a data leader other
+// than the coordinator, about 55 s. Between faults, the data topic and
+// __consumer_offsets get back their full ISRs.
 //
 // What must hold, and why:
 //
@@ -29,8 +38,9 @@ package compattests
 //     next coordinator rebuilds the group as the members know it and
 //     starts every member's session at its load (Kafka's onLoaded). The
 //     members reach it within a few seconds (a SIGKILLed node's sockets
-//     are reset; franz-go retries and finds the new coordinator), well
-//     inside the 6 s session, so none is fenced: ConsumerGroupDescribe
+//     are reset; franz-go retries and finds the new coordinator, see
+//     member848Opts for the one case where it needs help), well inside
+//     the 6 s session, so none is fenced: ConsumerGroupDescribe
 //     after the failover lists the same member ids with member epochs not
 //     below (in fact equal to) the ones before, the same assignments and
 //     the same group epoch (nothing about the members or the topics
@@ -47,7 +57,7 @@ package compattests
 //     happens. KIP-848 does allow one kind: a zombie. A member cut off
 //     from the coordinator keeps its partitions (neither the KIP nor
 //     franz-go has a client-side session timer; the Java consumer leaves
-//     only on max.poll.interval.ms), while the coordinator fences it once
+//     on its poll timer, not for want of a coordinator), while the coordinator fences it once
 //     its session (or rebalance timeout) runs out and hands its
 //     partitions to others at once; the zombie drops them
 //     (OnPartitionsLost) only when its next heartbeat is refused. Its
@@ -305,7 +315,7 @@ func TestFaultGroup848CoordinatorKill(t *testing.T) {
 
 // member848Opts are the options of the test's members beyond
 // startFranzMember's: KIP-848, every node as a seed, and a metadata
-// refresh every 2 s.
+// refresh every second.
 //
 // The refresh works around franz-go v1.21.7: its KIP-848 heartbeat does
 // not forget a coordinator it cannot dial. ConsumerGroupHeartbeat is sent
@@ -322,7 +332,7 @@ func TestFaultGroup848CoordinatorKill(t *testing.T) {
 // new coordinator fences it after its 6 s session: seen on the first
 // runs, the new member was removed, the others carried on.
 func member848Opts(fc *faultCluster) []kgo.Opt {
-	return []kgo.Opt{kip848(), kgo.SeedBrokers(fc.AllAddrs()...), kgo.MetadataMaxAge(2 * time.Second)}
+	return []kgo.Opt{kip848(), kgo.SeedBrokers(fc.AllAddrs()...), kgo.MetadataMaxAge(time.Second)}
 }
 
 // group848View is what ConsumerGroupDescribe tells of a group, as
