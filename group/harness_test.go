@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // harness drives one Group from datadriven commands (see testdata/*.txt):
@@ -69,16 +71,16 @@ func (a args) ptr(k string) *string {
 	return nil
 }
 
-func (h *harness) do(c *ddCase) string {
+func (h *harness) do(c *datadriven.Case) string {
 	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
+	for _, kv := range c.Args {
+		a[kv.Key] = kv.Val
 	}
 	if _, ok := a["t"]; ok {
 		h.now = a.num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		cfg := Config{
 			MinSessionTimeoutMs:     int32(a.num("min", 6000)),
@@ -185,9 +187,9 @@ func (h *harness) do(c *ddCase) string {
 		}
 		return fmt.Sprintf("%s (%s)", errName(ErrorCode(err)), errString(err))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // harness drives one Group from datadriven commands (testdata/*.txt).
@@ -119,16 +120,16 @@ func (a args) ptr(k string) *string {
 	return nil
 }
 
-func (h *harness) do(c *ddCase) string {
+func (h *harness) do(c *datadriven.Case) string {
 	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
+	for _, kv := range c.Args {
+		a[kv.Key] = kv.Val
 	}
 	if a.has("t") {
 		h.now = a.num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		cfg := DefaultConfig()
 		cfg.SessionTimeoutMs = int32(a.num("session", int64(cfg.SessionTimeoutMs)))
@@ -150,15 +151,15 @@ func (h *harness) do(c *ddCase) string {
 		return "ok"
 	case "topics":
 		var ts []Topic
-		for _, kv := range c.args {
-			if kv.key == "t" || kv.key == "quiet" {
+		for _, kv := range c.Args {
+			if kv.Key == "t" || kv.Key == "quiet" {
 				continue
 			}
-			name, rest, _ := strings.Cut(kv.key, ":")
+			name, rest, _ := strings.Cut(kv.Key, ":")
 			parts := strings.Split(rest, ":")
 			n, err := strconv.Atoi(parts[0])
 			if err != nil {
-				h.t.Fatalf("%s: topic %q: %v", c.pos, kv.key, err)
+				h.t.Fatalf("%s: topic %q: %v", c.Pos, kv.Key, err)
 			}
 			id, ok := h.ids[name]
 			if !ok || (len(parts) > 1 && parts[1] == "new") {
@@ -223,7 +224,7 @@ func (h *harness) do(c *ddCase) string {
 		g := New("g", h.cfg)
 		for _, r := range h.log {
 			if err := g.Replay(r.Key, r.Value); err != nil {
-				h.t.Fatalf("%s: replay: %v", c.pos, err)
+				h.t.Fatalf("%s: replay: %v", c.Pos, err)
 			}
 		}
 		g.Loaded(h.now)
@@ -231,14 +232,14 @@ func (h *harness) do(c *ddCase) string {
 		h.stale = false
 		h.printRecords(&b, g.MetadataChanged(h.now, h.img))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }
 
-func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
+func (h *harness) heartbeat(b *strings.Builder, c *datadriven.Case, a args) {
 	id := a.str("m", "")
 	cl := h.clients[id]
 	if cl == nil {
@@ -247,7 +248,7 @@ func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Version = int16(a.num("v", 1))
 	req.Group, req.MemberID = "g", id
-	joining := c.cmd == "join"
+	joining := c.Cmd == "join"
 	if joining {
 		req.MemberEpoch = 0
 		req.RebalanceTimeoutMillis = 30000

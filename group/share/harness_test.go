@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -83,21 +84,21 @@ func topicID(name string, gen byte) TopicID {
 	return id
 }
 
-func (h *harness) do(c *ddCase) string {
+func (h *harness) do(c *datadriven.Case) string {
 	a := args{}
 	var topics []string
-	for _, kv := range c.args {
-		if c.cmd == "topics" {
-			topics = append(topics, kv.key)
+	for _, kv := range c.Args {
+		if c.Cmd == "topics" {
+			topics = append(topics, kv.Key)
 			continue
 		}
-		a[kv.key] = kv.val
+		a[kv.Key] = kv.Val
 	}
 	if _, ok := a["t"]; ok {
 		h.now = a.num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		h.cfg = DefaultConfig()
 		h.cfg.SessionTimeoutMs = int32(a.num("session", 45000))
@@ -112,7 +113,7 @@ func (h *harness) do(c *ddCase) string {
 			n, gen, _ := strings.Cut(rest, "@")
 			parts, err := strconv.Atoi(n)
 			if err != nil {
-				h.t.Fatalf("%s: topics %s: %v", c.pos, spec, err)
+				h.t.Fatalf("%s: topics %s: %v", c.Pos, spec, err)
 			}
 			g := 0
 			if gen != "" {
@@ -129,7 +130,7 @@ func (h *harness) do(c *ddCase) string {
 		req.GroupID = a.str("g", "g")
 		req.MemberID = m
 		req.MemberEpoch = int32(a.num("e", int64(h.epochs[m])))
-		if c.cmd == "leave" {
+		if c.Cmd == "leave" {
 			req.MemberEpoch = -1
 		}
 		if r, ok := a["rack"]; ok {
@@ -144,7 +145,7 @@ func (h *harness) do(c *ddCase) string {
 		cl := Client{ID: a.str("c", "client"), Host: a.str("h", "/10.0.0.1")}
 		resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, cl)
 		if resp.Version != req.Version {
-			h.t.Fatalf("%s: response version %d, request %d", c.pos, resp.Version, req.Version)
+			h.t.Fatalf("%s: response version %d, request %d", c.Pos, resp.Version, req.Version)
 		}
 		if resp.ErrorCode == 0 {
 			if resp.MemberEpoch >= 0 {
@@ -153,7 +154,7 @@ func (h *harness) do(c *ddCase) string {
 				delete(h.epochs, m)
 			}
 		} else if len(recs) > 0 {
-			h.t.Fatalf("%s: error %d with %d records", c.pos, resp.ErrorCode, len(recs))
+			h.t.Fatalf("%s: error %d with %d records", c.Pos, resp.ErrorCode, len(recs))
 		}
 		b.WriteString(h.formatResp(resp) + "\n")
 		h.records(&b, recs)
@@ -189,9 +190,9 @@ func (h *harness) do(c *ddCase) string {
 	case "assigned":
 		return "assigned: " + h.formatAssignment(h.g.Assigned(a.str("m", "")))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }

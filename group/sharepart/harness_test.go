@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -80,17 +81,17 @@ func (h *harness) create(a args) string {
 	return h.wrote(recs)
 }
 
-func (h *harness) do(c *ddCase) string {
+func (h *harness) do(c *datadriven.Case) string {
 	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
+	for _, kv := range c.Args {
+		a[kv.Key] = kv.Val
 	}
 	if _, ok := a["t"]; ok {
 		h.now = a.num("t", 0)
 	}
 	var b strings.Builder
 	reset := false
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		b.WriteString(h.create(a))
 		reset = true
@@ -103,7 +104,7 @@ func (h *harness) do(c *ddCase) string {
 		return "ok"
 	case "fetch", "acquire":
 		f := Fetch{MaxRecords: int(a.num("max", 500)), BatchSize: int(a.num("batch", 0))}
-		if c.cmd == "fetch" {
+		if c.Cmd == "fetch" {
 			f.From = a.num("from", h.p.NextFetchOffset())
 			f.End = a.num("end", h.end)
 			for _, r := range h.log {
@@ -168,10 +169,10 @@ func (h *harness) do(c *ddCase) string {
 		b.WriteString(h.wrote(recs))
 	case "state":
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
 	b.WriteString(status(h.p))
-	h.check(c.pos, reset)
+	h.check(c.Pos, reset)
 	return b.String()
 }
 
