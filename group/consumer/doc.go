@@ -99,7 +99,8 @@
 // # Records
 //
 // The group's durable state lives in Kafka's own __consumer_offsets record
-// types, with Kafka's bytes (records.go, pinned in records_test.go):
+// types, with Kafka's bytes (records.go on group/internal/wire's
+// primitives, pinned in records_test.go):
 //
 //	key   = int16 type | STRING group id | [STRING member id or regex]
 //	value = int16 version (0) | fields, flexible encoding | tagged fields

@@ -73,7 +73,9 @@
 // the fields, and an empty tagged-field section (uvarint 0) after every
 // struct; COMPACT_STRING is uvarint(len+1) then bytes (0 = null),
 // COMPACT_ARRAY uvarint(n+1) then elements, UUID 16 bytes, integers big
-// endian. A tombstone is a record with the key and no value.
+// endian (the primitives are group/internal/wire's, shared with
+// group/consumer and group/sharepart). A tombstone is a record with the key
+// and no value.
 //
 //	type  record                              key fields          value fields
 //	 10   ShareGroupMemberMetadata            GroupId, MemberId   RackId (nullable), ClientId, ClientHost,
