@@ -51,7 +51,7 @@ func describeAssignment(a assignment, img *Image) kmsg.Assignment {
 	da := kmsg.NewAssignment()
 	da.TopicPartitions = []kmsg.AssignmentTopicPartition{}
 	for t, ps := range a {
-		topic, ok := img.byTopicID(t)
+		topic, ok := img.ByID(t)
 		if !ok {
 			continue
 		}

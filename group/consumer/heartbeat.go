@@ -214,7 +214,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	}
 	subChanged := namesChanged || oldRe != newRe
 	if bump || subChanged {
-		if hash := img.metadataHash(g.groupTopics()); hash != g.metadataHash || bump {
+		if hash := img.MetadataHash(g.groupTopics()); hash != g.metadataHash || bump {
 			g.bumpEpoch(hash)
 		}
 	}
@@ -463,7 +463,7 @@ func (g *Group) fence(id string, img *Image) {
 	if re != "" && g.countRegex(re) == 0 {
 		g.emit(regexRec{regex: re, tomb: true})
 	}
-	g.bumpEpoch(img.metadataHash(g.groupTopics()))
+	g.bumpEpoch(img.MetadataHash(g.groupTopics()))
 }
 
 // newMemberID generates a member id for a v0 join: 22 characters of

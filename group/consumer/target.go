@@ -26,7 +26,7 @@ func (g *Group) updateTarget(img *Image) {
 		ids := slices.SortedFunc(maps.Keys(subscribed), compareTopicIDs)
 		current := map[TopicID][]int32{}
 		for _, id := range ids {
-			t, _ := img.byTopicID(id)
+			t, _ := img.ByID(id)
 			topics[id] = assign.Topic{ID: id, Name: t.Name, Partitions: t.Partitions}
 			for _, p := range g.target[m.id][id] {
 				if p < t.Partitions {

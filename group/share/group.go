@@ -44,8 +44,8 @@ type Group struct {
 	// epoch is the group epoch, bumped when a member joins, leaves or
 	// changes its subscription, or the subscribed topics change.
 	epoch int32
-	// hash is the metadata hash (image.go) of the subscribed topics when
-	// epoch was last bumped.
+	// hash is the metadata hash (topics.Image.MetadataHash) of the
+	// subscribed topics when epoch was last bumped.
 	hash int64
 	// targetEpoch is the group epoch the target assignment was computed
 	// for; the next heartbeat computes a new one when epoch > targetEpoch.
@@ -176,7 +176,7 @@ func (g *Group) Assigned(memberID string) map[TopicID][]int32 {
 // caller owns the map.
 func (g *Group) SubscribedPartitions(img *Image) map[TopicID][]int32 {
 	out := map[TopicID][]int32{}
-	for _, t := range img.resolve(g.subscribedNames()) {
+	for _, t := range img.Resolve(g.subscribedNames()) {
 		ps := make([]int32, t.Partitions)
 		for i := range ps {
 			ps[i] = int32(i)
@@ -227,7 +227,7 @@ func (g *Group) Describe(img *Image) kmsg.ShareGroupDescribeResponseGroup {
 		dm.ClientHost = m.clientHost
 		dm.SubscribedTopicNames = slices.Clone(m.topics)
 		for _, t := range m.assigned.topics() {
-			topic, ok := img.byTopicID(t)
+			topic, ok := img.ByID(t)
 			if !ok {
 				continue
 			}

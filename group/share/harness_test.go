@@ -300,7 +300,7 @@ func formatSP(ts []spTopic) string {
 // topicName is a topic id as the harness prints it: its name in the
 // image, or the name encoded in the id and its generation.
 func (h *harness) topicName(id TopicID) string {
-	if t, ok := h.img.byTopicID(id); ok {
+	if t, ok := h.img.ByID(id); ok {
 		return t.Name
 	}
 	return fmt.Sprintf("%s@%d?", strings.TrimRight(string(id[:15]), "\x00"), id[15])
