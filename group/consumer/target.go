@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // updateTarget computes the target assignment of the current group epoch
@@ -36,8 +37,8 @@ func (g *Group) updateTarget(img *Image) {
 		}
 		spec.Members = append(spec.Members, assign.Member{
 			ID:         m.id,
-			InstanceID: clonePtr(m.meta.instanceID),
-			Rack:       clonePtr(m.meta.rackID),
+			InstanceID: ptr.Clone(m.meta.instanceID),
+			Rack:       ptr.Clone(m.meta.rackID),
 			Subscribed: ids,
 			Current:    current,
 		})

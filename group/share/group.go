@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -221,7 +222,7 @@ func (g *Group) Describe(img *Image) kmsg.ShareGroupDescribeResponseGroup {
 		m := g.members[id]
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id
-		dm.RackID = clonePtr(m.rack)
+		dm.RackID = ptr.Clone(m.rack)
 		dm.MemberEpoch = m.epoch
 		dm.ClientID = m.clientID
 		dm.ClientHost = m.clientHost

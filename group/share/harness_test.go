@@ -9,7 +9,6 @@ import (
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/internal/datadriven"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -53,27 +52,6 @@ func (h *harness) reset() {
 	h.log = nil
 }
 
-type args map[string]string
-
-func (a args) str(k, def string) string {
-	if v, ok := a[k]; ok {
-		return v
-	}
-	return def
-}
-
-func (a args) num(k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
-	}
-	return n
-}
-
 // topicID is the harness's id for a topic name: the name's bytes, with
 // the generation in the last byte (a deleted and recreated topic gets a
 // new id).
@@ -85,7 +63,7 @@ func topicID(name string, gen byte) TopicID {
 }
 
 func (h *harness) do(c *datadriven.Case) string {
-	a := args{}
+	a := datadriven.Args{}
 	var topics []string
 	for _, kv := range c.Args {
 		if c.Cmd == "topics" {
@@ -95,15 +73,15 @@ func (h *harness) do(c *datadriven.Case) string {
 		a[kv.Key] = kv.Val
 	}
 	if _, ok := a["t"]; ok {
-		h.now = a.num("t", 0)
+		h.now = a.Num("t", 0)
 	}
 	var b strings.Builder
 	switch c.Cmd {
 	case "new":
 		h.cfg = DefaultConfig()
-		h.cfg.SessionTimeoutMs = int32(a.num("session", 45000))
-		h.cfg.HeartbeatIntervalMs = int32(a.num("interval", 5000))
-		h.cfg.MaxSize = int32(a.num("maxsize", 200))
+		h.cfg.SessionTimeoutMs = int32(a.Num("session", 45000))
+		h.cfg.HeartbeatIntervalMs = int32(a.Num("interval", 5000))
+		h.cfg.MaxSize = int32(a.Num("maxsize", 200))
 		h.reset()
 		return "ok"
 	case "topics":
@@ -124,12 +102,12 @@ func (h *harness) do(c *datadriven.Case) string {
 		h.img = NewImage(ts)
 		return "ok"
 	case "hb", "leave":
-		m := a.str("m", "")
+		m := a.Str("m", "")
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
-		req.Version = int16(a.num("v", 1))
-		req.GroupID = a.str("g", "g")
+		req.Version = int16(a.Num("v", 1))
+		req.GroupID = a.Str("g", "g")
 		req.MemberID = m
-		req.MemberEpoch = int32(a.num("e", int64(h.epochs[m])))
+		req.MemberEpoch = int32(a.Num("e", int64(h.epochs[m])))
 		if c.Cmd == "leave" {
 			req.MemberEpoch = -1
 		}
@@ -142,7 +120,7 @@ func (h *harness) do(c *datadriven.Case) string {
 				req.SubscribedTopicNames = strings.Split(s, ",")
 			}
 		}
-		cl := Client{ID: a.str("c", "client"), Host: a.str("h", "/10.0.0.1")}
+		cl := Client{ID: a.Str("c", "client"), Host: a.Str("h", "/10.0.0.1")}
 		resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, cl)
 		if resp.Version != req.Version {
 			h.t.Fatalf("%s: response version %d, request %d", c.Pos, resp.Version, req.Version)
@@ -165,7 +143,7 @@ func (h *harness) do(c *datadriven.Case) string {
 	case "delete":
 		recs, err := h.g.Delete()
 		if err != nil {
-			return "error: " + errName(group.ErrorCode(err)) + " (" + err.Error() + ")"
+			return "error: " + datadriven.ErrName(group.ErrorCode(err)) + " (" + err.Error() + ")"
 		}
 		b.WriteString("deleted\n")
 		h.records(&b, recs)
@@ -182,13 +160,13 @@ func (h *harness) do(c *datadriven.Case) string {
 	case "initialized":
 		return "initialized: " + h.formatAssignment(h.g.Initialized())
 	case "ismember":
-		err := h.g.IsMember(a.str("m", ""), int32(a.num("e", -1)))
+		err := h.g.IsMember(a.Str("m", ""), int32(a.Num("e", -1)))
 		if err == nil {
 			return "NONE"
 		}
-		return fmt.Sprintf("%s (%v)", errName(group.ErrorCode(err)), err)
+		return fmt.Sprintf("%s (%v)", datadriven.ErrName(group.ErrorCode(err)), err)
 	case "assigned":
-		return "assigned: " + h.formatAssignment(h.g.Assigned(a.str("m", "")))
+		return "assigned: " + h.formatAssignment(h.g.Assigned(a.Str("m", "")))
 	default:
 		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
@@ -329,7 +307,7 @@ func joinInts(ps []int32) string {
 
 func (h *harness) formatResp(r *kmsg.ShareGroupHeartbeatResponse) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hb: err=%s", errName(r.ErrorCode))
+	fmt.Fprintf(&b, "hb: err=%s", datadriven.ErrName(r.ErrorCode))
 	if r.ErrorMessage != nil {
 		fmt.Fprintf(&b, " msg=%q", *r.ErrorMessage)
 	}
@@ -388,7 +366,7 @@ func (h *harness) formatRecord(r Record) string {
 
 func (h *harness) describe(d kmsg.ShareGroupDescribeResponseGroup) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "group=%s err=%s", d.GroupID, errName(d.ErrorCode))
+	fmt.Fprintf(&b, "group=%s err=%s", d.GroupID, datadriven.ErrName(d.ErrorCode))
 	if d.ErrorMessage != nil {
 		fmt.Fprintf(&b, " msg=%q", *d.ErrorMessage)
 	}
@@ -409,16 +387,6 @@ func (h *harness) describe(d kmsg.ShareGroupDescribeResponseGroup) string {
 			strings.Join(m.SubscribedTopicNames, ","), strings.Join(tps, " "))
 	}
 	return b.String()
-}
-
-func errName(code int16) string {
-	if code == 0 {
-		return "NONE"
-	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return strconv.Itoa(int(code))
 }
 
 func deref(s *string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -173,9 +174,9 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRe
 	if m != nil {
 		old, oldAssigned = m.memberMeta, m.assigned
 	}
-	meta := memberMeta{rack: clonePtr(old.rack), clientID: cl.ID, clientHost: cl.Host, topics: old.topics}
+	meta := memberMeta{rack: ptr.Clone(old.rack), clientID: cl.ID, clientHost: cl.Host, topics: old.topics}
 	if req.RackID != nil {
-		meta.rack = clonePtr(req.RackID)
+		meta.rack = ptr.Clone(req.RackID)
 	}
 	if req.SubscribedTopicNames != nil {
 		meta.topics = sortedTopics(req.SubscribedTopicNames)
@@ -238,7 +239,7 @@ func (g *Group) assign(img *Image) {
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		sub := map[TopicID]bool{}
-		am := assign.Member{ID: id, Rack: clonePtr(m.rack)}
+		am := assign.Member{ID: id, Rack: ptr.Clone(m.rack)}
 		for _, t := range img.Resolve(m.topics) {
 			am.Subscribed = append(am.Subscribed, t.ID)
 			sub[t.ID] = true

@@ -1,8 +1,6 @@
 // Package datadriven runs the datadriven tests of the group packages
-// (group, group/consumer, group/share, group/sharepart): a small runner in
-// the style of cockroachdb/datadriven, whose file format it keeps but whose
-// argument syntax (key=(a, b)) and multi-line inputs the packages do not
-// need. A file is a sequence of cases:
+// (group, group/consumer, group/share, group/sharepart). A file is a
+// sequence of cases:
 //
 //	# comments and blank lines between cases are kept
 //	command key=value ...
@@ -11,7 +9,13 @@
 //
 // An empty output is written "ok". go test ./group/<pkg> -run TestDataDriven
 // -rewrite regenerates the expected output of that package's files; review
-// the diff.
+// the diff. Args and ErrName are how every package's harness reads its
+// commands and writes Kafka error codes.
+//
+// The format is cockroachdb/datadriven's (which other packages of this
+// module use), but arguments are plain key=value words and outputs end at
+// the first blank line; the group packages' files were written for this
+// runner, so it stays.
 //
 // The package is imported by tests only. It defines the -rewrite flag
 // itself because a flag can be defined once per test binary, and every
@@ -23,8 +27,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata expected output")
@@ -40,6 +47,66 @@ type Case struct {
 
 // Arg is one word after the command: key=val, or key alone (Val "").
 type Arg struct{ Key, Val string }
+
+// Args is a case's arguments by key; of a repeated key the last counts.
+// Values are as written, except that Str and Ptr read %20 as a space
+// (Parse splits arguments at spaces).
+type Args map[string]string
+
+// Map returns c's arguments by key.
+func (c *Case) Map() Args {
+	a := make(Args, len(c.Args))
+	for _, kv := range c.Args {
+		a[kv.Key] = kv.Val
+	}
+	return a
+}
+
+// Has reports whether k was given.
+func (a Args) Has(k string) bool { _, ok := a[k]; return ok }
+
+// Str is the value of k, def if absent.
+func (a Args) Str(k, def string) string {
+	if v, ok := a[k]; ok {
+		return strings.ReplaceAll(v, "%20", " ")
+	}
+	return def
+}
+
+// Ptr is the value of k, nil if absent.
+func (a Args) Ptr(k string) *string {
+	if v, ok := a[k]; ok {
+		v = strings.ReplaceAll(v, "%20", " ")
+		return &v
+	}
+	return nil
+}
+
+// Num is the value of k as a decimal integer, def if absent. It panics on
+// anything else: the test file is wrong.
+func (a Args) Num(k string, def int64) int64 {
+	v, ok := a[k]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
+	}
+	return n
+}
+
+// ErrName is how the test files write a Kafka error code: NONE for 0,
+// otherwise kerr's name for it (UNKNOWN_MEMBER_ID).
+func ErrName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e.Message
+	}
+	return strconv.Itoa(int(code))
+}
 
 // Chunk is a piece of a file: a Case, or (Case nil) one line of verbatim
 // text, a comment or a blank, that a rewrite keeps.

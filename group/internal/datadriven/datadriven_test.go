@@ -36,3 +36,18 @@ func TestParse(t *testing.T) {
 		t.Fatalf("ran %v", seen)
 	}
 }
+
+func TestArgs(t *testing.T) {
+	c := &Case{Args: []Arg{{"n", "7"}, {"s", "a%20b"}, {"flag", ""}, {"n", "8"}}}
+	a := c.Map()
+	if a.Num("n", 0) != 8 || a.Num("x", 3) != 3 || a.Str("s", "") != "a b" || a.Str("x", "d") != "d" ||
+		!a.Has("flag") || a.Has("x") || *a.Ptr("s") != "a b" || a.Ptr("x") != nil {
+		t.Fatalf("args %v", a)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a non-number did not panic")
+		}
+	}()
+	a.Num("s", 0)
+}
