@@ -3,12 +3,12 @@ package group
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // harness drives one Group from datadriven commands (see testdata/*.txt):
@@ -41,52 +41,21 @@ func newHarness(t *testing.T) *harness {
 	return &harness{t: t, g: NewGroup("g", cfg), outstanding: map[string]int16{}}
 }
 
-type args map[string]string
-
-func (a args) str(k, def string) string {
-	if v, ok := a[k]; ok {
-		return v
-	}
-	return def
-}
-
-func (a args) num(k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
-	}
-	return n
-}
-
-func (a args) ptr(k string) *string {
-	if v, ok := a[k]; ok {
-		return &v
-	}
-	return nil
-}
-
-func (h *harness) do(c *ddCase) string {
-	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
-	}
+func (h *harness) do(c *datadriven.Case) string {
+	a := c.Map()
 	if _, ok := a["t"]; ok {
-		h.now = a.num("t", 0)
+		h.now = a.Num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		cfg := Config{
-			MinSessionTimeoutMs:     int32(a.num("min", 6000)),
-			MaxSessionTimeoutMs:     int32(a.num("max", 1800000)),
-			InitialRebalanceDelayMs: int32(a.num("delay", 3000)),
-			MaxRebalanceAttempts:    int(a.num("attempts", 10)),
-			MaxSize:                 int32(a.num("maxsize", 0)),
-			MemberIDNonce:           a.str("nonce", ""),
+			MinSessionTimeoutMs:     int32(a.Num("min", 6000)),
+			MaxSessionTimeoutMs:     int32(a.Num("max", 1800000)),
+			InitialRebalanceDelayMs: int32(a.Num("delay", 3000)),
+			MaxRebalanceAttempts:    int(a.Num("attempts", 10)),
+			MaxSize:                 int32(a.Num("maxsize", 0)),
+			MemberIDNonce:           a.Str("nonce", ""),
 		}
 		h.g = NewGroup("g", cfg)
 		h.now = 0
@@ -94,28 +63,28 @@ func (h *harness) do(c *ddCase) string {
 		return "ok"
 	case "join":
 		req := kmsg.NewPtrJoinGroupRequest()
-		req.Version = int16(a.num("v", 5))
+		req.Version = int16(a.Num("v", 5))
 		req.Group = "g"
-		req.MemberID = a.str("m", "")
-		req.InstanceID = a.ptr("i")
-		req.SessionTimeoutMillis = int32(a.num("st", 10000))
-		req.RebalanceTimeoutMillis = int32(a.num("rt", 30000))
-		req.ProtocolType = a.str("pt", "consumer")
-		req.Protocols = parseProtocols(a.str("p", "range:x"))
+		req.MemberID = a.Str("m", "")
+		req.InstanceID = a.Ptr("i")
+		req.SessionTimeoutMillis = int32(a.Num("st", 10000))
+		req.RebalanceTimeoutMillis = int32(a.Num("rt", 30000))
+		req.ProtocolType = a.Str("pt", "consumer")
+		req.Protocols = parseProtocols(a.Str("p", "range:x"))
 		tok := h.token(a, "J")
 		h.outstanding[tok] = req.Version
-		meta := JoinMeta{ClientID: a.str("c", "c"), ClientHost: a.str("h", "/10.0.0.1")}
+		meta := JoinMeta{ClientID: a.Str("c", "c"), ClientHost: a.Str("h", "/10.0.0.1")}
 		h.print(&b, h.g.Join(h.now, req, meta, tok))
 	case "sync":
 		req := kmsg.NewPtrSyncGroupRequest()
-		req.Version = int16(a.num("v", 5))
+		req.Version = int16(a.Num("v", 5))
 		req.Group = "g"
-		req.MemberID = a.str("m", "")
-		req.Generation = int32(a.num("g", 0))
-		req.InstanceID = a.ptr("i")
-		req.ProtocolType = a.ptr("pt")
-		req.Protocol = a.ptr("pn")
-		for _, kv := range splitList(a.str("a", "")) {
+		req.MemberID = a.Str("m", "")
+		req.Generation = int32(a.Num("g", 0))
+		req.InstanceID = a.Ptr("i")
+		req.ProtocolType = a.Ptr("pt")
+		req.Protocol = a.Ptr("pn")
+		for _, kv := range splitList(a.Str("a", "")) {
 			id, asg, _ := strings.Cut(kv, ":")
 			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: []byte(asg)})
 		}
@@ -124,18 +93,18 @@ func (h *harness) do(c *ddCase) string {
 		h.print(&b, h.g.Sync(h.now, req, tok))
 	case "hb":
 		req := kmsg.NewPtrHeartbeatRequest()
-		req.Version = int16(a.num("v", 4))
-		req.MemberID = a.str("m", "")
-		req.Generation = int32(a.num("g", 0))
-		req.InstanceID = a.ptr("i")
+		req.Version = int16(a.Num("v", 4))
+		req.MemberID = a.Str("m", "")
+		req.Generation = int32(a.Num("g", 0))
+		req.InstanceID = a.Ptr("i")
 		resp := h.g.Heartbeat(h.now, req)
 		h.checkVersion(resp, req.Version)
-		fmt.Fprintf(&b, "hb: err=%s\n", errName(resp.ErrorCode))
+		fmt.Fprintf(&b, "hb: err=%s\n", datadriven.ErrName(resp.ErrorCode))
 	case "leave":
 		req := kmsg.NewPtrLeaveGroupRequest()
-		req.Version = int16(a.num("v", 5))
-		req.MemberID = a.str("m", "")
-		for _, e := range splitList(a.str("ms", "")) {
+		req.Version = int16(a.Num("v", 5))
+		req.MemberID = a.Str("m", "")
+		for _, e := range splitList(a.Str("ms", "")) {
 			id, inst, hasInst := strings.Cut(e, "@")
 			lm := kmsg.NewLeaveGroupRequestMember()
 			lm.MemberID = id
@@ -146,13 +115,13 @@ func (h *harness) do(c *ddCase) string {
 		}
 		replies, resp := h.g.Leave(h.now, req)
 		h.checkVersion(resp, req.Version)
-		fmt.Fprintf(&b, "leave: err=%s", errName(resp.ErrorCode))
+		fmt.Fprintf(&b, "leave: err=%s", datadriven.ErrName(resp.ErrorCode))
 		for _, m := range resp.Members {
 			inst := ""
 			if m.InstanceID != nil {
 				inst = "@" + *m.InstanceID
 			}
-			fmt.Fprintf(&b, " %s%s=%s", m.MemberID, inst, errName(m.ErrorCode))
+			fmt.Fprintf(&b, " %s%s=%s", m.MemberID, inst, datadriven.ErrName(m.ErrorCode))
 		}
 		b.WriteString("\n")
 		h.print(&b, replies)
@@ -179,20 +148,20 @@ func (h *harness) do(c *ddCase) string {
 	case "ismember":
 		var err error
 		if _, ok := a["i"]; ok {
-			err = h.g.ValidateOffsetCommit(a.str("m", ""), a.ptr("i"), int32(a.num("g", -1)))
+			err = h.g.ValidateOffsetCommit(a.Str("m", ""), a.Ptr("i"), int32(a.Num("g", -1)))
 		} else {
-			err = h.g.IsMember(a.str("m", ""), int32(a.num("g", -1)))
+			err = h.g.IsMember(a.Str("m", ""), int32(a.Num("g", -1)))
 		}
-		return fmt.Sprintf("%s (%s)", errName(ErrorCode(err)), errString(err))
+		return fmt.Sprintf("%s (%s)", datadriven.ErrName(ErrorCode(err)), errString(err))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }
 
-func (h *harness) token(a args, prefix string) string {
+func (h *harness) token(a datadriven.Args, prefix string) string {
 	if tok, ok := a["tok"]; ok {
 		if _, dup := h.outstanding[tok]; dup {
 			h.t.Fatalf("token %s is still outstanding", tok)
@@ -322,7 +291,7 @@ func formatResp(r kmsg.Response) string {
 	var b strings.Builder
 	switch r := r.(type) {
 	case *kmsg.JoinGroupResponse:
-		fmt.Fprintf(&b, "join err=%s", errName(r.ErrorCode))
+		fmt.Fprintf(&b, "join err=%s", datadriven.ErrName(r.ErrorCode))
 		if r.Generation != -1 {
 			fmt.Fprintf(&b, " gen=%d", r.Generation)
 		}
@@ -348,7 +317,7 @@ func formatResp(r kmsg.Response) string {
 			fmt.Fprintf(&b, " members=[%s]", strings.Join(ms, " "))
 		}
 	case *kmsg.SyncGroupResponse:
-		fmt.Fprintf(&b, "sync err=%s", errName(r.ErrorCode))
+		fmt.Fprintf(&b, "sync err=%s", datadriven.ErrName(r.ErrorCode))
 		if r.Protocol != nil {
 			fmt.Fprintf(&b, " proto=%s/%s", deref(r.ProtocolType), *r.Protocol)
 		}
@@ -364,7 +333,7 @@ func formatResp(r kmsg.Response) string {
 func describe(d kmsg.DescribeGroupsResponseGroup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group=%s state=%s type=%s protocol=%s err=%s",
-		d.Group, d.State, orDash(d.ProtocolType), orDash(d.Protocol), errName(d.ErrorCode))
+		d.Group, d.State, orDash(d.ProtocolType), orDash(d.Protocol), datadriven.ErrName(d.ErrorCode))
 	for _, m := range d.Members {
 		fmt.Fprintf(&b, "\n  %s", m.MemberID)
 		if m.InstanceID != nil {
@@ -397,16 +366,6 @@ func splitList(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
-}
-
-func errName(code int16) string {
-	if code == 0 {
-		return "NONE"
-	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return strconv.Itoa(int(code))
 }
 
 func errString(err error) string {

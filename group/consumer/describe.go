@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // Describe returns the group as ConsumerGroupDescribe v0-v1 reports it
@@ -32,13 +34,13 @@ func (g *Group) Describe(img *Image) kmsg.ConsumerGroupDescribeResponseGroup {
 	for _, m := range g.sortedMembers() {
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id
-		dm.InstanceID = clonePtr(m.meta.instanceID)
-		dm.RackID = clonePtr(m.meta.rackID)
+		dm.InstanceID = ptr.Clone(m.meta.instanceID)
+		dm.RackID = ptr.Clone(m.meta.rackID)
 		dm.MemberEpoch = m.cur.epoch
 		dm.ClientID = m.meta.clientID
 		dm.ClientHost = m.meta.clientHost
 		dm.SubscribedTopics = slices.Clone(m.meta.topics)
-		dm.SubscribedTopicRegex = clonePtr(m.meta.regex)
+		dm.SubscribedTopicRegex = ptr.Clone(m.meta.regex)
 		dm.Assignment = describeAssignment(m.cur.assigned, img)
 		dm.TargetAssignment = describeAssignment(g.target[m.id], img)
 		dm.MemberType = 1 // a consumer-protocol member (0: classic)
@@ -51,7 +53,7 @@ func describeAssignment(a assignment, img *Image) kmsg.Assignment {
 	da := kmsg.NewAssignment()
 	da.TopicPartitions = []kmsg.AssignmentTopicPartition{}
 	for t, ps := range a {
-		topic, ok := img.byTopicID(t)
+		topic, ok := img.ByID(t)
 		if !ok {
 			continue
 		}

@@ -9,11 +9,11 @@
 //
 // A Group is a plain struct, as in package group: no goroutines, clocks,
 // sockets, files or logging. Time comes in as now (Unix milliseconds),
-// the cluster's topics as an *Image, and every call returns the records to
-// persist. The caller (the coordinator) owns the clock, the locking (one
-// call at a time), the I/O and the persistence. Given the same calls, a
-// Group returns the same responses and records byte for byte
-// (TestDeterminism).
+// the cluster's topics as an *Image (package group/topics, shared with
+// group/share), and every call returns the records to persist. The caller
+// (the coordinator) owns the clock, the locking (one call at a time), the
+// I/O and the persistence. Given the same calls, a Group returns the same
+// responses and records byte for byte (TestDeterminism).
 //
 // # What the coordinator does
 //
@@ -99,7 +99,8 @@
 // # Records
 //
 // The group's durable state lives in Kafka's own __consumer_offsets record
-// types, with Kafka's bytes (records.go, pinned in records_test.go):
+// types, with Kafka's bytes (records.go on group/internal/wire's
+// primitives, pinned in records_test.go):
 //
 //	key   = int16 type | STRING group id | [STRING member id or regex]
 //	value = int16 version (0) | fields, flexible encoding | tagged fields

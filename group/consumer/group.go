@@ -51,8 +51,8 @@ type Group struct {
 	// epoch is the group epoch: bumped when the members or what they
 	// subscribe to change. 0 before the first member joined.
 	epoch int32
-	// metadataHash fingerprints the subscribed topics (Image.metadataHash)
-	// as of the last epoch bump.
+	// metadataHash fingerprints the subscribed topics
+	// (topics.Image.MetadataHash) as of the last epoch bump.
 	metadataHash int64
 	// assignmentEpoch is the epoch of the target assignment; -1 after its
 	// tombstone. Invariant: <= epoch.
@@ -228,7 +228,7 @@ func (g *Group) groupTopics() []string {
 func (g *Group) subscribedIDs(m *member, img *Image) map[TopicID]bool {
 	ids := map[TopicID]bool{}
 	for _, name := range g.subscribedTopics(m) {
-		if t, ok := img.byTopicName(name); ok {
+		if t, ok := img.ByName(name); ok {
 			ids[t.ID] = true
 		}
 	}

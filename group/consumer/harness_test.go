@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // harness drives one Group from datadriven commands (testdata/*.txt).
@@ -86,55 +86,19 @@ func (h *harness) reset(cfg Config) {
 	}
 }
 
-type args map[string]string
-
-// str is the value of k, def if absent; %20 stands for a space.
-func (a args) str(k, def string) string {
-	if v, ok := a[k]; ok {
-		return strings.ReplaceAll(v, "%20", " ")
-	}
-	return def
-}
-
-func (a args) has(k string) bool { _, ok := a[k]; return ok }
-
-func (a args) num(k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
-	}
-	return n
-}
-
-// ptr is the value of k, nil if absent; %20 stands for a space.
-func (a args) ptr(k string) *string {
-	if v, ok := a[k]; ok {
-		v = strings.ReplaceAll(v, "%20", " ")
-		return &v
-	}
-	return nil
-}
-
-func (h *harness) do(c *ddCase) string {
-	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
-	}
-	if a.has("t") {
-		h.now = a.num("t", 0)
+func (h *harness) do(c *datadriven.Case) string {
+	a := c.Map()
+	if a.Has("t") {
+		h.now = a.Num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		cfg := DefaultConfig()
-		cfg.SessionTimeoutMs = int32(a.num("session", int64(cfg.SessionTimeoutMs)))
-		cfg.HeartbeatIntervalMs = int32(a.num("hb", int64(cfg.HeartbeatIntervalMs)))
-		cfg.MaxSize = int32(a.num("maxsize", int64(cfg.MaxSize)))
-		cfg.MemberIDNonce = a.str("nonce", "")
+		cfg.SessionTimeoutMs = int32(a.Num("session", int64(cfg.SessionTimeoutMs)))
+		cfg.HeartbeatIntervalMs = int32(a.Num("hb", int64(cfg.HeartbeatIntervalMs)))
+		cfg.MaxSize = int32(a.Num("maxsize", int64(cfg.MaxSize)))
+		cfg.MemberIDNonce = a.Str("nonce", "")
 		if names, ok := a["assignors"]; ok {
 			all := cfg.Assignors
 			cfg.Assignors = nil
@@ -150,15 +114,15 @@ func (h *harness) do(c *ddCase) string {
 		return "ok"
 	case "topics":
 		var ts []Topic
-		for _, kv := range c.args {
-			if kv.key == "t" || kv.key == "quiet" {
+		for _, kv := range c.Args {
+			if kv.Key == "t" || kv.Key == "quiet" {
 				continue
 			}
-			name, rest, _ := strings.Cut(kv.key, ":")
+			name, rest, _ := strings.Cut(kv.Key, ":")
 			parts := strings.Split(rest, ":")
 			n, err := strconv.Atoi(parts[0])
 			if err != nil {
-				h.t.Fatalf("%s: topic %q: %v", c.pos, kv.key, err)
+				h.t.Fatalf("%s: topic %q: %v", c.Pos, kv.Key, err)
 			}
 			id, ok := h.ids[name]
 			if !ok || (len(parts) > 1 && parts[1] == "new") {
@@ -169,27 +133,27 @@ func (h *harness) do(c *ddCase) string {
 			ts = append(ts, Topic{Name: name, ID: id, Partitions: int32(n)})
 		}
 		h.img = NewImage(ts)
-		h.stale = a.has("quiet")
+		h.stale = a.Has("quiet")
 		if !h.stale {
 			h.printRecords(&b, h.g.MetadataChanged(h.now, h.img))
 		}
 	case "join", "hb":
 		h.heartbeat(&b, c, a)
 	case "leave":
-		id := a.str("m", "")
+		id := a.Str("m", "")
 		cl := h.clients[id]
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Version = int16(a.num("v", 1))
+		req.Version = int16(a.Num("v", 1))
 		req.Group, req.MemberID = "g", id
 		req.MemberEpoch = -1
-		req.InstanceID = a.ptr("i")
-		if a.has("static") {
+		req.InstanceID = a.Ptr("i")
+		if a.Has("static") {
 			req.MemberEpoch = -2
 			if req.InstanceID == nil && cl != nil && cl.join != nil {
 				req.InstanceID = cl.join.InstanceID
 			}
 		}
-		req.MemberEpoch = int32(a.num("e", int64(req.MemberEpoch)))
+		req.MemberEpoch = int32(a.Num("e", int64(req.MemberEpoch)))
 		resp, recs := h.g.Heartbeat(h.now, h.img, req)
 		h.printResp(&b, req, resp)
 		h.printRecords(&b, recs)
@@ -206,7 +170,7 @@ func (h *harness) do(c *ddCase) string {
 		return h.describe(h.g.Describe(h.img))
 	case "classic":
 		d := h.g.DescribeClassic()
-		return fmt.Sprintf("group=%s state=%s err=%s msg=%q members=%d", d.Group, d.State, errName(d.ErrorCode), deref(d.ErrorMessage), len(d.Members))
+		return fmt.Sprintf("group=%s state=%s err=%s msg=%q members=%d", d.Group, d.State, datadriven.ErrName(d.ErrorCode), deref(d.ErrorMessage), len(d.Members))
 	case "delete":
 		recs, err := h.g.Delete()
 		if err != nil {
@@ -214,16 +178,16 @@ func (h *harness) do(c *ddCase) string {
 		}
 		h.printRecords(&b, recs)
 	case "commit":
-		err := h.g.ValidateOffsetCommit(a.str("m", ""), int32(a.num("e", -1)), int16(a.num("v", 9)))
+		err := h.g.ValidateOffsetCommit(a.Str("m", ""), int32(a.Num("e", -1)), int16(a.Num("v", 9)))
 		return "commit: " + errText(err)
 	case "fetch":
-		err := h.g.ValidateOffsetFetch(a.str("m", ""), int32(a.num("e", -1)))
+		err := h.g.ValidateOffsetFetch(a.Str("m", ""), int32(a.Num("e", -1)))
 		return "fetch: " + errText(err)
 	case "load":
 		g := New("g", h.cfg)
 		for _, r := range h.log {
 			if err := g.Replay(r.Key, r.Value); err != nil {
-				h.t.Fatalf("%s: replay: %v", c.pos, err)
+				h.t.Fatalf("%s: replay: %v", c.Pos, err)
 			}
 		}
 		g.Loaded(h.now)
@@ -231,66 +195,66 @@ func (h *harness) do(c *ddCase) string {
 		h.stale = false
 		h.printRecords(&b, g.MetadataChanged(h.now, h.img))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }
 
-func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
-	id := a.str("m", "")
+func (h *harness) heartbeat(b *strings.Builder, c *datadriven.Case, a datadriven.Args) {
+	id := a.Str("m", "")
 	cl := h.clients[id]
 	if cl == nil {
 		cl = &client{id: id, owned: assignment{}}
 	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Version = int16(a.num("v", 1))
+	req.Version = int16(a.Num("v", 1))
 	req.Group, req.MemberID = "g", id
-	joining := c.cmd == "join"
+	joining := c.Cmd == "join"
 	if joining {
 		req.MemberEpoch = 0
 		req.RebalanceTimeoutMillis = 30000
 	} else {
 		req.MemberEpoch = cl.epoch
-		if a.has("full") && cl.join != nil {
+		if a.Has("full") && cl.join != nil {
 			*req = *cl.join
 			req.MemberID = id
 			req.MemberEpoch = cl.epoch
 		}
 	}
-	req.MemberEpoch = int32(a.num("e", int64(req.MemberEpoch)))
-	if a.has("i") {
-		req.InstanceID = a.ptr("i")
+	req.MemberEpoch = int32(a.Num("e", int64(req.MemberEpoch)))
+	if a.Has("i") {
+		req.InstanceID = a.Ptr("i")
 	}
-	if a.has("rack") {
-		req.RackID = a.ptr("rack")
+	if a.Has("rack") {
+		req.RackID = a.Ptr("rack")
 	}
-	req.RebalanceTimeoutMillis = int32(a.num("rt", int64(req.RebalanceTimeoutMillis)))
+	req.RebalanceTimeoutMillis = int32(a.Num("rt", int64(req.RebalanceTimeoutMillis)))
 	if ts, ok := a["topics"]; ok {
 		req.SubscribedTopicNames = []string{}
 		if ts != "-" {
 			req.SubscribedTopicNames = strings.Split(ts, ",")
 		}
 	}
-	if a.has("regex") {
-		req.SubscribedTopicRegex = a.ptr("regex")
+	if a.Has("regex") {
+		req.SubscribedTopicRegex = a.Ptr("regex")
 	}
-	if a.has("assignor") {
-		req.ServerAssignor = a.ptr("assignor")
+	if a.Has("assignor") {
+		req.ServerAssignor = a.Ptr("assignor")
 	}
-	if cl.pending != nil && !a.has("hold") {
+	if cl.pending != nil && !a.Has("hold") {
 		cl.owned, cl.pending = cl.pending, nil
 	}
 	if joining {
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	} else {
-		req.Topics = h.topicsOf(cl.owned)
+		req.Topics = ownedTopics(cl.owned) // sim_test.go
 	}
 	if spec, ok := a["owned"]; ok {
 		req.Topics = h.parseOwned(spec)
 	}
-	client := Client{ID: a.str("c", "client-"+id), Host: a.str("h", "/10.0.0.1")}
+	client := Client{ID: a.Str("c", "client-"+id), Host: a.Str("h", "/10.0.0.1")}
 	resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, client)
 	h.printResp(b, req, resp)
 	h.printRecords(b, recs)
@@ -309,7 +273,7 @@ func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
 		for _, t := range resp.Assignment.Topics {
 			got[t.TopicID] = t.Partitions
 		}
-		if a.has("hold") {
+		if a.Has("hold") {
 			cl.pending = got
 		} else {
 			cl.owned, cl.pending = got, nil
@@ -319,16 +283,6 @@ func (h *harness) heartbeat(b *strings.Builder, c *ddCase, a args) {
 		delete(h.clients, id)
 	}
 	h.clients[cl.id] = cl
-}
-
-func (h *harness) topicsOf(a assignment) []kmsg.ConsumerGroupHeartbeatRequestTopic {
-	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	for _, t := range a.topics() {
-		rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-		rt.TopicID, rt.Partitions = t, slices.Clone(a[t])
-		out = append(out, rt)
-	}
-	return out
 }
 
 // parseOwned reads "a:0,1;b:2" ("" is the empty list, "nil" null).
@@ -368,7 +322,7 @@ func (h *harness) printResp(b *strings.Builder, req *kmsg.ConsumerGroupHeartbeat
 		h.t.Fatalf("response version %d, request %d", resp.Version, req.Version)
 	}
 	if resp.ErrorCode != 0 {
-		fmt.Fprintf(b, "err=%s: %s\n", errName(resp.ErrorCode), deref(resp.ErrorMessage))
+		fmt.Fprintf(b, "err=%s: %s\n", datadriven.ErrName(resp.ErrorCode), deref(resp.ErrorMessage))
 		return
 	}
 	fmt.Fprintf(b, "member=%s epoch=%d hb=%d", deref(resp.MemberID), resp.MemberEpoch, resp.HeartbeatIntervalMillis)
@@ -534,7 +488,7 @@ func (h *harness) dump(g *Group, soft bool) string {
 
 func (h *harness) describe(d kmsg.ConsumerGroupDescribeResponseGroup) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "group=%s err=%s", d.Group, errName(d.ErrorCode))
+	fmt.Fprintf(&b, "group=%s err=%s", d.Group, datadriven.ErrName(d.ErrorCode))
 	if d.ErrorMessage != nil {
 		fmt.Fprintf(&b, " msg=%q", *d.ErrorMessage)
 	}
@@ -597,21 +551,11 @@ func checkReplay(g *Group, cfg Config, log []Record, img *Image, dump func(*Grou
 	return nil
 }
 
-func errName(code int16) string {
-	if code == 0 {
-		return "NONE"
-	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return strconv.Itoa(int(code))
-}
-
 func errText(err error) string {
 	if err == nil {
 		return "NONE"
 	}
-	return fmt.Sprintf("%s (%v)", errName(group.ErrorCode(err)), err)
+	return fmt.Sprintf("%s (%v)", datadriven.ErrName(group.ErrorCode(err)), err)
 }
 
 func deref(s *string) string {

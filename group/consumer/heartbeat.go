@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // Client is what the connection knows of the client sending a heartbeat:
@@ -214,7 +215,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 	}
 	subChanged := namesChanged || oldRe != newRe
 	if bump || subChanged {
-		if hash := img.metadataHash(g.groupTopics()); hash != g.metadataHash || bump {
+		if hash := img.MetadataHash(g.groupTopics()); hash != g.metadataHash || bump {
 			g.bumpEpoch(hash)
 		}
 	}
@@ -260,7 +261,7 @@ func (g *Group) lookup(id string, req *kmsg.ConsumerGroupHeartbeatRequest) (join
 		// back (the fix of Kafka PR 23542; released Kafka answers
 		// UNRELEASED_INSTANCE_ID to a static member rejoining under its
 		// own id).
-		if p.old != nil && inst != nil && !eqPtr(p.old.meta.instanceID, inst) {
+		if p.old != nil && inst != nil && !ptr.Equal(p.old.meta.instanceID, inst) {
 			return p, errf(group.ErrInvalidRequest, "Member %s can't join with instance id %s: it joined with instance id %s.",
 				id, *inst, ptrOr(p.old.meta.instanceID, "null"))
 		}
@@ -463,7 +464,7 @@ func (g *Group) fence(id string, img *Image) {
 	if re != "" && g.countRegex(re) == 0 {
 		g.emit(regexRec{regex: re, tomb: true})
 	}
-	g.bumpEpoch(img.metadataHash(g.groupTopics()))
+	g.bumpEpoch(img.MetadataHash(g.groupTopics()))
 }
 
 // newMemberID generates a member id for a v0 join: 22 characters of

@@ -93,7 +93,7 @@ func (g *Group) checkInvariants(img *Image) error {
 	}
 
 	if img != nil && g.exists() && g.epoch == g.assignmentEpoch {
-		if h := img.metadataHash(g.groupTopics()); h != g.metadataHash {
+		if h := img.MetadataHash(g.groupTopics()); h != g.metadataHash {
 			bad("metadata hash %d, image says %d", g.metadataHash, h)
 		}
 		// The target assignment covers the subscribed partitions exactly
@@ -119,7 +119,7 @@ func (g *Group) checkInvariants(img *Image) error {
 			}
 		}
 		for t := range all {
-			topic, _ := img.byTopicID(t)
+			topic, _ := img.ByID(t)
 			for p := range topic.Partitions {
 				if _, ok := seen[t][p]; !ok {
 					bad("target leaves %s/%d unassigned", topic.Name, p)

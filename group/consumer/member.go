@@ -3,6 +3,8 @@ package consumer
 import (
 	"slices"
 	"strings"
+
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // memberState is Kafka's MemberState, stored as an int8 in
@@ -73,10 +75,10 @@ type memberMeta struct {
 }
 
 func (m memberMeta) equal(o memberMeta) bool {
-	return eqPtr(m.instanceID, o.instanceID) && eqPtr(m.rackID, o.rackID) &&
+	return ptr.Equal(m.instanceID, o.instanceID) && ptr.Equal(m.rackID, o.rackID) &&
 		m.clientID == o.clientID && m.clientHost == o.clientHost &&
-		slices.Equal(m.topics, o.topics) && eqPtr(m.regex, o.regex) &&
-		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && eqPtr(m.assignor, o.assignor)
+		slices.Equal(m.topics, o.topics) && ptr.Equal(m.regex, o.regex) &&
+		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && ptr.Equal(m.assignor, o.assignor)
 }
 
 // regexOrEmpty is the member's regular expression, "" for none.
@@ -139,21 +141,6 @@ type member struct {
 	// group being loaded, before Loaded).
 	rebalanceDeadline int64
 	rebalanceEpoch    int32
-}
-
-func eqPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // cloneString copies a request's string, which may alias the request's

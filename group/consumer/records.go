@@ -3,6 +3,8 @@ package consumer
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fjordlog/fjord/group/internal/wire"
 )
 
 // Record is one record for the offsets topic (__consumer_offsets): Key
@@ -74,22 +76,14 @@ type resolvedRegex struct {
 	timestamp int64 // when it was resolved (unix ms)
 }
 
+// key is a record's key: its type, the group id, and the member id or
+// regular expression of the types that have one.
 func key(typ int16, group string, more ...string) []byte {
-	w := writer{b: make([]byte, 0, 4+len(group)+8*len(more))}
-	w.int16(typ)
-	w.string(group)
-	for _, s := range more {
-		w.string(s)
-	}
-	return w.b
+	return wire.Key(typ, append([]string{group}, more...)...)
 }
 
 // value starts a value with its version (0 for every type here).
-func value() *writer {
-	w := &writer{b: make([]byte, 0, 64)}
-	w.int16(0)
-	return w
-}
+func value() *wire.Writer { return wire.Value(0) }
 
 func (r groupRec) encode(group string) Record {
 	rec := Record{Key: key(typeGroupMetadata, group)}
@@ -97,16 +91,16 @@ func (r groupRec) encode(group string) Record {
 		return rec
 	}
 	w := value()
-	w.int32(r.epoch)
+	w.Int32(r.epoch)
 	if r.hash != 0 { // tag 0 MetadataHash, default 0
-		w.uvarint(1)
-		w.uvarint(0)
-		w.uvarint(8)
-		w.int64(r.hash)
+		w.Uvarint(1)
+		w.Uvarint(0)
+		w.Uvarint(8)
+		w.Int64(r.hash)
 	} else {
-		w.noTags()
+		w.NoTags()
 	}
-	rec.Value = w.b
+	rec.Value = w.B
 	return rec
 }
 
@@ -124,16 +118,16 @@ func (r memberRec) encode(group string) Record {
 	}
 	m := r.meta
 	w := value()
-	w.compactNullableString(m.instanceID)
-	w.compactNullableString(m.rackID)
-	w.compactString(m.clientID)
-	w.compactString(m.clientHost)
-	w.compactStrings(m.topics)
-	w.compactNullableString(m.regex)
-	w.int32(m.rebalanceTimeoutMs)
-	w.compactNullableString(m.assignor)
-	w.noTags() // ClassicMemberMetadata (tag 0): classic members are not supported
-	rec.Value = w.b
+	w.CompactNullableString(m.instanceID)
+	w.CompactNullableString(m.rackID)
+	w.CompactString(m.clientID)
+	w.CompactString(m.clientHost)
+	w.CompactStrings(m.topics)
+	w.CompactNullableString(m.regex)
+	w.Int32(m.rebalanceTimeoutMs)
+	w.CompactNullableString(m.assignor)
+	w.NoTags() // ClassicMemberMetadata (tag 0): classic members are not supported
+	rec.Value = w.B
 	return rec
 }
 
@@ -143,35 +137,23 @@ func (r targetEpochRec) encode(group string) Record {
 		return rec
 	}
 	w := value()
-	w.int32(r.epoch)
-	w.noTags()
-	rec.Value = w.b
+	w.Int32(r.epoch)
+	w.NoTags()
+	rec.Value = w.B
 	return rec
 }
 
-// topicPartitions writes Kafka's []TopicPartitions (TopicId, Partitions),
-// topics sorted by id.
-func (w *writer) topicPartitions(a assignment) {
-	ts := a.topics()
-	w.compactArrayLen(len(ts))
-	for _, t := range ts {
-		w.uuid(t)
-		w.compactInt32s(a[t])
-		w.noTags()
-	}
-}
-
-func (r *reader) topicPartitions() assignment {
-	n := r.length()
+// readTopicPartitions reads Kafka's []TopicPartitions (TopicId,
+// Partitions) as wire.Reader.TopicPartitions does, except that a null
+// partition list reads as empty: this package has always accepted it
+// (Kafka's schema does not allow it; no writer produces it).
+func readTopicPartitions(r *wire.Reader) assignment {
 	raw := map[TopicID][]int32{}
-	for range max(n, 0) {
-		t := r.uuid()
-		raw[t] = append(raw[t], r.compactInt32s()...)
-		r.tags(nil)
-	}
-	if n < 0 && r.err == nil {
-		r.fail("null partitions")
-	}
+	r.Array("topic partitions", func() {
+		t := r.UUID()
+		raw[t] = append(raw[t], r.CompactNullableInt32s()...)
+		r.Tags(nil)
+	})
 	return normalize(raw)
 }
 
@@ -181,9 +163,9 @@ func (r targetMemberRec) encode(group string) Record {
 		return rec
 	}
 	w := value()
-	w.topicPartitions(r.a)
-	w.noTags()
-	rec.Value = w.b
+	w.TopicPartitions(r.a)
+	w.NoTags()
+	rec.Value = w.B
 	return rec
 }
 
@@ -193,13 +175,13 @@ func (r currentRec) encode(group string) Record {
 		return rec
 	}
 	w := value()
-	w.int32(r.cur.epoch)
-	w.int32(r.cur.prevEpoch)
-	w.int8(int8(r.cur.state))
-	w.topicPartitions(r.cur.assigned)
-	w.topicPartitions(r.cur.revoking)
-	w.noTags()
-	rec.Value = w.b
+	w.Int32(r.cur.epoch)
+	w.Int32(r.cur.prevEpoch)
+	w.Int8(int8(r.cur.state))
+	w.TopicPartitions(r.cur.assigned)
+	w.TopicPartitions(r.cur.revoking)
+	w.NoTags()
+	rec.Value = w.B
 	return rec
 }
 
@@ -209,11 +191,11 @@ func (r regexRec) encode(group string) Record {
 		return rec
 	}
 	w := value()
-	w.compactStrings(r.r.topics)
-	w.int64(r.r.version)
-	w.int64(r.r.timestamp)
-	w.noTags()
-	rec.Value = w.b
+	w.CompactStrings(r.r.topics)
+	w.Int64(r.r.version)
+	w.Int64(r.r.timestamp)
+	w.NoTags()
+	rec.Value = w.B
 	return rec
 }
 
@@ -230,21 +212,21 @@ func GroupOfKey(k []byte) (string, bool) {
 // id or regular expression; "" for the group-level types). typ is 0 for a
 // key of another record type.
 func parseKey(k []byte) (typ int16, group, sub string, err error) {
-	r := reader{b: k}
-	typ = r.int16()
-	if r.err != nil {
-		return 0, "", "", r.err
+	r := wire.NewReader(k)
+	typ = r.Int16()
+	if err := r.Err(); err != nil {
+		return 0, "", "", fmt.Errorf("consumer: key: %w", err)
 	}
 	switch typ {
 	case typeGroupMetadata, typePartitionMetadata, typeTargetMetadata:
-		group = r.string()
+		group = r.KeyString()
 	case typeMemberMetadata, typeTargetMember, typeCurrentAssignment, typeRegex:
-		group = r.string()
-		sub = r.string()
+		group = r.KeyString()
+		sub = r.KeyString()
 	default:
 		return 0, "", "", nil
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return 0, "", "", fmt.Errorf("consumer: key of type %d: %w", typ, err)
 	}
 	return typ, group, sub, nil
@@ -260,10 +242,9 @@ func decode(k, v []byte) (string, record, error) {
 		return "", nil, fmt.Errorf("consumer: key %x is not a consumer group record", k[:min(len(k), 2)])
 	}
 	tomb := v == nil
-	var r reader
+	r := wire.NewReader(v)
 	if !tomb {
-		r.b = v
-		if ver := r.int16(); r.err == nil && ver != 0 && typ != typePartitionMetadata {
+		if ver := r.Int16(); r.Err() == nil && ver != 0 && typ != typePartitionMetadata {
 			return "", nil, fmt.Errorf("consumer: record type %d: unknown value version %d", typ, ver)
 		}
 	}
@@ -272,15 +253,14 @@ func decode(k, v []byte) (string, record, error) {
 	case typeGroupMetadata:
 		g := groupRec{tomb: tomb}
 		if !tomb {
-			g.epoch = r.int32()
-			r.tags(func(tag uint64, data []byte) {
+			g.epoch = r.Int32()
+			r.Tags(func(tag uint64, data []byte) {
 				if tag == 0 {
 					if len(data) != 8 {
-						r.fail("metadata hash of %d bytes", len(data))
+						r.Failf("metadata hash of %d bytes", len(data))
 						return
 					}
-					d := reader{b: data}
-					g.hash = d.int64()
+					g.hash = wire.NewReader(data).Int64()
 				}
 			})
 		}
@@ -293,54 +273,54 @@ func decode(k, v []byte) (string, record, error) {
 	case typeMemberMetadata:
 		m := memberRec{id: sub, tomb: tomb}
 		if !tomb {
-			m.meta.instanceID = r.compactNullableString()
-			m.meta.rackID = r.compactNullableString()
-			m.meta.clientID = r.compactString()
-			m.meta.clientHost = r.compactString()
-			m.meta.topics = sortedNames(r.compactStrings())
-			m.meta.regex = r.compactNullableString()
-			m.meta.rebalanceTimeoutMs = r.int32()
-			m.meta.assignor = r.compactNullableString()
-			r.tags(nil) // ClassicMemberMetadata: see the package documentation
+			m.meta.instanceID = r.CompactNullableString()
+			m.meta.rackID = r.CompactNullableString()
+			m.meta.clientID = r.CompactString()
+			m.meta.clientHost = r.CompactString()
+			m.meta.topics = sortedNames(r.CompactNullableStrings())
+			m.meta.regex = r.CompactNullableString()
+			m.meta.rebalanceTimeoutMs = r.Int32()
+			m.meta.assignor = r.CompactNullableString()
+			r.Tags(nil) // ClassicMemberMetadata: see the package documentation
 		}
 		rec = m
 	case typeTargetMetadata:
 		t := targetEpochRec{tomb: tomb}
 		if !tomb {
-			t.epoch = r.int32()
-			r.tags(nil)
+			t.epoch = r.Int32()
+			r.Tags(nil)
 		}
 		rec = t
 	case typeTargetMember:
 		t := targetMemberRec{id: sub, tomb: tomb}
 		if !tomb {
-			t.a = r.topicPartitions()
-			r.tags(nil)
+			t.a = readTopicPartitions(r)
+			r.Tags(nil)
 		}
 		rec = t
 	case typeCurrentAssignment:
 		c := currentRec{id: sub, tomb: tomb}
 		if !tomb {
-			c.cur.epoch = r.int32()
-			c.cur.prevEpoch = r.int32()
-			c.cur.state = memberStateOf(r.int8())
-			c.cur.assigned = r.topicPartitions()
-			c.cur.revoking = r.topicPartitions()
-			r.tags(nil)
+			c.cur.epoch = r.Int32()
+			c.cur.prevEpoch = r.Int32()
+			c.cur.state = memberStateOf(r.Int8())
+			c.cur.assigned = readTopicPartitions(r)
+			c.cur.revoking = readTopicPartitions(r)
+			r.Tags(nil)
 		}
 		rec = c
 	case typeRegex:
 		x := regexRec{regex: sub, tomb: tomb}
 		if !tomb {
-			x.r.topics = sortedNames(r.compactStrings())
-			x.r.version = r.int64()
-			x.r.timestamp = r.int64()
-			r.tags(nil)
+			x.r.topics = sortedNames(r.CompactNullableStrings())
+			x.r.version = r.Int64()
+			x.r.timestamp = r.Int64()
+			r.Tags(nil)
 		}
 		rec = x
 	}
 	if !tomb {
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return "", nil, fmt.Errorf("consumer: value of record type %d: %w", typ, err)
 		}
 	}

@@ -191,6 +191,8 @@ func (s *sim) heartbeat(c *simClient, join bool) {
 	}
 }
 
+// ownedTopics is a heartbeat's Topics for the partitions a, sorted by id
+// (also the harness's).
 func ownedTopics(a assignment) []kmsg.ConsumerGroupHeartbeatRequestTopic {
 	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 	for _, t := range a.topics() {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // updateTarget computes the target assignment of the current group epoch
@@ -26,7 +27,7 @@ func (g *Group) updateTarget(img *Image) {
 		ids := slices.SortedFunc(maps.Keys(subscribed), compareTopicIDs)
 		current := map[TopicID][]int32{}
 		for _, id := range ids {
-			t, _ := img.byTopicID(id)
+			t, _ := img.ByID(id)
 			topics[id] = assign.Topic{ID: id, Name: t.Name, Partitions: t.Partitions}
 			for _, p := range g.target[m.id][id] {
 				if p < t.Partitions {
@@ -36,8 +37,8 @@ func (g *Group) updateTarget(img *Image) {
 		}
 		spec.Members = append(spec.Members, assign.Member{
 			ID:         m.id,
-			InstanceID: clonePtr(m.meta.instanceID),
-			Rack:       clonePtr(m.meta.rackID),
+			InstanceID: ptr.Clone(m.meta.instanceID),
+			Rack:       ptr.Clone(m.meta.rackID),
 			Subscribed: ids,
 			Current:    current,
 		})

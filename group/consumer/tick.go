@@ -79,7 +79,7 @@ func (g *Group) MetadataChanged(now int64, img *Image) []Record {
 			changed = true
 		}
 	}
-	if hash := img.metadataHash(g.groupTopics()); changed || hash != g.metadataHash {
+	if hash := img.MetadataHash(g.groupTopics()); changed || hash != g.metadataHash {
 		g.bumpEpoch(hash)
 	}
 	return g.flush()

@@ -3,6 +3,8 @@ package share
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fjordlog/fjord/group/internal/ptr"
 )
 
 // emit applies a record the live path decided on and queues it for the
@@ -53,7 +55,7 @@ func (r record) apply(g *Group) error {
 			m = g.addMember(r.member)
 		}
 		m.memberMeta = memberMeta{
-			rack:       clonePtr(r.meta.rack),
+			rack:       ptr.Clone(r.meta.rack),
 			clientID:   r.meta.clientID,
 			clientHost: r.meta.clientHost,
 			topics:     slices.Clone(r.meta.topics),

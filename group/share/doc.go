@@ -11,11 +11,12 @@
 // A Group is a plain struct: no goroutines, clocks, sockets, files or
 // logging. Time comes in as now (unix milliseconds); Tick applies session
 // timeouts and NextDeadline says when the next one is due. The caller owns
-// the clock, the metadata image (the current one passed as an *Image to
-// every call that resolves topic names), the locking (one call at a time)
-// and the offsets topic: every mutating call returns the records to append
-// before the response is sent. Given the same calls, a Group returns the
-// same responses and records byte for byte (TestDeterminism).
+// the clock, the metadata image (the current one passed as an *Image, from
+// package group/topics as in group/consumer, to every call that resolves
+// topic names), the locking (one call at a time) and the offsets topic:
+// every mutating call returns the records to append before the response
+// is sent. Given the same calls, a Group returns the same responses and
+// records byte for byte (TestDeterminism).
 //
 // The coordinator's part, in short: route ShareGroupHeartbeat to
 // HeartbeatFrom (creating the Group for an epoch 0 request, answering
@@ -73,7 +74,9 @@
 // the fields, and an empty tagged-field section (uvarint 0) after every
 // struct; COMPACT_STRING is uvarint(len+1) then bytes (0 = null),
 // COMPACT_ARRAY uvarint(n+1) then elements, UUID 16 bytes, integers big
-// endian. A tombstone is a record with the key and no value.
+// endian (the primitives are group/internal/wire's, shared with
+// group/consumer and group/sharepart). A tombstone is a record with the key
+// and no value.
 //
 //	type  record                              key fields          value fields
 //	 10   ShareGroupMemberMetadata            GroupId, MemberId   RackId (nullable), ClientId, ClientHost,

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -44,8 +45,8 @@ type Group struct {
 	// epoch is the group epoch, bumped when a member joins, leaves or
 	// changes its subscription, or the subscribed topics change.
 	epoch int32
-	// hash is the metadata hash (image.go) of the subscribed topics when
-	// epoch was last bumped.
+	// hash is the metadata hash (topics.Image.MetadataHash) of the
+	// subscribed topics when epoch was last bumped.
 	hash int64
 	// targetEpoch is the group epoch the target assignment was computed
 	// for; the next heartbeat computes a new one when epoch > targetEpoch.
@@ -176,7 +177,7 @@ func (g *Group) Assigned(memberID string) map[TopicID][]int32 {
 // caller owns the map.
 func (g *Group) SubscribedPartitions(img *Image) map[TopicID][]int32 {
 	out := map[TopicID][]int32{}
-	for _, t := range img.resolve(g.subscribedNames()) {
+	for _, t := range img.Resolve(g.subscribedNames()) {
 		ps := make([]int32, t.Partitions)
 		for i := range ps {
 			ps[i] = int32(i)
@@ -221,13 +222,13 @@ func (g *Group) Describe(img *Image) kmsg.ShareGroupDescribeResponseGroup {
 		m := g.members[id]
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id
-		dm.RackID = clonePtr(m.rack)
+		dm.RackID = ptr.Clone(m.rack)
 		dm.MemberEpoch = m.epoch
 		dm.ClientID = m.clientID
 		dm.ClientHost = m.clientHost
 		dm.SubscribedTopicNames = slices.Clone(m.topics)
 		for _, t := range m.assigned.topics() {
-			topic, ok := img.byTopicID(t)
+			topic, ok := img.ByID(t)
 			if !ok {
 				continue
 			}

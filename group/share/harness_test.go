@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -52,27 +52,6 @@ func (h *harness) reset() {
 	h.log = nil
 }
 
-type args map[string]string
-
-func (a args) str(k, def string) string {
-	if v, ok := a[k]; ok {
-		return v
-	}
-	return def
-}
-
-func (a args) num(k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
-	}
-	return n
-}
-
 // topicID is the harness's id for a topic name: the name's bytes, with
 // the generation in the last byte (a deleted and recreated topic gets a
 // new id).
@@ -83,26 +62,26 @@ func topicID(name string, gen byte) TopicID {
 	return id
 }
 
-func (h *harness) do(c *ddCase) string {
-	a := args{}
+func (h *harness) do(c *datadriven.Case) string {
+	a := datadriven.Args{}
 	var topics []string
-	for _, kv := range c.args {
-		if c.cmd == "topics" {
-			topics = append(topics, kv.key)
+	for _, kv := range c.Args {
+		if c.Cmd == "topics" {
+			topics = append(topics, kv.Key)
 			continue
 		}
-		a[kv.key] = kv.val
+		a[kv.Key] = kv.Val
 	}
 	if _, ok := a["t"]; ok {
-		h.now = a.num("t", 0)
+		h.now = a.Num("t", 0)
 	}
 	var b strings.Builder
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		h.cfg = DefaultConfig()
-		h.cfg.SessionTimeoutMs = int32(a.num("session", 45000))
-		h.cfg.HeartbeatIntervalMs = int32(a.num("interval", 5000))
-		h.cfg.MaxSize = int32(a.num("maxsize", 200))
+		h.cfg.SessionTimeoutMs = int32(a.Num("session", 45000))
+		h.cfg.HeartbeatIntervalMs = int32(a.Num("interval", 5000))
+		h.cfg.MaxSize = int32(a.Num("maxsize", 200))
 		h.reset()
 		return "ok"
 	case "topics":
@@ -112,7 +91,7 @@ func (h *harness) do(c *ddCase) string {
 			n, gen, _ := strings.Cut(rest, "@")
 			parts, err := strconv.Atoi(n)
 			if err != nil {
-				h.t.Fatalf("%s: topics %s: %v", c.pos, spec, err)
+				h.t.Fatalf("%s: topics %s: %v", c.Pos, spec, err)
 			}
 			g := 0
 			if gen != "" {
@@ -123,13 +102,13 @@ func (h *harness) do(c *ddCase) string {
 		h.img = NewImage(ts)
 		return "ok"
 	case "hb", "leave":
-		m := a.str("m", "")
+		m := a.Str("m", "")
 		req := kmsg.NewPtrShareGroupHeartbeatRequest()
-		req.Version = int16(a.num("v", 1))
-		req.GroupID = a.str("g", "g")
+		req.Version = int16(a.Num("v", 1))
+		req.GroupID = a.Str("g", "g")
 		req.MemberID = m
-		req.MemberEpoch = int32(a.num("e", int64(h.epochs[m])))
-		if c.cmd == "leave" {
+		req.MemberEpoch = int32(a.Num("e", int64(h.epochs[m])))
+		if c.Cmd == "leave" {
 			req.MemberEpoch = -1
 		}
 		if r, ok := a["rack"]; ok {
@@ -141,10 +120,10 @@ func (h *harness) do(c *ddCase) string {
 				req.SubscribedTopicNames = strings.Split(s, ",")
 			}
 		}
-		cl := Client{ID: a.str("c", "client"), Host: a.str("h", "/10.0.0.1")}
+		cl := Client{ID: a.Str("c", "client"), Host: a.Str("h", "/10.0.0.1")}
 		resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, cl)
 		if resp.Version != req.Version {
-			h.t.Fatalf("%s: response version %d, request %d", c.pos, resp.Version, req.Version)
+			h.t.Fatalf("%s: response version %d, request %d", c.Pos, resp.Version, req.Version)
 		}
 		if resp.ErrorCode == 0 {
 			if resp.MemberEpoch >= 0 {
@@ -153,7 +132,7 @@ func (h *harness) do(c *ddCase) string {
 				delete(h.epochs, m)
 			}
 		} else if len(recs) > 0 {
-			h.t.Fatalf("%s: error %d with %d records", c.pos, resp.ErrorCode, len(recs))
+			h.t.Fatalf("%s: error %d with %d records", c.Pos, resp.ErrorCode, len(recs))
 		}
 		b.WriteString(h.formatResp(resp) + "\n")
 		h.records(&b, recs)
@@ -164,7 +143,7 @@ func (h *harness) do(c *ddCase) string {
 	case "delete":
 		recs, err := h.g.Delete()
 		if err != nil {
-			return "error: " + errName(group.ErrorCode(err)) + " (" + err.Error() + ")"
+			return "error: " + datadriven.ErrName(group.ErrorCode(err)) + " (" + err.Error() + ")"
 		}
 		b.WriteString("deleted\n")
 		h.records(&b, recs)
@@ -181,17 +160,17 @@ func (h *harness) do(c *ddCase) string {
 	case "initialized":
 		return "initialized: " + h.formatAssignment(h.g.Initialized())
 	case "ismember":
-		err := h.g.IsMember(a.str("m", ""), int32(a.num("e", -1)))
+		err := h.g.IsMember(a.Str("m", ""), int32(a.Num("e", -1)))
 		if err == nil {
 			return "NONE"
 		}
-		return fmt.Sprintf("%s (%v)", errName(group.ErrorCode(err)), err)
+		return fmt.Sprintf("%s (%v)", datadriven.ErrName(group.ErrorCode(err)), err)
 	case "assigned":
-		return "assigned: " + h.formatAssignment(h.g.Assigned(a.str("m", "")))
+		return "assigned: " + h.formatAssignment(h.g.Assigned(a.Str("m", "")))
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
-	h.check(c.pos)
+	h.check(c.Pos)
 	fmt.Fprintf(&b, "> %s", h.status())
 	return b.String()
 }
@@ -299,7 +278,7 @@ func formatSP(ts []spTopic) string {
 // topicName is a topic id as the harness prints it: its name in the
 // image, or the name encoded in the id and its generation.
 func (h *harness) topicName(id TopicID) string {
-	if t, ok := h.img.byTopicID(id); ok {
+	if t, ok := h.img.ByID(id); ok {
 		return t.Name
 	}
 	return fmt.Sprintf("%s@%d?", strings.TrimRight(string(id[:15]), "\x00"), id[15])
@@ -328,7 +307,7 @@ func joinInts(ps []int32) string {
 
 func (h *harness) formatResp(r *kmsg.ShareGroupHeartbeatResponse) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hb: err=%s", errName(r.ErrorCode))
+	fmt.Fprintf(&b, "hb: err=%s", datadriven.ErrName(r.ErrorCode))
 	if r.ErrorMessage != nil {
 		fmt.Fprintf(&b, " msg=%q", *r.ErrorMessage)
 	}
@@ -387,7 +366,7 @@ func (h *harness) formatRecord(r Record) string {
 
 func (h *harness) describe(d kmsg.ShareGroupDescribeResponseGroup) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "group=%s err=%s", d.GroupID, errName(d.ErrorCode))
+	fmt.Fprintf(&b, "group=%s err=%s", d.GroupID, datadriven.ErrName(d.ErrorCode))
 	if d.ErrorMessage != nil {
 		fmt.Fprintf(&b, " msg=%q", *d.ErrorMessage)
 	}
@@ -408,16 +387,6 @@ func (h *harness) describe(d kmsg.ShareGroupDescribeResponseGroup) string {
 			strings.Join(m.SubscribedTopicNames, ","), strings.Join(tps, " "))
 	}
 	return b.String()
-}
-
-func errName(code int16) string {
-	if code == 0 {
-		return "NONE"
-	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		return e.Message
-	}
-	return strconv.Itoa(int(code))
 }
 
 func deref(s *string) string {

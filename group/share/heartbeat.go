@@ -7,6 +7,7 @@ import (
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/ptr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -140,7 +141,7 @@ func (g *Group) remove(img *Image, m *member) {
 	g.emit(record{typ: typeCurrentAssignment, member: m.id, tomb: true})
 	g.emit(record{typ: typeTargetMember, member: m.id, tomb: true})
 	g.emit(record{typ: typeMemberMetadata, member: m.id, tomb: true})
-	g.emit(record{typ: typeGroupMetadata, epoch: g.epoch + 1, hash: img.metadataHash(g.subscribedNames())})
+	g.emit(record{typ: typeGroupMetadata, epoch: g.epoch + 1, hash: img.MetadataHash(g.subscribedNames())})
 	g.left = append(g.left, m.id)
 }
 
@@ -173,9 +174,9 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRe
 	if m != nil {
 		old, oldAssigned = m.memberMeta, m.assigned
 	}
-	meta := memberMeta{rack: clonePtr(old.rack), clientID: cl.ID, clientHost: cl.Host, topics: old.topics}
+	meta := memberMeta{rack: ptr.Clone(old.rack), clientID: cl.ID, clientHost: cl.Host, topics: old.topics}
 	if req.RackID != nil {
-		meta.rack = clonePtr(req.RackID)
+		meta.rack = ptr.Clone(req.RackID)
 	}
 	if req.SubscribedTopicNames != nil {
 		meta.topics = sortedTopics(req.SubscribedTopicNames)
@@ -190,7 +191,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRe
 	// metadata refresh deadline passed (at once after a metadata image
 	// change touched a subscribed topic); recomputing it every time is the
 	// same with the deadline always passed.
-	if hash := img.metadataHash(g.subscribedNames()); bump || hash != g.hash {
+	if hash := img.MetadataHash(g.subscribedNames()); bump || hash != g.hash {
 		bump = true
 		g.emit(record{typ: typeGroupMetadata, epoch: g.epoch + 1, hash: hash})
 	}
@@ -230,7 +231,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ShareGroupHeartbeatRe
 // every member whose target changed (a new member's included, even if
 // empty), then the target epoch.
 func (g *Group) assign(img *Image) {
-	topics := img.resolve(g.subscribedNames())
+	topics := img.Resolve(g.subscribedNames())
 	spec := assign.Spec{Topics: make([]assign.Topic, 0, len(topics))}
 	for _, t := range topics {
 		spec.Topics = append(spec.Topics, assign.Topic{ID: t.ID, Name: t.Name, Partitions: t.Partitions})
@@ -238,8 +239,8 @@ func (g *Group) assign(img *Image) {
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		sub := map[TopicID]bool{}
-		am := assign.Member{ID: id, Rack: clonePtr(m.rack)}
-		for _, t := range img.resolve(m.topics) {
+		am := assign.Member{ID: id, Rack: ptr.Clone(m.rack)}
+		for _, t := range img.Resolve(m.topics) {
 			am.Subscribed = append(am.Subscribed, t.ID)
 			sub[t.ID] = true
 		}
@@ -265,7 +266,7 @@ func (g *Group) reconcile(img *Image, m *member, bump bool) {
 		return
 	}
 	sub := map[TopicID]bool{}
-	for _, t := range img.resolve(m.topics) {
+	for _, t := range img.Resolve(m.topics) {
 		sub[t.ID] = true
 	}
 	next := m.currentState

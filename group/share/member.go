@@ -1,6 +1,10 @@
 package share
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/fjordlog/fjord/group/internal/ptr"
+)
 
 // memberMeta is what ShareGroupMemberMetadataValue stores of a member.
 //
@@ -13,7 +17,7 @@ type memberMeta struct {
 }
 
 func (m memberMeta) equal(o memberMeta) bool {
-	return eqPtr(m.rack, o.rack) && m.clientID == o.clientID && m.clientHost == o.clientHost &&
+	return ptr.Equal(m.rack, o.rack) && m.clientID == o.clientID && m.clientHost == o.clientHost &&
 		slices.Equal(m.topics, o.topics)
 }
 
@@ -51,19 +55,4 @@ type member struct {
 	// only after Replay and before Loaded. Not persisted: Loaded starts
 	// every session afresh, as Kafka does when it loads a group.
 	deadline int64
-}
-
-func eqPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

@@ -3,6 +3,8 @@ package share
 import (
 	"fmt"
 	"slices"
+
+	"github.com/fjordlog/fjord/group/internal/wire"
 )
 
 // Record is one record for the offsets topic (__consumer_offsets): Key and
@@ -76,14 +78,10 @@ func (s statePartitions) equal(o statePartitions) bool {
 	return eq(s.initializing, o.initializing) && eq(s.initialized, o.initialized) && eq(s.deleting, o.deleting)
 }
 
+// key is a record's key: its type, the group id, and the member id of the
+// member records.
 func key(typ int16, group string, member ...string) []byte {
-	w := writer{b: make([]byte, 0, 4+len(group)+40)}
-	w.int16(typ)
-	w.string(group)
-	for _, m := range member {
-		w.string(m)
-	}
-	return w.b
+	return wire.Key(typ, append([]string{group}, member...)...)
 }
 
 func (r record) encode(group string) Record {
@@ -97,102 +95,67 @@ func (r record) encode(group string) Record {
 	if r.tomb {
 		return rec
 	}
-	w := &writer{b: make([]byte, 0, 64)}
-	w.int16(0) // every value here is version 0
+	w := wire.Value(0) // every value here is version 0
 	switch r.typ {
 	case typeMemberMetadata:
-		w.compactNullableString(r.meta.rack)
-		w.compactString(r.meta.clientID)
-		w.compactString(r.meta.clientHost)
-		w.compactStrings(r.meta.topics)
+		w.CompactNullableString(r.meta.rack)
+		w.CompactString(r.meta.clientID)
+		w.CompactString(r.meta.clientHost)
+		w.CompactStrings(r.meta.topics)
 	case typeGroupMetadata:
-		w.int32(r.epoch)
-		w.int64(r.hash)
+		w.Int32(r.epoch)
+		w.Int64(r.hash)
 	case typeTargetMetadata:
-		w.int32(r.epoch)
+		w.Int32(r.epoch)
 	case typeTargetMember:
-		w.topicPartitions(r.a)
+		w.TopicPartitions(r.a)
 	case typeCurrentAssignment:
-		w.int32(r.cur.epoch)
-		w.int32(r.cur.prevEpoch)
-		w.int8(r.cur.state)
-		w.topicPartitions(r.cur.assigned)
+		w.Int32(r.cur.epoch)
+		w.Int32(r.cur.prevEpoch)
+		w.Int8(r.cur.state)
+		w.TopicPartitions(r.cur.assigned)
 	case typeStatePartitions:
-		w.spTopics(r.sp.initializing, true)
-		w.spTopics(r.sp.initialized, true)
-		w.spTopics(r.sp.deleting, false)
+		writeSPTopics(w, r.sp.initializing, true)
+		writeSPTopics(w, r.sp.initialized, true)
+		writeSPTopics(w, r.sp.deleting, false)
 	default:
 		panic(fmt.Sprintf("share: encoding record type %d", r.typ))
 	}
-	w.noTags()
-	rec.Value = w.b
+	w.NoTags()
+	rec.Value = w.B
 	return rec
 }
 
-// topicPartitions writes Kafka's []TopicPartitions (TopicId, Partitions),
-// topics sorted by id.
-func (w *writer) topicPartitions(a assignment) {
-	ts := a.topics()
-	w.compactArrayLen(len(ts))
-	for _, t := range ts {
-		w.uuid(t)
-		w.compactInt32s(a[t])
-		w.noTags()
-	}
-}
-
-func (r *reader) topicPartitions() assignment {
-	n := r.length()
-	if n < 0 {
-		if r.err == nil {
-			r.fail("null topic partitions")
-		}
-		return assignment{}
-	}
-	raw := map[TopicID][]int32{}
-	for range n {
-		t := r.uuid()
-		raw[t] = append(raw[t], r.compactInt32s()...)
-		r.tags()
-	}
-	return normalize(raw)
-}
-
-// spTopics writes []TopicPartitionsInfo (TopicId, TopicName, Partitions)
+// writeSPTopics writes []TopicPartitionsInfo (TopicId, TopicName, Partitions)
 // or, without partitions, []TopicInfo (TopicId, TopicName).
-func (w *writer) spTopics(ts []spTopic, withParts bool) {
-	w.compactArrayLen(len(ts))
+func writeSPTopics(w *wire.Writer, ts []spTopic, withParts bool) {
+	w.CompactArrayLen(len(ts))
 	for _, t := range ts {
-		w.uuid(t.id)
-		w.compactString(t.name)
+		w.UUID(t.id)
+		w.CompactString(t.name)
 		if withParts {
-			w.compactInt32s(t.parts)
+			w.CompactInt32s(t.parts)
 		}
-		w.noTags()
+		w.NoTags()
 	}
 }
 
-func (r *reader) spTopics(withParts bool) []spTopic {
-	n := r.length()
-	if n < 0 {
-		if r.err == nil {
-			r.fail("null topic list")
-		}
-		return nil
-	}
+// readSPTopics reads what writeSPTopics writes: sorted by id, a topic
+// listed twice merged.
+func readSPTopics(r *wire.Reader, withParts bool) []spTopic {
 	byID := map[TopicID]*spTopic{}
-	for range n {
-		t := spTopic{id: r.uuid(), name: r.compactString()}
+	r.Array("topic list", func() {
+		t := spTopic{id: r.UUID(), name: r.CompactString()}
 		if withParts {
-			t.parts = r.compactInt32s()
+			t.parts = r.CompactInt32s()
 		}
-		r.tags()
+		r.Tags(nil)
 		if prev := byID[t.id]; prev != nil {
 			prev.parts = append(prev.parts, t.parts...)
-			continue
+			return
 		}
 		byID[t.id] = &t
-	}
+	})
 	out := make([]spTopic, 0, len(byID))
 	for _, t := range byID {
 		if withParts {
@@ -207,17 +170,17 @@ func (r *reader) spTopics(withParts bool) []spTopic {
 // parseKey splits a key into its type, group and (for member records)
 // member id. ok is false for keys that are not share group records.
 func parseKey(k []byte) (typ int16, group, member string, ok bool, err error) {
-	r := &reader{b: k}
-	typ = r.int16()
-	if r.err != nil || typ < typePartitionMetadata || typ > typeStatePartitions {
+	r := wire.NewReader(k)
+	typ = r.Int16()
+	if r.Err() != nil || typ < typePartitionMetadata || typ > typeStatePartitions {
 		return typ, "", "", false, nil
 	}
-	group = r.string()
+	group = r.KeyString()
 	switch typ {
 	case typeMemberMetadata, typeTargetMember, typeCurrentAssignment:
-		member = r.string()
+		member = r.KeyString()
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return typ, "", "", true, fmt.Errorf("share: key of record type %d: %w", typ, err)
 	}
 	return typ, group, member, true, nil
@@ -247,35 +210,35 @@ func decode(key, value []byte) (record, string, error) {
 	if rec.tomb || typ == typePartitionMetadata {
 		return rec, group, nil
 	}
-	r := &reader{b: value}
-	if v := r.int16(); r.err == nil && v != 0 {
+	r := wire.NewReader(value)
+	if v := r.Int16(); r.Err() == nil && v != 0 {
 		return record{}, "", fmt.Errorf("share: record type %d of group %q: value version %d, only 0 is known", typ, group, v)
 	}
 	switch typ {
 	case typeMemberMetadata:
-		rec.meta.rack = r.compactNullableString()
-		rec.meta.clientID = r.compactString()
-		rec.meta.clientHost = r.compactString()
-		rec.meta.topics = sortedTopics(r.compactStrings())
+		rec.meta.rack = r.CompactNullableString()
+		rec.meta.clientID = r.CompactString()
+		rec.meta.clientHost = r.CompactString()
+		rec.meta.topics = sortedTopics(r.CompactStrings())
 	case typeGroupMetadata:
-		rec.epoch = r.int32()
-		rec.hash = r.int64()
+		rec.epoch = r.Int32()
+		rec.hash = r.Int64()
 	case typeTargetMetadata:
-		rec.epoch = r.int32()
+		rec.epoch = r.Int32()
 	case typeTargetMember:
-		rec.a = r.topicPartitions()
+		rec.a = normalize(r.TopicPartitions())
 	case typeCurrentAssignment:
-		rec.cur.epoch = r.int32()
-		rec.cur.prevEpoch = r.int32()
-		rec.cur.state = r.int8()
-		rec.cur.assigned = r.topicPartitions()
+		rec.cur.epoch = r.Int32()
+		rec.cur.prevEpoch = r.Int32()
+		rec.cur.state = r.Int8()
+		rec.cur.assigned = normalize(r.TopicPartitions())
 	case typeStatePartitions:
-		rec.sp.initializing = r.spTopics(true)
-		rec.sp.initialized = r.spTopics(true)
-		rec.sp.deleting = r.spTopics(false)
+		rec.sp.initializing = readSPTopics(r, true)
+		rec.sp.initialized = readSPTopics(r, true)
+		rec.sp.deleting = readSPTopics(r, false)
 	}
-	r.tags()
-	if err := r.done(); err != nil {
+	r.Tags(nil)
+	if err := r.Done(); err != nil {
 		return record{}, "", fmt.Errorf("share: value of record type %d of group %q: %w", typ, group, err)
 	}
 	return rec, group, nil

@@ -245,7 +245,7 @@ func checkCoverage(t *testing.T, seed int64, step int, g *Group, img *Image) {
 	for _, id := range g.memberIDs() {
 		m := g.members[id]
 		sub := map[TopicID]bool{}
-		for _, tp := range img.resolve(m.topics) {
+		for _, tp := range img.Resolve(m.topics) {
 			sub[tp.ID] = true
 		}
 		for tp := range g.target[id] {

@@ -37,7 +37,7 @@ func (g *Group) MetadataChanged(now int64, img *Image) []Record {
 	if g.dead {
 		return nil
 	}
-	if hash := img.metadataHash(g.subscribedNames()); hash != g.hash {
+	if hash := img.MetadataHash(g.subscribedNames()); hash != g.hash {
 		g.emit(record{typ: typeGroupMetadata, epoch: g.epoch + 1, hash: hash})
 	}
 	g.updateStatePartitions(img)
@@ -56,7 +56,7 @@ func (g *Group) updateStatePartitions(img *Image) {
 	live := func(ts []spTopic) map[TopicID][]int32 {
 		out := map[TopicID][]int32{}
 		for _, t := range ts {
-			if _, ok := img.byTopicID(t.id); ok {
+			if _, ok := img.ByID(t.id); ok {
 				out[t.id] = t.parts
 			}
 		}
@@ -100,7 +100,7 @@ func spList(img *Image, a map[TopicID][]int32, withParts bool) []spTopic {
 		if withParts && len(ps) == 0 {
 			continue
 		}
-		topic, _ := img.byTopicID(t)
+		topic, _ := img.ByID(t)
 		e := spTopic{id: t, name: topic.Name}
 		if withParts {
 			e.parts = slices.Clone(ps)

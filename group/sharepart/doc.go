@@ -73,7 +73,8 @@
 // message, coordinator records): big-endian, a key and a value each
 // prefixed by an int16, flexible value versions with compact arrays
 // (unsigned varint length+1) and tagged fields (unsigned varint count, then
-// per field unsigned varint tag, unsigned varint size, data).
+// per field unsigned varint tag, unsigned varint size, data), written
+// with group/internal/wire as group/consumer and group/share write theirs.
 //
 //	key   = int16 type (0 ShareSnapshotKey, 1 ShareUpdateKey)
 //	        int16 len, group id bytes | uuid topic id (16 bytes) | int32 partition

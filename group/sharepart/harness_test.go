@@ -1,14 +1,13 @@
 package sharepart
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fjordlog/fjord/group"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // harness drives one Partition from datadriven commands (testdata/*.txt):
@@ -44,75 +43,58 @@ var testKey = Key{Group: "g", TopicID: [16]byte{0xab, 0xcd}, Partition: 3}
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t}
-	h.create(args{})
+	h.create(datadriven.Args{})
 	return h
 }
 
-type args map[string]string
-
-func (a args) num(k string, def int64) int64 {
-	v, ok := a[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("%s=%q: %v", k, v, err))
-	}
-	return n
-}
-
-func (h *harness) create(a args) string {
+func (h *harness) create(a datadriven.Args) string {
 	cfg := Config{
-		RecordLockDurationMs:             int32(a.num("lock", 30000)),
-		DeliveryCountLimit:               int16(a.num("limit", 5)),
-		PartitionMaxRecordLocks:          int32(a.num("locks", 2000)),
-		SnapshotUpdateRecordsPerSnapshot: int32(a.num("snap", 500)),
+		RecordLockDurationMs:             int32(a.Num("lock", 30000)),
+		DeliveryCountLimit:               int16(a.Num("limit", 5)),
+		PartitionMaxRecordLocks:          int32(a.Num("locks", 2000)),
+		SnapshotUpdateRecordsPerSnapshot: int32(a.Num("snap", 500)),
 	}
 	h.now = 0
 	var recs []Record
 	h.p, recs = New(testKey, cfg, Init{
-		StartOffset: a.num("start", 0),
-		StateEpoch:  int32(a.num("se", 0)),
-		LeaderEpoch: int32(a.num("le", 0)),
+		StartOffset: a.Num("start", 0),
+		StateEpoch:  int32(a.Num("se", 0)),
+		LeaderEpoch: int32(a.Num("le", 0)),
 	}, h.now)
 	h.recs, h.prev = nil, nil
 	return h.wrote(recs)
 }
 
-func (h *harness) do(c *ddCase) string {
-	a := args{}
-	for _, kv := range c.args {
-		a[kv.key] = kv.val
-	}
+func (h *harness) do(c *datadriven.Case) string {
+	a := c.Map()
 	if _, ok := a["t"]; ok {
-		h.now = a.num("t", 0)
+		h.now = a.Num("t", 0)
 	}
 	var b strings.Builder
 	reset := false
-	switch c.cmd {
+	switch c.Cmd {
 	case "new":
 		b.WriteString(h.create(a))
 		reset = true
 	case "log":
 		h.log = parseRanges(a["recs"])
-		h.end = a.num("end", 0)
+		h.end = a.Num("end", 0)
 		if n := len(h.log); n > 0 && h.end == 0 {
 			h.end = h.log[n-1].Last + 1
 		}
 		return "ok"
 	case "fetch", "acquire":
-		f := Fetch{MaxRecords: int(a.num("max", 500)), BatchSize: int(a.num("batch", 0))}
-		if c.cmd == "fetch" {
-			f.From = a.num("from", h.p.NextFetchOffset())
-			f.End = a.num("end", h.end)
+		f := Fetch{MaxRecords: int(a.Num("max", 500)), BatchSize: int(a.Num("batch", 0))}
+		if c.Cmd == "fetch" {
+			f.From = a.Num("from", h.p.NextFetchOffset())
+			f.End = a.Num("end", h.end)
 			for _, r := range h.log {
 				if r.Last >= f.From && r.First < f.End {
 					f.Records = append(f.Records, r)
 				}
 			}
 		} else {
-			f.From, f.End = a.num("from", 0), a.num("end", 0)
+			f.From, f.End = a.Num("from", 0), a.Num("end", 0)
 			f.Records = parseRanges(a["recs"])
 		}
 		got, recs := h.p.Acquire(h.now, a["m"], f)
@@ -144,9 +126,9 @@ func (h *harness) do(c *ddCase) string {
 	case "tick":
 		b.WriteString(h.wrote(h.p.Tick(h.now)))
 	case "logstart":
-		b.WriteString(h.wrote(h.p.AdvanceLogStart(h.now, a.num("off", 0))))
+		b.WriteString(h.wrote(h.p.AdvanceLogStart(h.now, a.Num("off", 0))))
 	case "reset":
-		recs, err := h.p.ResetStartOffset(h.now, a.num("off", 0))
+		recs, err := h.p.ResetStartOffset(h.now, a.Num("off", 0))
 		fmt.Fprintf(&b, "reset: %s\n%s", errName(err), h.wrote(recs))
 		reset = err == nil
 	case "delete":
@@ -160,7 +142,7 @@ func (h *harness) do(c *ddCase) string {
 	case "snapshot":
 		b.WriteString(h.wrote(h.p.Snapshot(h.now)))
 	case "restore":
-		p, recs, err := Restore(testKey, h.p.cfg, int32(a.num("le", int64(h.p.leaderEpoch))), h.now, h.recs)
+		p, recs, err := Restore(testKey, h.p.cfg, int32(a.Num("le", int64(h.p.leaderEpoch))), h.now, h.recs)
 		if err != nil {
 			return fmt.Sprintf("restore: %v", err)
 		}
@@ -168,10 +150,10 @@ func (h *harness) do(c *ddCase) string {
 		b.WriteString(h.wrote(recs))
 	case "state":
 	default:
-		h.t.Fatalf("%s: unknown command %q", c.pos, c.cmd)
+		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
 	b.WriteString(status(h.p))
-	h.check(c.pos, reset)
+	h.check(c.Pos, reset)
 	return b.String()
 }
 
@@ -338,16 +320,5 @@ func mustInt(s string) int64 {
 	return n
 }
 
-func errName(err error) string {
-	if err == nil {
-		return "NONE"
-	}
-	code := group.ErrorCode(err)
-	if e := kerr.ErrorForCode(code); e != nil {
-		var ke *kerr.Error
-		if errors.As(e, &ke) {
-			return ke.Message
-		}
-	}
-	return err.Error()
-}
+// errName is the Kafka error code err maps to, as the test files write it.
+func errName(err error) string { return datadriven.ErrName(group.ErrorCode(err)) }

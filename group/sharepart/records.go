@@ -1,14 +1,15 @@
 package sharepart
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/fjordlog/fjord/group/internal/wire"
 )
 
-// The __share_group_state record formats, encoded by hand. See the package
-// documentation for the byte layout.
+// The __share_group_state record formats, in Kafka's encoding
+// (group/internal/wire). See the package documentation for the byte layout.
 
 // Key names one share-partition: share group, topic and partition.
 type Key struct {
@@ -90,39 +91,35 @@ func corruptf(format string, args ...any) error {
 
 // EncodeKey returns the key bytes of a record of type t for k.
 func EncodeKey(t RecordType, k Key) []byte {
-	b := make([]byte, 0, 2+2+len(k.Group)+16+4)
-	b = binary.BigEndian.AppendUint16(b, uint16(t))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(k.Group)))
-	b = append(b, k.Group...)
-	b = append(b, k.TopicID[:]...)
-	return binary.BigEndian.AppendUint32(b, uint32(k.Partition))
+	w := wire.Writer{B: wire.Key(int16(t), k.Group)}
+	w.UUID(k.TopicID)
+	w.Int32(k.Partition)
+	return w.B
 }
 
 // EncodeSnapshot returns the ShareSnapshot record of v for k.
 func EncodeSnapshot(k Key, v *SnapshotValue) Record {
-	b := make([]byte, 0, 64+20*len(v.StateBatches))
-	b = binary.BigEndian.AppendUint16(b, 0) // value version
-	b = binary.BigEndian.AppendUint32(b, uint32(v.SnapshotEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(v.StateEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(v.LeaderEpoch))
-	b = binary.BigEndian.AppendUint64(b, uint64(v.StartOffset))
-	b = binary.BigEndian.AppendUint64(b, uint64(v.CreateTimestamp))
-	b = binary.BigEndian.AppendUint64(b, uint64(v.WriteTimestamp))
-	b = appendBatches(b, v.StateBatches)
-	b = appendCompleteCount(b, v.DeliveryCompleteCount)
-	return Record{Key: EncodeKey(SnapshotRecord, k), Value: b}
+	w := wire.Value(0)
+	w.Int32(v.SnapshotEpoch)
+	w.Int32(v.StateEpoch)
+	w.Int32(v.LeaderEpoch)
+	w.Int64(v.StartOffset)
+	w.Int64(v.CreateTimestamp)
+	w.Int64(v.WriteTimestamp)
+	writeBatches(w, v.StateBatches)
+	writeCompleteCount(w, v.DeliveryCompleteCount)
+	return Record{Key: EncodeKey(SnapshotRecord, k), Value: w.B}
 }
 
 // EncodeUpdate returns the ShareUpdate record of v for k.
 func EncodeUpdate(k Key, v *UpdateValue) Record {
-	b := make([]byte, 0, 32+20*len(v.StateBatches))
-	b = binary.BigEndian.AppendUint16(b, 0) // value version
-	b = binary.BigEndian.AppendUint32(b, uint32(v.SnapshotEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(v.LeaderEpoch))
-	b = binary.BigEndian.AppendUint64(b, uint64(v.StartOffset))
-	b = appendBatches(b, v.StateBatches)
-	b = appendCompleteCount(b, v.DeliveryCompleteCount)
-	return Record{Key: EncodeKey(UpdateRecord, k), Value: b}
+	w := wire.Value(0)
+	w.Int32(v.SnapshotEpoch)
+	w.Int32(v.LeaderEpoch)
+	w.Int64(v.StartOffset)
+	writeBatches(w, v.StateBatches)
+	writeCompleteCount(w, v.DeliveryCompleteCount)
+	return Record{Key: EncodeKey(UpdateRecord, k), Value: w.B}
 }
 
 // Tombstone returns the record that deletes k's state, as Kafka's share
@@ -131,44 +128,39 @@ func Tombstone(k Key) Record {
 	return Record{Key: EncodeKey(SnapshotRecord, k)}
 }
 
-// appendBatches writes a compact array of StateBatch structs, each with an
+// writeBatches writes a compact array of StateBatch structs, each with an
 // empty tagged-field section.
-func appendBatches(b []byte, batches []StateBatch) []byte {
-	b = binary.AppendUvarint(b, uint64(len(batches))+1)
+func writeBatches(w *wire.Writer, batches []StateBatch) {
+	w.CompactArrayLen(len(batches))
 	for _, sb := range batches {
-		b = binary.BigEndian.AppendUint64(b, uint64(sb.FirstOffset))
-		b = binary.BigEndian.AppendUint64(b, uint64(sb.LastOffset))
-		b = append(b, byte(sb.DeliveryState))
-		b = binary.BigEndian.AppendUint16(b, uint16(sb.DeliveryCount))
-		b = append(b, 0) // no tagged fields
+		w.Int64(sb.FirstOffset)
+		w.Int64(sb.LastOffset)
+		w.Int8(int8(sb.DeliveryState))
+		w.Int16(sb.DeliveryCount)
+		w.NoTags()
 	}
-	return b
 }
 
-// appendCompleteCount writes the top-level tagged fields: DeliveryCompleteCount
+// writeCompleteCount writes the top-level tagged fields: DeliveryCompleteCount
 // as tag 0 unless it has its default, -1.
-func appendCompleteCount(b []byte, n int32) []byte {
+func writeCompleteCount(w *wire.Writer, n int32) {
 	if n == -1 {
-		return append(b, 0)
+		w.NoTags()
+		return
 	}
-	b = append(b, 1, 0, 4) // one tag; tag 0; 4 bytes
-	return binary.BigEndian.AppendUint32(b, uint32(n))
+	w.Uvarint(1) // one tag
+	w.Uvarint(0) // tag 0
+	w.Uvarint(4) // of 4 bytes
+	w.Int32(n)
 }
 
 // DecodeKey decodes a __share_group_state key.
 func DecodeKey(b []byte) (RecordType, Key, error) {
-	d := decoder{b: b}
-	t := RecordType(d.int16())
-	n := d.int16()
-	if d.err == nil && n < 0 {
-		d.fail("null group id")
-	}
-	k := Key{Group: string(d.bytes(int(n)))}
-	copy(k.TopicID[:], d.bytes(16))
-	k.Partition = d.int32()
-	d.end()
-	if d.err != nil {
-		return 0, Key{}, fmt.Errorf("%w (in the key)", d.err)
+	r := wire.NewReader(b)
+	t := RecordType(r.Int16())
+	k := Key{Group: r.KeyString(), TopicID: r.UUID(), Partition: r.Int32()}
+	if err := r.Done(); err != nil {
+		return 0, Key{}, fmt.Errorf("%w: %w (in the key)", ErrCorrupt, err)
 	}
 	if t != SnapshotRecord && t != UpdateRecord {
 		return 0, Key{}, corruptf("key: unknown record type %d", t)
@@ -177,191 +169,99 @@ func DecodeKey(b []byte) (RecordType, Key, error) {
 }
 
 // DecodeRecord decodes one __share_group_state record.
-func DecodeRecord(r Record) (Decoded, error) {
-	t, k, err := DecodeKey(r.Key)
+func DecodeRecord(rec Record) (Decoded, error) {
+	t, k, err := DecodeKey(rec.Key)
 	if err != nil {
 		return Decoded{}, err
 	}
 	out := Decoded{Type: t, Key: k}
-	if r.Value == nil {
+	if rec.Value == nil {
 		return out, nil
 	}
-	d := decoder{b: r.Value}
-	if v := d.int16(); d.err == nil && v != 0 {
+	r := wire.NewReader(rec.Value)
+	if v := r.Int16(); r.Err() == nil && v != 0 {
 		return Decoded{}, corruptf("%s: unsupported value version %d", k, v)
 	}
 	switch t {
 	case SnapshotRecord:
 		v := &SnapshotValue{
-			SnapshotEpoch:   d.int32(),
-			StateEpoch:      d.int32(),
-			LeaderEpoch:     d.int32(),
-			StartOffset:     d.int64(),
-			CreateTimestamp: d.int64(),
-			WriteTimestamp:  d.int64(),
+			SnapshotEpoch:   r.Int32(),
+			StateEpoch:      r.Int32(),
+			LeaderEpoch:     r.Int32(),
+			StartOffset:     r.Int64(),
+			CreateTimestamp: r.Int64(),
+			WriteTimestamp:  r.Int64(),
 		}
-		v.StateBatches = d.batches()
-		v.DeliveryCompleteCount = d.completeCount()
+		v.StateBatches = readBatches(r)
+		v.DeliveryCompleteCount = readCompleteCount(r)
 		out.Snapshot = v
 	case UpdateRecord:
 		v := &UpdateValue{
-			SnapshotEpoch: d.int32(),
-			LeaderEpoch:   d.int32(),
-			StartOffset:   d.int64(),
+			SnapshotEpoch: r.Int32(),
+			LeaderEpoch:   r.Int32(),
+			StartOffset:   r.Int64(),
 		}
-		v.StateBatches = d.batches()
-		v.DeliveryCompleteCount = d.completeCount()
+		v.StateBatches = readBatches(r)
+		v.DeliveryCompleteCount = readCompleteCount(r)
 		out.Update = v
 	}
-	d.end()
-	if d.err != nil {
-		return Decoded{}, fmt.Errorf("%w (in the value of %s)", d.err, k)
+	if err := r.Done(); err != nil {
+		return Decoded{}, fmt.Errorf("%w: %w (in the value of %s)", ErrCorrupt, err, k)
 	}
 	return out, nil
-}
-
-// decoder reads Kafka's binary primitives with a sticky error: after the
-// first failure every read returns zero.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = corruptf(format, args...)
-	}
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.fail("need %d bytes, have %d", n, len(d.b))
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) int8() int8 {
-	if b := d.bytes(1); b != nil {
-		return int8(b[0])
-	}
-	return 0
-}
-
-func (d *decoder) int16() int16 {
-	if b := d.bytes(2); b != nil {
-		return int16(binary.BigEndian.Uint16(b))
-	}
-	return 0
-}
-
-func (d *decoder) int32() int32 {
-	if b := d.bytes(4); b != nil {
-		return int32(binary.BigEndian.Uint32(b))
-	}
-	return 0
-}
-
-func (d *decoder) int64() int64 {
-	if b := d.bytes(8); b != nil {
-		return int64(binary.BigEndian.Uint64(b))
-	}
-	return 0
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad unsigned varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
 }
 
 // batchSize is the smallest encoding of one StateBatch.
 const batchSize = 8 + 8 + 1 + 2 + 1
 
-func (d *decoder) batches() []StateBatch {
-	n := d.uvarint()
-	if d.err != nil {
+// readBatches reads the StateBatches array, which may not be null.
+func readBatches(r *wire.Reader) []StateBatch {
+	n := r.Uvarint()
+	if r.Err() != nil {
 		return nil
 	}
 	if n == 0 {
-		d.fail("null state batches")
+		r.Failf("null state batches")
 		return nil
 	}
 	n--
-	if n > uint64(len(d.b)/batchSize) {
-		d.fail("%d state batches in %d bytes", n, len(d.b))
+	if n > uint64(r.Len()/batchSize) {
+		r.Failf("%d state batches in %d bytes", n, r.Len())
 		return nil
 	}
 	out := make([]StateBatch, 0, n)
 	for range n {
 		sb := StateBatch{
-			FirstOffset:   d.int64(),
-			LastOffset:    d.int64(),
-			DeliveryState: State(d.int8()),
-			DeliveryCount: d.int16(),
+			FirstOffset:   r.Int64(),
+			LastOffset:    r.Int64(),
+			DeliveryState: State(r.Int8()),
+			DeliveryCount: r.Int16(),
 		}
-		d.skipTags()
+		r.Tags(nil)
 		out = append(out, sb)
 	}
 	return out
 }
 
-// skipTags skips a tagged-field section this package has no use for.
-func (d *decoder) skipTags() {
-	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
-		d.uvarint()
-		d.bytes(d.size())
-	}
-}
-
-// size reads a tagged field's size.
-func (d *decoder) size() int {
-	n := d.uvarint()
-	if n > math.MaxInt32 {
-		d.fail("tagged field of %d bytes", n)
-		return 0
-	}
-	return int(n)
-}
-
-// completeCount reads the top-level tagged fields, returning tag 0
-// (DeliveryCompleteCount) or its default -1.
-func (d *decoder) completeCount() int32 {
+// readCompleteCount reads the top-level tagged fields, returning tag 0
+// (DeliveryCompleteCount) or its default -1. Tags must ascend.
+func readCompleteCount(r *wire.Reader) int32 {
 	count := int32(-1)
 	prev := int64(-1)
-	for n := d.uvarint(); n > 0 && d.err == nil; n-- {
-		tag := d.uvarint()
-		if d.err == nil && int64(tag) <= prev {
-			d.fail("tagged fields out of order")
+	r.Tags(func(tag uint64, data []byte) {
+		if int64(tag) <= prev {
+			r.Failf("tagged fields out of order")
+			return
 		}
 		prev = int64(min(tag, math.MaxInt32))
-		size := d.size()
 		if tag != 0 {
-			d.bytes(size)
-			continue
+			return
 		}
-		if d.err == nil && size != 4 {
-			d.fail("DeliveryCompleteCount of %d bytes", size)
+		if len(data) != 4 {
+			r.Failf("DeliveryCompleteCount of %d bytes", len(data))
+			return
 		}
-		count = d.int32()
-	}
+		count = wire.NewReader(data).Int32()
+	})
 	return count
-}
-
-func (d *decoder) end() {
-	if d.err == nil && len(d.b) > 0 {
-		d.fail("%d trailing bytes", len(d.b))
-	}
 }
