@@ -20,6 +20,7 @@ import (
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
 	"github.com/fjordlog/fjord/group/consumer"
+	"github.com/fjordlog/fjord/group/share"
 )
 
 // The broker's side of the group coordinator (package broker/coordinator,
@@ -45,6 +46,7 @@ func (b *Broker) newCoordinator() (*coordinator.Coordinator, error) {
 			MaxSize:             b.cfg.ConsumerMaxSize,
 			Assignors:           consumerAssignors(b.cfg.ConsumerAssignors),
 		},
+		Share:            share.DefaultConfig(),
 		RetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
 		RetentionCheckMs: b.cfg.OffsetsRetentionCheckMs,
 		Logger:           b.log,

@@ -9,13 +9,14 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
-	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // DescribeGroups: v0-6
 //
 // Behaviour: state, protocol and members (with assignments) of each group
-// (a KIP-848 consumer group as Kafka describes one to this API);
+// (a KIP-848 consumer group or a share group as Kafka describes one to
+// this API: Dead, and from v6 GROUP_ID_NOT_FOUND, "Group <id> is not a
+// classic group.");
 // a group with only committed offsets is Empty. An unknown group is Dead
 // with no error before v6, as Kafka answers those versions; from v6
 // (KIP-1043) it is GROUP_ID_NOT_FOUND, still Dead, with Kafka's message
@@ -46,19 +47,19 @@ func handleDescribeGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond fu
 			d = g.Describe()
 			return nil
 		}) {
-			if ok, _, _ := h.Coordinator().Consumer(id, false, func(g *consumer.Group, _ *consumer.Image, _ int64) []consumer.Record {
-				d = g.DescribeClassic()
-				if req.Version < 6 {
-					// Kafka's answer before v6: no error, state Dead.
-					d.ErrorCode, d.ErrorMessage = 0, nil
+			d = kmsg.NewDescribeGroupsResponseGroup()
+			d.Group, d.State = id, "Dead"
+			switch t := h.Coordinator().GroupType(id); {
+			case t == ConsumerGroupType || t == ShareGroupType:
+				// Kafka's answer for a group of another type: from v6
+				// GROUP_ID_NOT_FOUND with its message, before it Dead.
+				if req.Version >= 6 {
+					d.ErrorCode = kerr.GroupIDNotFound.Code
+					m := fmt.Sprintf("Group %s is not a classic group.", id)
+					d.ErrorMessage = &m
 				}
-				return nil
-			}); !ok {
-				d = kmsg.NewDescribeGroupsResponseGroup()
-				d.Group, d.State = id, "Dead"
-				if len(h.Coordinator().Offsets(id)) > 0 {
-					d.State = "Empty"
-				}
+			case len(h.Coordinator().Offsets(id)) > 0:
+				d.State = "Empty"
 			}
 		}
 		if req.Version >= 6 {

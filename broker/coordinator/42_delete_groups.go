@@ -9,7 +9,6 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
-	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // DeleteGroups: v0-3
@@ -55,14 +54,10 @@ func handleDeleteGroups(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		})
 		var wait func() error
 		if !existed {
-			var cerr error
-			existed, wait, cerr = h.Coordinator().Consumer(id, false, func(g *consumer.Group, _ *consumer.Image, _ int64) []consumer.Record {
-				var recs []consumer.Record
-				recs, err = g.Delete()
-				return recs
-			})
+			var derr error
+			existed, wait, derr = h.Coordinator().DeleteNextGen(id)
 			if err == nil {
-				err = cerr
+				err = derr
 			}
 		}
 		offs := h.Coordinator().Offsets(id)

@@ -1,11 +1,6 @@
 package coordinator
 
 import (
-	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
@@ -35,7 +30,8 @@ func consumerGroupHeartbeatEntry(h APIHost) api.Entry {
 		Key: 68, Client: api.Versions(0, 1), Handle: bindTo(h, handleConsumerGroupHeartbeat),
 		Rule: api.Needs("READ on GROUP and DESCRIBE on the TOPICs subscribed by name", 1, api.All(
 			api.GroupTop(acl.OpRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
-			checkHeartbeatTopics)),
+			subscribedTopicsDenied(func(r kmsg.Request) []string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).SubscribedTopicNames },
+				func(r kmsg.Response, m string) { r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorMessage = &m }))),
 	}
 }
 
@@ -61,45 +57,5 @@ func handleConsumerGroupHeartbeat(h APIHost, cc *api.Conn, kreq kmsg.Request, re
 			resp, recs = g.HeartbeatFrom(now, img, req, consumer.Client{ID: cc.ClientID, Host: cc.ClientHost})
 			return recs
 		})
-	switch {
-	case errors.Is(err, ErrNotConsumerGroup):
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
-		return
-	case !exists:
-		// As in Kafka: a heartbeat from a member of a group the
-		// coordinator does not have (deleted, or its offsets expired) is
-		// an unknown member, which rejoins with a new id.
-		fail(kerr.UnknownMemberID.Code, fmt.Sprintf("Consumer group %s not found.", req.Group))
-		return
-	case err != nil:
-		fail(CommitErrorCode(err, h.Code), "")
-		return
-	case wait == nil:
-		respond(resp)
-		return
-	}
-	h.Go(func() {
-		if err := wait(); err != nil {
-			h.Log().Warn().Err(err).Str("group", req.Group).Msg("consumer group heartbeat not persisted")
-			fail(CommitErrorCode(err, h.Code), "")
-			return
-		}
-		respond(resp)
-	})
-}
-
-// checkHeartbeatTopics: the topics a member subscribes to by name must be
-// ones it may describe; Kafka answers TOPIC_AUTHORIZATION_FAILED naming
-// them.
-func checkHeartbeatTopics(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
-	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
-	_, denied := api.Split(z, acl.OpDescribe, req.SubscribedTopicNames, func(t string) string { return t })
-	if len(denied) == 0 {
-		return nil, nil
-	}
-	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-	resp.ErrorCode = api.TopicDenied
-	m := "Topic authorization failed for topics: " + strings.Join(denied, ", ")
-	resp.ErrorMessage = &m
-	return resp, nil
+	finishHeartbeat(h, req.Group, ConsumerGroupType, exists, wait, err, fail, func() { respond(resp) })
 }

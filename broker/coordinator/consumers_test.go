@@ -169,7 +169,7 @@ func TestGroupProtocolsShareIDs(t *testing.T) {
 	c.host.(*testHost).setTopics(topicT)
 
 	joinAndSync(t, c, "classic")
-	if _, _, err := c.Consumer("classic", true, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrNotConsumerGroup) {
+	if _, _, err := c.Consumer("classic", true, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrOtherGroupType) {
 		t.Fatalf("consumer member into a classic group with members: %v", err)
 	}
 

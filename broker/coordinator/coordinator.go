@@ -14,6 +14,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/consumer"
+	"github.com/fjordlog/fjord/group/share"
 )
 
 // OffsetsTopic is Kafka's internal topic of committed offsets and stored
@@ -55,6 +56,8 @@ type Config struct {
 	Group group.Config
 	// Consumer shapes KIP-848 consumer groups (group.consumer.*).
 	Consumer consumer.Config
+	// Share shapes KIP-932 share groups' membership (group.share.*).
+	Share share.Config
 	// RetentionMs (offsets.retention.minutes, in ms): the committed offsets
 	// of a group without members expire this long after their commit.
 	// Range: >= 1.
@@ -72,6 +75,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Consumer.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Share.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RetentionMs < 1 || c.RetentionCheckMs < 1 {
@@ -115,7 +121,7 @@ func New(ctx context.Context, cfg Config, host Host) (*Coordinator, error) {
 	}
 	o := newOffsetStore(host, cfg.Logger)
 	return &Coordinator{ctx: ctx, cfg: cfg, host: host, log: cfg.Logger,
-		offsets: o, groups: newGroupTable(cfg.Group, cfg.Consumer, host.ConsumerImage, o, cfg.Logger)}, nil
+		offsets: o, groups: newGroupTable(cfg.Group, cfg.Consumer, cfg.Share, host.ConsumerImage, o, cfg.Logger)}, nil
 }
 
 // Start begins the groups' timer loop and offset expiry on the host's
@@ -173,8 +179,8 @@ func (c *Coordinator) load(pi int32, p *replica.Partition) {
 		}
 		c.groups.restore(id, &v)
 	}
-	for id, recs := range c.offsets.takeConsumerRecords(pi) {
-		c.groups.restoreConsumer(id, recs)
+	for k, recs := range c.offsets.takeNextGenRecords(pi) {
+		c.groups.restoreNextGen(k, recs)
 	}
 	c.offsets.markLoaded(pi, p)
 	if n > 0 || time.Since(start) > 100*time.Millisecond {
@@ -229,7 +235,7 @@ func (c *Coordinator) Offsets(group string) map[TopicPartition]Committed {
 // GroupSummary is what ListGroups reports of a group.
 type GroupSummary struct {
 	ID, State, ProtocolType string
-	Type                    string // KIP-848's group type: "classic" or "consumer"
+	Type                    string // KIP-848's group type: "classic", "consumer" or "share"
 }
 
 // ListGroups returns every group known here, by id: those with members,
@@ -242,8 +248,8 @@ func (c *Coordinator) ListGroups() []GroupSummary {
 	c.groups.each(func(id string, g *group.Group) {
 		seen[id] = GroupSummary{id, g.State(), g.ProtocolType(), ClassicGroupType}
 	})
-	c.groups.eachConsumer(func(id string, g *consumer.Group) {
-		seen[id] = GroupSummary{id, g.State(), "consumer", ConsumerGroupType}
+	c.groups.eachNextGen(func(id string, g nextGen) {
+		seen[id] = GroupSummary{id, g.State(), g.kind(), g.kind()}
 	})
 	out := make([]GroupSummary, 0, len(seen))
 	for _, s := range seen {

@@ -14,6 +14,7 @@ import (
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
 	"github.com/fjordlog/fjord/group/consumer"
+	"github.com/fjordlog/fjord/group/share"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -94,7 +95,7 @@ func newTest(t *testing.T, parts ...*replica.Partition) *Coordinator {
 	h := &testHost{}
 	ccfg := consumer.DefaultConfig()
 	ccfg.Assignors = []assign.Assignor{assign.Uniform(), assign.Range()}
-	c, err := New(ctx, Config{Group: group.Config{MinSessionTimeoutMs: 1000}, Consumer: ccfg, RetentionMs: 60_000,
+	c, err := New(ctx, Config{Group: group.Config{MinSessionTimeoutMs: 1000}, Consumer: ccfg, Share: share.DefaultConfig(), RetentionMs: 60_000,
 		RetentionCheckMs: 3_600_000, Logger: zerolog.Nop()}, h)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/consumer"
+	"github.com/fjordlog/fjord/group/share"
 )
 
 // groupTable runs the consumer groups this node coordinates. Membership is
@@ -25,6 +26,7 @@ import (
 type groupTable struct {
 	cfg     group.Config
 	ccfg    consumer.Config
+	scfg    share.Config
 	image   func() *consumer.Image // the topics KIP-848 groups see now
 	log     zerolog.Logger
 	offsets *offsetStore  // where a group that settles is stored
@@ -32,16 +34,16 @@ type groupTable struct {
 	mu      struct {
 		sync.Mutex
 		groups map[string]*group.Group
-		// consumers are the KIP-848 groups (consumers.go). Invariant: no
-		// id is in both maps.
-		consumers map[string]*consumerGroup
+		// nextgen are the KIP-848 consumer groups and KIP-932 share
+		// groups (nextgen.go). Invariant: no id is in both maps.
+		nextgen map[string]*ngGroup
 	}
 }
 
-func newGroupTable(cfg group.Config, ccfg consumer.Config, image func() *consumer.Image, offsets *offsetStore, log zerolog.Logger) *groupTable {
-	t := &groupTable{cfg: cfg, ccfg: ccfg, image: image, log: log, offsets: offsets, wake: make(chan struct{}, 1)}
+func newGroupTable(cfg group.Config, ccfg consumer.Config, scfg share.Config, image func() *consumer.Image, offsets *offsetStore, log zerolog.Logger) *groupTable {
+	t := &groupTable{cfg: cfg, ccfg: ccfg, scfg: scfg, image: image, log: log, offsets: offsets, wake: make(chan struct{}, 1)}
 	t.mu.groups = map[string]*group.Group{}
-	t.mu.consumers = map[string]*consumerGroup{}
+	t.mu.nextgen = map[string]*ngGroup{}
 	return t
 }
 
@@ -108,20 +110,20 @@ func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, gene
 func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
 	t.mu.Lock()
 	g := t.mu.groups[id]
-	if cg := t.mu.consumers[id]; g == nil && cg != nil {
-		// A consumer group holds the id: a classic member may take it
-		// over only once it is empty (see ErrNotConsumerGroup).
-		if !create || cg.g.NumMembers() > 0 {
+	if ng := t.mu.nextgen[id]; g == nil && ng != nil {
+		// A next-generation group holds the id: a classic member may take
+		// over an empty consumer group only (see ErrOtherGroupType).
+		if !create || ng.g.NumMembers() > 0 || ng.g.kind() != ConsumerGroupType {
 			t.mu.Unlock()
 			return false
 		}
-		recs, err := cg.g.Delete()
+		recs, err := ng.g.remove()
 		if err == nil {
-			delete(t.mu.consumers, id)
+			delete(t.mu.nextgen, id)
 			_, _ = t.persistLocked(id, recs)
 		}
 	}
-	if g == nil && create && t.mu.consumers[id] == nil {
+	if g == nil && create && t.mu.nextgen[id] == nil {
 		g = group.NewGroup(id, t.cfg)
 		t.mu.groups[id] = g
 	}
@@ -151,7 +153,7 @@ func (t *groupTable) run(stop <-chan struct{}) {
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		next := t.nextConsumerDeadlineLocked()
+		next := t.nextNextGenDeadlineLocked()
 		for _, g := range t.mu.groups {
 			if d := g.NextDeadline(); d >= 0 && (next < 0 || d < next) {
 				next = d
@@ -183,7 +185,7 @@ func (t *groupTable) run(stop <-chan struct{}) {
 				t.afterChangeLocked(id, g, st, gen)
 			}
 		}
-		t.tickConsumersLocked(now)
+		t.tickNextGenLocked(now)
 		t.mu.Unlock()
 		deliver(replies)
 	}
@@ -227,9 +229,9 @@ func (t *groupTable) unload(drop func(id string) bool) {
 			delete(t.mu.groups, id)
 		}
 	}
-	for id := range t.mu.consumers {
+	for id := range t.mu.nextgen {
 		if drop(id) {
-			delete(t.mu.consumers, id)
+			delete(t.mu.nextgen, id)
 		}
 	}
 }
@@ -251,5 +253,5 @@ func (t *groupTable) members(id string) int {
 	if g := t.mu.groups[id]; g != nil {
 		return g.NumMembers()
 	}
-	return t.consumerMembersLocked(id)
+	return t.nextGenMembersLocked(id)
 }

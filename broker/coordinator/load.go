@@ -4,7 +4,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -66,9 +65,9 @@ func (o *offsetStore) forgetLocked(pi int32) {
 			delete(o.mu.groupMeta, g)
 		}
 	}
-	for g := range o.mu.consumerRecs {
-		if o.partitionFor(g) == pi {
-			delete(o.mu.consumerRecs, g)
+	for k := range o.mu.nextGenRecs {
+		if o.partitionFor(k.id) == pi {
+			delete(o.mu.nextGenRecs, k)
 		}
 	}
 	for _, pc := range o.mu.pending[pi] {
@@ -171,13 +170,13 @@ func (o *offsetStore) apply(key, value []byte) {
 
 // REQUIRES: o.mu held.
 func (o *offsetStore) applyLocked(key, value []byte) {
-	if id, ok := consumer.GroupOfKey(key); ok {
+	if k, ok := nextGenOfKey(key); ok {
 		// Copied: the log's read buffer is reused.
-		r := consumer.Record{Key: append([]byte(nil), key...)}
+		r := recordbatch.KV{Key: append([]byte(nil), key...)}
 		if value != nil {
 			r.Value = append([]byte(nil), value...)
 		}
-		o.mu.consumerRecs[id] = append(o.mu.consumerRecs[id], r)
+		o.mu.nextGenRecs[k] = append(o.mu.nextGenRecs[k], r)
 		return
 	}
 	if len(key) >= 2 && int16(key[0])<<8|int16(key[1]) == 2 {

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -39,10 +38,10 @@ type offsetStore struct {
 		// groupMeta is each group's latest stored GroupMetadataValue, kept
 		// only while loading (restored into the groups, then cleared).
 		groupMeta map[string][]byte
-		// consumerRecs are the KIP-848 groups' records per group, in log
-		// order, kept only while loading (replayed into the groups,
-		// then cleared).
-		consumerRecs map[string][]consumer.Record
+		// nextGenRecs are the KIP-848 and KIP-932 groups' records per
+		// group, in log order, kept only while loading (replayed into
+		// the groups, then cleared).
+		nextGenRecs map[nextGenKey][]recordbatch.KV
 		// pending holds, per offsets partition, appended commits in log
 		// order until they are durable; inFlight counts them per group.
 		pending  map[int32][]pendingCommit
@@ -57,7 +56,7 @@ func newOffsetStore(host Host, log zerolog.Logger) *offsetStore {
 	o := &offsetStore{host: host, log: log}
 	o.mu.offsets = map[string]map[TopicPartition]Committed{}
 	o.mu.groupMeta = map[string][]byte{}
-	o.mu.consumerRecs = map[string][]consumer.Record{}
+	o.mu.nextGenRecs = map[nextGenKey][]recordbatch.KV{}
 	o.mu.pending = map[int32][]pendingCommit{}
 	o.mu.inFlight = map[string]int{}
 	o.mu.txnPending = map[int32]map[int64][]txnCommit{}

@@ -1,0 +1,363 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fjordlog/fjord/group/consumer"
+	"github.com/fjordlog/fjord/group/share"
+	"github.com/fjordlog/fjord/group/topics"
+	"github.com/fjordlog/fjord/storage/recordbatch"
+)
+
+// The next-generation groups this node coordinates, beside the classic
+// ones in the same groupTable: KIP-848 consumer groups (package
+// group/consumer) and KIP-932 share groups (group/share). One lock, one
+// timer loop, one namespace of group ids. The state machines are pure;
+// this file supplies the clock, the topics image, and the durability of
+// the records each step emits.
+//
+// Durability: a heartbeat is answered only once the records its step
+// emitted are committed on the offsets partition (durable on every
+// in-sync replica), as Kafka's coordinator answers only once its write is
+// committed. A member therefore never acts on an epoch or an assignment
+// that a coordinator failover could take back. The records are appended
+// under the table's lock, so the log holds them in the order the steps
+// ran; the in-memory group may run ahead of what is committed only while
+// this node leads the partition (a later commit carries the earlier
+// records with it, and losing the leadership unloads the group).
+
+// Group types (KIP-848), as ListGroups v5 and the describe APIs name
+// them.
+const (
+	ClassicGroupType  = "classic"
+	ConsumerGroupType = "consumer"
+	ShareGroupType    = "share"
+)
+
+// ErrOtherGroupType: a request of one group protocol for a group id that
+// a group of another type holds (with members, for the classic and
+// consumer protocols, which convert an empty group as Kafka does; share
+// groups never convert). Kafka 4.x migrates classic and consumer groups
+// online (KIP-848's upgrade and downgrade); Fjord does not yet.
+var ErrOtherGroupType = errors.New("coordinator: the group id is held by a group of another type")
+
+// nextGen is what the table needs of a next-generation group of either
+// kind, its records as the offsets partition's KVs.
+type nextGen interface {
+	kind() string
+	metadataChanged(now int64, img *topics.Image) []recordbatch.KV
+	tick(now int64, img *topics.Image) []recordbatch.KV
+	remove() ([]recordbatch.KV, error)
+	NextDeadline() int64
+	State() string
+	Epoch() int32
+	NumMembers() int
+}
+
+type consumerGen struct{ *consumer.Group }
+
+func (consumerGen) kind() string { return ConsumerGroupType }
+func (c consumerGen) metadataChanged(now int64, img *topics.Image) []recordbatch.KV {
+	return kvs(c.MetadataChanged(now, img))
+}
+func (c consumerGen) tick(now int64, img *topics.Image) []recordbatch.KV {
+	return kvs(c.Tick(now, img))
+}
+func (c consumerGen) remove() ([]recordbatch.KV, error) { r, err := c.Delete(); return kvs(r), err }
+
+type shareGen struct{ *share.Group }
+
+func (shareGen) kind() string { return ShareGroupType }
+func (s shareGen) metadataChanged(now int64, img *topics.Image) []recordbatch.KV {
+	return kvs(s.MetadataChanged(now, img))
+}
+func (s shareGen) tick(now int64, img *topics.Image) []recordbatch.KV { return kvs(s.Tick(now, img)) }
+func (s shareGen) remove() ([]recordbatch.KV, error)                  { r, err := s.Delete(); return kvs(r), err }
+
+// record is the shape both packages' Record types share.
+type record interface {
+	~struct{ Key, Value []byte }
+}
+
+func kvs[R record](rs []R) []recordbatch.KV {
+	out := make([]recordbatch.KV, len(rs))
+	for i, r := range rs {
+		s := struct{ Key, Value []byte }(r)
+		out[i] = recordbatch.KV{Key: s.Key, Value: s.Value}
+	}
+	return out
+}
+
+// ngGroup is one next-generation group with the topics image it last saw.
+type ngGroup struct {
+	g   nextGen
+	img *topics.Image // the image MetadataChanged last saw
+}
+
+// withNextGen runs step on the next-generation group id of kind (made
+// by newG when create is set and the id is free, or names an empty
+// classic group that kind may convert) under the table's lock, after
+// telling the group of any change to the topics image. The records the
+// step emits are appended to the group's offsets partition; wait, when
+// not nil, blocks until they are committed and must be called without
+// holding anything. exists is false when there is no such group (and
+// step did not run).
+func (t *groupTable) withNextGen(id, kind string, create bool, newG func() nextGen,
+	step func(g nextGen, img *topics.Image, now int64) []recordbatch.KV) (exists bool, wait func() error, err error) {
+	img := t.image()
+	now := time.Now().UnixMilli()
+	t.mu.Lock()
+	defer t.poke()
+	defer t.mu.Unlock()
+	ng := t.mu.nextgen[id]
+	if ng != nil && ng.g.kind() != kind {
+		return false, nil, fmt.Errorf("group %s is a %s group: %w", id, ng.g.kind(), ErrOtherGroupType)
+	}
+	created := false
+	if ng == nil {
+		if cl := t.mu.groups[id]; cl != nil {
+			if cl.NumMembers() > 0 || kind != ConsumerGroupType {
+				return false, nil, fmt.Errorf("group %s is a classic group: %w", id, ErrOtherGroupType)
+			}
+			if !create {
+				return false, nil, nil
+			}
+			// An empty classic group becomes a consumer group (Kafka's
+			// conversion of an empty group): its stored form goes.
+			delete(t.mu.groups, id)
+			t.offsets.storeGroup(id, nil)
+		}
+		if !create {
+			return false, nil, nil
+		}
+		ng = &ngGroup{g: newG()}
+		t.mu.nextgen[id] = ng
+		created = true
+	}
+	var recs []recordbatch.KV
+	if ng.img != img {
+		recs = ng.g.metadataChanged(now, img)
+		ng.img = img
+	}
+	recs = append(recs, step(ng.g, img, now)...)
+	if ng.g.State() == "Dead" || created && ng.g.Epoch() == 0 {
+		// Deleted, or created for a join that was refused.
+		delete(t.mu.nextgen, id)
+	}
+	wait, err = t.persistLocked(id, recs)
+	return true, wait, err
+}
+
+// persistLocked appends a next-generation group's records to its offsets
+// partition. REQUIRES: t.mu held (so the log keeps the steps' order).
+func (t *groupTable) persistLocked(id string, recs []recordbatch.KV) (func() error, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	wait, err := t.offsets.appendRecords(id, recs)
+	if err != nil {
+		// The step stays applied in memory. If the leadership went, the
+		// group is unloaded; if the disk failed, the partition is handed
+		// on. Either way the next coordinator loads what was committed.
+		t.log.Warn().Err(err).Str("group", id).Msg("storing group records")
+		return nil, err
+	}
+	return wait, nil
+}
+
+// tickNextGenLocked applies the next-generation groups' deadlines at now
+// and stores what changed. REQUIRES: t.mu held.
+func (t *groupTable) tickNextGenLocked(now int64) {
+	for id, ng := range t.mu.nextgen {
+		if d := ng.g.NextDeadline(); d < 0 || d > now {
+			continue
+		}
+		var recs []recordbatch.KV
+		if img := t.image(); ng.img != img {
+			recs = ng.g.metadataChanged(now, img)
+			ng.img = img
+		}
+		recs = append(recs, ng.g.tick(now, ng.img)...)
+		if ng.g.State() == "Dead" {
+			delete(t.mu.nextgen, id)
+		}
+		// Nobody waits on a timeout's records; a failure is logged.
+		_, _ = t.persistLocked(id, recs)
+	}
+}
+
+// nextNextGenDeadlineLocked is the earliest deadline of any
+// next-generation group, -1 for none. REQUIRES: t.mu held.
+func (t *groupTable) nextNextGenDeadlineLocked() int64 {
+	next := int64(-1)
+	for _, ng := range t.mu.nextgen {
+		if d := ng.g.NextDeadline(); d >= 0 && (next < 0 || d < next) {
+			next = d
+		}
+	}
+	return next
+}
+
+// nextGenKey names a next-generation group's records while a partition
+// loads.
+type nextGenKey struct{ kind, id string }
+
+// nextGenOfKey is the kind and group of an offsets-topic key that holds
+// a next-generation group's record.
+func nextGenOfKey(key []byte) (nextGenKey, bool) {
+	if id, ok := consumer.GroupOfKey(key); ok {
+		return nextGenKey{ConsumerGroupType, id}, true
+	}
+	if id, ok := share.GroupOfKey(key); ok {
+		return nextGenKey{ShareGroupType, id}, true
+	}
+	return nextGenKey{}, false
+}
+
+// restoreNextGen installs a next-generation group read back from the
+// offsets topic: recs are its records in log order.
+func (t *groupTable) restoreNextGen(k nextGenKey, recs []recordbatch.KV) {
+	var g nextGen
+	var replay func(key, value []byte) error
+	var loaded func(now int64)
+	switch k.kind {
+	case ConsumerGroupType:
+		cg := consumer.New(k.id, t.ccfg)
+		g, replay, loaded = consumerGen{cg}, cg.Replay, cg.Loaded
+	default:
+		sg := share.New(k.id, t.scfg)
+		g, replay, loaded = shareGen{sg}, sg.Replay, sg.Loaded
+	}
+	for _, r := range recs {
+		if err := replay(r.Key, r.Value); err != nil {
+			t.log.Warn().Err(err).Str("group", k.id).Str("type", k.kind).Msg("skipping an unreadable group record")
+		}
+	}
+	loaded(time.Now().UnixMilli())
+	if g.State() == "Dead" {
+		return // deleted: its records are tombstones
+	}
+	t.mu.Lock()
+	if other := t.mu.nextgen[k.id]; other != nil {
+		// Two kinds under one id in one log: the later one was created
+		// after the earlier was deleted, so it is the live one only if
+		// the earlier is Dead, which it is not. Keep the first restored
+		// and say so; members of the other rejoin.
+		t.mu.Unlock()
+		t.log.Warn().Str("group", k.id).Str("type", k.kind).Str("kept", other.g.kind()).Msg("a group id with records of two group types")
+		return
+	}
+	// The image the records were written under is unknown: the first
+	// step compares the group with the image of now.
+	t.mu.nextgen[k.id] = &ngGroup{g: g}
+	t.mu.Unlock()
+	t.log.Info().Str("group", k.id).Str("type", k.kind).Str("state", g.State()).Int32("epoch", g.Epoch()).
+		Int("members", g.NumMembers()).Msg("restored group")
+	t.poke()
+}
+
+// appendRecords appends a group's records to its offsets partition as
+// its leader and returns a wait that blocks until they are committed
+// like an acks=all produce (or the partition's error).
+func (o *offsetStore) appendRecords(id string, kvs []recordbatch.KV) (func() error, error) {
+	pi := o.partitionFor(id)
+	p, err := o.leader(pi)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	batch := recordbatch.Build(kvs, now)
+	info, err := recordbatch.Validate(batch, 0)
+	if err != nil {
+		return nil, fmt.Errorf("group %s: records: %w", id, err)
+	}
+	o.mu.Lock()
+	res, v, err := p.AppendAsLeader(batch, info, now)
+	o.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("group %s: append: %w", id, err)
+	}
+	return func() error {
+		if err := p.Flush(); err != nil {
+			return err
+		}
+		expire := time.NewTimer(commitTimeout)
+		defer expire.Stop()
+		return p.WaitCommitted(context.Background(), res.LastOffset+1, v.LeaderEpoch, expire.C)
+	}, nil
+}
+
+// takeNextGenRecords removes and returns the next-generation groups'
+// records of offsets partition pi that replay found, per group in log
+// order.
+func (o *offsetStore) takeNextGenRecords(pi int32) map[nextGenKey][]recordbatch.KV {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[nextGenKey][]recordbatch.KV{}
+	for k, recs := range o.mu.nextGenRecs {
+		if o.partitionFor(k.id) == pi {
+			out[k] = recs
+			delete(o.mu.nextGenRecs, k)
+		}
+	}
+	return out
+}
+
+// nextGenMembersLocked is the member count of next-generation group id
+// (0 if none). REQUIRES: t.mu held.
+func (t *groupTable) nextGenMembersLocked(id string) int {
+	if ng := t.mu.nextgen[id]; ng != nil {
+		return ng.g.NumMembers()
+	}
+	return 0
+}
+
+// eachNextGen calls fn on every next-generation group under the table's
+// lock; fn must not keep g.
+func (t *groupTable) eachNextGen(fn func(id string, g nextGen)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, ng := range t.mu.nextgen {
+		fn(id, ng.g)
+	}
+}
+
+// GroupType is the type of the group id names here: ClassicGroupType,
+// ConsumerGroupType, ShareGroupType, or "" for none (a classic group
+// with committed offsets only counts as none: it has no state here).
+func (c *Coordinator) GroupType(id string) string {
+	t := c.groups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.groups[id] != nil {
+		return ClassicGroupType
+	}
+	if ng := t.mu.nextgen[id]; ng != nil {
+		return ng.g.kind()
+	}
+	return ""
+}
+
+// DeleteNextGen deletes next-generation group id, of either kind, if it
+// has no members (group.ErrNonEmptyGroup otherwise); wait, when not nil,
+// blocks until its tombstones are committed. existed is false when id is
+// no such group.
+func (c *Coordinator) DeleteNextGen(id string) (existed bool, wait func() error, err error) {
+	t := c.groups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ng := t.mu.nextgen[id]
+	if ng == nil {
+		return false, nil, nil
+	}
+	recs, err := ng.g.remove()
+	if err != nil {
+		return true, nil, err
+	}
+	delete(t.mu.nextgen, id)
+	wait, err = t.persistLocked(id, recs)
+	return true, wait, err
+}

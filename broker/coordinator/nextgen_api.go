@@ -1,0 +1,111 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/broker/api"
+)
+
+// What the next-generation heartbeats (68 ConsumerGroupHeartbeat, 76
+// ShareGroupHeartbeat) do alike: answer once the step's records are
+// committed, map a group of another type and a missing group to Kafka's
+// codes, and refuse topics the member may not describe.
+
+// finishHeartbeat answers a heartbeat whose step ran (or did not) in a
+// group of type kind: send once wait says the records are committed,
+// else fail with the code and message Kafka gives.
+func finishHeartbeat(h APIHost, group, kind string, exists bool, wait func() error, err error,
+	fail func(code int16, msg string), send func()) {
+	switch {
+	case errors.Is(err, ErrOtherGroupType):
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a %s group.", group, kind))
+		return
+	case !exists:
+		// As in Kafka: a heartbeat from a member of a group the
+		// coordinator does not have (deleted, or expired) is an unknown
+		// member, which rejoins with a new id.
+		fail(kerr.UnknownMemberID.Code, fmt.Sprintf("%s group %s not found.", strings.ToUpper(kind[:1])+kind[1:], group))
+		return
+	case err != nil:
+		fail(CommitErrorCode(err, h.Code), "")
+		return
+	case wait == nil:
+		send()
+		return
+	}
+	h.Go(func() {
+		if err := wait(); err != nil {
+			h.Log().Warn().Err(err).Str("group", group).Str("type", kind).Msg("group heartbeat not persisted")
+			fail(CommitErrorCode(err, h.Code), "")
+			return
+		}
+		send()
+	})
+}
+
+// subscribedTopicsDenied is a heartbeat's rule that the topics a member
+// subscribes to by name are ones it may describe; Kafka answers
+// TOPIC_AUTHORIZATION_FAILED naming them.
+func subscribedTopicsDenied(names func(kmsg.Request) []string, setErr func(resp kmsg.Response, msg string)) api.Check {
+	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+		_, denied := api.Split(z, acl.OpDescribe, names(req), func(t string) string { return t })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		resp := api.TopErrorResponse(req, api.TopicDenied)
+		setErr(resp, "Topic authorization failed for topics: "+strings.Join(denied, ", "))
+		return resp, nil
+	}
+}
+
+// describeOutcome is the error a describe of group id as a group of type
+// kind answers, Kafka's way: GROUP_ID_NOT_FOUND with "Group <id> is not
+// a <kind> group." for another type's group, "Group <id> not found." for
+// none; 0 when it was described.
+func describeOutcome(id, kind string, exists bool, err error) (int16, *string) {
+	var m string
+	switch {
+	case err != nil:
+		m = fmt.Sprintf("Group %s is not a %s group.", id, kind)
+	case !exists:
+		m = fmt.Sprintf("Group %s not found.", id)
+	default:
+		return 0, nil
+	}
+	return kerr.GroupIDNotFound.Code, &m
+}
+
+// describedOps is KIP-430's answer for a described group: the operations
+// cc's principal may perform on it, told only when asked and the group
+// was described without an error (-2147483648 otherwise).
+func describedOps(h APIHost, cc *api.Conn, asked bool, code int16, id string) int32 {
+	if !asked || code != 0 {
+		return -2147483648
+	}
+	return h.AuthorizedOps(cc, acl.ResourceGroup, id)
+}
+
+// deniedGroups is a describe's rule: the groups the principal may not
+// describe are answered GROUP_AUTHORIZATION_FAILED by add, the others
+// are described.
+func deniedGroups(groups func(kmsg.Request) *[]string, add func(resp kmsg.Response, group string)) api.Check {
+	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
+		gs := groups(req)
+		keep, denied := api.SiftGroups(z, acl.OpDescribe, *gs)
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		*gs = keep
+		return nil, func(resp kmsg.Response) {
+			for _, g := range denied {
+				add(resp, g)
+			}
+		}
+	}
+}
