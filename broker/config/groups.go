@@ -83,6 +83,10 @@ type GroupKey struct {
 	check func(v string) error
 }
 
+// BoundKeys names the broker keys that bound an override, "" for a key
+// without bounds.
+func (k *GroupKey) BoundKeys() (lo, hi string) { return k.loKey, k.hiKey }
+
 // Default is the key's default in the running configuration live.
 func (k *GroupKey) Default(live *Config) string {
 	if k.def != nil {
