@@ -31,8 +31,11 @@ import (
 // (consumer.session.timeout.ms defaults to
 // group.consumer.session.timeout.ms), or Kafka's fixed default for the two
 // keys that have no broker key (share.auto.offset.reset,
-// share.isolation.level). GroupValue and GroupSettingsOf are that layering;
-// the coordinators read groups' settings through them.
+// share.isolation.level). GroupValue and GroupSettingsOf are that layering,
+// for the coordinators to read a group's settings through. (The KIP-848
+// coordinator does not yet: it runs every group with the broker's
+// group.consumer.* values, so a group's consumer.* overrides are stored
+// and described but not applied.)
 //
 // Checks, as Kafka's GroupConfig.validate (its controller judges the
 // resource's whole resulting set of overrides):
