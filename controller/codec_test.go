@@ -29,6 +29,7 @@ func sampleRecords() []Record {
 		SetConfig{Resource: TopicResource("t"), Key: "k", Value: ptr("v")},
 		SetConfig{Resource: ClusterResource(), Key: "k"},
 		SetConfig{Resource: BrokerResource(4), Key: "k", Value: ptr("")},
+		SetConfig{Resource: GroupResource("g"), Key: "share.auto.offset.reset", Value: ptr("earliest")},
 		ProducerIDs{Broker: 1, First: 1000, Count: 1000},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaUser, Name: ptr("alice")}, {Type: QuotaClientID}}, Key: QuotaProducerByteRate, Value: ptr(1048576.0)},
 		ClientQuota{Entity: []QuotaEntityPart{{Type: QuotaIP, Name: ptr("")}}, Key: QuotaConnectionCreationRate},

@@ -58,6 +58,12 @@ type ConfigPolicy struct {
 	// those take APPEND and SUBTRACT), and its default value, which an
 	// APPEND or SUBTRACT starts from when the resource has no value.
 	List func(res ConfigResource, key string) (isList bool, def string)
+	// CheckResource, if not nil, judges a resource's configs as a whole
+	// once they change: configs is every key the resource would store
+	// (read-only). It is for rules between keys, which Check cannot see
+	// (a group's session timeout must exceed its heartbeat interval);
+	// its errors are answered as Check's are.
+	CheckResource func(res ConfigResource, configs map[string]string) error
 }
 
 // ConfigResult is the decision for one ConfigChange: the records to
@@ -121,6 +127,13 @@ func storedConfigs(img *Image, res ConfigResource) (map[string]string, error) {
 			}
 		}
 		return img.brokerConfigs[res.Name], nil
+	case ResourceGroup:
+		// Any id but "" names a group, existing or not: configs may be
+		// set before a group's first member joins.
+		if res.Name == "" {
+			return nil, ConfigError(kerr.InvalidRequest, "a group config resource needs a group id")
+		}
+		return img.groupConfigs[res.Name], nil
 	}
 	return nil, ConfigError(kerr.InvalidRequest, "resource type %d has no configs in the metadata log", res.Type)
 }
@@ -192,6 +205,11 @@ func alterResource(c ConfigChange, cur map[string]string, policy ConfigPolicy) (
 	for _, k := range slices.Sorted(maps.Keys(cur)) {
 		if _, ok := next[k]; !ok {
 			recs = append(recs, NewRecord(SetConfig{Resource: c.Resource, Key: k}))
+		}
+	}
+	if len(recs) > 0 && policy.CheckResource != nil {
+		if err := policy.CheckResource(c.Resource, next); err != nil {
+			return nil, err
 		}
 	}
 	return recs, nil

@@ -159,3 +159,77 @@ func TestAlterConfigsBroker(t *testing.T) {
 		t.Fatalf("broker 2 after delete: %v", got["2"])
 	}
 }
+
+// TestAlterConfigsGroup: a group resource needs an id but not a group;
+// its changes are judged key by key (Check) and then as a whole
+// (CheckResource, which sees every key the group would store); APPEND is
+// refused on its non-list keys.
+func TestAlterConfigsGroup(t *testing.T) {
+	c := newCluster(t)
+	res := GroupResource("g")
+	policy := testPolicy
+	var judged []map[string]string
+	policy.CheckResource = func(r ConfigResource, configs map[string]string) error {
+		if r != res {
+			t.Fatalf("CheckResource of %v", r)
+		}
+		judged = append(judged, maps.Clone(configs))
+		if configs["retention.ms"] == "13" {
+			return ConfigError(kerr.InvalidConfig, "unlucky")
+		}
+		return nil
+	}
+	alter := func(ch ConfigChange) int16 {
+		t.Helper()
+		r := AlterConfigs(c.img, []ConfigChange{ch}, policy)[0]
+		if r.ErrorCode == 0 && len(r.Records) > 0 {
+			c.apply(NewBatch(r.Records))
+		}
+		return r.ErrorCode
+	}
+	want := func(w map[string]string) {
+		t.Helper()
+		if got := c.img.GroupConfigs("g"); !maps.Equal(got, w) {
+			t.Fatalf("g's configs %v, want %v", got, w)
+		}
+	}
+
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1000"), set("cleanup.policy", "delete")}}); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	want(map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"})
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{del("cleanup.policy")}}); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	want(map[string]string{"retention.ms": "1000"})
+	// The whole-resource rule sees the result of every op, deletes included.
+	if len(judged) != 2 || !maps.Equal(judged[1], map[string]string{"retention.ms": "1000"}) {
+		t.Fatalf("CheckResource saw %v", judged)
+	}
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "13")}}); code != kerr.InvalidConfig.Code {
+		t.Fatalf("refused by CheckResource: %d", code)
+	}
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "soon")}}); code != kerr.InvalidConfig.Code {
+		t.Fatalf("refused by Check: %d", code)
+	}
+	want(map[string]string{"retention.ms": "1000"})
+	// No change, no judgement.
+	n := len(judged)
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{set("retention.ms", "1000")}}); code != 0 || len(judged) != n {
+		t.Fatalf("a no-op: code %d, judged %d times", code, len(judged)-n)
+	}
+	if code := alter(ConfigChange{Resource: res, Ops: []ConfigAlteration{appendOp("retention.ms", "1")}}); code != kerr.InvalidConfig.Code {
+		t.Fatalf("append to a non-list: %d", code)
+	}
+	if code := alter(ConfigChange{Resource: GroupResource(""), Ops: []ConfigAlteration{set("retention.ms", "1")}}); code != kerr.InvalidRequest.Code {
+		t.Fatalf("empty group id: %d", code)
+	}
+	// The legacy AlterConfigs replaces the whole set.
+	if code := alter(ConfigChange{Resource: res, Replace: true}); code != 0 {
+		t.Fatalf("replace: %d", code)
+	}
+	want(nil)
+	if got := c.img.ConfiguredGroups(); len(got) != 0 {
+		t.Fatalf("configured groups %v", got)
+	}
+}

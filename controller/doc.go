@@ -45,8 +45,10 @@
 //     and cancelling moves, and the ChangeReplicas record's invariants; the
 //     Decisions of AlterPartitionReassignments and
 //     ListPartitionReassignments.
-//   - configs.go: AlterConfigs and IncrementalAlterConfigs against a
-//     ConfigPolicy the broker supplies, and their Decisions.
+//   - configs.go: AlterConfigs and IncrementalAlterConfigs of topic,
+//     broker and group resources against a ConfigPolicy the broker
+//     supplies, and their Decisions. The image keeps topic configs in their
+//     Topic, broker and group configs by resource name.
 //   - quota.go: client quotas (KIP-546): the ClientQuota record, the image's
 //     quotas by entity, and the AlterClientQuotas decision.
 //   - scram.go: SCRAM credentials (KIP-554): the ScramCredential record,
@@ -129,4 +131,9 @@
 // Batch is such a type: code from before it stops on a Batch entry.
 // ChangeReplicas (type 13) is another, written only once an operator
 // reassigns a partition: upgrade every node before moving partitions.
+// A SetConfig on a group resource (ResourceType 32, KIP-848 and KIP-932
+// group configs) decodes everywhere but does not apply on code from before
+// group configs (ErrNotApplicable: such a node skips the entry, and its
+// image lacks the config): upgrade every node before setting group
+// configs.
 package controller

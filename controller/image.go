@@ -43,6 +43,9 @@ type Image struct {
 	// brokerConfigs by ConfigResource.Name of a ResourceBroker ("" is the
 	// cluster default); topic configs live in their Topic.
 	brokerConfigs map[string]map[string]string
+	// groupConfigs are the groups' dynamic configs, by group id.
+	// Invariant: no group id is "" and no group has an empty map.
+	groupConfigs map[string]map[string]string
 	// nextProducerID is the first producer id not yet handed out.
 	nextProducerID int64
 	// quotas are the client quotas by entity (quota.go). Invariant: no
@@ -229,10 +232,29 @@ func (img *Image) Config(res ConfigResource, key string) (string, bool) {
 		}
 	case ResourceBroker:
 		m = img.brokerConfigs[res.Name]
+	case ResourceGroup:
+		m = img.groupConfigs[res.Name]
 	}
 	v, ok := m[key]
 	return v, ok
 }
+
+// GroupConfig is the value of a group config stored for group (its
+// override), false when it has none. It is not the effective value: the
+// default when there is no override is the reader's business (the broker's
+// group.* keys; broker/config.GroupValue layers the two).
+func (img *Image) GroupConfig(group, key string) (string, bool) {
+	v, ok := img.groupConfigs[group][key]
+	return v, ok
+}
+
+// GroupConfigs is every config stored for group, by key; nil when none.
+// Read-only: the map is the image's.
+func (img *Image) GroupConfigs(group string) map[string]string { return img.groupConfigs[group] }
+
+// ConfiguredGroups lists, sorted, the groups with at least one stored
+// config. The caller owns the slice.
+func (img *Image) ConfiguredGroups() []string { return slices.Sorted(maps.Keys(img.groupConfigs)) }
 
 // Apply returns the image after applying r at log index index, which must
 // be greater than img.Version. img is not modified. If r does not apply, the
@@ -574,6 +596,19 @@ func (img *Image) setConfig(b SetConfig) error {
 			img.brokerConfigs[b.Resource.Name] = m
 		} else {
 			delete(img.brokerConfigs, b.Resource.Name)
+		}
+	case ResourceGroup:
+		if b.Resource.Name == "" {
+			return fmt.Errorf("%w: set config: empty group id", ErrNotApplicable)
+		}
+		img.groupConfigs = maps.Clone(img.groupConfigs)
+		if img.groupConfigs == nil {
+			img.groupConfigs = map[string]map[string]string{}
+		}
+		if m := set(img.groupConfigs[b.Resource.Name]); m != nil {
+			img.groupConfigs[b.Resource.Name] = m
+		} else {
+			delete(img.groupConfigs, b.Resource.Name)
 		}
 	default:
 		return fmt.Errorf("%w: set config: resource type %d", ErrNotApplicable, b.Resource.Type)

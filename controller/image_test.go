@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -166,6 +167,50 @@ func TestApplyConfigs(t *testing.T) {
 	applyErr(t, c.img, NewRecord(SetConfig{Resource: ClusterResource(), Key: ""}))
 }
 
+// TestApplyGroupConfigs: a group's configs are kept by group id whether or
+// not the group exists, a group whose last key is deleted is forgotten, and
+// a group id is never "".
+func TestApplyGroupConfigs(t *testing.T) {
+	c := newCluster(t)
+	c.apply(
+		NewRecord(SetConfig{Resource: GroupResource("g"), Key: "share.auto.offset.reset", Value: ptr("earliest")}),
+		NewRecord(SetConfig{Resource: GroupResource("g"), Key: "share.isolation.level", Value: ptr("read_committed")}),
+		NewRecord(SetConfig{Resource: GroupResource("h"), Key: "consumer.session.timeout.ms", Value: ptr("50000")}),
+		// Same key, other resources: each keeps its own.
+		NewRecord(SetConfig{Resource: ClusterResource(), Key: "share.auto.offset.reset", Value: ptr("latest")}),
+	)
+	if v, ok := c.img.GroupConfig("g", "share.auto.offset.reset"); !ok || v != "earliest" {
+		t.Fatalf("g: %q %v", v, ok)
+	}
+	if v, ok := c.img.Config(GroupResource("h"), "consumer.session.timeout.ms"); !ok || v != "50000" {
+		t.Fatalf("Config(h): %q %v", v, ok)
+	}
+	if _, ok := c.img.GroupConfig("g", "consumer.session.timeout.ms"); ok {
+		t.Fatal("g has h's key")
+	}
+	if got := c.img.ConfiguredGroups(); !slices.Equal(got, []string{"g", "h"}) {
+		t.Fatalf("configured groups %v", got)
+	}
+	if got := c.img.GroupConfigs("g"); !maps.Equal(got, map[string]string{"share.auto.offset.reset": "earliest", "share.isolation.level": "read_committed"}) {
+		t.Fatalf("g's configs %v", got)
+	}
+	before := c.img
+	c.apply(NewRecord(SetConfig{Resource: GroupResource("h"), Key: "consumer.session.timeout.ms"}))
+	if got := c.img.ConfiguredGroups(); !slices.Equal(got, []string{"g"}) || c.img.GroupConfigs("h") != nil {
+		t.Fatalf("after deleting h's last key: %v, %v", got, c.img.GroupConfigs("h"))
+	}
+	if v, _ := before.GroupConfig("h", "consumer.session.timeout.ms"); v != "50000" {
+		t.Fatal("the delete changed the old image")
+	}
+	// Deleting a key nobody set applies and changes nothing.
+	c.apply(NewRecord(SetConfig{Resource: GroupResource("nobody"), Key: "k"}))
+	if got := c.img.ConfiguredGroups(); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("configured groups %v", got)
+	}
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: GroupResource(""), Key: "k", Value: ptr("v")}))
+	applyErr(t, c.img, NewRecord(SetConfig{Resource: GroupResource("g"), Key: "", Value: ptr("v")}))
+}
+
 func TestApplyProducerIDs(t *testing.T) {
 	c := newCluster(t)
 	c.apply(AllocateProducerIDs(c.img, 1, 1000))
@@ -185,6 +230,7 @@ func TestApplyImmutable(t *testing.T) {
 	c.brokers("", "", "")
 	tp := c.create("t", 3, 3)
 	c.apply(NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("1")}))
+	c.apply(NewRecord(SetConfig{Resource: GroupResource("f"), Key: "a", Value: ptr("1")}))
 	snap := func(img *Image) string {
 		s := ""
 		for _, b := range img.Brokers() {
@@ -198,6 +244,9 @@ func TestApplyImmutable(t *testing.T) {
 			}
 			v, _ := img.Config(TopicResource(tt.Name), "a")
 			s += v
+		}
+		for _, g := range img.ConfiguredGroups() {
+			s += fmt.Sprint(g, img.GroupConfigs(g))
 		}
 		return s + fmt.Sprint(img.NextProducerID())
 	}
@@ -213,6 +262,8 @@ func TestApplyImmutable(t *testing.T) {
 		NewRecord(DeleteTopic{ID: tp.ID}),
 		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a", Value: ptr("2")}),
 		NewRecord(SetConfig{Resource: TopicResource("t"), Key: "a"}),
+		NewRecord(SetConfig{Resource: GroupResource("g"), Key: "a", Value: ptr("3")}),
+		NewRecord(SetConfig{Resource: GroupResource("f"), Key: "a"}),
 		NewRecord(ProducerIDs{First: 0, Count: 5}),
 	} {
 		next, err := old.Apply(old.Version()+1, r)
@@ -231,7 +282,7 @@ func TestApplyImmutable(t *testing.T) {
 // dump renders everything in an image, through its unexported fields, so
 // tests can check that an image did not change.
 func dump(img *Image) string {
-	s := fmt.Sprintf("v%d next%d brokers%+v names%v configs%v", img.version, img.nextProducerID, img.brokers, img.names, img.brokerConfigs)
+	s := fmt.Sprintf("v%d next%d brokers%+v names%v configs%v groups%v", img.version, img.nextProducerID, img.brokers, img.names, img.brokerConfigs, img.groupConfigs)
 	for _, t := range img.Topics() {
 		s += fmt.Sprintf(" %+v", *t)
 	}

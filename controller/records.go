@@ -207,11 +207,20 @@ type ResourceType uint8
 const (
 	ResourceTopic  ResourceType = 2
 	ResourceBroker ResourceType = 4
+	// ResourceGroup holds a group's dynamic configs (KIP-848, KIP-932:
+	// consumer.session.timeout.ms, share.auto.offset.reset, ...). Kafka's
+	// ConfigResource type GROUP, kmsg's ConfigResourceTypeGroupConfig.
+	ResourceGroup ResourceType = 32
 )
 
 // ConfigResource names a config holder: a topic by name, a broker by its id
 // in decimal, or, with Type ResourceBroker and Name "", the cluster-wide
-// broker default.
+// broker default, or a group by its id (never "").
+//
+// A group's configs do not depend on the group existing: as in Kafka, they
+// may be set before its first member joins, and they outlive the group
+// (DeleteGroups leaves them; a group of the same id created later finds
+// them).
 //
 // The type is explicit (the issue sketched a bare string) because "1" is a
 // valid topic name as well as a broker id.
@@ -220,12 +229,14 @@ type ConfigResource struct {
 	Name string
 }
 
-// TopicResource, BrokerResource and ClusterResource build ConfigResources.
+// TopicResource, BrokerResource, ClusterResource and GroupResource build
+// ConfigResources.
 func TopicResource(name string) ConfigResource { return ConfigResource{ResourceTopic, name} }
 func BrokerResource(id int32) ConfigResource {
 	return ConfigResource{ResourceBroker, strconv.Itoa(int(id))}
 }
-func ClusterResource() ConfigResource { return ConfigResource{ResourceBroker, ""} }
+func ClusterResource() ConfigResource           { return ConfigResource{ResourceBroker, ""} }
+func GroupResource(group string) ConfigResource { return ConfigResource{ResourceGroup, group} }
 
 // SetConfig sets (Value non-nil) or deletes (Value nil) one config key.
 type SetConfig struct {

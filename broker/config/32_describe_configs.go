@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +28,15 @@ import (
 //     gives only the cluster-wide dynamic defaults, as Kafka does. Another
 //     broker's id is INVALID_REQUEST (clients send it to that broker).
 //   - BROKER_LOGGER (resource type 8): this node's loggers and levels.
+//   - Groups (resource type 32; KIP-848, KIP-932): every group config
+//     Fjord serves (groups.go; not the streams.* keys it refuses) with
+//     the value the group runs with here, whether or not the group
+//     exists. An override's source is GROUP_CONFIG (8); a default takes
+//     the source of the group.* broker key it comes from
+//     (STATIC_BROKER_CONFIG or DEFAULT_CONFIG), or DEFAULT_CONFIG for
+//     share.auto.offset.reset and share.isolation.level, which have none
+//     (Kafka's ConfigHelper.createGroupConfigEntry). Other keys stored
+//     for the group are listed too. The group id "" is INVALID_REQUEST.
 //   - Synonyms (when asked) list, highest first, every source of the key
 //     and of its synonyms (log.retention.ms, .minutes, .hours), ending with
 //     the default. ConfigNames restricts the answer; other resource types
@@ -37,7 +47,7 @@ import (
 func describeConfigsEntry(h APIHost) api.Entry {
 	return api.Entry{
 		Key: 32, Client: api.Versions(0, 4), Handle: bindTo(h, handleDescribeConfigs),
-		Rule: api.Needs("DESCRIBE_CONFIGS on TOPIC, or on CLUSTER for broker configs", 1, checkDescribeConfigs),
+		Rule: api.Needs("DESCRIBE_CONFIGS on TOPIC, on GROUP for group configs, or on CLUSTER for broker configs", 1, checkDescribeConfigs),
 	}
 }
 
@@ -69,6 +79,16 @@ func handleDescribeConfigs(h APIHost, cc *api.Conn, kreq kmsg.Request, respond f
 				m := "broker " + rr.ResourceName + ": this is broker " + strconv.Itoa(int(h.Static().NodeID)) + "; send it to the broker it names"
 				sr.ErrorMessage = &m
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if rr.ResourceName == "" {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("group name must not be empty")
+				break
+			}
+			var overrides map[string]string
+			if img != nil {
+				overrides = img.GroupConfigs(rr.ResourceName)
+			}
+			sr.Configs = d.group(overrides)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			if rr.ResourceName != strconv.Itoa(int(h.Static().NodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
@@ -254,6 +274,72 @@ func (d *describer) topic(overrides map[string]string) []kmsg.DescribeConfigsRes
 		out = append(out, c)
 	}
 	return out
+}
+
+// group is every config of a group with the given overrides.
+func (d *describer) group(overrides map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	entry := func(name, typ string, value *string, src kmsg.ConfigSource, doc string) kmsg.DescribeConfigsResponseResourceConfig {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source, c.ConfigType = name, value, src, configType(typ)
+		c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
+		if d.docs && doc != "" {
+			c.Documentation = &doc
+		}
+		return c
+	}
+	for _, k := range groupKeys {
+		if k.Refused != "" || !d.wanted(k.Name) {
+			continue
+		}
+		if v, ok := overrides[k.Name]; ok {
+			v = strings.TrimSpace(v)
+			c := entry(k.Name, k.Type, &v, kmsg.ConfigSourceGroupConfig, k.Doc)
+			if d.synonyms {
+				c.ConfigSynonyms = append([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: k.Name, Value: &v, Source: kmsg.ConfigSourceGroupConfig}},
+					d.groupDefaultSynonyms(&k)...)
+			}
+			out = append(out, c)
+			continue
+		}
+		// The default: the broker key's value, from its highest layer.
+		v := k.Default(d.live)
+		src := kmsg.ConfigSourceDefaultConfig
+		if k.BrokerKey != "" {
+			if _, l, ok := d.ls.Lookup(k.BrokerKey); ok {
+				src = l.Source()
+			}
+		}
+		c := entry(k.Name, k.Type, &v, src, k.Doc)
+		if d.synonyms {
+			c.ConfigSynonyms = d.groupDefaultSynonyms(&k)
+		}
+		out = append(out, c)
+	}
+	// Other keys stored with the group (from a newer Fjord, say).
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		if k := FindGroupKey(name); (k != nil && k.Refused == "") || !d.wanted(name) {
+			continue
+		}
+		v := overrides[name]
+		c := entry(name, "", &v, kmsg.ConfigSourceGroupConfig, "")
+		if d.synonyms {
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: name, Value: &v, Source: kmsg.ConfigSourceGroupConfig}}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// groupDefaultSynonyms are the sources of a group key's default, highest
+// first: its broker key's layers ending with that key's default, or the
+// group key's own fixed default.
+func (d *describer) groupDefaultSynonyms(k *GroupKey) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	if k.BrokerKey != "" {
+		return d.brokerSynonyms(k.BrokerKey, LayerBroker)
+	}
+	def := k.Def
+	return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: k.Name, Value: &def, Source: kmsg.ConfigSourceDefaultConfig}}
 }
 
 // configType maps Kafka's ConfigDef type names to the protocol's enum.

@@ -24,6 +24,8 @@ import (
 //     IncrementalAlterConfigs. Since the call replaces the whole set and
 //     DescribeConfigs never shows a password, a stored password not given
 //     again is deleted, as in Kafka.
+//   - Group resources (type 32) as in IncrementalAlterConfigs: the
+//     group's overrides become exactly the ones given.
 //   - BROKER_LOGGER is refused with INVALID_REQUEST, as Kafka does: loggers
 //     are altered with IncrementalAlterConfigs.
 //   - A change to super.users on a broker resource needs a super user, as
@@ -37,7 +39,7 @@ func alterConfigsEntry(h APIHost) api.Entry {
 	return api.Entry{
 		Key: 33, Client: api.Versions(0, 2), Handle: bindTo(h, handleAlterConfigs),
 		Controller:    api.Versions(0, 2),
-		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, checkWith(h, checkAlterConfigs)),
+		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, on GROUP for group configs, or on CLUSTER for broker configs; a change to super.users (naming it, or replacing a stored value) also needs a super user", 4, checkWith(h, checkAlterConfigs)),
 		Mutates:       true,
 		ErrorResponse: errorAlterConfigs,
 	}

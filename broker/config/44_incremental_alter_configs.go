@@ -28,6 +28,14 @@ import (
 //     key), POLICY_VIOLATION (a Kafka value Fjord refuses as unsafe),
 //     UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (a resource or a key
 //     named twice, a broker name that is not an id).
+//   - Group resources (type 32, a group id; KIP-848, KIP-932) likewise:
+//     SET and DELETE of the group configs in groups.go (APPEND and
+//     SUBTRACT are INVALID_CONFIG: none is a list), each value checked
+//     against its type, Kafka's fixed range and the active controller's
+//     group.* bounds, and the session timeout against the heartbeat
+//     interval (INVALID_CONFIG, naming the key and the bound). An unknown
+//     key is INVALID_CONFIG, as in Kafka; so are the streams.* keys,
+//     since Fjord serves no streams groups. The group need not exist.
 //   - The answer waits (at most 5 s) until this broker's image shows the
 //     accepted changes, so a DescribeConfigs sent here next sees them.
 //   - BROKER_LOGGER resources are answered by the broker they name, and
@@ -50,7 +58,7 @@ func incrementalAlterConfigsEntry(h APIHost) api.Entry {
 	return api.Entry{
 		Key: 44, Client: api.Versions(0, 1), Handle: bindTo(h, handleIncrementalAlterConfigs),
 		Controller:    api.Versions(0, 1),
-		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs),
+		Rule:          api.Needs("ALTER_CONFIGS on TOPIC, on GROUP for group configs, or on CLUSTER for broker configs; any change to super.users also needs a super user", 4, checkIncrementalAlterConfigs),
 		Mutates:       true,
 		ErrorResponse: errorIncrementalAlterConfigs,
 	}

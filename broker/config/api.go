@@ -62,11 +62,15 @@ func checkWith(h APIHost, c func(h APIHost, z *api.Authz, req kmsg.Request) (kms
 	return func(z *api.Authz, req kmsg.Request) (kmsg.Response, func(kmsg.Response)) { return c(h, z, req) }
 }
 
-// configResourceAllowed: topic configs need op on the topic, broker and
+// configResourceAllowed: topic configs need op on the topic, group
+// configs op on the group (as Kafka: not on the cluster), broker and
 // broker-logger configs op on the cluster.
 func configResourceAllowed(z *api.Authz, op acl.Operation, typ kmsg.ConfigResourceType, name string) (bool, int16) {
-	if typ == kmsg.ConfigResourceTypeTopic {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
 		return z.Ok(op, acl.ResourceTopic, name), api.TopicDenied
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return z.Ok(op, acl.ResourceGroup, name), api.GroupDenied
 	}
 	return z.Cluster(op), api.ClusterDenied
 }

@@ -58,10 +58,20 @@ type Config struct {
 	// KIP-848 consumer groups: group.consumer.session.timeout.ms,
 	// group.consumer.heartbeat.interval.ms, group.consumer.max.size, and
 	// group.consumer.assignors (names, the first the default).
-	ConsumerSessionMs       int32
-	ConsumerHeartbeatMs     int32
-	ConsumerMaxSize         int32
-	ConsumerAssignors       []string
+	ConsumerSessionMs   int32
+	ConsumerHeartbeatMs int32
+	ConsumerMaxSize     int32
+	ConsumerAssignors   []string
+	// The bounds of a group's consumer.session.timeout.ms and
+	// consumer.heartbeat.interval.ms: group.consumer.min/max.session.timeout.ms,
+	// group.consumer.min/max.heartbeat.interval.ms (keys_groups.go).
+	ConsumerMinSessionMs   int32
+	ConsumerMaxSessionMs   int32
+	ConsumerMinHeartbeatMs int32
+	ConsumerMaxHeartbeatMs int32
+	// ShareGroups is the group.share.* keys that share groups' group
+	// configs default to and are bounded by (keys_groups.go).
+	ShareGroups             ShareGroupConfig
 	OffsetsRetentionMinutes int64 // offsets.retention.minutes: committed offsets of an empty group expire after this
 	OffsetsRetentionCheckMs int64 // offsets.retention.check.interval.ms
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms: pause between compaction passes
@@ -217,6 +227,11 @@ func Default() Config {
 		ConsumerHeartbeatMs:       5000,
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{"uniform", "range"},
+		ConsumerMinSessionMs:      45000,
+		ConsumerMaxSessionMs:      60000,
+		ConsumerMinHeartbeatMs:    5000,
+		ConsumerMaxHeartbeatMs:    15000,
+		ShareGroups:               defaultShareGroups(),
 		OffsetsRetentionMinutes:   10080,
 		OffsetsRetentionCheckMs:   600000,
 		CleanerBackoffMs:          15000,
@@ -344,6 +359,7 @@ func (c *Config) Validate() error {
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))
 	}
+	errs = append(errs, c.validateGroupKeys()...)
 	return errors.Join(errs...)
 }
 

@@ -31,6 +31,11 @@
 //   - topics.go: the topic configs Fjord implements (TopicKeys), their
 //     validation at creation, their broker defaults and a topic's
 //     replica.Settings (SettingsFor).
+//   - groups.go: the group configs (resource type GROUP, KIP-848 and
+//     KIP-932; GroupKeys): their checks for the controller's policy, and
+//     a group's effective values (GroupValue, GroupSettingsOf: override,
+//     else the broker default). keys_groups.go holds the group.* broker
+//     keys they default to and are bounded by (ShareGroupConfig).
 //   - dynamic.go: the layers (static, cluster default, this node), key
 //     synonyms, Live (the running configuration as a function of the
 //     static one and the image) and the AlterConfigs policy the active
@@ -46,7 +51,8 @@
 //   - loggers.go: the BROKER_LOGGER resource (the node's one logger,
 //     log4j's level names).
 //
-// catalogue/ is Apache Kafka's own list of keys, broker and topic, and
+// catalogue/ is Apache Kafka's own list of keys, broker and topic (group
+// configs are not in it: groups.go lists Kafka's whole GroupConfig), and
 // what Fjord does with each key it does not implement.
 //
 // Invariant: the package never imports the broker; it knows the metadata

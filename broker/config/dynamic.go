@@ -150,11 +150,26 @@ func Live(static *Config, img *controller.Image, log zerolog.Logger) Config {
 
 // Policy is what the active controller judges AlterConfigs by; live is
 // the node's running configuration, read at each judgement (a topic's list
-// key defaults to the running broker default).
+// key defaults to the running broker default; a group's overrides must lie
+// within its bounds, groups.go).
 func Policy(live func() *Config) controller.ConfigPolicy {
-	return controller.ConfigPolicy{Check: checkConfig, List: func(res controller.ConfigResource, key string) (bool, string) {
-		return isListConfig(live(), res, key)
-	}}
+	return controller.ConfigPolicy{
+		Check: func(res controller.ConfigResource, key, value string) error {
+			if res.Type == controller.ResourceGroup {
+				return checkGroupKey(key, value)
+			}
+			return checkConfig(res, key, value)
+		},
+		List: func(res controller.ConfigResource, key string) (bool, string) {
+			return isListConfig(live(), res, key)
+		},
+		CheckResource: func(res controller.ConfigResource, configs map[string]string) error {
+			if res.Type != controller.ResourceGroup {
+				return nil
+			}
+			return checkGroupConfigs(live(), configs)
+		},
+	}
 }
 
 // checkConfig judges one new value of a key for a topic or a broker; a
@@ -258,6 +273,9 @@ var kafkaDynamicIgnored = map[string]bool{
 // isListConfig reports whether a key is of Kafka's LIST type, and its
 // default as Fjord applies it (for a topic, the running broker default).
 func isListConfig(live *Config, res controller.ConfigResource, key string) (bool, string) {
+	if res.Type == controller.ResourceGroup {
+		return false, "" // no group key is a list
+	}
 	scope := catalogue.Broker
 	if res.Type == controller.ResourceTopic {
 		scope = catalogue.Topic

@@ -298,6 +298,7 @@ func newConfigKeys() []Key {
 		{Name: "fjord.audit.log.file", Def: d.AuditLogFile, Doc: "Where the audit log (one JSON line per denied request and per mutating admin request) is appended: a file path, empty for stderr (lines marked \"audit\":true), or off (Fjord only).",
 			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
+	keys = withGroupBrokerKeys(keys, &d)
 	return append(append(append(keys, sslKeys()...), oauthKeys()...), passwordEncoderKeys()...)
 }
 

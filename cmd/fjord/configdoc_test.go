@@ -85,6 +85,27 @@ func renderConfigDoc() string {
 	}
 	b.WriteString("\nAny other topic config of Kafka's is accepted and kept with the topic when ignoring it is safe (the broker logs a warning naming the ones it does not act on), and refused with `INVALID_CONFIG` when it is not; see the tables below. A config that is not Kafka's is `INVALID_CONFIG`.\n")
 
+	fmt.Fprintf(&b, "\n## Group configs\n\n")
+	b.WriteString("Per-group dynamic configs (KIP-848, KIP-932): resource type GROUP, set with IncrementalAlterConfigs or AlterConfigs (`kafka-configs.sh --alter --entity-type groups --entity-name g --add-config share.auto.offset.reset=earliest`) and read with DescribeConfigs (`--describe`). They are stored in the metadata log, so every node has them and they survive restarts; they may be set before a group exists, and deleting a group leaves them, as in Kafka. A group runs with its override of a key, else the broker default beside it. An override must lie within the bounds the broker keys beside it set (checked by the active controller; `INVALID_CONFIG` naming the bound), and a group's session timeout must exceed its heartbeat interval. APPEND and SUBTRACT are `INVALID_CONFIG` (no key is a list), and so is a key not listed here.\n\n")
+	b.WriteString("| Group config | Type | Default from | Bounds |\n| --- | --- | --- | --- |\n")
+	var refusedGroup []string
+	for _, k := range config.GroupKeys() {
+		if k.Refused != "" {
+			refusedGroup = append(refusedGroup, code(k.Name))
+			continue
+		}
+		from := code(k.BrokerKey)
+		if k.BrokerKey == "" {
+			from = "(none: default " + code(k.Def) + ")"
+		}
+		bounds := ""
+		if lo, hi := k.BoundKeys(); lo != "" {
+			bounds = fmt.Sprintf("[%s, %s]", code(lo), code(hi))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", code(k.Name), k.Type, from, bounds)
+	}
+	fmt.Fprintf(&b, "\nKafka 4.2's streams-group keys (%s) are refused with `INVALID_CONFIG`: Fjord serves no streams groups (KIP-1071). `share.delivery.count.limit` and `share.partition.max.record.locks` are Kafka 4.3's (KIP-1240), taken here for share groups.\n", strings.Join(refusedGroup, ", "))
+
 	implemented := map[catalogue.Scope]map[string]bool{catalogue.Broker: {}, catalogue.Topic: {}}
 	for _, k := range configKeys {
 		implemented[catalogue.Broker][k.Name] = true

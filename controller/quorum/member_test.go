@@ -151,6 +151,14 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 	if !reflect.DeepEqual(a.Topics(), b.Topics()) {
 		t.Fatalf("topics differ:\n%+v\n%+v", a.Topics(), b.Topics())
 	}
+	if !reflect.DeepEqual(a.ConfiguredGroups(), b.ConfiguredGroups()) {
+		t.Fatalf("configured groups differ:\n%v\n%v", a.ConfiguredGroups(), b.ConfiguredGroups())
+	}
+	for _, g := range a.ConfiguredGroups() {
+		if !reflect.DeepEqual(a.GroupConfigs(g), b.GroupConfigs(g)) {
+			t.Fatalf("configs of group %q differ: %v vs %v", g, a.GroupConfigs(g), b.GroupConfigs(g))
+		}
+	}
 	if a.NextProducerID() != b.NextProducerID() {
 		t.Fatalf("next producer id %d vs %d", a.NextProducerID(), b.NextProducerID())
 	}

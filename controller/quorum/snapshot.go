@@ -30,6 +30,8 @@ import (
 //   - SetConfig for every broker and cluster-default config (the image has
 //     no accessor listing them, so Member keeps a shadow of them, fed by the
 //     SetConfig records it applies);
+//   - SetConfig for every group config (Image.ConfiguredGroups lists
+//     them; no shadow needed);
 //   - ProducerIDs{First: 0, Count: NextProducerID} when ids were handed out;
 //   - ClientQuota for every key of every quota entity;
 //   - ACLChange (an add) for every ACL binding.
@@ -156,6 +158,13 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 			free = append(free, controller.NewRecord(controller.SetConfig{
 				Resource: controller.ConfigResource{Type: controller.ResourceBroker, Name: res}, Key: k, Value: &val,
 			}))
+		}
+	}
+	for _, g := range img.ConfiguredGroups() {
+		m := img.GroupConfigs(g)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			val := m[k]
+			free = append(free, controller.NewRecord(controller.SetConfig{Resource: controller.GroupResource(g), Key: k, Value: &val}))
 		}
 	}
 	if n := img.NextProducerID(); n > 0 {

@@ -90,6 +90,18 @@ func richBodies() func(img *controller.Image) controller.Body {
 		func(*controller.Image) controller.Body {
 			return controller.SetConfig{Resource: controller.ClusterResource(), Key: "gone"}
 		},
+		func(*controller.Image) controller.Body {
+			return controller.SetConfig{Resource: controller.GroupResource("g"), Key: "share.auto.offset.reset", Value: ptr("earliest")}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.SetConfig{Resource: controller.GroupResource("g"), Key: "share.isolation.level", Value: ptr("read_committed")}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.SetConfig{Resource: controller.GroupResource("h"), Key: "consumer.session.timeout.ms", Value: ptr("50000")}
+		},
+		func(*controller.Image) controller.Body {
+			return controller.SetConfig{Resource: controller.GroupResource("h"), Key: "consumer.session.timeout.ms"} // h has none left
+		},
 		func(img *controller.Image) controller.Body {
 			return controller.ProducerIDs{Broker: 1, First: img.NextProducerID(), Count: 1000}
 		},
