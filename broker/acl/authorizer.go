@@ -174,7 +174,7 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op Operation, rt Resou
 // operations are chosen from. ALL is not among them.
 var supportedOps = map[ResourceType][]Operation{
 	ResourceTopic:           {OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs},
-	ResourceGroup:           {OpRead, OpDescribe, OpDelete},
+	ResourceGroup:           {OpRead, OpDescribe, OpDelete, OpDescribeConfigs, OpAlterConfigs},
 	ResourceCluster:         {OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe},
 	ResourceTransactionalID: {OpDescribe, OpWrite},
 	ResourceDelegationToken: {OpDescribe},
