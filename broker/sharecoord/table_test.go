@@ -228,7 +228,9 @@ func parseTestKey(t testing.TB, s string) sharepart.Key {
 	return sharepart.Key{Group: f[0], TopicID: testTopic(byte(tb)), Partition: int32(p)}
 }
 
-func testKeyString(k sharepart.Key) string { return fmt.Sprintf("%s:%d:%d", k.Group, k.TopicID[15], k.Partition) }
+func testKeyString(k sharepart.Key) string {
+	return fmt.Sprintf("%s:%d:%d", k.Group, k.TopicID[15], k.Partition)
+}
 
 var stateNames = map[string]sharepart.State{"avail": sharepart.Available, "acq": sharepart.Acquired,
 	"ack": sharepart.Acknowledged, "arch": sharepart.Archived}
