@@ -221,7 +221,9 @@ func summaryReq(version int16, k sharepart.Key) *kmsg.ReadShareGroupStateSummary
 // group left empty), and a message of each.
 func partitionCodes(resp kmsg.Response) map[sharepart.Key]int16 {
 	out := map[sharepart.Key]int16{}
-	add := func(id [16]byte, p int32, code int16) { out[sharepart.Key{Group: "g", TopicID: id, Partition: p}] = code }
+	add := func(id [16]byte, p int32, code int16) {
+		out[sharepart.Key{Group: "g", TopicID: id, Partition: p}] = code
+	}
 	switch r := resp.(type) {
 	case *kmsg.InitializeShareGroupStateResponse:
 		for _, t := range r.Topics {
@@ -344,7 +346,6 @@ func TestAPIFlow(t *testing.T) {
 	}
 }
 
-
 // TestAPIShape: several partitions keep the request's order; an empty
 // group id, no topics or a topic without partitions get an empty
 // response; a node without a coordinator answers COORDINATOR_NOT_AVAILABLE,
@@ -396,4 +397,3 @@ func TestAPIShape(t *testing.T) {
 		t.Fatalf("not the coordinator: %v", codes)
 	}
 }
-
