@@ -313,6 +313,30 @@ func TestFencing(t *testing.T) {
 	}
 }
 
+// TestFenceSurvivesPrune: a leader epoch recorded before a reset still
+// fences after the prune removed the records that recorded it and another
+// coordinator loaded what is left.
+func TestFenceSurvivesPrune(t *testing.T) {
+	dir := t.TempDir()
+	p, closeLog := leader(t, 1, dir)
+	c := newCoord(t, newTestHost(1), testConfig(), p)
+	k := key("g", 1, 0)
+	must(t, c.Initialize(ctx, k, 0, 0))
+	_, err := c.Read(ctx, k, 9)
+	must(t, err)
+	must(t, c.Initialize(ctx, k, 1, 20))
+	c.prune()
+	if p.Log().StartOffset() != 2 {
+		t.Fatalf("log start %d, want the reset's snapshot at 2", p.Log().StartOffset())
+	}
+	closeLog()
+	p2, _ := leader(t, 1, dir)
+	c2 := newCoord(t, newTestHost(1), testConfig(), p2)
+	if _, err := c2.Read(ctx, k, 8); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+		t.Fatalf("read by an older leader after the pruned reload: %v", err)
+	}
+}
+
 // TestNotServing: before Follow, for a partition it does not lead, and
 // while it loads, the coordinator says so.
 func TestNotServing(t *testing.T) {

@@ -147,7 +147,9 @@ type WriteState struct {
 // initializeState): state epoch stateEpoch, start offset start (-1: none
 // yet), nothing in flight, leader epoch 0. A state epoch older than one
 // stored is fenced; an existing state is replaced, its snapshot epoch
-// continued.
+// continued, and (unlike Kafka, which writes 0 and keeps the fence in
+// memory only) the highest leader epoch seen carried over: once the
+// prune lets the records before this snapshot go, it is all a load has.
 func (t *table) initialize(k sharepart.Key, stateEpoch int32, start int64, now int64) (sharepart.Record, error) {
 	if k.Partition < 0 {
 		return sharepart.Record{}, fmt.Errorf("%w: %s: negative partition", ErrInvalidRequest, k)
@@ -155,12 +157,12 @@ func (t *table) initialize(k sharepart.Key, stateEpoch int32, start int64, now i
 	if start < -1 {
 		return sharepart.Record{}, fmt.Errorf("%w: %s: start offset %d", ErrInvalidRequest, k, start)
 	}
-	snapEpoch := int32(0)
+	snapEpoch, leader := int32(0), int32(0)
 	if e := t.keys[k]; e != nil {
 		if stateEpoch != -1 && e.fenceState > stateEpoch {
 			return sharepart.Record{}, fmt.Errorf("%w: %s: initialize at state epoch %d, stored %d", ErrFencedStateEpoch, k, stateEpoch, e.fenceState)
 		}
-		snapEpoch = e.state.SnapshotEpoch + 1
+		snapEpoch, leader = e.state.SnapshotEpoch+1, max(0, e.fenceLeader)
 	}
 	// Kafka: no start offset, no lag to count yet; a given one counts
 	// from 0.
@@ -169,7 +171,7 @@ func (t *table) initialize(k sharepart.Key, stateEpoch int32, start int64, now i
 		dcc = -1
 	}
 	return sharepart.EncodeSnapshot(k, &sharepart.SnapshotValue{
-		SnapshotEpoch: snapEpoch, StateEpoch: stateEpoch, LeaderEpoch: 0, StartOffset: start,
+		SnapshotEpoch: snapEpoch, StateEpoch: stateEpoch, LeaderEpoch: leader, StartOffset: start,
 		CreateTimestamp: now, WriteTimestamp: now, DeliveryCompleteCount: dcc,
 	}), nil
 }
@@ -250,8 +252,10 @@ func (t *table) remove(k sharepart.Key) *sharepart.Record {
 // next is the record that writes w over e (Kafka's
 // generateShareStateRecord): a ShareSnapshot of the merged state once e
 // has had updatesPerSnapshot updates, else a ShareUpdate of w's batches.
-// The leader epoch is e's unless newLeader (a read by a newer leader). The
-// state epoch never changes here: only initialize sets it.
+// The leader epoch is e's unless newLeader (a read by a newer leader); a
+// snapshot carries the highest one seen, which the records it lets the
+// prune remove may have held. The state epoch never changes here: only
+// initialize sets it.
 func (t *table) next(k sharepart.Key, e *entry, w WriteState, newLeader bool, now int64) sharepart.Record {
 	leader := e.state.LeaderEpoch
 	if newLeader && w.LeaderEpoch != -1 {
@@ -263,7 +267,7 @@ func (t *table) next(k sharepart.Key, e *entry, w WriteState, newLeader bool, no
 			start = e.state.StartOffset
 		}
 		return sharepart.EncodeSnapshot(k, &sharepart.SnapshotValue{
-			SnapshotEpoch: e.state.SnapshotEpoch + 1, StateEpoch: e.state.StateEpoch, LeaderEpoch: leader,
+			SnapshotEpoch: e.state.SnapshotEpoch + 1, StateEpoch: e.state.StateEpoch, LeaderEpoch: max(leader, e.fenceLeader),
 			StartOffset: start, CreateTimestamp: now, WriteTimestamp: now,
 			DeliveryCompleteCount: w.DeliveryCompleteCount,
 			StateBatches:          sharepart.Merge(start, e.state.Batches, w.Batches),
@@ -302,7 +306,7 @@ func (t *table) coldSnapshots(now, intervalMs int64) []sharepart.Record {
 		}
 		st := e.state
 		out = append(out, sharepart.EncodeSnapshot(k, &sharepart.SnapshotValue{
-			SnapshotEpoch: st.SnapshotEpoch + 1, StateEpoch: st.StateEpoch, LeaderEpoch: st.LeaderEpoch,
+			SnapshotEpoch: st.SnapshotEpoch + 1, StateEpoch: st.StateEpoch, LeaderEpoch: max(st.LeaderEpoch, e.fenceLeader),
 			StartOffset: st.StartOffset, CreateTimestamp: e.createTs, WriteTimestamp: now,
 			DeliveryCompleteCount: st.DeliveryCompleteCount, StateBatches: st.Batches,
 		}))
