@@ -14,9 +14,12 @@ import (
 // Behaviour (Kafka 4.2's ShareCoordinatorShard.initializeState):
 //   - Per share-partition: starts its state afresh with the given state
 //     epoch and start offset (-1: none yet; the share-partition leader
-//     then resolves share.auto.offset.reset), nothing in flight, leader
-//     epoch 0: one ShareSnapshot, committed before the answer, its
-//     snapshot epoch one above the replaced state's (0 for a new one).
+//     then resolves share.auto.offset.reset), nothing in flight: one
+//     ShareSnapshot, committed before the answer, its snapshot epoch one
+//     above the replaced state's (0 for a new one). Its leader epoch is 0
+//     for a new share-partition; a replaced one keeps the highest leader
+//     epoch it had seen (Kafka writes 0, and keeps that fence in memory
+//     only, where a load after the prune does not find it).
 //     Kafka's group coordinator sends it for share-partitions newly
 //     assigned to a share group and for AlterShareGroupOffsets; Fjord's
 //     Persister sends it for a leader's first snapshot.
