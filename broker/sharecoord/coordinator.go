@@ -369,9 +369,10 @@ func (c *Coordinator) load(pt *part) {
 		pt.mu.Unlock()
 		return // lost meanwhile: the next leader loads it
 	}
+	keys := len(tbl.keys)
 	pt.mu.tbl, pt.mu.loaded, pt.mu.pruned = tbl, true, lg.StartOffset()
 	pt.mu.Unlock()
-	c.log.Info().Int32("partition", pt.idx).Int("records", n).Int("keys", len(tbl.keys)).
+	c.log.Info().Int32("partition", pt.idx).Int("records", n).Int("keys", keys).
 		Dur("took", time.Since(start)).Msg("share coordinator loaded a share-group state partition")
 }
 

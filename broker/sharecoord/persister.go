@@ -69,8 +69,9 @@ type Persister struct {
 
 var _ sharestate.Persister = (*Persister)(nil)
 
-// The default bounds of a Persister call: about 6 s of backoff in all,
-// each RPC at most a write timeout plus a second.
+// The default bounds of a Persister call: 8 attempts, between them at
+// most about 5 s of backoff in all, each RPC at most a write timeout plus a
+// second; and the caller's ctx.
 const (
 	persisterAttempts   = 8
 	persisterBackoff    = 50 * time.Millisecond
