@@ -1,10 +1,7 @@
 package discovery
 
 import (
-	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -37,15 +35,21 @@ import (
 //     message saying why (v1+). Kafka's FindCoordinator answers no other
 //     retriable code, and sarama retries no other: it fails a lookup
 //     answered COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-//   - Share coordinators (key type 2, KIP-932, "groupId:topicId:partition"):
-//     Fjord has no share groups. Every such key is answered
-//     INVALID_REQUEST, as Kafka answers a share key below v6 and, from
-//     v6, on a broker without a share coordinator; a malformed key gets
-//     the same code with its own message (Kafka 4.x validates the key).
-//     Kafka first asks CLUSTER_ACTION on CLUSTER for share keys (they are
-//     for brokers' share-state persisters only); Fjord refuses them before
-//     any ACL check, which reveals nothing. An unknown key type:
-//     INVALID_REQUEST.
+//   - Share coordinators (key type 2, KIP-932, v6+): the key is
+//     "groupId:topicId:partition", read as Kafka's SharePartitionKey
+//     (sharecoord.ParseKey: from the right, so the group may hold colons;
+//     the topic id base64url, padded or not). The coordinator is the
+//     leader of the key's partition of the share-group state topic
+//     (__share_group_state, share.coordinator.state.topic.num.partitions
+//     partitions, created on first need), placed by the key as Kafka
+//     writes it (sharecoord.CoordinatorKey: the topic id unpadded), with
+//     the same loaded-coordinator check as groups. A malformed key:
+//     INVALID_REQUEST with a message saying why; a share key below v6, or
+//     on a node without a share coordinator: INVALID_REQUEST, as Kafka.
+//     Share keys are for brokers' share-state persisters: they need
+//     CLUSTER_ACTION on CLUSTER, and without it every key of the request
+//     is CLUSTER_AUTHORIZATION_FAILED (Kafka fails the whole request so).
+//   - An unknown key type: INVALID_REQUEST.
 //
 // Answering only with a loaded coordinator. The image of the broker that
 // answers says who leads the key's partition, not whether that leader has
@@ -96,11 +100,11 @@ import (
 //   - v1: key type; v3: flexible; v4: several keys per request (KIP-699)
 //   - v5: TRANSACTION_ABORTABLE may be answered (KIP-890); no answer of
 //     Fjord's FindCoordinator is that code, so v5 needs nothing new
-//   - v6: key type 2, share coordinators (KIP-932): INVALID_REQUEST here
+//   - v6: key type 2, share coordinators (KIP-932)
 func findCoordinatorEntry(h Host) api.Entry {
 	return api.Entry{
 		Key: 10, Client: api.Versions(0, 6), Handle: bindTo(h, handleFindCoordinator),
-		Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID", 0, checkFindCoordinator),
+		Rule: api.Needs("DESCRIBE on GROUP or TRANSACTIONAL_ID; share keys: CLUSTER_ACTION on CLUSTER", 0, checkFindCoordinator),
 	}
 }
 
@@ -165,6 +169,12 @@ func newFinder(h Host, cc *api.Conn, typ int8) *finder {
 	case keyTxn:
 		t := h.Txns()
 		f.topic, f.ensure, f.status, f.partitionFor = txncoord.Topic, h.EnsureTxnTopic, t.Status, t.PartitionFor
+	case keyShare:
+		if sh, ok := h.(ShareHost); ok {
+			if sc := sh.Shares(); sc != nil {
+				f.topic, f.ensure, f.status, f.partitionFor = sharecoord.Topic, sh.EnsureShareStateTopic, sc.Status, sc.PartitionFor
+			}
+		}
 	}
 	return f
 }
@@ -182,9 +192,18 @@ func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Respo
 		keys = []string{req.CoordinatorKey}
 	}
 	answers := make([]coordAnswer, len(keys))
+	// place are the keys as placement hashes them (a share key in Kafka's
+	// spelling) and as a peer is asked for them; the response names the
+	// keys as the client sent them.
+	place := make([]string, len(keys))
 	pending := false
 	for i, k := range keys {
-		answers[i] = f.first(req.Version, k)
+		var bad *coordAnswer
+		if place[i], bad = f.placeKey(req.Version, k); bad != nil {
+			answers[i] = *bad
+			continue
+		}
+		answers[i] = f.first(place[i])
 		pending = pending || answers[i].local || answers[i].ask
 	}
 	if !pending {
@@ -192,7 +211,7 @@ func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Respo
 		return
 	}
 	if !f.h.Go(func() {
-		f.resolve(keys, answers)
+		f.resolve(place, answers)
 		respond(f.response(req, answers))
 	}) {
 		for i := range answers {
@@ -204,20 +223,34 @@ func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Respo
 	}
 }
 
-// first is key's answer from this broker's image and coordinator, or
-// which wait or ask will give it.
-func (f *finder) first(version int16, key string) coordAnswer {
+// placeKey is key as placement hashes it, or the answer for a key that
+// cannot be placed: a share key below v6, on a node without a share
+// coordinator, or malformed; a key of an unknown type.
+func (f *finder) placeKey(version int16, key string) (string, *coordAnswer) {
+	fail := func(format string, args ...any) (string, *coordAnswer) {
+		a := coordError(kerr.InvalidRequest.Code, format, args...)
+		return key, &a
+	}
 	switch {
 	case f.typ == keyShare && version < 6:
-		return coordError(kerr.InvalidRequest.Code, "share coordinators (key type 2) need FindCoordinator v6+")
+		return fail("share coordinators (key type 2) need FindCoordinator v6+")
+	case f.typ == keyShare && f.topic == "":
+		return fail("this node runs no share coordinator (KIP-932)")
 	case f.typ == keyShare:
-		if err := validShareKey(key); err != nil {
-			return coordError(kerr.InvalidRequest.Code, "%v", err)
+		k, err := sharecoord.ParseKey(key)
+		if err != nil {
+			return fail("%v", err)
 		}
-		return coordError(kerr.InvalidRequest.Code, "this cluster has no share groups (KIP-932): no share coordinator")
+		return sharecoord.CoordinatorKey(k), nil
 	case f.topic == "":
-		return coordError(kerr.InvalidRequest.Code, "unknown coordinator type %d", f.typ)
+		return fail("unknown coordinator type %d", f.typ)
 	}
+	return key, nil
+}
+
+// first is key's answer from this broker's image and coordinator, or
+// which wait or ask will give it.
+func (f *finder) first(key string) coordAnswer {
 	img := f.h.Image()
 	ot := img.Topic(f.topic)
 	if ot == nil || len(ot.Partitions) == 0 {
@@ -456,26 +489,6 @@ func (f *finder) response(req *kmsg.FindCoordinatorRequest, answers []coordAnswe
 	return resp
 }
 
-// validShareKey checks a share coordinator key as Kafka's
-// SharePartitionKey does: "groupId:topicId:partition", the topic id a
-// base64url (unpadded) UUID and the partition a non-negative int32.
-func validShareKey(key string) error {
-	parts := strings.Split(key, ":")
-	if len(parts) != 3 {
-		return fmt.Errorf("share coordinator key %q is not groupId:topicId:partition", key)
-	}
-	if strings.TrimSpace(parts[0]) == "" {
-		return fmt.Errorf("share coordinator key %q has an empty group id", key)
-	}
-	if id, err := base64.RawURLEncoding.DecodeString(parts[1]); err != nil || len(id) != 16 {
-		return fmt.Errorf("share coordinator key %q: %q is not a topic id", key, parts[1])
-	}
-	if p, err := strconv.ParseInt(parts[2], 10, 32); err != nil || p < 0 {
-		return fmt.Errorf("share coordinator key %q: %q is not a partition", key, parts[2])
-	}
-	return nil
-}
-
 func checkFindCoordinator(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	rt, code := acl.ResourceGroup, api.GroupDenied
@@ -483,7 +496,16 @@ func checkFindCoordinator(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(
 	case keyTxn:
 		rt, code = acl.ResourceTransactionalID, api.TxnDenied
 	case keyShare:
-		return nil, nil // refused by the handler whoever asks (see the header)
+		if req.Version < 6 || z.Cluster(acl.OpClusterAction) {
+			return nil, nil // below v6 the handler refuses them, whoever asks
+		}
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		for _, k := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Port, c.ErrorCode = k, -1, -1, api.ClusterDenied
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil
 	}
 	if req.Version < 4 {
 		if z.Ok(acl.OpDescribe, rt, req.CoordinatorKey) {

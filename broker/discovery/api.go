@@ -10,6 +10,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -54,6 +55,21 @@ type Host interface {
 	// Code maps an error to its Kafka code (the node's one mapping).
 	Code(err error) int16
 	Log() *zerolog.Logger
+}
+
+// ShareHost is what FindCoordinator needs of a node for share keys (key
+// type 2, KIP-932), besides Host. A Host that is not a ShareHost, or whose
+// Shares is nil, runs no share coordinator: share keys are INVALID_REQUEST,
+// as on a Kafka broker without one. (An interface of its own only until
+// the broker implements it; then it belongs in Host.)
+type ShareHost interface {
+	// Shares is the share coordinator FindCoordinator places share keys
+	// with, nil when the node runs none.
+	Shares() *sharecoord.Coordinator
+	// EnsureShareStateTopic asks the controller for the share-group state
+	// topic (sharecoord.Topic, with sharecoord.TopicConfigs) if the image
+	// lacks it; failure is left to the next FindCoordinator.
+	EnsureShareStateTopic()
 }
 
 // Entries are the discovery APIs' registrations, bound to h. Building

@@ -3,6 +3,8 @@ package discovery
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,9 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/group/sharepart"
 )
 
 // coordHost is the Host FindCoordinator's finder runs on: an image, and a
@@ -51,6 +56,13 @@ func (h *coordHost) AskPeer(_ context.Context, peer int32, req kmsg.Request, _ t
 // topic with leaders[i] leading partition i.
 func coordImage(t *testing.T, leaders ...int32) *controller.Image {
 	t.Helper()
+	return topicImage(t, coordinator.OffsetsTopic, leaders...)
+}
+
+// topicImage has brokers 1-3 on PLAINTEXT (port 9000+id) and the internal
+// topic named with leaders[i] leading partition i.
+func topicImage(t *testing.T, topic string, leaders ...int32) *controller.Image {
+	t.Helper()
 	img := &controller.Image{}
 	idx := uint64(0)
 	apply := func(b controller.Body) {
@@ -68,7 +80,7 @@ func coordImage(t *testing.T, leaders ...int32) *controller.Image {
 	}
 	if len(leaders) > 0 {
 		id := [16]byte{9}
-		apply(controller.CreateTopic{Name: coordinator.OffsetsTopic, ID: id})
+		apply(controller.CreateTopic{Name: topic, ID: id})
 		for p, l := range leaders {
 			apply(controller.CreatePartition{TopicID: id, Partition: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: l})
 		}
@@ -261,27 +273,151 @@ func TestFindCoordinatorEnsuresTopicOnce(t *testing.T) {
 	}
 }
 
-// Share keys (v6, KIP-932): INVALID_REQUEST per key, whatever the key,
-// and no panic on a malformed one.
-func TestFindCoordinatorShareKeys(t *testing.T) {
+// Share keys (v6, KIP-932) on a node without a share coordinator:
+// INVALID_REQUEST per key, whatever the key, and no panic on a malformed
+// one.
+func TestFindCoordinatorShareKeysNoCoordinator(t *testing.T) {
 	h := &coordHost{img: coordImage(t, 1), me: 1}
 	f := newTestFinder(h, false, nil)
 	f.typ, f.topic = keyShare, ""
-	keys := []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0", "", ":::", "g:not-an-id:0", "g:AAAAAAAAAAAAAAAAAAAAAA:-1", "g:AAAAAAAAAAAAAAAAAAAAAA:x", "a:b"}
+	keys := []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0", "", ":::", "g:not-an-id:0", "a:b"}
 	cs := find(t, h, f, 6, keys...)
 	for i, c := range cs {
-		if c.Key != keys[i] || c.ErrorCode != kerr.InvalidRequest.Code || c.NodeID != -1 || c.ErrorMessage == nil {
+		if c.Key != keys[i] || c.ErrorCode != kerr.InvalidRequest.Code || c.NodeID != -1 || c.ErrorMessage == nil ||
+			!strings.Contains(*c.ErrorMessage, "no share coordinator") {
 			t.Errorf("share key %q: %+v", keys[i], c)
 		}
 	}
-	if m := *cs[0].ErrorMessage; !strings.Contains(m, "no share groups") {
-		t.Errorf("well-formed share key: %q", m)
+}
+
+// newShareFinder is a share-key finder on h: the state topic of h's
+// image, its coordinator's status from status.
+func newShareFinder(h *coordHost, status func(string) error) *finder {
+	f := newTestFinder(h, false, status)
+	n := int32(0)
+	if t := h.img.Topic(sharecoord.Topic); t != nil {
+		n = int32(len(t.Partitions))
 	}
-	if m := *cs[2].ErrorMessage; !strings.Contains(m, "groupId:topicId:partition") {
-		t.Errorf("malformed share key: %q", m)
+	f.typ, f.topic = keyShare, sharecoord.Topic
+	f.partitionFor = func(k string) int32 { return coordinator.PartitionOf(k, n) }
+	return f
+}
+
+// shareKeyOn is a share key (its topic id padded when padded) placed on
+// partition p of n.
+func shareKeyOn(t *testing.T, p, n int32, padded bool) string {
+	t.Helper()
+	for i := range 1000 {
+		k := sharepart.Key{Group: "g" + strconv.Itoa(i), TopicID: [16]byte{15: 7}, Partition: 3}
+		if sharecoord.PartitionOf(k, n) == p {
+			if padded {
+				return k.Group + ":" + sharecoord.TopicIDString(k.TopicID) + "==:3"
+			}
+			return sharecoord.CoordinatorKey(k)
+		}
 	}
-	if c := find(t, h, f, 5, keys[0])[0]; c.ErrorCode != kerr.InvalidRequest.Code {
+	t.Fatalf("no share key for partition %d of %d", p, n)
+	return ""
+}
+
+// Share keys with a share coordinator: placed on the state topic by the
+// key as Kafka spells it (the topic id unpadded), answered as group keys
+// are (this node once loaded, a peer once it vouches), named as the client
+// sent them; malformed keys and v5 are INVALID_REQUEST.
+func TestFindCoordinatorShareKeys(t *testing.T) {
+	h := &coordHost{img: topicImage(t, sharecoord.Topic, 1, 2), me: 1}
+	var asked []string
+	h.ask = func(peer int32, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+		resp.Version = req.Version
+		for _, k := range req.CoordinatorKeys {
+			asked = append(asked, k)
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID = k, peer
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil
+	}
+	var statusKeys []string
+	f := newShareFinder(h, func(k string) error { statusKeys = append(statusKeys, k); return nil })
+	local, localPadded, remote := shareKeyOn(t, 0, 2, false), shareKeyOn(t, 0, 2, true), shareKeyOn(t, 1, 2, true)
+	keys := []string{local, localPadded, remote, "g:AAAAAAAAAAAAAAAAAAAAAA:-1", "", "g:not-an-id:0", "a:b", "g:AAAAAAAAAAAAAAAAAAAAAA:x"}
+	cs := find(t, h, f, 6, keys...)
+	for i, c := range cs {
+		if c.Key != keys[i] {
+			t.Fatalf("answer %d names %q, want %q", i, c.Key, keys[i])
+		}
+	}
+	for i, want := range []int32{1, 1, 2} {
+		if c := cs[i]; c.ErrorCode != 0 || c.NodeID != want || c.Port != 9000+want {
+			t.Errorf("share key %q: %+v, want broker %d", keys[i], c, want)
+		}
+	}
+	if !slices.Contains(asked, strings.Replace(remote, "==", "", 1)) {
+		t.Errorf("the peer was asked for %q, want %q as Kafka spells it", asked, remote)
+	}
+	statusKeys = append(statusKeys, asked...)
+	for _, k := range statusKeys {
+		if strings.Contains(k, "=") {
+			t.Errorf("the coordinator was asked about %q, not the key as Kafka spells it", k)
+		}
+	}
+	// A negative partition parses, as in Kafka; its key is placed.
+	if c := cs[3]; c.ErrorCode == kerr.InvalidRequest.Code {
+		t.Errorf("negative partition: %+v", c)
+	}
+	for _, c := range cs[4:] {
+		if c.ErrorCode != kerr.InvalidRequest.Code || c.NodeID != -1 || c.ErrorMessage == nil || *c.ErrorMessage == "" {
+			t.Errorf("malformed share key %q: %+v", c.Key, c)
+		}
+	}
+	if c := find(t, h, f, 5, local)[0]; c.ErrorCode != kerr.InvalidRequest.Code {
 		t.Errorf("share key below v6: %+v", c)
+	}
+
+	// No state topic yet: asked for, COORDINATOR_NOT_AVAILABLE meanwhile.
+	h2 := &coordHost{img: coordImage(t), me: 1}
+	f2 := newShareFinder(h2, nil)
+	var ensured atomic.Int32
+	f2.ensure = func() { ensured.Add(1) }
+	for _, c := range find(t, h2, f2, 6, local, remote) {
+		if c.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("no state topic: %+v", c)
+		}
+	}
+	if ensured.Load() != 1 {
+		t.Errorf("asked for the state topic %d times, want once", ensured.Load())
+	}
+}
+
+// Share keys need CLUSTER_ACTION on CLUSTER: without it every key is
+// CLUSTER_AUTHORIZATION_FAILED; below v6 the handler refuses them anyway.
+func TestFindCoordinatorShareAuthz(t *testing.T) {
+	az := acl.New(acl.Config{}, []acl.Binding{{ResourceType: acl.ResourceCluster, Name: acl.ClusterName,
+		Pattern: acl.PatternLiteral, Principal: "User:broker", Host: "*", Operation: acl.OpClusterAction, Permission: acl.PermAllow}})
+	req := func(v int16) *kmsg.FindCoordinatorRequest {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorType, r.CoordinatorKeys = v, keyShare, []string{"a:AAAAAAAAAAAAAAAAAAAAAA:0", "b:AAAAAAAAAAAAAAAAAAAAAA:1"}
+		return r
+	}
+	authz := func(who string) *api.Authz {
+		return &api.Authz{Conn: &api.Conn{Principal: who, ClientHost: "10.0.0.1"}, Az: az, Key: 10}
+	}
+	deny, _ := checkFindCoordinator(authz("User:client"), req(6))
+	resp, ok := deny.(*kmsg.FindCoordinatorResponse)
+	if !ok || len(resp.Coordinators) != 2 {
+		t.Fatalf("a client without CLUSTER_ACTION: %+v", deny)
+	}
+	for _, c := range resp.Coordinators {
+		if c.ErrorCode != kerr.ClusterAuthorizationFailed.Code || c.NodeID != -1 {
+			t.Errorf("denied key: %+v", c)
+		}
+	}
+	if deny, _ := checkFindCoordinator(authz("User:broker"), req(6)); deny != nil {
+		t.Fatalf("a broker: %+v", deny)
+	}
+	if deny, _ := checkFindCoordinator(authz("User:client"), req(5)); deny != nil {
+		t.Fatalf("v5 is the handler's to refuse: %+v", deny)
 	}
 }
 
@@ -304,5 +440,43 @@ func TestFindCoordinatorV3(t *testing.T) {
 		if resp.ErrorCode != tc.code || resp.NodeID != tc.node || (resp.ErrorMessage != nil) != tc.withText || len(resp.Coordinators) != 0 {
 			t.Errorf("v3 %q: %+v", tc.key, resp)
 		}
+	}
+}
+
+// shareHost is a coordHost that runs a share coordinator.
+type shareHost struct {
+	*coordHost
+	sc      *sharecoord.Coordinator
+	ensured atomic.Int32
+}
+
+func (h *shareHost) Shares() *sharecoord.Coordinator { return h.sc }
+func (h *shareHost) EnsureShareStateTopic()          { h.ensured.Add(1) }
+func (h *shareHost) FromPeer(*api.Conn) bool         { return false }
+func (h *shareHost) NodeID() int32                   { return h.me }
+func (h *shareHost) ListenerName(*api.Conn) string   { return "PLAINTEXT" }
+
+// newFinder places share keys with the host's share coordinator when the
+// host has one, and refuses them otherwise.
+func TestNewFinderShare(t *testing.T) {
+	sc, err := sharecoord.New(context.Background(), sharecoord.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &shareHost{coordHost: &coordHost{img: coordImage(t), me: 1}, sc: sc}
+	f := newFinder(h, &api.Conn{Ctx: context.Background()}, keyShare)
+	if f.topic != sharecoord.Topic || f.status == nil || f.partitionFor == nil {
+		t.Fatalf("share finder: topic %q", f.topic)
+	}
+	f.ensure()
+	if err := f.status(sharecoord.CoordinatorKey(sharepart.Key{Group: "g"})); !errors.Is(err, sharecoord.ErrNotCoordinator) {
+		t.Fatalf("status of a coordinator that leads nothing: %v", err)
+	}
+	if h.ensured.Load() != 1 {
+		t.Fatal("ensure does not ask for the state topic")
+	}
+	h.sc = nil
+	if f := newFinder(h, &api.Conn{Ctx: context.Background()}, keyShare); f.topic != "" {
+		t.Fatalf("a node without a share coordinator: topic %q", f.topic)
 	}
 }

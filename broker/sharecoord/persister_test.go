@@ -1,0 +1,336 @@
+package sharecoord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/broker/sharestate"
+	"github.com/fjordlog/fjord/group/sharepart"
+)
+
+// persisterFlow runs a share-partition leader's life against pers: it
+// starts the share-partition, delivers and acknowledges records, fails
+// over to a newer leader, resets and deletes it; after each step what
+// Read hands back restores to what the leader holds.
+func persisterFlow(t *testing.T, pers sharestate.Persister) {
+	t.Helper()
+	k := key("g", 1, 2)
+	cfg := sharepart.Config{SnapshotUpdateRecordsPerSnapshot: 2, DeliveryCountLimit: 3}
+	now := int64(1000)
+	write := func(leaderEpoch int32, recs []sharepart.Record) {
+		t.Helper()
+		if err := pers.Write(ctx, k, leaderEpoch, recs); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	// same checks that what a new leader of leaderEpoch restores has
+	// the live partition's durable state.
+	same := func(live *sharepart.Partition, leaderEpoch int32) *sharepart.Partition {
+		t.Helper()
+		recs, err := pers.Read(ctx, k, leaderEpoch)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		got, snap, err := sharepart.Restore(k, cfg, leaderEpoch, now, recs)
+		if err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		if len(snap) != 1 || got.StartOffset() != live.StartOffset() || got.StateEpoch() != live.StateEpoch() ||
+			durable(got) != durable(live) {
+			t.Fatalf("restored start %d epoch %d %s, live start %d epoch %d %s", got.StartOffset(), got.StateEpoch(), durable(got),
+				live.StartOffset(), live.StateEpoch(), durable(live))
+		}
+		return got
+	}
+
+	if _, err := pers.Read(ctx, k, 5); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read before anything: %v", err)
+	}
+	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 5}, now)
+	write(5, recs)
+	same(p, 5)
+	for round := range int64(4) {
+		now++
+		from := 10 + 10*round
+		acq, recs := p.Acquire(now, "m", sharepart.Fetch{From: p.NextFetchOffset(), End: from + 10,
+			Records: []sharepart.Range{{First: p.NextFetchOffset(), Last: from + 9}}, MaxRecords: 100})
+		if len(acq) == 0 {
+			t.Fatalf("round %d: nothing acquired", round)
+		}
+		write(5, recs)
+		recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: from, Last: from + 4, Types: []int8{1}},
+			{First: from + 5, Last: from + 9, Types: []int8{2}}})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		write(5, recs)
+		same(p, 5)
+	}
+	// A new leader takes over: its read fences the old one.
+	p2 := same(p, 6)
+	if err := pers.Write(ctx, k, 5, p.Snapshot(now)); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+		t.Fatalf("a write of the old leader after the new one read: %v", err)
+	}
+	write(6, p2.Snapshot(now)) // Restore's snapshot
+	// A reset starts the state afresh at a new state epoch.
+	recs, err := p2.ResetStartOffset(now, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(6, recs)
+	if same(p2, 6).StateEpoch() != 1 {
+		t.Fatal("the reset's state epoch was not stored")
+	}
+	recs, err = p2.Delete(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(6, recs)
+	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read after delete: %v", err)
+	}
+	if err := pers.Delete(ctx, k); err != nil {
+		t.Fatalf("delete of nothing: %v", err)
+	}
+	// A share-partition that starts again is fenced by nothing of before.
+	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 0, LeaderEpoch: 2}, now)
+	write(2, recs)
+	same(p3, 2)
+	if err := pers.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// durable is p's in-flight window as its durable form: acquired reads as
+// available, locks dropped.
+func durable(p *sharepart.Partition) string {
+	var b strings.Builder
+	for _, r := range p.Batches() {
+		st := r.State
+		if st == sharepart.Acquired {
+			st = sharepart.Available
+		}
+		fmt.Fprintf(&b, "[%d-%d %s %d]", r.First, r.Last, st, r.DeliveryCount)
+	}
+	return b.String()
+}
+
+func TestPersisterLocal(t *testing.T) {
+	p, _ := leader(t, 1, t.TempDir())
+	h := newTestHost(1)
+	c := newCoord(t, h, testConfig(), p)
+	persisterFlow(t, c.Persister())
+	// Records for another key, or that do not decode, are refused.
+	k := key("g", 1, 0)
+	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(key("g", 1, 1))}); !errors.Is(err, sharepart.ErrCorrupt) {
+		t.Fatalf("a record for another key: %v", err)
+	}
+	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{{Key: []byte{1}}}); !errors.Is(err, sharepart.ErrCorrupt) {
+		t.Fatalf("an undecodable record: %v", err)
+	}
+}
+
+// peers routes asks to other nodes' share-group state APIs, through the
+// wire format.
+type peers struct {
+	mu    sync.Mutex
+	nodes map[int32]*apiHost
+	// fail, if set, answers instead (for the retries).
+	fail func(node int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+func (ps *peers) ask(_ context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	ps.mu.Lock()
+	a, fail := ps.nodes[node], ps.fail
+	ps.mu.Unlock()
+	if fail != nil {
+		if resp, err := fail(node, req); resp != nil || err != nil {
+			return resp, err
+		}
+	}
+	if a == nil {
+		return nil, fmt.Errorf("no broker %d", node)
+	}
+	return a.dispatch(req)
+}
+
+// dispatch is serve without a test: the wire format both ways, at the
+// newest version both sides speak.
+func (a *apiHost) dispatch(req kmsg.Request) (kmsg.Response, error) {
+	var e api.Entry
+	for _, en := range Entries(a) {
+		if en.Key == req.Key() {
+			e = en
+		}
+	}
+	v := min(req.MaxVersion(), e.Client.Max)
+	req.SetVersion(v)
+	in := kmsg.RequestForKey(req.Key())
+	in.SetVersion(v)
+	if err := in.ReadFrom(req.AppendTo(nil)); err != nil {
+		return nil, err
+	}
+	got := make(chan kmsg.Response, 1)
+	e.Handle(&api.Conn{Ctx: ctx}, in, func(r kmsg.Response) { got <- r })
+	resp := <-got
+	out := kmsg.ResponseForKey(req.Key())
+	out.SetVersion(v)
+	return out, out.ReadFrom(resp.AppendTo(nil))
+}
+
+// TestPersisterRemote: node 1's persister reaches node 2's coordinator
+// over the RPCs.
+func TestPersisterRemote(t *testing.T) {
+	p, _ := leader(t, 2, t.TempDir())
+	h2 := newTestHost(2)
+	c2 := newCoord(t, h2, testConfig(), p)
+	ps := &peers{nodes: map[int32]*apiHost{2: {h: h2, c: c2}}}
+	h1 := newTestHost(1)
+	h1.leaders, h1.ask = []int32{2}, ps.ask
+	c1, err := New(ctx, testConfig(), h1)
+	must(t, err)
+	persisterFlow(t, c1.Persister())
+	if n := len(snapshotOf(t, c2, 0)); n != 0 {
+		t.Fatalf("node 2 holds %d keys after the flow deleted its one", n)
+	}
+}
+
+// syncBuffer is a log sink the tests read.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) count(sub string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.b.String(), sub)
+}
+
+// TestPersisterRetries: a missing topic is asked for and retried; a
+// coordinator that answers NOT_COORDINATOR or is unreachable is retried
+// with backoff, found afresh each time, and logged once when it goes and
+// once when it comes back; the retries are bounded.
+func TestPersisterRetries(t *testing.T) {
+	p, _ := leader(t, 2, t.TempDir())
+	h2 := newTestHost(2)
+	c2 := newCoord(t, h2, testConfig(), p)
+	var logs syncBuffer
+	ps := &peers{nodes: map[int32]*apiHost{2: {h: h2, c: c2}}}
+	h1 := newTestHost(1)
+	h1.leaders, h1.ask = nil, ps.ask
+	cfg := testConfig()
+	cfg.Logger = zerolog.New(&logs)
+	c1, err := New(ctx, cfg, h1)
+	must(t, err)
+	pers := c1.Persister()
+	pers.attempts, pers.backoff, pers.maxBackoff = 4, time.Millisecond, 4*time.Millisecond
+	k := key("g", 1, 0)
+
+	// No state topic: asked for, and the call gives up NOT_AVAILABLE.
+	if _, err := pers.Read(ctx, k, 0); !errors.Is(err, sharestate.ErrNotAvailable) {
+		t.Fatalf("read without a state topic: %v", err)
+	}
+	h1.wg.Wait()
+	if h1.ensured == 0 {
+		t.Fatal("the state topic was not asked for")
+	}
+
+	// The coordinator refuses twice, then answers.
+	h1.mu.Lock()
+	h1.leaders = []int32{2}
+	h1.mu.Unlock()
+	var refusals atomic.Int32
+	ps.fail = func(_ int32, req kmsg.Request) (kmsg.Response, error) {
+		if refusals.Add(1) > 2 {
+			return nil, nil
+		}
+		if refusals.Load() == 1 {
+			return nil, errors.New("connection refused")
+		}
+		r := readErrorResponse(req, kerr.NotCoordinator.Code)
+		return r, nil
+	}
+	if _, err := pers.Read(ctx, k, 0); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read after the retries: %v", err)
+	}
+	if n := refusals.Load(); n != 3 {
+		t.Fatalf("%d asks, want 3", n)
+	}
+	if down, up := logs.count(`"message":"share coordinator not available; retrying"`), logs.count(`"message":"share coordinator available again"`); down != 1 || up != 1 {
+		t.Fatalf("logged %d times down and %d times up, want once each:\n%s", down, up, logs.b.String())
+	}
+
+	// A coordinator that never answers: bounded.
+	ps.fail = func(int32, kmsg.Request) (kmsg.Response, error) { return nil, errors.New("unreachable") }
+	start := time.Now()
+	if err := pers.Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(k)}); !errors.Is(err, sharestate.ErrNotAvailable) {
+		t.Fatalf("write to an unreachable coordinator: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("the retries took %v", time.Since(start))
+	}
+	// ... and within the caller's context.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := pers.Delete(cctx, k); !errors.Is(err, sharestate.ErrNotAvailable) {
+		t.Fatalf("delete with a canceled context: %v", err)
+	}
+	// Final errors are not retried.
+	ps.fail = func(_ int32, req kmsg.Request) (kmsg.Response, error) {
+		refusals.Add(1)
+		return readErrorResponse(req, kerr.FencedLeaderEpoch.Code), nil
+	}
+	before := refusals.Load()
+	if _, err := pers.Read(ctx, k, 0); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+		t.Fatalf("read answered FENCED_LEADER_EPOCH: %v", err)
+	}
+	if n := refusals.Load() - before; n != 1 {
+		t.Fatalf("a fenced read was asked %d times", n)
+	}
+}
+
+// TestCodeError: every code the persister may get back is classified.
+func TestCodeError(t *testing.T) {
+	msg := func(s string) *string { return &s }
+	for _, c := range []struct {
+		code int16
+		msg  *string
+		want error
+	}{
+		{kerr.NotCoordinator.Code, nil, ErrNotCoordinator},
+		{kerr.CoordinatorLoadInProgress.Code, nil, ErrLoading},
+		{kerr.CoordinatorNotAvailable.Code, nil, sharestate.ErrNotAvailable},
+		{kerr.RequestTimedOut.Code, nil, sharestate.ErrNotAvailable},
+		{kerr.FencedLeaderEpoch.Code, nil, sharestate.ErrFencedLeaderEpoch},
+		{kerr.FencedStateEpoch.Code, nil, ErrFencedStateEpoch},
+		{kerr.UnknownTopicOrPartition.Code, nil, ErrUnknownTopicOrPartition},
+		{kerr.InvalidRequest.Code, msg("Read operation on uninitialized share partition not allowed."), sharestate.ErrNoState},
+		{kerr.InvalidRequest.Code, msg("bad batch"), ErrInvalidRequest},
+	} {
+		if err := codeError(2, c.code, c.msg); !errors.Is(err, c.want) {
+			t.Errorf("code %d: %v, want %v", c.code, err, c.want)
+		}
+	}
+	if err := codeError(2, kerr.ClusterAuthorizationFailed.Code, nil); err == nil || retriable(err) {
+		t.Errorf("CLUSTER_AUTHORIZATION_FAILED: %v", err)
+	}
+}
