@@ -364,7 +364,12 @@ func (s *sim) converge(excluded map[*simClient]bool) {
 			if c.crashed {
 				continue
 			}
-			c.pending = nil
+			if c.pending != nil {
+				// Done revoking: it takes what it was given (dropping it
+				// would leave it without partitions the group will not
+				// send again).
+				c.owned, c.pending = c.pending, nil
+			}
 			s.heartbeatDutifully(c)
 			s.check("converge")
 		}
