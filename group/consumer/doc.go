@@ -119,7 +119,10 @@
 //	 7    ConsumerGroupTargetAssignmentMember     TopicPartitions [] {TopicId, Partitions []int32}
 //	      (member)
 //	 8    ConsumerGroupCurrentMemberAssignment    MemberEpoch, PreviousMemberEpoch int32, State int8,
-//	      (member)                                AssignedPartitions [], PartitionsPendingRevocation []
+//	      (member)                                AssignedPartitions [], PartitionsPendingRevocation [],
+//	                                              each {TopicId, Partitions []int32; tag 0
+//	                                              AssignmentEpochs []int32?, aligned with Partitions
+//	                                              (4.3, KIP-1251; absent: the member epoch, >= 0)}
 //	16    ConsumerGroupRegularExpression (regex)  Topics [], Version int64, Timestamp int64
 //
 // They are emitted as deltas in Kafka's order: a member record when the

@@ -393,12 +393,45 @@ func (h *harness) fmtRecord(rec record) string {
 	return fmt.Sprintf("%T", rec)
 }
 
+// fmtCur prints a member's current state; a partition assigned before
+// the member's epoch shows its assignment epoch: [a:0@3,1] (KIP-1251).
 func (h *harness) fmtCur(c currentState) string {
-	s := fmt.Sprintf("e%d/%d %s %s", c.epoch, c.prevEpoch, c.state, h.fmtAssignment(c.assigned))
+	s := fmt.Sprintf("e%d/%d %s %s", c.epoch, c.prevEpoch, c.state, h.fmtEpochs(c.assigned, c.since, c.epoch))
 	if len(c.revoking) > 0 {
-		s += " -" + h.fmtAssignment(c.revoking)
+		s += " -" + h.fmtEpochs(c.revoking, c.since, c.epoch)
 	}
 	return s
+}
+
+// fmtEpochs is fmtAssignment with p@e for each partition whose assignment
+// epoch e is not epoch, and p@? for one that has none (a bug the
+// invariants report).
+func (h *harness) fmtEpochs(a assignment, since partitionEpochs, epoch int32) string {
+	var parts []string
+	for t, ps := range a {
+		var s []string
+		for _, p := range ps {
+			e, ok := since.of(t, p)
+			switch {
+			case !ok:
+				s = append(s, fmt.Sprintf("%d@?", p))
+			case e != epoch:
+				s = append(s, fmt.Sprintf("%d@%d", p, e))
+			default:
+				s = append(s, strconv.Itoa(int(p)))
+			}
+		}
+		parts = append(parts, h.topicName(t)+":"+strings.Join(s, ","))
+	}
+	slices.Sort(parts)
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func (h *harness) topicName(t TopicID) string {
+	if name, ok := h.names[t]; ok {
+		return name
+	}
+	return fmt.Sprintf("%x", t)
 }
 
 func fmtHash(v int64) string {
@@ -412,10 +445,7 @@ func fmtHash(v int64) string {
 func (h *harness) fmtAssignment(a assignment) string {
 	var parts []string
 	for t, ps := range a {
-		name, ok := h.names[t]
-		if !ok {
-			name = fmt.Sprintf("%x", t)
-		}
+		name := h.topicName(t)
 		var s []string
 		for _, p := range ps {
 			s = append(s, strconv.Itoa(int(p)))

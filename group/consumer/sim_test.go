@@ -51,12 +51,26 @@ type sim struct {
 	cl    []*simClient
 	log   []Record
 	tr    bytes.Buffer // transcript: every response and record, encoded
+	// held is the simulation's own account of the assignment epochs
+	// (KIP-1251), kept from the records as they are written (account):
+	// member id -> topic -> partition. check compares it with the group's.
+	held map[string]map[TopicID]map[int32]heldPartition
+}
+
+// heldPartition is a partition a member owns, by the records: since when
+// (the epoch of the first record in which it held the partition
+// continuously, revoking or not, or 0 after it left with epoch -2), and
+// whether it is being revoked.
+type heldPartition struct {
+	since    int32
+	revoking bool
 }
 
 var simRegexes = []string{"t[0-2]", "t.*", "x.*", "t3|t4"}
 
 func newSim(t *testing.T, seed int64) *sim {
-	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), ids: map[string]TopicID{}, parts: map[string]int32{}}
+	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), ids: map[string]TopicID{}, parts: map[string]int32{},
+		held: map[string]map[TopicID]map[int32]heldPartition{}}
 	s.cfg = DefaultConfig()
 	s.cfg.SessionTimeoutMs = int32(6000 + s.rng.Intn(4)*10000)
 	s.cfg.HeartbeatIntervalMs = 1000
@@ -121,8 +135,53 @@ func (s *sim) record(what string, recs []Record) {
 	fmt.Fprintf(&s.tr, "%d %s\n", s.now, what)
 	for _, r := range recs {
 		fmt.Fprintf(&s.tr, "  %x %x\n", r.Key, r.Value)
+		s.account(r)
 	}
 	s.log = append(s.log, recs...)
+}
+
+// account follows a member's current assignment records: a partition it
+// held in the previous record keeps its epoch, unless it comes back from
+// revocation to the assigned ones (the client stopped consuming it in
+// between); any other is held from the record's epoch; a static member
+// leaving with -2 holds everything from 0.
+func (s *sim) account(r Record) {
+	_, rec, err := decode(r.Key, r.Value)
+	if err != nil {
+		s.t.Fatalf("seed %d: decoding own record: %v", s.seed, err)
+	}
+	c, ok := rec.(currentRec)
+	if !ok {
+		return
+	}
+	if c.tomb {
+		delete(s.held, c.id)
+		return
+	}
+	prev := s.held[c.id]
+	next := map[TopicID]map[int32]heldPartition{}
+	for _, a := range []struct {
+		parts    assignment
+		revoking bool
+	}{{c.cur.assigned, false}, {c.cur.revoking, true}} {
+		for t, ps := range a.parts {
+			for _, p := range ps {
+				h, ok := prev[t][p]
+				switch {
+				case c.cur.epoch == epochStaticLeave:
+					h.since = 0
+				case !ok || (h.revoking && !a.revoking):
+					h.since = c.cur.epoch
+				}
+				h.revoking = a.revoking
+				if next[t] == nil {
+					next[t] = map[int32]heldPartition{}
+				}
+				next[t][p] = h
+			}
+		}
+	}
+	s.held[c.id] = next
 }
 
 // heartbeat sends one heartbeat for c; join with epoch 0.
@@ -323,6 +382,19 @@ func (s *sim) check(what string) {
 			s.t.Fatalf("seed %d after %s: Tick(NextDeadline-1) acted", s.seed, what)
 		}
 	}
+	for id, m := range s.g.members {
+		held := map[TopicID]map[int32]int32{}
+		for t, ps := range s.held[id] {
+			held[t] = map[int32]int32{}
+			for p, h := range ps {
+				held[t][p] = h.since
+			}
+		}
+		if !partitionEpochs(held).equal(m.cur.since) {
+			s.t.Fatalf("seed %d after %s: member %s assignment epochs %v, its records say %v\n%s",
+				s.seed, what, id, m.cur.since, held, s.dump())
+		}
+	}
 	for _, c := range s.cl {
 		m := s.g.members[c.id]
 		if !c.joined || c.crashed || m == nil || m.cur.epoch < 0 {
@@ -494,8 +566,9 @@ func (s *sim) dumpOf(g *Group, soft bool) string {
 // TestRandom drives groups of up to 8 members through seeded random
 // sequences of joins, heartbeats (some slow to revoke, some stale, some
 // losing their response), leaves, crashes, restarts, metadata changes,
-// ticks, deletes and failovers, checking the invariants after every step
-// and the replay property regularly; then lets each group settle.
+// ticks, deletes and failovers, checking the invariants and the
+// assignment epochs after every step and the replay property regularly;
+// then lets each group settle.
 func TestRandom(t *testing.T) {
 	budget := 2 * time.Second
 	if testing.Short() {
