@@ -29,7 +29,10 @@ import (
 //	     [regex=re] [assignor=name] [owned=spec|nil] [full] [hold]
 //	leave m=id [static] [i=inst] [e=epoch]
 //	tick | next | state | describe | classic | delete
-//	commit m=id e=epoch [v=9] | fetch m=id e=epoch
+//	commit m=id e=epoch [v=9] [p=a:0,1;b:2]
+//	                              without p: ValidateOffsetCommit; with p:
+//	                              CheckOffsetCommit and each partition
+//	fetch m=id e=epoch
 //	load                          replay every record so far into a new
 //	                              group, Loaded, MetadataChanged: a
 //	                              coordinator failover
@@ -178,8 +181,7 @@ func (h *harness) do(c *datadriven.Case) string {
 		}
 		h.printRecords(&b, recs)
 	case "commit":
-		err := h.g.ValidateOffsetCommit(a.Str("m", ""), int32(a.Num("e", -1)), int16(a.Num("v", 9)))
-		return "commit: " + errText(err)
+		return h.commit(a)
 	case "fetch":
 		err := h.g.ValidateOffsetFetch(a.Str("m", ""), int32(a.Num("e", -1)))
 		return "fetch: " + errText(err)
@@ -593,4 +595,32 @@ func deref(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// commit runs the commit command: ValidateOffsetCommit alone, or with
+// p=spec CheckOffsetCommit and the check of every partition of spec
+// (parseOwned's syntax; a topic unknown to the harness has the zero id).
+func (h *harness) commit(a datadriven.Args) string {
+	m, e, v := a.Str("m", ""), int32(a.Num("e", -1)), int16(a.Num("v", 9))
+	spec, ok := a["p"]
+	if !ok {
+		return "commit: " + errText(h.g.ValidateOffsetCommit(m, e, v))
+	}
+	check, err := h.g.CheckOffsetCommit(m, e, v)
+	if err != nil {
+		return "commit: " + errText(err)
+	}
+	var b strings.Builder
+	b.WriteString("commit: NONE")
+	for _, tp := range strings.Split(spec, ";") {
+		name, ps, _ := strings.Cut(tp, ":")
+		for _, p := range strings.Split(ps, ",") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				h.t.Fatalf("commit p=%q: %v", spec, err)
+			}
+			fmt.Fprintf(&b, "\n  %s:%d %s", name, n, errText(check.Partition(name, h.ids[name], int32(n))))
+		}
+	}
+	return b.String()
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // simClient is a consumer as the simulation plays it: mostly well behaved,
@@ -220,6 +222,9 @@ func (s *sim) heartbeat(c *simClient, join bool) {
 	s.record(fmt.Sprintf("hb %s e%d: %x", c.id, req.MemberEpoch, resp.AppendTo(nil)), recs)
 	if resp.ErrorCode == 0 && s.rng.Intn(15) == 0 {
 		c.full = true // the response is lost: the client retries at its old epoch
+		// ... and it may commit first, at that epoch, as franz-go's
+		// TestGroupETL does while it shuts down (KIP-1251's race).
+		s.commit(c)
 		return
 	}
 	c.full = false
@@ -335,10 +340,88 @@ func (s *sim) step() {
 	default:
 		// Offset validation never changes anything.
 		before := s.dump()
-		_ = s.g.ValidateOffsetCommit(c.id, c.epoch, int16(8+s.rng.Intn(2)))
+		s.commit(c)
 		_ = s.g.ValidateOffsetFetch(c.id, c.epoch)
 		if s.dump() != before {
 			s.t.Fatalf("seed %d: offset validation changed the group", s.seed)
+		}
+	}
+}
+
+// commit checks OffsetCommits by c: at its own epoch (which lags the
+// member's when a response was lost) and at epochs around the member's,
+// for the partitions it consumes and a few others. Each answer must be
+// the KIP-1251 rule applied to the simulation's own account of the
+// assignment epochs (held); and a client's commit at its own epoch for
+// what it consumes must pass, lost response or not: that is the race the
+// rule exists for.
+func (s *sim) commit(c *simClient) {
+	m := s.g.members[c.id]
+	epochs := []int32{c.epoch}
+	if m != nil {
+		epochs = append(epochs, m.cur.epoch-1-int32(s.rng.Intn(3)), m.cur.epoch+int32(s.rng.Intn(2)))
+	}
+	type tp struct {
+		t TopicID
+		p int32
+	}
+	var parts []tp
+	for _, t := range c.owned.topics() {
+		for _, p := range c.owned[t] {
+			parts = append(parts, tp{t, p})
+		}
+	}
+	names := slices.Sorted(maps.Keys(s.ids))
+	for range 3 {
+		if len(names) > 0 {
+			name := names[s.rng.Intn(len(names))]
+			parts = append(parts, tp{s.ids[name], int32(s.rng.Intn(int(s.parts[name])))})
+		}
+	}
+	for _, e := range epochs {
+		v := int16(8 + s.rng.Intn(2))
+		if e == c.epoch {
+			v = 9
+		}
+		check, err := s.g.CheckOffsetCommit(c.id, e, v)
+		lagging := false
+		var want int16
+		switch {
+		case e < 0 && len(s.g.members) == 0:
+		case m == nil:
+			want = kerr.UnknownMemberID.Code
+		case v < 9:
+			want = kerr.UnsupportedVersion.Code
+		case e > m.cur.epoch:
+			want = kerr.StaleMemberEpoch.Code
+		default:
+			lagging = e < m.cur.epoch
+		}
+		if got := group.ErrorCode(err); got != want {
+			s.t.Fatalf("seed %d: commit by %s at epoch %d v%d: %s, want %s\n%s", s.seed, c.id, e, v,
+				errText(err), datadriven.ErrName(want), s.dump())
+		}
+		if err != nil {
+			continue
+		}
+		for _, x := range parts {
+			h, held := s.held[c.id][x.t][x.p]
+			ok := !lagging || (held && e >= h.since)
+			if got := check.Partition("t", x.t, x.p); (got == nil) != ok {
+				s.t.Fatalf("seed %d: commit by %s at epoch %d of %x/%d: %v, want ok=%v (held %v since %d)\n%s",
+					s.seed, c.id, e, x.t, x.p, got, ok, held, h.since, s.dump())
+			}
+		}
+		if e != c.epoch || !c.joined || c.crashed || m == nil || e > m.cur.epoch {
+			continue
+		}
+		for _, t := range c.owned.topics() {
+			for _, p := range c.owned[t] {
+				if err := check.Partition("t", t, p); err != nil {
+					s.t.Fatalf("seed %d: %s (lost response: %v) cannot commit %x/%d, which it consumes, at its epoch %d: %v\n%s",
+						s.seed, c.id, c.full, t, p, e, err, s.dump())
+				}
+			}
 		}
 	}
 }
@@ -566,9 +649,10 @@ func (s *sim) dumpOf(g *Group, soft bool) string {
 // TestRandom drives groups of up to 8 members through seeded random
 // sequences of joins, heartbeats (some slow to revoke, some stale, some
 // losing their response), leaves, crashes, restarts, metadata changes,
-// ticks, deletes and failovers, checking the invariants and the
-// assignment epochs after every step and the replay property regularly;
-// then lets each group settle.
+// ticks, deletes, failovers and offset commits, checking the invariants
+// and the assignment epochs after every step, every commit against the
+// KIP-1251 rule, and the replay property regularly; then lets each group
+// settle.
 func TestRandom(t *testing.T) {
 	budget := 2 * time.Second
 	if testing.Short() {
