@@ -135,7 +135,7 @@ func (r currentRec) apply(g *Group) error {
 		if g.dead || m == nil {
 			return nil
 		}
-		cur := currentState{epoch: epochLeave, prevEpoch: epochLeave, state: m.cur.state, assigned: assignment{}, revoking: assignment{}}
+		cur := currentState{epoch: epochLeave, prevEpoch: epochLeave, state: m.cur.state, assigned: assignment{}, revoking: assignment{}, since: partitionEpochs{}}
 		if err := g.setOwners(m, cur); err != nil {
 			return err
 		}
@@ -150,6 +150,9 @@ func (r currentRec) apply(g *Group) error {
 	}
 	if r.cur.assigned.intersects(r.cur.revoking) {
 		return fmt.Errorf("member %s both owns and revokes a partition", r.id)
+	}
+	if !epochsCover(r.cur) {
+		return fmt.Errorf("member %s: assignment epochs %v do not match its partitions %v and %v", r.id, r.cur.since, r.cur.assigned, r.cur.revoking)
 	}
 	if err := g.setOwners(m, r.cur); err != nil {
 		return err

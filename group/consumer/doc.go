@@ -4,8 +4,8 @@
 // subscriptions (topic names and regular expressions), the group epoch,
 // the target assignment computed by a server-side assignor (group/assign),
 // and every member's incremental reconciliation towards it. Offsets are
-// not kept here; ValidateOffsetCommit and ValidateOffsetFetch say whether
-// a member may use them. Classic groups are package group.
+// not kept here; CheckOffsetCommit and ValidateOffsetFetch say whether a
+// member may use them. Classic groups are package group.
 //
 // A Group is a plain struct, as in package group: no goroutines, clocks,
 // sockets, files or logging. Time comes in as now (Unix milliseconds),
@@ -30,6 +30,9 @@
 //     group that ends Dead was deleted: drop it.
 //   - Delete for DeleteGroups (and offset expiry of an Empty group): on
 //     success persist the tombstones and drop the group.
+//   - CheckOffsetCommit for every OffsetCommit and TxnOffsetCommit naming a
+//     member, then CommitCheck.Partition for each partition it would
+//     write (KIP-1251); ValidateOffsetFetch for every OffsetFetch v9+.
 //
 // # States
 //
@@ -96,6 +99,14 @@
 // was lost); anything else is FENCED_MEMBER_EPOCH, after which the client
 // rejoins with epoch 0 under the same member id and gets its state back.
 //
+// Assignment epochs (KIP-1251, Kafka 4.3): every partition a member owns
+// remembers the epoch at which the member got it (epochs.go). An offset
+// commit at the member's epoch may write any partition; at an older epoch
+// (the response that moved the member on was lost: the client still
+// commits at the epoch it knows) only the partitions the member has held
+// since that epoch or earlier, which nobody else can have owned in
+// between; at a newer epoch none.
+//
 // # Records
 //
 // The group's durable state lives in Kafka's own __consumer_offsets record
@@ -119,7 +130,10 @@
 //	 7    ConsumerGroupTargetAssignmentMember     TopicPartitions [] {TopicId, Partitions []int32}
 //	      (member)
 //	 8    ConsumerGroupCurrentMemberAssignment    MemberEpoch, PreviousMemberEpoch int32, State int8,
-//	      (member)                                AssignedPartitions [], PartitionsPendingRevocation []
+//	      (member)                                AssignedPartitions [], PartitionsPendingRevocation [],
+//	                                              each {TopicId, Partitions []int32; tag 0
+//	                                              AssignmentEpochs []int32?, aligned with Partitions
+//	                                              (4.3, KIP-1251; absent: the member epoch, >= 0)}
 //	16    ConsumerGroupRegularExpression (regex)  Topics [], Version int64, Timestamp int64
 //
 // They are emitted as deltas in Kafka's order: a member record when the
@@ -140,7 +154,10 @@
 // previous-epoch tolerance, the reconciliation rules, the assignment sent
 // on a join, on a full request and when it changed, the group states, the
 // offset validation rules, and the records. It includes KAFKA-19233 (a
-// member may rejoin with epoch 0 under its own id and get its state back).
+// member may rejoin with epoch 0 under its own id and get its state back)
+// and Kafka 4.3's KIP-1251 (assignment epochs: the records' tag, the
+// reset to 0 when a static member leaves with -2, and the commit rule of
+// ConsumerGroup.validateOffsetCommit and its per-partition validator).
 // It departs from Kafka where Kafka is asynchronous, unreleased or not
 // expressible here:
 //
@@ -186,4 +203,13 @@
 //     are the caller's: it passes each group its Config.
 //   - A heartbeat to a Dead group answers COORDINATOR_NOT_AVAILABLE (the
 //     caller should have dropped it; Kafka has no such group).
+//   - CheckOffsetCommit returns a CommitCheck holding the member's epochs
+//     of that moment, so that the caller may check the partitions after
+//     letting go of the group; Kafka validates and writes in one step of
+//     its coordinator shard. Kafka fails the whole commit with the first
+//     partition refused; CommitCheck answers per partition and leaves
+//     that to the caller, as it leaves TxnOffsetCommit's mapping of
+//     STALE_MEMBER_EPOCH to ILLEGAL_GENERATION. ValidateOffsetCommit keeps
+//     the rule before KIP-1251 (exact epoch) for a caller that does not
+//     check partitions.
 package consumer

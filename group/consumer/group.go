@@ -34,6 +34,8 @@ import (
 //     topics.
 //   - A member with partitions pending revocation is in memberUnrevoked and
 //     its rebalance deadline is armed.
+//   - Every partition a member owns has an assignment epoch (KIP-1251) in
+//     [0, max(member epoch, 0)]; 0 for a static member that left with -2.
 //   - Dead groups have no members, target or regexes.
 //
 // Alternatives rejected: Kafka keeps timers per member and resolves

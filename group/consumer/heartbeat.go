@@ -447,6 +447,10 @@ func (g *Group) leave(img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 		cur := m.cur
 		cur.epoch = epochStaticLeave
 		cur.revoking = assignment{}
+		// Whoever takes the instance id over starts at epoch 0 and holds
+		// the partitions from then (Kafka 4.3's
+		// resetAssignedPartitionsEpochsToZero).
+		cur.since = epochsOf(cur.assigned, 0)
 		g.emit(currentRec{id: m.id, cur: cur})
 		m.rebalanceDeadline = -1
 		return nil

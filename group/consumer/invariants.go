@@ -43,6 +43,25 @@ func (g *Group) checkInvariants(img *Image) error {
 		if m.cur.assigned.intersects(m.cur.revoking) {
 			bad("member %s assigned and revoking share a partition", m.id)
 		}
+		if !epochsCover(m.cur) {
+			bad("member %s assignment epochs %v do not match its partitions", m.id, m.cur.since)
+		}
+		for t, ps := range m.cur.since {
+			for p, e := range ps {
+				if e < 0 || e > max(m.cur.epoch, 0) {
+					bad("member %s at epoch %d has %x/%d from epoch %d", m.id, m.cur.epoch, t, p, e)
+				}
+			}
+		}
+		if m.cur.epoch == epochStaticLeave {
+			for t, ps := range m.cur.since {
+				for p, e := range ps {
+					if e != 0 {
+						bad("static member %s left with %x/%d at epoch %d, not 0", m.id, t, p, e)
+					}
+				}
+			}
+		}
 		if len(m.cur.revoking) > 0 {
 			if m.cur.state != memberUnrevoked {
 				bad("member %s revokes partitions in state %s", m.id, m.cur.state)

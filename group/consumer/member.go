@@ -93,18 +93,23 @@ func (m memberMeta) regexOrEmpty() string {
 // where the member is in its reconciliation.
 //
 // Invariants (after every step): assigned and revoking are disjoint;
-// revoking is empty unless state is memberUnrevoked.
+// revoking is empty unless state is memberUnrevoked; since has exactly
+// the partitions of assigned and revoking (see partitionEpochs).
 type currentState struct {
 	epoch     int32
 	prevEpoch int32 // the epoch before the last bump: a heartbeat at it is accepted if it lost the response
 	state     memberState
 	assigned  assignment // partitions the member may consume
 	revoking  assignment // partitions it must stop consuming first
+	// since: the assignment epoch of every partition of assigned and
+	// revoking (KIP-1251), stored in the record as tag 0 of each
+	// TopicPartitions entry.
+	since partitionEpochs
 }
 
 func (c currentState) equal(o currentState) bool {
 	return c.epoch == o.epoch && c.prevEpoch == o.prevEpoch && c.state == o.state &&
-		c.assigned.equal(o.assigned) && c.revoking.equal(o.revoking)
+		c.assigned.equal(o.assigned) && c.revoking.equal(o.revoking) && c.since.equal(o.since)
 }
 
 // reconciledTo reports whether the member has fully reached the target
@@ -116,7 +121,7 @@ func (c currentState) reconciledTo(e int32) bool {
 // newMemberState is a member that the records have not assigned yet
 // (Kafka's ConsumerGroupMember.Builder defaults).
 func newMemberState() currentState {
-	return currentState{epoch: 0, prevEpoch: -1, state: memberStable, assigned: assignment{}, revoking: assignment{}}
+	return currentState{epoch: 0, prevEpoch: -1, state: memberStable, assigned: assignment{}, revoking: assignment{}, since: partitionEpochs{}}
 }
 
 // member is one member of a consumer group.

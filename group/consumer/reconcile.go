@@ -62,7 +62,8 @@ func ownsAny(owned, a assignment) bool {
 // epoch (memberUnrevoked). Otherwise it moves to targetEpoch, taking keep
 // ∪ add, memberUnreleased if it still waits for partitions, else
 // memberStable. Topics the member no longer subscribes to count as having
-// no target.
+// no target. keep and revoke keep their assignment epochs; add is
+// assigned at targetEpoch, even a partition the member was revoking.
 func (g *Group) nextAssignment(id string, cur currentState, epoch, targetEpoch int32, target assignment, subscribed map[TopicID]bool, owned assignment) currentState {
 	keep, revoke, add := assignment{}, assignment{}, assignment{}
 	unreleased := false
@@ -98,13 +99,13 @@ func (g *Group) nextAssignment(id string, cur currentState, epoch, targetEpoch i
 		}
 	}
 	if len(revoke) > 0 && ownsAny(owned, revoke) {
-		return currentState{epoch: epoch, prevEpoch: cur.epoch, state: memberUnrevoked, assigned: keep, revoking: revoke}
+		return cur.withEpochs(currentState{epoch: epoch, prevEpoch: cur.epoch, state: memberUnrevoked, assigned: keep, revoking: revoke}, false)
 	}
 	next := currentState{epoch: targetEpoch, prevEpoch: cur.epoch, state: memberStable, assigned: keep.union(add), revoking: assignment{}}
 	if unreleased {
 		next.state = memberUnreleased
 	}
-	return next
+	return cur.withEpochs(next, false)
 }
 
 // dropUnsubscribed is Kafka's updateCurrentAssignment: the member changed
@@ -129,13 +130,13 @@ func dropUnsubscribed(cur currentState, subscribed map[TopicID]bool, owned assig
 		return cur
 	}
 	if len(revoking) > 0 && ownsAny(owned, revoking) {
-		return currentState{epoch: cur.epoch, prevEpoch: cur.epoch, state: memberUnrevoked, assigned: assigned, revoking: revoking}
+		return cur.withEpochs(currentState{epoch: cur.epoch, prevEpoch: cur.epoch, state: memberUnrevoked, assigned: assigned, revoking: revoking}, true)
 	}
 	// Already revoked: the member only shrinks, in its current state.
 	next := cur
 	next.prevEpoch = cur.epoch
 	next.assigned = assigned
-	return next
+	return cur.withEpochs(next, true)
 }
 
 func containsSorted(ps []int32, p int32) bool {

@@ -157,6 +157,70 @@ func readTopicPartitions(r *wire.Reader) assignment {
 	return normalize(raw)
 }
 
+// writeTopicPartitionEpochs writes the []TopicPartitions of
+// ConsumerGroupCurrentMemberAssignmentValue (Kafka 4.3, KIP-1251): as
+// wire.Writer.TopicPartitions, topics sorted by id, each entry with tag 0
+// AssignmentEpochs, the assignment epoch of each of its Partitions, in the
+// same order. Kafka writes the tag on every entry.
+func writeTopicPartitionEpochs(w *wire.Writer, a assignment, since partitionEpochs) {
+	w.CompactArrayLen(len(a))
+	for _, t := range a.topics() {
+		ps := a[t]
+		w.UUID(t)
+		w.CompactInt32s(ps)
+		es := make([]int32, len(ps))
+		for i, p := range ps {
+			es[i], _ = since.of(t, p)
+		}
+		var tag wire.Writer
+		tag.CompactInt32s(es)
+		w.Uvarint(1) // one tagged field
+		w.Uvarint(0) // tag 0
+		w.Uvarint(uint64(len(tag.B)))
+		w.B = append(w.B, tag.B...)
+	}
+}
+
+// readTopicPartitionEpochs reads what writeTopicPartitionEpochs writes
+// into a and since (which may already hold the other list's epochs).
+// Where tag 0 is absent or null (a record written before KIP-1251) every
+// partition gets defaultEpoch, as Kafka does (it passes the record's member
+// epoch, at least 0). A partition listed twice keeps the higher epoch.
+func readTopicPartitionEpochs(r *wire.Reader, since partitionEpochs, defaultEpoch int32) assignment {
+	raw := map[TopicID][]int32{}
+	r.Array("topic partitions", func() {
+		t := r.UUID()
+		ps := r.CompactNullableInt32s()
+		var es []int32
+		r.Tags(func(tag uint64, data []byte) {
+			if tag != 0 {
+				return
+			}
+			tr := wire.NewReader(data)
+			es = tr.CompactNullableInt32s()
+			if err := tr.Done(); err != nil {
+				r.Failf("assignment epochs: %v", err)
+			}
+		})
+		if es != nil && len(es) != len(ps) {
+			r.Failf("%d assignment epochs for %d partitions", len(es), len(ps))
+			return
+		}
+		for i, p := range ps {
+			e := defaultEpoch
+			if es != nil {
+				e = es[i]
+			}
+			if old, ok := since.of(t, p); ok {
+				e = max(e, old)
+			}
+			since.set(t, p, e)
+		}
+		raw[t] = append(raw[t], ps...)
+	})
+	return normalize(raw)
+}
+
 func (r targetMemberRec) encode(group string) Record {
 	rec := Record{Key: key(typeTargetMember, group, r.id)}
 	if r.tomb {
@@ -178,8 +242,8 @@ func (r currentRec) encode(group string) Record {
 	w.Int32(r.cur.epoch)
 	w.Int32(r.cur.prevEpoch)
 	w.Int8(int8(r.cur.state))
-	w.TopicPartitions(r.cur.assigned)
-	w.TopicPartitions(r.cur.revoking)
+	writeTopicPartitionEpochs(w, r.cur.assigned, r.cur.since)
+	writeTopicPartitionEpochs(w, r.cur.revoking, r.cur.since)
 	w.NoTags()
 	rec.Value = w.B
 	return rec
@@ -304,8 +368,9 @@ func decode(k, v []byte) (string, record, error) {
 			c.cur.epoch = r.Int32()
 			c.cur.prevEpoch = r.Int32()
 			c.cur.state = memberStateOf(r.Int8())
-			c.cur.assigned = readTopicPartitions(r)
-			c.cur.revoking = readTopicPartitions(r)
+			c.cur.since = partitionEpochs{}
+			c.cur.assigned = readTopicPartitionEpochs(r, c.cur.since, max(c.cur.epoch, 0))
+			c.cur.revoking = readTopicPartitionEpochs(r, c.cur.since, max(c.cur.epoch, 0))
 			r.Tags(nil)
 		}
 		rec = c

@@ -23,6 +23,10 @@ var topicX = TopicID{0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xbb}
 
 const topicXHex = "aa0102030405060708090a0b0c0d0ebb"
 
+var topicY = TopicID{0xcc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xdd}
+
+const topicYHex = "cc0102030405060708090a0b0c0d0edd"
+
 // TestRecordBytes pins each record type to Kafka's format, worked out by
 // hand from the group coordinator's message schemas: key = int16 type,
 // then the key's strings (int16 length); value = int16 version 0, then the
@@ -46,9 +50,14 @@ func TestRecordBytes(t *testing.T) {
 		{"target member", targetMemberRec{id: "m", a: assignment{topicX: {0, 3}}},
 			"0007 0001 67 0001 6d",
 			"0000 | 02 " + topicXHex + " 03 00000000 00000003 00 | 00"},
-		{"current", currentRec{id: "m", cur: currentState{epoch: 2, prevEpoch: 1, state: memberUnrevoked, assigned: assignment{topicX: {1}}, revoking: assignment{}}},
+		// Each TopicPartitions entry carries tag 0 AssignmentEpochs (Kafka
+		// 4.3, KIP-1251): 01 (one tag) 00 (tag 0) 05 (bytes) 02 00000001.
+		{"current", currentRec{id: "m", cur: currentState{epoch: 2, prevEpoch: 1, state: memberUnrevoked,
+			assigned: assignment{topicX: {1}}, revoking: assignment{topicY: {0, 2}},
+			since: partitionEpochs{topicX: {1: 1}, topicY: {0: 2, 2: 1}}}},
 			"0008 0001 67 0001 6d",
-			"0000 | 00000002 00000001 01 | 02 " + topicXHex + " 02 00000001 00 | 01 | 00"},
+			"0000 | 00000002 00000001 01 | 02 " + topicXHex + " 02 00000001 | 01 00 05 02 00000001" +
+				" | 02 " + topicYHex + " 03 00000000 00000002 | 01 00 09 03 00000002 00000001 | 00"},
 		{"current tombstone", currentRec{id: "m", tomb: true}, "0008 0001 67 0001 6d", ""},
 		{"regex", regexRec{regex: "a.*", r: resolvedRegex{topics: []string{"ab"}, timestamp: 9}},
 			"0010 0001 67 0003 612e2a",
@@ -117,6 +126,38 @@ func TestReplayKafkaRecords(t *testing.T) {
 	}
 }
 
+// TestReplayAssignmentEpochs replays current assignments as Kafka writes
+// them: before 4.3 without AssignmentEpochs, where every partition counts
+// as assigned at the member's epoch (0 for a static member that left with
+// -2), as Kafka's replay does; from 4.3 with them.
+func TestReplayAssignmentEpochs(t *testing.T) {
+	for _, c := range []struct {
+		name, value string
+		want        partitionEpochs
+	}{
+		{"before KIP-1251", "0000 | 00000005 00000004 00 | 02 " + topicXHex + " 03 00000000 00000001 00 | 01 | 00",
+			partitionEpochs{topicX: {0: 5, 1: 5}}},
+		{"static member that left", "0000 | fffffffe 00000004 00 | 02 " + topicXHex + " 02 00000001 00 | 01 | 00",
+			partitionEpochs{topicX: {1: 0}}},
+		{"null epochs", "0000 | 00000005 00000004 00 | 02 " + topicXHex + " 02 00000001 | 01 00 01 00 | 01 | 00",
+			partitionEpochs{topicX: {1: 5}}},
+		{"KIP-1251", "0000 | 00000005 00000004 01 | 02 " + topicXHex + " 02 00000001 | 01 00 05 02 00000003" +
+			" | 02 " + topicYHex + " 02 00000002 | 01 00 05 02 00000004 | 00",
+			partitionEpochs{topicX: {1: 3}, topicY: {2: 4}}},
+		{"an unknown tag beside", "0000 | 00000005 00000004 00 | 02 " + topicXHex + " 02 00000001 | 02 00 05 02 00000002 07 01 ff | 01 | 00",
+			partitionEpochs{topicX: {1: 2}}},
+	} {
+		g := New("g", DefaultConfig())
+		if err := g.Replay(unhex(t, "0008 0001 67 0001 6d"), unhex(t, c.value)); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := g.members["m"].cur.since; !got.equal(c.want) {
+			t.Errorf("%s: epochs %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestReplayErrors(t *testing.T) {
 	g := New("g", DefaultConfig())
 	for _, c := range []struct{ name, key, value string }{
@@ -127,6 +168,8 @@ func TestReplayErrors(t *testing.T) {
 		{"truncated value", "0008 0001 67 0001 6d", "0000 00000003"},
 		{"trailing bytes", "0006 0001 67", "0000 00000003 00 ff"},
 		{"overlong array", "0007 0001 67 0001 6d", "0000 7f 00"},
+		{"more epochs than partitions", "0008 0001 67 0001 6d", "0000 | 00000005 00000004 00 | 02 " + topicXHex + " 02 00000001 | 01 00 09 03 00000001 00000001 | 01 | 00"},
+		{"epochs with trailing bytes", "0008 0001 67 0001 6d", "0000 | 00000005 00000004 00 | 02 " + topicXHex + " 02 00000001 | 01 00 06 02 00000001 ff | 01 | 00"},
 	} {
 		var v []byte
 		if c.value != "" {

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
+	"github.com/fjordlog/fjord/group/internal/datadriven"
 )
 
 // simClient is a consumer as the simulation plays it: mostly well behaved,
@@ -51,12 +53,26 @@ type sim struct {
 	cl    []*simClient
 	log   []Record
 	tr    bytes.Buffer // transcript: every response and record, encoded
+	// held is the simulation's own account of the assignment epochs
+	// (KIP-1251), kept from the records as they are written (account):
+	// member id -> topic -> partition. check compares it with the group's.
+	held map[string]map[TopicID]map[int32]heldPartition
+}
+
+// heldPartition is a partition a member owns, by the records: since when
+// (the epoch of the first record in which it held the partition
+// continuously, revoking or not, or 0 after it left with epoch -2), and
+// whether it is being revoked.
+type heldPartition struct {
+	since    int32
+	revoking bool
 }
 
 var simRegexes = []string{"t[0-2]", "t.*", "x.*", "t3|t4"}
 
 func newSim(t *testing.T, seed int64) *sim {
-	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), ids: map[string]TopicID{}, parts: map[string]int32{}}
+	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), ids: map[string]TopicID{}, parts: map[string]int32{},
+		held: map[string]map[TopicID]map[int32]heldPartition{}}
 	s.cfg = DefaultConfig()
 	s.cfg.SessionTimeoutMs = int32(6000 + s.rng.Intn(4)*10000)
 	s.cfg.HeartbeatIntervalMs = 1000
@@ -121,8 +137,53 @@ func (s *sim) record(what string, recs []Record) {
 	fmt.Fprintf(&s.tr, "%d %s\n", s.now, what)
 	for _, r := range recs {
 		fmt.Fprintf(&s.tr, "  %x %x\n", r.Key, r.Value)
+		s.account(r)
 	}
 	s.log = append(s.log, recs...)
+}
+
+// account follows a member's current assignment records: a partition it
+// held in the previous record keeps its epoch, unless it comes back from
+// revocation to the assigned ones (the client stopped consuming it in
+// between); any other is held from the record's epoch; a static member
+// leaving with -2 holds everything from 0.
+func (s *sim) account(r Record) {
+	_, rec, err := decode(r.Key, r.Value)
+	if err != nil {
+		s.t.Fatalf("seed %d: decoding own record: %v", s.seed, err)
+	}
+	c, ok := rec.(currentRec)
+	if !ok {
+		return
+	}
+	if c.tomb {
+		delete(s.held, c.id)
+		return
+	}
+	prev := s.held[c.id]
+	next := map[TopicID]map[int32]heldPartition{}
+	for _, a := range []struct {
+		parts    assignment
+		revoking bool
+	}{{c.cur.assigned, false}, {c.cur.revoking, true}} {
+		for t, ps := range a.parts {
+			for _, p := range ps {
+				h, ok := prev[t][p]
+				switch {
+				case c.cur.epoch == epochStaticLeave:
+					h.since = 0
+				case !ok || (h.revoking && !a.revoking):
+					h.since = c.cur.epoch
+				}
+				h.revoking = a.revoking
+				if next[t] == nil {
+					next[t] = map[int32]heldPartition{}
+				}
+				next[t][p] = h
+			}
+		}
+	}
+	s.held[c.id] = next
 }
 
 // heartbeat sends one heartbeat for c; join with epoch 0.
@@ -161,6 +222,9 @@ func (s *sim) heartbeat(c *simClient, join bool) {
 	s.record(fmt.Sprintf("hb %s e%d: %x", c.id, req.MemberEpoch, resp.AppendTo(nil)), recs)
 	if resp.ErrorCode == 0 && s.rng.Intn(15) == 0 {
 		c.full = true // the response is lost: the client retries at its old epoch
+		// ... and it may commit first, at that epoch, as franz-go's
+		// TestGroupETL does while it shuts down (KIP-1251's race).
+		s.commit(c)
 		return
 	}
 	c.full = false
@@ -276,10 +340,88 @@ func (s *sim) step() {
 	default:
 		// Offset validation never changes anything.
 		before := s.dump()
-		_ = s.g.ValidateOffsetCommit(c.id, c.epoch, int16(8+s.rng.Intn(2)))
+		s.commit(c)
 		_ = s.g.ValidateOffsetFetch(c.id, c.epoch)
 		if s.dump() != before {
 			s.t.Fatalf("seed %d: offset validation changed the group", s.seed)
+		}
+	}
+}
+
+// commit checks OffsetCommits by c: at its own epoch (which lags the
+// member's when a response was lost) and at epochs around the member's,
+// for the partitions it consumes and a few others. Each answer must be
+// the KIP-1251 rule applied to the simulation's own account of the
+// assignment epochs (held); and a client's commit at its own epoch for
+// what it consumes must pass, lost response or not: that is the race the
+// rule exists for.
+func (s *sim) commit(c *simClient) {
+	m := s.g.members[c.id]
+	epochs := []int32{c.epoch}
+	if m != nil {
+		epochs = append(epochs, m.cur.epoch-1-int32(s.rng.Intn(3)), m.cur.epoch+int32(s.rng.Intn(2)))
+	}
+	type tp struct {
+		t TopicID
+		p int32
+	}
+	var parts []tp
+	for _, t := range c.owned.topics() {
+		for _, p := range c.owned[t] {
+			parts = append(parts, tp{t, p})
+		}
+	}
+	names := slices.Sorted(maps.Keys(s.ids))
+	for range 3 {
+		if len(names) > 0 {
+			name := names[s.rng.Intn(len(names))]
+			parts = append(parts, tp{s.ids[name], int32(s.rng.Intn(int(s.parts[name])))})
+		}
+	}
+	for _, e := range epochs {
+		v := int16(8 + s.rng.Intn(2))
+		if e == c.epoch {
+			v = 9
+		}
+		check, err := s.g.CheckOffsetCommit(c.id, e, v)
+		lagging := false
+		var want int16
+		switch {
+		case e < 0 && len(s.g.members) == 0:
+		case m == nil:
+			want = kerr.UnknownMemberID.Code
+		case v < 9:
+			want = kerr.UnsupportedVersion.Code
+		case e > m.cur.epoch:
+			want = kerr.StaleMemberEpoch.Code
+		default:
+			lagging = e < m.cur.epoch
+		}
+		if got := group.ErrorCode(err); got != want {
+			s.t.Fatalf("seed %d: commit by %s at epoch %d v%d: %s, want %s\n%s", s.seed, c.id, e, v,
+				errText(err), datadriven.ErrName(want), s.dump())
+		}
+		if err != nil {
+			continue
+		}
+		for _, x := range parts {
+			h, held := s.held[c.id][x.t][x.p]
+			ok := !lagging || (held && e >= h.since)
+			if got := check.Partition("t", x.t, x.p); (got == nil) != ok {
+				s.t.Fatalf("seed %d: commit by %s at epoch %d of %x/%d: %v, want ok=%v (held %v since %d)\n%s",
+					s.seed, c.id, e, x.t, x.p, got, ok, held, h.since, s.dump())
+			}
+		}
+		if e != c.epoch || !c.joined || c.crashed || m == nil || e > m.cur.epoch {
+			continue
+		}
+		for _, t := range c.owned.topics() {
+			for _, p := range c.owned[t] {
+				if err := check.Partition("t", t, p); err != nil {
+					s.t.Fatalf("seed %d: %s (lost response: %v) cannot commit %x/%d, which it consumes, at its epoch %d: %v\n%s",
+						s.seed, c.id, c.full, t, p, e, err, s.dump())
+				}
+			}
 		}
 	}
 }
@@ -323,6 +465,19 @@ func (s *sim) check(what string) {
 			s.t.Fatalf("seed %d after %s: Tick(NextDeadline-1) acted", s.seed, what)
 		}
 	}
+	for id, m := range s.g.members {
+		held := map[TopicID]map[int32]int32{}
+		for t, ps := range s.held[id] {
+			held[t] = map[int32]int32{}
+			for p, h := range ps {
+				held[t][p] = h.since
+			}
+		}
+		if !partitionEpochs(held).equal(m.cur.since) {
+			s.t.Fatalf("seed %d after %s: member %s assignment epochs %v, its records say %v\n%s",
+				s.seed, what, id, m.cur.since, held, s.dump())
+		}
+	}
 	for _, c := range s.cl {
 		m := s.g.members[c.id]
 		if !c.joined || c.crashed || m == nil || m.cur.epoch < 0 {
@@ -364,7 +519,12 @@ func (s *sim) converge(excluded map[*simClient]bool) {
 			if c.crashed {
 				continue
 			}
-			c.pending = nil
+			if c.pending != nil {
+				// Done revoking: it takes what it was given (dropping it
+				// would leave it without partitions the group will not
+				// send again).
+				c.owned, c.pending = c.pending, nil
+			}
 			s.heartbeatDutifully(c)
 			s.check("converge")
 		}
@@ -489,8 +649,10 @@ func (s *sim) dumpOf(g *Group, soft bool) string {
 // TestRandom drives groups of up to 8 members through seeded random
 // sequences of joins, heartbeats (some slow to revoke, some stale, some
 // losing their response), leaves, crashes, restarts, metadata changes,
-// ticks, deletes and failovers, checking the invariants after every step
-// and the replay property regularly; then lets each group settle.
+// ticks, deletes, failovers and offset commits, checking the invariants
+// and the assignment epochs after every step, every commit against the
+// KIP-1251 rule, and the replay property regularly; then lets each group
+// settle.
 func TestRandom(t *testing.T) {
 	budget := 2 * time.Second
 	if testing.Short() {
