@@ -8,6 +8,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,12 +27,15 @@ import (
 //     members (manual assignment, admin tools).
 //   - Unknown topics or partitions: UNKNOWN_TOPIC_OR_PARTITION; metadata
 //     over 4096 bytes: OFFSET_METADATA_TOO_LARGE.
-//   - v9 carries KIP-848's member epoch in the generation field. Every
-//     group here is a classic group, which Kafka's ClassicGroup checks at
-//     v9 exactly as at v8; the one difference is Kafka's
-//     OffsetMetadataManager's: a commit with a generation to a group that
-//     does not exist is GROUP_ID_NOT_FOUND from v9 (UNKNOWN_MEMBER_ID
-//     before, here).
+//   - v9 carries KIP-848's member epoch in the generation field. A
+//     classic group checks v9 exactly as v8 (Kafka's ClassicGroup); a
+//     commit with a generation to a group that does not exist is
+//     GROUP_ID_NOT_FOUND from v9 (UNKNOWN_MEMBER_ID before, here). A
+//     KIP-848 consumer group checks the member epoch with KIP-1251's rule
+//     (Kafka 4.3): at the member's epoch any partition, above it none,
+//     below it only partitions the member has held since that epoch
+//     (STALE_MEMBER_EPOCH refuses the whole commit); below v9 a member of
+//     a consumer group is refused UNSUPPORTED_VERSION.
 //   - v10 names topics by id (KIP-516), resolved against the node's
 //     metadata image: an unknown id is UNKNOWN_TOPIC_ID on each of its
 //     partitions, whatever the group's state (Kafka's KafkaApis answers it
@@ -57,13 +61,20 @@ const MaxOffsetMetadata = 4096
 func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	byID := req.Version >= 10
+	byID := byIDVersion(req.Version)
 	code := requestCode(h, req.Group)
 	var groupErr error
 	if code == 0 {
-		groupErr = h.Coordinator().ValidateCommitAt(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
+		var check consumer.CommitCheck
+		check, groupErr = h.Coordinator().ValidateCommitAt(req.Group, req.MemberID, req.InstanceID, req.Generation, req.Version)
 		if req.Version >= 9 && errors.Is(groupErr, ErrNoGroup) {
 			code = kerr.GroupIDNotFound.Code
+		}
+		if groupErr == nil {
+			// KIP-1251: a commit below the member's epoch writes only
+			// partitions it has held since; one refusal refuses the
+			// whole commit, as in Kafka.
+			groupErr = commitPartitionsAllowed(h, req, byIDVersion(req.Version), check)
 		}
 	}
 	now := time.Now().UnixMilli()
@@ -116,6 +127,29 @@ func handleOffsetCommit(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		}
 		respond(resp)
 	})
+}
+
+func byIDVersion(v int16) bool { return v >= 10 }
+
+// commitPartitionsAllowed is the first refusal check gives a partition
+// the commit would write, nil when it refuses none.
+func commitPartitionsAllowed(h APIHost, req *kmsg.OffsetCommitRequest, byID bool, check consumer.CommitCheck) error {
+	for _, rt := range req.Topics {
+		name := topicName(h, byID, rt.Topic, rt.TopicID)
+		id := rt.TopicID
+		if !byID {
+			id = h.TopicID(name)
+		}
+		for _, rp := range rt.Partitions {
+			if name == "" || !h.HasPartition(name, rp.Partition) {
+				continue // answered UNKNOWN_TOPIC_OR_PARTITION / _ID anyway
+			}
+			if err := check.Partition(name, id, rp.Partition); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CommitErrorCode maps why an offset commit (plain or transactional) was

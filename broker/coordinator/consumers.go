@@ -18,9 +18,26 @@ func (c *Coordinator) Consumer(id string, create bool, fn func(g *consumer.Group
 		})
 }
 
-// validateConsumerCommit checks an offset commit against consumer group
-// id; ok is false when id is not a consumer group.
-func (t *groupTable) validateConsumerCommit(id, member string, epoch int32, v int16) (ok bool, err error) {
+// validateConsumerCommit checks an OffsetCommit against consumer group
+// id with KIP-1251's rule; ok is false when id is not a consumer group.
+func (t *groupTable) validateConsumerCommit(id, member string, epoch int32, v int16) (ok bool, check consumer.CommitCheck, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ng := t.mu.nextgen[id]
+	if ng == nil {
+		return false, check, nil
+	}
+	cg, isConsumer := ng.g.(consumerGen)
+	if !isConsumer {
+		return true, check, ErrOtherGroupType
+	}
+	check, err = cg.CheckOffsetCommit(member, epoch, v)
+	return true, check, err
+}
+
+// validateConsumerCommitExact is validateConsumerCommit with the epoch
+// rule before KIP-1251 (the member's epoch exactly), for TxnOffsetCommit.
+func (t *groupTable) validateConsumerCommitExact(id, member string, epoch int32) (ok bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ng := t.mu.nextgen[id]
@@ -31,7 +48,7 @@ func (t *groupTable) validateConsumerCommit(id, member string, epoch int32, v in
 	if !isConsumer {
 		return true, ErrOtherGroupType
 	}
-	return true, cg.ValidateOffsetCommit(member, epoch, v)
+	return true, cg.ValidateOffsetCommit(member, epoch, 9)
 }
 
 // ValidateFetch checks an OffsetFetch v9+'s member against consumer

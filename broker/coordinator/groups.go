@@ -82,14 +82,23 @@ var ErrNoGroup = fmt.Errorf("coordinator: no such group: %w", group.ErrUnknownMe
 // A consumer group (KIP-848) checks the member epoch instead (generation
 // carries it); TxnOffsetCommit's checks are those of OffsetCommit v9+, as
 // in Kafka, where a transactional commit skips only the version check.
+//
+// Transactional commits keep the exact-epoch rule (KIP-1251's relaxed one
+// is OffsetCommit's here, ValidateCommitAt).
 func (c *Coordinator) ValidateCommit(id, member string, instance *string, generation int32) error {
-	return c.ValidateCommitAt(id, member, instance, generation, 9)
+	if ok, err := c.groups.validateConsumerCommitExact(id, member, generation); ok {
+		return err
+	}
+	_, err := c.ValidateCommitAt(id, member, instance, generation, 9)
+	return err
 }
 
-// ValidateCommitAt is ValidateCommit for an OffsetCommit of version v.
-func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, generation int32, v int16) error {
-	if ok, err := c.groups.validateConsumerCommit(id, member, generation, v); ok {
-		return err
+// ValidateCommitAt is ValidateCommit for an OffsetCommit of version v,
+// with KIP-1251's rule for a consumer group: the check it returns must
+// pass every partition the commit writes (the zero check passes all).
+func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, generation int32, v int16) (consumer.CommitCheck, error) {
+	if ok, check, err := c.groups.validateConsumerCommit(id, member, generation, v); ok {
+		return check, err
 	}
 	var err error
 	exists := c.groups.with(id, false, func(g *group.Group) []group.Reply {
@@ -100,11 +109,11 @@ func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, gene
 		// A group with committed offsets only is, to Kafka, an Empty
 		// classic group that exists: its member is unknown.
 		if len(c.offsets.groupOffsets(id)) > 0 {
-			return group.ErrUnknownMember
+			return consumer.CommitCheck{}, group.ErrUnknownMember
 		}
-		return ErrNoGroup
+		return consumer.CommitCheck{}, ErrNoGroup
 	}
-	return err
+	return consumer.CommitCheck{}, err
 }
 
 func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
