@@ -30,12 +30,12 @@
 // nothing to write) when its group has no share session here any more,
 // or when the cap on loaded share-partitions needs the room.
 //
-//	            first ShareFetch                Read, Restore/New, Write ok
-//	 (absent) ----------------------> loading ----------------------------> serving
-//	     ^                               |                                    |
-//	     |   read/write failed, fenced   |    leader epoch gone, write failed |
-//	     +------------ dropped <---------+------------------------------------+
-//	                                          or fenced, unloaded
+//	           first ShareFetch                Read, Restore/New, Write ok
+//	(absent) ----------------------> loading ----------------------------> serving
+//	    ^                               |                                    |
+//	    |   read/write failed, fenced   |    leader epoch gone, write failed |
+//	    +------------ dropped <---------+------------------------------------+
+//	                                         or fenced, unloaded
 //
 // partition.go says how steps are serialized (a mutex for the pure step,
 // an ordered queue and one writer for the records) and why.
