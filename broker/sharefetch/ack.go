@@ -81,11 +81,12 @@ func (m *Manager) ackOne(r *readable, groupID, member string, a *ackPart, renew 
 			}
 		}
 	}
+	key := sharepart.Key{Group: groupID, TopicID: a.id, Partition: a.p}
 	rep, code := m.host.Partition(a.id, a.p)
 	if code != 0 {
+		m.lost(key, code)
 		return fmt.Errorf("sharefetch: %s-%d: %w", name, a.p, codeError(code))
 	}
-	key := sharepart.Key{Group: groupID, TopicID: a.id, Partition: a.p}
 	sp, err := m.loaded(key, rep)
 	if err != nil {
 		return err

@@ -85,6 +85,7 @@ func (f *shareFetch) resolve(r *readable) {
 			rep, code := f.m.host.Partition(fp.id, fp.p)
 			if code != 0 {
 				fp.err = fmt.Errorf("sharefetch: %s-%d: %w", name, fp.p, codeError(code))
+				f.m.lost(sharepart.Key{Group: f.key.group, TopicID: fp.id, Partition: fp.p}, code)
 				continue
 			}
 			fp.rep = rep
@@ -129,6 +130,12 @@ func (f *shareFetch) attempt(final bool) bool {
 		fp.data, fp.spans = nil, nil
 		if fp.err != nil {
 			continue
+		}
+		if fp.watched != nil {
+			if err := fp.watched.dropReason(); err != nil && !benign(err) {
+				fp.err, failed = err, true
+				continue
+			}
 		}
 		fp.rep.Watch(f.wake)
 		key := sharepart.Key{Group: f.key.group, TopicID: fp.id, Partition: fp.p}

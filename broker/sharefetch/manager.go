@@ -149,7 +149,7 @@ func (m *Manager) Unload(topicID [16]byte, partition int32) {
 // so nothing is acquired.
 func (m *Manager) UnloadGroup(groupID string) {
 	for _, sp := range m.groupParts(groupID) {
-		sp.drop(fmt.Errorf("sharefetch: %s: group state changed: %w", sp.key, errUnloadedRetriable))
+		sp.drop(fmt.Errorf("%w: %s", errGroupReset, sp.key))
 	}
 }
 
@@ -167,15 +167,37 @@ func (m *Manager) ReleaseMember(groupID, member string) {
 	m.release(groupID, member, ss != nil)
 }
 
-// errUnloaded: the share-partition was unloaded while idle (its group
-// left this node, or room was needed); errUnloadedRetriable for a request
-// that raced with that.
+// Why a share-partition went without anything going wrong: a fetch that
+// watched it just loads it again.
 var (
-	errUnloadedRetriable = fmt.Errorf("sharefetch: share-partition unloaded: %w", leaderNotAvailable)
-	errUnloaded          = errUnloadedRetriable
-	errBudget            = fmt.Errorf("sharefetch: too many share-partitions loaded: %w", leaderNotAvailable)
-	leaderNotAvailable   = kerr.LeaderNotAvailable
+	// errUnloaded: unloaded while idle (its group left this node, or room
+	// was needed).
+	errUnloaded = fmt.Errorf("sharefetch: share-partition unloaded: %w", leaderNotAvailable)
+	// errGroupReset: UnloadGroup.
+	errGroupReset = fmt.Errorf("sharefetch: share group state changed: %w", leaderNotAvailable)
+	// errBudget: Config.MaxPartitions share-partitions are loaded and
+	// none is idle.
+	errBudget          = fmt.Errorf("sharefetch: too many share-partitions loaded: %w", leaderNotAvailable)
+	leaderNotAvailable = kerr.LeaderNotAvailable
 )
+
+// benign reports whether a drop's reason is one a fetch recovers from by
+// loading the share-partition again at once; any other is answered, so
+// that a failing share coordinator is not asked again in a loop.
+func benign(reason error) bool {
+	return errors.Is(reason, errUnloaded) || errors.Is(reason, errGroupReset)
+}
+
+// lost drops key's share-partition, if loaded: the node answered code for
+// its partition (not the leader, or gone).
+func (m *Manager) lost(key sharepart.Key, code int16) {
+	m.mu.Lock()
+	sp := m.mu.parts[key]
+	m.mu.Unlock()
+	if sp != nil {
+		sp.drop(fmt.Errorf("sharefetch: %s: %w", key, codeError(code)))
+	}
+}
 
 // partition returns the share-partition of key on rep, loading it if it
 // is not loaded (it may still be loading), or why it cannot: rep no

@@ -310,6 +310,16 @@ func signal(chs []chan struct{}) {
 	}
 }
 
+// dropReason is why the share-partition was dropped, nil if it was not.
+func (sp *sharePartition) dropReason() error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.mu.state != dropped {
+		return nil
+	}
+	return sp.mu.reason
+}
+
 // stateOf reports the state, for tests and Stats.
 func (sp *sharePartition) stateOf() state {
 	sp.mu.Lock()
