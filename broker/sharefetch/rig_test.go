@@ -429,7 +429,9 @@ func (r *rig) stop() {
 	r.h.wg.Wait()
 }
 
-func (r *rig) conn() *api.Conn { return &api.Conn{Ctx: r.connCtx, ClientID: "test", Principal: "User:test"} }
+func (r *rig) conn() *api.Conn {
+	return &api.Conn{Ctx: r.connCtx, ClientID: "test", Principal: "User:test"}
+}
 
 // call serves one request and returns its answer (nil: none).
 func call[Resp kmsg.Response](t testing.TB, e api.Entry, cc *api.Conn, req kmsg.Request) Resp {
