@@ -422,10 +422,10 @@ func startRig(t testing.TB, h *fakeHost, cfg Config) *rig {
 // stop closes the Manager and waits for every goroutine of the rig.
 func (r *rig) stop() {
 	r.m.Close()
-	r.hangUp()
 	r.h.mu.Lock()
 	r.h.closing = true
 	r.h.mu.Unlock()
+	r.hangUp()
 	r.h.wg.Wait()
 }
 
