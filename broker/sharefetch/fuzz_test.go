@@ -2,9 +2,9 @@ package sharefetch
 
 import (
 	"runtime"
-	"time"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
