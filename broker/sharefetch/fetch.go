@@ -148,7 +148,8 @@ func (f *shareFetch) attempt(final bool) bool {
 		f.watch(fp, sp)
 		pk, err := sp.look()
 		switch {
-		case errors.Is(err, errLoading):
+		case errors.Is(err, errLoading), err != nil && benign(err):
+			// Its state (or drop) will wake the fetch.
 			continue
 		case err != nil:
 			fp.err, failed = err, true

@@ -2,6 +2,7 @@ package sharefetch
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -264,5 +265,45 @@ func TestPartitionCap(t *testing.T) {
 		if s := r.m.Stats(); s.SharePartitions != 1 {
 			t.Fatalf("stats %+v", s)
 		}
+	})
+}
+
+// The broker's hooks: ReleaseMember (the group coordinator fenced the
+// member) and UnloadGroup (its offsets were reset).
+func TestReleaseMemberAndUnloadGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePersister()
+		r := newRig(t, p, Config{}, nil)
+		defer r.stop()
+		r.h.replica(topicA, 0).produce(3, 1000)
+		wantAcquired(t, answers(t, r.fetch(fetchReq("m1", 0, a0))), a0, "0-2:1")
+		r.m.ReleaseMember(testGroup, "m1")
+		if c := r.fetch(fetchReq("m1", 1)).ErrorCode; c != kerr.ShareSessionNotFound.Code {
+			t.Fatalf("released member's session answered %d", c)
+		}
+		wantAcquired(t, answers(t, r.fetch(fetchReq("m2", 0, a0))), a0, "0-2:2")
+		r.ack(ackReq("m2", 1, a0, [3]int64{0, 2, int64(sharepart.AckAccept)}))
+
+		// The coordinator resets the start offset (what
+		// AlterShareGroupOffsets does) and the leader unloads.
+		p.mu.Lock()
+		stored := slices.Clone(p.recs[keyOf(a0)])
+		p.mu.Unlock()
+		reset, _, err := sharepart.Restore(keyOf(a0), sharepart.DefaultConfig(), 1, 0, stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := reset.ResetStartOffset(0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Write(context.Background(), keyOf(a0), 1, recs); err != nil {
+			t.Fatal(err)
+		}
+		r.m.UnloadGroup(testGroup)
+		if s := r.m.Stats(); s.SharePartitions != 0 {
+			t.Fatalf("after UnloadGroup: %+v", s)
+		}
+		wantAcquired(t, answers(t, r.fetch(fetchReq("m2", 2))), a0, "1-2:1")
 	})
 }
