@@ -44,9 +44,10 @@ func (m *Manager) load(sp *sharePartition) {
 		sp.drop(err)
 		return
 	}
+	start := p.StartOffset() // p is shared once it serves
 	if sp.serve(p) {
 		m.log().Debug().Str("group", key.Group).Int32("partition", key.Partition).Int32("leader_epoch", sp.leaderEpoch).
-			Int64("start_offset", p.StartOffset()).Msg("share-partition loaded")
+			Int64("start_offset", start).Msg("share-partition loaded")
 	}
 }
 
