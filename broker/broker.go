@@ -29,6 +29,8 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/sasl"
+	"github.com/fjordlog/fjord/broker/sharecoord"
+	"github.com/fjordlog/fjord/broker/sharefetch"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
@@ -127,7 +129,12 @@ type Broker struct {
 	fetch   *replica.Fetchers        // follower replication
 	coord   *coordinator.Coordinator // consumer groups and committed offsets
 	txns    *txncoord.Coordinator    // transactions
-	peers   peerClients              // clients to other brokers (WriteTxnMarkers)
+	// shares keeps KIP-932 share-partition state (__share_group_state);
+	// shareFetch serves ShareFetch/ShareAcknowledge for the partitions
+	// this node leads (shares.go).
+	shares     *sharecoord.Coordinator
+	shareFetch *sharefetch.Manager
+	peers      peerClients // clients to other brokers (WriteTxnMarkers)
 
 	// tasks starts every goroutine of the broker's own (goLoop); Close
 	// stops it, which cancels ctx and waits for all of them.
@@ -190,9 +197,16 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	if b.txns, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
+	if b.shares, err = b.newShareCoordinator(); err != nil {
+		return nil, err
+	}
+	b.consumerTopics.onDrop = b.shares.TopicsDeleted
 	b.ctl = newCtlClient(b)
 	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
 	b.replicas = b.newReplicaManager()
+	if b.shareFetch, err = b.newShareManager(); err != nil {
+		return nil, err
+	}
 	if err := b.listen(); err != nil {
 		return nil, err
 	}
@@ -352,8 +366,9 @@ func (b *Broker) Start() {
 		}
 		b.ensureOffsetsTopic()
 	})
-	b.coord.Start() // the groups' timeouts and offset expiry
-	b.txns.Start()  // transaction timeouts, expiry and retries
+	b.coord.Start()  // the groups' timeouts and offset expiry
+	b.txns.Start()   // transaction timeouts, expiry and retries
+	b.shares.Start() // share state pruning and cold snapshots
 	b.goLoop(b.replicas.TickLoop)
 	u := b.upkeep()
 	b.goLoop(func() { b.replicas.RetentionLoop(u) })
@@ -422,6 +437,7 @@ func (b *Broker) Close() error {
 	for _, s := range servers {
 		s.Close()
 	}
+	b.shareFetch.Close() // its waiting fetches and writes end before the loops are awaited
 	b.tasks.Stop()
 	b.fetch.CloseAll()
 	b.peers.closeAll()

@@ -12,6 +12,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/discovery"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -32,6 +33,8 @@ func (h discoveryHost) Groups() *coordinator.Coordinator       { return h.b.coor
 func (h discoveryHost) Txns() *txncoord.Coordinator            { return h.b.txns }
 func (h discoveryHost) EnsureOffsetsTopic()                    { h.b.ensureOffsetsTopic() }
 func (h discoveryHost) EnsureTxnTopic()                        { h.b.ensureTxnTopic() }
+func (h discoveryHost) Shares() *sharecoord.Coordinator        { return h.b.shares }
+func (h discoveryHost) EnsureShareStateTopic()                 { h.b.ensureShareStateTopic() }
 func (h discoveryHost) Code(err error) int16                   { return errorCode(err) }
 func (h discoveryHost) Log() *zerolog.Logger                   { return &h.b.log }
 func (h discoveryHost) ClusterOps(cc *api.Conn) int32          { return h.b.clusterOps(cc) }

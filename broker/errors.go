@@ -9,6 +9,8 @@ import (
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/sharecoord"
+	"github.com/fjordlog/fjord/broker/sharestate"
 	"github.com/fjordlog/fjord/broker/txncoord"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,8 +76,22 @@ func errorCode(err error) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, coordinator.ErrNotCoordinator), errors.Is(err, txncoord.ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, txncoord.ErrLoading):
+	case errors.Is(err, txncoord.ErrLoading), errors.Is(err, sharecoord.ErrLoading):
 		return kerr.CoordinatorLoadInProgress.Code
+	case errors.Is(err, sharecoord.ErrNotCoordinator):
+		return kerr.NotCoordinator.Code
+	// KIP-932's share state: ErrUninitialized is a sharestate.ErrNoState,
+	// and is checked first.
+	case errors.Is(err, sharecoord.ErrUninitialized), errors.Is(err, sharecoord.ErrInvalidRequest):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, sharecoord.ErrFencedStateEpoch):
+		return kerr.FencedStateEpoch.Code
+	case errors.Is(err, sharecoord.ErrUnknownTopicOrPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, sharestate.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, sharestate.ErrNotAvailable):
+		return kerr.CoordinatorNotAvailable.Code
 	}
 	return kerr.UnknownServerError.Code
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/fjordlog/fjord/broker/discovery"
 	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/sasl"
+	"github.com/fjordlog/fjord/broker/sharecoord"
+	"github.com/fjordlog/fjord/broker/sharefetch"
 	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
@@ -54,6 +56,8 @@ func newRegistry(b *Broker) *api.Registry {
 	es = append(es, config.APIEntries(configHost{forwarder{b}})...)
 	es = append(es, txncoord.Entries(txnHost{b})...)
 	es = append(es, partitions.Entries(partitionsHost{b})...)
+	es = append(es, sharecoord.Entries(shareCoordAPIHost{b})...)
+	es = append(es, sharefetch.Entries(shareFetchAPIHost{b})...)
 	r, err := api.NewRegistry(es...)
 	if err != nil {
 		panic(fmt.Sprintf("broker: %v", err)) // a programming error, caught by every test

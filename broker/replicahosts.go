@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/controller"
 )
 
@@ -46,6 +47,8 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		// The dynamic broker configs changed: the running configuration
 		// (and the TLS listeners) follow, before the replicas' settings.
 		Reconfigure: func(img *controller.Image) {
+			// Topics gone from the image: their share state goes too.
+			b.consumerTopics.get(img)
 			live := config.Live(&b.cfg, img, b.log)
 			if old := b.liveCfg.Swap(&live); old != nil {
 				b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
@@ -53,13 +56,15 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 			b.tls.Reconfigure(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
 		},
 		Fetchers:          b.fetch,
-		CoordinatorTopics: []string{offsetsTopic, txnTopic},
+		CoordinatorTopics: []string{offsetsTopic, txnTopic, sharecoord.Topic},
 		Coordinate: func(t *replicamgr.Topic) {
 			switch t.Name {
 			case offsetsTopic:
 				b.coord.Follow(t.Parts)
 			case txnTopic:
 				b.txns.Follow(t.Parts)
+			case sharecoord.Topic:
+				b.shares.Follow(t.Parts)
 			}
 		},
 		Metrics: replicamgr.Metrics{FlushTime: b.metrics.FlushObserver(), ISRShrinks: b.metrics.ISRShrinks, ISRExpands: b.metrics.ISRExpands},

@@ -81,13 +81,19 @@ type Config struct {
 	ProducerIDExpirationMs  int64 // producer.id.expiration.ms: idempotent-producer state idle this long is dropped
 	OffsetsTopicReplication int16 // offsets.topic.replication.factor
 	// The transaction coordinator's topic and limits (Kafka's names).
-	TxnTopicPartitions   int32  // transaction.state.log.num.partitions
-	TxnTopicReplication  int16  // transaction.state.log.replication.factor
-	TxnTopicMinISR       int32  // transaction.state.log.min.isr
-	TxnTopicSegmentBytes int32  // transaction.state.log.segment.bytes
-	TxnMaxTimeoutMs      int32  // transaction.max.timeout.ms: the longest transaction.timeout.ms a producer may ask for
-	TxnIDExpirationMs    int64  // transactional.id.expiration.ms: an idle transactional id is forgotten after this
-	ProcessRoles         string // process.roles
+	TxnTopicPartitions  int32 // transaction.state.log.num.partitions
+	TxnTopicReplication int16 // transaction.state.log.replication.factor
+	TxnTopicMinISR      int32 // transaction.state.log.min.isr
+	// KIP-932's share-group state topic, __share_group_state:
+	// share.coordinator.state.topic.num.partitions, .replication.factor
+	// and .min.isr.
+	ShareStatePartitions  int32
+	ShareStateReplication int16
+	ShareStateMinISR      int16
+	TxnTopicSegmentBytes  int32  // transaction.state.log.segment.bytes
+	TxnMaxTimeoutMs       int32  // transaction.max.timeout.ms: the longest transaction.timeout.ms a producer may ask for
+	TxnIDExpirationMs     int64  // transactional.id.expiration.ms: an idle transactional id is forgotten after this
+	ProcessRoles          string // process.roles
 	// ControllerQuorumVoters lists the metadata quorum's voters as
 	// "id@host:port" (controller.quorum.voters). Empty means a quorum of
 	// one: this node, which must have the controller role.
@@ -241,6 +247,9 @@ func Default() Config {
 		TxnTopicPartitions:        50,
 		TxnTopicReplication:       3,
 		TxnTopicMinISR:            2,
+		ShareStatePartitions:      50,
+		ShareStateReplication:     3,
+		ShareStateMinISR:          2,
 		TxnTopicSegmentBytes:      104857600,
 		TxnMaxTimeoutMs:           900000,
 		TxnIDExpirationMs:         604800000,
@@ -323,6 +332,10 @@ func (c *Config) Validate() error {
 	}
 	if c.CleanerBackoffMs < 1 || c.OffsetsRetentionCheckMs < 1 || c.OffsetsRetentionMinutes < 1 || c.ProducerIDExpirationMs < 1 {
 		errs = append(errs, errors.New("log.cleaner.backoff.ms, offsets.retention.minutes, offsets.retention.check.interval.ms and producer.id.expiration.ms must be >= 1"))
+	}
+	if c.ShareStatePartitions < 1 || c.ShareStateReplication < 1 || c.ShareStateMinISR < 1 {
+		errs = append(errs, fmt.Errorf("share.coordinator.state.topic.num.partitions %d, .replication.factor %d, .min.isr %d: each must be >= 1",
+			c.ShareStatePartitions, c.ShareStateReplication, c.ShareStateMinISR))
 	}
 	if c.TxnTopicPartitions < 1 || c.TxnTopicReplication < 1 || c.TxnTopicMinISR < 1 || c.TxnTopicSegmentBytes < 1024 ||
 		c.TxnMaxTimeoutMs < 1 || c.TxnIDExpirationMs < 1 {

@@ -27,8 +27,11 @@ import (
 //     with no features at all.
 //   - group.version 1 (KIP-848): the consumer group protocol,
 //     ConsumerGroupHeartbeat, is served (broker/coordinator, group/consumer),
-//     so a Java consumer with group.protocol=consumer joins. kraft.version
-//     is 0: the voter set is static (no KIP-853).
+//     so a Java consumer with group.protocol=consumer joins.
+//   - share.version 1 (KIP-932): share groups are served (ShareGroupHeartbeat,
+//     ShareFetch, ShareAcknowledge; broker/sharefetch, broker/sharecoord).
+//     Level 2 (KIP-1191's dead-letter queues) is not. kraft.version is 0:
+//     the voter set is static (no KIP-853).
 //
 // FinalizedFeaturesEpoch is the image version (the metadata log offset
 // applied), as Kafka uses its metadata offset: it only grows, so a client
@@ -49,6 +52,7 @@ const (
 	MetadataVersionLevel    = 21 // 3.9-IV0
 	TransactionVersionLevel = 1
 	GroupVersionLevel       = 1 // KIP-848's consumer protocol
+	ShareVersionLevel       = 1 // KIP-932's share groups
 )
 
 // features is every feature Fjord knows, by name.
@@ -56,6 +60,7 @@ var features = []Feature{
 	{"group.version", 0, GroupVersionLevel, GroupVersionLevel},
 	{"kraft.version", 0, 0, 0},
 	{"metadata.version", MetadataVersionLevel, MetadataVersionLevel, MetadataVersionLevel},
+	{"share.version", 0, ShareVersionLevel, ShareVersionLevel},
 	{"transaction.version", TransactionVersionLevel, TransactionVersionLevel, TransactionVersionLevel},
 }
 

@@ -227,6 +227,12 @@ func newConfigKeys() []Key {
 		// Transactions.
 		{Name: "transaction.state.log.num.partitions", Def: itoa(int64(d.TxnTopicPartitions)), Doc: "Partitions of the transaction state topic (__transaction_state); a transactional id lives on one of them.",
 			Set: setInt(func(c *Config) *int32 { return &c.TxnTopicPartitions })},
+		{Name: "share.coordinator.state.topic.num.partitions", Def: itoa(int64(d.ShareStatePartitions)), Doc: "Partitions of the share-group state topic (__share_group_state); a share-partition's state lives on one of them.",
+			Set: setInt(func(c *Config) *int32 { return &c.ShareStatePartitions })},
+		{Name: "share.coordinator.state.topic.replication.factor", Def: itoa(int64(d.ShareStateReplication)), Doc: "Replication factor of the share-group state topic, capped at the number of controller.quorum.voters (1 for a single node).",
+			Set: setInt(func(c *Config) *int16 { return &c.ShareStateReplication })},
+		{Name: "share.coordinator.state.topic.min.isr", Def: itoa(int64(d.ShareStateMinISR)), Doc: "min.insync.replicas of the share-group state topic, capped at its replication factor.",
+			Set: setInt(func(c *Config) *int16 { return &c.ShareStateMinISR })},
 		{Name: "transaction.state.log.replication.factor", Def: itoa(int64(d.TxnTopicReplication)), Doc: "Replication factor of the transaction state topic, capped at the number of controller.quorum.voters (1 for a single node).",
 			Set: setInt(func(c *Config) *int16 { return &c.TxnTopicReplication })},
 		{Name: "transaction.state.log.min.isr", Def: itoa(int64(d.TxnTopicMinISR)), Doc: "min.insync.replicas of the transaction state topic, capped at its replication factor.",

@@ -47,6 +47,7 @@ func Entries(h APIHost) []api.Entry {
 		offsetCommitEntry(h), offsetFetchEntry(h), joinGroupEntry(h), heartbeatEntry(h),
 		leaveGroupEntry(h), syncGroupEntry(h), describeGroupsEntry(h), listGroupsEntry(h),
 		deleteGroupsEntry(h), offsetDeleteEntry(h), consumerGroupHeartbeatEntry(h), consumerGroupDescribeEntry(h),
+		shareGroupHeartbeatEntry(h), shareGroupDescribeEntry(h),
 	}
 }
 

@@ -170,10 +170,8 @@ func newFinder(h Host, cc *api.Conn, typ int8) *finder {
 		t := h.Txns()
 		f.topic, f.ensure, f.status, f.partitionFor = txncoord.Topic, h.EnsureTxnTopic, t.Status, t.PartitionFor
 	case keyShare:
-		if sh, ok := h.(ShareHost); ok {
-			if sc := sh.Shares(); sc != nil {
-				f.topic, f.ensure, f.status, f.partitionFor = sharecoord.Topic, sh.EnsureShareStateTopic, sc.Status, sc.PartitionFor
-			}
+		if sc := h.Shares(); sc != nil {
+			f.topic, f.ensure, f.status, f.partitionFor = sharecoord.Topic, h.EnsureShareStateTopic, sc.Status, sc.PartitionFor
 		}
 	}
 	return f

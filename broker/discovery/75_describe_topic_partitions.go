@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
 )
@@ -179,10 +180,11 @@ func liveBroker(img *controller.Image, id int32) bool {
 	return ok && !bs.Fenced
 }
 
-// IsInternalTopic is Kafka's Topic.isInternal: the two topics the
-// coordinators keep their state in.
+// IsInternalTopic is Kafka's Topic.isInternal: the topics the
+// coordinators keep their state in (groups, transactions, share-group
+// state).
 func IsInternalTopic(name string) bool {
-	return name == coordinator.OffsetsTopic || name == txncoord.Topic
+	return name == coordinator.OffsetsTopic || name == txncoord.Topic || name == sharecoord.Topic
 }
 
 func checkDescribeTopicPartitions(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -55,13 +55,12 @@ type Host interface {
 	// Code maps an error to its Kafka code (the node's one mapping).
 	Code(err error) int16
 	Log() *zerolog.Logger
+	ShareHost
 }
 
 // ShareHost is what FindCoordinator needs of a node for share keys (key
-// type 2, KIP-932), besides Host. A Host that is not a ShareHost, or whose
-// Shares is nil, runs no share coordinator: share keys are INVALID_REQUEST,
-// as on a Kafka broker without one. (An interface of its own only until
-// the broker implements it; then it belongs in Host.)
+// type 2, KIP-932). A node whose Shares is nil runs no share coordinator:
+// share keys are INVALID_REQUEST, as on a Kafka broker without one.
 type ShareHost interface {
 	// Shares is the share coordinator FindCoordinator places share keys
 	// with, nil when the node runs none.

@@ -9,9 +9,8 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
-	"github.com/fjordlog/fjord/broker/coordinator"
+	"github.com/fjordlog/fjord/broker/discovery"
 	"github.com/fjordlog/fjord/broker/replica"
-	"github.com/fjordlog/fjord/broker/txncoord"
 )
 
 // DeleteRecords: v0-2
@@ -29,7 +28,8 @@ import (
 //   - Errors: an offset above the high watermark, or below -1,
 //     OFFSET_OUT_OF_RANGE; not the leader NOT_LEADER_OR_FOLLOWER; an
 //     unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION; an internal
-//     topic (__consumer_offsets, __transaction_state) INVALID_TOPIC_EXCEPTION;
+//     topic (__consumer_offsets, __transaction_state, __share_group_state)
+//     INVALID_TOPIC_EXCEPTION;
 //     a topic whose cleanup.policy lacks "delete" POLICY_VIOLATION — all
 //     as Kafka answers them.
 //   - Replication: followers report their log start in each Fetch
@@ -75,7 +75,7 @@ func handleDeleteRecords(h Host, cc *api.Conn, kreq kmsg.Request, respond func(k
 			switch {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case t.Name == coordinator.OffsetsTopic || t.Name == txncoord.Topic:
+			case discovery.IsInternalTopic(t.Name):
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			case !h.CleanupPolicyHas(t, "delete"):
 				sp.ErrorCode = kerr.PolicyViolation.Code
