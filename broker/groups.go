@@ -46,7 +46,7 @@ func (b *Broker) newCoordinator() (*coordinator.Coordinator, error) {
 			MaxSize:             b.cfg.ConsumerMaxSize,
 			Assignors:           consumerAssignors(b.cfg.ConsumerAssignors),
 		},
-		Share:            share.DefaultConfig(),
+		Share:            b.shareGroupConfig(),
 		RetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
 		RetentionCheckMs: b.cfg.OffsetsRetentionCheckMs,
 		Logger:           b.log,
@@ -69,6 +69,13 @@ func consumerAssignors(names []string) []assign.Assignor {
 type coordHost struct{ b *Broker }
 
 func (h coordHost) ConsumerImage() *consumer.Image { return h.b.consumerTopics.get(h.b.image()) }
+func (h coordHost) GroupTimeouts(kind, id string) (int32, int32) {
+	s := config.GroupSettingsOf(h.b.live(), h.b.image(), id)
+	if kind == coordinator.ShareGroupType {
+		return s.ShareSessionTimeoutMs, s.ShareHeartbeatIntervalMs
+	}
+	return s.ConsumerSessionTimeoutMs, s.ConsumerHeartbeatIntervalMs
+}
 
 // consumerTopics caches the topics of the metadata image as KIP-848
 // groups see them. The pointer changes only when a topic's name, id or
@@ -185,4 +192,12 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
 		b.log.Warn().Str("topic", name).Int16("code", code).Msg("cannot create an internal topic yet; FindCoordinator will retry")
 	}
+}
+
+// shareGroupConfig shapes share groups' membership from the broker's
+// group.share.* keys.
+func (b *Broker) shareGroupConfig() share.Config {
+	c := share.DefaultConfig()
+	c.SessionTimeoutMs, c.HeartbeatIntervalMs = b.cfg.ShareGroups.SessionMs, b.cfg.ShareGroups.HeartbeatMs
+	return c
 }

@@ -32,10 +32,10 @@ import (
 // group.consumer.session.timeout.ms), or Kafka's fixed default for the two
 // keys that have no broker key (share.auto.offset.reset,
 // share.isolation.level). GroupValue and GroupSettingsOf are that layering,
-// for the coordinators to read a group's settings through. (The KIP-848
-// coordinator does not yet: it runs every group with the broker's
-// group.consumer.* values, so a group's consumer.* overrides are stored
-// and described but not applied.)
+// for the coordinators to read a group's settings through: the group
+// coordinator at every heartbeat (session and heartbeat overrides apply
+// from the members' next heartbeats), the share-partition leaders when
+// they load a share-partition.
 //
 // Checks, as Kafka's GroupConfig.validate (its controller judges the
 // resource's whole resulting set of overrides):

@@ -198,3 +198,24 @@ func TestGroupProtocolsShareIDs(t *testing.T) {
 		}
 	}
 }
+
+// A group config's consumer.heartbeat.interval.ms (or share.*) applies
+// from the next heartbeat, to a group that exists already.
+func TestGroupTimeoutOverrides(t *testing.T) {
+	c := newTest(t, leader(t, t.TempDir()))
+	h := c.host.(*testHost)
+	h.setTopics(topicT)
+	if r := heartbeat848(t, c, join848("g", "m")); r.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("default interval: %d", r.HeartbeatIntervalMillis)
+	}
+	h.setTimeouts("g", 20_000, 700)
+	req := join848("g", "m")
+	req.MemberEpoch = 1
+	if r := heartbeat848(t, c, req); r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 700 {
+		t.Fatalf("after the override: code %d interval %d", r.ErrorCode, r.HeartbeatIntervalMillis)
+	}
+	h.setTimeouts("sg", 50_000, 900)
+	if r := shareHeartbeat(t, c, joinShare("sg", "s")); r.HeartbeatIntervalMillis != 900 {
+		t.Fatalf("share group interval: %d", r.HeartbeatIntervalMillis)
+	}
+}

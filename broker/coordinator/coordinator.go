@@ -45,6 +45,11 @@ type Host interface {
 	// ConsumerImage is the topics of the node's metadata image as KIP-848
 	// groups see them; the same pointer until the image changes.
 	ConsumerImage() *consumer.Image
+	// GroupTimeouts is group id's session timeout and heartbeat interval
+	// under the protocol kind (ConsumerGroupType or ShareGroupType):
+	// its group config's consumer.* or share.* overrides, else the
+	// broker's defaults.
+	GroupTimeouts(kind, id string) (sessionMs, heartbeatMs int32)
 }
 
 // Config is the coordinator's configuration. The broker fills it from its
@@ -120,8 +125,10 @@ func New(ctx context.Context, cfg Config, host Host) (*Coordinator, error) {
 		cfg.Consumer.MemberIDNonce = cfg.Group.MemberIDNonce
 	}
 	o := newOffsetStore(host, cfg.Logger)
-	return &Coordinator{ctx: ctx, cfg: cfg, host: host, log: cfg.Logger,
-		offsets: o, groups: newGroupTable(cfg.Group, cfg.Consumer, cfg.Share, host.ConsumerImage, o, cfg.Logger)}, nil
+	c := &Coordinator{ctx: ctx, cfg: cfg, host: host, log: cfg.Logger,
+		offsets: o, groups: newGroupTable(cfg.Group, cfg.Consumer, cfg.Share, host.ConsumerImage, o, cfg.Logger)}
+	c.groups.timeouts = host.GroupTimeouts
+	return c, nil
 }
 
 // Start begins the groups' timer loop and offset expiry on the host's

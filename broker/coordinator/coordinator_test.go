@@ -20,9 +20,10 @@ import (
 
 // testHost runs the coordinator's goroutines.
 type testHost struct {
-	wg    sync.WaitGroup
-	imgMu sync.Mutex
-	img   *consumer.Image
+	wg       sync.WaitGroup
+	imgMu    sync.Mutex
+	img      *consumer.Image
+	timeouts map[string][2]int32
 }
 
 func (h *testHost) Go(fn func()) bool {
@@ -44,6 +45,25 @@ func (h *testHost) ConsumerImage() *consumer.Image {
 		h.img = consumer.NewImage(nil)
 	}
 	return h.img
+}
+
+// GroupTimeouts: a group's overrides from setTimeouts, else 0 (keep).
+func (h *testHost) GroupTimeouts(kind, id string) (int32, int32) {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	t := h.timeouts[id]
+	return t[0], t[1]
+}
+
+// setTimeouts gives group id a session timeout and heartbeat interval, as
+// its group config would.
+func (h *testHost) setTimeouts(id string, sessionMs, heartbeatMs int32) {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	if h.timeouts == nil {
+		h.timeouts = map[string][2]int32{}
+	}
+	h.timeouts[id] = [2]int32{sessionMs, heartbeatMs}
 }
 
 // setTopics replaces the topics ConsumerImage reports.

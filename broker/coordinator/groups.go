@@ -24,14 +24,17 @@ import (
 // released. run is the one goroutine that applies timeouts, sleeping until
 // the earliest deadline.
 type groupTable struct {
-	cfg     group.Config
-	ccfg    consumer.Config
-	scfg    share.Config
-	image   func() *consumer.Image // the topics KIP-848 groups see now
-	log     zerolog.Logger
-	offsets *offsetStore  // where a group that settles is stored
-	wake    chan struct{} // cap 1: a deadline may have moved earlier
-	mu      struct {
+	cfg   group.Config
+	ccfg  consumer.Config
+	scfg  share.Config
+	image func() *consumer.Image // the topics KIP-848 groups see now
+	// timeouts, if set, is a next-generation group's session timeout and
+	// heartbeat interval (its group config, else the broker's); 0: keep.
+	timeouts func(kind, id string) (sessionMs, heartbeatMs int32)
+	log      zerolog.Logger
+	offsets  *offsetStore  // where a group that settles is stored
+	wake     chan struct{} // cap 1: a deadline may have moved earlier
+	mu       struct {
 		sync.Mutex
 		groups map[string]*group.Group
 		// nextgen are the KIP-848 consumer groups and KIP-932 share

@@ -48,6 +48,8 @@ var ErrOtherGroupType = errors.New("coordinator: the group id is held by a group
 // kind, its records as the offsets partition's KVs.
 type nextGen interface {
 	kind() string
+	Timeouts() (sessionMs, heartbeatMs int32)
+	SetTimeouts(sessionMs, heartbeatMs int32)
 	metadataChanged(now int64, img *topics.Image) []recordbatch.KV
 	tick(now int64, img *topics.Image) []recordbatch.KV
 	remove() ([]recordbatch.KV, error)
@@ -136,6 +138,15 @@ func (t *groupTable) withNextGen(id, kind string, create bool, newG func() nextG
 		ng = &ngGroup{g: newG()}
 		t.mu.nextgen[id] = ng
 		created = true
+	}
+	if t.timeouts != nil {
+		// The group's config overrides, read at each step so a change
+		// applies from the members' next heartbeats.
+		if s, hb := t.timeouts(kind, id); s > 0 {
+			if cs, chb := ng.g.Timeouts(); cs != s || chb != hb {
+				ng.g.SetTimeouts(s, hb)
+			}
+		}
 	}
 	var recs []recordbatch.KV
 	if ng.img != img {
