@@ -31,6 +31,7 @@ func TestConfigKeysCatalogue(t *testing.T) {
 			"KAFKA_NUM_NETWORK_THREADS=3",
 			"KAFKA_ZOOKEEPER_CONNECT=zookeeper:2181",
 			"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=1",
+			"KAFKA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE=true",
 			"FJORD_LOG_LEVEL=info",
 		)
 		var logs syncBuffer
@@ -63,8 +64,12 @@ func TestConfigKeysCatalogue(t *testing.T) {
 				t.Errorf("the ignored line lacks %s: %s", k, ignoredLines[0])
 			}
 		}
-		if !strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr","from":"env KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR","why":"share groups (KIP-932) are not built yet"`) {
-			t.Errorf("no warning for share.coordinator.state.topic.min.isr:\n%s", out)
+		if !strings.Contains(out, `"key":"remote.log.storage.system.enable","from":"env KAFKA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE","why":"tiered storage is not built: every segment stays on local disk"`) {
+			t.Errorf("no warning for remote.log.storage.system.enable:\n%s", out)
+		}
+		// Share groups are served: their keys are read, not warned about.
+		if strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr"`) {
+			t.Errorf("a warning for share.coordinator.state.topic.min.isr, which Fjord reads:\n%s", out)
 		}
 	})
 	t.Run("a typo stops start-up and names the key", func(t *testing.T) {

@@ -13,12 +13,13 @@ import (
 
 // cliGroup is a group as `fjord group` shows it, whichever protocol it
 // runs: a classic group from DescribeGroups, a KIP-848 consumer group
-// from ConsumerGroupDescribe (DescribeGroups v6+ answers GROUP_ID_NOT_FOUND
-// for one, as Kafka does, so the tool asks the other API, as
-// kafka-consumer-groups.sh does).
+// from ConsumerGroupDescribe, a KIP-932 share group from
+// ShareGroupDescribe (DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for
+// the others, as Kafka does, so the tool asks the other APIs, as Kafka's
+// tools do).
 type cliGroup struct {
 	Exists      bool
-	Type        string // "classic" or "consumer"
+	Type        string // "classic", "consumer" or "share"
 	State       string
 	Protocol    string // the classic protocol, or a consumer group's assignor
 	Coordinator int32
@@ -75,30 +76,55 @@ func describeGroups(ctx context.Context, adm *kadm.Client, names []string) (map[
 	if len(other) == 0 {
 		return out, nil
 	}
-	// A broker without KIP-848 answers this with UNSUPPORTED_VERSION:
-	// the groups simply do not exist there.
+	// A broker without KIP-848 or KIP-932 answers these with
+	// UNSUPPORTED_VERSION: the groups simply do not exist there.
 	consumers, _ := adm.DescribeConsumerGroups(ctx, other...)
+	var shares []string
 	for _, name := range other {
 		g, ok := consumers[name]
 		if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) || g.State == "Dead" {
+			shares = append(shares, name)
 			continue
 		}
 		cg := cliGroup{Exists: true, Type: "consumer", State: g.State, Protocol: g.AssignorName, Coordinator: g.Coordinator.NodeID, Err: g.Err}
 		for _, m := range g.Members {
-			cm := cliMember{Member: lag.Member{ID: m.MemberID, Subscribed: m.SubscribedTopics, Assigned: map[string][]int32{}},
+			cm := cliMember{Member: lag.Member{ID: m.MemberID, Subscribed: m.SubscribedTopics, Assigned: topicsSet(m.Assignment)},
 				ClientID: m.ClientID, Host: m.ClientHost}
 			if m.InstanceID != nil {
 				cm.InstanceID = *m.InstanceID
-			}
-			for t, ps := range m.Assignment {
-				for p := range ps {
-					cm.Assigned[t] = append(cm.Assigned[t], p)
-				}
-				slices.Sort(cm.Assigned[t])
 			}
 			cg.Members = append(cg.Members, cm)
 		}
 		out[name] = cg
 	}
+	if len(shares) == 0 {
+		return out, nil
+	}
+	described, _ := adm.DescribeShareGroups(ctx, shares...)
+	for _, name := range shares {
+		g, ok := described[name]
+		if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) || g.GroupState == "Dead" {
+			continue
+		}
+		cg := cliGroup{Exists: true, Type: "share", State: g.GroupState, Protocol: g.Assignor, Coordinator: g.Coordinator.NodeID, Err: g.Err}
+		for _, m := range g.Members {
+			cm := cliMember{Member: lag.Member{ID: m.MemberID, Subscribed: m.SubscribedTopicNames, Assigned: topicsSet(m.Assignment)},
+				ClientID: m.ClientID, Host: m.ClientHost}
+			cg.Members = append(cg.Members, cm)
+		}
+		out[name] = cg
+	}
 	return out, nil
+}
+
+// topicsSet is kadm's set of partitions as sorted lists by topic.
+func topicsSet(ts kadm.TopicsSet) map[string][]int32 {
+	out := map[string][]int32{}
+	for t, ps := range ts {
+		for p := range ps {
+			out[t] = append(out[t], p)
+		}
+		slices.Sort(out[t])
+	}
+	return out
 }

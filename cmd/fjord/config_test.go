@@ -177,6 +177,7 @@ func TestTypicalKafkaCompose(t *testing.T) {
 	want.InterBrokerListenerName = "PLAINTEXT"
 	want.ListenerSecurityProtocolMap = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 	want.TxnTopicReplication, want.TxnTopicMinISR = 1, 1
+	want.ShareStateReplication, want.ShareStateMinISR = 1, 1
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("got %+v\nwant %+v", cfg, want)
 	}

@@ -67,7 +67,7 @@ const (
 	whyJSSE       = "tunes Java's TLS implementation (JSSE); Fjord uses Go's TLS with the ssl.* keys it documents"
 	whySecurity   = "a security setting Fjord does not implement (docs/security.md lists the ones it reads)"
 	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
-	whyNewGroups  = "share groups (KIP-932) are not built yet"
+	whyShareKey   = "a share-group setting Fjord does not act on (it reads share.coordinator.state.topic.num.partitions, .replication.factor and .min.isr, and the group.share.* keys docs/configuration.md lists)"
 	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors and the min/max bounds of group configs)"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
@@ -163,6 +163,7 @@ var brokerExact = map[string]rule{
 	"metadata.log.dir":                      with(unsupported, "the metadata log is kept under the first of log.dirs"),
 	"client.quota.callback.class":           with(unsupported, whyQuota),
 	"group.coordinator.rebalance.protocols": {class: Unsupported, why: "Fjord serves the classic and consumer (KIP-848) protocols, not streams or share groups yet", asFjord: sameSet("classic", "consumer")},
+	"group.share.enable":                    {class: Unsupported, why: "share groups are always served (share.version 1) and cannot be turned off", asFjord: equalFold("true")},
 	"group.coordinator.new.enable":          {class: Unsupported, why: "Fjord's coordinator is the new one (KIP-848) and cannot be turned off", asFjord: equalFold("true")},
 	"eligible.leader.replicas.enable":       {class: Unsupported, why: "KIP-966's eligible leader replicas are not built", asFjord: equalFold("false")},
 
@@ -218,8 +219,8 @@ var brokerPrefix = map[string]rule{
 	"security.":                   with(unsupported, whySecurity),
 	"delegation.token.":           with(unsupported, whySecurity),
 	"transaction.":                with(unsupported, "tunes Kafka's transaction coordinator; Fjord's has its own intervals"),
-	"share.":                      with(unsupported, whyNewGroups),
-	"group.share.":                with(unsupported, whyNewGroups),
+	"share.":                      with(unsupported, whyShareKey),
+	"group.share.":                with(unsupported, whyShareKey),
 	"group.consumer.":             with(unsupported, why848Key),
 	"remote.log.":                 with(unsupported, whyTiered),
 	"log.local.retention.":        with(unsupported, whyTiered),
