@@ -21,6 +21,7 @@ import (
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/lag"
+	"github.com/fjordlog/fjord/group/share"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -286,17 +287,52 @@ func (s *NodeSource) groupLag(d kmsg.DescribeGroupsResponseGroup, offs map[coord
 	return s.lagOf(members, offs), members
 }
 
-// describe848 is a KIP-848 group's description and its members as the
-// lag sees them; ok is false when id is not such a group here.
-func describe848(c *coordinator.Coordinator, id string) (d kmsg.ConsumerGroupDescribeResponseGroup, members []lag.Member, ok bool) {
-	ok, _, _ = c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
-		d = g.Describe(img)
-		return nil
-	})
-	for _, m := range d.Members {
-		members = append(members, lag.KIP848Member(m))
+// nextGenView is a KIP-848 consumer group or a KIP-932 share group as the
+// console shows it.
+type nextGenView struct {
+	Type, State, Assignor string
+	Epoch                 int32
+	Members               []Member
+	lag                   []lag.Member // consumer groups only: share groups commit no offsets
+}
+
+// describeNextGen describes group id if it is a next-generation group
+// here; ok is false otherwise.
+func describeNextGen(c *coordinator.Coordinator, id string) (v nextGenView, ok bool) {
+	member := func(id, clientID, host string, instance *string, assigned map[string][]int32) Member {
+		m := Member{ID: id, ClientID: clientID, Host: host, Assigned: assigned}
+		if instance != nil {
+			m.InstanceID = *instance
+		}
+		return m
 	}
-	return d, members, ok
+	switch c.GroupType(id) {
+	case coordinator.ConsumerGroupType:
+		ok, _, _ = c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+			d := g.Describe(img)
+			v = nextGenView{Type: coordinator.ConsumerGroupType, State: d.State, Assignor: d.AssignorName, Epoch: d.Epoch}
+			for _, m := range d.Members {
+				lm := lag.KIP848Member(m)
+				v.lag = append(v.lag, lm)
+				v.Members = append(v.Members, member(m.MemberID, m.ClientID, m.ClientHost, m.InstanceID, lm.Assigned))
+			}
+			return nil
+		})
+	case coordinator.ShareGroupType:
+		ok, _, _ = c.Share(id, false, func(g *share.Group, img *share.Image, _ int64) []share.Record {
+			d := g.Describe(img)
+			v = nextGenView{Type: coordinator.ShareGroupType, State: d.GroupState, Assignor: d.Assignor, Epoch: d.GroupEpoch}
+			for _, m := range d.Members {
+				assigned := map[string][]int32{}
+				for _, t := range m.Assignment.TopicPartitions {
+					assigned[t.Topic] = append(assigned[t.Topic], t.Partitions...)
+				}
+				v.Members = append(v.Members, member(m.MemberID, m.ClientID, m.ClientHost, nil, assigned))
+			}
+			return nil
+		})
+	}
+	return v, ok
 }
 
 // lagOf is the lag of a group with these members and commits.
@@ -337,12 +373,13 @@ func (s *NodeSource) Groups(limit int) ([]GroupSummary, int) {
 			gs.Members, gs.Generation = gr.NumMembers(), gr.Generation()
 			d = gr.Describe()
 			return nil
-		}) || g.Type != coordinator.ConsumerGroupType {
+		}) || g.Type == coordinator.ClassicGroupType {
 			rows, _ = s.groupLag(d, c.Offsets(g.ID))
-		} else {
-			d, members, _ := describe848(c, g.ID)
-			gs.Members, gs.Generation = len(d.Members), d.Epoch
-			rows = s.lagOf(members, c.Offsets(g.ID))
+		} else if v, ok := describeNextGen(c, g.ID); ok {
+			gs.Members, gs.Generation = len(v.Members), v.Epoch
+			if v.lag != nil {
+				rows = s.lagOf(v.lag, c.Offsets(g.ID))
+			}
 		}
 		for _, r := range rows {
 			if r.Err == nil {
@@ -369,8 +406,12 @@ func (s *NodeSource) Group(id string) (Group, bool) {
 	})
 	offs := c.Offsets(id)
 	if !exists {
-		if d, members, ok := describe848(c, id); ok {
-			return s.group848(g, d, members, offs), true
+		if v, ok := describeNextGen(c, id); ok {
+			g.State, g.ProtocolType, g.Protocol, g.Generation, g.Members = v.State, v.Type, v.Assignor, v.Epoch, v.Members
+			if v.lag != nil {
+				g.Offsets = groupOffsets(s.lagOf(v.lag, offs))
+			}
+			return g, true
 		}
 	}
 	if !exists && len(offs) == 0 {
@@ -402,21 +443,6 @@ func groupOffsets(rows []lag.Row) []GroupOffset {
 		out = append(out, o)
 	}
 	return out
-}
-
-// group848 fills g from a KIP-848 group's description: the protocol
-// shown is its assignor, the generation its group epoch.
-func (s *NodeSource) group848(g Group, d kmsg.ConsumerGroupDescribeResponseGroup, members []lag.Member, offs map[coordinator.TopicPartition]coordinator.Committed) Group {
-	g.State, g.ProtocolType, g.Protocol, g.Generation = d.State, "consumer", d.AssignorName, d.Epoch
-	for i, m := range d.Members {
-		cm := Member{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, Assigned: members[i].Assigned}
-		if m.InstanceID != nil {
-			cm.InstanceID = *m.InstanceID
-		}
-		g.Members = append(g.Members, cm)
-	}
-	g.Offsets = groupOffsets(s.lagOf(members, offs))
-	return g
 }
 
 func (s *NodeSource) Clients(limit int) ([]protocol.ClientInfo, int) {
