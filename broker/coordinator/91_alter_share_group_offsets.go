@@ -62,10 +62,12 @@ func handleAlterShareGroupOffsets(h APIHost, cc *api.Conn, kreq kmsg.Request, re
 	})
 }
 
-// alterAsk is one partition to initialize: where its answer is in the
-// response, and what to initialize it with.
+// alterAsk is one partition to initialize: where its answers are in the
+// response (a partition named twice is answered twice and initialized
+// once, at the last offset given, as Kafka does), and what to initialize
+// it with.
 type alterAsk struct {
-	t, p  int
+	at    [][2]int // topic and partition indexes
 	key   sharepart.Key
 	start int64
 	err   error
@@ -73,6 +75,7 @@ type alterAsk struct {
 
 func alterShareOffsets(h APIHost, req *kmsg.AlterShareGroupOffsetsRequest, resp *kmsg.AlterShareGroupOffsetsResponse) {
 	var asks []alterAsk
+	seen := map[sharepart.Key]int{} // index in asks
 	var stateEpoch int32
 	code, msg := shareStep(h, req.GroupID, true, func(g *share.Group, img *share.Image) ([]share.Record, error) {
 		// The topics are resolved in the image the group sees.
@@ -87,15 +90,20 @@ func alterShareOffsets(h APIHost, req *kmsg.AlterShareGroupOffsetsRequest, resp 
 			for j, rp := range rt.Partitions {
 				sp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				sp.Partition = rp.Partition
-				if !known || rp.Partition < 0 || rp.Partition >= topic.Partitions {
-					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					sp.ErrorMessage = errorMessage(sp.ErrorCode)
-				} else {
-					parts[topic.ID] = append(parts[topic.ID], rp.Partition)
-					asks = append(asks, alterAsk{t: i, p: j, start: rp.StartOffset,
-						key: sharepart.Key{Group: req.GroupID, TopicID: topic.ID, Partition: rp.Partition}})
-				}
 				st.Partitions = append(st.Partitions, sp)
+				if !known || rp.Partition < 0 || rp.Partition >= topic.Partitions {
+					st.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
+					st.Partitions[j].ErrorMessage = errorMessage(kerr.UnknownTopicOrPartition.Code)
+					continue
+				}
+				k := sharepart.Key{Group: req.GroupID, TopicID: topic.ID, Partition: rp.Partition}
+				if n, ok := seen[k]; ok {
+					asks[n].at, asks[n].start = append(asks[n].at, [2]int{i, j}), rp.StartOffset
+					continue
+				}
+				seen[k] = len(asks)
+				parts[topic.ID] = append(parts[topic.ID], rp.Partition)
+				asks = append(asks, alterAsk{at: [][2]int{{i, j}}, key: k, start: rp.StartOffset})
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
@@ -121,9 +129,11 @@ func alterShareOffsets(h APIHost, req *kmsg.AlterShareGroupOffsetsRequest, resp 
 		if a.err != nil {
 			h.Log().Warn().Err(a.err).Str("group", req.GroupID).Int32("partition", a.key.Partition).
 				Msg("initializing share-partition state for AlterShareGroupOffsets")
-			sp := &resp.Topics[a.t].Partitions[a.p]
-			sp.ErrorCode = h.Code(a.err)
-			sp.ErrorMessage = errorMessage(sp.ErrorCode)
+			for _, at := range a.at {
+				sp := &resp.Topics[at[0]].Partitions[at[1]]
+				sp.ErrorCode = h.Code(a.err)
+				sp.ErrorMessage = errorMessage(sp.ErrorCode)
+			}
 			continue
 		}
 		done[a.key.TopicID] = append(done[a.key.TopicID], a.key.Partition)

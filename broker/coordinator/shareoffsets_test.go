@@ -103,7 +103,7 @@ func (f *fakeShares) keys() []string {
 	defer f.mu.Unlock()
 	var out []string
 	for k, st := range f.states {
-		out = append(out, fmt.Sprintf("%s/%x/%d@%d=%d", k.Group, k.TopicID[0], k.Partition, st.stateEpoch, st.summary.StartOffset))
+		out = append(out, fmt.Sprintf("%s/%x/%d@%d=%d", k.Group, k.TopicID[15], k.Partition, st.stateEpoch, st.summary.StartOffset))
 	}
 	sort.Strings(out)
 	return out
@@ -305,7 +305,7 @@ func TestShareGroupOffsetsAPIs(t *testing.T) {
 	resp := serve[*kmsg.AlterShareGroupOffsetsResponse](t, h, nil, alterReq("sg",
 		alterTopic("t", []int32{0, 1, 5}, 8, 3, 0), alterTopic("nope", []int32{0}, 1)))
 	expect(t, "alter", alterCodes(resp), "t/0=OK t/1=OK t/5=UNKNOWN_TOPIC_OR_PARTITION nope(no id)/0=UNKNOWN_TOPIC_OR_PARTITION")
-	expect(t, "states", fmt.Sprint(h.shares.keys()), "[sg/0/0@1=8 sg/0/1@1=3]")
+	expect(t, "states", fmt.Sprint(h.shares.keys()), "[sg/1/0@1=8 sg/1/1@1=3]")
 	if h.c.GroupType("sg") != ShareGroupType {
 		t.Fatalf("the alter did not create a share group: %q", h.c.GroupType("sg"))
 	}
@@ -372,7 +372,7 @@ func TestShareGroupOffsetsAPIs(t *testing.T) {
 	h.shares.failing(sk("sg", 1, 1), errNotAvailable)
 	dr = serve[*kmsg.DeleteShareGroupOffsetsResponse](t, h, nil, deleteOffsetsReq("sg", "t", "nope"))
 	expect(t, "delete offsets that failed", deletedCodes(dr), "nope(no id)=UNKNOWN_TOPIC_OR_PARTITION t=COORDINATOR_NOT_AVAILABLE")
-	expect(t, "states after the failed delete", fmt.Sprint(h.shares.keys()), "[sg/0/1@1=3]")
+	expect(t, "states after the failed delete", fmt.Sprint(h.shares.keys()), "[sg/1/1@1=3]")
 	h.shares.failing(sk("sg", 1, 1), nil)
 	dr = serve[*kmsg.DeleteShareGroupOffsetsResponse](t, h, nil, deleteOffsetsReq("sg", "t", "u"))
 	expect(t, "delete offsets", deletedCodes(dr), "t=OK u=OK")
@@ -403,6 +403,12 @@ func TestShareGroupOffsetsAPIs(t *testing.T) {
 	}
 	// The initializing u/0 went with t/0 (the state fenced at 99 too).
 	expect(t, "states after DeleteGroups", fmt.Sprint(h.shares.keys()), "[]")
+
+	// A partition named twice is answered twice, initialized once, at the
+	// last offset.
+	resp = serve[*kmsg.AlterShareGroupOffsetsResponse](t, h, nil, alterReq("dup", alterTopic("t", []int32{1, 1}, 4, 9)))
+	expect(t, "alter of a partition twice", alterCodes(resp), "t/1=OK t/1=OK")
+	expect(t, "states after it", fmt.Sprint(h.shares.keys()), "[dup/1/1@1=9]")
 }
 
 func deleteGroupsReq(groups ...string) *kmsg.DeleteGroupsRequest {
@@ -473,7 +479,7 @@ func TestShareGroupOffsetsReload(t *testing.T) {
 	if h.c.GroupType("sg") != ShareGroupType {
 		t.Fatal("the share group did not come back")
 	}
-	expect(t, "states before", fmt.Sprint(h.shares.keys()), "[sg/0/1@1=6]")
+	expect(t, "states before", fmt.Sprint(h.shares.keys()), "[sg/1/1@1=6]")
 	dg = serve[*kmsg.DeleteGroupsResponse](t, h, nil, deleteGroupsReq("sg"))
 	if dg.Groups[0].ErrorCode != 0 || h.c.GroupType("sg") != "" {
 		t.Fatalf("delete after the reload: %v", dg.Groups[0].ErrorCode)
