@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,8 +46,21 @@ func alterShareGroupOffsetsEntry(h APIHost) api.Entry {
 	return api.Entry{
 		Key: 91, Client: api.Versions(0, 0), Handle: bindTo(h, handleAlterShareGroupOffsets),
 		Rule:    api.Needs("READ on GROUP and READ on TOPIC", 2, bindCheck(h, checkAlterShareGroupOffsets)),
-		Mutates: true,
+		Mutates: true, AuditDetails: auditAlterShareGroupOffsets,
 	}
+}
+
+// auditAlterShareGroupOffsets: the group (its GroupID field is not one the
+// audit names) and each start offset set, "topic/partition=offset".
+func auditAlterShareGroupOffsets(kreq kmsg.Request) []string {
+	req := kreq.(*kmsg.AlterShareGroupOffsetsRequest)
+	out := []string{"group=" + req.GroupID}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			out = append(out, fmt.Sprintf("%s/%d=%d", rt.Topic, rp.Partition, rp.StartOffset))
+		}
+	}
+	return out
 }
 
 func handleAlterShareGroupOffsets(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {

@@ -42,6 +42,10 @@ func deleteShareGroupOffsetsEntry(h APIHost) api.Entry {
 		Key: 92, Client: api.Versions(0, 0), Handle: bindTo(h, handleDeleteShareGroupOffsets),
 		Rule:    api.Needs("DELETE on GROUP and READ on TOPIC", 2, checkDeleteShareGroupOffsets),
 		Mutates: true,
+		// The group: its GroupID field is not one the audit names.
+		AuditDetails: func(r kmsg.Request) []string {
+			return []string{"group=" + r.(*kmsg.DeleteShareGroupOffsetsRequest).GroupID}
+		},
 	}
 }
 

@@ -486,3 +486,24 @@ func TestShareGroupOffsetsReload(t *testing.T) {
 	}
 	expect(t, "states after", fmt.Sprint(h.shares.keys()), "[]")
 }
+
+// Alter and delete are audited whatever their outcome, with the group
+// (a field the audit does not name by itself) and the offsets set.
+func TestShareGroupOffsetsAudited(t *testing.T) {
+	h := newAPIHost(t)
+	got := map[int16][]string{}
+	for _, e := range Entries(h) {
+		if e.Key == 91 || e.Key == 92 {
+			if !e.Mutates || e.AuditDetails == nil {
+				t.Fatalf("key %d: Mutates %v, details %v", e.Key, e.Mutates, e.AuditDetails != nil)
+			}
+			var req kmsg.Request = alterReq("sg", alterTopic("t", []int32{0, 1}, 8, 3))
+			if e.Key == 92 {
+				req = deleteOffsetsReq("sg", "t")
+			}
+			got[e.Key] = e.AuditDetails(req)
+		}
+	}
+	expect(t, "alter's details", fmt.Sprint(got[91]), "[group=sg t/0=8 t/1=3]")
+	expect(t, "delete's details", fmt.Sprint(got[92]), "[group=sg]")
+}
