@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,11 +18,13 @@ import (
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/assign"
 	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/share"
+	"github.com/fjordlog/fjord/group/sharepart"
 )
 
 // The broker's side of the group coordinator (package broker/coordinator,
@@ -150,6 +154,84 @@ func (h groupsHost) AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string
 }
 func (h groupsHost) Go(fn func()) bool    { return h.b.goLoop(fn) }
 func (h groupsHost) Log() *zerolog.Logger { return &h.b.log }
+func (h groupsHost) ShareStates() coordinator.ShareStates {
+	return shareStates{h.b.shares.Persister()}
+}
+func (h groupsHost) UnloadShareGroup(group string) { h.b.shareFetch.UnloadGroup(group) }
+
+// LatestOffsets asks each partition's leader: this node's replica, or the
+// leader's ListOffsets over the inter-broker listener, one request per
+// leader.
+func (h groupsHost) LatestOffsets(ctx context.Context, topic string, parts []int32) []coordinator.PartitionEnd {
+	out := make([]coordinator.PartitionEnd, len(parts))
+	t := h.b.image().Topic(topic)
+	byLeader := map[int32][]int{}
+	for i, p := range parts {
+		switch {
+		case t == nil || p < 0 || int(p) >= len(t.Partitions):
+			out[i].Code = kerr.UnknownTopicOrPartition.Code
+		case t.Partitions[p].Leader < 0:
+			out[i].Code = kerr.LeaderNotAvailable.Code
+		case t.Partitions[p].Leader == h.b.cfg.NodeID:
+			rp, _, _, code := h.b.replicas.Topic(topic).Serving(p, replica.ConsumerRead)
+			if out[i].Code = code; code == 0 {
+				out[i].Offset = rp.HW()
+			}
+		default:
+			byLeader[t.Partitions[p].Leader] = append(byLeader[t.Partitions[p].Leader], i)
+		}
+	}
+	for node, at := range byLeader {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, i := range at {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = parts[i], -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		ends := map[int32]coordinator.PartitionEnd{}
+		kresp, err := h.b.peers.ask(ctx, h.b, node, req, 10*time.Second)
+		if resp, ok := kresp.(*kmsg.ListOffsetsResponse); err == nil && ok {
+			for _, st := range resp.Topics {
+				for _, sp := range st.Partitions {
+					if st.Topic == topic {
+						ends[sp.Partition] = coordinator.PartitionEnd{Offset: sp.Offset, Code: sp.ErrorCode}
+					}
+				}
+			}
+		}
+		for _, i := range at {
+			e, ok := ends[parts[i]]
+			if !ok {
+				// Kafka: a leader that did not answer is NETWORK_EXCEPTION,
+				// one that left the partition out UNKNOWN_TOPIC_OR_PARTITION.
+				e.Code = kerr.UnknownTopicOrPartition.Code
+				if err != nil {
+					e.Code = kerr.NetworkException.Code
+				}
+			}
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// shareStates is the share coordinator's Persister as the group APIs use
+// it.
+type shareStates struct{ p *sharecoord.Persister }
+
+func (s shareStates) Summary(ctx context.Context, k sharepart.Key) (coordinator.ShareSummary, error) {
+	st, _, err := s.p.Summary(ctx, k)
+	return coordinator.ShareSummary{StartOffset: st.StartOffset, LeaderEpoch: st.LeaderEpoch,
+		DeliveryCompleteCount: st.DeliveryCompleteCount}, err
+}
+func (s shareStates) Initialize(ctx context.Context, k sharepart.Key, stateEpoch int32, start int64) error {
+	return s.p.Initialize(ctx, k, stateEpoch, start)
+}
+func (s shareStates) Delete(ctx context.Context, k sharepart.Key) error { return s.p.Delete(ctx, k) }
 
 // ensureOffsetsTopic asks the controller for the offsets topic if the image
 // lacks it. Failure (e.g. fewer live brokers than

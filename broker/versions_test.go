@@ -42,8 +42,6 @@ var absent = map[int16]string{
 	74: "ListConfigResources (KIP-1142): not implemented yet",
 	80: "dynamic raft voters (KIP-853): the voter set is static", 81: "dynamic raft voters (KIP-853)", 82: "dynamic raft voters (KIP-853)",
 	88: "KIP-1071 streams groups: not implemented", 89: "KIP-1071 streams groups: not implemented",
-	90: "KIP-932 share-group offsets admin: issue 26", 91: "KIP-932 share-group offsets admin: issue 26",
-	92: "KIP-932 share-group offsets admin: issue 26",
 	93: "KIP-1071 streams groups: not implemented",
 	94: "UnregisterController: the voter set is static",
 }

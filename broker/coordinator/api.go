@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,6 +40,18 @@ type APIHost interface {
 	// Go runs fn on a goroutine the node tracks; false once it is closing.
 	Go(fn func()) bool
 	Log() *zerolog.Logger
+	// ShareStates is the share coordinator, as the share-group offsets
+	// APIs reach it (shareoffsets.go).
+	ShareStates() ShareStates
+	// UnloadShareGroup drops the share-partitions of group that this
+	// node leads (their delivery state in memory), so that the next fetch
+	// reads the state an offsets change left.
+	UnloadShareGroup(group string)
+	// LatestOffsets is the end offset of each of partitions of topic, in
+	// order, as its leader answers ListOffsets (latest,
+	// read_uncommitted): from this node's replica, or asked of the
+	// leader. Every call returns, at most when ctx ends.
+	LatestOffsets(ctx context.Context, topic string, partitions []int32) []PartitionEnd
 }
 
 // Entries are the group APIs' registrations, bound to h. Building them
@@ -48,6 +62,7 @@ func Entries(h APIHost) []api.Entry {
 		leaveGroupEntry(h), syncGroupEntry(h), describeGroupsEntry(h), listGroupsEntry(h),
 		deleteGroupsEntry(h), offsetDeleteEntry(h), consumerGroupHeartbeatEntry(h), consumerGroupDescribeEntry(h),
 		shareGroupHeartbeatEntry(h), shareGroupDescribeEntry(h),
+		describeShareGroupOffsetsEntry(h), alterShareGroupOffsetsEntry(h), deleteShareGroupOffsetsEntry(h),
 	}
 }
 

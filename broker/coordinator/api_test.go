@@ -22,6 +22,11 @@ type apiHost struct {
 	log    zerolog.Logger
 	mu     sync.Mutex
 	topics map[string]apiTopic // by name
+	// The share coordinator, and what the share-group offsets APIs asked
+	// of the node (shareoffsets_test.go).
+	shares   *fakeShares
+	unloaded []string
+	ends     map[string]PartitionEnd // "topic/partition"
 }
 
 type apiTopic struct {
@@ -30,7 +35,8 @@ type apiTopic struct {
 }
 
 func newAPIHost(t *testing.T) *apiHost {
-	h := &apiHost{c: newTest(t, leader(t, t.TempDir())), log: zerolog.Nop(), topics: map[string]apiTopic{}}
+	h := &apiHost{c: newTest(t, leader(t, t.TempDir())), log: zerolog.Nop(), topics: map[string]apiTopic{},
+		shares: newFakeShares(), ends: map[string]PartitionEnd{}}
 	t.Cleanup(h.wg.Wait)
 	return h
 }
@@ -77,6 +83,10 @@ func (h *apiHost) Code(err error) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, ErrNotCoordinator):
 		return kerr.NotCoordinator.Code
+	case errors.Is(err, errFencedStateEpoch):
+		return kerr.FencedStateEpoch.Code
+	case errors.Is(err, errNotAvailable):
+		return kerr.CoordinatorNotAvailable.Code
 	}
 	return kerr.UnknownServerError.Code
 }

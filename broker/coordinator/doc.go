@@ -47,7 +47,13 @@
 // api.go and the group APIs: 08_offset_commit.go, 09_offset_fetch.go,
 // 11_join_group.go, 12_heartbeat.go, 13_leave_group.go, 14_sync_group.go,
 // 15_describe_groups.go, 16_list_groups.go, 42_delete_groups.go,
-// 47_offset_delete.go.
+// 47_offset_delete.go, and those of KIP-848 and KIP-932 groups (68, 69,
+// 76, 77; nextgen.go, nextgen_api.go, shares.go). The share-group offsets
+// APIs, 90_describe_share_group_offsets.go,
+// 91_alter_share_group_offsets.go and 92_delete_share_group_offsets.go,
+// share shareoffsets.go: a share-partition's start offset is state of the
+// share coordinator (broker/sharecoord), which they reach through
+// APIHost.ShareStates.
 //
 // Coordinator owns both parts; the relation between them is one way:
 // groupTable stores a group that settles through offsetStore, and the

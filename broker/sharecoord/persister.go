@@ -21,7 +21,10 @@ import (
 // this node, or sends it Kafka's RPCs (ReadShareGroupState,
 // WriteShareGroupState, DeleteShareGroupState, and for a leader's first
 // snapshot InitializeShareGroupState and ReadShareGroupStateSummary)
-// through Host.Ask otherwise.
+// through Host.Ask otherwise. Beyond sharestate.Persister, the group
+// coordinator's share-group offsets administration
+// (DescribeShareGroupOffsets, AlterShareGroupOffsets) calls Summary and
+// Initialize: the RPCs of those names.
 //
 // Records to operations. A leader's records (sharepart's) are not
 // appended as they are: the coordinator writes its own, Kafka's way, from
@@ -91,6 +94,10 @@ type backend interface {
 	write(ctx context.Context, k sharepart.Key, w WriteState) error
 	writeSnapshot(ctx context.Context, k sharepart.Key, leaderEpoch int32, v *sharepart.SnapshotValue) error
 	remove(ctx context.Context, k sharepart.Key) error
+	// summary is ReadShareGroupStateSummary: ok false when k has no state
+	// with a start offset.
+	summary(ctx context.Context, k sharepart.Key) (State, bool, error)
+	initialize(ctx context.Context, k sharepart.Key, stateEpoch int32, startOffset int64) error
 }
 
 // Read implements sharestate.Persister.
@@ -151,6 +158,36 @@ func (p *Persister) Delete(ctx context.Context, key sharepart.Key) error {
 		return nil
 	}
 	return err
+}
+
+// Summary is key's state without its batches (ReadShareGroupStateSummary),
+// for DescribeShareGroupOffsets: its start offset, state epoch, the leader
+// epoch of the leader that last read it, and its delivery-complete count
+// (KIP-1226). ok is false when key has no state with a start offset; the
+// State is then what the RPC answers for none (start offset, leader epoch
+// and delivery-complete count -1) or the state initialized without one.
+// Retried as the type comment says.
+func (p *Persister) Summary(ctx context.Context, key sharepart.Key) (State, bool, error) {
+	var st State
+	var ok bool
+	err := p.call(ctx, key, "summary", func(b backend) (err error) {
+		st, ok, err = b.summary(ctx, key)
+		return err
+	})
+	if err != nil {
+		return State{}, false, err
+	}
+	return st, ok, nil
+}
+
+// Initialize starts key's state afresh at stateEpoch and startOffset (-1:
+// none, the leader resolves share.auto.offset.reset), nothing in flight
+// (InitializeShareGroupState), for AlterShareGroupOffsets. A state epoch
+// older than the stored one is ErrFencedStateEpoch; from then on, writes
+// that carry an older state epoch (a leader's snapshots) are fenced so.
+// Retried as the type comment says.
+func (p *Persister) Initialize(ctx context.Context, key sharepart.Key, stateEpoch int32, startOffset int64) error {
+	return p.call(ctx, key, "initialize", func(b backend) error { return b.initialize(ctx, key, stateEpoch, startOffset) })
 }
 
 // call runs f on key's coordinator, retrying as the type comment says.
@@ -244,3 +281,19 @@ func (l localBackend) writeSnapshot(ctx context.Context, k sharepart.Key, leader
 	return l.c.writeSnapshot(ctx, k, leaderEpoch, v)
 }
 func (l localBackend) remove(ctx context.Context, k sharepart.Key) error { return l.c.Delete(ctx, k) }
+
+// summary answers as the RPC does (87_read_share_group_state_summary.go),
+// so that a summary reads the same locally and remotely.
+func (l localBackend) summary(ctx context.Context, k sharepart.Key) (State, bool, error) {
+	st, ok, err := l.c.Summary(ctx, k)
+	if err != nil {
+		return State{}, false, err
+	}
+	if !ok {
+		return State{StartOffset: -1, LeaderEpoch: -1, DeliveryCompleteCount: -1}, false, nil
+	}
+	return st, st.StartOffset != -1, nil
+}
+func (l localBackend) initialize(ctx context.Context, k sharepart.Key, stateEpoch int32, start int64) error {
+	return l.c.Initialize(ctx, k, stateEpoch, start)
+}

@@ -334,3 +334,85 @@ func TestCodeError(t *testing.T) {
 		t.Errorf("CLUSTER_AUTHORIZATION_FAILED: %v", err)
 	}
 }
+
+// adminFlow runs the group coordinator's calls (AlterShareGroupOffsets,
+// DescribeShareGroupOffsets, DeleteShareGroupOffsets) against pers, and
+// checks that an alter fences the snapshots of a leader that loaded the
+// state before it.
+func adminFlow(t *testing.T, pers *Persister) {
+	t.Helper()
+	k := key("admin", 1, 3)
+	cfg := sharepart.Config{SnapshotUpdateRecordsPerSnapshot: 2, DeliveryCountLimit: 3}
+	now := int64(1000)
+	summary := func(wantOK bool, want State) {
+		t.Helper()
+		st, ok, err := pers.Summary(ctx, k)
+		if err != nil || ok != wantOK || st.StartOffset != want.StartOffset || st.StateEpoch != want.StateEpoch ||
+			st.LeaderEpoch != want.LeaderEpoch || st.DeliveryCompleteCount != want.DeliveryCompleteCount {
+			t.Fatalf("summary: %+v %v %v, want %+v %v", st, ok, err, want, wantOK)
+		}
+	}
+	summary(false, State{StartOffset: -1, LeaderEpoch: -1, DeliveryCompleteCount: -1})
+
+	// A leader starts the share-partition (state epoch 0) and acknowledges
+	// two records.
+	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 4}, now)
+	must(t, pers.Write(ctx, k, 4, recs))
+	_, recs = p.Acquire(now, "m", sharepart.Fetch{From: 10, End: 20, Records: []sharepart.Range{{First: 10, Last: 19}}, MaxRecords: 100})
+	must(t, pers.Write(ctx, k, 4, recs))
+	recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: 12, Last: 13, Types: []int8{1}}})
+	must(t, err)
+	must(t, pers.Write(ctx, k, 4, recs))
+	summary(true, State{StartOffset: 10, StateEpoch: 0, LeaderEpoch: 4, DeliveryCompleteCount: 2})
+
+	// The group's offsets are altered: a new state epoch and start offset.
+	must(t, pers.Initialize(ctx, k, 3, 42))
+	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
+	if err := pers.Initialize(ctx, k, 2, 7); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("an initialize at an older state epoch: %v", err)
+	}
+	// The old leader's snapshot carries state epoch 0: fenced, and the
+	// state is the alter's.
+	if err := pers.Write(ctx, k, 4, p.Snapshot(now)); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a snapshot of the leader from before the alter: %v", err)
+	}
+	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
+	// A leader that loads it now serves from the alter's start offset.
+	rs, err := pers.Read(ctx, k, 5)
+	must(t, err)
+	p2, _, err := sharepart.Restore(k, cfg, 5, now, rs)
+	must(t, err)
+	if p2.StartOffset() != 42 || p2.StateEpoch() != 3 {
+		t.Fatalf("restored after the alter: start %d state epoch %d", p2.StartOffset(), p2.StateEpoch())
+	}
+	// Initialized without a start offset: no start offset to describe.
+	must(t, pers.Initialize(ctx, k, 4, -1))
+	summary(false, State{StartOffset: -1, StateEpoch: 4, LeaderEpoch: 5, DeliveryCompleteCount: -1})
+	must(t, pers.Delete(ctx, k))
+	summary(false, State{StartOffset: -1, LeaderEpoch: -1, DeliveryCompleteCount: -1})
+	// Unknown partitions are refused, not retried.
+	if _, _, err := pers.Summary(ctx, key("admin", 1, 99)); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("summary of an unknown partition: %v", err)
+	}
+	if err := pers.Initialize(ctx, key("admin", 1, 99), 1, 0); !errors.Is(err, ErrUnknownTopicOrPartition) {
+		t.Fatalf("initialize of an unknown partition: %v", err)
+	}
+}
+
+func TestPersisterAdminLocal(t *testing.T) {
+	p, _ := leader(t, 1, t.TempDir())
+	c := newCoord(t, newTestHost(1), testConfig(), p)
+	adminFlow(t, c.Persister())
+}
+
+func TestPersisterAdminRemote(t *testing.T) {
+	p, _ := leader(t, 2, t.TempDir())
+	h2 := newTestHost(2)
+	c2 := newCoord(t, h2, testConfig(), p)
+	ps := &peers{nodes: map[int32]*apiHost{2: {h: h2, c: c2}}}
+	h1 := newTestHost(1)
+	h1.leaders, h1.ask = []int32{2}, ps.ask
+	c1, err := New(ctx, testConfig(), h1)
+	must(t, err)
+	adminFlow(t, c1.Persister())
+}

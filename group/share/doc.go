@@ -126,8 +126,10 @@
 //     share-partition state exists (SubscribedPartitions), for instance
 //     creating it on first use. A first member therefore gets partitions in
 //     its first heartbeat response instead of a later one.
-//     InitializingTopics and DeletingTopics written by Kafka are kept until
-//     their topic is deleted, never added to. Topics deleted from the image
+//     The offsets administration (offsets.go: AlterShareGroupOffsets,
+//     DeleteShareGroupOffsets, DeleteGroups) is what adds to
+//     InitializingTopics and DeletingTopics, as Kafka's does; entries there
+//     are kept until their topic is deleted. Topics deleted from the image
 //     leave the record (Kafka moves them through DeletingTopics while the
 //     share coordinator deletes their state).
 //   - The metadata hash is ours (FNV-64a over subscribed topics' names,
