@@ -111,4 +111,3 @@ func buildFranzTests(t *testing.T) (bin, dir string) {
 	t.Logf("built franz-go's kgo tests in %v", time.Since(start).Round(time.Millisecond))
 	return bin, dir
 }
-
