@@ -30,8 +30,11 @@ import (
 // appended as they are: the coordinator writes its own, Kafka's way, from
 // what they say.
 //   - A ShareUpdate is a write of its batches and start offset at the
-//     caller's leader epoch (state epoch not checked: updates do not
-//     carry it).
+//     caller's leader and state epochs (the record carries neither state
+//     epoch nor, reliably, the caller's leader epoch): fenced unless the
+//     stored state epoch is the caller's, so that a leader that loaded
+//     the state before an AlterShareGroupOffsets cannot merge into what
+//     the alter set.
 //   - A ShareSnapshot that starts the state afresh (the key has none, or
 //     none with a start offset, or an older state epoch: the leader's New
 //     or ResetStartOffset) is an initialization, followed by a write that
@@ -123,7 +126,7 @@ func stateSnapshot(k sharepart.Key, leaderEpoch int32, st State) sharepart.Recor
 
 // Write implements sharestate.Persister: each record, in order, as the
 // type comment says.
-func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error {
+func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error {
 	for i, r := range recs {
 		d, err := sharepart.DecodeRecord(r)
 		if err != nil {
@@ -137,7 +140,7 @@ func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch in
 			err = p.call(ctx, key, "write", func(b backend) error { return b.writeSnapshot(ctx, key, leaderEpoch, d.Snapshot) })
 		case d.Update != nil:
 			v := d.Update
-			w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: -1, StartOffset: v.StartOffset,
+			w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: stateEpoch, StartOffset: v.StartOffset,
 				DeliveryCompleteCount: v.DeliveryCompleteCount, Batches: v.StateBatches}
 			err = p.call(ctx, key, "write", func(b backend) error { return b.write(ctx, key, w) })
 		default:

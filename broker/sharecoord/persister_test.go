@@ -29,9 +29,10 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 	k := key("g", 1, 2)
 	cfg := sharepart.Config{SnapshotUpdateRecordsPerSnapshot: 2, DeliveryCountLimit: 3}
 	now := int64(1000)
-	write := func(leaderEpoch int32, recs []sharepart.Record) {
+	// write writes the records of the leader p at its epochs.
+	write := func(p *sharepart.Partition, recs []sharepart.Record) {
 		t.Helper()
-		if err := pers.Write(ctx, k, leaderEpoch, recs); err != nil {
+		if err := pers.Write(ctx, k, p.LeaderEpoch(), p.StateEpoch(), recs); err != nil {
 			t.Fatalf("write: %v", err)
 		}
 	}
@@ -59,7 +60,7 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 		t.Fatalf("read before anything: %v", err)
 	}
 	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 5}, now)
-	write(5, recs)
+	write(p, recs)
 	same(p, 5)
 	for round := range int64(4) {
 		now++
@@ -69,27 +70,27 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 		if len(acq) == 0 {
 			t.Fatalf("round %d: nothing acquired", round)
 		}
-		write(5, recs)
+		write(p, recs)
 		recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: from, Last: from + 4, Types: []int8{1}},
 			{First: from + 5, Last: from + 9, Types: []int8{2}}})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		write(5, recs)
+		write(p, recs)
 		same(p, 5)
 	}
 	// A new leader takes over: its read fences the old one.
 	p2 := same(p, 6)
-	if err := pers.Write(ctx, k, 5, p.Snapshot(now)); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+	if err := pers.Write(ctx, k, 5, 0, p.Snapshot(now)); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
 		t.Fatalf("a write of the old leader after the new one read: %v", err)
 	}
-	write(6, p2.Snapshot(now)) // Restore's snapshot
+	write(p2, p2.Snapshot(now)) // Restore's snapshot
 	// A reset starts the state afresh at a new state epoch.
 	recs, err := p2.ResetStartOffset(now, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(6, recs)
+	write(p2, recs)
 	if same(p2, 6).StateEpoch() != 1 {
 		t.Fatal("the reset's state epoch was not stored")
 	}
@@ -97,7 +98,7 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(6, recs)
+	write(p2, recs)
 	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
 		t.Fatalf("read after delete: %v", err)
 	}
@@ -106,7 +107,7 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 	}
 	// A share-partition that starts again is fenced by nothing of before.
 	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 0, LeaderEpoch: 2}, now)
-	write(2, recs)
+	write(p3, recs)
 	same(p3, 2)
 	if err := pers.Delete(ctx, k); err != nil {
 		t.Fatal(err)
@@ -134,10 +135,10 @@ func TestPersisterLocal(t *testing.T) {
 	persisterFlow(t, c.Persister())
 	// Records for another key, or that do not decode, are refused.
 	k := key("g", 1, 0)
-	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(key("g", 1, 1))}); !errors.Is(err, sharepart.ErrCorrupt) {
+	if err := c.Persister().Write(ctx, k, 0, 0, []sharepart.Record{sharepart.Tombstone(key("g", 1, 1))}); !errors.Is(err, sharepart.ErrCorrupt) {
 		t.Fatalf("a record for another key: %v", err)
 	}
-	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{{Key: []byte{1}}}); !errors.Is(err, sharepart.ErrCorrupt) {
+	if err := c.Persister().Write(ctx, k, 0, 0, []sharepart.Record{{Key: []byte{1}}}); !errors.Is(err, sharepart.ErrCorrupt) {
 		t.Fatalf("an undecodable record: %v", err)
 	}
 }
@@ -282,7 +283,7 @@ func TestPersisterRetries(t *testing.T) {
 	// A coordinator that never answers: bounded.
 	ps.fail = func(int32, kmsg.Request) (kmsg.Response, error) { return nil, errors.New("unreachable") }
 	start := time.Now()
-	if err := pers.Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(k)}); !errors.Is(err, sharestate.ErrNotAvailable) {
+	if err := pers.Write(ctx, k, 0, 0, []sharepart.Record{sharepart.Tombstone(k)}); !errors.Is(err, sharestate.ErrNotAvailable) {
 		t.Fatalf("write to an unreachable coordinator: %v", err)
 	}
 	if time.Since(start) > 5*time.Second {
@@ -357,12 +358,12 @@ func adminFlow(t *testing.T, pers *Persister) {
 	// A leader starts the share-partition (state epoch 0) and acknowledges
 	// two records.
 	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 4}, now)
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	_, recs = p.Acquire(now, "m", sharepart.Fetch{From: 10, End: 20, Records: []sharepart.Range{{First: 10, Last: 19}}, MaxRecords: 100})
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: 12, Last: 13, Types: []int8{1}}})
 	must(t, err)
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	summary(true, State{StartOffset: 10, StateEpoch: 0, LeaderEpoch: 4, DeliveryCompleteCount: 2})
 
 	// The group's offsets are altered: a new state epoch and start offset.
@@ -373,8 +374,20 @@ func adminFlow(t *testing.T, pers *Persister) {
 	}
 	// The old leader's snapshot carries state epoch 0: fenced, and the
 	// state is the alter's.
-	if err := pers.Write(ctx, k, 4, p.Snapshot(now)); !errors.Is(err, ErrFencedStateEpoch) {
+	if err := pers.Write(ctx, k, 4, 0, p.Snapshot(now)); !errors.Is(err, ErrFencedStateEpoch) {
 		t.Fatalf("a snapshot of the leader from before the alter: %v", err)
+	}
+	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
+	// So are its updates, which carry no state epoch of their own: the
+	// Persister sends the leader's. One that moves the start offset
+	// leaves the alter's alone.
+	recs, err = p.Acknowledge(now, "m", []sharepart.AckBatch{{First: 10, Last: 11, Types: []int8{1}}})
+	must(t, err)
+	if d, err := sharepart.DecodeRecord(recs[0]); err != nil || d.Update == nil || d.Update.StartOffset != 14 {
+		t.Fatalf("the old leader's acknowledgement is not an update moving the start offset: %+v %v", d, err)
+	}
+	if err := pers.Write(ctx, k, 4, p.StateEpoch(), recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("an update of the leader from before the alter: %v", err)
 	}
 	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
 	// A leader that loads it now serves from the alter's start offset.

@@ -297,7 +297,7 @@ func TestReleaseMemberAndUnloadGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Write(context.Background(), keyOf(a0), 1, recs); err != nil {
+		if err := p.Write(context.Background(), keyOf(a0), 1, reset.StateEpoch(), recs); err != nil {
 			t.Fatal(err)
 		}
 		r.m.UnloadGroup(testGroup)

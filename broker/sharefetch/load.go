@@ -36,7 +36,7 @@ func (m *Manager) load(sp *sharePartition) {
 		}
 	}
 	if err == nil {
-		err = m.host.Persister().Write(ctx, key, sp.leaderEpoch, out)
+		err = m.host.Persister().Write(ctx, key, sp.leaderEpoch, p.StateEpoch(), out)
 	}
 	if err != nil {
 		err = fmt.Errorf("sharefetch: loading %s at leader epoch %d: %w", key, sp.leaderEpoch, err)

@@ -46,8 +46,16 @@ type Persister interface {
 	// Write makes recs (returned by the leader's steps, in order)
 	// durable: replicated to every in-sync replica of the state
 	// partition. Only then may the leader answer the request that caused
-	// them. ErrFencedLeaderEpoch when a newer leader has read the key.
-	Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error
+	// them. stateEpoch is the leader's sharepart.Partition.StateEpoch():
+	// the state epoch of the state it loaded (ShareUpdate records do not
+	// carry one; a ShareSnapshot's own is checked). Errors:
+	// ErrFencedLeaderEpoch when a newer leader has read the key; a
+	// coordinator's fenced-state-epoch error when the stored state epoch
+	// is not stateEpoch (the state was initialized again since, by
+	// AlterShareGroupOffsets, or deleted and initialized again); ErrNoState
+	// when the key has no state. On any error the leader drops what it
+	// holds and loads again.
+	Write(ctx context.Context, key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error
 	// Delete removes key's state (its group was deleted, or its offsets
 	// were deleted with DeleteShareGroupOffsets).
 	Delete(ctx context.Context, key sharepart.Key) error
