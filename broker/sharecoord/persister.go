@@ -35,14 +35,20 @@ import (
 //     stored state epoch is the caller's, so that a leader that loaded
 //     the state before an AlterShareGroupOffsets cannot merge into what
 //     the alter set.
-//   - A ShareSnapshot that starts the state afresh (the key has none, or
-//     none with a start offset, or an older state epoch: the leader's New
-//     or ResetStartOffset) is an initialization, followed by a write that
-//     records the caller's leader epoch and the snapshot's batches: on
-//     this node both in one batch; remotely Initialize, then Read at the
-//     leader epoch (which records it), then Write. Any other snapshot is a
-//     write: merged into the stored state it yields the snapshot itself,
-//     since a leader's durable state only grows between resets.
+//   - A ShareSnapshot that starts the state afresh (sharepart.New's first,
+//     snapshot epoch 0, for a key with no state; or one at the state
+//     epoch of a state initialized without a start offset) is an
+//     initialization, followed by a write that records the caller's
+//     leader epoch and the snapshot's batches: on this node both in one
+//     batch; remotely Initialize, then Read at the leader epoch (which
+//     records it), then Write. Any other snapshot is a write at its own
+//     state epoch (merged into the stored state it yields the snapshot
+//     itself, since a leader's durable state only grows), and for a key
+//     without state ErrUninitialized: only the first snapshot of a leader
+//     that found no state may create one, so that a leader that loaded
+//     state since deleted cannot bring it back. A leader's snapshot never
+//     changes the state epoch (sharepart's ResetStartOffset is fenced):
+//     only Initialize does, as only Kafka's group coordinator does.
 //   - A tombstone is a delete.
 //
 // And Read hands back the coordinator's state as one ShareSnapshot at the

@@ -85,16 +85,8 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 		t.Fatalf("a write of the old leader after the new one read: %v", err)
 	}
 	write(p2, p2.Snapshot(now)) // Restore's snapshot
-	// A reset starts the state afresh at a new state epoch.
-	recs, err := p2.ResetStartOffset(now, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(p2, recs)
-	if same(p2, 6).StateEpoch() != 1 {
-		t.Fatal("the reset's state epoch was not stored")
-	}
-	recs, err = p2.Delete(now)
+	stale := same(p2, 6)
+	recs, err := p2.Delete(now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +94,36 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
 		t.Fatalf("read after delete: %v", err)
 	}
+	// A leader that loaded the state before the delete cannot bring it
+	// back: not with a snapshot, not with an update.
+	if err := pers.Write(ctx, k, 6, stale.StateEpoch(), stale.Snapshot(now)); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("a snapshot of a leader from before the delete: %v", err)
+	}
+	_, recs = stale.Acquire(now, "m", sharepart.Fetch{From: stale.NextFetchOffset(), End: stale.NextFetchOffset() + 1,
+		Records: []sharepart.Range{{First: stale.NextFetchOffset(), Last: stale.NextFetchOffset()}}, MaxRecords: 1})
+	if err := pers.Write(ctx, k, 6, stale.StateEpoch(), recs); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("an update of a leader from before the delete: %v", err)
+	}
+	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read after the old leader's writes: %v", err)
+	}
 	if err := pers.Delete(ctx, k); err != nil {
 		t.Fatalf("delete of nothing: %v", err)
 	}
 	// A share-partition that starts again is fenced by nothing of before.
 	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 0, LeaderEpoch: 2}, now)
 	write(p3, recs)
+	same(p3, 2)
+	// Only the group coordinator's Initialize changes the state epoch (see
+	// adminFlow): a leader's own reset is fenced, and changes nothing.
+	reset := same(p3, 2)
+	recs, err = reset.ResetStartOffset(now, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pers.Write(ctx, k, 2, reset.StateEpoch(), recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a leader's reset: %v", err)
+	}
 	same(p3, 2)
 	if err := pers.Delete(ctx, k); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,14 @@ type Persister interface {
 	// AlterShareGroupOffsets, or deleted and initialized again); ErrNoState
 	// when the key has no state. On any error the leader drops what it
 	// holds and loads again.
+	//
+	// Creation: the one write that may create state for a key without
+	// any is the first snapshot of a sharepart.New (snapshot epoch 0),
+	// which a leader builds only after Read reported ErrNoState. Every
+	// other write to a key without state is ErrNoState: a leader that
+	// loaded state since deleted must not bring it back. Nor does a
+	// leader's write change the state epoch: only the group
+	// coordinator's initialization does.
 	Write(ctx context.Context, key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error
 	// Delete removes key's state (its group was deleted, or its offsets
 	// were deleted with DeleteShareGroupOffsets).
