@@ -192,8 +192,8 @@ func (p *Persister) Summary(ctx context.Context, key sharepart.Key) (State, bool
 // Initialize starts key's state afresh at stateEpoch and startOffset (-1:
 // none, the leader resolves share.auto.offset.reset), nothing in flight
 // (InitializeShareGroupState), for AlterShareGroupOffsets. A state epoch
-// older than the stored one is ErrFencedStateEpoch; from then on, writes
-// that carry an older state epoch (a leader's snapshots) are fenced so.
+// older than the stored one is ErrFencedStateEpoch; from then on, a
+// leader's writes at any other state epoch are fenced so.
 // Retried as the type comment says.
 func (p *Persister) Initialize(ctx context.Context, key sharepart.Key, stateEpoch int32, startOffset int64) error {
 	return p.call(ctx, key, "initialize", func(b backend) error { return b.initialize(ctx, key, stateEpoch, startOffset) })

@@ -417,6 +417,21 @@ func adminFlow(t *testing.T, pers *Persister) {
 	// Initialized without a start offset: no start offset to describe.
 	must(t, pers.Initialize(ctx, k, 4, -1))
 	summary(false, State{StartOffset: -1, StateEpoch: 4, LeaderEpoch: 5, DeliveryCompleteCount: -1})
+	// A leader loading it finds no start offset; it resolves
+	// share.auto.offset.reset and starts at the state epoch it read (as
+	// broker/sharefetch's load does), not at 0.
+	rs, err = pers.Read(ctx, k, 5)
+	must(t, err)
+	if _, _, err := sharepart.Restore(k, cfg, 5, now, rs); !errors.Is(err, sharepart.ErrNoState) {
+		t.Fatalf("restore of state without a start offset: %v", err)
+	}
+	_, recs = sharepart.New(k, cfg, sharepart.Init{StartOffset: 50, LeaderEpoch: 5}, now)
+	if err := pers.Write(ctx, k, 5, 0, recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a start at state epoch 0: %v", err)
+	}
+	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 50, StateEpoch: 4, LeaderEpoch: 5}, now)
+	must(t, pers.Write(ctx, k, 5, p3.StateEpoch(), recs))
+	summary(true, State{StartOffset: 50, StateEpoch: 4, LeaderEpoch: 5, DeliveryCompleteCount: 0})
 	must(t, pers.Delete(ctx, k))
 	summary(false, State{StartOffset: -1, LeaderEpoch: -1, DeliveryCompleteCount: -1})
 	// Unknown partitions are refused, not retried.

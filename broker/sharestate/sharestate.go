@@ -41,7 +41,10 @@ type Persister interface {
 	// Read returns the durable state of key as records Restore accepts
 	// (a snapshot, possibly followed by updates), and records leaderEpoch
 	// as the newest leader of the key: from then on a Write with an
-	// older epoch is fenced. ErrNoState when nothing is stored.
+	// older epoch is fenced. ErrNoState when nothing is stored. State
+	// initialized without a start offset (-1) is returned as such, at its
+	// state epoch: Restore refuses it, and the leader starts it with New
+	// at the offset share.auto.offset.reset gives and that state epoch.
 	Read(ctx context.Context, key sharepart.Key, leaderEpoch int32) ([]sharepart.Record, error)
 	// Write makes recs (returned by the leader's steps, in order)
 	// durable: replicated to every in-sync replica of the state
