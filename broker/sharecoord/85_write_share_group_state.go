@@ -22,12 +22,14 @@ import (
 //     checked, not recorded (a read records it); the state epoch never
 //     changes here.
 //   - A leader epoch (not -1) older than the stored one:
-//     FENCED_LEADER_EPOCH; a state epoch (not -1) older than the stored
-//     one: FENCED_STATE_EPOCH. No state: INVALID_REQUEST, with a message
-//     saying so, as Kafka 4.2. A negative partition, and (unlike Kafka,
-//     which stores them) batches no share-partition can have (an empty or
-//     negative range, an unknown delivery state, a negative delivery
-//     count): INVALID_REQUEST. A topic or partition missing from the
+//     FENCED_LEADER_EPOCH; a state epoch other than the stored one:
+//     FENCED_STATE_EPOCH (Kafka fences only an older one, -1 included; a
+//     newer one is a leader of state since deleted and initialized again
+//     at a lower epoch, so Fjord fences it too). No state:
+//     INVALID_REQUEST, with a message saying so, as Kafka 4.2. A negative
+//     partition, and (unlike Kafka, which stores them) batches no
+//     share-partition can have (an empty or negative range, an unknown
+//     delivery state, a negative delivery count): INVALID_REQUEST. A topic or partition missing from the
 //     node's metadata: UNKNOWN_TOPIC_OR_PARTITION.
 //   - NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 //     COORDINATOR_NOT_AVAILABLE as for InitializeShareGroupState.

@@ -147,7 +147,7 @@ func requestFor(apiKey int16, k sharepart.Key) kmsg.Request {
 	case 84:
 		return readReq(k, 0)
 	case 85:
-		return writeReq(1, k, WriteState{LeaderEpoch: -1, StateEpoch: -1, StartOffset: -1})
+		return writeReq(1, k, WriteState{LeaderEpoch: -1, StateEpoch: 0, StartOffset: -1})
 	case 86:
 		return deleteReq(k)
 	case 87:

@@ -218,7 +218,7 @@ func TestDurableWriteReload(t *testing.T) {
 		t.Fatalf("reloaded state differs:\nbefore %v\nafter  %v", before, after)
 	}
 	// The fence came back with it.
-	if err := c2.Write(ctx, a, WriteState{LeaderEpoch: 6, StateEpoch: -1, StartOffset: -1}); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+	if err := c2.Write(ctx, a, WriteState{LeaderEpoch: 6, StateEpoch: 0, StartOffset: -1}); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
 		t.Fatalf("write at an older leader epoch after the reload: %v", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("initialize at an older state epoch: %v", err)
 	}
 	// The topic's partition must be known.
-	if err := c.Write(ctx, key("g", 1, 9), WriteState{LeaderEpoch: 5, StateEpoch: -1, StartOffset: 0}); !errors.Is(err, ErrUninitialized) {
+	if err := c.Write(ctx, key("g", 1, 9), WriteState{LeaderEpoch: 5, StateEpoch: 0, StartOffset: 0}); !errors.Is(err, ErrUninitialized) {
 		t.Fatalf("write of an unknown key: %v", err)
 	}
 	if err := c.Initialize(ctx, key("g", 1, 9), 0, 0); !errors.Is(err, ErrUnknownTopicOrPartition) {
@@ -399,7 +399,7 @@ func TestPrune(t *testing.T) {
 	must(t, c.Initialize(ctx, quiet, 0, 0)) // offset 0
 	must(t, c.Initialize(ctx, busy, 0, 0))  // offset 1
 	for i := range int64(10) {
-		must(t, c.Write(ctx, busy, WriteState{LeaderEpoch: -1, StateEpoch: -1, StartOffset: i, DeliveryCompleteCount: 0,
+		must(t, c.Write(ctx, busy, WriteState{LeaderEpoch: -1, StateEpoch: 0, StartOffset: i, DeliveryCompleteCount: 0,
 			Batches: []sharepart.StateBatch{{FirstOffset: i, LastOffset: i + 5, DeliveryState: sharepart.Available, DeliveryCount: int16(i + 1)}}}))
 	}
 	c.prune()
@@ -460,7 +460,7 @@ func TestLoops(t *testing.T) {
 	c := newCoord(t, newTestHost(1), cfg, p)
 	must(t, c.Initialize(ctx, key("q", 1, 0), 0, 0))
 	must(t, c.Initialize(ctx, key("b", 1, 0), 0, 0))
-	must(t, c.Write(ctx, key("b", 1, 0), WriteState{LeaderEpoch: -1, StateEpoch: -1, StartOffset: 3}))
+	must(t, c.Write(ctx, key("b", 1, 0), WriteState{LeaderEpoch: -1, StateEpoch: 0, StartOffset: 3}))
 	c.Start()
 	checkFor(t, "the log start to move", func() bool { return p.Log().StartOffset() > 0 })
 }

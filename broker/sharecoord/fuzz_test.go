@@ -78,7 +78,7 @@ func FuzzReplay(f *testing.F) {
 				}
 				off++
 			}
-			w := WriteState{LeaderEpoch: -1, StateEpoch: -1, StartOffset: st.StartOffset, DeliveryCompleteCount: -1, Batches: st.Batches}
+			w := WriteState{LeaderEpoch: -1, StateEpoch: st.StateEpoch, StartOffset: st.StartOffset, DeliveryCompleteCount: -1, Batches: st.Batches}
 			if r, err := tbl.write(k, w, false, now); err == nil {
 				if err := tbl.replay(off, r); err != nil {
 					t.Fatalf("replaying its own write record: %v", err)

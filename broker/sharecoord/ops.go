@@ -119,14 +119,18 @@ func (c *Coordinator) Delete(ctx context.Context, k sharepart.Key) error {
 }
 
 // writeSnapshot writes a leader's ShareSnapshot v of k, at leader epoch
-// leaderEpoch, in one step: a leader's snapshot replaces the state when
-// the key has none, none with a start offset, or one of an older state
-// epoch (a leader's New and ResetStartOffset: Kafka's group coordinator
-// sends InitializeShareGroupState for those), and otherwise merges into it
-// like any write (every other snapshot of a leader holds at least what it
-// wrote before). Both records of a replacement, the initialization and
-// the write that records the leader epoch and batches, go into one batch:
-// the log never holds one without the other.
+// leaderEpoch, in one step. It starts the state afresh in two cases
+// only: k has no state and v is a sharepart.New's first snapshot
+// (snapshot epoch 0: the leader's Read found none), or k was initialized
+// without a start offset and v is at its state epoch (the leader
+// resolved share.auto.offset.reset); Kafka's group coordinator sends
+// InitializeShareGroupState for both. Both records of a start, the
+// initialization and the write that records the leader epoch and
+// batches, go into one batch: the log never holds one without the other.
+// Any other snapshot merges into the state like any write (a leader's
+// snapshot holds at least what it wrote before), fenced unless at the
+// stored state epoch; and for a k without state it is ErrUninitialized:
+// a leader that loaded state since deleted must not bring it back.
 func (c *Coordinator) writeSnapshot(ctx context.Context, k sharepart.Key, leaderEpoch int32, v *sharepart.SnapshotValue) error {
 	known := c.known(k)
 	w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: v.StateEpoch, StartOffset: v.StartOffset,
@@ -136,14 +140,18 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, k sharepart.Key, leader
 			return nil, err
 		}
 		e := t.keys[k]
-		if e != nil && !replaces(e, v) {
+		switch {
+		case e == nil && v.SnapshotEpoch != 0:
+			return nil, fmt.Errorf("%w: snapshot %d of %s (deleted since its leader loaded it?)", ErrUninitialized, v.SnapshotEpoch, k)
+		case e != nil && e.state.StartOffset != -1:
 			r, err := t.write(k, w, false, now)
 			if err != nil {
 				return nil, err
 			}
 			return []sharepart.Record{r}, nil
-		}
-		if e != nil && leaderEpoch != -1 && e.fenceLeader > leaderEpoch {
+		case e != nil && v.StateEpoch != e.state.StateEpoch:
+			return nil, fmt.Errorf("%w: %s: snapshot at state epoch %d, stored %d", ErrFencedStateEpoch, k, v.StateEpoch, e.state.StateEpoch)
+		case e != nil && leaderEpoch != -1 && e.fenceLeader > leaderEpoch:
 			return nil, fmt.Errorf("%s: snapshot at leader epoch %d, stored %d: %w", k, leaderEpoch, e.fenceLeader, sharestate.ErrFencedLeaderEpoch)
 		}
 		init, err := t.initialize(k, v.StateEpoch, v.StartOffset, now)
@@ -163,12 +171,6 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, k sharepart.Key, leader
 		}
 		return []sharepart.Record{init, r}, nil
 	})
-}
-
-// replaces reports whether a leader's snapshot v starts e afresh rather
-// than merging into it.
-func replaces(e *entry, v *sharepart.SnapshotValue) bool {
-	return e.state.StartOffset == -1 || v.StateEpoch > e.fenceState
 }
 
 // scratch is a table holding a copy of k's entry only, to decide a second

@@ -30,16 +30,25 @@ import (
 // appended as they are: the coordinator writes its own, Kafka's way, from
 // what they say.
 //   - A ShareUpdate is a write of its batches and start offset at the
-//     caller's leader epoch (state epoch not checked: updates do not
-//     carry it).
-//   - A ShareSnapshot that starts the state afresh (the key has none, or
-//     none with a start offset, or an older state epoch: the leader's New
-//     or ResetStartOffset) is an initialization, followed by a write that
-//     records the caller's leader epoch and the snapshot's batches: on
-//     this node both in one batch; remotely Initialize, then Read at the
-//     leader epoch (which records it), then Write. Any other snapshot is a
-//     write: merged into the stored state it yields the snapshot itself,
-//     since a leader's durable state only grows between resets.
+//     caller's leader and state epochs (the record carries neither state
+//     epoch nor, reliably, the caller's leader epoch): fenced unless the
+//     stored state epoch is the caller's, so that a leader that loaded
+//     the state before an AlterShareGroupOffsets cannot merge into what
+//     the alter set.
+//   - A ShareSnapshot that starts the state afresh (sharepart.New's first,
+//     snapshot epoch 0, for a key with no state; or one at the state
+//     epoch of a state initialized without a start offset) is an
+//     initialization, followed by a write that records the caller's
+//     leader epoch and the snapshot's batches: on this node both in one
+//     batch; remotely Initialize, then Read at the leader epoch (which
+//     records it), then Write. Any other snapshot is a write at its own
+//     state epoch (merged into the stored state it yields the snapshot
+//     itself, since a leader's durable state only grows), and for a key
+//     without state ErrUninitialized: only the first snapshot of a leader
+//     that found no state may create one, so that a leader that loaded
+//     state since deleted cannot bring it back. A leader's snapshot never
+//     changes the state epoch (sharepart's ResetStartOffset is fenced):
+//     only Initialize does, as only Kafka's group coordinator does.
 //   - A tombstone is a delete.
 //
 // And Read hands back the coordinator's state as one ShareSnapshot at the
@@ -123,7 +132,7 @@ func stateSnapshot(k sharepart.Key, leaderEpoch int32, st State) sharepart.Recor
 
 // Write implements sharestate.Persister: each record, in order, as the
 // type comment says.
-func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error {
+func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error {
 	for i, r := range recs {
 		d, err := sharepart.DecodeRecord(r)
 		if err != nil {
@@ -137,7 +146,7 @@ func (p *Persister) Write(ctx context.Context, key sharepart.Key, leaderEpoch in
 			err = p.call(ctx, key, "write", func(b backend) error { return b.writeSnapshot(ctx, key, leaderEpoch, d.Snapshot) })
 		case d.Update != nil:
 			v := d.Update
-			w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: -1, StartOffset: v.StartOffset,
+			w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: stateEpoch, StartOffset: v.StartOffset,
 				DeliveryCompleteCount: v.DeliveryCompleteCount, Batches: v.StateBatches}
 			err = p.call(ctx, key, "write", func(b backend) error { return b.write(ctx, key, w) })
 		default:
@@ -183,8 +192,8 @@ func (p *Persister) Summary(ctx context.Context, key sharepart.Key) (State, bool
 // Initialize starts key's state afresh at stateEpoch and startOffset (-1:
 // none, the leader resolves share.auto.offset.reset), nothing in flight
 // (InitializeShareGroupState), for AlterShareGroupOffsets. A state epoch
-// older than the stored one is ErrFencedStateEpoch; from then on, writes
-// that carry an older state epoch (a leader's snapshots) are fenced so.
+// older than the stored one is ErrFencedStateEpoch; from then on, a
+// leader's writes at any other state epoch are fenced so.
 // Retried as the type comment says.
 func (p *Persister) Initialize(ctx context.Context, key sharepart.Key, stateEpoch int32, startOffset int64) error {
 	return p.call(ctx, key, "initialize", func(b backend) error { return b.initialize(ctx, key, stateEpoch, startOffset) })

@@ -29,9 +29,10 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 	k := key("g", 1, 2)
 	cfg := sharepart.Config{SnapshotUpdateRecordsPerSnapshot: 2, DeliveryCountLimit: 3}
 	now := int64(1000)
-	write := func(leaderEpoch int32, recs []sharepart.Record) {
+	// write writes the records of the leader p at its epochs.
+	write := func(p *sharepart.Partition, recs []sharepart.Record) {
 		t.Helper()
-		if err := pers.Write(ctx, k, leaderEpoch, recs); err != nil {
+		if err := pers.Write(ctx, k, p.LeaderEpoch(), p.StateEpoch(), recs); err != nil {
 			t.Fatalf("write: %v", err)
 		}
 	}
@@ -59,7 +60,7 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 		t.Fatalf("read before anything: %v", err)
 	}
 	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 5}, now)
-	write(5, recs)
+	write(p, recs)
 	same(p, 5)
 	for round := range int64(4) {
 		now++
@@ -69,44 +70,60 @@ func persisterFlow(t *testing.T, pers sharestate.Persister) {
 		if len(acq) == 0 {
 			t.Fatalf("round %d: nothing acquired", round)
 		}
-		write(5, recs)
+		write(p, recs)
 		recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: from, Last: from + 4, Types: []int8{1}},
 			{First: from + 5, Last: from + 9, Types: []int8{2}}})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		write(5, recs)
+		write(p, recs)
 		same(p, 5)
 	}
 	// A new leader takes over: its read fences the old one.
 	p2 := same(p, 6)
-	if err := pers.Write(ctx, k, 5, p.Snapshot(now)); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
+	if err := pers.Write(ctx, k, 5, 0, p.Snapshot(now)); !errors.Is(err, sharestate.ErrFencedLeaderEpoch) {
 		t.Fatalf("a write of the old leader after the new one read: %v", err)
 	}
-	write(6, p2.Snapshot(now)) // Restore's snapshot
-	// A reset starts the state afresh at a new state epoch.
-	recs, err := p2.ResetStartOffset(now, 3)
+	write(p2, p2.Snapshot(now)) // Restore's snapshot
+	stale := same(p2, 6)
+	recs, err := p2.Delete(now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(6, recs)
-	if same(p2, 6).StateEpoch() != 1 {
-		t.Fatal("the reset's state epoch was not stored")
-	}
-	recs, err = p2.Delete(now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(6, recs)
+	write(p2, recs)
 	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
 		t.Fatalf("read after delete: %v", err)
+	}
+	// A leader that loaded the state before the delete cannot bring it
+	// back: not with a snapshot, not with an update.
+	if err := pers.Write(ctx, k, 6, stale.StateEpoch(), stale.Snapshot(now)); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("a snapshot of a leader from before the delete: %v", err)
+	}
+	_, recs = stale.Acquire(now, "m", sharepart.Fetch{From: stale.NextFetchOffset(), End: stale.NextFetchOffset() + 1,
+		Records: []sharepart.Range{{First: stale.NextFetchOffset(), Last: stale.NextFetchOffset()}}, MaxRecords: 1})
+	if err := pers.Write(ctx, k, 6, stale.StateEpoch(), recs); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("an update of a leader from before the delete: %v", err)
+	}
+	if _, err := pers.Read(ctx, k, 6); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read after the old leader's writes: %v", err)
 	}
 	if err := pers.Delete(ctx, k); err != nil {
 		t.Fatalf("delete of nothing: %v", err)
 	}
 	// A share-partition that starts again is fenced by nothing of before.
 	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 0, LeaderEpoch: 2}, now)
-	write(2, recs)
+	write(p3, recs)
+	same(p3, 2)
+	// Only the group coordinator's Initialize changes the state epoch (see
+	// adminFlow): a leader's own reset is fenced, and changes nothing.
+	reset := same(p3, 2)
+	recs, err = reset.ResetStartOffset(now, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pers.Write(ctx, k, 2, reset.StateEpoch(), recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a leader's reset: %v", err)
+	}
 	same(p3, 2)
 	if err := pers.Delete(ctx, k); err != nil {
 		t.Fatal(err)
@@ -134,10 +151,10 @@ func TestPersisterLocal(t *testing.T) {
 	persisterFlow(t, c.Persister())
 	// Records for another key, or that do not decode, are refused.
 	k := key("g", 1, 0)
-	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(key("g", 1, 1))}); !errors.Is(err, sharepart.ErrCorrupt) {
+	if err := c.Persister().Write(ctx, k, 0, 0, []sharepart.Record{sharepart.Tombstone(key("g", 1, 1))}); !errors.Is(err, sharepart.ErrCorrupt) {
 		t.Fatalf("a record for another key: %v", err)
 	}
-	if err := c.Persister().Write(ctx, k, 0, []sharepart.Record{{Key: []byte{1}}}); !errors.Is(err, sharepart.ErrCorrupt) {
+	if err := c.Persister().Write(ctx, k, 0, 0, []sharepart.Record{{Key: []byte{1}}}); !errors.Is(err, sharepart.ErrCorrupt) {
 		t.Fatalf("an undecodable record: %v", err)
 	}
 }
@@ -282,7 +299,7 @@ func TestPersisterRetries(t *testing.T) {
 	// A coordinator that never answers: bounded.
 	ps.fail = func(int32, kmsg.Request) (kmsg.Response, error) { return nil, errors.New("unreachable") }
 	start := time.Now()
-	if err := pers.Write(ctx, k, 0, []sharepart.Record{sharepart.Tombstone(k)}); !errors.Is(err, sharestate.ErrNotAvailable) {
+	if err := pers.Write(ctx, k, 0, 0, []sharepart.Record{sharepart.Tombstone(k)}); !errors.Is(err, sharestate.ErrNotAvailable) {
 		t.Fatalf("write to an unreachable coordinator: %v", err)
 	}
 	if time.Since(start) > 5*time.Second {
@@ -357,12 +374,12 @@ func adminFlow(t *testing.T, pers *Persister) {
 	// A leader starts the share-partition (state epoch 0) and acknowledges
 	// two records.
 	p, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 10, LeaderEpoch: 4}, now)
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	_, recs = p.Acquire(now, "m", sharepart.Fetch{From: 10, End: 20, Records: []sharepart.Range{{First: 10, Last: 19}}, MaxRecords: 100})
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	recs, err := p.Acknowledge(now, "m", []sharepart.AckBatch{{First: 12, Last: 13, Types: []int8{1}}})
 	must(t, err)
-	must(t, pers.Write(ctx, k, 4, recs))
+	must(t, pers.Write(ctx, k, 4, 0, recs))
 	summary(true, State{StartOffset: 10, StateEpoch: 0, LeaderEpoch: 4, DeliveryCompleteCount: 2})
 
 	// The group's offsets are altered: a new state epoch and start offset.
@@ -373,8 +390,20 @@ func adminFlow(t *testing.T, pers *Persister) {
 	}
 	// The old leader's snapshot carries state epoch 0: fenced, and the
 	// state is the alter's.
-	if err := pers.Write(ctx, k, 4, p.Snapshot(now)); !errors.Is(err, ErrFencedStateEpoch) {
+	if err := pers.Write(ctx, k, 4, 0, p.Snapshot(now)); !errors.Is(err, ErrFencedStateEpoch) {
 		t.Fatalf("a snapshot of the leader from before the alter: %v", err)
+	}
+	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
+	// So are its updates, which carry no state epoch of their own: the
+	// Persister sends the leader's. One that moves the start offset
+	// leaves the alter's alone.
+	recs, err = p.Acknowledge(now, "m", []sharepart.AckBatch{{First: 10, Last: 11, Types: []int8{1}}})
+	must(t, err)
+	if d, err := sharepart.DecodeRecord(recs[0]); err != nil || d.Update == nil || d.Update.StartOffset != 14 {
+		t.Fatalf("the old leader's acknowledgement is not an update moving the start offset: %+v %v", d, err)
+	}
+	if err := pers.Write(ctx, k, 4, p.StateEpoch(), recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("an update of the leader from before the alter: %v", err)
 	}
 	summary(true, State{StartOffset: 42, StateEpoch: 3, LeaderEpoch: 4, DeliveryCompleteCount: 0})
 	// A leader that loads it now serves from the alter's start offset.
@@ -388,6 +417,21 @@ func adminFlow(t *testing.T, pers *Persister) {
 	// Initialized without a start offset: no start offset to describe.
 	must(t, pers.Initialize(ctx, k, 4, -1))
 	summary(false, State{StartOffset: -1, StateEpoch: 4, LeaderEpoch: 5, DeliveryCompleteCount: -1})
+	// A leader loading it finds no start offset; it resolves
+	// share.auto.offset.reset and starts at the state epoch it read (as
+	// broker/sharefetch's load does), not at 0.
+	rs, err = pers.Read(ctx, k, 5)
+	must(t, err)
+	if _, _, err := sharepart.Restore(k, cfg, 5, now, rs); !errors.Is(err, sharepart.ErrNoState) {
+		t.Fatalf("restore of state without a start offset: %v", err)
+	}
+	_, recs = sharepart.New(k, cfg, sharepart.Init{StartOffset: 50, LeaderEpoch: 5}, now)
+	if err := pers.Write(ctx, k, 5, 0, recs); !errors.Is(err, ErrFencedStateEpoch) {
+		t.Fatalf("a start at state epoch 0: %v", err)
+	}
+	p3, recs := sharepart.New(k, cfg, sharepart.Init{StartOffset: 50, StateEpoch: 4, LeaderEpoch: 5}, now)
+	must(t, pers.Write(ctx, k, 5, p3.StateEpoch(), recs))
+	summary(true, State{StartOffset: 50, StateEpoch: 4, LeaderEpoch: 5, DeliveryCompleteCount: 0})
 	must(t, pers.Delete(ctx, k))
 	summary(false, State{StartOffset: -1, LeaderEpoch: -1, DeliveryCompleteCount: -1})
 	// Unknown partitions are refused, not retried.

@@ -199,10 +199,12 @@ func (r remoteBackend) summary(ctx context.Context, k sharepart.Key) (State, boo
 }
 
 // writeSnapshot is Coordinator.writeSnapshot over the wire: the summary
-// decides whether the snapshot starts the state afresh; if so Initialize,
-// then a Read at the leader epoch (Kafka records a leader epoch on reads
-// only), then the Write of the batches. Unlike the local path these are
-// three requests: a newer leader that reads between them fences the rest.
+// decides whether the snapshot starts the state afresh (by the same rule;
+// a summary without state answers leader epoch -1, an initialized one 0
+// or more); if so Initialize, then a Read at the leader epoch (Kafka
+// records a leader epoch on reads only), then the Write of the batches.
+// Unlike the local path these are three requests: a newer leader that
+// reads between them fences the rest.
 func (r remoteBackend) writeSnapshot(ctx context.Context, k sharepart.Key, leaderEpoch int32, v *sharepart.SnapshotValue) error {
 	w := WriteState{LeaderEpoch: leaderEpoch, StateEpoch: v.StateEpoch, StartOffset: v.StartOffset,
 		DeliveryCompleteCount: v.DeliveryCompleteCount, Batches: v.StateBatches}
@@ -210,10 +212,15 @@ func (r remoteBackend) writeSnapshot(ctx context.Context, k sharepart.Key, leade
 	if err != nil {
 		return err
 	}
-	if ok && v.StateEpoch <= st.StateEpoch {
+	exists := st.LeaderEpoch != -1
+	switch {
+	case ok:
 		return r.write(ctx, k, w)
-	}
-	if leaderEpoch != -1 && st.LeaderEpoch > leaderEpoch {
+	case !exists && v.SnapshotEpoch != 0:
+		return fmt.Errorf("%w: snapshot %d of %s, coordinator %d has none (deleted since its leader loaded it?)", ErrUninitialized, v.SnapshotEpoch, k, r.node)
+	case exists && v.StateEpoch != st.StateEpoch:
+		return fmt.Errorf("%w: %s: snapshot at state epoch %d, coordinator %d has %d", ErrFencedStateEpoch, k, v.StateEpoch, r.node, st.StateEpoch)
+	case exists && leaderEpoch != -1 && st.LeaderEpoch > leaderEpoch:
 		return fmt.Errorf("%s: snapshot at leader epoch %d, coordinator %d has %d: %w", k, leaderEpoch, r.node, st.LeaderEpoch, sharestate.ErrFencedLeaderEpoch)
 	}
 	if err := r.initialize(ctx, k, v.StateEpoch, v.StartOffset); err != nil {

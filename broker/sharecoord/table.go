@@ -134,8 +134,9 @@ func newTable(updatesPerSnapshot int32) *table {
 }
 
 // WriteState is what a share-partition leader writes (Kafka's
-// WriteShareGroupState partition data). -1 in LeaderEpoch, StateEpoch,
-// StartOffset or DeliveryCompleteCount means "not given".
+// WriteShareGroupState partition data). -1 in LeaderEpoch, StartOffset
+// or DeliveryCompleteCount means "not given"; StateEpoch is always
+// checked against the stored one (see write).
 type WriteState struct {
 	LeaderEpoch, StateEpoch int32
 	StartOffset             int64
@@ -177,10 +178,16 @@ func (t *table) initialize(k sharepart.Key, stateEpoch int32, start int64, now i
 }
 
 // write returns the record that merges w into k's state (Kafka's
-// writeState): fenced when w's leader or state epoch is older than one
-// stored, refused for a k without state, and for batches no
-// share-partition can have. As in Kafka a write does not record its
-// leader epoch (a leader's read does), unless newLeader.
+// writeState): fenced when w's leader epoch is older than one stored or
+// its state epoch is not the stored one, refused for a k without state,
+// and for batches no share-partition can have. As in Kafka a write does
+// not record its leader epoch (a leader's read does), unless newLeader.
+//
+// Unlike Kafka, which fences only an older state epoch (-1 included: it
+// is older than any), a newer one is fenced too: a leader only ever
+// writes at the state epoch it loaded, and a stored epoch below it means
+// the state was deleted and initialized again (a recreated group's
+// epochs start again), which that leader's writes must not merge into.
 func (t *table) write(k sharepart.Key, w WriteState, newLeader bool, now int64) (sharepart.Record, error) {
 	if k.Partition < 0 {
 		return sharepart.Record{}, fmt.Errorf("%w: %s: negative partition", ErrInvalidRequest, k)
@@ -191,8 +198,8 @@ func (t *table) write(k sharepart.Key, w WriteState, newLeader bool, now int64) 
 		return sharepart.Record{}, fmt.Errorf("%w: write to %s", ErrUninitialized, k)
 	case w.LeaderEpoch != -1 && e.fenceLeader > w.LeaderEpoch:
 		return sharepart.Record{}, fmt.Errorf("%s: write at leader epoch %d, stored %d: %w", k, w.LeaderEpoch, e.fenceLeader, sharestate.ErrFencedLeaderEpoch)
-	case w.StateEpoch != -1 && e.fenceState > w.StateEpoch:
-		return sharepart.Record{}, fmt.Errorf("%w: %s: write at state epoch %d, stored %d", ErrFencedStateEpoch, k, w.StateEpoch, e.fenceState)
+	case w.StateEpoch != e.state.StateEpoch:
+		return sharepart.Record{}, fmt.Errorf("%w: %s: write at state epoch %d, stored %d", ErrFencedStateEpoch, k, w.StateEpoch, e.state.StateEpoch)
 	}
 	if err := sharepart.CheckBatches(w.StartOffset, w.Batches); err != nil {
 		return sharepart.Record{}, fmt.Errorf("%w: %s: %v", ErrInvalidRequest, k, err)

@@ -20,7 +20,7 @@ import (
 // the previous now plus one):
 //
 //	init key= state= start=               initialize
-//	write key= leader= [state=-1] [start=-1] [dcc=-1] [batches=first-last/state/count,...]
+//	write key= leader= [state=0] [start=-1] [dcc=-1] [batches=first-last/state/count,...]
 //	read key= leader=
 //	summary key=
 //	delete key=
@@ -82,7 +82,7 @@ func (h *tableHarness) do(t *testing.T, d *datadriven.TestData) string {
 		r, err := h.t.initialize(key(), int32(intArg("state", 0)), intArg("start", 0), h.now)
 		return h.apply(err, r)
 	case "write":
-		w := WriteState{LeaderEpoch: int32(intArg("leader", -1)), StateEpoch: int32(intArg("state", -1)),
+		w := WriteState{LeaderEpoch: int32(intArg("leader", -1)), StateEpoch: int32(intArg("state", 0)),
 			StartOffset: intArg("start", -1), DeliveryCompleteCount: int32(intArg("dcc", -1))}
 		if d.HasArg("batches") {
 			var s string

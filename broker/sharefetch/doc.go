@@ -19,10 +19,12 @@
 // A share-partition (group, topic id, partition) is loaded on the first
 // ShareFetch that names it, under the leader epoch this node leads the
 // partition at: Persister.Read (which fences any older leader's writes),
-// then sharepart.Restore, or, with nothing stored, sharepart.New at the
-// offset share.auto.offset.reset gives (latest: the high watermark;
-// earliest: the log start; by_duration: ListOffsets by timestamp), then
-// the first snapshot is written. Until then it is loading. It is dropped,
+// then sharepart.Restore, or, with nothing stored or no start offset
+// stored (AlterShareGroupOffsets gave none), sharepart.New at the offset
+// share.auto.offset.reset gives (latest: the high watermark; earliest: the
+// log start; by_duration: ListOffsets by timestamp) and the state epoch
+// read (0 for none), then the first snapshot is written. Every write
+// carries that state epoch, which the share coordinator fences. Until then it is loading. It is dropped,
 // and loaded afresh on next use, when this node no longer leads the
 // partition at that epoch (noticed by every use and by the expiry loop,
 // or told by Unload), when a write fails or is fenced, and when its group

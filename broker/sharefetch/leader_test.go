@@ -297,7 +297,7 @@ func TestReleaseMemberAndUnloadGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Write(context.Background(), keyOf(a0), 1, recs); err != nil {
+		if err := p.Write(context.Background(), keyOf(a0), 1, reset.StateEpoch(), recs); err != nil {
 			t.Fatal(err)
 		}
 		r.m.UnloadGroup(testGroup)
@@ -305,5 +305,25 @@ func TestReleaseMemberAndUnloadGroup(t *testing.T) {
 			t.Fatalf("after UnloadGroup: %+v", s)
 		}
 		wantAcquired(t, answers(t, r.fetch(fetchReq("m2", 2))), a0, "1-2:1")
+	})
+}
+
+// AlterShareGroupOffsets without a start offset leaves the state
+// initialized at a new state epoch with none (start offset -1): the leader
+// starts it at share.auto.offset.reset, at that state epoch, the only one
+// the share coordinator accepts a write at.
+func TestLoadInitializedWithoutOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePersister()
+		k := keyOf(a0)
+		p.recs[k] = []sharepart.Record{sharepart.EncodeSnapshot(k, &sharepart.SnapshotValue{
+			SnapshotEpoch: 2, StateEpoch: 3, StartOffset: -1, DeliveryCompleteCount: -1})}
+		r := newRig(t, p, Config{}, nil)
+		defer r.stop()
+		r.h.replica(topicA, 0).produce(3, 1000)
+		wantAcquired(t, answers(t, r.fetch(fetchReq("m1", 0, a0))), a0, "0-2:1")
+		if got := p.durable(t, k); got.StateEpoch() != 3 || got.StartOffset() != 0 {
+			t.Fatalf("loaded at state epoch %d, start offset %d; want 3, 0", got.StateEpoch(), got.StartOffset())
+		}
 	})
 }

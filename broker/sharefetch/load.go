@@ -10,8 +10,9 @@ import (
 
 // load brings sp from loading to serving: it reads the durable state with
 // sp's leader epoch (which fences older leaders' writes), restores it or,
-// when there is none, starts at the offset share.auto.offset.reset gives,
-// and writes the first snapshot before anything is served. Any failure
+// when there is none or none with a start offset, starts at the offset
+// share.auto.offset.reset gives (at the state epoch read, if any), and
+// writes the first snapshot before anything is served. Any failure
 // drops sp; the next fetch tries again.
 func (m *Manager) load(sp *sharePartition) {
 	key := sp.key
@@ -32,11 +33,14 @@ func (m *Manager) load(sp *sharePartition) {
 		var start int64
 		start, err = initialOffset(sp.rep, gc.AutoOffsetReset, now)
 		if err == nil {
-			p, out = sharepart.New(key, gc.Partition, sharepart.Init{StartOffset: start, LeaderEpoch: sp.leaderEpoch}, now)
+			// State without a start offset (AlterShareGroupOffsets gave
+			// none) keeps its state epoch; none at all starts at 0.
+			init := sharepart.Init{StartOffset: start, StateEpoch: stateEpochOf(recs), LeaderEpoch: sp.leaderEpoch}
+			p, out = sharepart.New(key, gc.Partition, init, now)
 		}
 	}
 	if err == nil {
-		err = m.host.Persister().Write(ctx, key, sp.leaderEpoch, out)
+		err = m.host.Persister().Write(ctx, key, sp.leaderEpoch, p.StateEpoch(), out)
 	}
 	if err != nil {
 		err = fmt.Errorf("sharefetch: loading %s at leader epoch %d: %w", key, sp.leaderEpoch, err)
@@ -49,6 +53,20 @@ func (m *Manager) load(sp *sharePartition) {
 		m.log().Debug().Str("group", key.Group).Int32("partition", key.Partition).Int32("leader_epoch", sp.leaderEpoch).
 			Int64("start_offset", start).Msg("share-partition loaded")
 	}
+}
+
+// stateEpochOf is the state epoch of the latest snapshot in recs (what
+// Read returned), 0 when there is none. Restore found no start offset in
+// them; the leader starts one at this epoch, the only one the share
+// coordinator accepts.
+func stateEpochOf(recs []sharepart.Record) int32 {
+	var epoch int32
+	for _, r := range recs {
+		if d, err := sharepart.DecodeRecord(r); err == nil && d.Snapshot != nil {
+			epoch = d.Snapshot.StateEpoch
+		}
+	}
+	return epoch
 }
 
 // initialOffset resolves share.auto.offset.reset against the log: latest

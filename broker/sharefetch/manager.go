@@ -337,10 +337,10 @@ func (m *Manager) groupParts(groupID string) []*sharePartition {
 }
 
 // write makes recs durable, bounded by the Persister timeout and Close.
-func (m *Manager) write(key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error {
+func (m *Manager) write(key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error {
 	ctx, cancel := m.opContext()
 	defer cancel()
-	return m.host.Persister().Write(ctx, key, leaderEpoch, recs)
+	return m.host.Persister().Write(ctx, key, leaderEpoch, stateEpoch, recs)
 }
 
 func (m *Manager) opContext() (context.Context, context.CancelFunc) {

@@ -204,6 +204,13 @@ func (sp *sharePartition) writer() {
 		sp.mu.Lock()
 		batch := sp.mu.queue
 		sp.mu.queue = nil
+		// The state epoch the records are written at: the one the
+		// Partition loaded, which no step here changes (only the group
+		// coordinator's Initialize does, and that fences this leader).
+		var stateEpoch int32
+		if sp.mu.part != nil {
+			stateEpoch = sp.mu.part.StateEpoch()
+		}
 		if len(batch) == 0 {
 			sp.mu.writing = false
 			retire := sp.mu.retire && sp.idleLocked()
@@ -218,7 +225,7 @@ func (sp *sharePartition) writer() {
 		for _, w := range batch {
 			recs = append(recs, w.recs...)
 		}
-		err := sp.m.write(sp.key, sp.leaderEpoch, recs)
+		err := sp.m.write(sp.key, sp.leaderEpoch, stateEpoch, recs)
 		if err != nil {
 			err = fmt.Errorf("sharefetch: %s: writing %d records: %w", sp.key, len(recs), err)
 			sp.m.log().Warn().Err(err).Str("group", sp.key.Group).Int32("partition", sp.key.Partition).

@@ -335,7 +335,7 @@ func (p *fakePersister) Read(ctx context.Context, key sharepart.Key, leaderEpoch
 	return slices.Clone(recs), nil
 }
 
-func (p *fakePersister) Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error {
+func (p *fakePersister) Write(ctx context.Context, key sharepart.Key, leaderEpoch, _ int32, recs []sharepart.Record) error {
 	p.mu.Lock()
 	gate := p.gate
 	p.mu.Unlock()

@@ -41,13 +41,32 @@ type Persister interface {
 	// Read returns the durable state of key as records Restore accepts
 	// (a snapshot, possibly followed by updates), and records leaderEpoch
 	// as the newest leader of the key: from then on a Write with an
-	// older epoch is fenced. ErrNoState when nothing is stored.
+	// older epoch is fenced. ErrNoState when nothing is stored. State
+	// initialized without a start offset (-1) is returned as such, at its
+	// state epoch: Restore refuses it, and the leader starts it with New
+	// at the offset share.auto.offset.reset gives and that state epoch.
 	Read(ctx context.Context, key sharepart.Key, leaderEpoch int32) ([]sharepart.Record, error)
 	// Write makes recs (returned by the leader's steps, in order)
 	// durable: replicated to every in-sync replica of the state
 	// partition. Only then may the leader answer the request that caused
-	// them. ErrFencedLeaderEpoch when a newer leader has read the key.
-	Write(ctx context.Context, key sharepart.Key, leaderEpoch int32, recs []sharepart.Record) error
+	// them. stateEpoch is the leader's sharepart.Partition.StateEpoch():
+	// the state epoch of the state it loaded (ShareUpdate records do not
+	// carry one; a ShareSnapshot's own is checked). Errors:
+	// ErrFencedLeaderEpoch when a newer leader has read the key; a
+	// coordinator's fenced-state-epoch error when the stored state epoch
+	// is not stateEpoch (the state was initialized again since, by
+	// AlterShareGroupOffsets, or deleted and initialized again); ErrNoState
+	// when the key has no state. On any error the leader drops what it
+	// holds and loads again.
+	//
+	// Creation: the one write that may create state for a key without
+	// any is the first snapshot of a sharepart.New (snapshot epoch 0),
+	// which a leader builds only after Read reported ErrNoState. Every
+	// other write to a key without state is ErrNoState: a leader that
+	// loaded state since deleted must not bring it back. Nor does a
+	// leader's write change the state epoch: only the group
+	// coordinator's initialization does.
+	Write(ctx context.Context, key sharepart.Key, leaderEpoch, stateEpoch int32, recs []sharepart.Record) error
 	// Delete removes key's state (its group was deleted, or its offsets
 	// were deleted with DeleteShareGroupOffsets).
 	Delete(ctx context.Context, key sharepart.Key) error
