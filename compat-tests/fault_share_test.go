@@ -73,10 +73,9 @@ package compattests
 //     across a share-partition leader change (it does not persist
 //     acquisitions: a record acquired, not acknowledged, by the old
 //     leader comes back from the new one with its count as last
-//     written); Fjord does
-//     (group/sharepart persists each acquisition's count), and promises
-//     more, which is checked too: no two deliveries of a record with the
-//     same count.
+//     written); Fjord does (group/sharepart persists each acquisition's
+//     count), and promises more, which is checked too: no two deliveries
+//     of a record with the same count.
 //   - The log: every acknowledged record is in the final log once, in
 //     order (the fault checker on a full read-back).
 

@@ -105,11 +105,12 @@ func (st *shareTarget) createTopicID(t *testing.T, topic string, partitions int3
 // groups are for (a consumer group would leave six of the eight idle).
 // Every acknowledged record is accepted (acknowledgement confirmed) at
 // least once, none is delivered with a delivery count below 1, counts
-// never go down, an accepted record is never delivered again, and every
-// share-partition's start offset reaches the end of its partition.
-// ShareGroupDescribe shows the eight members with one partition each;
-// ListGroups v5 filtered on type "share" lists the group as "share", and
-// filtered on "consumer" does not. On one node and on three (RF 3,
+// never go down, no record is acquired again once an acceptance of it was
+// confirmed, no acknowledgement fails, and every share-partition's start
+// offset reaches the end of its partition. ShareGroupDescribe shows the
+// eight members with one partition each; ListGroups v5 filtered on type
+// "share" lists the group as "share", filtered on "consumer" and
+// "classic" it does not. On one node and on three (RF 3,
 // min.insync.replicas=2).
 func TestShareGroupFranzBusy(t *testing.T) {
 	for _, nodes := range []int{1, 3} {
