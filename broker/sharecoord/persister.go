@@ -81,11 +81,14 @@ type Persister struct {
 
 var _ sharestate.Persister = (*Persister)(nil)
 
-// The default bounds of a Persister call: 8 attempts, between them at
-// most about 5 s of backoff in all, each RPC at most a write timeout plus a
-// second; and the caller's ctx.
+// The default bounds of a Persister call: 14 attempts, between them
+// about 8 to 17 s of backoff in all, each RPC at most a write timeout plus
+// a second; and the caller's ctx. The backoff outlasts a share
+// coordinator's failover (broker.session.timeout.ms, 9 s by default, then
+// an election): giving up sooner drops the share-partition and its
+// members' locks, and so redelivers records a member still processes.
 const (
-	persisterAttempts   = 8
+	persisterAttempts   = 14
 	persisterBackoff    = 50 * time.Millisecond
 	persisterMaxBackoff = 2 * time.Second
 )
