@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -457,6 +458,117 @@ func authProbes() []authProbe {
 			}
 			return resp.Topics[0].Partitions[0].ErrorCode, nil
 		}},
+		{68, false, "ConsumerGroupHeartbeat", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.RebalanceTimeoutMillis = p+"g", "probe-member-0000000000", 30000
+			req.SubscribedTopicNames, req.Topics = []string{p + "t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{69, false, "ConsumerGroupDescribe", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrConsumerGroupDescribeRequest()
+			req.Groups = []string{p + "g"}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Groups) == 0 {
+				return -1, err
+			}
+			return resp.Groups[0].ErrorCode, nil
+		}},
+		{76, false, "ShareGroupHeartbeat", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.GroupID, req.MemberID, req.SubscribedTopicNames = p+"sg", "probe-member-0000000000", []string{p + "t"}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{77, false, "ShareGroupDescribe", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrShareGroupDescribeRequest()
+			req.GroupIDs = []string{p + "sg"}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Groups) == 0 {
+				return -1, err
+			}
+			return resp.Groups[0].ErrorCode, nil
+		}},
+		{78, false, "ShareFetch", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrShareFetchRequest()
+			req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(p+"sg"), kmsg.StringPtr("probe-member-0000000000"), 0
+			// kgo routes no share request itself: sent to the node.
+			resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+			if err != nil {
+				return -1, err
+			}
+			return resp.(*kmsg.ShareFetchResponse).ErrorCode, nil
+		}},
+		{79, false, "ShareAcknowledge", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrShareAcknowledgeRequest()
+			req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(p+"sg"), kmsg.StringPtr("probe-member-0000000000"), 1
+			resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+			if err != nil {
+				return -1, err
+			}
+			return resp.(*kmsg.ShareAcknowledgeResponse).ErrorCode, nil
+		}},
+		// The share coordinator's state RPCs are inter-broker: CLUSTER_ACTION.
+		{83, true, "InitializeShareGroupState", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrInitializeShareGroupStateRequest()
+			req.GroupID = p + "sg"
+			return shareStateProbe(ctx, cl, req)
+		}},
+		{84, true, "ReadShareGroupState", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrReadShareGroupStateRequest()
+			req.GroupID = p + "sg"
+			return shareStateProbe(ctx, cl, req)
+		}},
+		{85, true, "WriteShareGroupState", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrWriteShareGroupStateRequest()
+			req.GroupID = p + "sg"
+			return shareStateProbe(ctx, cl, req)
+		}},
+		{86, true, "DeleteShareGroupState", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDeleteShareGroupStateRequest()
+			req.GroupID = p + "sg"
+			return shareStateProbe(ctx, cl, req)
+		}},
+		{87, true, "ReadShareGroupStateSummary", kerr.ClusterAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+			req.GroupID = p + "sg"
+			return shareStateProbe(ctx, cl, req)
+		}},
+		{90, false, "DescribeShareGroupOffsets", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			rg.GroupID = p + "sg"
+			req.Groups = append(req.Groups, rg)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Groups) == 0 {
+				return -1, err
+			}
+			return resp.Groups[0].ErrorCode, nil
+		}},
+		{91, false, "AlterShareGroupOffsets", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+			req.GroupID = p + "sg"
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
+		{92, false, "DeleteShareGroupOffsets", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
+			req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+			req.GroupID = p + "sg"
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return -1, err
+			}
+			return resp.ErrorCode, nil
+		}},
 		{47, false, "OffsetDelete", kerr.GroupAuthorizationFailed.Code, func(ctx context.Context, cl *kgo.Client, p string) (int16, error) {
 			req := kmsg.NewPtrOffsetDeleteRequest()
 			req.Group = p + "g"
@@ -908,6 +1020,10 @@ func probeVersions() *kversion.Versions {
 	v := kversion.V3_0_0()
 	v.SetMaxKeyVersion(75, 0)
 	v.SetMaxKeyVersion(35, 4) // DescribeLogDirs: a top-level error code from v3
+	// The next-generation group keys, at the versions fjord serves.
+	for key, max := range map[int16]int16{68: 1, 69: 1, 76: 1, 77: 1, 78: 2, 79: 2, 83: 0, 84: 0, 85: 0, 86: 0, 87: 0, 90: 1, 91: 0, 92: 0} {
+		v.SetMaxKeyVersion(key, max)
+	}
 	return v
 }
 
@@ -924,4 +1040,24 @@ func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Reque
 		return zero, fmt.Errorf("response %T", resp)
 	}
 	return r, nil
+}
+
+// shareStateProbe sends a share-state RPC naming one partition of a
+// topic id nobody has (a denial of CLUSTER_ACTION answers every partition
+// named) and returns that partition's code.
+func shareStateProbe(ctx context.Context, cl *kgo.Client, req kmsg.Request) (int16, error) {
+	topics := reflect.ValueOf(req).Elem().FieldByName("Topics")
+	topic := reflect.New(topics.Type().Elem()).Elem()
+	parts := topic.FieldByName("Partitions")
+	parts.Set(reflect.Append(parts, reflect.New(parts.Type().Elem()).Elem()))
+	topics.Set(reflect.Append(topics, topic))
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req) // inter-broker: kgo routes none of them
+	if err != nil {
+		return -1, err
+	}
+	rt := reflect.ValueOf(resp).Elem().FieldByName("Topics")
+	if rt.Len() == 0 || rt.Index(0).FieldByName("Partitions").Len() == 0 {
+		return -1, fmt.Errorf("%T: no partition answered", resp)
+	}
+	return int16(rt.Index(0).FieldByName("Partitions").Index(0).FieldByName("ErrorCode").Int()), nil
 }

@@ -212,8 +212,9 @@ func TestCatalogDescribeCluster(t *testing.T) {
 	}
 }
 
-// TestCatalogFeatures: ApiVersions v3+ finalizes metadata.version 21 and
-// transaction.version 1, never group.version, with a positive epoch; v3
+// TestCatalogFeatures: ApiVersions v3+ finalizes metadata.version 21,
+// transaction.version 1, group.version 1 (KIP-848) and share.version 1
+// (KIP-932), with a positive epoch; v3
 // leaves out supported ranges starting at 0 (KAFKA-17492). UpdateFeatures
 // through kadm: the current level is a no-op success (validate-only or
 // not), any other level INVALID_UPDATE_VERSION with a message.
@@ -242,16 +243,17 @@ func TestCatalogFeatures(t *testing.T) {
 				t.Errorf("v%d: %s finalized %d-%d", v, f.Name, f.MinVersionLevel, f.MaxVersionLevel)
 			}
 		}
-		if fmt.Sprint(fin) != "map[metadata.version:21 transaction.version:1]" || resp.FinalizedFeaturesEpoch <= 0 {
+		if fmt.Sprint(fin) != "map[group.version:1 metadata.version:21 share.version:1 transaction.version:1]" || resp.FinalizedFeaturesEpoch <= 0 {
 			t.Errorf("v%d: finalized %v at epoch %d", v, fin, resp.FinalizedFeaturesEpoch)
 		}
 		sup := map[string]string{}
 		for _, f := range resp.SupportedFeatures {
 			sup[f.Name] = fmt.Sprintf("%d-%d", f.MinVersion, f.MaxVersion)
 		}
+		// A range starting at 0 only from v4 (KAFKA-17492).
 		want := "map[metadata.version:21-21 transaction.version:1-1]"
 		if v >= 4 {
-			want = "map[group.version:0-0 kraft.version:0-0 metadata.version:21-21 transaction.version:1-1]"
+			want = "map[group.version:0-1 kraft.version:0-0 metadata.version:21-21 share.version:0-1 transaction.version:1-1]"
 		}
 		if fmt.Sprint(sup) != want {
 			t.Errorf("v%d: supported %v, want %s", v, sup, want)
@@ -269,7 +271,7 @@ func TestCatalogFeatures(t *testing.T) {
 		if v.Err != nil {
 			t.Fatalf("kadm ApiVersions of node %d: %v", v.NodeID, v.Err)
 		}
-		if fs := v.Raw().FinalizedFeatures; len(fs) != 2 {
+		if fs := v.Raw().FinalizedFeatures; len(fs) != 4 {
 			t.Errorf("kadm ApiVersions of node %d: finalized %+v", v.NodeID, fs)
 		}
 		for key, max := range map[int16]int16{57: 2, 60: 2, 71: 0, 72: 0, 75: 0} {
@@ -281,7 +283,7 @@ func TestCatalogFeatures(t *testing.T) {
 	for _, validateOnly := range []bool{true, false} {
 		res, err := adm.UpdateFeatures(ctx, validateOnly,
 			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 21, UpgradeType: 1},
-			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 1})
+			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1})
 		if err == nil {
 			err = res.Error()
 		}
@@ -291,7 +293,7 @@ func TestCatalogFeatures(t *testing.T) {
 	}
 	for _, u := range []kadm.FeatureUpdate{
 		{Feature: "metadata.version", MaxVersionLevel: 25, UpgradeType: 1},
-		{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
+		{Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 2},
 		{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1},
 		{Feature: "no.such.feature", MaxVersionLevel: 1, UpgradeType: 1},
 	} {

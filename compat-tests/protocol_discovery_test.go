@@ -233,13 +233,15 @@ func TestDiscoveryApiVersionsV5(t *testing.T) {
 }
 
 // TestDiscoveryFindCoordinatorShare: FindCoordinator v6 with share keys
-// (KIP-932, "groupId:topicId:partition"): Fjord has no share groups, so
-// each key, well formed or not, is INVALID_REQUEST with a message; a
-// group key in the same version is answered as ever.
+// (KIP-932, "groupId:topicId:partition"): a malformed key is
+// INVALID_REQUEST with a message; a well-formed one is answered with the
+// share coordinator (the leader of its __share_group_state partition,
+// COORDINATOR_NOT_AVAILABLE while that topic is made); a group key in the
+// same version is answered as ever.
 func TestDiscoveryFindCoordinatorShare(t *testing.T) {
 	b := startBroker(t, t.TempDir())
 	c := dialRaw(t, b.Addr)
-	keys := []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0", "no-colons", "g:%%%:0", "", "a:b:c:d"}
+	keys := []string{"no-colons", "g:%%%:0", "", "a:b:c:d"}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version, req.CoordinatorType, req.CoordinatorKeys = 6, 2, keys
 	resp := c.roundTripStrict(t, req).(*kmsg.FindCoordinatorResponse)
@@ -249,6 +251,17 @@ func TestDiscoveryFindCoordinatorShare(t *testing.T) {
 	for i, co := range resp.Coordinators {
 		if co.Key != keys[i] || co.ErrorCode != kerr.InvalidRequest.Code || co.NodeID != -1 || co.ErrorMessage == nil {
 			t.Errorf("share key %q: %+v", keys[i], co)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sreq := kmsg.NewPtrFindCoordinatorRequest()
+		sreq.Version, sreq.CoordinatorType, sreq.CoordinatorKeys = 6, 2, []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0"}
+		co := c.roundTripStrict(t, sreq).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+		if co.ErrorCode == 0 && co.NodeID == 1 {
+			break
+		}
+		if co.ErrorCode != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("well-formed share key: %+v", co)
 		}
 	}
 	// The connection still serves, and a group key at v6 is found.

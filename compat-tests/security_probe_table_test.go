@@ -2,6 +2,7 @@ package compattests
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -520,6 +521,89 @@ func spTable() map[int16]spKey {
 			client:   []spAttack{{"describe the topic's partitions", spDescribeTopicPartitions, spDeny(spTopicDenied, "Topics[*].ErrorCode")}},
 			harmless: spDescribeTopicPartitions,
 		},
+		// KIP-848 and KIP-932 (issue 26). The admin's requests name groups
+		// of its own (spAdminName*), which the snapshot leaves out.
+		68: {
+			client:   []spAttack{{"join the group with the consumer protocol", func(e *spEnv) kmsg.Request { return spConsumerHeartbeat(e.group, e.topic, 0) }, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spConsumerHeartbeat(spAdminName+"-848", e.topic, 1) },
+		},
+		69: {
+			client:   []spAttack{{"describe the consumer group", func(e *spEnv) kmsg.Request { return spConsumerDescribe(e.group) }, spDeny(spGroupDenied, "Groups[*].ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spConsumerDescribe(spAdminName + "-848") },
+		},
+		76: {
+			client:   []spAttack{{"join a share group", func(e *spEnv) kmsg.Request { return spShareHeartbeat(e.group, e.topic, 0) }, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spShareHeartbeat(spAdminName+"-share", e.topic, 1) },
+		},
+		77: {
+			client:   []spAttack{{"describe a share group", func(e *spEnv) kmsg.Request { return spShareDescribe(e.group) }, spDeny(spGroupDenied, "Groups[*].ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spShareDescribe(spAdminName + "-share") },
+		},
+		78: {
+			client:   []spAttack{{"share-fetch the topic", func(e *spEnv) kmsg.Request { return spShareFetch(e.group, e.topicID, 0) }, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spShareFetch(spAdminName+"-share", e.topicID, -1) },
+		},
+		79: {
+			client:   []spAttack{{"acknowledge share records", func(e *spEnv) kmsg.Request { return spShareAck(e.group) }, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spShareAck(spAdminName + "-share") },
+		},
+		90: {
+			client: []spAttack{{"describe share-group offsets", func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+				rg.GroupID = e.group
+				req.Groups = append(req.Groups, rg)
+				return req
+			}, spDeny(spGroupDenied, "Groups[*].ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+				rg.GroupID = spAdminName + "-share"
+				req.Groups = append(req.Groups, rg)
+				return req
+			},
+		},
+		91: {
+			client: []spAttack{{"alter share-group offsets", func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				req.GroupID = e.group
+				return req
+			}, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				req.GroupID = spAdminName + "-share"
+				return req
+			},
+			mutation: true,
+		},
+		92: {
+			client: []spAttack{{"delete share-group offsets", func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID = e.group
+				return req
+			}, spDeny(spGroupDenied, "ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request {
+				req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				req.GroupID = spAdminName + "-share"
+				return req
+			},
+			mutation: true,
+		},
+	}
+	// The share coordinator's state RPCs (83-87) are inter-broker:
+	// CLUSTER_ACTION, every named partition refused.
+	for k, mk := range map[int16]func() kmsg.Request{
+		83: func() kmsg.Request { return kmsg.NewPtrInitializeShareGroupStateRequest() },
+		84: func() kmsg.Request { return kmsg.NewPtrReadShareGroupStateRequest() },
+		85: func() kmsg.Request { return kmsg.NewPtrWriteShareGroupStateRequest() },
+		86: func() kmsg.Request { return kmsg.NewPtrDeleteShareGroupStateRequest() },
+		87: func() kmsg.Request { return kmsg.NewPtrReadShareGroupStateSummaryRequest() },
+	} {
+		t[k] = spKey{
+			client:   []spAttack{{"share-group state", func(e *spEnv) kmsg.Request { return spShareState(mk(), e.group) }, spDeny(spClusterDenied, "Topics[*].Partitions[*].ErrorCode")}},
+			harmless: func(e *spEnv) kmsg.Request { return spShareState(mk(), spAdminName+"-share") },
+			mutation: k == 83 || k == 85 || k == 86,
+		}
 	}
 	// The keys the CONTROLLER listener answers as the broker's listener
 	// does: Kafka's ControllerApis runs the same checks as KafkaApis for
@@ -1141,5 +1225,62 @@ func spDescribeTopicPartitions(e *spEnv) kmsg.Request {
 	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
 	rt.Topic = e.topic
 	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func spConsumerHeartbeat(group, topic string, epoch int32) kmsg.Request {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, "sp-member-00000000000000", epoch, 30000
+	req.SubscribedTopicNames, req.Topics = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	return req
+}
+
+func spConsumerDescribe(group string) kmsg.Request {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	return req
+}
+
+func spShareHeartbeat(group, topic string, epoch int32) kmsg.Request {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, "sp-member-00000000000000", epoch, []string{topic}
+	return req
+}
+
+func spShareDescribe(group string) kmsg.Request {
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{group}
+	return req
+}
+
+func spShareFetch(group string, topicID [16]byte, epoch int32) kmsg.Request {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(group), kmsg.StringPtr("sp-member-00000000000000"), epoch
+	if epoch == 0 {
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+func spShareAck(group string) kmsg.Request {
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(group), kmsg.StringPtr("sp-member-00000000000000"), 1
+	return req
+}
+
+// spShareState names one partition of a topic id nobody has in a share
+// state RPC for group.
+func spShareState(req kmsg.Request, group string) kmsg.Request {
+	v := reflect.ValueOf(req).Elem()
+	v.FieldByName("GroupID").SetString(group)
+	topics := v.FieldByName("Topics")
+	topic := reflect.New(topics.Type().Elem()).Elem()
+	parts := topic.FieldByName("Partitions")
+	parts.Set(reflect.Append(parts, reflect.New(parts.Type().Elem()).Elem()))
+	topics.Set(reflect.Append(topics, topic))
 	return req
 }
