@@ -19,7 +19,10 @@
 // Parts:
 //
 //   - Membership is the deterministic state machine of package group, one
-//     per group; groupTable (groups.go) supplies the clock (one goroutine
+//     per classic group, of group/consumer per KIP-848 consumer group and
+//     of group/share per KIP-932 share group (nextgen.go, consumers.go,
+//     shares.go: their records are committed before a heartbeat is
+//     answered); groupTable (groups.go) supplies the clock (one goroutine
 //     sleeping until the earliest deadline of any group), serializes calls
 //     into the groups and delivers the replies they produce.
 //
