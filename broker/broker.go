@@ -204,7 +204,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	b.ctl = newCtlClient(b)
 	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
 	b.replicas = b.newReplicaManager()
-	if b.shareFetch, err = b.newShareManager(); err != nil {
+	if b.shareFetch, err = sharefetch.NewManager(shareFetchHost{b}, sharefetch.DefaultConfig()); err != nil {
 		return nil, err
 	}
 	if err := b.listen(); err != nil {

@@ -50,7 +50,7 @@ func (b *Broker) newCoordinator() (*coordinator.Coordinator, error) {
 			MaxSize:             b.cfg.ConsumerMaxSize,
 			Assignors:           consumerAssignors(b.cfg.ConsumerAssignors),
 		},
-		Share:            b.shareGroupConfig(),
+		Share:            shareGroupConfig(&b.cfg),
 		RetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,
 		RetentionCheckMs: b.cfg.OffsetsRetentionCheckMs,
 		Logger:           b.log,
@@ -278,8 +278,8 @@ func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, co
 
 // shareGroupConfig shapes share groups' membership from the broker's
 // group.share.* keys.
-func (b *Broker) shareGroupConfig() share.Config {
+func shareGroupConfig(cfg *config.Config) share.Config {
 	c := share.DefaultConfig()
-	c.SessionTimeoutMs, c.HeartbeatIntervalMs = b.cfg.ShareGroups.SessionMs, b.cfg.ShareGroups.HeartbeatMs
+	c.SessionTimeoutMs, c.HeartbeatIntervalMs = cfg.ShareGroups.SessionMs, cfg.ShareGroups.HeartbeatMs
 	return c
 }

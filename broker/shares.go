@@ -28,17 +28,17 @@ import (
 // newShareCoordinator builds the share coordinator from the broker's
 // config; its loops start with Start and end with b.ctx.
 func (b *Broker) newShareCoordinator() (*sharecoord.Coordinator, error) {
-	return sharecoord.New(b.ctx, b.shareCoordConfig(), shareCoordHost{b})
+	return sharecoord.New(b.ctx, shareCoordConfig(&b.cfg, b.log), shareCoordHost{b})
 }
 
 // shareCoordConfig is the share coordinator's config from the broker's
 // share.coordinator.* keys.
-func (b *Broker) shareCoordConfig() sharecoord.Config {
+func shareCoordConfig(c *config.Config, log zerolog.Logger) sharecoord.Config {
 	cfg := sharecoord.DefaultConfig()
-	cfg.StatePartitions = b.cfg.ShareStatePartitions
-	cfg.StateReplication = b.cfg.ShareStateReplication
-	cfg.StateMinISR = b.cfg.ShareStateMinISR
-	cfg.Logger = b.log.With().Str("component", "sharecoord").Logger()
+	cfg.StatePartitions = c.ShareStatePartitions
+	cfg.StateReplication = c.ShareStateReplication
+	cfg.StateMinISR = c.ShareStateMinISR
+	cfg.Logger = log.With().Str("component", "sharecoord").Logger()
 	return cfg
 }
 
@@ -77,7 +77,7 @@ func (h shareCoordHost) Ask(ctx context.Context, node int32, req kmsg.Request) (
 // ensureShareStateTopic asks the controller for __share_group_state if
 // the image lacks it; FindCoordinator and the persister retry a failure.
 func (b *Broker) ensureShareStateTopic() {
-	cfg := b.shareCoordConfig()
+	cfg := shareCoordConfig(&b.cfg, b.log)
 	b.ensureInternalTopic(sharecoord.Topic, cfg.StatePartitions, cfg.StateReplication, sharecoord.TopicConfigs(cfg))
 }
 
@@ -87,11 +87,6 @@ type shareCoordAPIHost struct{ b *Broker }
 func (h shareCoordAPIHost) Shares() *sharecoord.Coordinator { return h.b.shares }
 func (h shareCoordAPIHost) Code(err error) int16            { return errorCode(err) }
 func (h shareCoordAPIHost) Go(fn func()) bool               { return h.b.goLoop(fn) }
-
-// newShareManager builds the share-partition leaders' manager.
-func (b *Broker) newShareManager() (*sharefetch.Manager, error) {
-	return sharefetch.NewManager(shareFetchHost{b}, sharefetch.DefaultConfig())
-}
 
 // shareFetchHost gives the share-partition leaders what they need.
 type shareFetchHost struct{ b *Broker }
