@@ -627,8 +627,22 @@ var noisyLogLines = []string{
 
 // dumpLogs prints the last n lines of every node's log, without the
 // per-partition noise. FJORD_CLUSTER_LOGS=1 prints them for passing tests
-// too.
+// too; FJORD_KEEP_LOGS=dir also copies the whole logs to dir/<test>/, as
+// t.TempDir is removed when the test ends.
 func (c *Cluster) dumpLogs(n int) {
+	if dir := os.Getenv("FJORD_KEEP_LOGS"); dir != "" {
+		dst := filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_"))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			c.t.Logf("FJORD_KEEP_LOGS: %v", err)
+		}
+		for _, b := range c.nodes {
+			err := os.WriteFile(filepath.Join(dst, filepath.Base(b.logPath)), []byte(b.readLog()), 0o644)
+			if err != nil {
+				c.t.Logf("FJORD_KEEP_LOGS: %v", err)
+			}
+		}
+		c.t.Logf("node logs kept in %s", dst)
+	}
 	for i, b := range c.nodes {
 		var keep []string
 		for _, l := range strings.Split(strings.TrimRight(b.readLog(), "\n"), "\n") {

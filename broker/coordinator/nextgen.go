@@ -149,11 +149,15 @@ func (t *groupTable) withNextGen(id, kind string, create bool, newG func() nextG
 		}
 	}
 	var recs []recordbatch.KV
+	epoch, members := ng.g.Epoch(), ng.g.NumMembers()
 	if ng.img != img {
 		recs = ng.g.metadataChanged(now, img)
 		ng.img = img
+		t.logEpochMove(id, ng.g, epoch, members, "subscribed topics changed")
+		epoch = ng.g.Epoch()
 	}
 	recs = append(recs, step(ng.g, img, now)...)
+	t.logEpochMove(id, ng.g, epoch, members, "heartbeat")
 	if ng.g.State() == "Dead" || created && ng.g.Epoch() == 0 {
 		// Deleted, or created for a join that was refused.
 		delete(t.mu.nextgen, id)
@@ -191,13 +195,27 @@ func (t *groupTable) tickNextGenLocked(now int64) {
 			recs = ng.g.metadataChanged(now, img)
 			ng.img = img
 		}
+		epoch, members := ng.g.Epoch(), ng.g.NumMembers()
 		recs = append(recs, ng.g.tick(now, ng.img)...)
+		t.logEpochMove(id, ng.g, epoch, members, "session or rebalance timeout")
 		if ng.g.State() == "Dead" {
 			delete(t.mu.nextgen, id)
 		}
 		// Nobody waits on a timeout's records; a failure is logged.
 		_, _ = t.persistLocked(id, recs)
 	}
+}
+
+// logEpochMove logs a group epoch that moved (a member joined, left,
+// was fenced, or the subscribed topics changed): once per change, not
+// once per heartbeat, so an operator can tell a rebalance's cause.
+func (t *groupTable) logEpochMove(id string, g nextGen, epoch int32, members int, cause string) {
+	if g.Epoch() == epoch {
+		return
+	}
+	t.log.Info().Str("group", id).Str("type", g.kind()).Str("cause", cause).
+		Int32("epoch_was", epoch).Int32("epoch", g.Epoch()).
+		Int("members_were", members).Int("members", g.NumMembers()).Msg("group epoch moved")
 }
 
 // nextNextGenDeadlineLocked is the earliest deadline of any
