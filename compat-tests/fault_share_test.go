@@ -5,7 +5,7 @@ package compattests
 //
 // Three fjord processes (the fault cluster: RF 3 for data, the offsets
 // topic and __share_group_state, min.insync.replicas=2; share members
-// heartbeating every 500 ms with a 6 s session), a 4-partition topic, the
+// heartbeating every 500 ms with a 12 s session), a 4-partition topic, the
 // fault workload's idempotent acks=all producer throughout, and six
 // franz-go share consumers accepting everything (each partition shared
 // by two of them). Then, per round:
@@ -22,6 +22,20 @@ package compattests
 //  2. the node leading the most data partitions, other than the
 //     coordinator, is killed with SIGKILL for 4 s (past the 3 s broker
 //     session timeout, so its leaderships move) and restarted.
+//
+// Why a 12 s session and not 6 s: the members must not be fenced by the
+// faults, and a member's heartbeat can be slowed by a kill that is not
+// its coordinator's. franz-go sends ShareAcknowledge and
+// ShareGroupHeartbeat on one connection, and responses go in request
+// order; an acknowledgement is answered only once the share coordinator
+// stored it, so when the killed node was a share coordinator (and, as
+// seen, the controller quorum's leader too) the heartbeat's response
+// waits for an election, the 3 s broker session and the persister's next
+// retry: about 8 s once with a 6 s session, which fenced the member. The
+// broker had applied that heartbeat in time; the client sends the next
+// only after its response. Kafka would not even read the heartbeat until
+// the acknowledgement was answered. The default session (45 s) outlasts
+// this by far.
 //
 // After each fault every member must accept records again. Which nodes
 // are share coordinators (FindCoordinator key type 2, key
@@ -102,7 +116,7 @@ func TestFaultShareGroupKills(t *testing.T) {
 		rate         = 300 // records per second
 		dataDown     = 4 * time.Second
 		minCoordDown = 4 * time.Second
-		session      = 6 * time.Second
+		session      = 12 * time.Second
 	)
 	rounds, stateKill := 1, false
 	if faultMode(t) == "full" {
@@ -110,7 +124,7 @@ func TestFaultShareGroupKills(t *testing.T) {
 	}
 	begin := time.Now()
 	fc := startFaultCluster(t, 3, append(slices.Clone(shareBrokerOverrides),
-		"group.share.min.session.timeout.ms=6000", "group.share.session.timeout.ms=6000")...)
+		"group.share.min.session.timeout.ms=6000", fmt.Sprintf("group.share.session.timeout.ms=%d", session.Milliseconds()))...)
 	fc.createFaultTopic(t, topic, partitions)
 	md, err := fc.Metadata(1, topic)
 	if err != nil {

@@ -81,16 +81,21 @@ type Persister struct {
 
 var _ sharestate.Persister = (*Persister)(nil)
 
-// The default bounds of a Persister call: 14 attempts, between them
-// about 8 to 17 s of backoff in all, each RPC at most a write timeout plus
+// The default bounds of a Persister call: 40 attempts, between them
+// about 10 to 19 s of backoff in all, each RPC at most a write timeout plus
 // a second; and the caller's ctx. The backoff outlasts a share
 // coordinator's failover (broker.session.timeout.ms, 9 s by default, then
 // an election): giving up sooner drops the share-partition and its
 // members' locks, and so redelivers records a member still processes.
+// The ceiling is short so that a call finds the new coordinator within
+// half a second of its election: an acknowledgement waits on the call,
+// and the member's heartbeat response waits behind the acknowledgement's
+// on their shared connection (responses go in request order), so every
+// second spent backing off is a second of the member's session.
 const (
-	persisterAttempts   = 14
+	persisterAttempts   = 40
 	persisterBackoff    = 50 * time.Millisecond
-	persisterMaxBackoff = 2 * time.Second
+	persisterMaxBackoff = 500 * time.Millisecond
 )
 
 func newPersister(c *Coordinator) *Persister {
