@@ -152,6 +152,15 @@ func (h groupsHost) Code(err error) int16 { return errorCode(err) }
 func (h groupsHost) AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32 {
 	return h.b.authorizedOps(cc, rt, name)
 }
+func (h groupsHost) MayDescribeTopics(cc *api.Conn) consumer.Visibility {
+	az := h.b.authorizer()
+	if az == nil {
+		return consumer.AllTopics
+	}
+	return func(topic string) bool {
+		return az.Authorize(cc.Principal, cc.ClientHost, acl.OpDescribe, acl.ResourceTopic, topic)
+	}
+}
 func (h groupsHost) Go(fn func()) bool    { return h.b.goLoop(fn) }
 func (h groupsHost) Log() *zerolog.Logger { return &h.b.log }
 func (h groupsHost) ShareStates() coordinator.ShareStates {

@@ -308,7 +308,7 @@ func describeNextGen(c *coordinator.Coordinator, id string) (v nextGenView, ok b
 	}
 	switch c.GroupType(id) {
 	case coordinator.ConsumerGroupType:
-		ok, _, _ = c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+		ok, _, _ = c.Consumer(id, false, nil, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
 			d := g.Describe(img)
 			v = nextGenView{Type: coordinator.ConsumerGroupType, State: d.State, Assignor: d.AssignorName, Epoch: d.Epoch}
 			for _, m := range d.Members {

@@ -47,7 +47,7 @@ func handleOffsetDelete(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func
 		return nil
 	})
 	if !existed {
-		existed, _, _ = h.Coordinator().Consumer(req.Group, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+		existed, _, _ = h.Coordinator().Consumer(req.Group, false, nil, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
 			members, subscribed = g.NumMembers(), consumerSubscriptions(g.Describe(img))
 			return nil
 		})

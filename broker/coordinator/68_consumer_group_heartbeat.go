@@ -20,7 +20,9 @@ import (
 // <id> is not a consumer group."), as Kafka does when its migration
 // policy refuses the upgrade; an empty classic group is converted.
 // Subscribing by topic name needs DESCRIBE on every topic named
-// (TOPIC_AUTHORIZATION_FAILED otherwise, as in Kafka).
+// (TOPIC_AUTHORIZATION_FAILED otherwise, as in Kafka); a regular
+// expression resolves only to topics the principal of the heartbeat that
+// resolves it may DESCRIBE (consumer.Visibility).
 //
 // Version notes: v0: Kafka 3.7's early access (the coordinator names the
 // member id); v1: client-generated member ids, regular-expression
@@ -51,10 +53,11 @@ func handleConsumerGroupHeartbeat(h APIHost, cc *api.Conn, kreq kmsg.Request, re
 	}
 	var resp *kmsg.ConsumerGroupHeartbeatResponse
 	// A join (epoch 0) creates the group; anything else needs it.
-	exists, wait, err := h.Coordinator().Consumer(req.Group, req.MemberEpoch == 0,
+	may := h.MayDescribeTopics(cc)
+	exists, wait, err := h.Coordinator().Consumer(req.Group, req.MemberEpoch == 0, may,
 		func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
 			var recs []consumer.Record
-			resp, recs = g.HeartbeatFrom(now, img, req, consumer.Client{ID: cc.ClientID, Host: cc.ClientHost})
+			resp, recs = g.HeartbeatFrom(now, img, req, consumer.Client{ID: cc.ClientID, Host: cc.ClientHost, MayDescribe: may})
 			return recs
 		})
 	finishHeartbeat(h, req.Group, ConsumerGroupType, exists, wait, err, fail, func() { respond(resp) })

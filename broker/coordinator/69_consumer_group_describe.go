@@ -41,7 +41,7 @@ func handleConsumerGroupDescribe(h APIHost, cc *api.Conn, kreq kmsg.Request, res
 		if code := requestCode(h, id); code != 0 {
 			d.ErrorCode = code
 		} else {
-			exists, _, err := h.Coordinator().Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+			exists, _, err := h.Coordinator().Consumer(id, false, nil, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
 				d = g.Describe(img)
 				return nil
 			})
@@ -49,9 +49,28 @@ func handleConsumerGroupDescribe(h APIHost, cc *api.Conn, kreq kmsg.Request, res
 				d.ErrorCode, d.ErrorMessage = code, msg
 			}
 		}
+		if d.ErrorCode == 0 && !mayDescribeAll(h, cc, consumerGroupTopics(d)) {
+			d = kmsg.NewConsumerGroupDescribeResponseGroup()
+			d.ErrorCode, d.ErrorMessage = hiddenTopicsError()
+		}
 		d.Group = id
 		d.AuthorizedOperations = describedOps(h, cc, req.IncludeAuthorizedOperations, d.ErrorCode, id)
 		resp.Groups = append(resp.Groups, d)
 	}
 	respond(resp)
+}
+
+// consumerGroupTopics are the topics of a described group's members'
+// assignments and target assignments, the ones Kafka checks.
+func consumerGroupTopics(d kmsg.ConsumerGroupDescribeResponseGroup) []string {
+	var ts []string
+	for _, m := range d.Members {
+		for _, t := range m.Assignment.TopicPartitions {
+			ts = append(ts, t.Topic)
+		}
+		for _, t := range m.TargetAssignment.TopicPartitions {
+			ts = append(ts, t.Topic)
+		}
+	}
+	return ts
 }

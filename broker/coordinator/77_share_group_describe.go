@@ -49,9 +49,25 @@ func handleShareGroupDescribe(h APIHost, cc *api.Conn, kreq kmsg.Request, respon
 				d.ErrorCode, d.ErrorMessage = code, msg
 			}
 		}
+		if d.ErrorCode == 0 && !mayDescribeAll(h, cc, shareGroupTopics(d)) {
+			d = kmsg.NewShareGroupDescribeResponseGroup()
+			d.ErrorCode, d.ErrorMessage = hiddenTopicsError()
+		}
 		d.GroupID = id
 		d.AuthorizedOperations = describedOps(h, cc, req.IncludeAuthorizedOperations, d.ErrorCode, id)
 		resp.Groups = append(resp.Groups, d)
 	}
 	respond(resp)
+}
+
+// shareGroupTopics are the topics of a described share group's members'
+// assignments.
+func shareGroupTopics(d kmsg.ShareGroupDescribeResponseGroup) []string {
+	var ts []string
+	for _, m := range d.Members {
+		for _, t := range m.Assignment.TopicPartitions {
+			ts = append(ts, t.Topic)
+		}
+	}
+	return ts
 }

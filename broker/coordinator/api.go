@@ -9,6 +9,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // The group APIs: this package is their room. Each key is one file
@@ -37,6 +38,10 @@ type APIHost interface {
 	// AuthorizedOps is KIP-430's answer for cc's principal on one
 	// resource.
 	AuthorizedOps(cc *api.Conn, rt acl.ResourceType, name string) int32
+	// MayDescribeTopics is cc's principal's DESCRIBE on topics, asked
+	// without auditing (a filter, as Kafka's filterByAuthorized);
+	// consumer.AllTopics without an authorizer.
+	MayDescribeTopics(cc *api.Conn) consumer.Visibility
 	// Go runs fn on a goroutine the node tracks; false once it is closing.
 	Go(fn func()) bool
 	Log() *zerolog.Logger

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // apiHost is the node as the group APIs see it: a real coordinator, and a
@@ -91,6 +92,7 @@ func (h *apiHost) Code(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 func (h *apiHost) AuthorizedOps(*api.Conn, acl.ResourceType, string) int32 { return testOps }
+func (h *apiHost) MayDescribeTopics(*api.Conn) consumer.Visibility         { return consumer.AllTopics }
 
 // testOps stands for the authorizer's answer to KIP-430.
 const testOps = 0x128

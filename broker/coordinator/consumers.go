@@ -10,8 +10,10 @@ import (
 // create is set and the id is free or names an empty classic group,
 // which is converted) under the table's lock; see withNextGen for the
 // rest. err is ErrOtherGroupType when a group of another type holds id.
-func (c *Coordinator) Consumer(id string, create bool, fn func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record) (exists bool, wait func() error, err error) {
-	return c.groups.withNextGen(id, ConsumerGroupType, create,
+// may is the heartbeating member's DESCRIBE on topics (consumer.AllTopics
+// without an authorizer), nil when fn is not a member's heartbeat.
+func (c *Coordinator) Consumer(id string, create bool, may consumer.Visibility, fn func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record) (exists bool, wait func() error, err error) {
+	return c.groups.withNextGen(id, ConsumerGroupType, create, may,
 		func() nextGen { return consumerGen{consumer.New(id, c.groups.ccfg)} },
 		func(g nextGen, img *topics.Image, now int64) []recordbatch.KV {
 			return kvs(fn(g.(consumerGen).Group, img, now))

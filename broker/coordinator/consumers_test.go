@@ -17,7 +17,7 @@ var topicT = consumer.Topic{Name: "t", ID: [16]byte{7}, Partitions: 6}
 func heartbeat848(t *testing.T, c *Coordinator, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	t.Helper()
 	var resp *kmsg.ConsumerGroupHeartbeatResponse
-	exists, wait, err := c.Consumer(req.Group, req.MemberEpoch == 0, func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
+	exists, wait, err := c.Consumer(req.Group, req.MemberEpoch == 0, consumer.AllTopics, func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
 		var recs []consumer.Record
 		resp, recs = g.Heartbeat(now, img, req)
 		return recs
@@ -60,7 +60,7 @@ func owned(a *kmsg.ConsumerGroupHeartbeatResponseAssignment) []kmsg.ConsumerGrou
 func describe848(t *testing.T, c *Coordinator, id string) kmsg.ConsumerGroupDescribeResponseGroup {
 	t.Helper()
 	var d kmsg.ConsumerGroupDescribeResponseGroup
-	if ok, _, _ := c.Consumer(id, false, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
+	if ok, _, _ := c.Consumer(id, false, nil, func(g *consumer.Group, img *consumer.Image, _ int64) []consumer.Record {
 		d = g.Describe(img)
 		return nil
 	}); !ok {
@@ -169,7 +169,7 @@ func TestGroupProtocolsShareIDs(t *testing.T) {
 	c.host.(*testHost).setTopics(topicT)
 
 	joinAndSync(t, c, "classic")
-	if _, _, err := c.Consumer("classic", true, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrOtherGroupType) {
+	if _, _, err := c.Consumer("classic", true, nil, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrOtherGroupType) {
 		t.Fatalf("consumer member into a classic group with members: %v", err)
 	}
 

@@ -50,7 +50,10 @@ type nextGen interface {
 	kind() string
 	Timeouts() (sessionMs, heartbeatMs int32)
 	SetTimeouts(sessionMs, heartbeatMs int32)
-	metadataChanged(now int64, img *topics.Image) []recordbatch.KV
+	// metadataChanged brings the group to img; may is the DESCRIBE of
+	// the member whose heartbeat brings it, nil when none does (see
+	// consumer.Group.MetadataChanged).
+	metadataChanged(now int64, img *topics.Image, may func(string) bool) []recordbatch.KV
 	tick(now int64, img *topics.Image) []recordbatch.KV
 	remove() ([]recordbatch.KV, error)
 	NextDeadline() int64
@@ -62,8 +65,8 @@ type nextGen interface {
 type consumerGen struct{ *consumer.Group }
 
 func (consumerGen) kind() string { return ConsumerGroupType }
-func (c consumerGen) metadataChanged(now int64, img *topics.Image) []recordbatch.KV {
-	return kvs(c.MetadataChanged(now, img))
+func (c consumerGen) metadataChanged(now int64, img *topics.Image, may func(string) bool) []recordbatch.KV {
+	return kvs(c.MetadataChanged(now, img, may))
 }
 func (c consumerGen) tick(now int64, img *topics.Image) []recordbatch.KV {
 	return kvs(c.Tick(now, img))
@@ -73,7 +76,7 @@ func (c consumerGen) remove() ([]recordbatch.KV, error) { r, err := c.Delete(); 
 type shareGen struct{ *share.Group }
 
 func (shareGen) kind() string { return ShareGroupType }
-func (s shareGen) metadataChanged(now int64, img *topics.Image) []recordbatch.KV {
+func (s shareGen) metadataChanged(now int64, img *topics.Image, _ func(string) bool) []recordbatch.KV {
 	return kvs(s.MetadataChanged(now, img))
 }
 func (s shareGen) tick(now int64, img *topics.Image) []recordbatch.KV { return kvs(s.Tick(now, img)) }
@@ -95,8 +98,13 @@ func kvs[R record](rs []R) []recordbatch.KV {
 
 // ngGroup is one next-generation group with the topics image it last saw.
 type ngGroup struct {
-	g   nextGen
-	img *topics.Image // the image MetadataChanged last saw
+	g nextGen
+	// img is the image a heartbeat last brought the group to. A change
+	// seen by no heartbeat (a timeout, a describe) is applied without
+	// moving img, so that the next heartbeat applies it again with its
+	// member's visibility: a consumer group's regular expressions are
+	// resolved only for a member (consumer.Visibility).
+	img *topics.Image
 }
 
 // withNextGen runs step on the next-generation group id of kind (made
@@ -106,8 +114,10 @@ type ngGroup struct {
 // step emits are appended to the group's offsets partition; wait, when
 // not nil, blocks until they are committed and must be called without
 // holding anything. exists is false when there is no such group (and
-// step did not run).
-func (t *groupTable) withNextGen(id, kind string, create bool, newG func() nextGen,
+// step did not run). may is the DESCRIBE of the heartbeating member's
+// principal (func(string) bool { return true } without an authorizer),
+// nil when the step is not a member's heartbeat.
+func (t *groupTable) withNextGen(id, kind string, create bool, may func(string) bool, newG func() nextGen,
 	step func(g nextGen, img *topics.Image, now int64) []recordbatch.KV) (exists bool, wait func() error, err error) {
 	img := t.image()
 	now := time.Now().UnixMilli()
@@ -151,8 +161,10 @@ func (t *groupTable) withNextGen(id, kind string, create bool, newG func() nextG
 	var recs []recordbatch.KV
 	epoch, members := ng.g.Epoch(), ng.g.NumMembers()
 	if ng.img != img {
-		recs = ng.g.metadataChanged(now, img)
-		ng.img = img
+		recs = ng.g.metadataChanged(now, img, may)
+		if may != nil {
+			ng.img = img
+		}
 		t.logEpochMove(id, ng.g, epoch, members, "subscribed topics changed")
 		epoch = ng.g.Epoch()
 	}
@@ -191,12 +203,12 @@ func (t *groupTable) tickNextGenLocked(now int64) {
 			continue
 		}
 		var recs []recordbatch.KV
-		if img := t.image(); ng.img != img {
-			recs = ng.g.metadataChanged(now, img)
-			ng.img = img
+		img := t.image()
+		if ng.img != img {
+			recs = ng.g.metadataChanged(now, img, nil)
 		}
 		epoch, members := ng.g.Epoch(), ng.g.NumMembers()
-		recs = append(recs, ng.g.tick(now, ng.img)...)
+		recs = append(recs, ng.g.tick(now, img)...)
 		t.logEpochMove(id, ng.g, epoch, members, "session or rebalance timeout")
 		if ng.g.State() == "Dead" {
 			delete(t.mu.nextgen, id)

@@ -109,3 +109,25 @@ func deniedGroups(groups func(kmsg.Request) *[]string, add func(resp kmsg.Respon
 		}
 	}
 }
+
+// mayDescribeAll reports whether cc's principal may DESCRIBE every one of
+// topics. A group described to a principal that may not describe some
+// topic its members are assigned is answered hiddenTopicsError instead,
+// as Kafka does (KAFKA-18813): the description would tell that topic's
+// name and partitions.
+func mayDescribeAll(h APIHost, cc *api.Conn, topics []string) bool {
+	may := h.MayDescribeTopics(cc)
+	for _, t := range topics {
+		if !may(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// hiddenTopicsError is Kafka's answer for a described group that uses
+// topics the describer may not describe.
+func hiddenTopicsError() (int16, *string) {
+	m := "The described group uses topics that the client is not authorized to describe."
+	return kerr.TopicAuthorizationFailed.Code, &m
+}

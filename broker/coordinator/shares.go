@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/share"
 	"github.com/fjordlog/fjord/group/topics"
 	"github.com/fjordlog/fjord/storage/recordbatch"
@@ -11,7 +12,9 @@ import (
 // id, as in Kafka) under the table's lock; see withNextGen for the rest.
 // err is ErrOtherGroupType when a group of another type holds id.
 func (c *Coordinator) Share(id string, create bool, fn func(g *share.Group, img *share.Image, now int64) []share.Record) (exists bool, wait func() error, err error) {
-	return c.groups.withNextGen(id, ShareGroupType, create,
+	// Share groups subscribe by name only (checked by the heartbeat's
+	// rule): nothing is resolved for a member.
+	return c.groups.withNextGen(id, ShareGroupType, create, consumer.AllTopics,
 		func() nextGen { return shareGen{share.New(id, c.groups.scfg)} },
 		func(g nextGen, img *topics.Image, now int64) []recordbatch.KV {
 			return kvs(fn(g.(shareGen).Group, img, now))

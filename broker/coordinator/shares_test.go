@@ -59,7 +59,7 @@ func TestShareGroupReloadAndTypes(t *testing.T) {
 	if _, _, err := c.Share("cg", true, func(*share.Group, *share.Image, int64) []share.Record { return nil }); !errors.Is(err, ErrOtherGroupType) {
 		t.Fatalf("share member into a consumer group: %v", err)
 	}
-	if _, _, err := c.Consumer("sg", true, nil); !errors.Is(err, ErrOtherGroupType) {
+	if _, _, err := c.Consumer("sg", true, nil, nil); !errors.Is(err, ErrOtherGroupType) {
 		t.Fatalf("consumer member into a share group: %v", err)
 	}
 	if _, _, err := c.DeleteNextGen("sg"); err == nil {

@@ -166,9 +166,10 @@
 //     MetadataChanged (Kafka: in a background executor, batched, at most
 //     every 10 s, refreshed when topics are created or after
 //     group.consumer.regex.refresh.interval.ms). Go's regexp (RE2) stands
-//     for RE2/J, full-match like Kafka's matches(). Kafka drops the topics
-//     the heartbeating member may not DESCRIBE; this package has no
-//     authorizer: the Image must hold what members may see. A resolved
+//     for RE2/J, full-match like Kafka's matches(). As in Kafka, only
+//     topics the heartbeating member's principal may DESCRIBE are kept
+//     (Visibility, from the caller's authorizer); a change no heartbeat
+//     brings leaves the resolutions as they are. A resolved
 //     expression's record is written only when its topics change, with
 //     Version 0 (Kafka: the metadata image's offset).
 //   - A member switching to a new regular expression bumps the epoch when

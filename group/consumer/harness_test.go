@@ -29,6 +29,10 @@ import (
 //	     [regex=re] [assignor=name] [owned=spec|nil] [full] [hold]
 //	leave m=id [static] [i=inst] [e=epoch]
 //	tick | next | state | describe | classic | delete
+//	    topics, join, hb and load take [deny=a,b]: the principal of the
+//	    heartbeat (of the change, for topics and load) may not DESCRIBE
+//	    those topics; topics and load take [nobody]: no heartbeat brings
+//	    the change (MetadataChanged's nil Visibility)
 //	commit m=id e=epoch [v=9] [p=a:0,1;b:2]
 //	                              without p: ValidateOffsetCommit; with p:
 //	                              CheckOffsetCommit and each partition
@@ -118,7 +122,7 @@ func (h *harness) do(c *datadriven.Case) string {
 	case "topics":
 		var ts []Topic
 		for _, kv := range c.Args {
-			if kv.Key == "t" || kv.Key == "quiet" {
+			if kv.Key == "t" || kv.Key == "quiet" || kv.Key == "deny" || kv.Key == "nobody" {
 				continue
 			}
 			name, rest, _ := strings.Cut(kv.Key, ":")
@@ -138,7 +142,7 @@ func (h *harness) do(c *datadriven.Case) string {
 		h.img = NewImage(ts)
 		h.stale = a.Has("quiet")
 		if !h.stale {
-			h.printRecords(&b, h.g.MetadataChanged(h.now, h.img))
+			h.printRecords(&b, h.g.MetadataChanged(h.now, h.img, visibility(a)))
 		}
 	case "join", "hb":
 		h.heartbeat(&b, c, a)
@@ -195,7 +199,7 @@ func (h *harness) do(c *datadriven.Case) string {
 		g.Loaded(h.now)
 		h.g = g
 		h.stale = false
-		h.printRecords(&b, g.MetadataChanged(h.now, h.img))
+		h.printRecords(&b, g.MetadataChanged(h.now, h.img, visibility(a)))
 	default:
 		h.t.Fatalf("%s: unknown command %q", c.Pos, c.Cmd)
 	}
@@ -256,7 +260,7 @@ func (h *harness) heartbeat(b *strings.Builder, c *datadriven.Case, a datadriven
 	if spec, ok := a["owned"]; ok {
 		req.Topics = h.parseOwned(spec)
 	}
-	client := Client{ID: a.Str("c", "client-"+id), Host: a.Str("h", "/10.0.0.1")}
+	client := Client{ID: a.Str("c", "client-"+id), Host: a.Str("h", "/10.0.0.1"), MayDescribe: visibility(a)}
 	resp, recs := h.g.HeartbeatFrom(h.now, h.img, req, client)
 	h.printResp(b, req, resp)
 	h.printRecords(b, recs)
@@ -623,4 +627,17 @@ func (h *harness) commit(a datadriven.Args) string {
 		}
 	}
 	return b.String()
+}
+
+// visibility is the Visibility a command's [deny=a,b] and [nobody] give
+// (AllTopics without either).
+func visibility(a datadriven.Args) Visibility {
+	if a.Has("nobody") {
+		return nil
+	}
+	if !a.Has("deny") {
+		return AllTopics
+	}
+	denied := strings.Split(a.Str("deny", ""), ",")
+	return func(t string) bool { return !slices.Contains(denied, t) }
 }

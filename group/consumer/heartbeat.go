@@ -20,7 +20,23 @@ import (
 type Client struct {
 	ID   string
 	Host string
+	// MayDescribe is the member's principal's DESCRIBE on topics; nil
+	// for every topic (no authorizer). See Visibility.
+	MayDescribe Visibility
 }
+
+// Visibility tells whether a principal may DESCRIBE a topic. A regular
+// expression is resolved to the topics of the image that match it and
+// that the principal of the member whose heartbeat resolves it may
+// describe, as Kafka does since KAFKA-18813: a member must not learn the
+// names, ids or partition counts of topics hidden from it. Kafka's
+// limit holds here too: the resolution is the group's, so a member
+// sharing an expression with a more privileged one may be assigned
+// partitions of a topic it may not describe.
+type Visibility func(topic string) bool
+
+// AllTopics is the Visibility of a node without an authorizer.
+func AllTopics(string) bool { return true }
 
 // Heartbeat is HeartbeatFrom with an empty Client.
 func (g *Group) Heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, []Record) {
@@ -199,7 +215,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 			} else {
 				// Kafka resolves a new regular expression asynchronously
 				// and bumps the epoch when it matched something.
-				r := g.resolve(newRe, img, now)
+				r := g.resolve(newRe, img, now, client.MayDescribe)
 				g.emit(regexRec{regex: newRe, r: r})
 				bump = bump || len(r.topics) > 0
 			}

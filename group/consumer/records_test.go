@@ -117,7 +117,7 @@ func TestReplayKafkaRecords(t *testing.T) {
 		t.Fatalf("replayed: %s epoch %d members %d partition metadata %v", g.State(), g.Epoch(), g.NumMembers(), g.partitionMeta)
 	}
 	img := NewImage([]Topic{{Name: "a", ID: topicX, Partitions: 2}})
-	recs := g.MetadataChanged(1000, img)
+	recs := g.MetadataChanged(1000, img, AllTopics)
 	if len(recs) != 2 || recs[1].Value != nil || !bytes.Equal(recs[1].Key, unhex(t, "0004 0001 67")) {
 		t.Fatalf("the epoch bump should tombstone the partition metadata: %x", recs)
 	}

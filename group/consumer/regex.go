@@ -11,9 +11,8 @@ import (
 // Kafka compiles them with RE2/J and resolves them with matches(): the
 // whole topic name must match. Go's regexp is RE2 too; a pattern is
 // compiled as ^(?:pattern)$ for the same full match. Every topic of the
-// Image is a candidate, internal topics included, as in Kafka; Kafka then
-// drops the topics the heartbeating member may not DESCRIBE, which this
-// package cannot know (see the package documentation).
+// Image is a candidate, internal topics included, as in Kafka, less the
+// topics the heartbeating member may not DESCRIBE (Visibility).
 
 // maxCompiled bounds the cache of compiled expressions.
 const maxCompiled = 256
@@ -37,8 +36,9 @@ func (g *Group) compile(re string) (*regexp.Regexp, error) {
 	return c, nil
 }
 
-// resolve matches re against the image's topics.
-func (g *Group) resolve(re string, img *Image, now int64) resolvedRegex {
+// resolve matches re against the image's topics that may describes (nil:
+// all of them).
+func (g *Group) resolve(re string, img *Image, now int64, may Visibility) resolvedRegex {
 	r := resolvedRegex{topics: []string{}, timestamp: now}
 	c, err := g.compile(re)
 	if err != nil {
@@ -48,7 +48,7 @@ func (g *Group) resolve(re string, img *Image, now int64) resolvedRegex {
 		return r
 	}
 	for _, t := range img.Topics() { // sorted by name
-		if c.MatchString(t.Name) {
+		if c.MatchString(t.Name) && (may == nil || may(t.Name)) {
 			r.topics = append(r.topics, t.Name)
 		}
 	}

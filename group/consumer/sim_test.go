@@ -294,7 +294,7 @@ func (s *sim) changeTopics() {
 		s.parts[name] = n + int32(1+s.rng.Intn(3))
 	}
 	s.setImage()
-	s.record("metadata", s.g.MetadataChanged(s.now, s.img))
+	s.record("metadata", s.g.MetadataChanged(s.now, s.img, AllTopics))
 }
 
 // step does one random thing.
@@ -439,7 +439,7 @@ func (s *sim) failover() {
 	}
 	g.Loaded(s.now)
 	s.g = g
-	s.record("failover", g.MetadataChanged(s.now, s.img))
+	s.record("failover", g.MetadataChanged(s.now, s.img, AllTopics))
 }
 
 func (s *sim) dump() string {

@@ -53,7 +53,13 @@ func (g *Group) Tick(now int64, img *Image) []Record {
 // next heartbeat computes a new target assignment. The coordinator calls
 // it for every group whenever its metadata image changes topics, and once
 // after Loaded. It returns the records to persist.
-func (g *Group) MetadataChanged(now int64, img *Image) []Record {
+//
+// may is the DESCRIBE of the principal whose heartbeat brings the change
+// (see Visibility), AllTopics without an authorizer; nil when nobody's
+// heartbeat does (a timeout, a describe, a load): the expressions then
+// keep their resolutions until a heartbeat resolves them again, as
+// Kafka refreshes them only in a member's heartbeat.
+func (g *Group) MetadataChanged(now int64, img *Image, may Visibility) []Record {
 	if !g.exists() {
 		return nil
 	}
@@ -72,8 +78,11 @@ func (g *Group) MetadataChanged(now int64, img *Image) []Record {
 		}
 	}
 	for _, re := range slices.Sorted(maps.Keys(subscribed)) {
+		if may == nil {
+			break // nobody to resolve them for
+		}
 		old, ok := g.regexes[re]
-		r := g.resolve(re, img, now)
+		r := g.resolve(re, img, now, may)
 		if !ok || !slices.Equal(old.topics, r.topics) {
 			g.emit(regexRec{regex: re, r: r})
 			changed = true
