@@ -211,13 +211,17 @@ func (p *Persister) Initialize(ctx context.Context, key sharepart.Key, stateEpoc
 func (p *Persister) call(ctx context.Context, key sharepart.Key, what string, f func(backend) error) error {
 	backoff := p.backoff
 	var err error
+	failed := int32(-2) // the node this call last failed on; -2: none
 	for attempt := 1; ; attempt++ {
 		var b backend
 		var node int32
 		if b, node, err = p.route(key); err == nil {
 			err = f(b)
 		}
-		p.note(node, err)
+		p.note(node, failed, err)
+		if err != nil {
+			failed = node
+		}
 		if err == nil || !retriable(err) {
 			return err
 		}
@@ -264,15 +268,23 @@ func (p *Persister) route(key sharepart.Key) (backend, int32, error) {
 	}
 }
 
-// note logs a change in whether calls to node succeed.
-func (p *Persister) note(node int32, err error) {
+// note logs a change in whether calls to node succeed. failed is the
+// node the same call failed on before (-2: none): a success elsewhere
+// means that coordinator moved to node, which ends its outage too (its
+// partitions are served again), logged once, by the first call to see it.
+func (p *Persister) note(node, failed int32, err error) {
 	down := err != nil && retriable(err)
 	p.mu.Lock()
 	was := p.mu.down[node]
+	moved := false
 	if down {
 		p.mu.down[node] = true
 	} else {
 		delete(p.mu.down, node)
+		if failed != -2 && failed != node && p.mu.down[failed] {
+			delete(p.mu.down, failed)
+			moved = true
+		}
 	}
 	p.mu.Unlock()
 	switch {
@@ -280,6 +292,8 @@ func (p *Persister) note(node int32, err error) {
 		p.log.Warn().Err(err).Msg("no share coordinator to persist share-group state to; retrying")
 	case down && !was:
 		p.log.Warn().Err(err).Int32("coordinator", node).Msg("share coordinator not available; retrying")
+	case moved:
+		p.log.Info().Int32("coordinator", node).Int32("was", failed).Msg("share coordinator available again")
 	case !down && was:
 		p.log.Info().Int32("coordinator", node).Msg("share coordinator available again")
 	}

@@ -296,6 +296,34 @@ func TestPersisterRetries(t *testing.T) {
 		t.Fatalf("logged %d times down and %d times up, want once each:\n%s", down, up, logs.b.String())
 	}
 
+	// The coordinator moves: node 3 is unreachable twice, then the image
+	// names node 2, which answers. The outage ends with the move, logged
+	// once each way.
+	h1.mu.Lock()
+	h1.leaders = []int32{3}
+	h1.mu.Unlock()
+	var to3 atomic.Int32
+	ps.fail = func(node int32, _ kmsg.Request) (kmsg.Response, error) {
+		if node != 3 {
+			return nil, nil
+		}
+		if to3.Add(1) == 2 {
+			h1.mu.Lock()
+			h1.leaders = []int32{2}
+			h1.mu.Unlock()
+		}
+		return nil, errors.New("connection refused")
+	}
+	if _, err := pers.Read(ctx, k, 0); !errors.Is(err, sharestate.ErrNoState) {
+		t.Fatalf("read across a coordinator move: %v", err)
+	}
+	if down, up := logs.count(`"message":"share coordinator not available; retrying"`), logs.count(`"message":"share coordinator available again"`); down != 2 || up != 2 {
+		t.Fatalf("after a move, logged %d times down and %d times up, want twice each:\n%s", down, up, logs.b.String())
+	}
+	if !strings.Contains(logs.b.String(), `"coordinator":2,"was":3`) {
+		t.Fatalf("the move is not logged with both nodes:\n%s", logs.b.String())
+	}
+
 	// A coordinator that never answers: bounded.
 	ps.fail = func(int32, kmsg.Request) (kmsg.Response, error) { return nil, errors.New("unreachable") }
 	start := time.Now()
