@@ -200,7 +200,6 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	if b.shares, err = b.newShareCoordinator(); err != nil {
 		return nil, err
 	}
-	b.consumerTopics.onDrop = b.shares.TopicsDeleted
 	b.ctl = newCtlClient(b)
 	b.fetch = replica.NewFetchers(b.ctx, fetchHost{b})
 	b.replicas = b.newReplicaManager()

@@ -90,9 +90,6 @@ type consumerTopics struct {
 	from *controller.Image // the image cur was last checked against
 	cur  *consumer.Image
 	sig  []consumer.Topic // what cur was built from, sorted by name
-	// onDrop, if set, learns the ids of topics an image no longer has
-	// (the share coordinator deletes their state). Called under mu.
-	onDrop func(ids [][16]byte)
 }
 
 func (c *consumerTopics) get(img *controller.Image) *consumer.Image {
@@ -110,21 +107,6 @@ func (c *consumerTopics) get(img *controller.Image) *consumer.Image {
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	if c.cur == nil || !slices.Equal(ts, c.sig) {
-		if c.cur != nil && c.onDrop != nil {
-			now := map[[16]byte]bool{}
-			for _, t := range ts {
-				now[t.ID] = true
-			}
-			var gone [][16]byte
-			for _, t := range c.sig {
-				if !now[t.ID] {
-					gone = append(gone, t.ID)
-				}
-			}
-			if len(gone) > 0 {
-				c.onDrop(gone)
-			}
-		}
 		c.cur, c.sig = consumer.NewImage(ts), ts
 	}
 	return c.cur

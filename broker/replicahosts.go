@@ -47,13 +47,20 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		// The dynamic broker configs changed: the running configuration
 		// (and the TLS listeners) follow, before the replicas' settings.
 		Reconfigure: func(img *controller.Image) {
-			// Topics gone from the image: their share state goes too.
-			b.consumerTopics.get(img)
 			live := config.Live(&b.cfg, img, b.log)
 			if old := b.liveCfg.Swap(&live); old != nil {
 				b.log.Info().Msg("dynamic broker configs changed: the running configuration follows")
 			}
 			b.tls.Reconfigure(img.BrokerConfigs()[strconv.Itoa(int(b.cfg.NodeID))])
+		},
+		// A deleted topic's committed offsets and share state go with it.
+		TopicsGone: func(gone []*replicamgr.Topic) {
+			ids, names := make([][16]byte, len(gone)), make([]string, len(gone))
+			for i, t := range gone {
+				ids[i], names[i] = t.ID, t.Name
+			}
+			b.shares.TopicsDeleted(ids)
+			b.coord.TopicsDeleted(names)
 		},
 		Fetchers:          b.fetch,
 		CoordinatorTopics: []string{offsetsTopic, txnTopic, sharecoord.Topic},

@@ -67,6 +67,11 @@ type Config struct {
 	// dynamic broker configs differ from the last applied image's (and for
 	// the first image), so Settings already reads the new ones.
 	Reconfigure func(img *controller.Image)
+	// TopicsGone, if set, learns the topics an applied image dropped:
+	// deleted, or deleted and created again under the same name (by id).
+	// Called from the publish loop after their replicas are unassigned; it
+	// must not block.
+	TopicsGone func(gone []*Topic)
 	// Fetchers are the follower fetchers; each applied image hands them
 	// the local followers by leader.
 	Fetchers Fetchers

@@ -118,6 +118,9 @@ func (m *Manager) Apply(img *controller.Image) {
 			m.log.Info().Str("topic", t.Name).Int("replicas", n).Msg("deleting a deleted topic's local replicas")
 		}
 	}
+	if len(gone) > 0 && m.cfg.TopicsGone != nil {
+		m.cfg.TopicsGone(gone)
+	}
 	replica.StepAll(assigns)
 	for _, p := range created {
 		p.Start()
