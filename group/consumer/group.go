@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"maps"
 	"regexp"
 	"slices"
@@ -74,6 +76,9 @@ type Group struct {
 	// Soft state, not in records.
 	nextID   uint64                    // counter for generated member ids
 	compiled map[string]*regexp.Regexp // regular expressions, compiled full-match
+	// downgraded is the classic group this group became (convert.go);
+	// the group is Dead then.
+	downgraded *kmsg.GroupMetadataValue
 
 	out []Record // records of the current call
 }
@@ -174,7 +179,7 @@ func (g *Group) sortedMembers() []*member {
 func (g *Group) NextDeadline() int64 {
 	next := int64(-1)
 	for _, m := range g.members {
-		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline} {
+		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline, m.joinDeadline, m.syncDeadline} {
 			if d >= 0 && (next < 0 || d < next) {
 				next = d
 			}

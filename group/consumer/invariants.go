@@ -66,7 +66,7 @@ func (g *Group) checkInvariants(img *Image) error {
 			if m.cur.state != memberUnrevoked {
 				bad("member %s revokes partitions in state %s", m.id, m.cur.state)
 			}
-			if m.rebalanceDeadline < 0 || m.rebalanceEpoch != m.cur.epoch {
+			if m.meta.classic == nil && (m.rebalanceDeadline < 0 || m.rebalanceEpoch != m.cur.epoch) {
 				bad("member %s revokes partitions without a rebalance deadline for its epoch", m.id)
 			}
 		}
