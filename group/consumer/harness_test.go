@@ -19,6 +19,7 @@ import (
 // Every command may set the clock with t=ms.
 //
 //	new [session=ms] [hb=ms] [maxsize=n] [assignors=uniform,range] [nonce=s]
+//	    [migration=policy] [classicmax=n]
 //	topics name:partitions ...    the image becomes exactly these topics (a
 //	                              name seen before keeps its id unless
 //	                              written name:n:new); MetadataChanged
@@ -105,6 +106,10 @@ func (h *harness) do(c *datadriven.Case) string {
 		cfg.HeartbeatIntervalMs = int32(a.Num("hb", int64(cfg.HeartbeatIntervalMs)))
 		cfg.MaxSize = int32(a.Num("maxsize", int64(cfg.MaxSize)))
 		cfg.MemberIDNonce = a.Str("nonce", "")
+		if p, ok := a["migration"]; ok {
+			cfg.MigrationPolicy = MigrationPolicy(p)
+		}
+		cfg.ClassicMaxSize = int32(a.Num("classicmax", 0))
 		if names, ok := a["assignors"]; ok {
 			all := cfg.Assignors
 			cfg.Assignors = nil
