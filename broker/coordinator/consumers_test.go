@@ -266,7 +266,10 @@ func TestGroupMigrationDurable(t *testing.T) {
 		hb.Group, hb.MemberID, hb.Generation = "g", cm, gen
 		var resp *kmsg.HeartbeatResponse
 		exists, _, _ := c.WithClassic("g", false, func(*group.Group) []group.Reply { t.Fatal("ran as a classic group"); return nil },
-			func(g *consumer.Group, _ *consumer.Image, now int64) []consumer.Record { resp = g.ClassicHeartbeat(now, hb); return nil })
+			func(g *consumer.Group, _ *consumer.Image, now int64) []consumer.Record {
+				resp = g.ClassicHeartbeat(now, hb)
+				return nil
+			})
 		if !exists {
 			t.Fatal("no group")
 		}
