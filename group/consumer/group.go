@@ -34,7 +34,8 @@ import (
 //     it, and nothing else; a member at the assignment epoch owns only
 //     partitions of its target; metadataHash fingerprints the subscribed
 //     topics.
-//   - A member with partitions pending revocation is in memberUnrevoked and
+//   - A member with partitions pending revocation is in memberUnrevoked and,
+//     unless it is a classic member (whose rejoin and session bound it),
 //     its rebalance deadline is armed.
 //   - Every partition a member owns has an assignment epoch (KIP-1251) in
 //     [0, max(member epoch, 0)]; 0 for a static member that left with -2.
