@@ -37,6 +37,8 @@ import (
 //   - A member with partitions pending revocation is in memberUnrevoked and,
 //     unless it is a classic member (whose rejoin and session bound it),
 //     its rebalance deadline is armed.
+//   - Only classic members (ClassicMemberMetadata, with at least one
+//     protocol) have join or sync deadlines.
 //   - Every partition a member owns has an assignment epoch (KIP-1251) in
 //     [0, max(member epoch, 0)]; 0 for a static member that left with -2.
 //   - Dead groups have no members, target or regexes.

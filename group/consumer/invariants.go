@@ -31,6 +31,12 @@ func (g *Group) checkInvariants(img *Image) error {
 		if m.cur.epoch > g.epoch {
 			bad("member %s epoch %d > group epoch %d", m.id, m.cur.epoch, g.epoch)
 		}
+		if m.meta.classic == nil && (m.joinDeadline >= 0 || m.syncDeadline >= 0) {
+			bad("member %s uses ConsumerGroupHeartbeat but has a classic join or sync deadline", m.id)
+		}
+		if c := m.meta.classic; c != nil && len(c.protocols) == 0 {
+			bad("classic member %s without protocols", m.id)
+		}
 		if m.cur.epoch == epochLeave {
 			bad("member %s at epoch -1 (a half-removed member)", m.id)
 		}
