@@ -224,21 +224,24 @@ func (t *groupTable) upgradeLocked(id string, cl *group.Group, img *topics.Image
 
 // maybeDowngradedLocked installs the classic group a consumer group that
 // just ended became (KIP-848's online downgrade): restored from the
-// GroupMetadataValue the conversion wrote, then rebalanced, as Kafka
-// does. It returns the rebalance's replies. REQUIRES: t.mu held.
+// GroupMetadataValue the conversion wrote, then rebalanced unless a
+// static member's replacement made it, as Kafka does. It returns the rebalance's replies. REQUIRES: t.mu held.
 func (t *groupTable) maybeDowngradedLocked(id string, ng *ngGroup, now int64) []group.Reply {
 	cg, ok := ng.g.(consumerGen)
 	if !ok {
 		return nil
 	}
-	v := cg.Downgraded()
+	v, rebalance := cg.Downgraded()
 	if v == nil {
 		return nil
 	}
 	cl := group.Restore(id, t.cfg, v, now)
 	t.mu.groups[id] = cl
 	t.log.Info().Str("group", id).Int32("generation", cl.Generation()).Int("members", cl.NumMembers()).
-		Msg("consumer group downgraded to a classic group")
+		Bool("rebalance", rebalance).Msg("consumer group downgraded to a classic group")
+	if !rebalance {
+		return nil
+	}
 	return cl.Rebalance(now)
 }
 

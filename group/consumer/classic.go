@@ -123,7 +123,16 @@ func (g *Group) classicJoin(now int64, img *Image, req *kmsg.JoinGroupRequest, c
 		return req.MemberID, err
 	}
 
-	// Checks done: from here on the join succeeds.
+	// Checks done: from here on the join succeeds. A static member taking
+	// over the instance of the last member using ConsumerGroupHeartbeat
+	// makes the group classic (Kafka's
+	// validateOnlineDowngradeWithReplacedMemberId), once it joined.
+	downgrade := false
+	if inst != nil {
+		if holder, ok := g.static[*inst]; ok {
+			downgrade = g.canDowngradeReplacing(holder)
+		}
+	}
 	plan := joinPlan{id: id, old: old, replace: replace}
 	baseMeta, baseCur := plan.base()
 	if replace != nil {
@@ -168,6 +177,13 @@ func (g *Group) classicJoin(now int64, img *Image, req *kmsg.JoinGroupRequest, c
 	resp.ProtocolType = kmsg.StringPtr(ConsumerProtocolType)
 	resp.Protocol = kmsg.StringPtr(protocols[0].name)
 	resp.Members = []kmsg.JoinGroupResponseMember{}
+	if downgrade {
+		// Every member stays (the joining one in its predecessor's place),
+		// and the classic group does not rebalance: its members rejoin as
+		// their generations fall behind.
+		g.downgrade(now, "", img)
+		g.downgradeRebalance = false
+	}
 	return id, nil
 }
 

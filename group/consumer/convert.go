@@ -14,9 +14,9 @@ import (
 // when a ConsumerGroupHeartbeat joins it (Upgrade, Kafka's
 // convertToConsumerGroup and ConsumerGroup.fromClassicGroup), and a
 // consumer group becomes a classic group again when the last member using
-// ConsumerGroupHeartbeat leaves or is removed while classic members remain
-// (downgrade, Kafka's convertToClassicGroup and
-// ClassicGroup.fromConsumerGroup). Config.MigrationPolicy allows either.
+// ConsumerGroupHeartbeat leaves, is removed or is replaced by a static
+// classic member while classic members remain (downgrade, Kafka's
+// convertToClassicGroup and ClassicGroup.fromConsumerGroup). Config.MigrationPolicy allows either.
 //
 // Both write Kafka's records: an upgrade tombstones the classic
 // GroupMetadata and writes every member (with its ClassicMemberMetadata),
@@ -147,8 +147,26 @@ func (g *Group) canDowngrade(leaving string) bool {
 	return g.cfg.ClassicMaxSize == 0 || int64(len(g.members)-1) <= int64(g.cfg.ClassicMaxSize)
 }
 
+// canDowngradeReplacing is Kafka's
+// validateOnlineDowngradeWithReplacedMemberId: a static classic member
+// joins under the instance id of member replaced, the last one using
+// ConsumerGroupHeartbeat; the policy allows downgrades and the members
+// fit in a classic group.
+func (g *Group) canDowngradeReplacing(replaced string) bool {
+	m := g.members[replaced]
+	if m == nil || m.meta.classic != nil || !g.cfg.MigrationPolicy.Downgrade() {
+		return false
+	}
+	for _, o := range g.members {
+		if o.id != replaced && o.meta.classic == nil {
+			return false
+		}
+	}
+	return g.cfg.ClassicMaxSize == 0 || int64(len(g.members)) <= int64(g.cfg.ClassicMaxSize)
+}
+
 // downgrade converts the group into a classic group without member
-// leaving (Kafka's convertToClassicGroup): the tombstones of every record
+// leaving ("" for none) (Kafka's convertToClassicGroup): the tombstones of every record
 // of the group, then the classic GroupMetadata, Stable at generation =
 // the group epoch, with every remaining member, the protocol the classic
 // group would choose, the first member (by id) as leader, and each
@@ -185,7 +203,7 @@ func (g *Group) downgrade(now int64, leaving string, img *Image) {
 	}
 	g.tombstoneAll()
 	g.emit(classicRec{v: &v})
-	g.downgraded = &v
+	g.downgraded, g.downgradeRebalance = &v, true
 }
 
 // tombstoneAll writes the tombstones of every record of the group, in
@@ -252,9 +270,14 @@ func selectClassicProtocol(ms []*member) string {
 }
 
 // Downgraded is the classic group this group became (its stored form,
-// which the caller restores with group.Restore and then rebalances), or
-// nil. The group itself is Dead once downgraded.
-func (g *Group) Downgraded() *kmsg.GroupMetadataValue { return g.downgraded }
+// which the caller restores with group.Restore), or nil, and whether the
+// caller then starts its rebalance (group.Group.Rebalance): Kafka does
+// when the downgrade came from a member leaving or being removed, not
+// when a static classic member replaced the last consumer-protocol
+// member. The group itself is Dead once downgraded.
+func (g *Group) Downgraded() (v *kmsg.GroupMetadataValue, rebalance bool) {
+	return g.downgraded, g.downgradeRebalance
+}
 
 // classicTombstone is the tombstone of the classic group's GroupMetadata
 // (key version 2), written by an upgrade.

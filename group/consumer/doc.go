@@ -155,7 +155,11 @@
 // GroupMetadata (key version 2) is written, Stable at generation = the
 // group epoch, its protocol chosen as package group chooses, the first
 // member by id leading, each member with its target assignment; the group
-// is Dead and Downgraded holds the classic group for the caller.
+// is Dead and Downgraded holds the classic group for the caller, which
+// rebalances it. A static classic member joining under the instance id of
+// the last member using ConsumerGroupHeartbeat downgrades the group too,
+// in its place and without a rebalance (Kafka's
+// validateOnlineDowngradeWithReplacedMemberId).
 //
 // # Records
 //
@@ -256,11 +260,8 @@
 //   - Classic members: a JoinGroup from a new member (no member id, v4+)
 //     gets a member id generated as for v0 heartbeats; ClassicSync and
 //     ClassicHeartbeat answer at once (Kafka completes them once its
-//     earlier writes are committed). The downgrade Kafka makes when a
-//     static classic member joining replaces the last consumer-protocol
-//     member is not made: that member is replaced and the group stays a
-//     consumer group until its last consumer-protocol member goes. The
-//     classic GroupMetadata a downgrade writes is version 3. Members are
+//     earlier writes are committed). The classic GroupMetadata a
+//     downgrade writes is version 3. Members are
 //     converted in member id order, and the downgraded group's leader is
 //     the first of them (Kafka: hash map order). DescribeClassic answers
 //     for DescribeGroups that this is not a classic group, as Kafka 4.x

@@ -81,7 +81,8 @@ type Group struct {
 	compiled map[string]*regexp.Regexp // regular expressions, compiled full-match
 	// downgraded is the classic group this group became (convert.go);
 	// the group is Dead then.
-	downgraded *kmsg.GroupMetadataValue
+	downgraded         *kmsg.GroupMetadataValue
+	downgradeRebalance bool
 
 	out []Record // records of the current call
 }

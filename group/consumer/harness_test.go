@@ -174,11 +174,11 @@ func (h *harness) do(c *datadriven.Case) string {
 	case "upgrade", "cjoin", "csync", "chb", "cleave":
 		h.doClassic(&b, c, a)
 	case "downgraded":
-		v := h.g.Downgraded()
+		v, rebalance := h.g.Downgraded()
 		if v == nil {
 			return "not downgraded"
 		}
-		return h.fmtClassic([]byte{0, 2}, v.AppendTo(nil))
+		return fmt.Sprintf("%s\nrebalance=%v", h.fmtClassic([]byte{0, 2}, v.AppendTo(nil)), rebalance)
 	case "tick":
 		h.printRecords(&b, h.g.Tick(h.now, h.img))
 	case "next":
