@@ -49,6 +49,10 @@ func (b *Broker) newCoordinator() (*coordinator.Coordinator, error) {
 			HeartbeatIntervalMs: b.cfg.ConsumerHeartbeatMs,
 			MaxSize:             b.cfg.ConsumerMaxSize,
 			Assignors:           consumerAssignors(b.cfg.ConsumerAssignors),
+			MigrationPolicy:     consumer.MigrationPolicy(b.cfg.ConsumerMigrationPolicy),
+
+			ClassicMinSessionTimeoutMs: b.cfg.GroupMinSessionMs,
+			ClassicMaxSessionTimeoutMs: b.cfg.GroupMaxSessionMs,
 		},
 		Share:            shareGroupConfig(&b.cfg),
 		RetentionMs:      b.cfg.OffsetsRetentionMinutes * 60 * 1000,

@@ -27,6 +27,10 @@ const (
 	// CauseRebalanceLimit: a member forced Config.MaxRebalanceAttempts
 	// rebalances and was removed.
 	CauseRebalanceLimit Cause = "rebalance limit"
+	// CauseDowngrade: a consumer group became this classic group when its
+	// last ConsumerGroupHeartbeat member left (KIP-848's online
+	// downgrade); its members rejoin.
+	CauseDowngrade Cause = "downgraded from a consumer group"
 )
 
 // Outcomes of a rebalance.

@@ -62,6 +62,10 @@ type Config struct {
 	ConsumerHeartbeatMs int32
 	ConsumerMaxSize     int32
 	ConsumerAssignors   []string
+	// ConsumerMigrationPolicy (group.consumer.migration.policy): which
+	// online conversions between classic and consumer groups happen:
+	// bidirectional, upgrade, downgrade or disabled (lower case).
+	ConsumerMigrationPolicy string
 	// The bounds of a group's consumer.session.timeout.ms and
 	// consumer.heartbeat.interval.ms: group.consumer.min/max.session.timeout.ms,
 	// group.consumer.min/max.heartbeat.interval.ms (keys_groups.go).
@@ -233,6 +237,7 @@ func Default() Config {
 		ConsumerHeartbeatMs:       5000,
 		ConsumerMaxSize:           math.MaxInt32,
 		ConsumerAssignors:         []string{"uniform", "range"},
+		ConsumerMigrationPolicy:   "bidirectional",
 		ConsumerMinSessionMs:      45000,
 		ConsumerMaxSessionMs:      60000,
 		ConsumerMinHeartbeatMs:    5000,

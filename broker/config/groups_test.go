@@ -267,3 +267,22 @@ func TestGroupBrokerKeys(t *testing.T) {
 		}
 	}
 }
+
+// group.consumer.migration.policy: Kafka 4.x's default, its four values
+// in any case, anything else refused.
+func TestMigrationPolicyKey(t *testing.T) {
+	k, ok := LookupKey("group.consumer.migration.policy")
+	if !ok || k.Def != "bidirectional" || k.Dynamic {
+		t.Fatalf("key: %+v %v", k, ok)
+	}
+	for v, want := range map[string]string{"bidirectional": "bidirectional", "UPGRADE": "upgrade", " Downgrade ": "downgrade", "disabled": "disabled"} {
+		c := Default()
+		if err := k.Set(&c, v); err != nil || c.ConsumerMigrationPolicy != want {
+			t.Errorf("%q: %q, %v", v, c.ConsumerMigrationPolicy, err)
+		}
+	}
+	c := Default()
+	if err := k.Set(&c, "both"); err == nil || c.ConsumerMigrationPolicy != "bidirectional" {
+		t.Errorf("both: accepted (%q)", c.ConsumerMigrationPolicy)
+	}
+}

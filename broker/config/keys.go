@@ -211,6 +211,8 @@ func newConfigKeys() []Key {
 			Set: setInt(func(c *Config) *int32 { return &c.ConsumerMaxSize })},
 		{Name: "group.consumer.assignors", Def: strings.Join(d.ConsumerAssignors, ","), Doc: "KIP-848 consumer groups: the server-side assignors members may name, the first the default (uniform, range; Kafka's class names are accepted).",
 			Set: setAssignors},
+		{Name: "group.consumer.migration.policy", Def: d.ConsumerMigrationPolicy, Doc: "Online conversion of a group with members between the classic and the KIP-848 consumer protocol (KIP-848): bidirectional, upgrade (a consumer-protocol member joining a classic group converts it), downgrade (the last consumer-protocol member leaving converts it back) or disabled; case-insensitive.",
+			Set: setMigrationPolicy},
 		{Name: "offsets.retention.minutes", Def: itoa(d.OffsetsRetentionMinutes), Doc: "Committed offsets of a group without members expire this long after its last commit.",
 			Set: setInt(func(c *Config) *int64 { return &c.OffsetsRetentionMinutes })},
 		{Name: "offsets.retention.check.interval.ms", Def: itoa(d.OffsetsRetentionCheckMs), Doc: "How often expired offsets are looked for.",
@@ -475,6 +477,18 @@ func setCleanupPolicy(c *Config, v string) error {
 	}
 	c.CleanupPolicy = s
 	return nil
+}
+
+// setMigrationPolicy parses group.consumer.migration.policy, without
+// regard to case as Kafka's validator.
+func setMigrationPolicy(c *Config, v string) error {
+	p := strings.ToLower(strings.TrimSpace(v))
+	switch p {
+	case "bidirectional", "upgrade", "downgrade", "disabled":
+		c.ConsumerMigrationPolicy = p
+		return nil
+	}
+	return fmt.Errorf("%q: must be one of bidirectional, upgrade, downgrade, disabled", v)
 }
 
 // assignorClasses maps Kafka's class names for its server-side assignors

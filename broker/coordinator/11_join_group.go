@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // JoinGroup: v0-9
@@ -17,9 +18,12 @@ import (
 // documentation for the state machine and every forced exit). The response
 // is held until the join phase completes, which may take up to the
 // rebalance timeout; it is sent from whichever request or timeout
-// completes the phase. A KIP-848 consumer group with members holds its id
-// against classic members (INCONSISTENT_GROUP_PROTOCOL: no online
-// migration between the protocols yet); an empty one is converted.
+// completes the phase. To a KIP-848 consumer group with members the
+// member joins as a classic-protocol member (package group/consumer's
+// ClassicJoin: answered at once, with its member epoch as the
+// generation, once its records are committed); an empty consumer group
+// is converted to a classic group. A share group holds its id
+// (INCONSISTENT_GROUP_PROTOCOL).
 //
 // Version notes:
 //   - v1: rebalance timeout; v4: member id required round trip (KIP-394);
@@ -42,13 +46,24 @@ func handleJoinGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(km
 		return
 	}
 	meta := group.JoinMeta{ClientID: cc.ClientID, ClientHost: cc.ClientHost}
-	if !h.Coordinator().With(req.Group, true, func(g *group.Group) []group.Reply {
-		return g.Join(time.Now().UnixMilli(), req, meta, Respond(respond))
-	}) {
-		// A KIP-848 consumer group with members holds the id, and Fjord
-		// does not migrate groups between protocols online yet.
+	fail := func(code int16) {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.InconsistentGroupProtocol.Code, -1, req.MemberID
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
 		respond(resp)
+	}
+	var cresp *kmsg.JoinGroupResponse // the consumer group's answer
+	exists, wait, err := h.Coordinator().WithClassic(req.Group, true, func(g *group.Group) []group.Reply {
+		return g.Join(time.Now().UnixMilli(), req, meta, Respond(respond))
+	}, func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
+		var recs []consumer.Record
+		cresp, recs = g.ClassicJoin(now, img, req, consumer.Client{ID: cc.ClientID, Host: cc.ClientHost})
+		return recs
+	})
+	switch {
+	case !exists:
+		// A share group holds the id.
+		fail(kerr.InconsistentGroupProtocol.Code)
+	case cresp != nil:
+		finishClassic(h, req.Group, wait, err, fail, func() { respond(cresp) })
 	}
 }

@@ -9,12 +9,15 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/group"
+	"github.com/fjordlog/fjord/group/consumer"
 )
 
 // SyncGroup: v0-5
 //
 // Behaviour: followers wait until the leader sends the assignment; then all
-// get theirs and the group is Stable (package group).
+// get theirs and the group is Stable (package group). A classic member of
+// a KIP-848 consumer group gets its assigned partitions at once, as a
+// ConsumerProtocolAssignment (package group/consumer).
 //
 // Version notes:
 //   - v3: group instance id; v4: flexible; v5: protocol type and name
@@ -28,10 +31,20 @@ func syncGroupEntry(h APIHost) api.Entry {
 func handleSyncGroup(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	code := requestCode(h, req.Group)
-	if code == 0 && !h.Coordinator().With(req.Group, false, func(g *group.Group) []group.Reply {
-		return g.Sync(time.Now().UnixMilli(), req, Respond(respond))
-	}) {
-		code = kerr.UnknownMemberID.Code
+	if code == 0 {
+		var cresp *kmsg.SyncGroupResponse
+		exists, _, _ := h.Coordinator().WithClassic(req.Group, false, func(g *group.Group) []group.Reply {
+			return g.Sync(time.Now().UnixMilli(), req, Respond(respond))
+		}, func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record {
+			cresp = g.ClassicSync(now, img, req)
+			return nil
+		})
+		switch {
+		case !exists:
+			code = kerr.UnknownMemberID.Code
+		case cresp != nil:
+			respond(cresp)
+		}
 	}
 	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)

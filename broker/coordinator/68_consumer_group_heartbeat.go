@@ -15,10 +15,16 @@ import (
 // the forced exits). The coordinator assigns the partitions itself, with
 // the server-side assignor the member names (group.consumer.assignors).
 // The answer is sent once the records the heartbeat produced are
-// committed on the offsets partition (consumers.go says why). A group id
-// held by a classic group with members answers GROUP_ID_NOT_FOUND ("Group
-// <id> is not a consumer group."), as Kafka does when its migration
-// policy refuses the upgrade; an empty classic group is converted.
+// committed on the offsets partition (consumers.go says why). A join
+// to a classic group with members upgrades it online (KIP-848, as Kafka
+// 4.x: group.consumer.migration.policy allows it, its protocol type is
+// "consumer", it fits group.consumer.max.size and its members' metadata
+// parses): its members carry on as classic members of the consumer group.
+// Otherwise it answers GROUP_ID_NOT_FOUND with Kafka's message ("Group
+// <id> is not a consumer group.", or why the upgrade failed); an empty
+// classic group is converted. When the last member using this API leaves
+// or is removed while classic members remain, the group becomes a
+// classic group again (downgrade).
 // Subscribing by topic name needs DESCRIBE on every topic named
 // (TOPIC_AUTHORIZATION_FAILED otherwise, as in Kafka); a regular
 // expression resolves only to topics the principal of the heartbeat that

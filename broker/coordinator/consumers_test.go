@@ -2,8 +2,11 @@ package coordinator
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
@@ -159,9 +162,12 @@ func sameAssignment(a, b kmsg.Assignment) bool {
 	return true
 }
 
-// One group id, one protocol: a classic group with members refuses
-// consumer-protocol members and the other way round; an empty group of
-// either kind is converted, and its stored form goes with it.
+// One group id, one protocol at a time: a classic group whose members'
+// metadata is not the consumer protocol's is not upgraded (Kafka's
+// GROUP_ID_NOT_FOUND and message), a classic member cannot take the id
+// of a consumer group with members through With (WithClassic joins it
+// instead); an empty group of either kind is converted, and its stored
+// form goes with it.
 func TestGroupProtocolsShareIDs(t *testing.T) {
 	dir := t.TempDir()
 	p := leader(t, dir)
@@ -169,8 +175,13 @@ func TestGroupProtocolsShareIDs(t *testing.T) {
 	c.host.(*testHost).setTopics(topicT)
 
 	joinAndSync(t, c, "classic")
-	if _, _, err := c.Consumer("classic", true, nil, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil }); !errors.Is(err, ErrOtherGroupType) {
-		t.Fatalf("consumer member into a classic group with members: %v", err)
+	_, _, err := c.Consumer("classic", true, nil, func(*consumer.Group, *consumer.Image, int64) []consumer.Record { return nil })
+	var refused interface{ KafkaMessage() string }
+	if !errors.As(err, &refused) || group.ErrorCode(err) != kerr.GroupIDNotFound.Code || !strings.Contains(refused.KafkaMessage(), "malformed") {
+		t.Fatalf("consumer member into a classic group of another protocol: %v", err)
+	}
+	if c.GroupType("classic") != ClassicGroupType {
+		t.Fatalf("the refused upgrade changed the group: %s", c.GroupType("classic"))
 	}
 
 	heartbeat848(t, c, join848("new", "m"))
@@ -196,6 +207,122 @@ func TestGroupProtocolsShareIDs(t *testing.T) {
 		if g.Type != ClassicGroupType {
 			t.Fatalf("after the reload: %+v", c2.ListGroups())
 		}
+	}
+}
+
+// joinAndSyncConsumer makes a Stable classic group of one member using the
+// consumer protocol, assigned partitions ps of topic t.
+func joinAndSyncConsumer(t *testing.T, c *Coordinator, id string, ps ...int32) string {
+	t.Helper()
+	got := make(chan kmsg.Response, 1)
+	sub := kmsg.NewConsumerMemberMetadata()
+	sub.Version, sub.Topics = 1, []string{"t"}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(3)
+	join.Group, join.ProtocolType = id, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30_000, 30_000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: sub.AppendTo(nil)}}
+	c.With(id, true, func(g *group.Group) []group.Reply {
+		return g.Join(time.Now().UnixMilli(), join, group.JoinMeta{ClientID: "classic"}, Respond(func(r kmsg.Response) { got <- r }))
+	})
+	jr := (<-got).(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %d", jr.ErrorCode)
+	}
+	a := kmsg.NewConsumerMemberAssignment()
+	a.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: ps}}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.MemberID, sync.Generation = id, jr.MemberID, jr.Generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: a.AppendTo(nil)}}
+	c.With(id, false, func(g *group.Group) []group.Reply {
+		return g.Sync(time.Now().UnixMilli(), sync, Respond(func(r kmsg.Response) { got <- r }))
+	})
+	if sr := (<-got).(*kmsg.SyncGroupResponse); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %d", sr.ErrorCode)
+	}
+	return jr.MemberID
+}
+
+// KIP-848's online migration through the coordinator: a consumer-protocol
+// join upgrades a classic group of consumers (its member keeps its
+// partitions as a classic member, reached through WithClassic); a
+// reload brings both members back; the consumer-protocol member leaving
+// downgrades the group to a classic one, which a reload restores.
+func TestGroupMigrationDurable(t *testing.T) {
+	dir := t.TempDir()
+	p := leader(t, dir)
+	c := newTest(t, p)
+	c.host.(*testHost).setTopics(topicT)
+	cm := joinAndSyncConsumer(t, c, "g", 0, 1, 2, 3, 4, 5)
+
+	r := heartbeat848(t, c, join848("g", "m"))
+	if r.ErrorCode != 0 || c.GroupType("g") != ConsumerGroupType {
+		t.Fatalf("upgrade: code %d, group type %s", r.ErrorCode, c.GroupType("g"))
+	}
+	classicHeartbeat := func(c *Coordinator, gen int32) int16 {
+		t.Helper()
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.Generation = "g", cm, gen
+		var resp *kmsg.HeartbeatResponse
+		exists, _, _ := c.WithClassic("g", false, func(*group.Group) []group.Reply { t.Fatal("ran as a classic group"); return nil },
+			func(g *consumer.Group, _ *consumer.Image, now int64) []consumer.Record {
+				resp = g.ClassicHeartbeat(now, hb)
+				return nil
+			})
+		if !exists {
+			t.Fatal("no group")
+		}
+		return resp.ErrorCode
+	}
+	// The classic member is at the classic generation, behind the epoch
+	// the join moved to: told to rejoin.
+	if code := classicHeartbeat(c, 1); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("classic member's heartbeat: %d", code)
+	}
+	d := describe848(t, c, "g")
+	if len(d.Members) != 2 || d.Epoch != 2 {
+		t.Fatalf("after the upgrade: %+v", d)
+	}
+	types := map[string]int8{}
+	for _, m := range d.Members {
+		types[m.MemberID] = m.MemberType
+	}
+	if types[cm] != 0 || types["m"] != 1 {
+		t.Fatalf("member types: %v", types)
+	}
+
+	p.Log().Close()
+	p = leader(t, dir)
+	c2 := newTest(t, p)
+	c2.host.(*testHost).setTopics(topicT)
+	d2 := describe848(t, c2, "g")
+	if len(d2.Members) != 2 || d2.Epoch != d.Epoch || d2.Members[0].MemberType != d.Members[0].MemberType || d2.Members[1].MemberType != d.Members[1].MemberType {
+		t.Fatalf("after a reload: %+v, before %+v", d2, d)
+	}
+	if code := classicHeartbeat(c2, 1); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("classic member's heartbeat after the reload: %d", code)
+	}
+
+	leave := join848("g", "m")
+	leave.MemberEpoch = -1
+	if r := heartbeat848(t, c2, leave); r.ErrorCode != 0 {
+		t.Fatalf("leave: %d", r.ErrorCode)
+	}
+	if c2.GroupType("g") != ClassicGroupType {
+		t.Fatalf("after the last consumer-protocol member left: %s", c2.GroupType("g"))
+	}
+	var st string
+	var gen int32
+	c2.With("g", false, func(g *group.Group) []group.Reply { st, gen = g.State(), g.Generation(); return nil })
+	if st != "PreparingRebalance" || gen != d.Epoch {
+		t.Fatalf("downgraded group: %s generation %d, want PreparingRebalance at %d", st, gen, d.Epoch)
+	}
+
+	p.Log().Close()
+	c3 := newTest(t, leader(t, dir))
+	if c3.GroupType("g") != ClassicGroupType {
+		t.Fatalf("after a reload of the downgrade: %s %+v", c3.GroupType("g"), c3.ListGroups())
 	}
 }
 

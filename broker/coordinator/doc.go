@@ -22,7 +22,10 @@
 //     per classic group, of group/consumer per KIP-848 consumer group and
 //     of group/share per KIP-932 share group (nextgen.go, consumers.go,
 //     shares.go: their records are committed before a heartbeat is
-//     answered); groupTable (groups.go) supplies the clock (one goroutine
+//     answered). A classic group with members and a consumer group convert
+//     into each other online (KIP-848's upgrade and downgrade, nextgen.go:
+//     upgradeLocked, maybeDowngradedLocked), and a consumer group serves
+//     the classic APIs of its classic members (WithClassic); groupTable (groups.go) supplies the clock (one goroutine
 //     sleeping until the earliest deadline of any group), serializes calls
 //     into the groups and delivers the replies they produce.
 //

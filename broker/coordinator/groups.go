@@ -11,6 +11,7 @@ import (
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/share"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // groupTable runs the consumer groups this node coordinates. Membership is
@@ -121,13 +122,22 @@ func (c *Coordinator) ValidateCommitAt(id, member string, instance *string, gene
 
 func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []group.Reply) bool {
 	t.mu.Lock()
+	exists, replies := t.withLocked(id, create, fn)
+	t.mu.Unlock()
+	deliver(replies)
+	t.poke()
+	return exists
+}
+
+// withLocked is with under the held lock: it returns the replies to
+// deliver once the lock is released. REQUIRES: t.mu held.
+func (t *groupTable) withLocked(id string, create bool, fn func(g *group.Group) []group.Reply) (bool, []group.Reply) {
 	g := t.mu.groups[id]
 	if ng := t.mu.nextgen[id]; g == nil && ng != nil {
 		// A next-generation group holds the id: a classic member may take
 		// over an empty consumer group only (see ErrOtherGroupType).
 		if !create || ng.g.NumMembers() > 0 || ng.g.kind() != ConsumerGroupType {
-			t.mu.Unlock()
-			return false
+			return false, nil
 		}
 		recs, err := ng.g.remove()
 		if err == nil {
@@ -145,10 +155,38 @@ func (t *groupTable) with(id string, create bool, fn func(g *group.Group) []grou
 		replies = fn(g)
 		t.afterChangeLocked(id, g, st, gen)
 	}
+	return g != nil, replies
+}
+
+// WithClassic runs a classic-protocol request (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup) for group id under the coordinator's lock: on
+// the classic group as With does (fn), or, when a KIP-848 consumer group
+// with members holds the id, on that group's classic members (cfn, the
+// consumer package's Classic* methods, KIP-848's mixed membership). Its
+// records are appended to the offsets partition; wait, when not nil,
+// blocks until they are committed (answer only then, as Kafka does) and
+// must be called without holding anything. exists is false when there is
+// no such group (fn and cfn did not run).
+func (c *Coordinator) WithClassic(id string, create bool, fn func(g *group.Group) []group.Reply,
+	cfn func(g *consumer.Group, img *consumer.Image, now int64) []consumer.Record) (exists bool, wait func() error, err error) {
+	t := c.groups
+	img := t.image()
+	now := time.Now().UnixMilli()
+	t.mu.Lock()
+	var replies []group.Reply
+	if ng := t.mu.nextgen[id]; ng != nil && t.mu.groups[id] == nil && ng.g.kind() == ConsumerGroupType && ng.g.NumMembers() > 0 {
+		exists = true
+		// A classic member subscribes by name: nothing is resolved for it.
+		wait, err = t.stepLocked(id, ng, img, now, false, nil, func(g nextGen, img *consumer.Image, now int64) []recordbatch.KV {
+			return kvs(cfn(g.(consumerGen).Group, img, now))
+		}, &replies)
+	} else {
+		exists, replies = t.withLocked(id, create, fn)
+	}
 	t.mu.Unlock()
 	deliver(replies)
 	t.poke()
-	return g != nil
+	return exists, wait, err
 }
 
 // poke tells run that a deadline may have moved earlier.
@@ -197,7 +235,7 @@ func (t *groupTable) run(stop <-chan struct{}) {
 				t.afterChangeLocked(id, g, st, gen)
 			}
 		}
-		t.tickNextGenLocked(now)
+		replies = append(replies, t.tickNextGenLocked(now)...)
 		t.mu.Unlock()
 		deliver(replies)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/group/consumer"
 	"github.com/fjordlog/fjord/group/share"
 	"github.com/fjordlog/fjord/group/topics"
@@ -38,10 +39,10 @@ const (
 )
 
 // ErrOtherGroupType: a request of one group protocol for a group id that
-// a group of another type holds (with members, for the classic and
-// consumer protocols, which convert an empty group as Kafka does; share
-// groups never convert). Kafka 4.x migrates classic and consumer groups
-// online (KIP-848's upgrade and downgrade); Fjord does not yet.
+// a group of another type holds: a share group, or a classic group with
+// members that a consumer-group request may not convert (not a join, or
+// the migration policy refuses; an empty group converts, and a join
+// upgrades a classic group of consumers online, KIP-848).
 var ErrOtherGroupType = errors.New("coordinator: the group id is held by a group of another type")
 
 // nextGen is what the table needs of a next-generation group of either
@@ -110,17 +111,20 @@ type ngGroup struct {
 // withNextGen runs step on the next-generation group id of kind (made
 // by newG when create is set and the id is free, or names an empty
 // classic group that kind may convert) under the table's lock, after
-// telling the group of any change to the topics image. The records the
-// step emits are appended to the group's offsets partition; wait, when
-// not nil, blocks until they are committed and must be called without
-// holding anything. exists is false when there is no such group (and
-// step did not run). may is the DESCRIBE of the heartbeating member's
-// principal (func(string) bool { return true } without an authorizer),
-// nil when the step is not a member's heartbeat.
+// telling the group of any change to the topics image. A consumer-group
+// join (create) to a classic group with members upgrades it first
+// (upgradeLocked). The records the step emits are appended to the group's
+// offsets partition; wait, when not nil, blocks until they are committed
+// and must be called without holding anything. exists is false when
+// there is no such group (and step did not run). may is the DESCRIBE of
+// the heartbeating member's principal (func(string) bool { return true }
+// without an authorizer), nil when the step is not a member's heartbeat.
 func (t *groupTable) withNextGen(id, kind string, create bool, may func(string) bool, newG func() nextGen,
 	step func(g nextGen, img *topics.Image, now int64) []recordbatch.KV) (exists bool, wait func() error, err error) {
 	img := t.image()
 	now := time.Now().UnixMilli()
+	var replies []group.Reply
+	defer func() { deliver(replies) }() // after the unlock
 	t.mu.Lock()
 	defer t.poke()
 	defer t.mu.Unlock()
@@ -131,11 +135,14 @@ func (t *groupTable) withNextGen(id, kind string, create bool, may func(string) 
 	created := false
 	if ng == nil {
 		if cl := t.mu.groups[id]; cl != nil {
-			if cl.NumMembers() > 0 || kind != ConsumerGroupType {
+			if kind != ConsumerGroupType || cl.NumMembers() > 0 && !create {
 				return false, nil, fmt.Errorf("group %s is a classic group: %w", id, ErrOtherGroupType)
 			}
 			if !create {
 				return false, nil, nil
+			}
+			if cl.NumMembers() > 0 {
+				return t.upgradeLocked(id, cl, img, now, step, &replies)
 			}
 			// An empty classic group becomes a consumer group (Kafka's
 			// conversion of an empty group): its stored form goes.
@@ -149,15 +156,20 @@ func (t *groupTable) withNextGen(id, kind string, create bool, may func(string) 
 		t.mu.nextgen[id] = ng
 		created = true
 	}
-	if t.timeouts != nil {
-		// The group's config overrides, read at each step so a change
-		// applies from the members' next heartbeats.
-		if s, hb := t.timeouts(kind, id); s > 0 {
-			if cs, chb := ng.g.Timeouts(); cs != s || chb != hb {
-				ng.g.SetTimeouts(s, hb)
-			}
-		}
-	}
+	wait, err = t.stepLocked(id, ng, img, now, created, may, step, &replies)
+	return true, wait, err
+}
+
+// stepLocked runs step on next-generation group ng (id) and persists its
+// records: the group config's timeouts first, then any change of the
+// topics image (seen for the member whose DESCRIBE may is, nil for none:
+// see ngGroup.img), then the step. A group that ends Dead (or was created
+// for a join that failed) is dropped; one that became a classic group
+// (an online downgrade) is replaced by it, its rebalance's replies added
+// to replies. REQUIRES: t.mu held.
+func (t *groupTable) stepLocked(id string, ng *ngGroup, img *topics.Image, now int64, created bool, may func(string) bool,
+	step func(g nextGen, img *topics.Image, now int64) []recordbatch.KV, replies *[]group.Reply) (func() error, error) {
+	t.applyTimeoutsLocked(id, ng)
 	var recs []recordbatch.KV
 	epoch, members := ng.g.Epoch(), ng.g.NumMembers()
 	if ng.img != img {
@@ -171,11 +183,79 @@ func (t *groupTable) withNextGen(id, kind string, create bool, may func(string) 
 	recs = append(recs, step(ng.g, img, now)...)
 	t.logEpochMove(id, ng.g, epoch, members, "heartbeat")
 	if ng.g.State() == "Dead" || created && ng.g.Epoch() == 0 {
-		// Deleted, or created for a join that was refused.
+		// Deleted, downgraded, or created for a join that was refused.
 		delete(t.mu.nextgen, id)
+		*replies = append(*replies, t.maybeDowngradedLocked(id, ng, now)...)
 	}
-	wait, err = t.persistLocked(id, recs)
+	return t.persistLocked(id, recs)
+}
+
+// applyTimeoutsLocked gives ng its group config's session timeout and
+// heartbeat interval, read at each step so that a change applies from
+// the members' next heartbeats. REQUIRES: t.mu held.
+func (t *groupTable) applyTimeoutsLocked(id string, ng *ngGroup) {
+	if t.timeouts == nil {
+		return
+	}
+	if s, hb := t.timeouts(ng.g.kind(), id); s > 0 {
+		if cs, chb := ng.g.Timeouts(); cs != s || chb != hb {
+			ng.g.SetTimeouts(s, hb)
+		}
+	}
+}
+
+// upgradeLocked converts classic group cl, which has members, into a
+// consumer group and runs the joining step on it (KIP-848's online
+// upgrade, consumer.Upgrade). If the policy or the group refuses, err
+// says why; if the join itself fails (its step emits nothing: a
+// successful join always writes its member), the classic group stays and
+// the step's error response stands. Otherwise the classic group's parked
+// requests are answered REBALANCE_IN_PROGRESS (into replies), the
+// consumer group takes the id, and the conversion's records are appended
+// before the join's. REQUIRES: t.mu held.
+func (t *groupTable) upgradeLocked(id string, cl *group.Group, img *topics.Image, now int64,
+	step func(g nextGen, img *topics.Image, now int64) []recordbatch.KV, replies *[]group.Reply) (bool, func() error, error) {
+	cg, conv, err := consumer.Upgrade(id, t.ccfg, now, img, cl.Migration())
+	if err != nil {
+		t.log.Info().Str("group", id).Err(err).Msg("classic group not upgraded to a consumer group")
+		return false, nil, err
+	}
+	ng := &ngGroup{g: consumerGen{cg}, img: img}
+	t.applyTimeoutsLocked(id, ng)
+	recs := step(ng.g, img, now)
+	if len(recs) == 0 {
+		return true, nil, nil
+	}
+	*replies = append(*replies, cl.Abandon()...)
+	delete(t.mu.groups, id)
+	t.mu.nextgen[id] = ng
+	t.log.Info().Str("group", id).Int32("generation", cl.Generation()).Int("members", cl.NumMembers()).
+		Int32("epoch", cg.Epoch()).Msg("classic group upgraded to a consumer group")
+	wait, err := t.persistLocked(id, append(kvs(conv), recs...))
 	return true, wait, err
+}
+
+// maybeDowngradedLocked installs the classic group a consumer group that
+// just ended became (KIP-848's online downgrade): restored from the
+// GroupMetadataValue the conversion wrote, then rebalanced unless a
+// static member's replacement made it, as Kafka does. It returns the rebalance's replies. REQUIRES: t.mu held.
+func (t *groupTable) maybeDowngradedLocked(id string, ng *ngGroup, now int64) []group.Reply {
+	cg, ok := ng.g.(consumerGen)
+	if !ok {
+		return nil
+	}
+	v, rebalance := cg.Downgraded()
+	if v == nil {
+		return nil
+	}
+	cl := group.Restore(id, t.cfg, v, now)
+	t.mu.groups[id] = cl
+	t.log.Info().Str("group", id).Int32("generation", cl.Generation()).Int("members", cl.NumMembers()).
+		Bool("rebalance", rebalance).Msg("consumer group downgraded to a classic group")
+	if !rebalance {
+		return nil
+	}
+	return cl.Rebalance(now)
 }
 
 // persistLocked appends a next-generation group's records to its offsets
@@ -196,8 +276,9 @@ func (t *groupTable) persistLocked(id string, recs []recordbatch.KV) (func() err
 }
 
 // tickNextGenLocked applies the next-generation groups' deadlines at now
-// and stores what changed. REQUIRES: t.mu held.
-func (t *groupTable) tickNextGenLocked(now int64) {
+// and stores what changed. It returns the replies of the classic groups
+// that downgrades made. REQUIRES: t.mu held.
+func (t *groupTable) tickNextGenLocked(now int64) (replies []group.Reply) {
 	for id, ng := range t.mu.nextgen {
 		if d := ng.g.NextDeadline(); d < 0 || d > now {
 			continue
@@ -212,10 +293,12 @@ func (t *groupTable) tickNextGenLocked(now int64) {
 		t.logEpochMove(id, ng.g, epoch, members, "session or rebalance timeout")
 		if ng.g.State() == "Dead" {
 			delete(t.mu.nextgen, id)
+			replies = append(replies, t.maybeDowngradedLocked(id, ng, now)...)
 		}
 		// Nobody waits on a timeout's records; a failure is logged.
 		_, _ = t.persistLocked(id, recs)
 	}
+	return replies
 }
 
 // logEpochMove logs a group epoch that moved (a member joined, left,

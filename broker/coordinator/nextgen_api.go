@@ -10,6 +10,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/group"
 )
 
 // What the next-generation heartbeats (68 ConsumerGroupHeartbeat, 76
@@ -20,17 +21,23 @@ import (
 // finishHeartbeat answers a heartbeat whose step ran (or did not) in a
 // group of type kind: send once wait says the records are committed,
 // else fail with the code and message Kafka gives.
-func finishHeartbeat(h APIHost, group, kind string, exists bool, wait func() error, err error,
+func finishHeartbeat(h APIHost, id, kind string, exists bool, wait func() error, err error,
 	fail func(code int16, msg string), send func()) {
+	var refused interface{ KafkaMessage() string }
 	switch {
+	case errors.As(err, &refused):
+		// An online upgrade refused (policy, protocol type, size, or the
+		// classic members' metadata), with Kafka's code and message.
+		fail(group.ErrorCode(err), refused.KafkaMessage())
+		return
 	case errors.Is(err, ErrOtherGroupType):
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a %s group.", group, kind))
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a %s group.", id, kind))
 		return
 	case !exists:
 		// As in Kafka: a heartbeat from a member of a group the
 		// coordinator does not have (deleted, or expired) is an unknown
 		// member, which rejoins with a new id.
-		fail(kerr.UnknownMemberID.Code, fmt.Sprintf("%s group %s not found.", strings.ToUpper(kind[:1])+kind[1:], group))
+		fail(kerr.UnknownMemberID.Code, fmt.Sprintf("%s group %s not found.", strings.ToUpper(kind[:1])+kind[1:], id))
 		return
 	case err != nil:
 		fail(CommitErrorCode(err, h.Code), "")
@@ -41,12 +48,33 @@ func finishHeartbeat(h APIHost, group, kind string, exists bool, wait func() err
 	}
 	h.Go(func() {
 		if err := wait(); err != nil {
-			h.Log().Warn().Err(err).Str("group", group).Str("type", kind).Msg("group heartbeat not persisted")
+			h.Log().Warn().Err(err).Str("group", id).Str("type", kind).Msg("group heartbeat not persisted")
 			fail(CommitErrorCode(err, h.Code), "")
 			return
 		}
 		send()
 	})
+}
+
+// finishClassic answers a classic-protocol request that ran on a
+// consumer group's classic member: send once wait says its records are
+// committed, else fail with the code the commit's error maps to.
+func finishClassic(h APIHost, id string, wait func() error, err error, fail func(code int16), send func()) {
+	switch {
+	case err != nil:
+		fail(CommitErrorCode(err, h.Code))
+	case wait == nil:
+		send()
+	default:
+		h.Go(func() {
+			if err := wait(); err != nil {
+				h.Log().Warn().Err(err).Str("group", id).Msg("classic member's records not persisted")
+				fail(CommitErrorCode(err, h.Code))
+				return
+			}
+			send()
+		})
+	}
 }
 
 // subscribedTopicsDenied is a heartbeat's rule that the topics a member

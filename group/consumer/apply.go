@@ -80,7 +80,7 @@ func (r memberRec) apply(g *Group) error {
 	}
 	g.revive()
 	if m = g.members[r.id]; m == nil {
-		m = &member{id: r.id, cur: newMemberState(), rebalanceDeadline: -1}
+		m = &member{id: r.id, cur: newMemberState(), rebalanceDeadline: -1, joinDeadline: -1, syncDeadline: -1}
 		g.members[r.id] = m
 	}
 	g.unindexStatic(m)
@@ -145,7 +145,7 @@ func (r currentRec) apply(g *Group) error {
 	g.revive()
 	m := g.members[r.id]
 	if m == nil {
-		m = &member{id: r.id, cur: newMemberState(), meta: memberMeta{topics: []string{}}, rebalanceDeadline: -1}
+		m = &member{id: r.id, cur: newMemberState(), meta: memberMeta{topics: []string{}}, rebalanceDeadline: -1, joinDeadline: -1, syncDeadline: -1}
 		g.members[r.id] = m
 	}
 	if r.cur.assigned.intersects(r.cur.revoking) {

@@ -43,7 +43,10 @@ func (g *Group) Describe(img *Image) kmsg.ConsumerGroupDescribeResponseGroup {
 		dm.SubscribedTopicRegex = ptr.Clone(m.meta.regex)
 		dm.Assignment = describeAssignment(m.cur.assigned, img)
 		dm.TargetAssignment = describeAssignment(g.target[m.id], img)
-		dm.MemberType = 1 // a consumer-protocol member (0: classic)
+		dm.MemberType = 1 // a consumer-protocol member
+		if m.meta.classic != nil {
+			dm.MemberType = 0
+		}
 		d.Members = append(d.Members, dm)
 	}
 	return d

@@ -5,7 +5,10 @@
 // the target assignment computed by a server-side assignor (group/assign),
 // and every member's incremental reconciliation towards it. Offsets are
 // not kept here; CheckOffsetCommit and ValidateOffsetFetch say whether a
-// member may use them. Classic groups are package group.
+// member may use them. Classic groups are package group; consumers that
+// still speak the classic protocol may be members of a consumer group
+// (classic.go), and a group migrates online between the two protocols
+// (convert.go).
 //
 // A Group is a plain struct, as in package group: no goroutines, clocks,
 // sockets, files or logging. Time comes in as now (Unix milliseconds),
@@ -33,6 +36,16 @@
 //   - CheckOffsetCommit for every OffsetCommit and TxnOffsetCommit naming a
 //     member, then CommitCheck.Partition for each partition it would
 //     write (KIP-1251); ValidateOffsetFetch for every OffsetFetch v9+.
+//   - ClassicJoin, ClassicSync, ClassicHeartbeat and ClassicLeave for the
+//     JoinGroup, SyncGroup, Heartbeat and LeaveGroup of a group with
+//     members (after checking JoinGroup's session timeout bounds); persist
+//     the records before answering.
+//   - Upgrade when a ConsumerGroupHeartbeat joins a classic group with
+//     members: run the join on the group it returns, and keep it (and
+//     persist the conversion's records, then the join's) only if the
+//     join succeeded. After any call, a Dead group whose Downgraded is
+//     set became a classic group: restore it (group.Restore) and start its
+//     rebalance (group.Group.Rebalance).
 //
 // # States
 //
@@ -107,6 +120,47 @@
 // since that epoch or earlier, which nobody else can have owned in
 // between; at a newer epoch none.
 //
+// # Classic members and migration
+//
+// A classic member (ClassicMemberMetadata set) is a member like any other
+// (classic.go, Kafka's classicGroup*ToConsumerGroup): the server assignor
+// gives it its target, and it reconciles by the rules above, one
+// JoinGroup at a time, from the owned partitions its subscription
+// reports (none for an eager consumer). JoinGroup answers at once with
+// the member epoch as the generation and no leader; SyncGroup gives it
+// its assigned partitions (not those it waits for) as a
+// ConsumerProtocolAssignment of its subscription's version; Heartbeat
+// answers REBALANCE_IN_PROGRESS whenever it must rejoin: the group epoch
+// moved past it, it has partitions to revoke, or every partition it waits
+// for was released. It has no rebalance timeout of its own: told to
+// rejoin, it must within its rebalance timeout (join deadline), and having
+// joined, sync within it (sync deadline), else it is removed; its session
+// timeout is its JoinGroup's. It commits offsets at its epoch with any
+// OffsetCommit version (ILLEGAL_GENERATION otherwise). Static classic
+// members replace their instance's holder when they join without a member
+// id, whatever its protocol.
+//
+// Upgrade (convert.go, Kafka's convertToConsumerGroup) turns a classic
+// group with members into a consumer group: group epoch and target epoch =
+// the generation, every member stable at that epoch owning and targeted
+// with its classic assignment. The policy (Config.MigrationPolicy), the
+// protocol type ("consumer"), Config.MaxSize, every member's subscription
+// and assignment parsing, and no assignment carrying user data (a custom
+// assignor's) are its conditions; a refusal is GROUP_ID_NOT_FOUND with
+// Kafka's message. The downgrade (Kafka's convertToClassicGroup) happens in
+// place of removing the last member that uses ConsumerGroupHeartbeat
+// (it left with -1, or its session or rebalance timeout expired) while
+// classic members remain, the policy allows it and they fit
+// Config.ClassicMaxSize: the group's records are tombstoned and a classic
+// GroupMetadata (key version 2) is written, Stable at generation = the
+// group epoch, its protocol chosen as package group chooses, the first
+// member by id leading, each member with its target assignment; the group
+// is Dead and Downgraded holds the classic group for the caller, which
+// rebalances it. A static classic member joining under the instance id of
+// the last member using ConsumerGroupHeartbeat downgrades the group too,
+// in its place and without a rebalance (Kafka's
+// validateOnlineDowngradeWithReplacedMemberId).
+//
 // # Records
 //
 // The group's durable state lives in Kafka's own __consumer_offsets record
@@ -125,7 +179,10 @@
 //	 5    ConsumerGroupMemberMetadata   (member)  InstanceId?, RackId?, ClientId, ClientHost,
 //	                                              SubscribedTopicNames [], SubscribedTopicRegex?,
 //	                                              RebalanceTimeoutMs int32, ServerAssignor?;
-//	                                              tag 0 ClassicMemberMetadata (never written)
+//	                                              tag 0 ClassicMemberMetadata? {SessionTimeoutMs
+//	                                              int32, SupportedProtocols [] {Name, Metadata
+//	                                              COMPACT_BYTES}} (a nullable tagged struct: a
+//	                                              presence uvarint 1 first), classic members only
 //	 6    ConsumerGroupTargetAssignmentMetadata   AssignmentEpoch int32
 //	 7    ConsumerGroupTargetAssignmentMember     TopicPartitions [] {TopicId, Partitions []int32}
 //	      (member)
@@ -141,9 +198,15 @@
 // group epoch, the target assignment of the members whose target changed
 // followed by the target epoch, and the member's current assignment; a
 // removed member's current assignment, target and metadata tombstones,
-// then the epoch. The group applies its own records through the same code
-// as Replay (apply.go), so a group replayed from its records equals the
-// live one (checked after every test step).
+// then the epoch. An upgrade writes the classic GroupMetadata's tombstone,
+// every member, the epoch, every target, the target epoch and every
+// current assignment; a downgrade the tombstones of every record (current
+// assignments, targets, target epoch, members, expressions, group) and
+// the classic GroupMetadata. The group applies its own records through
+// the same code as Replay (apply.go), so a group replayed from its records
+// equals the live one (checked after every test step, classic members
+// included); the classic GroupMetadata is the coordinator's, not this
+// package's (GroupOfKey rejects it, ClassicGroupOfKey names it).
 //
 // # Where this follows Kafka and where it does not
 //
@@ -195,9 +258,13 @@
 //     members by id and topics by name (Kafka: hash order).
 //   - Member ids generated for v0 joins are derived from the group id,
 //     Config.MemberIDNonce and a counter (Kafka: random UUIDs).
-//   - Consumers using the classic protocol inside a consumer group
-//     (JoinGroup/SyncGroup against it, online upgrade and downgrade,
-//     ClassicMemberMetadata) are not supported: DescribeClassic answers
+//   - Classic members: a JoinGroup from a new member (no member id, v4+)
+//     gets a member id generated as for v0 heartbeats; ClassicSync and
+//     ClassicHeartbeat answer at once (Kafka completes them once its
+//     earlier writes are committed). The classic GroupMetadata a
+//     downgrade writes is version 3. Members are
+//     converted in member id order, and the downgraded group's leader is
+//     the first of them (Kafka: hash map order). DescribeClassic answers
 //     for DescribeGroups that this is not a classic group, as Kafka 4.x
 //     does for any consumer group.
 //   - Group-level overrides of group.consumer.* (dynamic group configs)

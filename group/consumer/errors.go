@@ -16,6 +16,11 @@ type respError struct {
 func (e *respError) Error() string { return "consumer: " + e.msg }
 func (e *respError) Unwrap() error { return e.code }
 
+// KafkaMessage is the ErrorMessage Kafka sends with the error, for a
+// caller that answers it outside a response this package built (an
+// Upgrade refused).
+func (e *respError) KafkaMessage() string { return e.msg }
+
 func errf(code error, format string, args ...any) error {
 	return &respError{code: code, msg: fmt.Sprintf(format, args...)}
 }

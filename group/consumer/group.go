@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"maps"
 	"regexp"
 	"slices"
@@ -32,8 +34,11 @@ import (
 //     it, and nothing else; a member at the assignment epoch owns only
 //     partitions of its target; metadataHash fingerprints the subscribed
 //     topics.
-//   - A member with partitions pending revocation is in memberUnrevoked and
+//   - A member with partitions pending revocation is in memberUnrevoked and,
+//     unless it is a classic member (whose rejoin and session bound it),
 //     its rebalance deadline is armed.
+//   - Only classic members (ClassicMemberMetadata, with at least one
+//     protocol) have join or sync deadlines.
 //   - Every partition a member owns has an assignment epoch (KIP-1251) in
 //     [0, max(member epoch, 0)]; 0 for a static member that left with -2.
 //   - Dead groups have no members, target or regexes.
@@ -74,6 +79,10 @@ type Group struct {
 	// Soft state, not in records.
 	nextID   uint64                    // counter for generated member ids
 	compiled map[string]*regexp.Regexp // regular expressions, compiled full-match
+	// downgraded is the classic group this group became (convert.go);
+	// the group is Dead then.
+	downgraded         *kmsg.GroupMetadataValue
+	downgradeRebalance bool
 
 	out []Record // records of the current call
 }
@@ -174,7 +183,7 @@ func (g *Group) sortedMembers() []*member {
 func (g *Group) NextDeadline() int64 {
 	next := int64(-1)
 	for _, m := range g.members {
-		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline} {
+		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline, m.joinDeadline, m.syncDeadline} {
 			if d >= 0 && (next < 0 || d < next) {
 				next = d
 			}

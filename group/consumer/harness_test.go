@@ -19,6 +19,7 @@ import (
 // Every command may set the clock with t=ms.
 //
 //	new [session=ms] [hb=ms] [maxsize=n] [assignors=uniform,range] [nonce=s]
+//	    [migration=policy] [classicmax=n]
 //	topics name:partitions ...    the image becomes exactly these topics (a
 //	                              name seen before keeps its id unless
 //	                              written name:n:new); MetadataChanged
@@ -62,7 +63,9 @@ type harness struct {
 	names   map[TopicID]string // name of every id ever created
 	nTopics int
 	clients map[string]*client
-	log     []Record // every record written, in order
+	// classics are the classic-protocol clients (classic_harness_test.go).
+	classics map[string]*classicClient
+	log      []Record // every record written, in order
 	// stale: the image changed quietly; the group has not been told, so
 	// the invariants that compare it with the image are not checked.
 	stale bool
@@ -87,6 +90,7 @@ func (h *harness) reset(cfg Config) {
 	h.g = New("g", cfg)
 	h.now = 0
 	h.clients = map[string]*client{}
+	h.classics = nil
 	h.log = nil
 	if h.img == nil {
 		h.img = NewImage(nil)
@@ -106,6 +110,10 @@ func (h *harness) do(c *datadriven.Case) string {
 		cfg.HeartbeatIntervalMs = int32(a.Num("hb", int64(cfg.HeartbeatIntervalMs)))
 		cfg.MaxSize = int32(a.Num("maxsize", int64(cfg.MaxSize)))
 		cfg.MemberIDNonce = a.Str("nonce", "")
+		if p, ok := a["migration"]; ok {
+			cfg.MigrationPolicy = MigrationPolicy(p)
+		}
+		cfg.ClassicMaxSize = int32(a.Num("classicmax", 0))
 		if names, ok := a["assignors"]; ok {
 			all := cfg.Assignors
 			cfg.Assignors = nil
@@ -167,6 +175,14 @@ func (h *harness) do(c *datadriven.Case) string {
 		if resp.ErrorCode == 0 {
 			delete(h.clients, id)
 		}
+	case "upgrade", "cjoin", "csync", "chb", "cleave":
+		h.doClassic(&b, c, a)
+	case "downgraded":
+		v, rebalance := h.g.Downgraded()
+		if v == nil {
+			return "not downgraded"
+		}
+		return fmt.Sprintf("%s\nrebalance=%v", h.fmtClassic([]byte{0, 2}, v.AppendTo(nil)), rebalance)
 	case "tick":
 		h.printRecords(&b, h.g.Tick(h.now, h.img))
 	case "next":
@@ -192,6 +208,9 @@ func (h *harness) do(c *datadriven.Case) string {
 	case "load":
 		g := New("g", h.cfg)
 		for _, r := range h.log {
+			if _, ok := GroupOfKey(r.Key); !ok {
+				continue // the classic group's record of a migration
+			}
 			if err := g.Replay(r.Key, r.Value); err != nil {
 				h.t.Fatalf("%s: replay: %v", c.Pos, err)
 			}
@@ -347,6 +366,13 @@ func (h *harness) printResp(b *strings.Builder, req *kmsg.ConsumerGroupHeartbeat
 func (h *harness) printRecords(b *strings.Builder, recs []Record) {
 	for _, r := range recs {
 		h.log = append(h.log, r)
+		if g, ok := ClassicGroupOfKey(r.Key); ok {
+			if g != "g" {
+				h.t.Fatalf("classic record of group %q", g)
+			}
+			b.WriteString("  " + h.fmtClassic(r.Key, r.Value) + "\n")
+			continue
+		}
 		group, rec, err := decode(r.Key, r.Value)
 		if err != nil {
 			h.t.Fatalf("decoding own record: %v", err)
@@ -372,9 +398,9 @@ func (h *harness) fmtRecord(rec record) string {
 			return "-member " + r.id
 		}
 		m := r.meta
-		return fmt.Sprintf("member %s inst=%s rack=%s client=%s host=%s topics=[%s] regex=%s rt=%d assignor=%s",
+		return fmt.Sprintf("member %s inst=%s rack=%s client=%s host=%s topics=[%s] regex=%s rt=%d assignor=%s%s",
 			r.id, deref(m.instanceID), deref(m.rackID), m.clientID, m.clientHost, strings.Join(m.topics, ","),
-			deref(m.regex), m.rebalanceTimeoutMs, deref(m.assignor))
+			deref(m.regex), m.rebalanceTimeoutMs, deref(m.assignor), fmtClassicMeta(m.classic))
 	case targetEpochRec:
 		if r.tomb {
 			return "-target-epoch"
@@ -471,6 +497,9 @@ func (h *harness) status() string {
 	var ms []string
 	for _, m := range g.sortedMembers() {
 		s := fmt.Sprintf("%s@%d", m.id, m.cur.epoch)
+		if m.meta.classic != nil {
+			s += "*"
+		}
 		switch m.cur.state {
 		case memberUnrevoked:
 			s += "~"
@@ -504,6 +533,12 @@ func (h *harness) dump(g *Group, soft bool) string {
 			fmt.Fprintf(&b, " session<%d", m.sessionDeadline)
 			if m.rebalanceDeadline >= 0 {
 				fmt.Fprintf(&b, " rebalance<%d@e%d", m.rebalanceDeadline, m.rebalanceEpoch)
+			}
+			if m.joinDeadline >= 0 {
+				fmt.Fprintf(&b, " join<%d", m.joinDeadline)
+			}
+			if m.syncDeadline >= 0 {
+				fmt.Fprintf(&b, " sync<%d", m.syncDeadline)
 			}
 		}
 		b.WriteString("\n")
@@ -571,6 +606,9 @@ func (h *harness) check(pos string) {
 func checkReplay(g *Group, cfg Config, log []Record, img *Image, dump func(*Group, bool) string) error {
 	r := New(g.id, cfg)
 	for i, rec := range log {
+		if _, ok := GroupOfKey(rec.Key); !ok {
+			continue // the classic group's record of a migration
+		}
 		if err := r.Replay(rec.Key, rec.Value); err != nil {
 			return fmt.Errorf("replaying record %d: %v", i, err)
 		}

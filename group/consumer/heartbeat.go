@@ -62,7 +62,7 @@ func (g *Group) HeartbeatFrom(now int64, img *Image, req *kmsg.ConsumerGroupHear
 		case g.dead:
 			err = errf(group.ErrGroupDead, "The group %s was deleted.", g.id)
 		case req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave:
-			err = g.leave(img, req, resp)
+			err = g.leave(now, img, req, resp)
 		default:
 			err = g.heartbeat(now, img, req, client, resp)
 		}
@@ -253,6 +253,7 @@ func (g *Group) heartbeat(now int64, img *Image, req *kmsg.ConsumerGroupHeartbea
 		}
 	}
 	m.sessionDeadline = now + int64(g.cfg.SessionTimeoutMs)
+	m.joinDeadline, m.syncDeadline = -1, -1
 
 	resp.MemberID = &id
 	resp.MemberEpoch = m.cur.epoch
@@ -284,7 +285,9 @@ func (g *Group) lookup(id string, req *kmsg.ConsumerGroupHeartbeatRequest) (join
 		if inst != nil {
 			if holder, ok := g.static[*inst]; ok && holder != id {
 				h := g.members[holder]
-				if h.cur.epoch != epochStaticLeave {
+				// A classic holder is replaced whatever its epoch, as
+				// Kafka does: it cannot leave with -2.
+				if h.cur.epoch != epochStaticLeave && h.meta.classic == nil {
 					return p, errf(group.ErrUnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 						id, *inst, holder)
 				}
@@ -400,6 +403,9 @@ func updatedMeta(base memberMeta, req *kmsg.ConsumerGroupHeartbeatRequest, clien
 		m.regex = cloneString(req.SubscribedTopicRegex)
 	}
 	m.clientID, m.clientHost = strings.Clone(client.ID), strings.Clone(client.Host)
+	// A member heartbeating with this protocol uses it from now on (Kafka
+	// drops the classic member metadata).
+	m.classic = nil
 	return m
 }
 
@@ -438,7 +444,7 @@ func (g *Group) bumpEpoch(hash int64) {
 // leave handles epoch -1 (leave) and -2 (a static member leaves for now,
 // keeping its assignment until its session expires), as Kafka's
 // consumerGroupLeave.
-func (g *Group) leave(img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) error {
+func (g *Group) leave(now int64, img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, resp *kmsg.ConsumerGroupHeartbeatResponse) error {
 	if !g.exists() {
 		return errf(group.ErrGroupNotFound, "Group %s not found.", g.id)
 	}
@@ -471,14 +477,20 @@ func (g *Group) leave(img *Image, req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 		m.rebalanceDeadline = -1
 		return nil
 	}
-	g.fence(m.id, img)
+	g.fence(now, m.id, img)
 	return nil
 }
 
 // fence removes a member (it left, its session expired, or it did not
-// revoke in time) and bumps the group epoch, as Kafka's
-// consumerGroupFenceMembers.
-func (g *Group) fence(id string, img *Image) {
+// revoke, rejoin or sync in time) and bumps the group epoch, as Kafka's
+// consumerGroupFenceMember; when the member was the last one using
+// ConsumerGroupHeartbeat, the group becomes a classic group instead
+// (convert.go).
+func (g *Group) fence(now int64, id string, img *Image) {
+	if g.canDowngrade(id) {
+		g.downgrade(now, id, img)
+		return
+	}
 	re := g.members[id].meta.regexOrEmpty()
 	g.removeMember(id)
 	if re != "" && g.countRegex(re) == 0 {

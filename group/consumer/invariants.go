@@ -31,6 +31,12 @@ func (g *Group) checkInvariants(img *Image) error {
 		if m.cur.epoch > g.epoch {
 			bad("member %s epoch %d > group epoch %d", m.id, m.cur.epoch, g.epoch)
 		}
+		if m.meta.classic == nil && (m.joinDeadline >= 0 || m.syncDeadline >= 0) {
+			bad("member %s uses ConsumerGroupHeartbeat but has a classic join or sync deadline", m.id)
+		}
+		if c := m.meta.classic; c != nil && len(c.protocols) == 0 {
+			bad("classic member %s without protocols", m.id)
+		}
 		if m.cur.epoch == epochLeave {
 			bad("member %s at epoch -1 (a half-removed member)", m.id)
 		}
@@ -66,7 +72,7 @@ func (g *Group) checkInvariants(img *Image) error {
 			if m.cur.state != memberUnrevoked {
 				bad("member %s revokes partitions in state %s", m.id, m.cur.state)
 			}
-			if m.rebalanceDeadline < 0 || m.rebalanceEpoch != m.cur.epoch {
+			if m.meta.classic == nil && (m.rebalanceDeadline < 0 || m.rebalanceEpoch != m.cur.epoch) {
 				bad("member %s revokes partitions without a rebalance deadline for its epoch", m.id)
 			}
 		}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -72,13 +73,48 @@ type memberMeta struct {
 	regex              *string
 	rebalanceTimeoutMs int32
 	assignor           *string // ServerAssignor; nil: none named
+	// classic is ClassicMemberMetadata (tag 0): set for a member that uses
+	// the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup),
+	// nil for one that uses ConsumerGroupHeartbeat.
+	classic *classicMeta
+}
+
+// classicMeta is what a classic-protocol member told its latest JoinGroup
+// beyond its subscription: its session timeout and every protocol it
+// supports, in its order of preference, with their metadata (each an
+// encoded ConsumerProtocolSubscription).
+//
+// Invariant: protocols non-empty; never modified once stored.
+type classicMeta struct {
+	sessionTimeoutMs int32
+	protocols        []classicProtocol
+}
+
+type classicProtocol struct {
+	name     string
+	metadata []byte
+}
+
+func (c *classicMeta) equal(o *classicMeta) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.sessionTimeoutMs == o.sessionTimeoutMs && slices.EqualFunc(c.protocols, o.protocols, func(a, b classicProtocol) bool {
+		return a.name == b.name && bytes.Equal(a.metadata, b.metadata)
+	})
+}
+
+// supports reports whether the classic member lists protocol name.
+func (c *classicMeta) supports(name string) bool {
+	return slices.ContainsFunc(c.protocols, func(p classicProtocol) bool { return p.name == name })
 }
 
 func (m memberMeta) equal(o memberMeta) bool {
 	return ptr.Equal(m.instanceID, o.instanceID) && ptr.Equal(m.rackID, o.rackID) &&
 		m.clientID == o.clientID && m.clientHost == o.clientHost &&
 		slices.Equal(m.topics, o.topics) && ptr.Equal(m.regex, o.regex) &&
-		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && ptr.Equal(m.assignor, o.assignor)
+		m.rebalanceTimeoutMs == o.rebalanceTimeoutMs && ptr.Equal(m.assignor, o.assignor) &&
+		m.classic.equal(o.classic)
 }
 
 // regexOrEmpty is the member's regular expression, "" for none.
@@ -146,6 +182,23 @@ type member struct {
 	// group being loaded, before Loaded).
 	rebalanceDeadline int64
 	rebalanceEpoch    int32
+
+	// joinDeadline and syncDeadline (-1: none) bound a classic member's
+	// rebalance instead (Kafka's join and sync timers): joinDeadline is
+	// armed when a heartbeat or SyncGroup tells it to rejoin, and cleared
+	// by its JoinGroup; syncDeadline is armed by its JoinGroup and
+	// cleared by its SyncGroup. Tick at either removes the member.
+	joinDeadline int64
+	syncDeadline int64
+}
+
+// sessionTimeout is the member's session timeout: its JoinGroup's for a
+// classic member, else the group's.
+func (g *Group) sessionTimeout(m *member) int64 {
+	if m.meta.classic != nil {
+		return int64(m.meta.classic.sessionTimeoutMs)
+	}
+	return int64(g.cfg.SessionTimeoutMs)
 }
 
 // cloneString copies a request's string, which may alias the request's

@@ -20,7 +20,9 @@ import (
 //   - OffsetCommit below v9 cannot carry a member epoch, and members of a
 //     consumer group must use v9+ (group.ErrUnsupportedVersion); a
 //     TxnOffsetCommit, which has no such rule, passes 9;
-//   - an epoch above the member's is group.ErrStaleMemberEpoch.
+//   - an epoch above the member's is group.ErrStaleMemberEpoch;
+//   - a classic member (classic.go) commits with any version, quoting its
+//     epoch as its generation exactly, else group.ErrIllegalGeneration.
 //
 // Each partition (CommitCheck.Partition): at the member's epoch, any; at
 // an older epoch (the response that moved the member on was lost, or the
@@ -41,6 +43,11 @@ func (g *Group) CheckOffsetCommit(memberID string, memberEpoch int32, version in
 	m := g.members[memberID]
 	if m == nil {
 		return CommitCheck{}, errf(group.ErrUnknownMember, "Member %s is not a member of group %s.", memberID, g.id)
+	}
+	if m.meta.classic != nil {
+		// A classic member commits with any version, at its generation
+		// (its member epoch) exactly, as in a classic group.
+		return CommitCheck{}, checkOffsetEpoch(m, memberEpoch)
 	}
 	if version < 9 {
 		return CommitCheck{}, errf(group.ErrUnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
@@ -119,7 +126,13 @@ func (g *Group) ValidateOffsetFetch(memberID string, memberEpoch int32) error {
 	return checkOffsetEpoch(m, memberEpoch)
 }
 
+// checkOffsetEpoch is Kafka's validateMemberEpoch: the member's epoch
+// exactly; a classic member quotes it as its generation and gets
+// ILLEGAL_GENERATION.
 func checkOffsetEpoch(m *member, epoch int32) error {
+	if epoch != m.cur.epoch && m.meta.classic != nil {
+		return errf(group.ErrIllegalGeneration, "The received generation id %d does not match the expected member epoch %d.", epoch, m.cur.epoch)
+	}
 	if epoch != m.cur.epoch {
 		return errf(group.ErrStaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", epoch, m.cur.epoch)
 	}

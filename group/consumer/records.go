@@ -126,9 +126,57 @@ func (r memberRec) encode(group string) Record {
 	w.CompactNullableString(m.regex)
 	w.Int32(m.rebalanceTimeoutMs)
 	w.CompactNullableString(m.assignor)
-	w.NoTags() // ClassicMemberMetadata (tag 0): classic members are not supported
+	if c := m.classic; c != nil {
+		// Tag 0 ClassicMemberMetadata, a nullable struct: Kafka's
+		// generated code writes a presence varint (1) before it.
+		var t wire.Writer
+		t.Uvarint(1)
+		t.Int32(c.sessionTimeoutMs)
+		t.CompactArrayLen(len(c.protocols))
+		for _, p := range c.protocols {
+			t.CompactString(p.name)
+			t.CompactArrayLen(len(p.metadata)) // COMPACT_BYTES: length+1
+			t.B = append(t.B, p.metadata...)
+			t.NoTags()
+		}
+		t.NoTags()
+		w.Uvarint(1)
+		w.Uvarint(0)
+		w.Uvarint(uint64(len(t.B)))
+		w.B = append(w.B, t.B...)
+	} else {
+		w.NoTags()
+	}
 	rec.Value = w.B
 	return rec
+}
+
+// readClassicMeta reads tag 0 of ConsumerGroupMemberMetadataValue; nil
+// for a null struct.
+func readClassicMeta(data []byte) (*classicMeta, error) {
+	r := wire.NewReader(data)
+	if r.Uvarint() == 0 {
+		return nil, r.Done()
+	}
+	c := &classicMeta{sessionTimeoutMs: r.Int32()}
+	r.Array("supported protocols", func() {
+		name := r.CompactString()
+		n := r.CompactLength()
+		if n < 0 {
+			r.Failf("null protocol metadata")
+			return
+		}
+		c.protocols = append(c.protocols, classicProtocol{name: name, metadata: slices.Clone(r.Bytes(n))})
+		r.Tags(nil)
+	})
+	r.Tags(nil)
+	if err := r.Done(); err != nil {
+		return nil, fmt.Errorf("classic member metadata: %w", err)
+	}
+	if len(c.protocols) == 0 {
+		return nil, fmt.Errorf("classic member metadata without protocols")
+	}
+	return c, nil
 }
 
 func (r targetEpochRec) encode(group string) Record {
@@ -345,7 +393,17 @@ func decode(k, v []byte) (string, record, error) {
 			m.meta.regex = r.CompactNullableString()
 			m.meta.rebalanceTimeoutMs = r.Int32()
 			m.meta.assignor = r.CompactNullableString()
-			r.Tags(nil) // ClassicMemberMetadata: see the package documentation
+			r.Tags(func(tag uint64, data []byte) {
+				if tag != 0 {
+					return
+				}
+				c, err := readClassicMeta(data)
+				if err != nil {
+					r.Failf("%v", err)
+					return
+				}
+				m.meta.classic = c
+			})
 		}
 		rec = m
 	case typeTargetMetadata:

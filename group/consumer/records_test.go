@@ -91,7 +91,7 @@ func TestRecordBytes(t *testing.T) {
 // TestReplayKafkaRecords replays records as Kafka writes them that this
 // package never writes: a pre-4.1 ConsumerGroupPartitionMetadata record
 // (tombstoned with the next epoch bump) and a member with classic member
-// metadata (a tagged field, skipped).
+// metadata (tag 0: a presence varint, then the struct).
 func TestReplayKafkaRecords(t *testing.T) {
 	g := New("g", DefaultConfig())
 	replay := func(key, value string) {
@@ -105,8 +105,9 @@ func TestReplayKafkaRecords(t *testing.T) {
 		}
 	}
 	// ConsumerGroupMemberMetadataValue with ClassicMemberMetadata (tag 0,
-	// 3 bytes of content here).
-	replay("0005 0001 67 0001 6d", "0000 | 00 | 00 | 02 63 | 02 68 | 02 02 61 | 00 | 00007530 | 00 | 01 00 03 aabbcc")
+	// 17 bytes: present, session 10000, one protocol "range" with 2 bytes
+	// of metadata).
+	replay("0005 0001 67 0001 6d", "0000 | 00 | 00 | 02 63 | 02 68 | 02 02 61 | 00 | 00007530 | 00 | 01 00 11 01 00002710 02 0672616e6765 03aabb 00 00")
 	replay("0003 0001 67", "0000 00000003 00")
 	replay("0004 0001 67", "0000 01 00") // partition metadata: content ignored
 	replay("0006 0001 67", "0000 00000003 00")
@@ -115,6 +116,15 @@ func TestReplayKafkaRecords(t *testing.T) {
 	g.Loaded(1000)
 	if g.State() != "Stable" || g.Epoch() != 3 || g.NumMembers() != 1 || !g.partitionMeta {
 		t.Fatalf("replayed: %s epoch %d members %d partition metadata %v", g.State(), g.Epoch(), g.NumMembers(), g.partitionMeta)
+	}
+	if c := g.members["m"].meta.classic; c == nil || c.sessionTimeoutMs != 10000 || len(c.protocols) != 1 ||
+		c.protocols[0].name != "range" || !bytes.Equal(c.protocols[0].metadata, []byte{0xaa, 0xbb}) {
+		t.Fatalf("classic member metadata: %+v", c)
+	}
+	// Written back byte for byte.
+	want := unhex(t, "0000 | 00 | 00 | 02 63 | 02 68 | 02 02 61 | 00 | 00007530 | 00 | 01 00 11 01 00002710 02 0672616e6765 03aabb 00 00")
+	if got := (memberRec{id: "m", meta: g.members["m"].meta}).encode("g").Value; !bytes.Equal(got, want) {
+		t.Fatalf("member record re-encoded as %x, want %x", got, want)
 	}
 	img := NewImage([]Topic{{Name: "a", ID: topicX, Partitions: 2}})
 	recs := g.MetadataChanged(1000, img, AllTopics)

@@ -28,6 +28,10 @@ func (g *Group) Tick(now int64, img *Image) []Record {
 		switch {
 		case m.sessionDeadline <= now:
 			due = append(due, expiry{m.sessionDeadline, m.id})
+		case m.joinDeadline >= 0 && m.joinDeadline <= now:
+			due = append(due, expiry{m.joinDeadline, m.id})
+		case m.syncDeadline >= 0 && m.syncDeadline <= now:
+			due = append(due, expiry{m.syncDeadline, m.id})
 		case m.rebalanceDeadline >= 0 && m.rebalanceDeadline <= now:
 			if m.cur.epoch == m.rebalanceEpoch {
 				due = append(due, expiry{m.rebalanceDeadline, m.id})
@@ -42,7 +46,10 @@ func (g *Group) Tick(now int64, img *Image) []Record {
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
 	})
 	for _, e := range due {
-		g.fence(e.id, img)
+		if g.dead || g.members[e.id] == nil {
+			break // downgraded to a classic group: the rest is its business
+		}
+		g.fence(now, e.id, img)
 	}
 	return g.flush()
 }
@@ -120,12 +127,13 @@ func (g *Group) Replay(key, value []byte) error {
 // current image.
 func (g *Group) Loaded(now int64) {
 	for _, m := range g.members {
-		m.sessionDeadline = now + int64(g.cfg.SessionTimeoutMs)
-		m.rebalanceDeadline = -1
+		m.sessionDeadline = now + g.sessionTimeout(m)
+		m.rebalanceDeadline, m.joinDeadline, m.syncDeadline = -1, -1, -1
 		// Kafka arms it for every member in memberUnrevoked, even a static
 		// member that left (epoch -2), whose timer then fences it; only
-		// members that have something to revoke get one here.
-		if len(m.cur.revoking) > 0 {
+		// members that have something to revoke get one here. A classic
+		// member has none: its session and its next join bound it.
+		if len(m.cur.revoking) > 0 && m.meta.classic == nil {
 			m.rebalanceDeadline = now + int64(m.meta.rebalanceTimeoutMs)
 			m.rebalanceEpoch = m.cur.epoch
 		}

@@ -68,7 +68,7 @@ const (
 	whySecurity   = "a security setting Fjord does not implement (docs/security.md lists the ones it reads)"
 	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
 	whyShareKey   = "a share-group setting Fjord does not act on (it reads share.coordinator.state.topic.num.partitions, .replication.factor and .min.isr, and the group.share.* keys docs/configuration.md lists)"
-	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors and the min/max bounds of group configs)"
+	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors, group.consumer.migration.policy and the min/max bounds of group configs)"
 	whyTiered     = "tiered storage is not built: every segment stays on local disk"
 	whyQuota      = "client and replication quotas are not enforced yet"
 	whyConfluent  = "tunes Confluent Platform's own components"
