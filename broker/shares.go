@@ -117,7 +117,7 @@ func (h shareFetchHost) GroupConfig(group string) sharefetch.GroupConfig {
 		// default's, latest.
 		reset, _ = sharepart.ParseAutoOffsetReset("latest")
 	}
-	return sharefetch.GroupConfig{Partition: pc, AutoOffsetReset: reset}
+	return sharefetch.GroupConfig{Partition: pc, AutoOffsetReset: reset, Isolation: sharefetch.Isolation(s.ShareIsolationLevel)}
 }
 
 // shareReplica is a data partition as a share-partition leader reads it.
@@ -131,12 +131,35 @@ func (r shareReplica) Offsets() (int64, int64) {
 	}
 	return lg.StartOffset(), r.p.HW()
 }
-func (r shareReplica) Read(off int64, maxBytes int) ([]byte, error) {
+func (r shareReplica) LastStable() int64 {
+	hw := r.p.HW()
+	if lg := r.p.Log(); lg != nil {
+		return lg.LastStableOffset(hw)
+	}
+	return hw
+}
+
+// Read reads as a consumer's Fetch does (broker/partitions), at the
+// share group's isolation level: read_committed up to the last stable
+// offset, with the aborted transactions the batches read may hold.
+func (r shareReplica) Read(off int64, maxBytes int, iso sharefetch.Isolation) ([]byte, []sharefetch.AbortedTxn, error) {
 	lg := r.p.Log()
 	if lg == nil {
-		return nil, replica.ErrNotLeader
+		return nil, nil, replica.ErrNotLeader
 	}
-	return lg.Read(off, maxBytes, r.p.HW(), nil)
+	limit := r.p.HW()
+	if iso == sharefetch.ReadCommitted {
+		limit = lg.LastStableOffset(limit)
+	}
+	data, err := lg.Read(off, maxBytes, limit, nil)
+	if err != nil || iso != sharefetch.ReadCommitted {
+		return data, nil, err
+	}
+	var aborted []sharefetch.AbortedTxn
+	for _, a := range lg.AbortedIn(off, data) {
+		aborted = append(aborted, sharefetch.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset})
+	}
+	return data, aborted, nil
 }
 func (r shareReplica) ListOffset(ts int64) (int64, bool, error) {
 	start, hw := r.Offsets()

@@ -41,9 +41,10 @@ var shareBrokerOverrides = []string{
 
 // setShareConfigs sets group configs (key, value pairs) on group with
 // IncrementalAlterConfigs through clients[0] and waits until every client
-// (one per node) describes them. A share-partition reads its group's
-// settings when it loads, so they must be in place before a member's
-// first ShareFetch.
+// (one per node) describes them. A share-partition reads most of its
+// group's settings when it loads (share.isolation.level: on every
+// ShareFetch), so they must be in place before a member's first
+// ShareFetch.
 func setShareConfigs(t testing.TB, group string, clients []*kgo.Client, kvs ...string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()

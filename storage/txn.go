@@ -165,6 +165,35 @@ func (l *Log) FirstUnstableOffset() (offset int64, ok bool) {
 	return max(first, l.startOffset.Load()), true
 }
 
+// LastStableOffset is the last stable offset under high watermark hw:
+// hw, or FirstUnstableOffset when that is lower. A read_committed reader
+// (a consumer's Fetch, a read_committed share group) reads below it.
+func (l *Log) LastStableOffset(hw int64) int64 {
+	if first, ok := l.FirstUnstableOffset(); ok {
+		return min(first, hw)
+	}
+	return hw
+}
+
+// AbortedIn is AbortedTransactions for data, whole batches a read from
+// fetchOffset returned: the aborted transactions whose batches data may
+// hold, which a read_committed reader drops. Nil for empty data.
+func (l *Log) AbortedIn(fetchOffset int64, data []byte) []AbortedTxn {
+	end := fetchOffset
+	for d := data; len(d) >= recordbatch.HeaderLen; {
+		info, err := recordbatch.ParseHeader(d)
+		if err != nil || info.Bytes > len(d) {
+			break
+		}
+		end = recordbatch.LastOffset(d) + 1
+		d = d[info.Bytes:]
+	}
+	if end == fetchOffset {
+		return nil
+	}
+	return l.AbortedTransactions(fetchOffset, end)
+}
+
 // UpdateHighWatermark tells the log its partition's high watermark (the
 // leader's, or on a follower the one the leader sent), as Kafka's
 // onHighWatermarkUpdated: transactions whose marker is below it count as

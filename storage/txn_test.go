@@ -840,3 +840,37 @@ func checkAgainstReplayCompacted(t *testing.T, l *Log) {
 }
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// TestLastStableAndAbortedIn: LastStableOffset is the high watermark held
+// back by an undecided or unreplicated transaction; AbortedIn reports the
+// aborted transactions of what a read returned, none for an empty read.
+func TestLastStableAndAbortedIn(t *testing.T) {
+	l := openLog(t, t.TempDir(), txnConfig())
+	mustAppend(t, l, buildBatch(t, batchOpts{N: 2}))          // 0-1
+	b1 := mustAppend(t, l, txnData(t, 1, 0, 0, 2)).BaseOffset // 2-3
+	if got := l.LastStableOffset(l.EndOffset()); got != b1 {
+		t.Fatalf("open transaction: LSO %d, want %d", got, b1)
+	}
+	if got := l.LastStableOffset(1); got != 1 {
+		t.Fatalf("LSO under hw 1: %d", got)
+	}
+	a1 := mustMarker(t, l, 1, 0, false)
+	if got := l.LastStableOffset(l.EndOffset()); got != b1 {
+		t.Fatalf("marker not replicated: LSO %d, want %d", got, b1)
+	}
+	l.UpdateHighWatermark(l.EndOffset())
+	if got := l.LastStableOffset(l.EndOffset()); got != l.EndOffset() {
+		t.Fatalf("decided and replicated: LSO %d, want %d", got, l.EndOffset())
+	}
+	data, err := l.Read(0, 1<<20, l.EndOffset(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: 1, FirstOffset: b1, LastOffset: a1, LastStableOffset: a1 + 1}}
+	if got := l.AbortedIn(0, data); !slices.Equal(got, want) {
+		t.Fatalf("AbortedIn = %+v, want %+v", got, want)
+	}
+	if got := l.AbortedIn(0, nil); got != nil {
+		t.Fatalf("AbortedIn of nothing = %+v", got)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
-	"github.com/fjordlog/fjord/storage/recordbatch"
 
 	"github.com/fjordlog/fjord/broker/acl"
 )
@@ -298,27 +297,13 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 }
 
 // lastStable is the partition's last stable offset for high watermark hw.
-func lastStable(lg *storage.Log, hw int64) int64 {
-	if first, ok := lg.FirstUnstableOffset(); ok {
-		return min(first, hw)
-	}
-	return hw
-}
+func lastStable(lg *storage.Log, hw int64) int64 { return lg.LastStableOffset(hw) }
 
 // abortedIn lists the aborted transactions a read_committed client must
 // drop from data, the batches read from fetchOffset on.
 func abortedIn(lg *storage.Log, fetchOffset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
-	end := fetchOffset
-	for d := data; len(d) >= recordbatch.HeaderLen; {
-		info, err := recordbatch.ParseHeader(d)
-		if err != nil || info.Bytes > len(d) {
-			break
-		}
-		end = recordbatch.LastOffset(d) + 1
-		d = d[info.Bytes:]
-	}
 	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
-	for _, a := range lg.AbortedTransactions(fetchOffset, end) {
+	for _, a := range lg.AbortedIn(fetchOffset, data) {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		out = append(out, at)

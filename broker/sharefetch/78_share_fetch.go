@@ -18,11 +18,16 @@ import (
 //   - Acquires records of the share-partitions this node leads for the
 //     member, locked to it for the group's record lock duration
 //     (AcquisitionLockTimeoutMs), and answers them as AcquiredRecords
-//     ranges with their delivery counts, with the log batches holding them
-//     (read_uncommitted, up to the high watermark; control batches are
-//     gaps, archived, never delivered). group/sharepart decides what is
-//     acquired; its records are written to the share coordinator
-//     (Persister) before the answer.
+//     ranges with their delivery counts, with the log batches holding them.
+//     Control batches are gaps, archived, never delivered. The group's
+//     share.isolation.level, read for each request, bounds the read:
+//     read_uncommitted (the default) up to the high watermark;
+//     read_committed up to the last stable offset, with the batches of
+//     aborted transactions archived as gaps, never delivered (the bytes
+//     sent may still hold such a batch between two acquired ranges, as
+//     Kafka's do: clients hand out only AcquiredRecords). group/sharepart
+//     decides what is acquired; its records are written to the share
+//     coordinator (Persister) before the answer.
 //   - Share sessions (session.go): epoch 0 opens one with the request's
 //     partitions, a positive epoch adds the request's partitions and drops
 //     ForgottenTopicsData (every partition of the session is fetched;
@@ -84,7 +89,10 @@ func handleShareFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(k
 		top(fmt.Errorf("sharefetch: group id and member id must be set, the member id at most 36 characters: %w", kerr.InvalidRequest))
 		return
 	}
-	resp.AcquisitionLockTimeoutMillis = m.groupConfig(key.group).Partition.RecordLockDurationMs
+	// Read per request, as Kafka reads the group's config for every share
+	// fetch: share.isolation.level applies from the next ShareFetch.
+	gc := m.groupConfig(key.group)
+	resp.AcquisitionLockTimeoutMillis = gc.Partition.RecordLockDurationMs
 	renew := req.Version >= 2 && req.IsRenewAck
 	if err := checkShareFetch(req, renew); err != nil {
 		top(err)
@@ -126,7 +134,7 @@ func handleShareFetch(h APIHost, cc *api.Conn, kreq kmsg.Request, respond func(k
 	// connection asks next; their writes are waited for below.
 	acked := m.acknowledge(r, key.group, key.member, acks, renew)
 	final := req.ShareSessionEpoch == -1
-	f := &shareFetch{m: m, key: key, ss: ss, epoch: epoch}
+	f := &shareFetch{m: m, key: key, ss: ss, epoch: epoch, iso: gc.Isolation}
 	if !final && !renew {
 		f.parts = rotate(sp, req.ShareSessionEpoch)
 		f.resolve(r)

@@ -45,7 +45,13 @@
 // # Sessions, fetches, acknowledgements, expiry
 //
 // session.go keeps the share sessions (Kafka's epochs and errors);
-// fetch.go reads the log and acquires, waiting up to MaxWaitMs; ack.go
+// fetch.go reads the log and acquires, waiting up to MaxWaitMs: up to the
+// high watermark, or, when the group's share.isolation.level is
+// read_committed, up to the last stable offset, leaving aborted
+// transactions' batches out as gaps. The level is read from the group's
+// config for every ShareFetch (as Kafka does), unlike the settings a
+// share-partition loads with; a change applies from the next request,
+// records already in flight included. ack.go
 // applies acknowledgements; expiry.go ends acquisition locks when no
 // request does. 78_share_fetch.go and 79_share_acknowledge.go are the two
 // APIs' room (their registrations, for broker/api), api.go what they need
@@ -72,8 +78,16 @@
 //   - Acquisitions are written before the answer (sharepart persists
 //     delivery counts on acquisition), so a ShareFetch that acquires waits
 //     a share coordinator round trip; Kafka writes nothing then.
-//   - Only read_uncommitted: share.isolation.level=read_committed is not
-//     served (no aborted-transaction filtering).
+//   - share.isolation.level=read_committed reads up to the last stable
+//     offset, as Kafka does, and leaves the batches of aborted
+//     transactions out of what the state machine may acquire, so they are
+//     archived as gaps without being acquired first. Kafka acquires them,
+//     then archives them (their delivery count raised by one, and counted
+//     against MaxRecords, so a fetch can hand out fewer records than it
+//     could); here they keep their count and cost nothing.
+//   - A fetch whose reads held only gaps (control batches, aborted
+//     transactions) reads on at once, past them, up to maxRereads times,
+//     rather than waiting out MaxWaitMs or answering empty.
 //   - A share-partition's settings (lock duration, delivery limit,
 //     in-flight limit) are read when it loads, not on every step.
 //   - Closing a session (epoch -1 or the connection's end) releases the

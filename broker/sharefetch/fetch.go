@@ -1,9 +1,12 @@
 package sharefetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,14 +25,24 @@ import (
 // would deliver next, and, once MinBytes are there (or the wait is over),
 // acquires from what it read, MaxRecords in all. Between attempts the
 // fetch sleeps until something it watches moves: a partition's high
-// watermark or leadership (Replica.Watch), or a share-partition's records
-// (released, expired, acknowledged: the window has room again) or state
-// (loaded, dropped). It registers before it looks, so no change is lost.
+// watermark (and with it the last stable offset) or leadership
+// (Replica.Watch), or a share-partition's records (released, expired,
+// acknowledged: the window has room again) or state (loaded, dropped). It
+// registers before it looks, so no change is lost. An attempt whose reads
+// held only gaps (control batches, aborted transactions) archives them and
+// acquires nothing; the next attempt follows at once, from past them,
+// rather than after a wait (up to maxRereads in a row).
+//
+// Under ReadCommitted (the group's share.isolation.level when the request
+// came) the log is read up to the last stable offset, and the batches of
+// aborted transactions are gaps too, as Kafka's SharePartition archives
+// them (filterAbortedTransactionalAcquiredRecords).
 type shareFetch struct {
 	m     *Manager
 	key   sessionKey
 	ss    *session
 	epoch int32 // the session's epoch once this request is answered
+	iso   Isolation
 	parts []*fetchPart
 
 	maxBytes, minBytes    int
@@ -93,6 +106,12 @@ func (f *shareFetch) resolve(r *readable) {
 	}
 }
 
+// maxRereads bounds the attempts a fetch makes in a row, without waiting,
+// past reads that held only gaps: each reads up to MaxBytes more of the
+// log, so a long stretch of aborted transactions is crossed in one
+// request without one request reading without end.
+const maxRereads = 16
+
 // run attempts until something is acquired, an error needs answering,
 // or wait is over (or the Manager closes). False when ctx (the
 // connection) ended first: nobody is listening.
@@ -103,11 +122,18 @@ func (f *shareFetch) run(ctx context.Context, wait time.Duration) bool {
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	closing := f.m.ctx.Done()
+	rereads := 0
 	for {
 		final := !time.Now().Before(deadline)
-		if f.attempt(final) {
+		done, again := f.attempt(final, rereads < maxRereads)
+		if done {
 			return true
 		}
+		if again {
+			rereads++
+			continue
+		}
+		rereads = 0
 		select {
 		case <-f.wake:
 		case <-timer.C:
@@ -119,9 +145,10 @@ func (f *shareFetch) run(ctx context.Context, wait time.Duration) bool {
 	}
 }
 
-// attempt is one look at the partitions; true when the fetch is to be
-// answered now.
-func (f *shareFetch) attempt(final bool) bool {
+// attempt is one look at the partitions; done when the fetch is to be
+// answered now, again (only when reread allows) when it acquired nothing
+// but archived gaps and should look again at once.
+func (f *shareFetch) attempt(final, reread bool) (done, again bool) {
 	m := f.m
 	now := m.now()
 	var ready []*fetchPart
@@ -173,25 +200,30 @@ func (f *shareFetch) attempt(final bool) bool {
 		}
 	}
 	if live == 0 || failed {
-		return true
+		return true, false
 	}
 	if f.minBytes > 0 && total < f.minBytes && !final {
-		return false
+		return false, false
 	}
 	if !m.current(f.ss, f.epoch) {
 		f.stale = true
-		return true
+		return true, false
 	}
-	if f.acquire(ready, now) || final || f.minBytes <= 0 {
-		return true
+	got, skipped := f.acquire(ready, now)
+	switch {
+	case got:
+		return true, false
+	case skipped && reread:
+		return false, true
 	}
-	return false
+	return final || f.minBytes <= 0, false
 }
 
 // read reads at most budget bytes (at least one whole batch) of fp's log
-// from fp.from, first moving the share-partition's start to the log start
-// if retention or DeleteRecords moved it past. True when the read failed
-// (fp.err says why).
+// from fp.from, up to the high watermark, or under ReadCommitted the last
+// stable offset, first moving the share-partition's start to the log
+// start if retention or DeleteRecords moved it past. True when the read
+// failed (fp.err says why).
 func (f *shareFetch) read(fp *fetchPart, budget int, now int64) bool {
 	start := fp.start
 	for try := 0; ; try++ {
@@ -210,10 +242,14 @@ func (f *shareFetch) read(fp *fetchPart, budget int, now int64) bool {
 			start = logStart
 		}
 		off := max(fp.from, logStart)
-		if off >= hw {
+		limit := hw
+		if f.iso == ReadCommitted {
+			limit = min(hw, fp.rep.LastStable())
+		}
+		if off >= limit {
 			return false
 		}
-		data, err := fp.rep.Read(off, budget)
+		data, aborted, err := fp.rep.Read(off, budget, f.iso)
 		if err != nil {
 			// The log start may have moved since Offsets: try once more.
 			if ls, _ := fp.rep.Offsets(); try == 0 && ls > off {
@@ -223,22 +259,26 @@ func (f *shareFetch) read(fp *fetchPart, budget int, now int64) bool {
 			return true
 		}
 		fp.from, fp.data, fp.spans = off, data, scan(data)
+		markAborted(fp.spans, aborted)
 		return false
 	}
 }
 
 // acquire acquires for the member from what the attempt read, partition
-// by partition, MaxRecords in all. True when anything was acquired.
-func (f *shareFetch) acquire(ready []*fetchPart, now int64) bool {
+// by partition, MaxRecords in all. got: anything was acquired; skipped: a
+// partition acquired nothing but moved past gaps it read (its next fetch
+// offset went up), so reading on may find records.
+func (f *shareFetch) acquire(ready []*fetchPart, now int64) (got, skipped bool) {
 	remaining := f.maxRecords
-	got := false
 	for _, fp := range ready {
 		if fp.err != nil || len(fp.spans) == 0 || remaining <= 0 {
 			continue
 		}
+		// Control batches and aborted transactions' batches are left out:
+		// gaps, which the state machine archives.
 		ranges := make([]sharepart.Range, 0, len(fp.spans))
 		for _, s := range fp.spans {
-			if !s.control {
+			if !s.control && !s.aborted {
 				ranges = append(ranges, sharepart.Range{First: s.base, Last: s.last})
 			}
 		}
@@ -246,10 +286,14 @@ func (f *shareFetch) acquire(ready []*fetchPart, now int64) bool {
 			From: fp.from, End: fp.spans[len(fp.spans)-1].last + 1, Records: ranges,
 			MaxRecords: remaining, BatchSize: f.batchSize,
 		}
-		var acq []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+		var (
+			acq  []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+			next int64
+		)
 		w, err := fp.sp.step(false, func(p *sharepart.Partition) []sharepart.Record {
 			var recs []sharepart.Record
 			acq, recs = p.Acquire(now, f.key.member, fetch)
+			next = p.NextFetchOffset()
 			return recs
 		})
 		if err != nil {
@@ -260,6 +304,7 @@ func (f *shareFetch) acquire(ready []*fetchPart, now int64) bool {
 			fp.writes = append(fp.writes, w)
 		}
 		if len(acq) == 0 {
+			skipped = skipped || next > fp.from
 			continue
 		}
 		for _, a := range acq {
@@ -269,7 +314,7 @@ func (f *shareFetch) acquire(ready []*fetchPart, now int64) bool {
 		fp.records = fp.batchesHolding(acq[0].FirstOffset, acq[len(acq)-1].LastOffset)
 		got = true
 	}
-	return got
+	return got, skipped
 }
 
 // settle waits for the writes the answer depends on; a partition whose
@@ -309,12 +354,17 @@ func (f *shareFetch) unwatchAll() {
 	}
 }
 
-// batchSpan is one record batch of a log read: its offsets and where its
-// bytes are.
+// batchSpan is one record batch of a log read: its offsets, where its
+// bytes are, and what it holds.
 type batchSpan struct {
 	base, last int64
 	from, to   int
 	control    bool
+	// txn and pid: a transactional batch and its producer id.
+	txn bool
+	pid int64
+	// aborted: a data batch of an aborted transaction (markAborted).
+	aborted bool
 }
 
 // scan lists the whole, well-framed batches at the front of a log read,
@@ -332,10 +382,44 @@ func scan(data []byte) []batchSpan {
 		if last < base || (len(out) > 0 && base <= out[len(out)-1].last) {
 			break
 		}
-		out = append(out, batchSpan{base: base, last: last, from: pos, to: pos + info.Bytes, control: info.Control})
+		out = append(out, batchSpan{base: base, last: last, from: pos, to: pos + info.Bytes, control: info.Control,
+			txn: info.Transactional, pid: info.ProducerID})
 		pos += info.Bytes
 	}
 	return out
+}
+
+// markAborted marks the data batches of aborted transactions among spans:
+// a transactional batch is aborted when its producer has an aborted
+// transaction that began at or before it and whose abort marker comes
+// after it. This is the rule a read_committed consumer applies to a
+// Fetch's AbortedTransactions (and Kafka's SharePartition to its share
+// fetches), with the marker's offset, which the log's index keeps, in
+// place of watching for the marker among the batches. A producer has one
+// transaction open at a time, so its aborted transactions do not overlap
+// and, in marker order as the log lists them, ascend by first offset: the
+// one that can hold a batch is the last to begin at or before it.
+func markAborted(spans []batchSpan, aborted []AbortedTxn) {
+	if len(aborted) == 0 {
+		return
+	}
+	byPID := make(map[int64][]AbortedTxn)
+	for _, a := range aborted {
+		byPID[a.ProducerID] = append(byPID[a.ProducerID], a)
+	}
+	for _, txns := range byPID {
+		slices.SortFunc(txns, func(x, y AbortedTxn) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
+	}
+	for i := range spans {
+		s := &spans[i]
+		txns := byPID[s.pid]
+		if !s.txn || s.control || len(txns) == 0 {
+			continue
+		}
+		// The first to begin after the batch, and the one before it.
+		j := sort.Search(len(txns), func(k int) bool { return txns[k].FirstOffset > s.base })
+		s.aborted = j > 0 && s.base < txns[j-1].LastOffset
+	}
 }
 
 // batchesHolding is the bytes of the read's batches from the one holding

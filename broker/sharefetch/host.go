@@ -50,13 +50,21 @@ type Replica interface {
 	LeaderEpoch() (int32, bool)
 	// Offsets are the log start offset and the high watermark.
 	Offsets() (logStart, hw int64)
+	// LastStable is the last stable offset: the high watermark, or the
+	// first offset of the oldest transaction not yet decided and
+	// replicated when that is lower (what a read_committed Fetch reads
+	// up to). It moves only when the high watermark does.
+	LastStable() int64
 	// Read returns whole record batches, the first one holding offset (or
-	// the first after it), ending before the high watermark: at most
-	// maxBytes, except that the first batch is returned whole even when
-	// larger (KIP-74). Empty when offset is at or past the high
-	// watermark. The caller owns the bytes. An offset below the log start
-	// is an error (storage.ErrOffsetOutOfRange).
-	Read(offset int64, maxBytes int) ([]byte, error)
+	// the first after it), ending before the high watermark, or under
+	// ReadCommitted before the last stable offset: at most maxBytes,
+	// except that the first batch is returned whole even when larger
+	// (KIP-74). Empty when offset is at or past that bound. Under
+	// ReadCommitted it also returns the aborted transactions whose
+	// batches the read may hold (those a read_committed Fetch returns);
+	// under ReadUncommitted none. The caller owns the bytes. An offset
+	// below the log start is an error (storage.ErrOffsetOutOfRange).
+	Read(offset int64, maxBytes int, iso Isolation) ([]byte, []AbortedTxn, error)
 	// ListOffset is ListOffsets' answer for timestamp: -1 the high
 	// watermark, -2 the log start, otherwise the first offset below the
 	// high watermark whose record's timestamp is at or after it (found
@@ -79,6 +87,30 @@ type GroupConfig struct {
 	// AutoOffsetReset (share.auto.offset.reset) is where a share-partition
 	// with no stored state starts.
 	AutoOffsetReset sharepart.AutoOffsetReset
+	// Isolation (share.isolation.level) is which records the group is
+	// handed. Unlike Partition, it is read on every ShareFetch, as Kafka
+	// reads it for every share fetch.
+	Isolation Isolation
+}
+
+// Isolation is share.isolation.level, with the protocol's values.
+type Isolation int8
+
+const (
+	// ReadUncommitted (the default) hands out every data record below
+	// the high watermark, those of open and aborted transactions too.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted hands out only records below the last stable offset,
+	// and archives, undelivered, those of aborted transactions.
+	ReadCommitted Isolation = 1
+)
+
+// AbortedTxn is one aborted transaction of a partition's log, as the
+// log's aborted transaction index holds it.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64 // its first batch
+	LastOffset  int64 // its abort marker
 }
 
 // Config is the node-wide settings of share fetching. A zero field takes

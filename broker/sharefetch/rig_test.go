@@ -160,6 +160,16 @@ type fakeReplica struct {
 	batches  []fakeBatch
 	waiters  map[chan struct{}]struct{}
 	readErr  error
+	// txns are the transactions written, in the order they began.
+	txns []fakeTxn
+}
+
+// fakeTxn is one transaction of the log: its producer, its first offset,
+// and its marker's offset (-1 while open).
+type fakeTxn struct {
+	pid           int64
+	first, marker int64
+	commit        bool
 }
 
 type fakeBatch struct {
@@ -177,6 +187,32 @@ func (r *fakeReplica) produce(n int, ts int64) int64 {
 func (r *fakeReplica) commitMarker() int64 {
 	return r.appendBatch(batchtest.Opts{Records: []batchtest.Record{batchtest.MarkerRecord(true, 0)},
 		Attrs: batchtest.AttrControl | batchtest.AttrTransactional, Idempotent: true, PID: 7}, 1)
+}
+
+// txnBatch appends a transactional batch of n records of producer pid,
+// beginning its transaction if none is open.
+func (r *fakeReplica) txnBatch(pid int64, n int) int64 {
+	r.mu.Lock()
+	open := slices.ContainsFunc(r.txns, func(t fakeTxn) bool { return t.pid == pid && t.marker < 0 })
+	if !open {
+		r.txns = append(r.txns, fakeTxn{pid: pid, first: r.next, marker: -1})
+	}
+	r.mu.Unlock()
+	return r.appendBatch(batchtest.Opts{N: n, Attrs: batchtest.AttrTransactional, Idempotent: true, PID: pid}, n)
+}
+
+// endTxn appends the marker ending pid's open transaction.
+func (r *fakeReplica) endTxn(pid int64, commit bool) int64 {
+	r.mu.Lock()
+	i := slices.IndexFunc(r.txns, func(t fakeTxn) bool { return t.pid == pid && t.marker < 0 })
+	if i < 0 {
+		r.mu.Unlock()
+		r.t.Fatalf("no open transaction of producer %d", pid)
+	}
+	r.txns[i].marker, r.txns[i].commit = r.next, commit
+	r.mu.Unlock()
+	return r.appendBatch(batchtest.Opts{Records: []batchtest.Record{batchtest.MarkerRecord(commit, 0)},
+		Attrs: batchtest.AttrControl | batchtest.AttrTransactional, Idempotent: true, PID: pid}, 1)
 }
 
 func (r *fakeReplica) appendBatch(o batchtest.Opts, n int) int64 {
@@ -248,26 +284,59 @@ func (r *fakeReplica) Offsets() (int64, int64) {
 	return r.logStart, r.hw
 }
 
-func (r *fakeReplica) Read(offset int64, maxBytes int) ([]byte, error) {
+// LastStable is the high watermark, or the first offset of the oldest
+// transaction open or whose marker is not below it, when lower.
+func (r *fakeReplica) LastStable() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastStableLocked()
+}
+
+func (r *fakeReplica) lastStableLocked() int64 {
+	lso := r.hw
+	for _, t := range r.txns {
+		if t.marker < 0 || t.marker >= r.hw {
+			lso = min(lso, t.first)
+		}
+	}
+	return lso
+}
+
+func (r *fakeReplica) Read(offset int64, maxBytes int, iso Isolation) ([]byte, []AbortedTxn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.readErr != nil {
-		return nil, r.readErr
+		return nil, nil, r.readErr
 	}
 	if offset < r.logStart {
-		return nil, fmt.Errorf("fake: offset %d below log start %d", offset, r.logStart)
+		return nil, nil, fmt.Errorf("fake: offset %d below log start %d", offset, r.logStart)
+	}
+	limit := r.hw
+	if iso == ReadCommitted {
+		limit = r.lastStableLocked()
 	}
 	var out []byte
 	for _, b := range r.batches {
 		if b.last < offset {
 			continue
 		}
-		if b.last >= r.hw || (len(out) > 0 && len(out)+len(b.bytes) > maxBytes) {
+		if b.last >= limit || (len(out) > 0 && len(out)+len(b.bytes) > maxBytes) {
 			break
 		}
 		out = append(out, b.bytes...)
 	}
-	return out, nil
+	var aborted []AbortedTxn
+	if iso == ReadCommitted {
+		// As the log's index answers: every aborted transaction whose
+		// marker is at or after offset and which began before the bound
+		// (a superset of those the batches read hold).
+		for _, t := range r.txns {
+			if t.marker >= offset && !t.commit && t.first < limit {
+				aborted = append(aborted, AbortedTxn{ProducerID: t.pid, FirstOffset: t.first, LastOffset: t.marker})
+			}
+		}
+	}
+	return out, aborted, nil
 }
 
 func (r *fakeReplica) ListOffset(ts int64) (int64, bool, error) {
