@@ -368,10 +368,10 @@ func TestShareGroupCrashRedelivery(t *testing.T) {
 //   - reject: a consumer rejects it (AckReject): archived at once, never
 //     delivered again.
 //
-// DescribeShareGroupOffsets is not served yet; the share coordinator's
-// state summary (ReadShareGroupStateSummary, what it reads) shows the
-// share-partition's start offset past the record once the rest is
-// accepted: archived, not available.
+// The share coordinator's state summary (ReadShareGroupStateSummary,
+// what DescribeShareGroupOffsets reads) shows the share-partition's start
+// offset past the record once the rest is accepted: archived, not
+// available.
 func TestShareGroupPoisonRecord(t *testing.T) {
 	const limit = 3
 	for _, how := range []kgo.AckStatus{kgo.AckRelease, kgo.AckReject} {
