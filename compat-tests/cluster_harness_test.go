@@ -52,6 +52,12 @@ type Cluster struct {
 	ctlPorts    []string  // CONTROLLER listener of node id at [id-1] (unused on a broker-only node)
 	// netns, if set, holds every node; the harness dials into it.
 	netns *netNS
+	// hosts, if set, is node id's listener address at [id-1] (a node of a
+	// namespaced network, each in its own namespace); else 127.0.0.1.
+	hosts []string
+	// dial, if set, is how the harness and the pinned clients reach every
+	// node (from the client namespace of a namespaced network).
+	dial dialFunc
 
 	// clientOpts are extra options of every pinned client: SASL when the
 	// overrides ask the probe to authenticate (compat.probe.sasl.plain).
@@ -90,11 +96,17 @@ func startClusterRoles(t testing.TB, roles []string, overrides ...string) *Clust
 }
 
 // clusterPlace puts a cluster's nodes in a network namespace on fixed
-// ports instead of on free ports of the host.
+// ports instead of on free ports of the host: all in ns on 127.0.0.1, or
+// (nodeNS set) node id alone in nodeNS[id-1] listening on hosts[id-1],
+// reached through dial (a namespaced network: netLab).
 type clusterPlace struct {
 	ns          *netNS
 	clientPorts []string // of node id at [id-1]
 	ctlPorts    []string // of node id at [id-1]
+
+	nodeNS []*netNS  // of node id at [id-1]
+	hosts  []string  // of node id at [id-1]
+	dial   dialFunc // from outside the nodes' namespaces to any node
 }
 
 // startClusterIn is startCluster with the n combined nodes inside
@@ -140,6 +152,7 @@ func launchCluster(t testing.TB, roles []string, overrides []string, place *clus
 			t.Fatalf("cluster place: %d client and %d controller ports for %d nodes", len(place.clientPorts), len(place.ctlPorts), n)
 		}
 		c.clientPorts, c.ctlPorts, c.netns = place.clientPorts, place.ctlPorts, place.ns
+		c.hosts, c.dial = place.hosts, place.dial
 	} else {
 		ports := freePorts(t, 2*n)
 		c.clientPorts, c.ctlPorts = ports[:n], ports[n:]
@@ -156,17 +169,17 @@ func launchCluster(t testing.TB, roles []string, overrides []string, place *clus
 	var voters []string
 	for i := 0; i < n; i++ {
 		if hasRole(roles[i], "controller") {
-			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%s", i+1, c.ctlPorts[i]))
+			voters = append(voters, fmt.Sprintf("%d@%s", i+1, net.JoinHostPort(c.host(i+1), c.ctlPorts[i])))
 		}
 	}
 	for i := 0; i < n; i++ {
 		id := i + 1
 		var listeners []string
 		if hasRole(roles[i], "broker") {
-			listeners = append(listeners, "PLAINTEXT://127.0.0.1:"+c.clientPorts[i])
+			listeners = append(listeners, "PLAINTEXT://"+net.JoinHostPort(c.host(id), c.clientPorts[i]))
 		}
 		if hasRole(roles[i], "controller") {
-			listeners = append(listeners, "CONTROLLER://127.0.0.1:"+c.ctlPorts[i])
+			listeners = append(listeners, "CONTROLLER://"+net.JoinHostPort(c.host(id), c.ctlPorts[i]))
 		}
 		ov := []string{
 			"node.id=" + strconv.Itoa(id),
@@ -182,6 +195,10 @@ func launchCluster(t testing.TB, roles []string, overrides []string, place *clus
 		}
 		node := newClusterNode(t, id, append(ov, overrides...))
 		node.netns = c.netns
+		if place != nil && place.nodeNS != nil {
+			node.netns = place.nodeNS[i]
+		}
+		node.host, node.dial = c.hosts0(id), c.dial
 		c.nodes = append(c.nodes, node)
 	}
 	t.Cleanup(func() {
@@ -236,7 +253,7 @@ const controllerOnlyLine = "controller-only node"
 // this process writes, then for its CONTROLLER listener (ctlPort) to
 // accept TCP.
 func (b *Broker) launchController(ctlPort string) error {
-	addr := net.JoinHostPort("127.0.0.1", ctlPort)
+	addr := net.JoinHostPort(b.listenHost(), ctlPort)
 	args := []string{"--override", "log.dirs=" + b.DataDir}
 	for _, o := range b.overrides {
 		args = append(args, "--override", o)
@@ -342,6 +359,32 @@ func freePorts(t testing.TB, k int) []string {
 	return out
 }
 
+// host is node id's listener address.
+func (c *Cluster) host(id int) string {
+	if h := c.hosts0(id); h != "" {
+		return h
+	}
+	return "127.0.0.1"
+}
+
+// hosts0 is node id's own listener address, "" for the default.
+func (c *Cluster) hosts0(id int) string {
+	if c.hosts == nil {
+		return ""
+	}
+	return c.hosts[id-1]
+}
+
+// ClientOpts are the options every client of the cluster needs besides
+// its seeds: how to reach the nodes, SASL.
+func (c *Cluster) ClientOpts() []kgo.Opt {
+	opts := slices.Clone(c.clientOpts)
+	if c.dial != nil {
+		opts = append(opts, kgo.Dialer(c.dial))
+	}
+	return opts
+}
+
 // N is the number of nodes.
 func (c *Cluster) N() int { return len(c.nodes) }
 
@@ -392,7 +435,7 @@ func (c *Cluster) Addr(id int) string {
 	if !c.IsBroker(id) {
 		c.t.Fatalf("node %d (process.roles=%s) has no client address", id, c.Roles(id))
 	}
-	return net.JoinHostPort("127.0.0.1", c.clientPorts[id-1])
+	return net.JoinHostPort(c.host(id), c.clientPorts[id-1])
 }
 
 // CtlAddr is a voter's CONTROLLER listener address.
@@ -400,7 +443,7 @@ func (c *Cluster) CtlAddr(id int) string {
 	if !c.IsVoter(id) {
 		c.t.Fatalf("node %d (process.roles=%s) has no CONTROLLER listener", id, c.Roles(id))
 	}
-	return net.JoinHostPort("127.0.0.1", c.ctlPorts[id-1])
+	return net.JoinHostPort(c.host(id), c.ctlPorts[id-1])
 }
 
 // Running reports whether node id has a live process.

@@ -193,6 +193,12 @@ func (fc *faultCluster) closeProxies() {
 	}
 }
 
+// seeds are the options of a workload client: every node as a seed, how
+// to reach the nodes (ClientOpts), then opts.
+func (fc *faultCluster) seeds(opts ...kgo.Opt) []kgo.Opt {
+	return append(append(fc.ClientOpts(), kgo.SeedBrokers(fc.AllAddrs()...)), opts...)
+}
+
 // AllAddrs is every node's client address, running or not.
 func (fc *faultCluster) AllAddrs() []string {
 	var out []string
@@ -391,7 +397,7 @@ func (fc *faultCluster) createFaultTopic(t testing.TB, topic string, partitions 
 // end offset (high watermark) twice 500ms apart and returns it.
 func (fc *faultCluster) stableEndOffsets(t testing.TB, topic string, timeout time.Duration) map[int32]int64 {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...)))
+	adm := kadm.NewClient(newClient(t, fc.AllAddrs()[0], fc.seeds()...))
 	deadline := time.Now().Add(timeout)
 	var prev map[int32]int64
 	var last error

@@ -88,8 +88,7 @@ func startFaultProducer(t testing.TB, fc *faultCluster, topic string, rate int, 
 	if os.Getenv("FJORD_FAULT_DEBUG") != "" {
 		level = kgo.LogLevelDebug // every produce request and response
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(fc.AllAddrs()...),
+	cl, err := kgo.NewClient(fc.seeds(
 		kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(1<<30),
@@ -103,7 +102,7 @@ func startFaultProducer(t testing.TB, fc *faultCluster, topic string, rate int, 
 			p.mu.Unlock()
 		}),
 		kgo.WithLogger(kgo.BasicLogger(lf, level, func() string { return time.Now().Format("15:04:05.000000 ") })),
-	)
+	)...)
 	if err != nil {
 		t.Fatalf("producer: %v", err)
 	}
@@ -252,8 +251,7 @@ type faultMember struct {
 func startFaultMember(t testing.TB, fc *faultCluster, name, group, topic string) *faultMember {
 	t.Helper()
 	m := &faultMember{name: name, done: make(chan struct{})}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(fc.AllAddrs()...),
+	cl, err := kgo.NewClient(fc.seeds(
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
@@ -288,7 +286,7 @@ func startFaultMember(t testing.TB, fc *faultCluster, name, group, topic string)
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.DialTimeout(2*time.Second),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 200 * time.Millisecond }),
-	)
+	)...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -399,9 +397,9 @@ func (fc *faultCluster) readBack(t testing.TB, topic string, ends map[int32]int6
 	for p := range ends {
 		starts[p] = kgo.NewOffset().At(0)
 	}
-	cl := newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...),
+	cl := newClient(t, fc.AllAddrs()[0], fc.seeds(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond))...)
 	defer cl.Close()
 	out, errs, err := readUntilEnds(cl, ends, 60*time.Second)
 	if len(errs) > 0 {
@@ -417,11 +415,11 @@ func (fc *faultCluster) readBack(t testing.TB, topic string, ends map[int32]int6
 // from the committed offsets to the ends.
 func (fc *faultCluster) resumeGroup(t testing.TB, group, topic string, ends map[int32]int64) []faultRecord {
 	t.Helper()
-	cl := newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...),
+	cl := newClient(t, fc.AllAddrs()[0], fc.seeds(
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(groupSessionTimeout), kgo.HeartbeatInterval(groupHeartbeat),
-		kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond))...)
 	defer cl.Close()
 	// Partitions whose committed offset is already the end have nothing
 	// to return; readUntilEnds must not wait for them.
@@ -445,6 +443,6 @@ func (fc *faultCluster) resumeGroup(t testing.TB, group, topic string, ends map[
 // committed returns group's committed offsets for topic.
 func (fc *faultCluster) committed(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...)))
+	adm := kadm.NewClient(newClient(t, fc.AllAddrs()[0], fc.seeds()...))
 	return committedOffsets(t, adm, group, topic)
 }

@@ -78,7 +78,13 @@ type Broker struct {
 	nofile int
 	// netns, if set, is the network namespace the process runs in; the
 	// harness reaches it through netns.DialContext.
-	netns   *netNS
+	netns *netNS
+	// host is the address the process listens on ("" for 127.0.0.1): a
+	// node of a namespaced network has its own.
+	host string
+	// dial, if set, is how the harness reaches the process (from a client
+	// namespace of a namespaced network); else directly or into netns.
+	dial    dialFunc
 	logPath string
 	logFile *os.File
 
@@ -171,15 +177,23 @@ func (b *Broker) start(port string) {
 
 var errBindFailed = errors.New("bind failed")
 
+// listenHost is the host of the process's listeners.
+func (b *Broker) listenHost() string {
+	if b.host != "" {
+		return b.host
+	}
+	return "127.0.0.1"
+}
+
 func (b *Broker) launch(port string) error {
-	addr := net.JoinHostPort("127.0.0.1", port)
+	addr := net.JoinHostPort(b.listenHost(), port)
 	args := []string{
 		"--override", "listeners=PLAINTEXT://" + addr,
 		"--override", "log.dirs=" + b.DataDir,
 	}
 	var probeOpts []kgo.Opt
-	if b.netns != nil {
-		probeOpts = append(probeOpts, kgo.Dialer(b.netns.DialContext))
+	if b.netns != nil || b.dial != nil {
+		probeOpts = append(probeOpts, kgo.Dialer(b.dialer()))
 	}
 	for _, o := range b.overrides {
 		// compat.probe.sasl.plain=user:password is the harness's, not
@@ -274,8 +288,11 @@ func (b *Broker) command(args []string) *exec.Cmd {
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // dialer is how the test process reaches this broker's listeners:
-// directly, or into its namespace.
+// directly, into its namespace, or as b.dial says.
 func (b *Broker) dialer() dialFunc {
+	if b.dial != nil {
+		return b.dial
+	}
 	if b.netns != nil {
 		return b.netns.DialContext
 	}

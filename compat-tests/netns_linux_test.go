@@ -126,6 +126,27 @@ func (ns *netNS) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", ns.name, name}, args...)...)
 }
 
+// Listen listens on addr (tcp) inside the namespace: the socket is made
+// by a thread that entered it, like DialContext's.
+func (ns *netNS) Listen(addr string) (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see DialContext
+		if err := unix.Setns(int(ns.fd.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("netns %s: setns: %w", ns.name, err)}
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		done <- result{ln, err}
+	}()
+	r := <-done
+	return r.ln, r.err
+}
+
 // DialContext dials addr from inside the namespace. A socket belongs to
 // the namespace of the thread that created it, and keeps it wherever it
 // is used after: so each dial runs on a goroutine locked to an OS thread
