@@ -104,8 +104,8 @@ type clusterPlace struct {
 	clientPorts []string // of node id at [id-1]
 	ctlPorts    []string // of node id at [id-1]
 
-	nodeNS []*netNS  // of node id at [id-1]
-	hosts  []string  // of node id at [id-1]
+	nodeNS []*netNS // of node id at [id-1]
+	hosts  []string // of node id at [id-1]
 	dial   dialFunc // from outside the nodes' namespaces to any node
 }
 
