@@ -16,6 +16,7 @@ import (
 
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
+	"github.com/fjordlog/fjord/protocol/tcpopt"
 )
 
 // Client carries this broker's requests to the active controller:
@@ -129,10 +130,8 @@ func (c *Client) client(r route) (*kgo.Client, error) {
 	for _, v := range c.cfg.Voters {
 		if v.ID == r.voter {
 			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr),
-				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.cfg.NodeID)), kgo.RequestRetries(0)}
-			if c.cfg.Dial != nil {
-				opts = append(opts, kgo.Dialer(c.cfg.Dial))
-			}
+				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.cfg.NodeID)), kgo.RequestRetries(0),
+				kgo.Dialer(c.dial)}
 			if m := c.sasl(); m != nil {
 				opts = append(opts, kgo.SASL(m))
 			}
@@ -145,6 +144,28 @@ func (c *Client) client(r route) (*kgo.Client, error) {
 		}
 	}
 	return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", r.voter)
+}
+
+// dial opens a connection to a voter's controller listener, with
+// tcpopt.UserTimeout: a request sent into a path that went dead (a
+// partition) closes the connection within it, instead of every later
+// request queueing behind it until TCP's backed-off retransmission
+// crosses the healed path. kgo dials with the request's context, so a
+// dial started during a partition ends with its request.
+func (c *Client) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	var err error
+	if c.cfg.Dial != nil {
+		conn, err = c.cfg.Dial(ctx, network, addr)
+	} else {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		conn, err = d.DialContext(ctx, network, addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = tcpopt.SetUserTimeout(conn, tcpopt.UserTimeout) // best effort
+	return conn, nil
 }
 
 // sasl is the mechanism to dial the voters with, nil for none.

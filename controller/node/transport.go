@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/protocol/lifecycle"
+	"github.com/fjordlog/fjord/protocol/tcpopt"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -24,8 +25,16 @@ const (
 	dialTimeout  = time.Second            // per dial attempt
 	writeTimeout = 10 * time.Second       // per flush; a stuck peer is dropped
 	backoffMin   = 20 * time.Millisecond  // first redial delay
-	backoffMax   = 500 * time.Millisecond // redial delay cap
+	backoffMax   = 200 * time.Millisecond // redial delay cap
 )
+
+// Reaching a peer again after a partition heals: a connection black-holed
+// meanwhile is closed by the kernel once its data stayed unacknowledged
+// for tcpopt.UserTimeout (without that, the heal reaches it only at TCP's
+// next backed-off retransmission, seconds to minutes later); the writer
+// then redials, each dial bounded by dialTimeout and spaced by at most
+// backoffMax, so a healed path carries messages again within about
+// dialTimeout+backoffMax.
 
 var errFrameTooLarge = errors.New("node: frame too large")
 
@@ -152,6 +161,7 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	_ = tcpopt.SetUserTimeout(c, tcpopt.UserTimeout) // best effort: see backoffMax
 	deadline, _ := ctx.Deadline()
 	_ = c.SetDeadline(deadline)
 	if _, err = c.Write(Preamble[:]); err == nil && p.n.cfg.Authenticate != nil {

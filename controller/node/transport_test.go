@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/fjordlog/fjord/protocol/tcpopt"
 )
 
 // dialRaw opens a raft connection to addr by hand, preamble sent.
@@ -185,4 +188,45 @@ func TestReadFrameAllocatesWhatArrives(t *testing.T) {
 	if err != nil || !bytes.Equal(got.Snapshot.Data, m.Snapshot.Data) || got.Snapshot.Metadata.Index != 9 {
 		t.Fatalf("round trip of a %d-byte frame: %v", m.Size(), err)
 	}
+}
+
+// TestPeerConnectionsBoundUnackedData: every connection a node dials to a
+// peer carries TCP_USER_TIMEOUT, so one black-holed by a partition is
+// closed and redialed rather than resumed at TCP's backed-off
+// retransmission after the heal (a voter learned its leader 5-40 s after
+// a heal that way; compat-tests' TestNetworkFaults shows it end to end).
+func TestPeerConnectionsBoundUnackedData(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_USER_TIMEOUT is Linux's")
+	}
+	h := newHarness(t, 3, 0, 0)
+	h.waitLeader()
+	peers := map[string]bool{}
+	for _, addr := range h.voters {
+		peers[addr] = true
+	}
+	checkFor(t, 5*time.Second, func() error {
+		outbound := 0
+		for id, n := range h.nodes {
+			n.mu.Lock()
+			var conns []net.Conn
+			for c := range n.mu.conns {
+				conns = append(conns, c)
+			}
+			n.mu.Unlock()
+			for _, c := range conns {
+				if !peers[c.RemoteAddr().String()] {
+					continue // accepted from a peer: it only reads
+				}
+				outbound++
+				if d, err := tcpopt.UserTimeoutOf(c); err != nil || d != tcpopt.UserTimeout {
+					return fmt.Errorf("node %d's connection to %s: TCP_USER_TIMEOUT %v (%v), want %v", id, c.RemoteAddr(), d, err, tcpopt.UserTimeout)
+				}
+			}
+		}
+		if outbound < 4 { // the leader's two, and each follower's answers
+			return fmt.Errorf("%d outbound peer connections, want at least 4", outbound)
+		}
+		return nil
+	})
 }
