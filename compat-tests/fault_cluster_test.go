@@ -57,6 +57,9 @@ type faultCluster struct {
 	ctl  map[[2]int]*faultProxy // [i,j]: node i's quorum traffic to node j
 	repl map[[2]int]*faultProxy // [i,j]: node i's replica fetches from node j
 
+	// rf is the replication factor awaitFullISR expects; 0: every node.
+	rf int
+
 	fmu    sync.Mutex
 	paused map[int]bool // SIGSTOPped nodes
 	cut    map[int]bool // nodes whose links are cut
@@ -334,7 +337,11 @@ func (fc *faultCluster) awaitLeaderOf(topic string, p int32, timeout time.Durati
 func (fc *faultCluster) awaitFullISR(t testing.TB, topic string, timeout time.Duration) (time.Duration, bool) {
 	t.Helper()
 	ids := fc.IDs()
-	check := replicasOn(ids, len(ids))
+	rf := fc.rf
+	if rf == 0 {
+		rf = len(ids)
+	}
+	check := replicasOn(ids, rf)
 	start := time.Now()
 	var state string
 	for {

@@ -78,6 +78,18 @@ type faultRun struct {
 	events []string
 	// noAcks are intervals in which no record may be acknowledged.
 	noAcks [][2]time.Time
+	// members are the group's members during the faults.
+	members []*faultMember
+	// modeName, if set, is the mode the FAULT FIGURES line names
+	// (default: FJORD_FAULTS's).
+	modeName string
+}
+
+func (r *faultRun) mode() string {
+	if r.modeName != "" {
+		return r.modeName
+	}
+	return faultMode(r.t)
 }
 
 func (r *faultRun) logf(format string, args ...any) {
@@ -129,6 +141,18 @@ func (r *faultRun) restartAll(ids ...int) {
 func runFaultScenario(t *testing.T, name string, tail time.Duration, inject func(r *faultRun)) {
 	begin := time.Now()
 	fc := startFaultCluster(t, 3)
+	runFaultScenarioOn(t, fc, begin, name, tail, inject, nil)
+}
+
+// faultCheck is a scenario's own check, run once the group's final
+// commits are known: it returns its figures for the FAULT FIGURES line
+// and whether it found a problem (which it reported with t.Errorf).
+type faultCheck func(r *faultRun, committed map[int32]int64) (figures string, failed bool)
+
+// runFaultScenarioOn is runFaultScenario on a cluster already started
+// (begin is when its start began), with check (if not nil) run besides
+// the common checks.
+func runFaultScenarioOn(t *testing.T, fc *faultCluster, begin time.Time, name string, tail time.Duration, inject func(r *faultRun), check faultCheck) {
 	r := &faultRun{t: t, name: name, fc: fc, topic: "faults-" + name}
 	logDir := t.TempDir()
 	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
@@ -141,6 +165,7 @@ func runFaultScenario(t *testing.T, name string, tail time.Duration, inject func
 	group := "faults-group-" + name
 	m1 := startFaultMember(t, fc, "member-1", group, r.topic)
 	m2 := startFaultMember(t, fc, "member-2", group, r.topic)
+	r.members = []*faultMember{m1, m2}
 	r.prod = startFaultProducer(t, fc, r.topic, faultRate, logDir)
 	r.start = time.Now()
 
@@ -174,6 +199,12 @@ func runFaultScenario(t *testing.T, name string, tail time.Duration, inject func
 
 	committed := fc.committed(t, group, r.topic)
 	r.logf("committed offsets %s", fmtOffsets(committed))
+	var ownFigures string
+	ownFailed := false
+	if check != nil {
+		ownFigures, ownFailed = check(r, committed)
+		ownFigures = " | " + ownFigures
+	}
 	resumed := fc.resumeGroup(t, group, r.topic, ends)
 	final := fc.readBack(t, r.topic, ends)
 
@@ -206,15 +237,15 @@ func runFaultScenario(t *testing.T, name string, tail time.Duration, inject func
 	}
 
 	dataLoss := r.prod.DataLoss()
-	t.Logf("FAULT FIGURES %s [%s]: acked=%d read=%d lost=%d (client-false-acks=%d) dup=%d reordered=%d unexpected=%d misplaced=%d indefinite(landed/not)=%d/%d definite-failed=%d attempted=%d | %s | acks-in-no-ack-windows=%d client-data-loss-events=%d | faults=%d fault-phase=%v duration=%v",
-		name, faultMode(t), rep.Acked, rep.Read, rep.Lost, rep.FalseAcks, rep.Dup, rep.Reordered, rep.Unexpected, rep.Misplaced,
+	t.Logf("FAULT FIGURES %s [%s]: acked=%d read=%d lost=%d (client-false-acks=%d) dup=%d reordered=%d unexpected=%d misplaced=%d indefinite(landed/not)=%d/%d definite-failed=%d attempted=%d | %s | acks-in-no-ack-windows=%d client-data-loss-events=%d | faults=%d fault-phase=%v duration=%v%s",
+		name, r.mode(), rep.Acked, rep.Read, rep.Lost, rep.FalseAcks, rep.Dup, rep.Reordered, rep.Unexpected, rep.Misplaced,
 		rep.IndefLanded, rep.IndefNotLanded, rep.Definite, rep.Attempted, grp.Figures(), badAckN, len(dataLoss),
-		r.faults, faultTime.Round(100*time.Millisecond), time.Since(begin).Round(100*time.Millisecond))
+		r.faults, faultTime.Round(100*time.Millisecond), time.Since(begin).Round(100*time.Millisecond), ownFigures)
 
 	if errs := failureCounts(history); errs != "" {
 		t.Logf("producer failures by error: %s", errs)
 	}
-	failed := false
+	failed := ownFailed
 	if !rep.OK() {
 		failed = true
 		t.Errorf("history check failed: %s\n%s", rep.Figures(), rep.Details())

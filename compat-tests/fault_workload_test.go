@@ -9,6 +9,7 @@ package compattests
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -237,9 +238,13 @@ type faultMember struct {
 	name string
 	cl   *kgo.Client
 
-	mu         sync.Mutex
-	consumed   []faultRecord
-	commits    int
+	mu       sync.Mutex
+	consumed []faultRecord
+	// ackedCommits is, per partition, the highest offset a commit of
+	// this member was acknowledged for: the group's committed offset may
+	// never be found below it afterwards.
+	ackedCommits map[int32]int64
+	commits      int
 	commitErrs []string // the first few
 	commitErrN int
 	pollErrs   int
@@ -250,7 +255,7 @@ type faultMember struct {
 
 func startFaultMember(t testing.TB, fc *faultCluster, name, group, topic string) *faultMember {
 	t.Helper()
-	m := &faultMember{name: name, done: make(chan struct{})}
+	m := &faultMember{name: name, done: make(chan struct{}), ackedCommits: map[int32]int64{}}
 	cl, err := kgo.NewClient(fc.seeds(
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
@@ -261,7 +266,7 @@ func startFaultMember(t testing.TB, fc *faultCluster, name, group, topic string)
 		kgo.RebalanceTimeout(15*time.Second),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(500*time.Millisecond),
-		kgo.AutoCommitCallback(func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		kgo.AutoCommitCallback(func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if err == nil && resp != nil {
@@ -269,6 +274,15 @@ func startFaultMember(t testing.TB, fc *faultCluster, name, group, topic string)
 					for _, pp := range tp.Partitions {
 						if pp.ErrorCode != 0 {
 							err = fmt.Errorf("partition %d: %w", pp.Partition, kerr.ErrorForCode(pp.ErrorCode))
+						}
+					}
+				}
+				if err == nil && req != nil {
+					for _, rt := range req.Topics {
+						for _, rp := range rt.Partitions {
+							if rt.Topic == topic && rp.Offset > m.ackedCommits[rp.Partition] {
+								m.ackedCommits[rp.Partition] = rp.Offset
+							}
 						}
 					}
 				}
@@ -336,6 +350,14 @@ func (m *faultMember) Leave(t testing.TB) {
 	case <-time.After(20 * time.Second):
 		t.Logf("%s: Close did not return within 20s", m.name)
 	}
+}
+
+// AckedCommits is, per partition, the highest offset this member's
+// acknowledged commits carried.
+func (m *faultMember) AckedCommits() map[int32]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.ackedCommits)
 }
 
 func (m *faultMember) Consumed() []faultRecord {
