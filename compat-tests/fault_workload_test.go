@@ -245,9 +245,9 @@ type faultMember struct {
 	// never be found below it afterwards.
 	ackedCommits map[int32]int64
 	commits      int
-	commitErrs []string // the first few
-	commitErrN int
-	pollErrs   int
+	commitErrs   []string // the first few
+	commitErrN   int
+	pollErrs     int
 
 	cancel context.CancelFunc
 	done   chan struct{}
