@@ -37,7 +37,10 @@ package compattests
 //   - loss: every node drops 30 % of its peers' packets;
 //   - delay: every packet between nodes held 100-300 ms (200 ± 100 ms);
 //   - flap: the active controller's links cut for 1 s, up for 1 s, over
-//     and over.
+//     and over;
+//   - sole-isr: a leader cut from its followers (not from the controller)
+//     until its ISRs are only itself, then from everyone until it is
+//     fenced: its partitions have no leader until it is back.
 //
 // FJORD_NETFAULTS picks the length: unset or "short" (CI, under 90 s) runs
 // the minority and bridge faults once; "full" (make faults-net) runs
@@ -80,7 +83,7 @@ type netFaultSchedule struct {
 }
 
 func netFaultPlan(t *testing.T) netFaultSchedule {
-	all := []string{"minority", "bridge", "one-way", "loss", "delay", "flap"}
+	all := []string{"minority", "bridge", "one-way", "loss", "delay", "flap", "sole-isr"}
 	switch m := os.Getenv("FJORD_NETFAULTS"); m {
 	case "", "short":
 		return netFaultSchedule{mode: "short", faults: []string{"minority", "bridge"}, rounds: 1,
@@ -173,6 +176,9 @@ type netNemesis struct {
 	mon  *leaderMonitor
 
 	heals []healRecord
+	// lostBridges are bridges during which the controller lost its
+	// leadership although its half and the bridge node were a majority.
+	lostBridges []string
 }
 
 // healRecord is one fault and how the nodes came back after its heal.
@@ -232,8 +238,12 @@ func (n *netNemesis) inject(round int, name string) {
 	r := n.r
 	ctl := n.controllerNow()
 	p, busy := r.busiestLeader()
-	var f netFault
-	var cut []int
+	// phases are the fault's steps, each held for its share of faultFor.
+	type phase struct {
+		f   netFault
+		cut []int
+	}
+	var phases []phase
 	var desc string
 	switch name {
 	case "minority":
@@ -244,41 +254,62 @@ func (n *netNemesis) inject(round int, name string) {
 			minority = append(minority, n.others(round, ctl)[0])
 		}
 		rest := n.others(0, minority...)
-		f, cut = partition(minority, rest), minority
+		phases = []phase{{partition(minority, rest), minority}}
 		desc = fmt.Sprintf("minority %v (controller %d, p%d's leader %d) | majority %v", minority, ctl, p, busy, rest)
 	case "bridge":
 		o := n.others(round, ctl)
 		half1, bridge, half2 := []int{ctl, o[0]}, o[1], []int{o[2], o[3]}
-		f, cut = partition(half1, half2), half2
+		phases = []phase{{partition(half1, half2), half2}}
 		desc = fmt.Sprintf("bridge: %v | %v, node %d hears both (controller %d)", half1, half2, bridge, ctl)
 	case "one-way":
 		o := n.others(0, ctl)
-		f, cut = oneWay(ctl, o), []int{ctl}
+		phases = []phase{{oneWay(ctl, o), []int{ctl}}}
 		desc = fmt.Sprintf("one-way: nobody hears node %d (the controller); it hears %v", ctl, o)
 	case "loss":
-		f = lossy(30, n.fc.IDs())
+		phases = []phase{{lossy(30, n.fc.IDs()), nil}}
 		desc = "30% of packets between nodes dropped"
 	case "delay":
-		f = delayed(100*time.Millisecond, 300*time.Millisecond, n.fc.IDs())
+		phases = []phase{{delayed(100*time.Millisecond, 300*time.Millisecond, n.fc.IDs()), nil}}
 		desc = "every packet between nodes delayed 100-300 ms"
 	case "flap":
+		cut := partition([]int{ctl}, n.others(0, ctl))
+		for range max(1, int(n.plan.faultFor/(2*time.Second))) {
+			phases = append(phases, phase{cut, []int{ctl}}, phase{netFault{}, nil})
+		}
 		desc = fmt.Sprintf("flapping: node %d (the controller) cut 1 s, up 1 s", ctl)
+	case "sole-isr":
+		// A leader other than the controller, cut from its followers but
+		// not from the controller, shrinks its ISRs to itself; then, cut
+		// off from everyone, it is fenced and its partitions are left
+		// without a leader (their ISR is only it). Once it is back it
+		// must lead them again at once.
+		l := busy
+		if l <= 0 || l == ctl {
+			l = n.others(round, ctl)[0]
+		}
+		rest := n.others(0, l, ctl)
+		phases = []phase{{partition([]int{l}, rest), []int{l}}, {partition([]int{l}, n.others(0, l)), []int{l}}}
+		desc = fmt.Sprintf("sole ISR: node %d cut from %v (not from controller %d), then from everyone", l, rest, ctl)
 	default:
 		r.t.Fatalf("unknown network fault %q", name)
 	}
 	r.faults++
 	r.logf("FAULT %s: %s; %d acknowledged so far", name, desc, r.prod.Acked())
-	if name == "flap" {
-		end := time.Now().Add(n.plan.faultFor)
-		for time.Now().Before(end) {
-			n.apply(partition([]int{ctl}, n.others(0, ctl)), []int{ctl})
-			time.Sleep(time.Second)
-			n.apply(netFault{}, nil)
-			time.Sleep(time.Second)
+	each := n.plan.faultFor / time.Duration(len(phases))
+	for i, ph := range phases {
+		n.apply(ph.f, ph.cut)
+		if len(phases) > 1 && name != "flap" {
+			r.logf("FAULT %s phase %d: %s", name, i+1, ph.f)
 		}
-	} else {
-		n.apply(f, cut)
-		time.Sleep(n.plan.faultFor)
+		time.Sleep(each)
+	}
+	if name == "bridge" {
+		// The controller's half and the bridge node are three of five
+		// voters: raft with CheckQuorum keeps its leader.
+		if now := n.controllerNow(); now != ctl {
+			n.lostBridges = append(n.lostBridges, fmt.Sprintf("%s: the controller moved from %d to %d", desc, ctl, now))
+			r.logf("the controller moved from %d to %d during the bridge", ctl, now)
+		}
 	}
 	n.apply(netFault{}, nil)
 	healed := time.Now()
@@ -413,6 +444,10 @@ func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool
 		t.Errorf("partitions without a leader for more than %v while an in-sync replica was on an unfenced broker:\n%s",
 			netLeaderlessBound, strings.Join(mon.overBound, "\n"))
 	}
+	if len(n.lostBridges) > 0 {
+		failed = true
+		t.Errorf("the quorum leader lost its leadership during a bridge while a majority could reach it:\n%s", strings.Join(n.lostBridges, "\n"))
+	}
 	// The group's committed offsets never went below an acknowledged
 	// commit.
 	var back []string
@@ -432,8 +467,8 @@ func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool
 	if len(times) > 0 {
 		median = times[len(times)/2]
 	}
-	return fmt.Sprintf("heals=%d slow-heals=%d serve-after-heal median=%s worst=%s | leaderless-with-live-isr max=%v over-bound=%d leaderless max=%v | commits-backwards=%d",
-		len(n.heals), len(slow), fmtServe(median), fmtServe(worst),
+	return fmt.Sprintf("heals=%d slow-heals=%d lost-bridges=%d serve-after-heal median=%s worst=%s | leaderless-with-live-isr max=%v over-bound=%d leaderless max=%v | commits-backwards=%d",
+		len(n.heals), len(slow), len(n.lostBridges), fmtServe(median), fmtServe(worst),
 		mon.maxLiveISR.Round(10*time.Millisecond), len(mon.overBound), mon.maxLeaderless.Round(10*time.Millisecond), len(back)), failed
 }
 

@@ -146,12 +146,21 @@ func (lab *netLab) Apply(f netFault) error {
 			lab.delayers[i] = d
 		}
 	}
-	var errs []string
+	// Every host at once, so the fault (and the heal) lands on all of them
+	// within a few milliseconds rather than one after another.
+	errs := make([]string, lab.N())
+	var wg sync.WaitGroup
 	for i := 1; i <= lab.N(); i++ {
-		if err := lab.applyHost(i, f); err != nil {
-			errs = append(errs, fmt.Sprintf("host %d: %v", i, err))
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := lab.applyHost(i, f); err != nil {
+				errs[i-1] = fmt.Sprintf("host %d: %v", i, err)
+			}
+		}()
 	}
+	wg.Wait()
+	errs = slices.DeleteFunc(errs, func(s string) bool { return s == "" })
 	for i, d := range lab.delayers {
 		if !f.delay[i] {
 			d.Stop() // its rule is gone: it only releases what it holds
