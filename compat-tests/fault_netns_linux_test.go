@@ -38,13 +38,15 @@ package compattests
 //   - delay: every packet between nodes held 100-300 ms (200 ± 100 ms);
 //   - flap: the active controller's links cut for 1 s, up for 1 s, over
 //     and over;
-//   - sole-isr: a leader cut from its followers (not from the controller)
-//     until its ISRs are only itself, then from everyone until it is
-//     fenced: its partitions have no leader until it is back.
+//   - sole-isr: a leader's replication traffic cut (not its quorum and
+//     controller traffic) until its ISRs are only itself, then all of it
+//     until it is fenced: its partitions have no leader until it is back.
 //
 // FJORD_NETFAULTS picks the length: unset or "short" (CI, under 90 s) runs
 // the minority and bridge faults once; "full" (make faults-net) runs
-// FJORD_NETFAULT_ROUNDS rounds (default 3) of all six. Clients are never
+// FJORD_NETFAULT_ROUNDS rounds (default 3) of all seven, or of the comma
+// separated FJORD_NETFAULT_ONLY, with FJORD_NETFAULT_GAP between a heal
+// and the next fault (default 5s; 0 runs them back to back, unmeasured). Clients are never
 // cut off: only packets between nodes are touched. Skipped where network
 // namespaces cannot be made (not root), unless FJORD_REQUIRE_NETNS is set.
 
@@ -100,8 +102,16 @@ func netFaultPlan(t *testing.T) netFaultSchedule {
 		if v := os.Getenv("FJORD_NETFAULT_ONLY"); v != "" {
 			all = strings.Split(v, ",")
 		}
+		gap := 5 * time.Second
+		if v := os.Getenv("FJORD_NETFAULT_GAP"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				t.Fatalf("FJORD_NETFAULT_GAP=%q: want a duration", v)
+			}
+			gap = d
+		}
 		return netFaultSchedule{mode: "full", faults: all, rounds: rounds,
-			faultFor: 10 * time.Second, gap: 5 * time.Second, serveWithin: 60 * time.Second}
+			faultFor: 10 * time.Second, gap: gap, serveWithin: 60 * time.Second}
 	default:
 		t.Fatalf("FJORD_NETFAULTS=%q: want short or full", m)
 		return netFaultSchedule{}
@@ -278,18 +288,18 @@ func (n *netNemesis) inject(round int, name string) {
 		}
 		desc = fmt.Sprintf("flapping: node %d (the controller) cut 1 s, up 1 s", ctl)
 	case "sole-isr":
-		// A leader other than the controller, cut from its followers but
-		// not from the controller, shrinks its ISRs to itself; then, cut
-		// off from everyone, it is fenced and its partitions are left
-		// without a leader (their ISR is only it). Once it is back it
-		// must lead them again at once.
+		// A leader whose replication traffic (the client listener,
+		// 9092) is cut while it still reaches the controller (9093)
+		// shrinks its ISRs to itself; then, cut off from everyone, it is
+		// fenced and its partitions are left without a leader (their ISR
+		// is only it). Once it is back it must lead them again at once.
 		l := busy
-		if l <= 0 || l == ctl {
-			l = n.others(round, ctl)[0]
+		if l <= 0 {
+			l = ctl
 		}
-		rest := n.others(0, l, ctl)
-		phases = []phase{{partition([]int{l}, rest), []int{l}}, {partition([]int{l}, n.others(0, l)), []int{l}}}
-		desc = fmt.Sprintf("sole ISR: node %d cut from %v (not from controller %d), then from everyone", l, rest, ctl)
+		rest := n.others(0, l)
+		phases = []phase{{portPartition(9092, []int{l}, rest), []int{l}}, {partition([]int{l}, rest), []int{l}}}
+		desc = fmt.Sprintf("sole ISR: node %d's replication (port 9092) cut from %v, then everything", l, rest)
 	default:
 		r.t.Fatalf("unknown network fault %q", name)
 	}
@@ -314,6 +324,11 @@ func (n *netNemesis) inject(round int, name string) {
 	n.apply(netFault{}, nil)
 	healed := time.Now()
 	r.logf("HEAL %s", name)
+	if n.plan.gap == 0 {
+		// Back to back: the next fault starts at once, before the
+		// cluster has recovered; nothing to measure.
+		return
+	}
 	h := n.measureServe(name, desc, healed)
 	n.heals = append(n.heals, h)
 	var per []string

@@ -59,7 +59,12 @@ type netLab struct {
 // loss[a] the share (percent) of every peer's packets a drops, delay[a]
 // whether a's packets to its peers are delayed by delayMin..delayMax.
 type netFault struct {
-	deaf               map[int][]int
+	deaf map[int][]int
+	// deafPort[a] lists the hosts whose TCP packets to or from port
+	// (one service: say the client listener, which replication uses)
+	// a drops, leaving their other traffic alone.
+	deafPort           map[int][]int
+	port               int
 	loss               map[int]int
 	delay              map[int]bool
 	delayMin, delayMax time.Duration
@@ -184,6 +189,10 @@ func (lab *netLab) applyHost(i int, f netFault) error {
 	if deaf := f.deaf[i]; len(deaf) > 0 {
 		in = append(in, fmt.Sprintf("ip saddr { %s } drop", lab.ipList(deaf)))
 	}
+	if deaf := f.deafPort[i]; len(deaf) > 0 {
+		in = append(in, fmt.Sprintf("ip saddr { %s } tcp dport %d drop", lab.ipList(deaf), f.port),
+			fmt.Sprintf("ip saddr { %s } tcp sport %d drop", lab.ipList(deaf), f.port))
+	}
 	if pct := f.loss[i]; pct > 0 {
 		in = append(in, fmt.Sprintf("ip saddr { %s } numgen random mod 100 < %d drop", lab.ipList(lab.peers(i)), pct))
 	}
@@ -286,6 +295,13 @@ func partition(groups ...[]int) netFault {
 	return f
 }
 
+// portPartition is partition for the TCP traffic of one port only.
+func portPartition(port int, groups ...[]int) netFault {
+	f := partition(groups...)
+	f.deafPort, f.deaf, f.port = f.deaf, nil, port
+	return f
+}
+
 // oneWay makes every host in deafTo deaf to muted: muted hears them,
 // they do not hear muted.
 func oneWay(muted int, deafTo []int) netFault {
@@ -329,6 +345,9 @@ func (f netFault) String() string {
 	}
 	for _, a := range keys(f.deaf) {
 		parts = append(parts, fmt.Sprintf("%d hears not %v", a, f.deaf[a]))
+	}
+	for _, a := range keys(f.deafPort) {
+		parts = append(parts, fmt.Sprintf("%d hears not %v on port %d", a, f.deafPort[a], f.port))
 	}
 	for h, p := range f.loss {
 		parts = append(parts, fmt.Sprintf("%d drops %d%%", h, p))
