@@ -89,7 +89,8 @@ func netnsUsable() error {
 }
 
 // sweepStaleNetNS deletes the namespaces of test runs whose process is
-// gone (killed before its clean-up ran), so they do not pile up.
+// gone (killed before its clean-up ran), and ends the processes still in
+// them, so they do not pile up.
 func sweepStaleNetNS(t testing.TB) {
 	entries, err := os.ReadDir(netnsDir)
 	if err != nil {
@@ -107,6 +108,17 @@ func sweepStaleNetNS(t testing.TB) {
 		}
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			continue // its creator still runs (or the pid was reused)
+		}
+		// Its fjord processes outlived the run (killed before its
+		// clean-up): end them, or they would live on in the namespace
+		// once its name is gone.
+		if out, err := exec.Command("ip", "netns", "pids", e.Name()).Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if p, err := strconv.Atoi(f); err == nil && p > 1 {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+					t.Logf("killed process %d left in stale namespace %s", p, e.Name())
+				}
+			}
 		}
 		if out, err := exec.Command("ip", "netns", "delete", e.Name()).CombinedOutput(); err != nil {
 			t.Logf("deleting stale namespace %s: %v: %s", e.Name(), err, out)
