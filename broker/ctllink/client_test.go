@@ -3,6 +3,8 @@ package ctllink
 import (
 	"context"
 	"errors"
+	"net"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/tcpopt"
 )
 
 // cannedController is an active controller in this process that answers
@@ -197,5 +200,46 @@ func TestCtlClientRefusals(t *testing.T) {
 	}
 	if _, _, err := c.AllocateProducerIDs(context.Background(), 12); !errors.Is(err, kerr.StaleBrokerEpoch) {
 		t.Errorf("allocate: %v", err)
+	}
+}
+
+// TestDialBoundsUnackedData: the connections to the voters carry
+// TCP_USER_TIMEOUT, the configured dialer's and the default one alike, so
+// a request sent into a partition closes its connection within
+// tcpopt.UserTimeout instead of holding the route until TCP's backed-off
+// retransmission crosses the healed path (its broker stayed fenced
+// seconds after heals that way; compat-tests' TestNetworkFaults).
+func TestDialBoundsUnackedData(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_USER_TIMEOUT is Linux's")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	var d net.Dialer
+	for name, dial := range map[string]func(context.Context, string, string) (net.Conn, error){
+		"default": nil, "configured": d.DialContext,
+	} {
+		c := NewClient(Config{NodeID: 1, Dial: dial})
+		conn, err := c.dial(context.Background(), "tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := tcpopt.UserTimeoutOf(conn)
+		conn.Close()
+		if err != nil || got != tcpopt.UserTimeout {
+			t.Errorf("%s dialer: TCP_USER_TIMEOUT %v (%v), want %v", name, got, err, tcpopt.UserTimeout)
+		}
 	}
 }
