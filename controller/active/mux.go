@@ -219,6 +219,9 @@ type raftConn struct {
 	release func()
 }
 
+// NetConn is the connection under c (socket options: tcpopt).
+func (c *raftConn) NetConn() net.Conn { return c.Conn }
+
 func (c *raftConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
@@ -229,6 +232,9 @@ type prefixConn struct {
 	net.Conn
 	prefix []byte
 }
+
+// NetConn is the connection under c (socket options: tcpopt).
+func (c *prefixConn) NetConn() net.Conn { return c.Conn }
 
 func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {

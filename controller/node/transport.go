@@ -284,6 +284,12 @@ func (n *Node) accept() {
 		if !n.track(c) {
 			return
 		}
+		// An inbound connection only reads, so nothing of its own is ever
+		// unacknowledged; but its keepalive probes are, and the option
+		// bounds them too: a connection whose dialer vanished behind a
+		// partition (and redialed) is closed about 17 s after it went
+		// quiet, not after TCP's default of minutes.
+		_ = tcpopt.SetUserTimeout(c, tcpopt.UserTimeout)
 		n.spawn(func() { n.readConn(c) })
 	}
 }

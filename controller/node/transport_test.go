@@ -190,8 +190,8 @@ func TestReadFrameAllocatesWhatArrives(t *testing.T) {
 	}
 }
 
-// TestPeerConnectionsBoundUnackedData: every connection a node dials to a
-// peer carries TCP_USER_TIMEOUT, so one black-holed by a partition is
+// TestPeerConnectionsBoundUnackedData: every raft connection, dialed or
+// accepted, carries TCP_USER_TIMEOUT, so one black-holed by a partition is
 // closed and redialed rather than resumed at TCP's backed-off
 // retransmission after the heal (a voter learned its leader 5-40 s after
 // a heal that way; compat-tests' TestNetworkFaults shows it end to end).
@@ -215,10 +215,11 @@ func TestPeerConnectionsBoundUnackedData(t *testing.T) {
 			}
 			n.mu.Unlock()
 			for _, c := range conns {
-				if !peers[c.RemoteAddr().String()] {
-					continue // accepted from a peer: it only reads
+				// Accepted connections carry it too: it bounds their
+				// keepalive probes.
+				if peers[c.RemoteAddr().String()] {
+					outbound++
 				}
-				outbound++
 				if d, err := tcpopt.UserTimeoutOf(c); err != nil || d != tcpopt.UserTimeout {
 					return fmt.Errorf("node %d's connection to %s: TCP_USER_TIMEOUT %v (%v), want %v", id, c.RemoteAddr(), d, err, tcpopt.UserTimeout)
 				}
