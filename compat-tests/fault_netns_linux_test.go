@@ -27,8 +27,11 @@ package compattests
 //   - no committed offset of the group is found, at the end, below one a
 //     member's commit was acknowledged for.
 //
-// The faults (a nemesis round runs them in this order; each lasts
-// netFaultFor, then heals, then the cluster gets netFaultGap):
+// Also: during a bridge the controller keeps its leadership (its half and
+// the bridge node are a majority).
+//
+// The faults (a nemesis round runs them in this order; each lasts the
+// plan's faultFor, then heals, then the cluster gets the plan's gap):
 //   - minority: the active controller and the leader of the busiest
 //     partition cut off from the other three;
 //   - bridge: the active controller and one node | two nodes, with a fifth
@@ -42,13 +45,14 @@ package compattests
 //     controller traffic) until its ISRs are only itself, then all of it
 //     until it is fenced: its partitions have no leader until it is back.
 //
-// FJORD_NETFAULTS picks the length: unset or "short" (CI, under 90 s) runs
-// the minority and bridge faults once; "full" (make faults-net) runs
+// FJORD_NETFAULTS picks the length: unset or "short" (CI, ~35 s) runs the
+// minority and bridge faults once; "full" (make faults-net) runs
 // FJORD_NETFAULT_ROUNDS rounds (default 3) of all seven, or of the comma
 // separated FJORD_NETFAULT_ONLY, with FJORD_NETFAULT_GAP between a heal
-// and the next fault (default 5s; 0 runs them back to back, unmeasured). Clients are never
-// cut off: only packets between nodes are touched. Skipped where network
-// namespaces cannot be made (not root), unless FJORD_REQUIRE_NETNS is set.
+// and the next fault (default 5s; 0 runs them back to back, unmeasured).
+// Clients are never cut off: only packets between nodes are touched.
+// Skipped where network namespaces cannot be made (not root), unless
+// FJORD_REQUIRE_NETNS is set.
 
 import (
 	"fmt"
