@@ -17,7 +17,8 @@ package compattests
 //
 // Checked, besides the fault tests' usual history and group checks (0
 // acknowledged records lost, 0 duplicates):
-//   - after each heal every node serves within netServeBound: it answers
+//   - after each heal every node serves within netServeBound (the short
+//     run: netServeBoundCI): it answers
 //     Metadata listing all five brokers (so each is registered and
 //     unfenced) and a leader for every partition of the workload topic and
 //     of __consumer_offsets; the time from the heal is measured per node;
@@ -70,8 +71,13 @@ import (
 
 const (
 	netFaultNodes = 5
-	// netServeBound is how soon after a heal every node must serve.
-	netServeBound = 2 * time.Second
+	// netServeBound is how soon after a heal every node must serve, in
+	// the full run (make faults-net). The short run in CI allows
+	// netServeBoundCI: the CI machine has two cores and runs the whole
+	// suite, and the check must still fail the old links (5.7-6.3 s after
+	// a bridge) without failing on a slow scheduler (1.15 s measured).
+	netServeBound   = 2 * time.Second
+	netServeBoundCI = 4 * time.Second
 	// netLeaderlessBound is how long a partition may stay without a
 	// leader while an in-sync replica is on an unfenced broker: the
 	// session timeout plus an election.
@@ -86,6 +92,7 @@ type netFaultSchedule struct {
 	faultFor    time.Duration
 	gap         time.Duration
 	serveWithin time.Duration // how long to wait for a node before giving up measuring
+	serveBound  time.Duration // how soon after a heal every node must serve
 }
 
 func netFaultPlan(t *testing.T) netFaultSchedule {
@@ -93,7 +100,7 @@ func netFaultPlan(t *testing.T) netFaultSchedule {
 	switch m := os.Getenv("FJORD_NETFAULTS"); m {
 	case "", "short":
 		return netFaultSchedule{mode: "short", faults: []string{"minority", "bridge"}, rounds: 1,
-			faultFor: 7 * time.Second, gap: 4 * time.Second, serveWithin: 30 * time.Second}
+			faultFor: 7 * time.Second, gap: 4 * time.Second, serveWithin: 30 * time.Second, serveBound: netServeBoundCI}
 	case "full":
 		rounds := 3
 		if v := os.Getenv("FJORD_NETFAULT_ROUNDS"); v != "" {
@@ -115,7 +122,7 @@ func netFaultPlan(t *testing.T) netFaultSchedule {
 			gap = d
 		}
 		return netFaultSchedule{mode: "full", faults: all, rounds: rounds,
-			faultFor: 10 * time.Second, gap: gap, serveWithin: 60 * time.Second}
+			faultFor: 10 * time.Second, gap: gap, serveWithin: 60 * time.Second, serveBound: netServeBound}
 	default:
 		t.Fatalf("FJORD_NETFAULTS=%q: want short or full", m)
 		return netFaultSchedule{}
@@ -340,7 +347,7 @@ func (n *netNemesis) inject(round int, name string) {
 		per = append(per, fmt.Sprintf("%d:%s", id, fmtServe(h.serveIn[id])))
 	}
 	r.logf("after %s: every node serving within %s (%s)", name, fmtServe(h.worst()), strings.Join(per, " "))
-	if w := h.worst(); w < 0 || w > netServeBound {
+	if w := h.worst(); w < 0 || w > n.plan.serveBound {
 		for _, id := range n.fc.IDs() {
 			if s := h.state[id]; s != "" {
 				r.logf("  node %d while not serving: %s", id, s)
@@ -441,7 +448,7 @@ func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool
 	var times []time.Duration
 	for _, h := range n.heals {
 		w := h.worst()
-		if w < 0 || w > netServeBound {
+		if w < 0 || w > n.plan.serveBound {
 			slow = append(slow, fmt.Sprintf("%s (%s): slowest node %s; %v", h.fault, h.desc, fmtServe(w), fmtServeMap(h.serveIn)))
 		}
 		if w < 0 {
@@ -455,7 +462,7 @@ func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool
 	}
 	if len(slow) > 0 {
 		failed = true
-		t.Errorf("%d of %d heals left a node not serving after %v:\n%s", len(slow), len(n.heals), netServeBound, strings.Join(slow, "\n"))
+		t.Errorf("%d of %d heals left a node not serving after %v:\n%s", len(slow), len(n.heals), n.plan.serveBound, strings.Join(slow, "\n"))
 	}
 	mon := n.mon.Report()
 	if len(mon.overBound) > 0 {
