@@ -12,7 +12,7 @@ package brokertest
 //
 // FJORD_POWERCUT_SEEDS=n runs n seeds per test (make faults: 200);
 // FJORD_POWERCUT_SEED=s replays seed s alone; FJORD_POWERCUT_LOGS=1
-// prints the nodes' logs of a failed seed.
+// prints the nodes' logs of a failed seed, =all of every seed.
 
 import (
 	"context"
@@ -94,6 +94,8 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 	const (
 		topic      = "powercut"
 		group      = "powercut-group"
+		out        = "powercut-out"
+		chainGroup = "powercut-chain"
 		partitions = 3
 		settle     = 60 * time.Second
 	)
@@ -110,22 +112,27 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 			cfg.TxnTopicPartitions = 3
 			cfg.ShareStatePartitions = 1
 			cfg.SegmentBytes = 64 << 10
+			// A cut node's Close waits this long (at most) for a
+			// controlled shutdown no controller can confirm.
+			cfg.BrokerSessionTimeoutMs = 2000
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		c.Close()
-		if t.Failed() && os.Getenv("FJORD_POWERCUT_LOGS") != "" {
+		if v := os.Getenv("FJORD_POWERCUT_LOGS"); (t.Failed() && v != "") || v == "all" {
 			logs.mu.Lock()
 			t.Log(logs.buf.String())
 			logs.mu.Unlock()
 		}
 	}()
-	if code := createTopicWithConfigs(t, c.Addr(1), topic, partitions, 3, map[string]string{"min.insync.replicas": "2"}); code != 0 {
-		t.Fatalf("create %s: error code %d", topic, code)
+	for _, name := range []string{topic, out} {
+		if code := createTopicWithConfigs(t, c.Addr(1), name, partitions, 3, map[string]string{"min.insync.replicas": "2"}); code != 0 {
+			t.Fatalf("create %s: error code %d", name, code)
+		}
+		waitTopic(t, c, name, partitions)
 	}
-	waitTopic(t, c, topic, partitions)
 
 	h := &powerHistory{commits: map[int32]int64{}}
 	clientOpts := []kgo.Opt{
@@ -217,6 +224,14 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 		}
 	}()
 
+	ch := startChain(c.Addrs(), topic, out, chainGroup, partitions)
+	chainStopped := false
+	defer func() {
+		if !chainStopped {
+			ch.Stop()
+		}
+	}()
+
 	adm := kadm.NewClient(prod)
 	cuts := 3
 	if all {
@@ -287,6 +302,30 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The chain too catches up to the ends (its commits are its
+	// transactions'), then stops.
+	deadline = time.Now().Add(settle)
+	for {
+		got, err := fetchCommits(adm, chainGroup, topic, settle)
+		caught := err == nil
+		for p, e := range ends {
+			caught = caught && got[p] >= e
+		}
+		if caught {
+			break
+		}
+		if time.Now().After(deadline) {
+			txns, sessions := ch.Txns()
+			ch.mu.Lock()
+			last := ch.lastErr
+			ch.mu.Unlock()
+			t.Fatalf("the transactional chain did not copy the input up to its ends %v within %v: committed %v (%v); %d transactions in %d sessions, the last session error: %s",
+				ends, settle, got, err, len(txns), sessions, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ch.Stop()
+	chainStopped = true
 	resumer, err := kgo.NewClient(append(slices.Clone(clientOpts), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
@@ -314,6 +353,24 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 	if ferr != nil {
 		t.Fatalf("reading the topic back: %v", ferr)
 	}
+	outEnds, err := powerEnds(adm, out, settle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outFrom := map[int32]kgo.Offset{}
+	for p := range outEnds {
+		outFrom[p] = kgo.NewOffset().At(0)
+	}
+	outReader, err := kgo.NewClient(append(slices.Clone(clientOpts), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{out: outFrom}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies, oerr := powerRead(outReader, outEnds, settle)
+	outReader.Close()
+	if oerr != nil {
+		t.Fatalf("reading %s back (read_committed): %v", out, oerr)
+	}
 	if rerr != nil {
 		t.Fatalf("resuming the group: %v", rerr)
 	}
@@ -324,7 +381,12 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 	h.mu.Unlock()
 	rep := history.Check(attempts, final)
 	grp := history.CheckGroup(attempts, final, consumed, committed, resumed, ends)
-	t.Logf("POWER CUT FIGURES seed=%d all=%v cuts=%d: %s | %s", seed, all, cuts, rep.Figures(), grp.Figures())
+	txns, sessions := ch.Txns()
+	chn := checkChain(txns, final, copies)
+	t.Logf("POWER CUT FIGURES seed=%d all=%v cuts=%d: %s | %s | chain: sessions=%d %s", seed, all, cuts, rep.Figures(), grp.Figures(), sessions, chn.Figures())
+	if !chn.OK() {
+		t.Errorf("transactional chain: %s\n%s", chn.Figures(), strings.Join(chn.Problems, "\n"))
+	}
 	if rep.Acked == 0 {
 		t.Error("nothing was acknowledged: nothing verified")
 	}
@@ -445,7 +507,9 @@ func powerEnds(adm *kadm.Client, topic string, bound time.Duration) (map[int32]i
 }
 
 // powerRead polls cl until each partition p has returned its record at
-// ends[p]-1, or bound passes.
+// ends[p]-1, or bound passes. Control records (a client with
+// KeepControlRecords: transaction markers) count towards the ends but are
+// not returned.
 func powerRead(cl *kgo.Client, ends map[int32]int64, bound time.Duration) ([]history.Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -465,8 +529,10 @@ func powerRead(cl *kgo.Client, ends map[int32]int64, bound time.Duration) ([]his
 			return out, fmt.Errorf("after %v: read up to %v, want %v", bound, next, ends)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, history.RecordOf(r))
 			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if !r.Attrs.IsControl() {
+				out = append(out, history.RecordOf(r))
+			}
 		})
 	}
 	return out, nil
