@@ -321,7 +321,9 @@ func TestCheckChain(t *testing.T) {
 		v, _ := json.Marshal(chainValue{InPartition: inP, InOffset: inO, Value: val, Txn: txn, Counts: counts})
 		return history.Record{Partition: part, Offset: off, Value: string(v)}
 	}
-	committed := func(id string, counts ...int) chainTxn { return chainTxn{ID: id, Counts: counts, Outcome: chainCommitted} }
+	committed := func(id string, counts ...int) chainTxn {
+		return chainTxn{ID: id, Counts: counts, Outcome: chainCommitted}
+	}
 	// Two transactions: 1.1 copies inputs 0@0, 0@1 (one to each output
 	// partition), 1.2 copies 1@0.
 	whole := []history.Record{cp(0, 0, 0, 0, "0", "1.1", 1, 1), cp(1, 0, 0, 1, "1", "1.1", 1, 1), cp(0, 2, 1, 0, "2", "1.2", 1, 0)}
