@@ -19,6 +19,8 @@
 //   - Pause and Resume: the links stay open but carry nothing, as the
 //     other nodes see a stopped (SIGSTOP) process. Clients can still reach
 //     it; for a process that truly stops, run fjord processes.
+//   - PowerCut (power-loss mode only): the power of one or more nodes goes
+//     at one instant, then they start again on what their disks kept.
 //
 // Every inter-node link goes through a small TCP proxy owned by the
 // cluster: node i reaches node j through proxy (i→j), so a hook only flips
@@ -26,6 +28,37 @@
 // names the proxies) and replication: node j has one listener R<i> per
 // node i, advertised at proxy (i→j), and node i fetches through
 // inter.broker.listener.name=R<i>.
+//
+// # Power loss
+//
+// With Options.PowerLoss every file a node writes goes through a file
+// system in memory that knows what an fsync made durable: its log
+// directory (partition logs and their checkpoint, snapshot and index
+// files, partition.metadata, meta.properties, deletions of partition
+// directories) through a storage.MemFS given as broker.Options.FS, its
+// metadata log (pebble) through pebble's strict in-memory FS
+// (vfs.NewStrictMem) given as broker.Options.MetadataFS. Clients reach
+// each node through a proxy of the cluster's too, advertised as its
+// client listener. PowerCut then cuts the power of chosen nodes at once:
+// their network first (peers and clients), then their disks, which keep
+// only what a power loss keeps, and they start again on that.
+//
+// What a cut models: the page cache is lost. A file keeps its contents as
+// of its last fsync or fdatasync, a directory its names (creations,
+// renames, removals) as of its last fsync of the directory, as POSIX
+// promises and no more (a new directory's name needs its parent synced; a
+// synced file under an unsynced name is lost with the name). With
+// Options.PowerLossSeed the partition logs' file systems may also keep a
+// random part of what was not synced, in order per file and per directory,
+// the first change dropped possibly torn (a prefix of its bytes kept):
+// write-back the kernel did before the power went. The metadata log keeps
+// exactly what was synced (pebble's strict FS has no partial write-back).
+// Not modelled: a file's pages written back out of order, sectors torn
+// inside a write otherwise kept, a disk that lies about fsync, and
+// corruption of what was durable (storage's own crash and fuzz tests
+// cover damaged files). Preallocation is refused in this mode (a MemFS
+// would hold every segment's 4 MiB of zeros), so segments grow as their
+// data does. Nothing is written to the real disk; Dir is only a name.
 package brokertest
 
 import (

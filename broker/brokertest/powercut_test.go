@@ -10,7 +10,9 @@ package brokertest
 // committed offset the coordinator acknowledged before it must still be
 // committed, at that offset or past it.
 //
-// FJORD_POWERCUT_SEEDS=n runs n seeds per test (make faults: 200);
+// By default TestPowerCutAllNodes runs two seeds and TestPowerCutOneNode
+// one (about a minute in all); FJORD_POWERCUT_SEEDS=n runs n seeds per
+// test (make faults: 200);
 // FJORD_POWERCUT_SEED=s replays seed s alone; FJORD_POWERCUT_LOGS=1
 // prints the nodes' logs of a failed seed, =all of every seed.
 
@@ -71,9 +73,10 @@ func TestPowerCutAllNodes(t *testing.T) {
 }
 
 // TestPowerCutOneNode cuts the power of one node at a time, a random one,
-// three times per seed, while the other two go on.
+// three times per seed, while the other two go on. One seed by default:
+// the whole-cluster cut is the harder case, and each seed costs ~20 s.
 func TestPowerCutOneNode(t *testing.T) {
-	for _, seed := range powerSeeds(t, 2, 2000) {
+	for _, seed := range powerSeeds(t, 1, 2000) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runPowerCuts(t, seed, false)
 		})
@@ -379,6 +382,15 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 	attempts := slices.Clone(h.attempts)
 	consumed := slices.Clone(h.consumed)
 	h.mu.Unlock()
+	failures := map[string]int{}
+	for _, a := range attempts {
+		if a.Outcome != history.Acked {
+			failures[a.Outcome.String()+": "+a.Err]++
+		}
+	}
+	if len(failures) > 0 {
+		t.Logf("records not acknowledged, by outcome and error: %v", failures)
+	}
 	rep := history.Check(attempts, final)
 	grp := history.CheckGroup(attempts, final, consumed, committed, resumed, ends)
 	txns, sessions := ch.Txns()
