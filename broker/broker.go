@@ -211,19 +211,9 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		b.goLoop(b.audit.Run)
 	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
-	// Durably: meta.properties and the partition directories in it are
-	// fsynced, which keeps nothing after a power loss if log.dirs' own
-	// name is not durable in its parent.
-	if err := storage.MkdirAllDurable(b.fs, b.logDir); err != nil {
-		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
-	}
-	warnOpenDataDir(b.fs, b.logDir, log)
-	storage.RemoveDeletedDirsFS(b.fs, b.logDir)
-	id, err := loadIdentity(b.fs, b.logDir, &cfg)
-	if err != nil {
+	if b.clusterID, err = openDataDir(b.fs, b.logDir, &cfg, log); err != nil {
 		return nil, err
 	}
-	b.clusterID = id
 	if b.coord, err = b.newCoordinator(); err != nil {
 		return nil, err
 	}
@@ -259,6 +249,20 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	log.Info().Int("topics", len(b.replicas.Topics())).Dur("took", time.Since(start)).Str("cluster_id", b.clusterID).
 		Uint64("metadata_version", b.replicas.AppliedVersion()).Msg("opened logs")
 	return b, nil
+}
+
+// openDataDir makes the data directory dir ready on fs and returns the
+// cluster id its meta.properties names (loadIdentity). The directory is
+// created durably: meta.properties, and the partition directories made in
+// it later, are synced in dir, which keeps nothing after a power loss if
+// dir's own name is not durable in its parent.
+func openDataDir(fs storage.FS, dir string, cfg *config.Config, log zerolog.Logger) (string, error) {
+	if err := storage.MkdirAllDurable(fs, dir); err != nil {
+		return "", fmt.Errorf("log.dirs %s: %w", dir, err)
+	}
+	warnOpenDataDir(fs, dir, log)
+	storage.RemoveDeletedDirsFS(fs, dir)
+	return loadIdentity(fs, dir, cfg)
 }
 
 // warnOpenDataDir logs, once at start-up, that the data directory lets
