@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/storage"
@@ -75,11 +76,13 @@ func (c *Cluster) PowerCut(ids ...int32) error {
 
 	// 3. Tear down. Errors are of no interest: whatever the nodes do now
 	// is lost.
+	cutAt := time.Now()
 	var wg sync.WaitGroup
 	for _, b := range olds {
 		wg.Go(func() { _ = b.Close() })
 	}
 	wg.Wait()
+	c.opts.Logger.Info().Ints32("nodes", ids).Dur("took", time.Since(cutAt)).Msg("brokertest: power cut: the old nodes are closed")
 
 	// 4. Power back.
 	c.mu.Lock()
@@ -101,5 +104,6 @@ func (c *Cluster) PowerCut(ids ...int32) error {
 			first = err
 		}
 	}
+	c.opts.Logger.Info().Ints32("nodes", ids).Dur("took", time.Since(cutAt)).Err(first).Msg("brokertest: power cut: the nodes serve again")
 	return first
 }

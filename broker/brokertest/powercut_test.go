@@ -247,6 +247,15 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 		if !all {
 			ids = []int32{int32(1 + rng.IntN(3))}
 		}
+		// Every other cut on average comes right after a new topic's
+		// first records are acknowledged: its directories, files and
+		// names are then as new as they get.
+		var fresh string
+		var freshAcked []string
+		if rng.IntN(2) == 0 {
+			fresh = fmt.Sprintf("powercut-fresh-%d", i+1)
+			freshAcked = freshTopic(t, c, clientOpts, fresh)
+		}
 		h.mu.Lock()
 		before := cloneCommits(h.commits)
 		acked := h.ackedLocked()
@@ -255,10 +264,15 @@ func runPowerCuts(t *testing.T, seed uint64, all bool) {
 		if err := c.PowerCut(ids...); err != nil {
 			t.Fatalf("cut %d of nodes %v: %v", i+1, ids, err)
 		}
-		t.Logf("cut %d: nodes %v lost power after %v of work (%d records acknowledged so far, commits %v); serving again after %v",
-			i+1, ids, wait, acked, before, time.Since(start).Round(time.Millisecond))
+		t.Logf("cut %d: nodes %v lost power after %v of work (%d records acknowledged so far, commits %v, %d to a new topic just before); serving again after %v",
+			i+1, ids, wait, acked, before, len(freshAcked), time.Since(start).Round(time.Millisecond))
 		if err := commitsKept(adm, group, topic, before, settle); err != nil {
 			t.Errorf("cut %d: %v", i+1, err)
+		}
+		if len(freshAcked) > 0 {
+			if err := freshKept(adm, clientOpts, fresh, freshAcked, settle); err != nil {
+				t.Errorf("cut %d: %v", i+1, err)
+			}
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -447,6 +461,67 @@ func cloneCommits(m map[int32]int64) map[int32]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// freshTopic creates topic (one partition, RF 3, min.insync.replicas 2)
+// and returns the values of the records an acks=all producer then had
+// acknowledged there, at most 20.
+func freshTopic(t *testing.T, c *Cluster, clientOpts []kgo.Opt, topic string) []string {
+	t.Helper()
+	if code := createTopicWithConfigs(t, c.Addr(1), topic, 1, 3, map[string]string{"min.insync.replicas": "2"}); code != 0 {
+		t.Logf("creating %s: error code %d; the cut goes on without it", topic, code)
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(clientOpts), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProduceRequestTimeout(5*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var acked []string
+	for i := range 20 {
+		v := fmt.Sprintf("%s-%d", topic, i)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			break
+		}
+		acked = append(acked, v)
+	}
+	return acked
+}
+
+// freshKept checks that topic, made by freshTopic before a cut, holds
+// every record acknowledged there.
+func freshKept(adm *kadm.Client, clientOpts []kgo.Opt, topic string, acked []string, bound time.Duration) error {
+	ends, err := powerEnds(adm, topic, bound)
+	if err != nil {
+		return fmt.Errorf("NEW TOPIC LOST? %w", err)
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(clientOpts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	recs, err := powerRead(cl, ends, bound)
+	if err != nil {
+		return fmt.Errorf("reading %s back: %w", topic, err)
+	}
+	got := map[string]bool{}
+	for _, r := range recs {
+		got[r.Value] = true
+	}
+	var lost []string
+	for _, v := range acked {
+		if !got[v] {
+			lost = append(lost, v)
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("LOST from a topic created just before the cut: %d of %d acknowledged records: %v", len(lost), len(acked), lost)
+	}
+	return nil
 }
 
 // commitsKept checks that the group's committed offsets are each at or
