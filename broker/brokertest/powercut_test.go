@@ -1,19 +1,23 @@
 package brokertest
 
-// Power loss: an acks=all idempotent producer and a consumer group
-// committing its offsets work against a three-node cluster in power-loss
-// mode while the power of every node (TestPowerCutAllNodes) or of one
-// (TestPowerCutOneNode) is cut at seeded random moments. At the end the
-// histories go through the fault tests' checker (cmd/fjord/history): no
-// acknowledged record lost, none duplicated or reordered, the group's
-// commits consistent with what it processed. After every cut, each
-// committed offset the coordinator acknowledged before it must still be
-// committed, at that offset or past it.
+// Power loss: an acks=all idempotent producer, a consumer group
+// committing its offsets and a transactional chain (powercut_txn_test.go)
+// work against a three-node cluster in power-loss mode while the power of
+// every node (TestPowerCutAllNodes) or of one (TestPowerCutOneNode) is cut
+// at seeded random moments, half of them right after a new topic's first
+// records were acknowledged. At the end the histories go through the
+// fault tests' checker (cmd/fjord/history): no acknowledged record lost,
+// none duplicated or reordered, the group's commits consistent with what
+// it processed; and through checkChain. After every cut, each committed
+// offset the coordinator acknowledged before it must still be committed,
+// at that offset or past it, and the new topic must hold every record
+// acknowledged there.
 //
 // By default TestPowerCutAllNodes runs two seeds and TestPowerCutOneNode
 // one (about a minute in all); FJORD_POWERCUT_SEEDS=n runs n seeds per
-// test (make faults: 200);
-// FJORD_POWERCUT_SEED=s replays seed s alone; FJORD_POWERCUT_LOGS=1
+// test (make faults: 200); FJORD_POWERCUT_SEED=s replays seed s alone
+// (the cut moments, the nodes cut and what their disks keep follow from
+// it; the scheduling of goroutines does not); FJORD_POWERCUT_LOGS=1
 // prints the nodes' logs of a failed seed, =all of every seed.
 
 import (
