@@ -3,6 +3,7 @@ package brokertest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +57,10 @@ func (c *Cluster) PowerCut(ids ...int32) error {
 		if m.b == nil {
 			c.mu.Unlock()
 			return fmt.Errorf("brokertest: PowerCut: node %d is not running", id)
+		}
+		if slices.Contains(ms, m) {
+			c.mu.Unlock()
+			return fmt.Errorf("brokertest: PowerCut: node %d named twice", id)
 		}
 		ms = append(ms, m)
 	}
