@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -66,6 +66,13 @@ type Broker struct {
 	logLevel  *nodeLevel
 	logDir    string
 	clusterID string
+	// fs holds every file of the node under log.dirs but the metadata
+	// log's (Options.FS; storage.OSFS by default). Set in New, read-only
+	// after.
+	fs storage.FS
+	// metaFS holds the metadata log's files (Options.MetadataFS); nil is
+	// the operating system's. Set in New, read-only after.
+	metaFS vfs.FS
 
 	meta  ctllink.MetadataLog // the metadata log: actl, or a follower on a broker-only node
 	actl  activeController    // this node's controller role; nil without it
@@ -147,15 +154,38 @@ type Broker struct {
 	closing atomic.Bool
 }
 
+// Options are what a node takes beside its configuration that no
+// properties file can say: they are for programs that embed Fjord, such
+// as broker/brokertest. The zero value is what New uses.
+type Options struct {
+	// FS holds every file the node keeps under log.dirs except the
+	// metadata log's: the partition logs and their checkpoint files,
+	// partition.metadata, meta.properties, and the removal of deleted and
+	// stray partition directories. nil is the operating system's
+	// (storage.OSFS). brokertest's power-loss mode gives a storage.MemFS,
+	// whose CrashClone is what a power cut leaves.
+	FS storage.FS
+	// MetadataFS holds the metadata log (the raft log, a pebble
+	// database, under log.dirs/__cluster_metadata-0). nil is the
+	// operating system's, with the modes the raft log gives its files.
+	MetadataFS vfs.FS
+}
+
 // New checks the data directory, binds the listeners and starts the
-// node's quorum member; Start begins serving.
+// node's quorum member; Start begins serving. Its files are on the
+// operating system's file system (NewWithOptions takes others).
 func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
+	return NewWithOptions(cfg, log, Options{})
+}
+
+// NewWithOptions is New with opts.
+func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broker, error) {
 	level := &nodeLevel{}
 	log = nodeLogger(log, level)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{})}
+	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}), fs: storage.OrOS(opts.FS), metaFS: opts.MetadataFS}
 	b.reg = newRegistry(b)
 	var err error
 	if b.passwords, err = config.NewPasswordEncoder(cfg.PasswordEncoder); err != nil {
@@ -181,16 +211,9 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		b.goLoop(b.audit.Run)
 	}
 	b.logDir = strings.Split(cfg.LogDirs, ",")[0]
-	if err := os.MkdirAll(b.logDir, storage.DirMode); err != nil {
-		return nil, fmt.Errorf("log.dirs %s: %w", b.logDir, err)
-	}
-	warnOpenDataDir(b.logDir, log)
-	storage.RemoveDeletedDirs(b.logDir)
-	id, err := loadIdentity(b.logDir, &cfg)
-	if err != nil {
+	if b.clusterID, err = openDataDir(b.fs, b.logDir, &cfg, log); err != nil {
 		return nil, err
 	}
-	b.clusterID = id
 	if b.coord, err = b.newCoordinator(); err != nil {
 		return nil, err
 	}
@@ -227,14 +250,28 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	return b, nil
 }
 
+// openDataDir makes the data directory dir ready on fs and returns the
+// cluster id its meta.properties names (loadIdentity). The directory is
+// created durably: meta.properties, and the partition directories made in
+// it later, are synced in dir, which keeps nothing after a power loss if
+// dir's own name is not durable in its parent.
+func openDataDir(fs storage.FS, dir string, cfg *config.Config, log zerolog.Logger) (string, error) {
+	if err := storage.MkdirAllDurable(fs, dir); err != nil {
+		return "", fmt.Errorf("log.dirs %s: %w", dir, err)
+	}
+	warnOpenDataDir(fs, dir, log)
+	storage.RemoveDeletedDirsFS(fs, dir)
+	return loadIdentity(fs, dir, cfg)
+}
+
 // warnOpenDataDir logs, once at start-up, that the data directory lets
 // other users in: it holds the records and the metadata log (SCRAM keys,
 // ACLs, dynamic passwords). Fjord creates directories 0700 and files 0600
 // (storage.DirMode, FileMode), but one made by an older release or by the
 // operator keeps its mode: changing it silently could break whoever
 // relies on it (a backup agent, a log shipper in the group).
-func warnOpenDataDir(dir string, log zerolog.Logger) {
-	fi, err := os.Stat(dir)
+func warnOpenDataDir(fs storage.FS, dir string, log zerolog.Logger) {
+	fi, err := fs.Stat(dir)
 	if err != nil {
 		return // MkdirAll just succeeded; loadIdentity reports what follows
 	}

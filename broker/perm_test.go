@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/storage"
 )
 
 // TestDataDirPermWarning: a data directory other users can enter (made by
@@ -22,7 +24,7 @@ func TestDataDirPermWarning(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		warnOpenDataDir(dir, zerolog.New(&buf))
+		warnOpenDataDir(storage.OSFS, dir, zerolog.New(&buf))
 		if got := strings.Contains(buf.String(), `"level":"warn"`) && strings.Contains(buf.String(), "chmod 700"); got != c.warn {
 			t.Errorf("mode %#o: warned %v, want %v (%s)", c.mode, got, c.warn, buf.String())
 		}

@@ -36,13 +36,13 @@ const metaProperties = "meta.properties"
 // served. On first start the cluster id is cluster.id if set; otherwise a
 // multi-voter cluster derives it from controller.quorum.voters (every node
 // computes the same value) and a quorum of one draws a random one.
-func loadIdentity(dir string, cfg *config.Config) (string, error) {
+func loadIdentity(fs storage.FS, dir string, cfg *config.Config) (string, error) {
 	path := filepath.Join(dir, metaProperties)
-	if _, err := os.Stat(filepath.Join(dir, "fjord-metadata.json")); err == nil {
+	if _, err := fs.Stat(filepath.Join(dir, "fjord-metadata.json")); err == nil {
 		return "", fmt.Errorf("%s holds fjord-metadata.json from a single-node release before the metadata quorum; "+
 			"this release cannot read it: keep using the earlier release for that directory, or start with an empty log.dirs", dir)
 	}
-	b, err := os.ReadFile(path)
+	b, err := storage.ReadFile(fs, path)
 	if errors.Is(err, os.ErrNotExist) {
 		id := cfg.ClusterID
 		if id == "" && cfg.ControllerQuorumVoters != "" {
@@ -52,7 +52,7 @@ func loadIdentity(dir string, cfg *config.Config) (string, error) {
 			id = newClusterID()
 		}
 		text := fmt.Sprintf("version=1\nnode.id=%d\ncluster.id=%s\n", cfg.NodeID, id)
-		if err := storage.WriteFileSync(path, []byte(text)); err != nil {
+		if err := storage.WriteFileSyncFS(fs, path, []byte(text)); err != nil {
 			return "", fmt.Errorf("%s: %w", path, err)
 		}
 		return id, nil
@@ -132,6 +132,7 @@ func (b *Broker) activeConfig() active.Config {
 		ClusterID:       b.clusterID,
 		Voters:          voters,
 		Dir:             filepath.Join(b.logDir, metadataDir),
+		FS:              b.metaFS,
 		TickInterval:    100 * time.Millisecond,
 		MaxFrameBytes:   b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:     time.Duration(b.cfg.ConnectionsMaxIdleMs) * time.Millisecond,

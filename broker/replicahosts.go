@@ -27,6 +27,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		NodeID:                 b.cfg.NodeID,
 		LogDir:                 b.logDir,
 		MetadataDir:            metadataDir,
+		FS:                     b.fs,
 		Logger:                 b.log,
 		ReplicaLagTimeMaxMs:    b.cfg.ReplicaLagTimeMaxMs,
 		PartitionOpenTimeoutMs: b.cfg.PartitionOpenTimeoutMs,

@@ -152,6 +152,17 @@ func fsOrOS(fs FS) FS {
 	return fs
 }
 
+// OrOS is fs, or OSFS when fs is nil: for the users of the package that
+// take an optional FS as Config.FS does.
+func OrOS(fs FS) FS { return fsOrOS(fs) }
+
+// ReadFile is os.ReadFile on fs (nil is OSFS), for small files read whole.
+func ReadFile(fs FS, name string) ([]byte, error) { return readFile(fsOrOS(fs), name) }
+
+// MkdirAllDurable is MkdirAll on fs (nil is OSFS) that also makes each
+// directory it creates durable in its parent (see mkdirAllDurable).
+func MkdirAllDurable(fs FS, dir string) error { return mkdirAllDurable(fsOrOS(fs), dir) }
+
 // readFile is os.ReadFile on fs.
 func readFile(fs FS, name string) ([]byte, error) {
 	f, err := fs.OpenFile(name, os.O_RDONLY, 0)

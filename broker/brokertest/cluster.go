@@ -19,6 +19,8 @@
 //   - Pause and Resume: the links stay open but carry nothing, as the
 //     other nodes see a stopped (SIGSTOP) process. Clients can still reach
 //     it; for a process that truly stops, run fjord processes.
+//   - PowerCut (power-loss mode only): the power of one or more nodes goes
+//     at one instant, then they start again on what their disks kept.
 //
 // Every inter-node link goes through a small TCP proxy owned by the
 // cluster: node i reaches node j through proxy (i→j), so a hook only flips
@@ -26,22 +28,57 @@
 // names the proxies) and replication: node j has one listener R<i> per
 // node i, advertised at proxy (i→j), and node i fetches through
 // inter.broker.listener.name=R<i>.
+//
+// # Power loss
+//
+// With Options.PowerLoss every file a node writes goes through a file
+// system in memory that knows what an fsync made durable: its log
+// directory (partition logs and their checkpoint, snapshot and index
+// files, partition.metadata, meta.properties, deletions of partition
+// directories) through a storage.MemFS given as broker.Options.FS, its
+// metadata log (pebble) through pebble's strict in-memory FS
+// (vfs.NewStrictMem) given as broker.Options.MetadataFS. Clients reach
+// each node through a proxy of the cluster's too, advertised as its
+// client listener. PowerCut then cuts the power of chosen nodes at once:
+// their network first (peers and clients), then their disks, which keep
+// only what a power loss keeps, and they start again on that.
+//
+// What a cut models: the page cache is lost. A file keeps its contents as
+// of its last fsync or fdatasync, a directory its names (creations,
+// renames, removals) as of its last fsync of the directory, as POSIX
+// promises and no more (a new directory's name needs its parent synced; a
+// synced file under an unsynced name is lost with the name). With
+// Options.PowerLossSeed the partition logs' file systems may also keep a
+// random part of what was not synced, in order per file and per directory,
+// the first change dropped possibly torn (a prefix of its bytes kept):
+// write-back the kernel did before the power went. The metadata log keeps
+// exactly what was synced (pebble's strict FS has no partial write-back).
+// Not modelled: a file's pages written back out of order, sectors torn
+// inside a write otherwise kept, a disk that lies about fsync, and
+// corruption of what was durable (storage's own crash and fuzz tests
+// cover damaged files). Preallocation is refused in this mode (a MemFS
+// would hold every segment's 4 MiB of zeros), so segments grow as their
+// data does. Nothing is written to the real disk; Dir is only a name.
 package brokertest
 
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Options configures a cluster.
@@ -58,6 +95,18 @@ type Options struct {
 	// ReadyTimeout bounds Start and Restart waiting for nodes to serve;
 	// default 30s.
 	ReadyTimeout time.Duration
+	// PowerLoss runs every node on file systems in memory that PowerCut
+	// can crash (see the package comment): a storage.MemFS for its files
+	// under Dir, pebble's strict in-memory FS for its metadata log.
+	// Nothing is written to the real disk, and Dir may be empty (a root
+	// of its own inside each MemFS is used).
+	PowerLoss bool
+	// PowerLossSeed, when not 0, lets a power cut keep a random part of
+	// what the partition logs' file systems had not synced (any prefix of
+	// each file's and each directory's pending changes, the first change
+	// dropped possibly torn: storage.MemFS.CrashClone), drawn from a
+	// generator with this seed. 0 keeps exactly what was synced.
+	PowerLossSeed uint64
 }
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -71,6 +120,9 @@ type Cluster struct {
 	// listener; repl[i][j] its replication fetches from node j.
 	links map[[2]int32]*proxy
 	repl  map[[2]int32]*proxy
+	// crashRand draws what a power cut keeps beyond the synced state
+	// (PowerLossSeed); nil keeps that state alone. Guarded by mu.
+	crashRand *rand.Rand
 }
 
 type member struct {
@@ -82,12 +134,26 @@ type member struct {
 	// replAddr[i] is the bound address of listener R<i>, which node i's
 	// fetches reach through proxy (i→this).
 	replAddr map[int32]string
+
+	// Power-loss mode only (Options.PowerLoss), else nil.
+	//
+	// fs holds the node's files under its log directory, meta its
+	// metadata log; a power cut replaces fs by its crash image and resets
+	// meta to its synced state. client is the proxy clients reach the
+	// node through (advertised as its client listener), so that a power
+	// cut silences the node towards clients at once, as towards its peers.
+	fs     *storage.MemFS
+	meta   *vfs.MemFS
+	client *proxy
 }
 
 // Start starts opts.Nodes nodes and waits until every one serves clients.
 func Start(opts Options) (*Cluster, error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
+	}
+	if opts.Dir == "" && opts.PowerLoss {
+		opts.Dir = "/brokertest" // inside each node's MemFS
 	}
 	if opts.Dir == "" {
 		return nil, errors.New("brokertest: Options.Dir is required")
@@ -97,9 +163,24 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	total := opts.Nodes + opts.Brokers
 	c := &Cluster{opts: opts, nodes: make([]*member, total+1), links: map[[2]int32]*proxy{}, repl: map[[2]int32]*proxy{}}
+	if opts.PowerLossSeed != 0 {
+		c.crashRand = rand.New(rand.NewPCG(opts.PowerLossSeed, 0x9e3779b97f4a7c15))
+	}
 	// Controller listeners first: the proxies must know where to forward.
 	for id := int32(1); id <= int32(total); id++ {
 		c.nodes[id] = &member{id: id, voter: id <= int32(opts.Nodes), replAddr: map[int32]string{}}
+		if opts.PowerLoss {
+			m := c.nodes[id]
+			m.fs, m.meta = storage.NewMemFS(), vfs.NewStrictMem()
+			// The node's client port is not known before it starts: the
+			// proxy is pointed at it then (start).
+			p, err := newProxy("127.0.0.1:1")
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			m.client = p
+		}
 		for i := int32(1); i <= int32(total); i++ {
 			port, err := freePort()
 			if err != nil {
@@ -225,6 +306,9 @@ func (c *Cluster) config(m *member) config.Config {
 	} else {
 		cfg.ProcessRoles = "broker"
 	}
+	if m.client != nil {
+		advertised = append(advertised, "PLAINTEXT://"+m.client.addr())
+	}
 	cfg.Listeners = strings.Join(listeners, ",")
 	// Every name has a protocol, or the node refuses to start.
 	cfg.ListenerSecurityProtocolMap = strings.Join(protocols, ",")
@@ -268,9 +352,13 @@ func (c *Cluster) start(id int32) error {
 			}
 		}
 		cfg := c.config(m)
+		var bopts broker.Options
+		if m.fs != nil {
+			bopts = broker.Options{FS: nodeFS(m.fs), MetadataFS: m.meta}
+		}
 		c.mu.Unlock()
 		var err error
-		b, err = broker.New(cfg, c.opts.Logger.With().Int32("node", id).Logger())
+		b, err = broker.NewWithOptions(cfg, c.opts.Logger.With().Int32("node", id).Logger(), bopts)
 		if err == nil {
 			break
 		}
@@ -291,8 +379,21 @@ func (c *Cluster) start(id int32) error {
 	m := c.nodes[id]
 	m.b = b
 	m.clientPort, _ = strconv.Atoi(port)
+	if m.client != nil {
+		m.client.retarget(b.Addrs()[0])
+	}
 	c.mu.Unlock()
 	return nil
+}
+
+// nodeFS is the file system a node in power-loss mode is given: fs, with
+// preallocation refused. A segment preallocates 4 MiB ahead of its data
+// (storage's preallocChunk), which MemFS would hold as zeros and copy at
+// every sync, for each of the cluster's hundreds of logs; refused, a
+// segment grows with its writes, as on a file system without fallocate.
+// Recovery from preallocated tails is storage's own crash tests' business.
+func nodeFS(fs *storage.MemFS) storage.FS {
+	return storage.NewErrorFS(fs, storage.Fault{Op: storage.OpAlloc, Err: syscall.EOPNOTSUPP})
 }
 
 func (c *Cluster) member(id int32) (*member, error) {
@@ -309,10 +410,19 @@ func (c *Cluster) Addrs() []string {
 	var out []string
 	for _, m := range c.nodes[1:] {
 		if m.b != nil {
-			out = append(out, m.b.Addrs()[0])
+			out = append(out, m.clientAddr())
 		}
 	}
 	return out
+}
+
+// clientAddr is where clients reach m, running: its client proxy in
+// power-loss mode, else its listener. REQUIRES: c.mu held, m.b != nil.
+func (m *member) clientAddr() string {
+	if m.client != nil {
+		return m.client.addr()
+	}
+	return m.b.Addrs()[0]
 }
 
 // Addr returns node id's client address ("" while stopped).
@@ -320,7 +430,7 @@ func (c *Cluster) Addr(id int32) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, err := c.member(id); err == nil && m.b != nil {
-		return m.b.Addrs()[0]
+		return m.clientAddr()
 	}
 	return ""
 }
@@ -410,6 +520,11 @@ func (c *Cluster) Resume(id int32) { c.setLinks(id, linkUp) }
 func (c *Cluster) setLinks(id int32, s linkState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setLinksLocked(id, s)
+}
+
+// setLinksLocked is setLinks. REQUIRES: c.mu held.
+func (c *Cluster) setLinksLocked(id int32, s linkState) {
 	for _, links := range []map[[2]int32]*proxy{c.links, c.repl} {
 		for k, p := range links {
 			if k[0] == id || k[1] == id {
@@ -442,6 +557,11 @@ func (c *Cluster) Close() error {
 	}
 	for _, p := range c.repl {
 		p.close()
+	}
+	for _, m := range c.nodes[1:] {
+		if m != nil && m.client != nil {
+			m.client.close()
+		}
 	}
 	c.mu.Unlock()
 	return errors.Join(errs...)

@@ -75,9 +75,21 @@ func (p *proxy) close() {
 
 func (p *proxy) closeConnsLocked() {
 	for c := range p.conns {
-		c.Close()
+		reset(c)
 	}
 	clear(p.conns)
+}
+
+// reset closes c abortively: the peer gets a TCP RST (ECONNRESET), as from
+// a host whose network went, rather than the FIN of a clean close. It
+// matters to clients: franz-go takes a FIN before the first response for a
+// TLS or SASL misconfiguration and fails the records it holds, where a
+// reset is retried.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // track registers both ends of a forwarded connection, unless the link is
@@ -87,7 +99,7 @@ func (p *proxy) track(cs ...net.Conn) bool {
 	defer p.mu.Unlock()
 	if p.closed || p.state == linkCut {
 		for _, c := range cs {
-			c.Close()
+			reset(c)
 		}
 		return false
 	}
@@ -118,7 +130,7 @@ func (p *proxy) accept() {
 			p.mu.Unlock()
 			out, err := net.Dial("tcp", target)
 			if err != nil {
-				in.Close()
+				reset(in) // as the target's refusal would
 				return
 			}
 			if !p.track(in, out) {

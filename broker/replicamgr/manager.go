@@ -31,7 +31,11 @@ type Config struct {
 	// directory in it, which is never a stray.
 	LogDir      string
 	MetadataDir string
-	Logger      zerolog.Logger
+	// FS holds LogDir's partition directories: the logs, their
+	// partition.metadata, and the removals of strays. nil is the
+	// operating system's (storage.OSFS).
+	FS     storage.FS
+	Logger zerolog.Logger
 
 	// ReplicaLagTimeMaxMs (replica.lag.time.max.ms) and
 	// PartitionOpenTimeoutMs (fjord.partition.open.timeout.ms) go to the

@@ -1,7 +1,6 @@
 package replicamgr
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,7 +33,8 @@ import (
 // only after it (dirClaim). REQUIRES: called from PublishLoop after
 // Apply(img).
 func (m *Manager) removeStrays(img *controller.Image) {
-	ents, err := os.ReadDir(m.cfg.LogDir)
+	fs := storage.OrOS(m.cfg.FS)
+	ents, err := fs.ReadDir(m.cfg.LogDir)
 	if err != nil {
 		m.log.Warn().Err(err).Msg("listing the log directory for stray replicas")
 		return
@@ -51,7 +51,7 @@ func (m *Manager) removeStrays(img *controller.Image) {
 			continue
 		}
 		dir := filepath.Join(m.cfg.LogDir, name)
-		if _, err := os.Stat(filepath.Join(dir, storage.PartitionMetadataFile)); err != nil {
+		if _, err := fs.Stat(filepath.Join(dir, storage.PartitionMetadataFile)); err != nil {
 			continue // not a partition directory (or not one Fjord wrote)
 		}
 		if t := img.Topic(name[:i]); t != nil && int(part) < len(t.Partitions) && slices.Contains(t.Partitions[part].Replicas, me) {
@@ -78,7 +78,7 @@ func (m *Manager) removeStrays(img *controller.Image) {
 			}()
 			// As storage.Log.Delete: a crash leaves garbage start-up
 			// recognises, never a partition directory missing some files.
-			if err := storage.DeletePartitionDir(storage.OSFS, dir); err != nil {
+			if err := storage.DeletePartitionDir(fs, dir); err != nil {
 				m.log.Warn().Err(err).Str("dir", dir).Msg("removing a stray replica")
 			}
 		})

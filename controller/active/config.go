@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/rs/zerolog"
@@ -34,6 +35,9 @@ type Config struct {
 	// Dir is the metadata log's directory (raft's log, hard state and
 	// snapshots, in pebble).
 	Dir string
+	// FS holds Dir; nil is the operating system's file system. Tests
+	// give pebble's strict in-memory one to model a power loss.
+	FS vfs.FS
 	// Listener is the bound CONTROLLER listener, which Start takes over
 	// (Close closes it; the caller may close it earlier to stop accepting).
 	// Raft connections and Kafka's share it. nil only for a quorum of one:

@@ -102,6 +102,7 @@ func Start(cfg Config) (*Controller, error) {
 		ID:           raftID(cfg.NodeID),
 		Voters:       voters,
 		Dir:          cfg.Dir,
+		FS:           cfg.FS,
 		TickInterval: cfg.TickInterval,
 		Dial:         cfg.Dial,
 		Authenticate: raftAuthenticator(cfg.RaftSASL),

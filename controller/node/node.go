@@ -76,6 +76,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -116,6 +117,7 @@ type Config struct {
 	// dialing). They bootstrap an empty log; see quorum.Config.
 	Voters, Learners map[uint64]string
 	Dir              string // data directory; the raft log lives in Dir/raft
+	FS               vfs.FS // holds Dir; nil is the operating system's (see raftlog.OpenFS)
 	// Listen is the host:port to bind (port 0 picks one); ignored when
 	// Listener is set.
 	Listen string
@@ -274,7 +276,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	var err error
-	if n.store, err = raftlog.Open(filepath.Join(cfg.Dir, "raft")); err != nil {
+	if n.store, err = raftlog.OpenFS(filepath.Join(cfg.Dir, "raft"), cfg.FS); err != nil {
 		return fail(fmt.Errorf("node: %w", err))
 	}
 	sortedIDs := func(m map[uint64]string) []uint64 {

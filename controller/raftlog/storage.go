@@ -45,6 +45,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/cockroachdb/pebble"
@@ -128,7 +130,18 @@ var _ raft.Storage = (*Storage)(nil)
 // Open opens (creating if necessary) the raft log stored in dir. What it
 // creates is private to the process's user (privateFS).
 func Open(dir string) (*Storage, error) {
-	return open(dir, &pebble.Options{FS: privateFS{vfs.Default}})
+	return OpenFS(dir, nil)
+}
+
+// OpenFS is Open on the file system fs; nil is the operating system's,
+// as Open. Tests give pebble's strict in-memory file system
+// (vfs.NewStrictMem), whose ResetToSyncedState is what a power loss
+// leaves.
+func OpenFS(dir string, fs vfs.FS) (*Storage, error) {
+	if fs == nil {
+		fs = privateFS{vfs.Default}
+	}
+	return open(dir, &pebble.Options{FS: fs})
 }
 
 // open is Open with caller-provided pebble options (tests use a
@@ -136,6 +149,11 @@ func Open(dir string) (*Storage, error) {
 func open(dir string, opts *pebble.Options) (*Storage, error) {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger{}
+	}
+	if opts.FS != nil {
+		if err := mkdirAllDurable(opts.FS, dir); err != nil {
+			return nil, fmt.Errorf("raftlog: create %q: %w", dir, err)
+		}
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -147,6 +165,51 @@ func open(dir string, opts *pebble.Options) (*Storage, error) {
 		return nil, fmt.Errorf("raftlog: open %q: %w", dir, err)
 	}
 	return s, nil
+}
+
+// mkdirAllDurable creates dir and its missing parents, each made durable
+// in its parent. pebble creates a missing directory without syncing its
+// parent, and syncs only the directory itself after creating its files,
+// so on a file system that keeps no more than POSIX promises (pebble's
+// strict MemFS does not) a power loss right after the first start could
+// take the whole log, votes included, with the directory's name.
+// Directories that exist cost one Stat each on the way up.
+func mkdirAllDurable(fs vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if parent := filepath.Dir(d); parent == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	// Outermost first: a name is durable before anything below it needs it.
+	for i := len(created) - 1; i >= 0; i-- {
+		parent := filepath.Dir(created[i])
+		d, err := fs.OpenDir(parent)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("sync directory %s: %w", parent, err)
+		}
+	}
+	return nil
 }
 
 // quietLogger drops pebble's informational logging but keeps fatal errors

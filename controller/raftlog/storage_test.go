@@ -292,6 +292,38 @@ func TestCrashAfterSave(t *testing.T) {
 	}
 }
 
+// TestCrashAfterFirstSaveInNewDir: the first Save in a directory Open
+// created (with its parents) survives a power loss. pebble does not sync
+// the parent of the directory it creates, so without Open's own
+// mkdirAllDurable the directory's name, and with it every vote and entry,
+// would be lost on a file system that keeps only what was synced.
+func TestCrashAfterFirstSaveInNewDir(t *testing.T) {
+	fs := vfs.NewStrictMem()
+	const dir = "/data/__cluster_metadata-0/raft"
+	s, err := open(dir, &pebble.Options{FS: fs})
+	must(t, err)
+	hs := raftpb.HardState{Term: 4, Vote: 2, Commit: 1}
+	ents := randEntries(rand.New(rand.NewSource(3)), 1, 3)
+	must(t, s.Save(hs, ents, raftpb.Snapshot{}))
+
+	fs.SetIgnoreSyncs(true)
+	_ = s.Close()
+	fs.ResetToSyncedState()
+	fs.SetIgnoreSyncs(false)
+
+	s, err = open(dir, &pebble.Options{FS: fs})
+	must(t, err)
+	defer closeT(t, s)
+	got, _, err := s.InitialState()
+	must(t, err)
+	if got.Term != hs.Term || got.Vote != hs.Vote {
+		t.Fatalf("after a power loss the hard state is %+v, want %+v: the synced Save was lost", got, hs)
+	}
+	if last, err := s.LastIndex(); err != nil || last != 3 {
+		t.Fatalf("after a power loss LastIndex = %d, %v; want 3", last, err)
+	}
+}
+
 func TestSaveIsAtomicOnError(t *testing.T) {
 	s := openT(t, t.TempDir())
 	defer closeT(t, s)
