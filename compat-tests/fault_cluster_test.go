@@ -60,9 +60,19 @@ type faultCluster struct {
 	// rf is the replication factor awaitFullISR expects; 0: every node.
 	rf int
 
+	// metrics[id-1], when the cluster was started with metrics, is node
+	// id's fjord.metrics.listener address.
+	metrics []string
+
 	fmu    sync.Mutex
 	paused map[int]bool // SIGSTOPped nodes
 	cut    map[int]bool // nodes whose links are cut
+}
+
+// faultClusterOpts are launch options beyond the nodes' settings.
+type faultClusterOpts struct {
+	// metrics gives each node a /metrics listener on a port of its own.
+	metrics bool
 }
 
 // startFaultCluster starts n combined nodes with faultBrokerSettings and
@@ -70,8 +80,14 @@ type faultCluster struct {
 // could not bind its ports makes the whole cluster start again on new ones.
 func startFaultCluster(t testing.TB, n int, extra ...string) *faultCluster {
 	t.Helper()
+	return startFaultClusterOpts(t, n, faultClusterOpts{}, extra...)
+}
+
+// startFaultClusterOpts is startFaultCluster with launch options.
+func startFaultClusterOpts(t testing.TB, n int, opts faultClusterOpts, extra ...string) *faultCluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		fc, err := launchFaultCluster(t, n, extra)
+		fc, err := launchFaultCluster(t, n, opts, extra)
 		if err == nil {
 			fc.waitAllListed(t, 30*time.Second)
 			return fc
@@ -86,9 +102,13 @@ func startFaultCluster(t testing.TB, n int, extra ...string) *faultCluster {
 	}
 }
 
-func launchFaultCluster(t testing.TB, n int, extra []string) (*faultCluster, error) {
+func launchFaultCluster(t testing.TB, n int, opts faultClusterOpts, extra []string) (*faultCluster, error) {
 	t.Helper()
-	ports := freePorts(t, n*(2+n))
+	nports := n * (2 + n)
+	if opts.metrics {
+		nports += n
+	}
+	ports := freePorts(t, nports)
 	roles := make([]string, n)
 	for i := range roles {
 		roles[i] = roleCombined
@@ -98,6 +118,11 @@ func launchFaultCluster(t testing.TB, n int, extra []string) (*faultCluster, err
 	replPort := func(j, i int) string { return ports[2*n+(j-1)*n+(i-1)] }
 	fc := &faultCluster{Cluster: c, ctl: map[[2]int]*faultProxy{}, repl: map[[2]int]*faultProxy{},
 		paused: map[int]bool{}, cut: map[int]bool{}}
+	if opts.metrics {
+		for _, p := range ports[n*(2+n):] {
+			fc.metrics = append(fc.metrics, "127.0.0.1:"+p)
+		}
+	}
 	for i := 1; i <= n; i++ {
 		for j := 1; j <= n; j++ {
 			if i == j {
@@ -142,6 +167,9 @@ func launchFaultCluster(t testing.TB, n int, extra []string) (*faultCluster, err
 			"advertised.listeners=" + strings.Join(advertised, ","),
 			"listener.security.protocol.map=" + strings.Join(protocols, ","),
 			fmt.Sprintf("inter.broker.listener.name=R%d", i),
+		}
+		if opts.metrics {
+			ov = append(ov, "fjord.metrics.listener="+fc.metrics[i-1])
 		}
 		ov = append(ov, faultBrokerSettings...)
 		c.nodes = append(c.nodes, newClusterNode(t, i, append(ov, extra...)))

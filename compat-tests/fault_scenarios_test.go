@@ -153,6 +153,12 @@ type faultCheck func(r *faultRun, committed map[int32]int64) (figures string, fa
 // (begin is when its start began), with check (if not nil) run besides
 // the common checks.
 func runFaultScenarioOn(t *testing.T, fc *faultCluster, begin time.Time, name string, tail time.Duration, inject func(r *faultRun), check faultCheck) {
+	runFaultScenarioRate(t, fc, begin, name, faultRate, tail, inject, check)
+}
+
+// runFaultScenarioRate is runFaultScenarioOn with the producer writing
+// rate records per second.
+func runFaultScenarioRate(t *testing.T, fc *faultCluster, begin time.Time, name string, rate int, tail time.Duration, inject func(r *faultRun), check faultCheck) {
 	r := &faultRun{t: t, name: name, fc: fc, topic: "faults-" + name}
 	logDir := t.TempDir()
 	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
@@ -166,11 +172,11 @@ func runFaultScenarioOn(t *testing.T, fc *faultCluster, begin time.Time, name st
 	m1 := startFaultMember(t, fc, "member-1", group, r.topic)
 	m2 := startFaultMember(t, fc, "member-2", group, r.topic)
 	r.members = []*faultMember{m1, m2}
-	r.prod = startFaultProducer(t, fc, r.topic, faultRate, logDir)
+	r.prod = startFaultProducer(t, fc, r.topic, rate, logDir)
 	r.start = time.Now()
 
 	// Warm up: traffic on every partition, the group settled.
-	fc.WaitFor(t, 15*time.Second, func() bool { return r.prod.Acked() >= faultRate })
+	fc.WaitFor(t, 15*time.Second, func() bool { return r.prod.Acked() >= rate })
 	time.Sleep(time.Second)
 	r.logf("warm: %d acknowledged; injecting faults", r.prod.Acked())
 
