@@ -131,6 +131,11 @@ type Log struct {
 	startOffset atomic.Int64 // log start offset; written under mu
 	durable     atomic.Int64 // offsets below this are fsynced
 	flushMu     sync.Mutex
+	// syncSince is when the oldest fsync of this log still running began
+	// (unix ms), 0 when none runs: a sync that never returns (a gray disk)
+	// shows as a growing SyncStalledFor, which the broker's stall check
+	// reads (the sync itself cannot time out). Written by whoever syncs.
+	syncSince atomic.Int64
 
 	// epochs is the leader-epoch cache (epochs.go); never nil after Open.
 	// Replaced, never modified, under mu; readers load it without locks.
@@ -681,7 +686,7 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = err
 		return nil, err
 	}
-	if err := old.f.SyncData(); err != nil {
+	if err := l.timedSync(old.f.SyncData); err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
 		return nil, l.mu.failed
 	}
@@ -766,6 +771,40 @@ func (l *Log) flushBegin(target int64) (end int64, dirty []*segment, done bool, 
 	return end, dirty, false, nil
 }
 
+// timedSync runs sync, an fsync of one of the log's files, with
+// syncSince showing when it began (unless an older one still runs).
+func (l *Log) timedSync(sync func() error) error {
+	began := l.syncSince.CompareAndSwap(0, time.Now().UnixMilli())
+	defer func() {
+		if began {
+			l.syncSince.Store(0)
+		}
+	}()
+	return sync()
+}
+
+// SyncStalledFor is how long the fsync of this log running longest has
+// been running at now (unix ms), 0 when none runs. The broker resigns a
+// leadership whose log's fsync stays stuck (fjord.log.flush.stall.max.ms):
+// its acks=all producers would otherwise time out for as long as the disk
+// hangs.
+func (l *Log) SyncStalledFor(now int64) time.Duration {
+	since := l.syncSince.Load()
+	if since == 0 || now <= since {
+		return 0
+	}
+	return time.Duration(now-since) * time.Millisecond
+}
+
+// Failed is why the log takes no more appends (a write it could not undo,
+// or a failed fsync: the page cache cannot be trusted after one), nil
+// while it takes them. Sticky until the log is closed and opened again.
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.failed
+}
+
 // syncSegments fdatasyncs each segment. REQUIRES: flushMu held.
 func (l *Log) syncSegments(dirty []*segment) error {
 	for _, s := range dirty {
@@ -773,7 +812,7 @@ func (l *Log) syncSegments(dirty []*segment) error {
 		// evicted, meanwhile (a roll syncs it first).
 		f, err := s.h.acquire()
 		if err == nil {
-			err = f.SyncData()
+			err = l.timedSync(f.SyncData)
 			s.h.release()
 		}
 		if err != nil {
