@@ -1,0 +1,226 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/broker/config"
+	"github.com/fjordlog/fjord/storage"
+)
+
+// Sick disks (issue 28): one node's files go through a storage.ErrorFS
+// over the real disk, which a test makes fail (EIO, ENOSPC) or stall.
+// Each test runs an acks=all idempotent franz-go producer through the
+// fault and checks with a counting checker that every acknowledged record
+// is read back.
+
+// sickCluster starts three nodes, each on an ErrorFS of its own (kept
+// across restarts), with min.insync.replicas 2.
+func sickCluster(t *testing.T, configure func(cfg *config.Config)) (*Cluster, map[int32]*storage.ErrorFS) {
+	t.Helper()
+	fss := map[int32]*storage.ErrorFS{}
+	for id := int32(1); id <= 3; id++ {
+		fss[id] = storage.NewErrorFS(nil)
+	}
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(),
+		FS: func(id int32) storage.FS { return fss[id] },
+		Configure: func(_ int32, cfg *config.Config) {
+			cfg.ReplicaLagTimeMaxMs = 2000
+			cfg.MinInsyncReplicas = 2
+			if configure != nil {
+				configure(cfg)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, fss
+}
+
+// workload is an acks=all idempotent producer sending unique values to
+// its topics one record after another (each waits for its ack), retrying
+// as franz-go does, and counting: acked values, and every outcome that
+// was an error.
+type workload struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	acked  map[string][]string // by topic
+	failed int
+	codes  map[string]int // errors seen by the client, by text
+	lastOK time.Time
+}
+
+func startWorkload(t *testing.T, c *Cluster, topics ...string) *workload {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProduceRequestTimeout(5*time.Second), kgo.RecordDeliveryTimeout(90*time.Second),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.ProducerLinger(0),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &workload{cl: cl, cancel: cancel, done: make(chan struct{}), acked: map[string][]string{}, codes: map[string]int{}}
+	var wg sync.WaitGroup
+	for _, topic := range topics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				v := topic + "-" + strconv.Itoa(i)
+				err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr()
+				w.mu.Lock()
+				if err == nil {
+					w.acked[topic] = append(w.acked[topic], v)
+					w.lastOK = time.Now()
+				} else if ctx.Err() == nil {
+					w.failed++
+					w.codes[err.Error()]++
+				}
+				w.mu.Unlock()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(w.done) }()
+	return w
+}
+
+// ackedCount is how many records of topic have been acknowledged so far.
+func (w *workload) ackedCount(topic string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked[topic])
+}
+
+// stop ends the workload and returns what was acknowledged.
+func (w *workload) stop() map[string][]string {
+	w.cancel()
+	<-w.done
+	w.cl.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked
+}
+
+// checkKept reads topic back whole and reports the counting checker's
+// figures: acknowledged, read, lost (acknowledged, not read) and
+// duplicates; it fails the test for any loss.
+func checkKept(t *testing.T, c *Cluster, topic string, acked []string) string {
+	t.Helper()
+	got := consumeValues(t, c, topic, len(acked))
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	lost, dups := 0, 0
+	for _, v := range acked {
+		if seen[v] == 0 {
+			lost++
+		}
+	}
+	for _, n := range seen {
+		if n > 1 {
+			dups += n - 1
+		}
+	}
+	figures := fmt.Sprintf("%s: acknowledged %d, read %d, lost %d, duplicates %d", topic, len(acked), len(got), lost, dups)
+	if lost > 0 {
+		t.Errorf("%s", figures)
+	}
+	return figures
+}
+
+// leaderOf is the leader of topic-0 as node via shows it.
+func leaderOf(t *testing.T, c *Cluster, via int32, topic string) kmsg.MetadataResponseTopicPartition {
+	t.Helper()
+	return partitionVia(t, c, via, topic)
+}
+
+// createLedBy creates topic with one partition on all three nodes, led
+// by node leader (the first replica of its assignment).
+func createLedBy(t *testing.T, c *Cluster, topic string, leader int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{leader, otherThan(leader), otherThan(otherThan(leader))}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	resp, err := request(t, c.Addr(1), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create %s: %v", topic, kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, topic, 1)
+	waitPartition(t, c, leader, topic, 10*time.Second, topic+" led by its first replica", func(p kmsg.MetadataResponseTopicPartition) bool {
+		return p.Leader == leader && len(p.ISR) == 3
+	})
+}
+
+// otherThan is a node id other than id.
+func otherThan(id int32) int32 { return id%3 + 1 }
+
+// TestSickDiskFull: the disk under one partition of the leader fills up
+// (ENOSPC on writes). Produces to it get KAFKA_STORAGE_ERROR, which
+// franz-go retries (not UNKNOWN_SERVER_ERROR, which it does not); the
+// other topic on the same node keeps taking writes; nothing acknowledged
+// before is lost; once room returns the same producer's records go
+// through without a restart.
+func TestSickDiskFull(t *testing.T) {
+	step := stepper(t)
+	c, fss := sickCluster(t, nil)
+	if code := createTopic(t, c.Addr(1), "full", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "full", 1)
+	victim := leaderOf(t, c, 1, "full").Leader
+	// fine-0 is led by the victim too, so the node that is full for one
+	// partition is seen serving another.
+	createLedBy(t, c, "fine", victim)
+	w := startWorkload(t, c, "full", "fine")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("full") >= 50 && w.ackedCount("fine") >= 50 })
+	fss[victim].Add(storage.Fault{Op: storage.OpWrite, Path: "full-0", Err: syscall.ENOSPC})
+	step("node %d (leader of full-0 and fine-0) is out of space for full-0", victim)
+
+	code := produceTo(t, c, victim, "full", -1, 5000, "raw-probe")
+	if code != kerr.KafkaStorageError.Code {
+		t.Errorf("a produce to the full partition: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+	}
+	step("a raw acks=all produce gets %v", kerr.ErrorForCode(code))
+	fullAt, fineAt := w.ackedCount("full"), w.ackedCount("fine")
+	eventually(t, 20*time.Second, "fine-0 keeps taking writes on the full node", func() bool { return w.ackedCount("fine") >= fineAt+100 })
+	if got := w.ackedCount("full"); got > fullAt+1 {
+		t.Errorf("full-0 acknowledged %d records while its disk was full", got-fullAt)
+	}
+	step("while full: fine-0 took %d more records, full-0 %d", w.ackedCount("fine")-fineAt, w.ackedCount("full")-fullAt)
+
+	fss[victim].Clear()
+	cleared := time.Now()
+	eventually(t, 60*time.Second, "full-0 takes writes again", func() bool { return w.ackedCount("full") >= fullAt+50 })
+	step("room returned: full-0 takes writes again after %v (no restart); leader now %d",
+		time.Since(cleared).Round(time.Millisecond), leaderOf(t, c, 1, "full").Leader)
+	acked := w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+	for _, topic := range []string{"full", "fine"} {
+		step("%s", checkKept(t, c, topic, acked[topic]))
+	}
+}
