@@ -805,6 +805,17 @@ func (l *Log) Failed() error {
 	return l.mu.failed
 }
 
+// Fail stops the log taking appends, for err, unless it has already
+// failed: the broker's answer to a disk that reported an I/O error (EIO)
+// on a write the log could undo, which it no longer trusts with more.
+func (l *Log) Fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.failed == nil {
+		l.mu.failed = err
+	}
+}
+
 // syncSegments fdatasyncs each segment. REQUIRES: flushMu held.
 func (l *Log) syncSegments(dirty []*segment) error {
 	for _, s := range dirty {

@@ -3,7 +3,10 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -221,6 +224,139 @@ func TestSickDiskFull(t *testing.T) {
 	step("client errors: %d failed records %v", w.failed, w.codes)
 	w.mu.Unlock()
 	for _, topic := range []string{"full", "fine"} {
+		step("%s", checkKept(t, c, topic, acked[topic]))
+	}
+}
+
+// setAside lists node id's set-aside copies of topic-0
+// (<dir>.<ms>.failed).
+func setAside(t *testing.T, c *Cluster, id int32, topic string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(c.opts.Dir, fmt.Sprintf("node-%d", id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), topic+"-0.") && strings.HasSuffix(e.Name(), ".failed") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestSickDiskEIO: the leader's disk answers EIO to every fsync of one
+// partition. That replica goes offline: it resigns, another in-sync
+// replica is elected, and the acks=all producer goes on there; the node's
+// other partition keeps serving throughout. The failed copy is set aside
+// (renamed, kept for the operator) and the replica, emptied, is fetched
+// again from the new leader and rejoins the ISR, without a restart. Every
+// acknowledged record is read back.
+func TestSickDiskEIO(t *testing.T) {
+	step := stepper(t)
+	c, fss := sickCluster(t, nil)
+	if code := createTopic(t, c.Addr(1), "sick", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "sick", 1)
+	before := leaderOf(t, c, 1, "sick")
+	victim := before.Leader
+	createLedBy(t, c, "well", victim)
+	w := startWorkload(t, c, "sick", "well")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("sick") >= 50 && w.ackedCount("well") >= 50 })
+
+	fss[victim].Add(storage.Fault{Op: storage.OpSync, Path: "sick-0/"})
+	faulted := time.Now()
+	wellAt := w.ackedCount("well")
+	step("node %d (leader of sick-0 and well-0) fails every fsync of sick-0 with EIO", victim)
+	after := waitPartition(t, c, otherThan(victim), "sick", 30*time.Second, "sick-0 gets a new leader",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader >= 0 && p.Leader != victim })
+	step("sick-0: new leader %d at epoch %d, isr %v, %v after the fault", after.Leader, after.LeaderEpoch, after.ISR,
+		time.Since(faulted).Round(time.Millisecond))
+	sickAt := w.ackedCount("sick")
+	eventually(t, 30*time.Second, "the producer goes on at the new leader", func() bool { return w.ackedCount("sick") >= sickAt+50 })
+	eventually(t, 30*time.Second, "well-0 keeps serving on the sick node", func() bool { return w.ackedCount("well") >= wellAt+100 })
+	if l := leaderOf(t, c, otherThan(victim), "well").Leader; l != victim {
+		t.Errorf("well-0 moved to node %d; its disk was fine", l)
+	}
+	step("sick-0 took %d more records at node %d; well-0 %d more at node %d",
+		w.ackedCount("sick")-sickAt, after.Leader, w.ackedCount("well")-wellAt, victim)
+
+	// The bad blocks stay behind with the set-aside copy: the disk's
+	// fresh files are sound.
+	eventually(t, 30*time.Second, "the failed copy set aside", func() bool { return len(setAside(t, c, victim, "sick")) > 0 })
+	fss[victim].Clear()
+	cleared := time.Now()
+	step("set aside on node %d: %v", victim, setAside(t, c, victim, "sick"))
+	back := waitPartition(t, c, otherThan(victim), "sick", 60*time.Second, "the repaired replica rejoins the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 3 })
+	step("repaired: node %d back in the ISR %v %v after the set-aside copy's disk was cleared", victim, back.ISR,
+		time.Since(cleared).Round(time.Millisecond))
+	sickAt = w.ackedCount("sick")
+	eventually(t, 30*time.Second, "more records after the repair", func() bool { return w.ackedCount("sick") >= sickAt+50 })
+	acked := w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+	for _, topic := range []string{"sick", "well"} {
+		step("%s", checkKept(t, c, topic, acked[topic]))
+	}
+	// The repaired replica holds the whole partition again.
+	_, vs, err := replicaLog(c, victim, "sick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the repaired copy holds every acknowledged record", func() bool {
+		_, vs, err = replicaLog(c, victim, "sick")
+		return err == nil && len(vs) >= len(acked["sick"])
+	})
+	step("node %d's repaired copy of sick-0 holds %d records", victim, len(vs))
+}
+
+// TestSickDiskStall: every fsync of one partition on its leader hangs
+// for 4 s. The leader notices its own stall after
+// fjord.log.flush.stall.max.ms (1 s here), resigns, and another in-sync
+// replica is elected; the producer goes on there. Once the disk answers
+// again, the old leader catches up and rejoins the ISR. Nothing
+// acknowledged is lost.
+func TestSickDiskStall(t *testing.T) {
+	step := stepper(t)
+	const bound = 1000
+	c, fss := sickCluster(t, func(cfg *config.Config) { cfg.LogFlushStallMaxMs = bound })
+	if code := createTopic(t, c.Addr(1), "slow", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "slow", 1)
+	victim := leaderOf(t, c, 1, "slow").Leader
+	createLedBy(t, c, "brisk", victim)
+	w := startWorkload(t, c, "slow", "brisk")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("slow") >= 50 })
+
+	fss[victim].Add(storage.Fault{Op: storage.OpSync, Path: "slow-0/", Delay: 4 * time.Second})
+	stalled := time.Now()
+	step("node %d (leader of slow-0) stalls every fsync of slow-0 for 4 s; bound %d ms", victim, bound)
+	after := waitPartition(t, c, otherThan(victim), "slow", 30*time.Second, "slow-0 gets a new leader",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader >= 0 && p.Leader != victim })
+	step("slow-0: new leader %d at epoch %d, isr %v, %v after the stall began", after.Leader, after.LeaderEpoch, after.ISR,
+		time.Since(stalled).Round(time.Millisecond))
+	slowAt := w.ackedCount("slow")
+	eventually(t, 30*time.Second, "the producer goes on at the new leader", func() bool { return w.ackedCount("slow") >= slowAt+50 })
+	step("slow-0 took %d more records at node %d while node %d's disk stalled", w.ackedCount("slow")-slowAt, after.Leader, victim)
+	if l := leaderOf(t, c, otherThan(victim), "brisk").Leader; l != victim {
+		t.Errorf("brisk-0 moved to node %d; its disk did not stall", l)
+	}
+
+	fss[victim].Clear()
+	cleared := time.Now()
+	back := waitPartition(t, c, otherThan(victim), "slow", 60*time.Second, "the old leader rejoins the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 3 })
+	step("node %d back in the ISR %v %v after the stall ended; leader %d", victim, back.ISR,
+		time.Since(cleared).Round(time.Millisecond), back.Leader)
+	acked := w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+	for _, topic := range []string{"slow", "brisk"} {
 		step("%s", checkKept(t, c, topic, acked[topic]))
 	}
 }
