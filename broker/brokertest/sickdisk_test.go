@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,17 +27,32 @@ import (
 // fault and checks with a counting checker that every acknowledged record
 // is read back.
 
+// sickNode is where a node of a sickCluster serves its metrics and its
+// console.
+type sickNode struct{ metrics, console string }
+
 // sickCluster starts three nodes, each on an ErrorFS of its own (kept
-// across restarts), with min.insync.replicas 2.
-func sickCluster(t *testing.T, configure func(cfg *config.Config)) (*Cluster, map[int32]*storage.ErrorFS) {
+// across restarts), with min.insync.replicas 2, metrics and a console.
+func sickCluster(t *testing.T, configure func(cfg *config.Config)) (*Cluster, map[int32]*storage.ErrorFS, map[int32]sickNode) {
 	t.Helper()
 	fss := map[int32]*storage.ErrorFS{}
+	nodes := map[int32]sickNode{}
 	for id := int32(1); id <= 3; id++ {
 		fss[id] = storage.NewErrorFS(nil)
+		mp, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[id] = sickNode{fmt.Sprintf("127.0.0.1:%d", mp), fmt.Sprintf("127.0.0.1:%d", cp)}
 	}
 	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(),
 		FS: func(id int32) storage.FS { return fss[id] },
-		Configure: func(_ int32, cfg *config.Config) {
+		Configure: func(id int32, cfg *config.Config) {
+			cfg.MetricsAddr, cfg.ConsoleAddr = nodes[id].metrics, nodes[id].console
 			cfg.ReplicaLagTimeMaxMs = 2000
 			cfg.MinInsyncReplicas = 2
 			if configure != nil {
@@ -47,7 +63,24 @@ func sickCluster(t *testing.T, configure func(cfg *config.Config)) (*Cluster, ma
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, fss
+	return c, fss, nodes
+}
+
+// diskState is how many local replicas node n's metrics count in a disk
+// state, and its console's count of replicas in trouble.
+func diskState(t *testing.T, n sickNode, state string) (metric, console int) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^fjord_replica_storage_state\{state="` + state + `"\} (\d+)$`).FindStringSubmatch(scrape(t, n.metrics))
+	if m == nil {
+		t.Fatalf("no fjord_replica_storage_state for %q at %s", state, n.metrics)
+	}
+	metric, _ = strconv.Atoi(m[1])
+	cm := regexp.MustCompile(`id="sick-disk">(\d+)<`).FindStringSubmatch(page(t, n.console, "/"))
+	if cm == nil {
+		t.Fatalf("no disk trouble count on the console at %s", n.console)
+	}
+	console, _ = strconv.Atoi(cm[1])
+	return metric, console
 }
 
 // workload is an acks=all idempotent producer sending unique values to
@@ -188,7 +221,7 @@ func otherThan(id int32) int32 { return id%3 + 1 }
 // through without a restart.
 func TestSickDiskFull(t *testing.T) {
 	step := stepper(t)
-	c, fss := sickCluster(t, nil)
+	c, fss, nodes := sickCluster(t, nil)
 	if code := createTopic(t, c.Addr(1), "full", 1, 3); code != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(code))
 	}
@@ -213,12 +246,18 @@ func TestSickDiskFull(t *testing.T) {
 		t.Errorf("full-0 acknowledged %d records while its disk was full", got-fullAt)
 	}
 	step("while full: fine-0 took %d more records, full-0 %d", w.ackedCount("fine")-fineAt, w.ackedCount("full")-fullAt)
+	if m, cons := diskState(t, nodes[victim], "full"); m != 1 || cons != 1 {
+		t.Errorf("node %d while full: metric counts %d full replicas, console %d in trouble; want 1, 1", victim, m, cons)
+	}
 
 	fss[victim].Clear()
 	cleared := time.Now()
 	eventually(t, 60*time.Second, "full-0 takes writes again", func() bool { return w.ackedCount("full") >= fullAt+50 })
 	step("room returned: full-0 takes writes again after %v (no restart); leader now %d",
 		time.Since(cleared).Round(time.Millisecond), leaderOf(t, c, 1, "full").Leader)
+	if m, cons := diskState(t, nodes[victim], "full"); m != 0 || cons != 0 {
+		t.Errorf("node %d once room returned: metric counts %d full replicas, console %d in trouble; want 0, 0", victim, m, cons)
+	}
 	acked := w.stop()
 	w.mu.Lock()
 	step("client errors: %d failed records %v", w.failed, w.codes)
@@ -254,7 +293,7 @@ func setAside(t *testing.T, c *Cluster, id int32, topic string) []string {
 // acknowledged record is read back.
 func TestSickDiskEIO(t *testing.T) {
 	step := stepper(t)
-	c, fss := sickCluster(t, nil)
+	c, fss, nodes := sickCluster(t, nil)
 	if code := createTopic(t, c.Addr(1), "sick", 1, 3); code != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(code))
 	}
@@ -285,6 +324,12 @@ func TestSickDiskEIO(t *testing.T) {
 	// The bad blocks stay behind with the set-aside copy: the disk's
 	// fresh files are sound.
 	eventually(t, 30*time.Second, "the failed copy set aside", func() bool { return len(setAside(t, c, victim, "sick")) > 0 })
+	// The fresh copy fails too while the disk does; the next repair waits
+	// out a backoff, while the metrics and the console show it failed.
+	eventually(t, 30*time.Second, "the metrics and the console show the replica failed", func() bool {
+		m, cons := diskState(t, nodes[victim], "failed")
+		return m == 1 && cons == 1
+	})
 	fss[victim].Clear()
 	cleared := time.Now()
 	step("set aside on node %d: %v", victim, setAside(t, c, victim, "sick"))
@@ -322,7 +367,7 @@ func TestSickDiskEIO(t *testing.T) {
 func TestSickDiskStall(t *testing.T) {
 	step := stepper(t)
 	const bound = 1000
-	c, fss := sickCluster(t, func(cfg *config.Config) { cfg.LogFlushStallMaxMs = bound })
+	c, fss, nodes := sickCluster(t, func(cfg *config.Config) { cfg.LogFlushStallMaxMs = bound })
 	if code := createTopic(t, c.Addr(1), "slow", 1, 3); code != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(code))
 	}
@@ -345,6 +390,10 @@ func TestSickDiskStall(t *testing.T) {
 	if l := leaderOf(t, c, otherThan(victim), "brisk").Leader; l != victim {
 		t.Errorf("brisk-0 moved to node %d; its disk did not stall", l)
 	}
+	eventually(t, 30*time.Second, "the metrics and the console show the stall", func() bool {
+		m, cons := diskState(t, nodes[victim], "stalled")
+		return m == 1 && cons == 1
+	})
 
 	fss[victim].Clear()
 	cleared := time.Now()
