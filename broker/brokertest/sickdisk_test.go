@@ -409,3 +409,60 @@ func TestSickDiskStall(t *testing.T) {
 		step("%s", checkKept(t, c, topic, acked[topic]))
 	}
 }
+
+// TestSickDiskFullAtFsync: the leader's disk runs out of space where a
+// file system reports it at fsync (delayed allocation, thin volumes):
+// writes land in the page cache, and every fsync of one partition meets
+// ENOSPC. (Where the write itself meets ENOSPC, TestSickDiskFull: the
+// write is undone and the leader keeps the partition.) A failed fsync
+// fails the log (its page cache is no longer trusted), so the leader
+// resigns and the producer goes on at another in-sync replica; the copy
+// is reopened in place, never set aside (a full disk is not a bad one),
+// and retried with backoff until room returns, when it catches up and
+// rejoins the ISR without a restart. Nothing acknowledged is lost.
+func TestSickDiskFullAtFsync(t *testing.T) {
+	step := stepper(t)
+	c, fss, nodes := sickCluster(t, nil)
+	if code := createTopic(t, c.Addr(1), "tight", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "tight", 1)
+	victim := leaderOf(t, c, 1, "tight").Leader
+	createLedBy(t, c, "roomy", victim)
+	w := startWorkload(t, c, "tight", "roomy")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("tight") >= 50 })
+
+	fss[victim].Add(storage.Fault{Op: storage.OpSync, Path: "tight-0/", Err: syscall.ENOSPC})
+	faulted := time.Now()
+	step("node %d (leader of tight-0 and roomy-0) is out of space for tight-0, at fsync", victim)
+	after := waitPartition(t, c, otherThan(victim), "tight", 30*time.Second, "tight-0 gets a new leader",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader >= 0 && p.Leader != victim })
+	step("tight-0: new leader %d at epoch %d, isr %v, %v after the fault", after.Leader, after.LeaderEpoch, after.ISR,
+		time.Since(faulted).Round(time.Millisecond))
+	tightAt, roomyAt := w.ackedCount("tight"), w.ackedCount("roomy")
+	eventually(t, 30*time.Second, "the producer goes on at the new leader", func() bool { return w.ackedCount("tight") >= tightAt+50 })
+	eventually(t, 30*time.Second, "roomy-0 keeps serving on the full node", func() bool { return w.ackedCount("roomy") >= roomyAt+50 })
+	eventually(t, 30*time.Second, "the metrics and the console show the disk trouble", func() bool {
+		full, _ := diskState(t, nodes[victim], "full")
+		failed, cons := diskState(t, nodes[victim], "failed")
+		return full+failed >= 1 && cons >= 1
+	})
+	step("while full: tight-0 took %d more records at node %d, roomy-0 %d at node %d",
+		w.ackedCount("tight")-tightAt, after.Leader, w.ackedCount("roomy")-roomyAt, victim)
+
+	fss[victim].Clear()
+	cleared := time.Now()
+	back := waitPartition(t, c, otherThan(victim), "tight", 60*time.Second, "the replica rejoins the ISR once room returns",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 3 })
+	step("room returned: node %d back in the ISR %v %v later, no restart", victim, back.ISR, time.Since(cleared).Round(time.Millisecond))
+	if aside := setAside(t, c, victim, "tight"); len(aside) > 0 {
+		t.Errorf("a full disk's copy was set aside: %v", aside)
+	}
+	acked := w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+	for _, topic := range []string{"tight", "roomy"} {
+		step("%s", checkKept(t, c, topic, acked[topic]))
+	}
+}
