@@ -44,7 +44,7 @@ func TestDataDriven(t *testing.T) {
 				cfg := Config{ID: int32(argInt(t, d, "id", 1)), SyncOnAck: !d.HasArg("async"),
 					LagMs: int64(argInt(t, d, "lag", 1000)), OpenTimeoutMs: int64(argInt(t, d, "open-timeout", 5000)),
 					AlterTimeoutMs: int64(argInt(t, d, "alter-timeout", 10000)), FlushStallMs: int64(argInt(t, d, "stall", 0)),
-					Open:           lifecycle.Backoff{Initial: time.Second, Max: 8 * time.Second}, OpenAttempts: argInt(t, d, "open-attempts", 4),
+					Open: lifecycle.Backoff{Initial: time.Second, Max: 8 * time.Second}, OpenAttempts: argInt(t, d, "open-attempts", 4),
 					Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}, AlterAttempts: 5}
 				c = New(cfg)
 				return state(c)
