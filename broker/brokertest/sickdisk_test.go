@@ -466,3 +466,43 @@ func TestSickDiskFullAtFsync(t *testing.T) {
 		step("%s", checkKept(t, c, topic, acked[topic]))
 	}
 }
+
+// TestSickDiskFullRetention: while one partition's segment files meet
+// ENOSPC (the only partition of the cluster, so the fault can name its
+// .log files), retention keeps deleting its old segments on the full
+// node (its log start moves on), and the producer's writes go through
+// again, without a restart, once room returns.
+func TestSickDiskFullRetention(t *testing.T) {
+	step := stepper(t)
+	c, fss, _ := sickCluster(t, func(cfg *config.Config) { cfg.RetentionCheckInterval = 200 })
+	if code := createTopicWithConfigs(t, c.Addr(1), "aging", 1, 3, map[string]string{
+		"segment.bytes": "1024", "retention.ms": "3000"}); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "aging", 1)
+	victim := leaderOf(t, c, 1, "aging").Leader
+	w := startWorkload(t, c, "aging")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("aging") >= 100 })
+	fss[victim].Add(storage.Fault{Op: storage.OpWrite, Path: ".log", Err: syscall.ENOSPC})
+	rs, _, err := replicaLog(c, victim, "aging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAt, ackedAt := rs.LogStart, w.ackedCount("aging")
+	step("node %d (leader of aging-0) is out of space for its segments; log [%d, %d)", victim, rs.LogStart, rs.LogEnd)
+	eventually(t, 30*time.Second, "retention deletes segments on the full node", func() bool {
+		rs, _, err := replicaLog(c, victim, "aging")
+		return err == nil && rs.LogStart > startAt
+	})
+	rs, _, _ = replicaLog(c, victim, "aging")
+	step("retention ran while full: log start %d -> %d; %d records acknowledged meanwhile", startAt, rs.LogStart, w.ackedCount("aging")-ackedAt)
+	fss[victim].Clear()
+	cleared := time.Now()
+	ackedAt = w.ackedCount("aging")
+	eventually(t, 60*time.Second, "aging-0 takes writes again", func() bool { return w.ackedCount("aging") >= ackedAt+50 })
+	step("room returned: writes go through again after %v; leader %d", time.Since(cleared).Round(time.Millisecond), leaderOf(t, c, 1, "aging").Leader)
+	w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+}
