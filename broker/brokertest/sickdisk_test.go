@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,6 +357,23 @@ func TestSickDiskEIO(t *testing.T) {
 		return err == nil && len(vs) >= len(acked["sick"])
 	})
 	step("node %d's repaired copy of sick-0 holds %d records", victim, len(vs))
+
+	// A restart neither trips over the set-aside copy nor removes it.
+	aside := setAside(t, c, victim, "sick")
+	if err := c.Stop(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitPartition(t, c, otherThan(victim), "sick", 30*time.Second, "the stopped node out of the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return !slices.Contains(p.ISR, victim) })
+	if err := c.Restart(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitPartition(t, c, otherThan(victim), "sick", 30*time.Second, "the restarted node back in the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 3 })
+	if got := setAside(t, c, victim, "sick"); len(got) != len(aside) {
+		t.Errorf("set-aside copies after a restart: %v, before %v", got, aside)
+	}
+	step("node %d restarted: back in the ISR, set-aside copies kept: %v", victim, aside)
 }
 
 // TestSickDiskStall: every fsync of one partition on its leader hangs
