@@ -681,12 +681,19 @@ func (l *Log) writableLocked() error {
 // snapshot is written so recovery replays at most the active segment.
 // REQUIRES: l.mu held.
 func (l *Log) rollLocked(base, now int64) (*segment, error) {
+	// A roll is fsyncs (the old segment, its index files, the new
+	// segment's directory entry, a producer snapshot) under mu: it counts
+	// as one long sync for SyncStalledFor, or a disk that stalls in the
+	// middle of it would hold every append unseen.
+	if l.syncSince.CompareAndSwap(0, time.Now().UnixMilli()) {
+		defer l.syncSince.Store(0)
+	}
 	old := l.active()
 	if err := old.trimTail(); err != nil {
 		l.mu.failed = err
 		return nil, err
 	}
-	if err := l.timedSync(old.f.SyncData); err != nil {
+	if err := old.f.SyncData(); err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: sync at roll: %w", old.base, err)
 		return nil, l.mu.failed
 	}
@@ -784,7 +791,8 @@ func (l *Log) timedSync(sync func() error) error {
 }
 
 // SyncStalledFor is how long the fsync of this log running longest has
-// been running at now (unix ms), 0 when none runs. The broker resigns a
+// been running at now (unix ms), 0 when none runs; a roll and a
+// leader-epoch checkpoint, fsyncs under the log's lock, count whole. The broker resigns a
 // leadership whose log's fsync stays stuck (fjord.log.flush.stall.max.ms):
 // its acks=all producers would otherwise time out for as long as the disk
 // hangs.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,7 +51,19 @@ func sickCluster(t *testing.T, configure func(cfg *config.Config)) (*Cluster, ma
 		}
 		nodes[id] = sickNode{fmt.Sprintf("127.0.0.1:%d", mp), fmt.Sprintf("127.0.0.1:%d", cp)}
 	}
-	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(),
+	var lg zerolog.Logger
+	if path := os.Getenv("FJORD_SICKDISK_LOG"); path != "" {
+		// The nodes' logs, for a look at what each replica did.
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		lg = zerolog.New(f).With().Timestamp().Logger()
+	} else {
+		lg = zerolog.Nop()
+	}
+	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Logger: lg,
 		FS: func(id int32) storage.FS { return fss[id] },
 		Configure: func(id int32, cfg *config.Config) {
 			cfg.MetricsAddr, cfg.ConsoleAddr = nodes[id].metrics, nodes[id].console
@@ -382,11 +395,21 @@ func TestSickDiskEIO(t *testing.T) {
 // replica is elected; the producer goes on there. Once the disk answers
 // again, the old leader catches up and rejoins the ISR. Nothing
 // acknowledged is lost.
-func TestSickDiskStall(t *testing.T) {
+func TestSickDiskStall(t *testing.T) { sickDiskStall(t, nil) }
+
+// TestSickDiskStallAtRoll is TestSickDiskStall with 1 KiB segments: the
+// stalled fsyncs include a roll's, which runs under the log's lock and so
+// also holds up the partition's appends (and, on the stalled node, the
+// role change that follows the resignation, until that fsync returns).
+func TestSickDiskStallAtRoll(t *testing.T) {
+	sickDiskStall(t, map[string]string{"segment.bytes": "1024"})
+}
+
+func sickDiskStall(t *testing.T, configs map[string]string) {
 	step := stepper(t)
 	const bound = 1000
 	c, fss, nodes := sickCluster(t, func(cfg *config.Config) { cfg.LogFlushStallMaxMs = bound })
-	if code := createTopic(t, c.Addr(1), "slow", 1, 3); code != 0 {
+	if code := createTopicWithConfigs(t, c.Addr(1), "slow", 1, 3, configs); code != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(code))
 	}
 	waitTopic(t, c, "slow", 1)
