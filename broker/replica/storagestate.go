@@ -59,10 +59,14 @@ func (p *Partition) wrote(lg *storage.Log, err error) {
 		// even where the write was undone.
 		lg.Fail(err)
 	}
-	if lg.Failed() == nil {
+	failed := lg.Failed()
+	if failed == nil {
 		return
 	}
-	p.Step(LogFailed{Why: err.Error(), SetAside: !isFull(lg.Failed())})
+	if !p.view.Load().Failed && p.view.Load().Phase.logOpen() {
+		p.Logger.Error().Err(failed).Msg("log failed on a disk error: the replica goes offline and is repaired")
+	}
+	p.Step(LogFailed{Why: err.Error(), SetAside: !isFull(failed)})
 }
 
 // StorageState is the replica's disk state now (unix ms).

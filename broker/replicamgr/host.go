@@ -237,7 +237,9 @@ func (h replicaHost) Repair(p *replica.Partition, r replica.Repair) {
 	m.cfg.Go(func() {
 		if lg := p.Log(); lg != nil {
 			if err := lg.Close(); err != nil {
-				p.Logger.Warn().Err(err).Msg("closing the failed log")
+				// Expected: a failed log cannot write its clean-shutdown
+				// state. Recovery at the reopen does not need it.
+				p.Logger.Info().Err(err).Msg("closing the failed log")
 			}
 		}
 		m.replicas.mu.Lock()
