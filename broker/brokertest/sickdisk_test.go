@@ -547,3 +547,45 @@ func TestSickDiskFullRetention(t *testing.T) {
 	step("client errors: %d failed records %v", w.failed, w.codes)
 	w.mu.Unlock()
 }
+
+// TestSickDiskFollowerStall: every fsync of one partition on a follower
+// hangs for 4 s. No rule of the stall check applies (it is the leader's
+// own): the follower's fetch offset is its durable end, which stops, so
+// the leader drops it from the ISR after replica.lag.time.max.ms (2 s
+// here) and acks=all goes on with the other two; it rejoins once its disk
+// answers again. Nothing acknowledged is lost.
+func TestSickDiskFollowerStall(t *testing.T) {
+	step := stepper(t)
+	c, fss, _ := sickCluster(t, func(cfg *config.Config) { cfg.LogFlushStallMaxMs = 1000 })
+	if code := createTopic(t, c.Addr(1), "lag", 1, 3); code != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(code))
+	}
+	waitTopic(t, c, "lag", 1)
+	p := leaderOf(t, c, 1, "lag")
+	leader := p.Leader
+	follower := otherThan(leader)
+	w := startWorkload(t, c, "lag")
+	eventually(t, 20*time.Second, "records acknowledged", func() bool { return w.ackedCount("lag") >= 50 })
+	fss[follower].Add(storage.Fault{Op: storage.OpSync, Path: "lag-0/", Delay: 4 * time.Second})
+	stalled := time.Now()
+	step("node %d (a follower of lag-0, led by %d) stalls every fsync of lag-0 for 4 s", follower, leader)
+	out := waitPartition(t, c, leader, "lag", 30*time.Second, "the stalled follower leaves the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return !slices.Contains(p.ISR, follower) })
+	step("node %d out of the ISR %v %v after the stall began; leader still %d", follower, out.ISR,
+		time.Since(stalled).Round(time.Millisecond), out.Leader)
+	if out.Leader != leader {
+		t.Errorf("the leadership moved to %d; the leader's disk was fine", out.Leader)
+	}
+	at := w.ackedCount("lag")
+	eventually(t, 30*time.Second, "acks=all goes on without the stalled follower", func() bool { return w.ackedCount("lag") >= at+50 })
+	fss[follower].Clear()
+	cleared := time.Now()
+	back := waitPartition(t, c, leader, "lag", 60*time.Second, "the follower rejoins the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 3 })
+	step("node %d back in the ISR %v %v after the stall ended", follower, back.ISR, time.Since(cleared).Round(time.Millisecond))
+	acked := w.stop()
+	w.mu.Lock()
+	step("client errors: %d failed records %v", w.failed, w.codes)
+	w.mu.Unlock()
+	step("%s", checkKept(t, c, "lag", acked["lag"]))
+}
