@@ -226,3 +226,42 @@ func TestErrorFSStall(t *testing.T) {
 		t.Errorf("a stall failed the log: %v", l.Failed())
 	}
 }
+
+// TestLogFail: a log told to fail (the broker's answer to EIO on a write
+// it undid) takes no more appends and says why; closed and opened again,
+// it takes them, with what it held kept.
+func TestLogFail(t *testing.T) {
+	cfg := testConfig()
+	cfg.FS = NewMemFS()
+	const dir = "/logs/f-0"
+	l, err := Open(dir, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendRaw(l, buildBatch(t, batchOpts{N: 2}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.Fail(syscall.EIO)
+	l.Fail(syscall.ENOSPC) // the first reason stays
+	if err := l.Failed(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Failed = %v, want EIO", err)
+	}
+	if _, err := appendRaw(l, buildBatch(t, batchOpts{N: 1}), 1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append to a failed log: %v, want EIO", err)
+	}
+	l.Close()
+	re, err := Open(dir, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	if re.Failed() != nil || re.EndOffset() != 2 {
+		t.Fatalf("reopened: failed %v, end %d; want nil, 2", re.Failed(), re.EndOffset())
+	}
+	if _, err := appendRaw(re, buildBatch(t, batchOpts{N: 1}), 1); err != nil {
+		t.Fatalf("append after reopening: %v", err)
+	}
+}
