@@ -61,12 +61,14 @@ compat: build
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all
 # workload, then check nothing acknowledged was lost), and the power-cut tests
 # of broker/brokertest over 200 seeds each (every node's power at once, and
-# one node's; about 20 s a seed); `make compat` and `go test` run the short
-# ones.
+# one node's; about 20 s a seed), and the sick-disk tests of broker/brokertest
+# (EIO, ENOSPC, a stalled fsync on one node: about a minute in all);
+# `make compat` and `go test` run the short ones.
 .PHONY: faults
 faults: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_FAULTS=full $(GO) test -count=1 -timeout 20m -run TestFault -v ./...
 	FJORD_POWERCUT_SEEDS=200 $(GO) test -count=1 -timeout 6h -run 'TestPowerCut' -v ./broker/brokertest
+	$(GO) test -count=1 -timeout 10m -run 'TestSickDisk' -v ./broker/brokertest
 
 # faults-net runs TestNetworkFaults at full length: five fjord nodes, each
 # in its own network namespace on a bridge, under an acks=all workload while

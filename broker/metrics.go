@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"net"
 	"strconv"
 
@@ -26,6 +28,7 @@ func (s metricsSource) Topics() map[string][]metrics.Partition {
 	out := make(map[string][]metrics.Partition, len(topics))
 	for name, t := range topics {
 		var ps []metrics.Partition
+		now := time.Now().UnixMilli()
 		for i, p := range t.Parts {
 			if p == nil {
 				continue
@@ -35,6 +38,7 @@ func (s metricsSource) Topics() map[string][]metrics.Partition {
 				mp.Leads, mp.Leader = v.Leads(), v.Leader
 				mp.Replicas, mp.ISR, mp.Removing = v.Replicas, v.ISR, v.Removing
 			}
+			mp.Storage = string(p.StorageState(now))
 			if lg := p.Log(); lg != nil {
 				mp.HasLog, mp.HW = true, p.HW()
 				mp.LogStart, mp.LogEnd, mp.LogBytes = lg.StartOffset(), lg.EndOffset(), lg.Size()

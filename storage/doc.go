@@ -144,9 +144,15 @@
 // and TestCrashRecovery crashes random workloads with it at every kind of
 // step, recovery included, and checks that no acknowledged record is lost
 // and none invented. ErrorFS (errorfs.go) wraps any FS and fails chosen
-// operations on chosen paths (EIO, ENOSPC, a failed directory sync), so
-// tests check what a sick disk does: TestSyncFailureStopsTheLog (a failed
-// fdatasync stops the log, and a power loss right after keeps every
-// acknowledged batch) and TestPartitionMetadataFaults (a failure at any
-// step of replacing partition.metadata leaves the old id or the new one).
+// operations on chosen paths (EIO, ENOSPC, a failed directory sync), or
+// stalls them (Fault.Delay: an fsync that hangs), so tests check what a
+// sick disk does: TestSyncFailureStopsTheLog (a failed fdatasync stops
+// the log, and a power loss right after keeps every acknowledged batch),
+// TestPartitionMetadataFaults (a failure at any step of replacing
+// partition.metadata leaves the old id or the new one) and TestErrorFSStall
+// (a stalled fsync shows in Log.SyncStalledFor, which the broker's stall
+// check reads, and loses nothing). A log that failed (Log.Failed) takes no
+// appends until it is closed and opened again; the broker then repairs it
+// (broker/replica's failure.go), setting a directory aside with SetAsideDir
+// when its disk answered EIO.
 package storage

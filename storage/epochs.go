@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -255,6 +256,10 @@ func (l *Log) epochCache() epochCache {
 // failure nothing changes in memory.
 // REQUIRES: l.mu held.
 func (l *Log) saveEpochsLocked(c epochCache) error {
+	// An fsync of the checkpoint and its directory under mu, as a roll's.
+	if l.syncSince.CompareAndSwap(0, time.Now().UnixMilli()) {
+		defer l.syncSince.Store(0)
+	}
 	if err := writeEpochCheckpoint(l.fs, l.dir, c); err != nil {
 		return fmt.Errorf("log %s: %w", l.dir, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrorFS is an FS that fails chosen operations on chosen paths, as
@@ -15,10 +16,15 @@ import (
 // CrashClone then shows what a power loss right after the failure would
 // leave).
 //
+// A fault with a Delay stalls the calls it fires on instead of failing
+// them: each waits Delay, outside ErrorFS's lock, and then runs (an fsync
+// that hangs for seconds, the gray failure a stall check must notice).
+//
 // Invariant: a fault matches a call by operation and by path substring;
-// the first After matching calls pass, the next Times fail (all of them
-// when Times is 0). Faults are checked in the order they were added, and
-// the first that fails the call decides its error.
+// the first After matching calls pass, the next Times fire (all of them
+// when Times is 0). Faults are checked in the order they were added; the
+// first that fails the call decides its error, and every delaying fault
+// that fires on it adds its Delay.
 type ErrorFS struct {
 	FS
 	mu     sync.Mutex
@@ -54,6 +60,9 @@ type Fault struct {
 	After int
 	// Times is how many matching calls fail after those; 0 is all.
 	Times int
+	// Delay, when not 0, makes the fault stall the calls it fires on by
+	// Delay, then let them run, instead of failing them (Err is unused).
+	Delay time.Duration
 }
 
 type faultState struct {
@@ -77,6 +86,15 @@ func (e *ErrorFS) Add(f Fault) {
 	e.faults = append(e.faults, &faultState{Fault: f})
 }
 
+// Clear removes every fault: calls from now on pass (a disk that room
+// was made on, or that was replaced). Calls already stalling finish their
+// Delay.
+func (e *ErrorFS) Clear() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = nil
+}
+
 // Failed is how many calls ErrorFS has failed.
 func (e *ErrorFS) Failed() int {
 	e.mu.Lock()
@@ -84,10 +102,20 @@ func (e *ErrorFS) Failed() int {
 	return e.failed
 }
 
-// check is the error for op on path, nil when no fault fails it.
+// check is the error for op on path, nil when no fault fails it; it
+// first waits out the delays of the stalling faults that fire on it.
 func (e *ErrorFS) check(op Op, path string) error {
+	delay, err := e.match(op, path)
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	return err
+}
+
+func (e *ErrorFS) match(op Op, path string) (time.Duration, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var delay time.Duration
 	for _, f := range e.faults {
 		if f.Op != op || !strings.Contains(path, f.Path) {
 			continue
@@ -97,14 +125,18 @@ func (e *ErrorFS) check(op Op, path string) error {
 			continue
 		}
 		f.fired++
+		if f.Delay > 0 {
+			delay += f.Delay
+			continue
+		}
 		e.failed++
 		err := f.Err
 		if err == nil {
 			err = syscall.EIO
 		}
-		return &os.PathError{Op: "errorfs " + string(op), Path: path, Err: err}
+		return delay, &os.PathError{Op: "errorfs " + string(op), Path: path, Err: err}
 	}
-	return nil
+	return delay, nil
 }
 
 func (e *ErrorFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -150,5 +151,117 @@ func TestPartitionMetadataFaults(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestErrorFSStall: a fault with a Delay stalls the syncs it fires on,
+// for its After and Times, then lets them run (no error, nothing failed);
+// other paths and operations pass; Clear removes it. A log whose fsync is
+// stalled shows it in SyncStalledFor until the sync returns, and nothing
+// it wrote is lost.
+func TestErrorFSStall(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	mem := NewMemFS()
+	if err := mem.MkdirAll("/d", DirMode); err != nil {
+		t.Fatal(err)
+	}
+	e := NewErrorFS(mem, Fault{Op: OpSync, Path: "a.log", After: 1, Times: 1, Delay: delay})
+	a, err := e.OpenFile("/d/a.log", os.O_CREATE|os.O_RDWR, FileMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stalled []bool
+	for range 3 {
+		start := time.Now()
+		if err := a.SyncData(); err != nil {
+			t.Fatalf("a stalled sync failed: %v", err)
+		}
+		stalled = append(stalled, time.Since(start) >= delay)
+	}
+	// Only the lower bound is certain: a sync that was not stalled may
+	// still be slow on a busy machine, so only the stalled one is checked.
+	if !stalled[1] {
+		t.Errorf("the second sync of a.log returned before the %v stall", delay)
+	}
+	if n := e.Failed(); n != 0 {
+		t.Errorf("a stall counted %d failed calls, want 0", n)
+	}
+
+	// A log on a stalling disk: SyncStalledFor grows while its flush hangs.
+	e.Clear()
+	cfg := testConfig()
+	cfg.FS = e
+	l, err := Open("/logs/s-0", cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := appendRaw(l, buildBatch(t, batchOpts{N: 2}), 1); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	e.Add(Fault{Op: OpSync, Path: "s-0/", Times: 1, Delay: 400 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- l.Flush(); close(release) }()
+	seen := false
+	for !seen {
+		select {
+		case <-release:
+			t.Fatal("the stalled flush returned before SyncStalledFor showed it")
+		default:
+		}
+		seen = l.SyncStalledFor(time.Now().UnixMilli()) > 0
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("stalled flush: %v", err)
+	}
+	if d := l.SyncStalledFor(time.Now().UnixMilli()); d != 0 {
+		t.Errorf("SyncStalledFor after the flush returned = %v, want 0", d)
+	}
+	if got, want := l.DurableOffset(), l.EndOffset(); got != want {
+		t.Errorf("durable %d after the stalled flush, want the end %d", got, want)
+	}
+	if l.Failed() != nil {
+		t.Errorf("a stall failed the log: %v", l.Failed())
+	}
+}
+
+// TestLogFail: a log told to fail (the broker's answer to EIO on a write
+// it undid) takes no more appends and says why; closed and opened again,
+// it takes them, with what it held kept.
+func TestLogFail(t *testing.T) {
+	cfg := testConfig()
+	cfg.FS = NewMemFS()
+	const dir = "/logs/f-0"
+	l, err := Open(dir, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendRaw(l, buildBatch(t, batchOpts{N: 2}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.Fail(syscall.EIO)
+	l.Fail(syscall.ENOSPC) // the first reason stays
+	if err := l.Failed(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Failed = %v, want EIO", err)
+	}
+	if _, err := appendRaw(l, buildBatch(t, batchOpts{N: 1}), 1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append to a failed log: %v, want EIO", err)
+	}
+	l.Close()
+	re, err := Open(dir, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	if re.Failed() != nil || re.EndOffset() != 2 {
+		t.Fatalf("reopened: failed %v, end %d; want nil, 2", re.Failed(), re.EndOffset())
+	}
+	if _, err := appendRaw(re, buildBatch(t, batchOpts{N: 1}), 1); err != nil {
+		t.Fatalf("append after reopening: %v", err)
 	}
 }

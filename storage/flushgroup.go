@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -155,7 +156,19 @@ func FlushGroup(logs []*Log) []error {
 		for i, m := range pending {
 			logs[i], dirty[i] = m.l, m.dirty
 		}
+		// Every log of the group waits on the one syncfs: each shows it
+		// as its own sync in progress (SyncStalledFor).
+		now := time.Now().UnixMilli()
+		var marked []*Log
+		for _, l := range logs {
+			if l.syncSince.CompareAndSwap(0, now) {
+				marked = append(marked, l)
+			}
+		}
 		synced = syncFileSystems(fss, logs, dirty)
+		for _, l := range marked {
+			l.syncSince.Store(0)
+		}
 	}
 	for _, m := range pending {
 		if !synced {

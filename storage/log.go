@@ -131,6 +131,11 @@ type Log struct {
 	startOffset atomic.Int64 // log start offset; written under mu
 	durable     atomic.Int64 // offsets below this are fsynced
 	flushMu     sync.Mutex
+	// syncSince is when the oldest fsync of this log still running began
+	// (unix ms), 0 when none runs: a sync that never returns (a gray disk)
+	// shows as a growing SyncStalledFor, which the broker's stall check
+	// reads (the sync itself cannot time out). Written by whoever syncs.
+	syncSince atomic.Int64
 
 	// epochs is the leader-epoch cache (epochs.go); never nil after Open.
 	// Replaced, never modified, under mu; readers load it without locks.
@@ -676,6 +681,13 @@ func (l *Log) writableLocked() error {
 // snapshot is written so recovery replays at most the active segment.
 // REQUIRES: l.mu held.
 func (l *Log) rollLocked(base, now int64) (*segment, error) {
+	// A roll is fsyncs (the old segment, its index files, the new
+	// segment's directory entry, a producer snapshot) under mu: it counts
+	// as one long sync for SyncStalledFor, or a disk that stalls in the
+	// middle of it would hold every append unseen.
+	if l.syncSince.CompareAndSwap(0, time.Now().UnixMilli()) {
+		defer l.syncSince.Store(0)
+	}
 	old := l.active()
 	if err := old.trimTail(); err != nil {
 		l.mu.failed = err
@@ -766,6 +778,52 @@ func (l *Log) flushBegin(target int64) (end int64, dirty []*segment, done bool, 
 	return end, dirty, false, nil
 }
 
+// timedSync runs sync, an fsync of one of the log's files, with
+// syncSince showing when it began (unless an older one still runs).
+func (l *Log) timedSync(sync func() error) error {
+	began := l.syncSince.CompareAndSwap(0, time.Now().UnixMilli())
+	defer func() {
+		if began {
+			l.syncSince.Store(0)
+		}
+	}()
+	return sync()
+}
+
+// SyncStalledFor is how long the fsync of this log running longest has
+// been running at now (unix ms), 0 when none runs; a roll and a
+// leader-epoch checkpoint, fsyncs under the log's lock, count whole. The broker resigns a
+// leadership whose log's fsync stays stuck (fjord.log.flush.stall.max.ms):
+// its acks=all producers would otherwise time out for as long as the disk
+// hangs.
+func (l *Log) SyncStalledFor(now int64) time.Duration {
+	since := l.syncSince.Load()
+	if since == 0 || now <= since {
+		return 0
+	}
+	return time.Duration(now-since) * time.Millisecond
+}
+
+// Failed is why the log takes no more appends (a write it could not undo,
+// or a failed fsync: the page cache cannot be trusted after one), nil
+// while it takes them. Sticky until the log is closed and opened again.
+func (l *Log) Failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.failed
+}
+
+// Fail stops the log taking appends, for err, unless it has already
+// failed: the broker's answer to a disk that reported an I/O error (EIO)
+// on a write the log could undo, which it no longer trusts with more.
+func (l *Log) Fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.failed == nil {
+		l.mu.failed = err
+	}
+}
+
 // syncSegments fdatasyncs each segment. REQUIRES: flushMu held.
 func (l *Log) syncSegments(dirty []*segment) error {
 	for _, s := range dirty {
@@ -773,7 +831,7 @@ func (l *Log) syncSegments(dirty []*segment) error {
 		// evicted, meanwhile (a roll syncs it first).
 		f, err := s.h.acquire()
 		if err == nil {
-			err = f.SyncData()
+			err = l.timedSync(f.SyncData)
 			s.h.release()
 		}
 		if err != nil {

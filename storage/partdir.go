@@ -96,6 +96,22 @@ func DeletePartitionDir(fs FS, dir string) error {
 	return nil
 }
 
+// SetAsideDir renames a partition directory whose disk failed to aside,
+// durably, and keeps it: unlike a deletion it is the operator's to
+// inspect (which blocks went bad) and to remove. aside must not end in
+// DeletedSuffix, nor look like a partition directory ("name-<n>"), or a
+// restart would remove it.
+func SetAsideDir(fs FS, dir, aside string) error {
+	fs = fsOrOS(fs)
+	if err := fs.Rename(dir, aside); err != nil {
+		return fmt.Errorf("set %s aside: %w", dir, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("set %s aside: sync parent directory: %w", dir, err)
+	}
+	return nil
+}
+
 // RemoveDeletedDirs finishes deletions interrupted by a crash, in logDir
 // on the operating system's file system; RemoveDeletedDirsFS takes another.
 func RemoveDeletedDirs(logDir string) {

@@ -107,6 +107,11 @@ type Options struct {
 	// dropped possibly torn: storage.MemFS.CrashClone), drawn from a
 	// generator with this seed. 0 keeps exactly what was synced.
 	PowerLossSeed uint64
+	// FS, if set (and not PowerLoss), gives node id the file system its
+	// files under Dir go through, at each start (broker.Options.FS); nil
+	// from it is the operating system's. A storage.ErrorFS over the
+	// operating system's is a sick disk on one node.
+	FS func(id int32) storage.FS
 }
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -353,8 +358,11 @@ func (c *Cluster) start(id int32) error {
 		}
 		cfg := c.config(m)
 		var bopts broker.Options
-		if m.fs != nil {
+		switch {
+		case m.fs != nil:
 			bopts = broker.Options{FS: nodeFS(m.fs), MetadataFS: m.meta}
+		case c.opts.FS != nil:
+			bopts.FS = c.opts.FS(id)
 		}
 		c.mu.Unlock()
 		var err error

@@ -109,6 +109,10 @@ type Config struct {
 	// PartitionOpenTimeoutMs bounds how long applying a metadata change
 	// waits for new replicas to open (fjord.partition.open.timeout.ms).
 	PartitionOpenTimeoutMs int64
+	// LogFlushStallMaxMs (fjord.log.flush.stall.max.ms): a leader whose
+	// own fsync of a partition has run this long resigns that partition's
+	// leadership to another in-sync replica; 0 never resigns for a stall.
+	LogFlushStallMaxMs int64
 	// LogOpenFilesMax is the capacity of the node's cache of open log
 	// files (fjord.log.open.files.max); 0 derives it from RLIMIT_NOFILE
 	// (broker/replicamgr/fdbudget.go).
@@ -263,6 +267,7 @@ func Default() Config {
 		BrokerSessionTimeoutMs:    9000,
 		BrokerHeartbeatIntervalMs: 2000,
 		PartitionOpenTimeoutMs:    120000,
+		LogFlushStallMaxMs:        5000,
 		ReplicaLagTimeMaxMs:       30000,
 		AutoLeaderRebalance:       true,
 		FastFencing:               true,
@@ -358,6 +363,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogOpenFilesMax < 0 {
 		errs = append(errs, fmt.Errorf("fjord.log.open.files.max %d: must be >= 0", c.LogOpenFilesMax))
+	}
+	if c.LogFlushStallMaxMs < 0 {
+		errs = append(errs, fmt.Errorf("fjord.log.flush.stall.max.ms %d: must be >= 0", c.LogFlushStallMaxMs))
 	}
 	if c.PartitionOpenTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("fjord.partition.open.timeout.ms %d: must be >= 1", c.PartitionOpenTimeoutMs))

@@ -272,6 +272,8 @@ func newConfigKeys() []Key {
 			Set: setInt(func(c *Config) *int64 { return &c.LeaderImbalanceCheckSecs })},
 		{Name: "fjord.partition.open.timeout.ms", Def: itoa(d.PartitionOpenTimeoutMs), Doc: "A replica that takes longer to open (log recovery) stays offline meanwhile and, if it was to lead, hands the leadership to another in-sync replica (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.PartitionOpenTimeoutMs })},
+		{Name: "fjord.log.flush.stall.max.ms", Def: itoa(d.LogFlushStallMaxMs), Doc: "A leader whose own fsync of a partition's log has run this long (a stalled disk) resigns that partition's leadership to another in-sync replica, so acks=all producers go on at the new leader instead of timing out; it leads again only by a later election. 0 never resigns for a stall. See docs/operations.md (Fjord only).",
+			Set: setInt(func(c *Config) *int64 { return &c.LogFlushStallMaxMs })},
 		{Name: "fjord.log.open.files.max", Def: itoa(d.LogOpenFilesMax), Doc: "Descriptors the node's log files may hold, shared by all its partitions: each open replica keeps one for its active segment; sealed segments' files are opened on demand and closed, least recently used first, beyond this. 0 = the process's RLIMIT_NOFILE less 1024 kept for connections (never more than that). A CreateTopics or CreatePartitions that would place more replicas on the node than this less a sixteenth (kept for sealed segments) is refused with POLICY_VIOLATION (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.LogOpenFilesMax })},
 

@@ -88,6 +88,19 @@ func (s *NodeSource) Cluster() Cluster {
 			}
 		}
 	}
+	now := time.Now().UnixMilli()
+	for name, t := range s.Replicas.Topics() {
+		for _, p := range t.Local() {
+			if st := p.StorageState(now); st != replica.StorageOK {
+				if c.SickDiskCount++; len(c.SickDisk) < MaxPartitionsListed {
+					c.SickDisk = append(c.SickDisk, DiskProblem{Topic: name, Partition: p.Index, State: string(st)})
+				}
+			}
+		}
+	}
+	slices.SortFunc(c.SickDisk, func(a, b DiskProblem) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
 	return c
 }
 
@@ -148,6 +161,7 @@ func (s *NodeSource) topic(t *controller.Topic, lt *replicamgr.Topic) Topic {
 			Replicas: p.Replicas, ISR: p.ISR, Adding: p.Adding, Removing: p.Removing}
 		if lt != nil && i < len(lt.Parts) && lt.Parts[i] != nil {
 			rp := lt.Parts[i]
+			cp.Storage = string(rp.StorageState(time.Now().UnixMilli()))
 			if lg := rp.Log(); lg != nil {
 				cp.Local, cp.LocalLeads = true, rp.Leads()
 				cp.LogStart, cp.LogEnd, cp.HighWater, cp.Bytes = lg.StartOffset(), lg.EndOffset(), rp.HW(), lg.Size()

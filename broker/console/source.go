@@ -55,6 +55,18 @@ type Cluster struct {
 	Offline              []PartitionRef
 	UnderReplicatedCount int
 	OfflineCount         int
+	// SickDisk lists this node's replicas whose disk is in trouble (at
+	// most MaxPartitionsListed), SickDiskCount how many there are.
+	SickDisk      []DiskProblem
+	SickDiskCount int
+}
+
+// DiskProblem is a local replica whose disk is full, failed or stalled
+// (replica.StorageState).
+type DiskProblem struct {
+	Topic     string
+	Partition int32
+	State     string
 }
 
 // Broker is a registered broker.
@@ -125,6 +137,9 @@ type Partition struct {
 	HighWater  int64
 	LogEnd     int64
 	Bytes      int64
+	// Storage is the local replica's disk state ("" when fine: full,
+	// failed or stalled otherwise), whether its log is open or not.
+	Storage string
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set

@@ -59,7 +59,17 @@ type Partition struct {
 	// offset to write), so [LogStart, LogEnd) is stored here.
 	LogStart, LogEnd int64
 	LogBytes         int64 // bytes in the log's segments
+	// Storage is the state of the disk under the replica: "" when fine,
+	// else StorageFull, StorageFailed or StorageStalled.
+	Storage string
 }
+
+// The replica storage states (replica.StorageState's values).
+const (
+	StorageFull    = "full"
+	StorageFailed  = "failed"
+	StorageStalled = "stalled"
+)
 
 // Group is a consumer group this node coordinates.
 type Group struct {

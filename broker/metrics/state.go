@@ -39,8 +39,11 @@ func kdesc(name, help string, labels ...string) *prometheus.Desc {
 
 var (
 	// Fjord's own figures of the node's replicas.
-	fPartitions = kdesc("fjord_partitions", "Partitions hosted on this node.")
-	fLogBytes   = kdesc("fjord_log_bytes", "Bytes in all partition logs on this node.")
+	fPartitions      = kdesc("fjord_partitions", "Partitions hosted on this node.")
+	fLogBytes        = kdesc("fjord_log_bytes", "Bytes in all partition logs on this node.")
+	fStorage         = kdesc("fjord_replica_storage_state", "Local replicas whose disk is in trouble, by state: full (its last write met ENOSPC/EDQUOT; produces get KAFKA_STORAGE_ERROR), failed (its log failed on a disk error and is being repaired), stalled (an fsync of its log has run over fjord.log.flush.stall.max.ms). 0 for a state none is in.", "state")
+	fStorageOf       = kdesc("fjord_replica_storage_problem", "1 for each local replica whose disk is in trouble, with its state (see fjord_replica_storage_state); absent for replicas whose disk is fine.", "topic", "partition", "state")
+	jOfflineReplicas = kdesc("kafka_server_replicamanager_offlinereplicacount", "Local replicas offline on a failed log, being repaired (ReplicaManager OfflineReplicaCount).")
 
 	// kafka_exporter's names, labels and help texts.
 	kBrokers         = kdesc("kafka_brokers", "Number of Brokers in the Kafka Cluster.")
@@ -80,7 +83,7 @@ var (
 )
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{fPartitions, fLogBytes,
+	for _, d := range []*prometheus.Desc{fPartitions, fLogBytes, fStorage, fStorageOf, jOfflineReplicas,
 		kBrokers, kBrokerInfo, kTopicPartitions, kCurrentOffset, kOldestOffset, kLeader, kReplicas, kISR,
 		kPreferred, kUnderReplicated, kGroupOffset, kGroupOffsetSum, kGroupLag, kGroupLagSum, kGroupMembers,
 		jUnderReplicated, jPartitionCount, jLeaderCount, jISRShrinks, jISRExpands, jActive, jOffline, jTopicCount, jPartCount,
@@ -110,10 +113,15 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	hw := make(map[TopicPartition]int64)
 	parts, leads := 0, 0
 	var logBytes int64
+	storage := map[string]int{StorageFull: 0, StorageFailed: 0, StorageStalled: 0}
 	for name, ps := range topics {
 		for _, p := range ps {
 			parts++
 			tp := TopicPartition{Topic: name, Partition: p.Index}
+			if p.Storage != "" {
+				storage[p.Storage]++
+				gauge(ch, fStorageOf, 1, name, strconv.Itoa(int(p.Index)), p.Storage)
+			}
 			if p.HasLog {
 				logBytes += p.LogBytes
 				// A follower learns the leader's high watermark a fetch
@@ -142,6 +150,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(ch, fPartitions, float64(parts))
 	gauge(ch, fLogBytes, float64(logBytes))
+	for state, n := range storage {
+		gauge(ch, fStorage, float64(n), state)
+	}
+	gauge(ch, jOfflineReplicas, float64(storage[StorageFailed]))
 
 	// Groups: from the coordinator, lag against the local replica's high
 	// watermark on the leader, or what a follower replica here has

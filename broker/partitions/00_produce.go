@@ -1,9 +1,11 @@
 package partitions
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -214,7 +216,7 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 	// reader, so pipelined requests keep arriving and share them (group
 	// commit); nothing is held while waiting.
 	h.Go(func() {
-		flushAll(toFlush, func(p *replica.Partition, err error) {
+		failWith := func(p *replica.Partition, err error) {
 			for i := range resp.Topics {
 				if resp.Topics[i].Topic != p.Topic {
 					continue
@@ -228,22 +230,60 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 					}
 				}
 			}
+		}
+		if len(waits) == 0 {
+			flushAll(toFlush, failWith)
+			respond(resp)
+			return
+		}
+		// acks=all: the leader's fsync runs beside the wait for the
+		// replicas rather than before it. The high watermark counts the
+		// leader's durable end, so a wait that succeeds implies the fsync
+		// it needed did; and a wait on a leader whose disk stalls ends
+		// when it resigns (fjord.log.flush.stall.max.ms), not when the
+		// stuck fsync returns, seconds later, so the client retries at the
+		// new leader at once. A failed fsync ends the waits (ctx) and
+		// answers its partitions KAFKA_STORAGE_ERROR.
+		ctx, cancel := context.WithCancel(cc.Ctx)
+		defer cancel()
+		flushed := make(chan struct{})
+		var failedMu sync.Mutex
+		failed := map[*replica.Partition]error{}
+		h.Go(func() {
+			defer close(flushed)
+			flushAll(toFlush, func(p *replica.Partition, err error) {
+				failedMu.Lock()
+				failed[p] = err
+				failedMu.Unlock()
+				cancel()
+			})
 		})
-		if len(waits) > 0 {
-			// One deadline for the request, a timer per partition that
-			// must wait: a timer's channel fires once, so sharing one would
-			// leave every partition after the first that times out waiting
-			// forever.
-			deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond)
-			for _, w := range waits {
-				sp := &resp.Topics[w.topic].Partitions[w.index]
-				if sp.ErrorCode != 0 {
+		// One deadline for the request, a timer per partition that must
+		// wait: a timer's channel fires once, so sharing one would leave
+		// every partition after the first that times out waiting forever.
+		deadline := time.Now().Add(time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond)
+		for _, w := range waits {
+			sp := &resp.Topics[w.topic].Partitions[w.index]
+			if sp.ErrorCode != 0 {
+				continue
+			}
+			err := w.p.WaitCommittedUntil(ctx, w.target, w.epoch, deadline)
+			if err != nil && ctx.Err() != nil && cc.Ctx.Err() == nil {
+				// Some partition's fsync failed: this one's, or another's,
+				// whose failure must not cut this wait short.
+				<-flushed
+				failedMu.Lock()
+				ferr := failed[w.p]
+				failedMu.Unlock()
+				if ferr != nil {
+					failWith(w.p, ferr)
 					continue
 				}
-				if err := w.p.WaitCommittedUntil(cc.Ctx, w.target, w.epoch, deadline); err != nil {
-					sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = h.Code(err), errMessage(err), -1
-					w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
-				}
+				err = w.p.WaitCommittedUntil(cc.Ctx, w.target, w.epoch, deadline)
+			}
+			if err != nil {
+				sp.ErrorCode, sp.ErrorMessage, sp.BaseOffset = h.Code(err), errMessage(err), -1
+				w.p.Logger.Debug().Err(err).Int64("offset", w.target-1).Msg("acks=all not satisfied")
 			}
 		}
 		respond(resp)

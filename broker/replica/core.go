@@ -26,6 +26,8 @@ type follower struct {
 //   - At most one proposal (ISR change or resignation) is in flight.
 //   - phase.logOpen() implies the log is open; Deleting and Deleted never
 //     go back.
+//   - failedWhy != "" only while the log is open and cannot be appended
+//     to; a failed replica never counts as caught up (it stops fetching).
 type Core struct {
 	cfg   Config
 	phase Phase
@@ -59,6 +61,18 @@ type Core struct {
 	// it does not). Kept while the resignation is refused, to retry.
 	resignWhy string
 
+	// Failed logs (failure.go). failedWhy is why the open log takes no
+	// appends ("": it does); setAside, whether its repair sets the copy
+	// aside. repairing: a repair's open is running or being retried (its
+	// retries are not bounded in number, only spaced).
+	failedWhy string
+	setAside  bool
+	repairing bool
+	// repairsInRow counts repairs since this replica was last in the ISR
+	// with a sound log; the next is not due before repairNext.
+	repairsInRow int
+	repairNext   int64
+
 	pausedUntil int64 // a follower's fetching paused until then
 }
 
@@ -80,7 +94,8 @@ func (c *Core) PausedUntil() int64 { return c.pausedUntil }
 func (c *Core) View() *View {
 	return &View{Phase: c.phase, Leader: c.asg.Leader, LeaderEpoch: c.asg.LeaderEpoch,
 		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR, Removing: c.asg.Removing,
-		InISR: slices.Contains(c.asg.ISR, c.cfg.ID), DamagedFrom: c.damagedFrom, TopicDeleted: c.topicDeleted}
+		InISR: slices.Contains(c.asg.ISR, c.cfg.ID), DamagedFrom: c.damagedFrom, TopicDeleted: c.topicDeleted,
+		Failed: c.failedWhy != "" || c.repairing}
 }
 
 // Step applies one event at time now (ms).
@@ -144,6 +159,10 @@ func (c *Core) Step(now int64, ev any) Ready {
 		}
 	case DamageFound:
 		c.damaged(now, e.Offset, &rd)
+	case LogFailed:
+		c.logFailed(now, e, &rd)
+	case FlushStalled:
+		c.flushStalled(now, e, &rd)
 	case LeaderDamaged:
 		c.pausedUntil = now + 1000
 	case AlterAnswered:
@@ -172,7 +191,10 @@ func (c *Core) Tick(now int64) Ready {
 			c.openOverrun = true
 			rd.note("log did not open within %d ms; it stays offline here until it does", c.cfg.OpenTimeoutMs)
 		}
-		if !c.opening && c.phase == Offline && c.openRetriesLeft() && now >= c.openNext {
+		if c.phase == Offline && c.failedWhy != "" && now >= c.repairNext && !slices.Contains(c.asg.ISR, c.cfg.ID) {
+			c.repair(now, c.setAside, &rd)
+		}
+		if !c.opening && c.phase == Offline && c.failedWhy == "" && c.openRetriesLeft() && now >= c.openNext {
 			// A retry keeps the phase (and clients' KAFKA_STORAGE_ERROR):
 			// only its outcome is news.
 			c.opening, c.openSince, c.openOverrun = true, now, false
@@ -210,7 +232,7 @@ func (c *Core) startOpen(now int64, rd *Ready) {
 }
 
 func (c *Core) openRetriesLeft() bool {
-	return c.cfg.OpenAttempts == 0 || c.openFails < c.cfg.OpenAttempts
+	return c.repairing || c.cfg.OpenAttempts == 0 || c.openFails < c.cfg.OpenAttempts
 }
 
 func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
@@ -230,6 +252,10 @@ func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
 		c.openFails++
 		c.phase = Offline
 		switch {
+		case c.repairing:
+			if c.openFails == 1 {
+				rd.note("repair failed; retrying with backoff (at most every %d ms) until it opens: %v", c.cfg.Open.Max.Milliseconds(), e.Err)
+			}
 		case !c.openRetriesLeft():
 			rd.note("open failed %d times in a row; giving up until restart: %v", c.openFails, e.Err)
 		case c.openFails == 1:
@@ -245,6 +271,10 @@ func (c *Core) openDone(now int64, e OpenDone, rd *Ready) {
 		rd.note("log opened after overrunning the open timeout; adopted")
 	}
 	c.openFails = 0
+	if c.repairing {
+		rd.note("repaired: log open again at offsets [%d, %d)", e.Start, e.End)
+		c.repairing = false
+	}
 	c.logStart, c.logEnd, c.durable = e.Start, e.End, e.Durable
 	// The high watermark is not on disk: start from the log start and let
 	// a leader's ISR move it. Starting at the log end could show consumers
@@ -275,12 +305,18 @@ func (c *Core) assign(now int64, a Assignment, rd *Ready) {
 		}
 	}
 	switch {
+	case c.failedWhy != "" && c.phase == Offline:
+		c.maybeRepair(now, rd)
+		return
 	case !c.phase.logOpen():
 		c.maybeResignUnserved(now, rd)
 		return
 	case roleChanged:
 		c.becomeRole(now, rd)
 		return
+	}
+	if c.repairsInRow > 0 && c.failedWhy == "" && slices.Contains(a.ISR, c.cfg.ID) {
+		c.repairsInRow = 0 // repaired and back in the ISR
 	}
 	switch c.phase {
 	case Leading, Resigning:
@@ -301,6 +337,10 @@ func (c *Core) becomeRole(now int64, rd *Ready) {
 	c.proposal = nil
 	c.alterFails, c.alterNext = 0, 0
 	c.resignWhy = ""
+	if c.failedWhy != "" {
+		c.failedRole(now, rd)
+		return
+	}
 	if c.asg.Leader == c.cfg.ID {
 		c.phase = Leading
 		c.followers = map[int32]*follower{}
@@ -335,6 +375,10 @@ func (c *Core) unassign(topicDeleted bool, rd *Ready) {
 	switch {
 	case c.opening:
 		c.phase = Deleting // the running open's answer finishes it
+	case c.phase == Offline && c.failedWhy != "":
+		c.failedWhy = ""
+		c.phase = Deleting // a failed follower's log is still open
+		rd.Delete = true
 	case c.phase == Opening || c.phase == Offline:
 		c.phase = Deleted // no log to remove
 	default:
@@ -464,6 +508,9 @@ func (c *Core) alterAnswered(now int64, e AlterAnswered, rd *Ready) {
 	}
 	if e.Proposal.Resign && c.phase == Resigning && !c.otherLiveISR() {
 		c.phase = Leading // nobody to hand over to: keep serving
+		if c.failedWhy != "" {
+			c.repair(now, false, rd) // the only copy: reopen it where it is
+		}
 	}
 }
 

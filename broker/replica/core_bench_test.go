@@ -59,6 +59,7 @@ type benchHost struct{}
 
 func (benchHost) Open(*Partition)              {}
 func (benchHost) Delete(*Partition)            {}
+func (benchHost) Repair(*Partition, Repair)    {}
 func (benchHost) Propose(*Partition, Proposal) {}
 func (benchHost) Ended(*Partition)             {}
 func (benchHost) Changed(*Partition)           {}

@@ -26,6 +26,7 @@ import (
 //	append end=n | flush durable=n | fetched t=ms id=n offset=n | leader-hw hw=n
 //	truncated start=n end=n [repaired] | reconciled epoch=n | diverged epoch=n
 //	damage t=ms offset=n | leader-damaged t=ms
+//	log-failed t=ms [full] | stalled t=ms for=ms   (new: [stall=ms])
 //	answer t=ms code=n   (answers the proposal in flight)
 //	deleted | tick t=ms | check
 //	reconfigure [async]  (the flush policy changed at run time)
@@ -42,8 +43,8 @@ func TestDataDriven(t *testing.T) {
 			case "new":
 				cfg := Config{ID: int32(argInt(t, d, "id", 1)), SyncOnAck: !d.HasArg("async"),
 					LagMs: int64(argInt(t, d, "lag", 1000)), OpenTimeoutMs: int64(argInt(t, d, "open-timeout", 5000)),
-					AlterTimeoutMs: int64(argInt(t, d, "alter-timeout", 10000)),
-					Open:           lifecycle.Backoff{Initial: time.Second, Max: 8 * time.Second}, OpenAttempts: argInt(t, d, "open-attempts", 4),
+					AlterTimeoutMs: int64(argInt(t, d, "alter-timeout", 10000)), FlushStallMs: int64(argInt(t, d, "stall", 0)),
+					Open: lifecycle.Backoff{Initial: time.Second, Max: 8 * time.Second}, OpenAttempts: argInt(t, d, "open-attempts", 4),
 					Alter: lifecycle.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}, AlterAttempts: 5}
 				c = New(cfg)
 				return state(c)
@@ -90,6 +91,14 @@ func TestDataDriven(t *testing.T) {
 				rd = c.Step(now, DamageFound{Offset: int64(argInt(t, d, "offset", 0))})
 			case "leader-damaged":
 				rd = c.Step(now, LeaderDamaged{})
+			case "log-failed":
+				why := "segment 0: fdatasync: input/output error"
+				if d.HasArg("full") {
+					why = "segment 0: fdatasync: no space left on device"
+				}
+				rd = c.Step(now, LogFailed{Why: why, SetAside: !d.HasArg("full")})
+			case "stalled":
+				rd = c.Step(now, FlushStalled{ForMs: int64(argInt(t, d, "for", 0))})
 			case "answer":
 				if c.proposal == nil {
 					d.Fatalf(t, "no proposal in flight")
@@ -169,6 +178,9 @@ func ready(rd Ready) string {
 	if rd.Open {
 		b.WriteString("open log\n")
 	}
+	if rd.Repair != nil {
+		fmt.Fprintf(&b, "repair log set-aside=%v\n", rd.Repair.SetAside)
+	}
 	if p := rd.Propose; p != nil {
 		kind := "isr"
 		if p.Resign {
@@ -205,6 +217,12 @@ func state(c *Core) string {
 		c.asg.ISR, c.hw, c.logStart, c.logEnd, c.durable)
 	if c.damagedFrom != NoDamage {
 		fmt.Fprintf(&b, " damaged=%d", c.damagedFrom)
+	}
+	if c.failedWhy != "" {
+		b.WriteString(" failed")
+	}
+	if c.repairing {
+		fmt.Fprintf(&b, " repairing(%d in a row, next>=%d)", c.repairsInRow, c.repairNext)
 	}
 	if c.proposal != nil {
 		fmt.Fprintf(&b, " inflight=%v", c.proposal.ISR)

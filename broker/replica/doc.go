@@ -31,6 +31,11 @@
 // AlterTimeoutMs counts as refused; refusals back off. A follower outside
 // the ISR (catching up) is Following with InISR false.
 //
+// A replica whose log fails on a disk error (LogFailed) or whose leader's
+// fsync stalls past FlushStallMs (FlushStalled) hands its leadership on
+// and, for a failed log, is repaired once out of the ISR (failure.go);
+// StorageState tells the console and metrics which disk is in trouble.
+//
 // Every request that meets a replica asks View.Check, the one place a
 // phase becomes a Kafka error code: a replica that cannot serve answers
 // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or KAFKA_STORAGE_ERROR,

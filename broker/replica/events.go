@@ -20,6 +20,9 @@ type Config struct {
 	// LagMs is replica.lag.time.max.ms: a follower not caught up for this
 	// long leaves the ISR.
 	LagMs int64
+	// FlushStallMs (fjord.log.flush.stall.max.ms) is how long a leader's
+	// own fsync may run before it resigns the leadership (0: never).
+	FlushStallMs int64
 	// OpenTimeoutMs bounds an open; past it a leadership placed here is
 	// resigned (the open keeps running and is adopted if it finishes).
 	OpenTimeoutMs int64
@@ -95,6 +98,17 @@ type (
 	Diverged struct{ LeaderEpoch int32 }
 	// DamageFound: a read found the log damaged from Offset on.
 	DamageFound struct{ Offset int64 }
+	// LogFailed: the log takes no more appends (a failed fsync: the page
+	// cache cannot be trusted; a write it could not undo), for Why.
+	// SetAside: the disk failed (EIO), so a repair should set the copy
+	// aside and fetch the partition again, rather than reopen it in place
+	// (a full disk: recovery keeps what is whole).
+	LogFailed struct {
+		Why      string
+		SetAside bool
+	}
+	// FlushStalled: an fsync of the log has been running for ForMs.
+	FlushStalled struct{ ForMs int64 }
 	// LeaderDamaged: the leader answered KAFKA_STORAGE_ERROR: its copy is
 	// damaged and it is handing the partition on; pause fetching briefly.
 	LeaderDamaged struct{}
@@ -121,6 +135,9 @@ type Proposal struct {
 	Why                         string
 }
 
+// Repair is how a failed log is brought back (Ready.Repair).
+type Repair struct{ SetAside bool }
+
 // Ready is what a Step or Tick asks of the owner, in this order: publish
 // View (when ViewChanged) and HW, record StartEpoch in the log before any
 // append of the new leader, wake waiters, then do the I/O (Open, Propose,
@@ -137,9 +154,13 @@ type Ready struct {
 	WakeAppend  bool // replica long polls look again
 	WakeLow     bool // a log start moved here or on a follower: DeleteRecords waiters look again
 	Open        bool // open the log, answer OpenDone
-	Propose     *Proposal
-	TruncateTo  int64 // >= 0: cut the log there (damage repair), answer Truncated{Repaired}
-	Delete      bool  // close and remove the log, answer LogDeleted
+	// Repair: close the failed log, set its directory aside (SetAside)
+	// or keep it, and open it again (empty once set aside); answer
+	// OpenDone.
+	Repair     *Repair
+	Propose    *Proposal
+	TruncateTo int64 // >= 0: cut the log there (damage repair), answer Truncated{Repaired}
+	Delete     bool  // close and remove the log, answer LogDeleted
 	// Notes are state changes worth one log line each.
 	Notes []string
 }

@@ -56,6 +56,10 @@ type Partition struct {
 	view      atomic.Pointer[View]
 	hw        atomic.Int64
 	unflushed atomic.Int64 // appended records since the last flush (relaxed topics)
+	// full: the last write failed for lack of space (storagestate.go).
+	full atomic.Bool
+	// stallMs is the core's FlushStallMs, for StorageState.
+	stallMs int64
 	// repairTo is the offset a damaged follower's fetcher must truncate
 	// to (the core's TruncateTo), -1 when none: the fetcher is the one
 	// writer of a follower's log.
@@ -110,6 +114,10 @@ type Host interface {
 	// Delete closes and removes p's log in the background and answers
 	// p.Step(LogDeleted{}).
 	Delete(p *Partition)
+	// Repair closes p's failed log, sets its directory aside when
+	// r.SetAside (renamed, never removed: the operator's to inspect),
+	// and opens the log again in the background, answering p.Opened.
+	Repair(p *Partition, r Repair)
 	// Propose sends prop as an AlterPartition and answers
 	// p.Step(AlterAnswered{...}).
 	Propose(p *Partition, prop Proposal)
@@ -134,7 +142,7 @@ type PartitionConfig struct {
 // caller assigns it (Step(Assign{...})) and then starts it (Start).
 func NewPartition(cfg PartitionConfig, host Host) *Partition {
 	p := &Partition{Topic: cfg.Topic, Index: cfg.Index, TopicID: cfg.TopicID, Logger: cfg.Logger, host: host,
-		opened: make(chan struct{}), flushTime: cfg.FlushTime}
+		opened: make(chan struct{}), flushTime: cfg.FlushTime, stallMs: cfg.Core.FlushStallMs}
 	s := cfg.Settings
 	p.settings.Store(&s)
 	p.repairTo.Store(-1)
@@ -231,8 +239,14 @@ func (p *Partition) Step(ev any) {
 	p.act(rd)
 }
 
-// Tick lets time pass for the core: retries and timeouts fire.
+// Tick lets time pass for the core: retries and timeouts fire, and a
+// leader's fsync that has run long is reported (FlushStalled).
 func (p *Partition) Tick(now int64) {
+	if lg := p.Log(); lg != nil && p.view.Load().Phase == Leading {
+		if d := lg.SyncStalledFor(now); d >= stallReportMin {
+			p.Step(FlushStalled{ForMs: d.Milliseconds()})
+		}
+	}
 	p.mu.Lock()
 	rd := p.mu.core.Tick(now)
 	p.publishLocked(rd)
@@ -277,6 +291,9 @@ func (p *Partition) act(rd Ready) {
 	}
 	if rd.Open {
 		p.host.Open(p)
+	}
+	if rd.Repair != nil {
+		p.host.Repair(p, *rd.Repair)
 	}
 	if rd.Propose != nil {
 		p.host.Propose(p, *rd.Propose)
@@ -330,6 +347,7 @@ func (p *Partition) AppendAsLeader(batch []byte, info recordbatch.Info, now int6
 	}
 	res, err := lg.Append(batch, info, v.LeaderEpoch, now)
 	p.roleMu.RUnlock()
+	p.wrote(lg, err)
 	if err == nil && !res.Duplicate {
 		p.unflushed.Add(int64(info.Records))
 		p.Step(Appended{End: lg.EndOffset()})
@@ -349,6 +367,7 @@ func (p *Partition) AppendCoordinatorAsLeader(batch []byte, info recordbatch.Inf
 	}
 	res, err := lg.AppendCoordinator(batch, info, v.LeaderEpoch, now)
 	p.roleMu.RUnlock()
+	p.wrote(lg, err)
 	if err == nil {
 		p.unflushed.Add(int64(info.Records))
 		p.Step(Appended{End: lg.EndOffset()})
@@ -368,6 +387,7 @@ func (p *Partition) AppendMarkerAsLeader(m storage.TxnMarker, now int64) (int64,
 	}
 	off, err := lg.AppendMarker(m, v.LeaderEpoch, now)
 	p.roleMu.RUnlock()
+	p.wrote(lg, err)
 	if err == nil {
 		p.unflushed.Add(1)
 		p.Step(Appended{End: lg.EndOffset()})
@@ -386,6 +406,7 @@ func (p *Partition) appendAsFollower(leader, epoch int32, batches []byte) (bool,
 	}
 	_, err := lg.AppendReplica(batches)
 	p.roleMu.RUnlock()
+	p.wrote(lg, err)
 	if err != nil {
 		return false, err
 	}
@@ -712,7 +733,7 @@ func (p *Partition) flushed(lg *storage.Log, err error, start time.Time) error {
 		return err // deleted or shut down meanwhile: nothing to report
 	}
 	if err != nil {
-		p.Logger.Error().Err(err).Msg("flush failed; partition takes no more writes")
+		p.wrote(lg, err)
 		return err
 	}
 	p.unflushed.Store(0)

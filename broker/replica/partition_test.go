@@ -57,6 +57,19 @@ func (h *testHost) Delete(p *Partition) {
 	}()
 }
 
+// Repair closes the failed log and opens the directory again, emptied
+// first when the copy is set aside (the test keeps no set-aside copy).
+func (h *testHost) Repair(p *Partition, r Repair) {
+	if lg := p.Log(); lg != nil {
+		if r.SetAside {
+			lg.Delete()
+		} else {
+			lg.Close()
+		}
+	}
+	h.Open(p)
+}
+
 func (h *testHost) Propose(_ *Partition, prop Proposal) {
 	h.mu.Lock()
 	h.props = append(h.props, prop)

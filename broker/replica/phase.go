@@ -63,6 +63,8 @@ type View struct {
 	Replicas, ISR  []int32
 	InISR          bool  // this broker is in ISR
 	DamagedFrom    int64 // first offset known damaged; NoDamage when none
+	// Failed: the log failed (a disk error) and is not yet repaired.
+	Failed bool
 	// TopicDeleted: the replica went because its topic did, not because it
 	// moved to other brokers.
 	TopicDeleted bool

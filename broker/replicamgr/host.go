@@ -84,6 +84,7 @@ func (m *Manager) replicaConfig(s replica.Settings) replica.Config {
 		SyncOnAck:      s.FlushMessages <= 1,
 		LagMs:          m.cfg.ReplicaLagTimeMaxMs,
 		OpenTimeoutMs:  m.cfg.PartitionOpenTimeoutMs,
+		FlushStallMs:   m.cfg.LogFlushStallMaxMs,
 		AlterTimeoutMs: 10_000,
 		// A failed open is retried at 1, 2, 4 … 60 s, 8 times (about 4
 		// minutes in all), then the replica stays offline until restart:
@@ -219,6 +220,49 @@ func (m *Manager) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log,
 		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
 	return lg, nil
+}
+
+// Repair brings p's failed log back in the background: it closes it,
+// sets its directory aside when r.SetAside (renamed to
+// <dir>.<unix ms>.failed, which stray removal passes over: the operator
+// inspects or removes it), and opens the log again as Open does (empty
+// once set aside, to be fetched from the leader). The answer is
+// p.Opened; a failed open is retried by the core with backoff.
+func (h replicaHost) Repair(p *replica.Partition, r replica.Repair) {
+	m := h.m
+	c := m.claimOf(p)
+	if c == nil {
+		return
+	}
+	m.cfg.Go(func() {
+		if lg := p.Log(); lg != nil {
+			if err := lg.Close(); err != nil {
+				// Expected: a failed log cannot write its clean-shutdown
+				// state. Recovery at the reopen does not need it.
+				p.Logger.Info().Err(err).Msg("closing the failed log")
+			}
+		}
+		m.replicas.mu.Lock()
+		m.replicas.fds -= c.fds
+		c.fds = 0
+		m.replicas.mu.Unlock()
+		if r.SetAside {
+			aside := fmt.Sprintf("%s.%d.failed", c.dir, time.Now().UnixMilli())
+			if err := storage.SetAsideDir(storage.OrOS(m.cfg.FS), c.dir, aside); err != nil {
+				p.Opened(nil, fmt.Errorf("setting the failed replica aside: %w", err))
+				return
+			}
+			p.Logger.Warn().Str("set_aside", aside).Msg("failed replica's files set aside for the operator; fetching the partition again")
+		}
+		select {
+		case m.openSem <- struct{}{}:
+		case <-m.ctx.Done():
+			return
+		}
+		lg, err := m.openLog(p, c)
+		<-m.openSem
+		p.Opened(lg, err)
+	})
 }
 
 // Delete closes and removes p's log in the background; the answer is

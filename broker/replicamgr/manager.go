@@ -43,6 +43,9 @@ type Config struct {
 	// image waits for its new replicas' opens.
 	ReplicaLagTimeMaxMs    int64
 	PartitionOpenTimeoutMs int64
+	// LogFlushStallMaxMs (fjord.log.flush.stall.max.ms): a leader whose
+	// own fsync has run this long resigns the partition; 0 never.
+	LogFlushStallMaxMs int64
 	// LogOpenFilesMax is fjord.log.open.files.max: the file cache's
 	// capacity, 0 to derive it from RLIMIT_NOFILE (fdbudget.go).
 	LogOpenFilesMax int64

@@ -86,6 +86,7 @@ func (h replicaHost) Open(p *replica.Partition) {
 	}()
 }
 func (replicaHost) Delete(*replica.Partition)                    {}
+func (replicaHost) Repair(*replica.Partition, replica.Repair)    {}
 func (replicaHost) Propose(*replica.Partition, replica.Proposal) {}
 func (replicaHost) Ended(*replica.Partition)                     {}
 func (replicaHost) Changed(*replica.Partition)                   {}

@@ -251,6 +251,14 @@ func (h replicaHost) Open(p *replica.Partition) {
 
 func (h replicaHost) Delete(p *replica.Partition) { p.Step(replica.LogDeleted{}) }
 
+// Repair reopens the log in place (the rig's disks do not fail).
+func (h replicaHost) Repair(p *replica.Partition, _ replica.Repair) {
+	if lg := p.Log(); lg != nil {
+		lg.Close()
+	}
+	h.Open(p)
+}
+
 func (replicaHost) Propose(*replica.Partition, replica.Proposal) {}
 func (replicaHost) Ended(*replica.Partition)                     {}
 func (replicaHost) Changed(*replica.Partition)                   {}
