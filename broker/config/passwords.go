@@ -168,6 +168,9 @@ func Sensitive(scope catalogue.Scope, name string) bool {
 	if _, base, ok := tlsconf.ListenerKey(name); ok {
 		name = base
 	}
+	if scope == catalogue.Broker && remoteSecretKeys[name] {
+		return true
+	}
 	k, known := catalogue.Lookup(scope, name)
 	return known && k.Type == "password"
 }
