@@ -226,9 +226,11 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, size int64)
 	return nil
 }
 
-// exactReader passes on exactly left bytes of r: fewer (r ends early)
-// or more (r has bytes left over) fail the read, so the request fails
-// and nothing is stored.
+// exactReader passes on exactly left bytes of r and fails the read
+// when r has fewer or more. A longer r is caught before its last wanted
+// byte is passed on (by reading one byte ahead), so the store never
+// receives a complete body and stores nothing: an HTTP client sends
+// Content-Length bytes and may take the answer before it sees the rest.
 type exactReader struct {
 	r    io.Reader
 	left int64
@@ -236,10 +238,6 @@ type exactReader struct {
 
 func (e *exactReader) Read(p []byte) (int, error) {
 	if e.left == 0 {
-		var one [1]byte
-		if n, _ := io.ReadFull(e.r, one[:]); n > 0 {
-			return 0, errors.New("body is longer than its size")
-		}
 		return 0, io.EOF
 	}
 	if int64(len(p)) > e.left {
@@ -247,11 +245,15 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	n, err := e.r.Read(p)
 	e.left -= int64(n)
-	if err == io.EOF && e.left > 0 {
+	switch {
+	case e.left == 0:
+		var one [1]byte
+		if k, _ := io.ReadFull(e.r, one[:]); k > 0 {
+			return 0, errors.New("body is longer than its size")
+		}
+		return n, nil
+	case err == io.EOF:
 		return n, io.ErrUnexpectedEOF
-	}
-	if err == io.EOF {
-		err = nil
 	}
 	return n, err
 }
@@ -357,8 +359,10 @@ func classify(err error, bucketOp bool) error {
 			return remote.ErrUnavailable
 		}
 	}
+	// A request that was never answered also comes as a ResponseError,
+	// with status 0: it is judged below, by its network error.
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
 		switch code := re.HTTPStatusCode(); {
 		case code == http.StatusNotFound && bucketOp:
 			return remote.ErrNoBucket
