@@ -26,5 +26,5 @@ if [ ! -f "$src/go.mod" ]; then
 	mv "$src.tmp" "$src"
 fi
 cd "$src"
-CGO_ENABLED=0 "$GO" build -trimpath -o "$out.tmp" ./weed
+CGO_ENABLED=0 "$GO" build -trimpath -ldflags="-s -w" -o "$out.tmp" ./weed
 mv "$out.tmp" "$out"
