@@ -141,5 +141,12 @@ weed-bg:
 	@( $(MAKE) --no-print-directory weed >bin/weed.log 2>&1; echo $$? >bin/weed.status ) &
 	@echo "building bin/weed in the background (bin/weed.log)"
 
+# docker-tiered-test starts docker/docker-compose.tiered.yml (three nodes
+# with tiered storage, SeaweedFS beside them) and checks it; not part of
+# `make test`.
+.PHONY: docker-tiered-test
+docker-tiered-test:
+	bash docker/test-tiered.sh
+
 clean:
 	rm -rf bin
