@@ -10,7 +10,7 @@ BIN := bin/fjord
 FUZZ_FAST ?= 200000x
 FUZZ_DISK ?= 1000x
 
-.PHONY: run build test deps vet unit fuzz compat bench bench-json bench-compare bench-cluster docker docker-test clean
+.PHONY: run build test deps vet unit fuzz compat bench bench-json bench-compare bench-cluster docker docker-test clean weed weed-bg
 
 run:
 	$(GO) run ./cmd/fjord
@@ -21,7 +21,11 @@ build:
 # test runs everything CI runs: set-up, vet, unit tests (race), fuzz smoke,
 # and the black-box compatibility suite against the real binary (with the
 # upstream compose files of apache/kafka, Confluent and Bitnami in Docker).
-test: deps vet unit fuzz compat docker-test
+# The tiered-storage tests run against SeaweedFS (bin/weed): weed-bg
+# builds it in the background from the start (about 9 CPU-minutes cold),
+# unit runs without it (those tests skip), and weed-test, after unit and
+# fuzz, waits for the build and runs them.
+test: weed-bg deps vet unit fuzz weed-test compat docker-test
 
 # deps installs what the tests need on a fresh Debian machine.
 deps:
@@ -35,6 +39,8 @@ vet:
 	cd compat-tests && $(GO) vet ./...
 	cd cmd/fjord-bench && $(GO) vet ./...
 
+# unit skips the tests that need SeaweedFS unless FJORD_WEED_BIN names a
+# weed binary; weed-test runs them.
 unit:
 	$(GO) test -race -count=1 ./...
 	cd cmd/fjord-bench && $(GO) test -count=1 ./...
@@ -129,6 +135,43 @@ docker: build
 # docker-test builds the image and checks docker/docker-compose.yml with kcat.
 docker-test:
 	bash docker/test.sh
+
+# weed builds SeaweedFS's weed at the version pinned in build-weed.sh to
+# bin/weed, for the tiered-storage tests (storage/remote/s3/weedtest): about
+# 250 s cold on two cores, a link with a warm Go build cache, nothing while
+# bin/weed is newer than the script.
+WEED := bin/weed
+WEED_BUILD := storage/remote/s3/weedtest/build-weed.sh
+weed: $(WEED)
+$(WEED): $(WEED_BUILD)
+	bash $(WEED_BUILD) $@
+
+# weed-test runs the tests against SeaweedFS, waiting for weed-bg's build
+# (bin/weed.status) while it runs (bin/weed.pid), else building bin/weed
+# first.
+WEED_PKGS := ./storage/remote/s3/... ./broker/remotestore/...
+.PHONY: weed-test
+weed-test:
+	@if [ ! -f bin/weed.status ] && [ -f bin/weed.pid ] && kill -0 $$(cat bin/weed.pid) 2>/dev/null; then \
+		FJORD_WEED_WAIT=$(CURDIR)/bin/weed.status FJORD_WEED_BIN=$(CURDIR)/$(WEED) FJORD_REQUIRE_WEED=1 $(GO) test -race -count=1 -timeout 45m $(WEED_PKGS); \
+	else \
+		$(MAKE) --no-print-directory weed && FJORD_WEED_BIN=$(CURDIR)/$(WEED) FJORD_REQUIRE_WEED=1 $(GO) test -race -count=1 $(WEED_PKGS); \
+	fi
+
+# weed-bg runs `make weed` in the background and returns at once: its
+# output goes to bin/weed.log and its exit status, when it ends, to
+# bin/weed.status, which weedtest waits for (FJORD_WEED_WAIT).
+weed-bg:
+	@mkdir -p bin && rm -f bin/weed.status
+	@( $(MAKE) --no-print-directory weed >bin/weed.log 2>&1; echo $$? >bin/weed.status ) & echo $$! >bin/weed.pid
+	@echo "building bin/weed in the background (bin/weed.log)"
+
+# docker-tiered-test starts docker/docker-compose.tiered.yml (three nodes
+# with tiered storage, SeaweedFS beside them) and checks it; not part of
+# `make test`.
+.PHONY: docker-tiered-test
+docker-tiered-test:
+	bash docker/test-tiered.sh
 
 clean:
 	rm -rf bin

@@ -31,7 +31,7 @@ func TestConfigKeysCatalogue(t *testing.T) {
 			"KAFKA_NUM_NETWORK_THREADS=3",
 			"KAFKA_ZOOKEEPER_CONNECT=zookeeper:2181",
 			"KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR=1",
-			"KAFKA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE=true",
+			"KAFKA_REMOTE_LOG_MANAGER_COPY_MAX_BYTES_PER_SECOND=1048576",
 			"FJORD_LOG_LEVEL=info",
 		)
 		var logs syncBuffer
@@ -64,8 +64,8 @@ func TestConfigKeysCatalogue(t *testing.T) {
 				t.Errorf("the ignored line lacks %s: %s", k, ignoredLines[0])
 			}
 		}
-		if !strings.Contains(out, `"key":"remote.log.storage.system.enable","from":"env KAFKA_REMOTE_LOG_STORAGE_SYSTEM_ENABLE","why":"tiered storage is not built: every segment stays on local disk"`) {
-			t.Errorf("no warning for remote.log.storage.system.enable:\n%s", out)
+		if !strings.Contains(out, `"key":"remote.log.manager.copy.max.bytes.per.second","from":"env KAFKA_REMOTE_LOG_MANAGER_COPY_MAX_BYTES_PER_SECOND","why":"a tiered-storage setting Fjord does not act on`) {
+			t.Errorf("no warning for remote.log.manager.copy.max.bytes.per.second:\n%s", out)
 		}
 		// Share groups are served: their keys are read, not warned about.
 		if strings.Contains(out, `"key":"share.coordinator.state.topic.min.isr"`) {

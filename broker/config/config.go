@@ -188,6 +188,9 @@ type Config struct {
 	// PasswordEncoder is the password.encoder.* keys: how password-type
 	// dynamic configs are encrypted before they are stored (passwords.go).
 	PasswordEncoder pwenc.Settings
+	// Remote is the tiered-storage keys (KIP-405): remote.log.*,
+	// log.local.retention.* and Aiven's rsm.config.* (keys_remote.go).
+	Remote RemoteStorage
 
 	// Static holds the keys of the broker key table (Keys) that the
 	// node's sources gave, with their values: DescribeConfigs reports them
@@ -232,6 +235,7 @@ func Default() Config {
 		MaxConnections:            math.MaxInt32,
 		MaxConnectionsPerIP:       math.MaxInt32,
 		QueuedMaxRequestBytes:     64 << 20,
+		Remote:                    defaultRemoteStorage(),
 		FailedAuthDelayMs:         100,
 		GroupInitialRebalanceMs:   3000,
 		OffsetsTopicPartitions:    50,
@@ -384,6 +388,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NumIOThreads < 1 {
 		errs = append(errs, fmt.Errorf("num.io.threads %d: must be >= 1", c.NumIOThreads))
+	}
+	if err := c.validateRemote(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateGroupKeys()...)
 	return errors.Join(errs...)

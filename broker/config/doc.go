@@ -27,7 +27,9 @@
 //     image's dynamic configs. keys_ssl.go, keys_oauth.go,
 //     keys_password.go, keys_authz.go and keys_limits.go are its ssl.*,
 //     sasl.oauthbearer.*, password.encoder.*, authorizer and connection
-//     limit rows.
+//     limit rows; keys_remote.go the tiered-storage rows (remote.log.*,
+//     log.local.retention.*, Aiven's rsm.config.*: RemoteStorage) and a
+//     topic's resolved tiering settings (TieringFor).
 //   - topics.go: the topic configs Fjord implements (TopicKeys), their
 //     validation at creation, their broker defaults and a topic's
 //     replica.Settings (SettingsFor).

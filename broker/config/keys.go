@@ -309,7 +309,7 @@ func newConfigKeys() []Key {
 			Set: setString(func(c *Config) *string { return &c.AuditLogFile })},
 	}
 	keys = withGroupBrokerKeys(keys, &d)
-	return append(append(append(keys, sslKeys()...), oauthKeys()...), passwordEncoderKeys()...)
+	return append(append(append(append(keys, sslKeys()...), oauthKeys()...), passwordEncoderKeys()...), remoteKeys(&d)...)
 }
 
 // ---- value parsers ----

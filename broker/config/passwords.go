@@ -163,10 +163,14 @@ func OpenPasswords(enc *pwenc.Encoder, dyn map[string]string) (map[string]string
 
 // Sensitive reports a password key, as Kafka's PASSWORD type, whose
 // value DescribeConfigs never shows: also a listener-prefixed one
-// (listener.name.<l>.ssl.keystore.password).
+// (listener.name.<l>.ssl.keystore.password), and the tiered-storage S3
+// secret, a plugin key outside Kafka's catalogue (remoteSecretKeys).
 func Sensitive(scope catalogue.Scope, name string) bool {
 	if _, base, ok := tlsconf.ListenerKey(name); ok {
 		name = base
+	}
+	if scope == catalogue.Broker && remoteSecretKeys[name] {
+		return true
 	}
 	k, known := catalogue.Lookup(scope, name)
 	return known && k.Type == "password"

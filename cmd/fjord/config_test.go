@@ -295,6 +295,12 @@ func sampleValue(k config.Key) string {
 		return "127.0.0.1:5"
 	case "authorizer.class.name":
 		return config.StandardAuthorizerClass
+	case "remote.log.storage.manager.class.name":
+		return config.AivenRSMClass
+	case "rsm.config.storage.backend.class":
+		return config.AivenS3BackendClass
+	case "rsm.config.chunk.size":
+		return "4194304"
 	case "super.users":
 		return "User:admin;User:ops"
 	}

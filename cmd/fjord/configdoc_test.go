@@ -78,6 +78,8 @@ func renderConfigDoc() string {
 		switch {
 		case strings.HasSuffix(tc[0], ".replication.throttled.replicas"):
 			from = "(none: default empty, no replica throttled; `*` or `partition:broker,...`)"
+		case tc[0] == "remote.storage.enable":
+			from = "(none: default `false`; tiering also needs `remote.log.storage.system.enable`)"
 		case tc[1] == "":
 			from = "(none: Fjord's own topic config, default `false`)"
 		}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fjordlog/fjord/broker"
+	"github.com/fjordlog/fjord/broker/remotestore"
 )
 
 func main() {
@@ -49,6 +51,12 @@ func run(args []string) int {
 		log.Warn().Str("key", w.key).Str("from", w.origin).Str("why", w.why).Msg("configuration not supported yet, ignored: " + w.key)
 	}
 	l.cfg.Static = l.static
+	// Tiered storage: a missing bucket or refused credentials stop
+	// start-up here, before the node joins the cluster.
+	if err := remotestore.Check(context.Background(), &l.cfg, log); err != nil {
+		log.Error().Err(err).Msg("start-up failed")
+		return 1
+	}
 	b, err := broker.New(l.cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("start-up failed")

@@ -69,7 +69,9 @@ const (
 	whySASLKey    = "a SASL setting Fjord does not act on: docs/security.md lists the SASL keys it reads"
 	whyShareKey   = "a share-group setting Fjord does not act on (it reads share.coordinator.state.topic.num.partitions, .replication.factor and .min.isr, and the group.share.* keys docs/configuration.md lists)"
 	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors, group.consumer.migration.policy and the min/max bounds of group configs)"
-	whyTiered     = "tiered storage is not built: every segment stays on local disk"
+	whyTiered     = "a tiered-storage setting Fjord does not act on (docs/configuration.md, Tiered storage, lists the ones it reads)"
+	whyRLMM       = "Fjord keeps the remote segments' metadata itself: the remote log metadata manager's settings have no meaning"
+	whyChunkCache = "Fjord reads byte ranges of remote segments as fetched; it keeps no chunk cache"
 	whyQuota      = "client and replication quotas are not enforced yet"
 	whyConfluent  = "tunes Confluent Platform's own components"
 	whyNotYet     = "Fjord does not implement it yet; its own behaviour applies"
@@ -223,6 +225,7 @@ var brokerPrefix = map[string]rule{
 	"group.share.":                with(unsupported, whyShareKey),
 	"group.consumer.":             with(unsupported, why848Key),
 	"remote.log.":                 with(unsupported, whyTiered),
+	"remote.log.metadata.":        with(ignored, whyRLMM),
 	"log.local.retention.":        with(unsupported, whyTiered),
 	"quota.":                      with(unsupported, whyQuota),
 	"replication.quota.":          with(unsupported, whyQuota),
@@ -260,12 +263,15 @@ var vendorPrefix = map[string]rule{
 	"confluent.": with(ignored, whyConfluent),
 	// Kafka's own open-ended families, read by Kafka but not rows of its
 	// ConfigDef (see kafka_keys.tsv's header).
-	"config.providers":      with(unsupported, "config providers are not built: a ${provider:...} value is taken literally"),
-	"metrics.context.":      with(ignored, whyMetrics),
-	"metrics.jmx.":          with(ignored, whyMetrics),
-	"rsm.config.":           with(unsupported, whyTiered),
-	"rlmm.config.":          with(unsupported, whyTiered),
-	"authorizer.zookeeper.": with(ignored, whyZooKeeper),
+	"config.providers":              with(unsupported, "config providers are not built: a ${provider:...} value is taken literally"),
+	"metrics.context.":              with(ignored, whyMetrics),
+	"metrics.jmx.":                  with(ignored, whyMetrics),
+	"rsm.config.":                   with(unsupported, whyTiered),
+	"rsm.config.fetch.chunk.cache.": with(ignored, whyChunkCache),
+	"rsm.config.compression.":       with(ignored, "Fjord uploads segments as they are on disk, their batches compressed as the producers sent them"),
+	"rsm.config.encryption.enabled": {class: Ignored, why: "Fjord does not encrypt segments itself (use the bucket's server-side encryption)", refuseWhen: "true", refuse: refuseEncryption},
+	"rlmm.config.":                  with(ignored, whyRLMM),
+	"authorizer.zookeeper.":         with(ignored, whyZooKeeper),
 }
 
 var legacy = map[string]rule{
@@ -273,6 +279,13 @@ var legacy = map[string]rule{
 	"host.name":            {class: Refused, refuse: removedIn30, refuseWhen: "always", why: removedIn30("")},
 	"advertised.host.name": {class: Refused, refuse: removedIn30, refuseWhen: "always", why: removedIn30("")},
 	"advertised.port":      {class: Refused, refuse: removedIn30, refuseWhen: "always", why: removedIn30("")},
+}
+
+func refuseEncryption(v string) string {
+	if strings.EqualFold(v, "true") {
+		return "Fjord does not encrypt segments client-side: use the bucket's server-side encryption, and leave this false"
+	}
+	return ""
 }
 
 func removedIn30(string) string {
