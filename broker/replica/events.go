@@ -68,11 +68,15 @@ type (
 	Appended struct{ End int64 }
 	// Flushed: everything below Durable is fsynced.
 	Flushed struct{ Durable int64 }
-	// FollowerFetched: follower ID fetched at Offset (its durable log end),
-	// reporting its log start offset LogStart (-1: not reported, Fetch v4).
+	// FollowerFetched: follower ID fetched at Offset (its log end),
+	// reporting Durable as its durable end (FollowerDurableEnd: the
+	// fetch's DurableEndTag, or Offset when it carries none; above Offset
+	// counts as Offset, negative as nothing) and its log start offset
+	// LogStart (-1: not reported, Fetch v4).
 	FollowerFetched struct {
 		ID       int32
 		Offset   int64
+		Durable  int64
 		LogStart int64
 	}
 	// StartMoved: the log start offset moved forward to Start

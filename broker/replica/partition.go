@@ -413,11 +413,12 @@ func (p *Partition) SyncOnAck() bool { return p.settings.Load().FlushMessages <=
 // Unflushed is the count of records appended since the last flush.
 func (p *Partition) Unflushed() int64 { return p.unflushed.Load() }
 
-// FollowerFetched records a follower's fetch at offset (its durable log
-// end), reporting its log start offset logStart (-1: unknown); the core
-// moves the high watermark and the low watermark.
-func (p *Partition) FollowerFetched(id int32, offset, logStart int64) {
-	p.Step(FollowerFetched{ID: id, Offset: offset, LogStart: logStart})
+// FollowerFetched records a follower's fetch at offset (its log end),
+// reporting durable as its durable end (FollowerDurableEnd) and its log
+// start offset logStart (-1: unknown); the core moves the high watermark
+// and the low watermark.
+func (p *Partition) FollowerFetched(id int32, offset, durable, logStart int64) {
+	p.Step(FollowerFetched{ID: id, Offset: offset, Durable: durable, LogStart: logStart})
 }
 
 // DeleteRecords moves the log start offset of the partition this broker

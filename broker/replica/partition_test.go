@@ -123,13 +123,13 @@ func TestWaitCommittedByTheISR(t *testing.T) {
 	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
 	target, epoch := appendOne(t, p)
 	done := waitResult(p, target, epoch, nil)
-	p.FollowerFetched(2, target, -1)
+	p.FollowerFetched(2, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("committed with one of two followers: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	p.FollowerFetched(3, target, -1)
+	p.FollowerFetched(3, target, target, -1)
 	if err := <-done; err != nil {
 		t.Fatalf("acks=all with the whole ISR caught up: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestWaitHW(t *testing.T) {
 	target, epoch := appendOne(t, p)
 	done := make(chan error, 1)
 	go func() { done <- p.WaitHW(context.Background(), target, epoch) }()
-	p.FollowerFetched(2, target, -1)
+	p.FollowerFetched(2, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("high watermark reached with one of two followers: %v", err)
