@@ -31,6 +31,18 @@
 // AlterTimeoutMs counts as refused; refusals back off. A follower outside
 // the ISR (catching up) is Following with InISR false.
 //
+// The high watermark is the minimum durable end over the ISR, the
+// leader's own included (fsync-before-ack: an acks=all record is
+// acknowledged only once every ISR member has fsynced it). Replication is
+// pipelined (pipeline.go): a leader serves followers up to its log end
+// before its own fsync ends, a follower fetches again before its fsync
+// ends and reports its durable end apart from its fetch offset, so the
+// fsyncs of the leader and its followers overlap. A follower's fetch
+// offset alone counts as durable only for a fetch that reports nothing
+// else, from a follower that fsyncs before fetching (Kafka's rule). A
+// replica joins the ISR on its durable end; it keeps up on its fetch
+// offset.
+//
 // Every request that meets a replica asks View.Check, the one place a
 // phase becomes a Kafka error code: a replica that cannot serve answers
 // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION or KAFKA_STORAGE_ERROR,
