@@ -119,6 +119,32 @@ func waitResult(p *Partition, target int64, epoch int32, expire <-chan time.Time
 	return ch
 }
 
+// TestWaitCommittedWaitsForDurableEnds: a follower's fetch that reports
+// a durable end below its fetch offset (pipelined replication) commits
+// nothing past that end, however far it has fetched; its next report does.
+func TestWaitCommittedWaitsForDurableEnds(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	before, _ := appendOne(t, p)
+	p.FollowerFetched(2, before, before, -1)
+	p.FollowerFetched(3, before, before, -1)
+	target, epoch := appendOne(t, p)
+	done := waitResult(p, target, epoch, nil)
+	p.FollowerFetched(2, target, target, -1)
+	p.FollowerFetched(3, target, before, -1) // appended, its fsync running
+	select {
+	case err := <-done:
+		t.Fatalf("committed before follower 3's fsync ended: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if p.HW() != before {
+		t.Fatalf("hw %d, want %d", p.HW(), before)
+	}
+	p.FollowerFetched(3, target, target, -1)
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all once every ISR member reported it durable: %v", err)
+	}
+}
+
 func TestWaitCommittedByTheISR(t *testing.T) {
 	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
 	target, epoch := appendOne(t, p)

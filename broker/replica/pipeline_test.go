@@ -1,9 +1,14 @@
 package replica
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // TestDurableEndTagOnTheWire encodes a follower's Fetch and a leader's
@@ -74,5 +79,53 @@ func TestDamagedDurableEndCountsNothing(t *testing.T) {
 	rp.UnknownTags.Set(DurableEndTag+1, []byte{1})
 	if d := FollowerDurableEnd(&rp); d != 50 {
 		t.Errorf("another tag: durable end %d, want the fetch offset 50", d)
+	}
+}
+
+// goHost is the FetchHost share the flusher uses: goroutines, counted.
+type goHost struct {
+	FetchHost
+	wg sync.WaitGroup
+}
+
+func (h *goHost) Go(fn func()) bool { h.wg.Go(fn); return true }
+
+// TestFlusherRounds: what a pipelining fetcher appends is fsynced by a
+// round that begins after the add; appends during a round queue for the
+// next one; the fetcher can wait for the running round to end.
+func TestFlusherRounds(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 1, nil)
+	appendNoFlush := func() {
+		t.Helper()
+		batch := recordbatch.Build([]recordbatch.KV{{Value: []byte("v")}}, time.Now().UnixMilli())
+		info, err := recordbatch.Validate(batch, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := p.AppendAsLeader(batch, info, time.Now().UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &goHost{}
+	fl := flusher{host: h}
+	for range 50 {
+		appendNoFlush()
+		fl.add([]*Partition{p, p}) // named twice: flushed once per round
+		if fl.queued() {
+			fl.round(context.Background())
+		}
+	}
+	for fl.busy() {
+		fl.round(context.Background())
+	}
+	h.wg.Wait()
+	if lg := p.Log(); lg.DurableOffset() != lg.EndOffset() || lg.EndOffset() != 50 {
+		t.Fatalf("durable %d, end %d, want 50 and 50", lg.DurableOffset(), lg.EndOffset())
+	}
+	// The core heard of each round's durable end.
+	p.FollowerFetched(2, 50, 50, -1)
+	p.FollowerFetched(3, 50, 50, -1)
+	if p.HW() != 50 {
+		t.Fatalf("hw %d, want 50", p.HW())
 	}
 }
