@@ -215,6 +215,19 @@ func (p *Partition) Step(ev any) {
 		p.roleMu.Lock()
 	}
 	p.mu.Lock()
+	if f, ok := ev.(Flushed); ok {
+		// A flush reads its durable end before it steps, outside p.mu; a
+		// truncation (Truncated) and appends at the same offsets may be
+		// stepped in between (a pipelining follower's flush round runs
+		// beside its fetcher, a produce's flush beside a leader change).
+		// The log's durable end now is true now, and Truncate sets it to
+		// the cut, so the smaller of the two never counts unfsynced
+		// records.
+		if lg := p.Log(); lg != nil {
+			f.Durable = min(f.Durable, lg.DurableOffset())
+			ev = f
+		}
+	}
 	rd := p.mu.core.Step(nowMs(), ev)
 	p.publishLocked(rd)
 	p.mu.Unlock()

@@ -307,3 +307,34 @@ func TestWaitHW(t *testing.T) {
 		t.Fatal("a follower waited for the high watermark as a leader")
 	}
 }
+
+// TestStaleFlushedAfterTruncation: a Flushed read before a truncation and
+// stepped after it (a pipelining follower's flush round runs beside its
+// fetcher, which may truncate and append meanwhile) must not count the
+// new, unfsynced records at the same offsets as durable: the high
+// watermark would then pass this replica's real durable end.
+func TestStaleFlushedAfterTruncation(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1), 1, nil)
+	appendOne(t, p)
+	stale, _ := appendOne(t, p) // durable 2, as a flush round read it
+	lg := p.Log()
+	if err := lg.Truncate(1); err != nil {
+		t.Fatal(err)
+	}
+	p.Step(Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
+	batch := recordbatch.Build([]recordbatch.KV{{Value: []byte("w")}}, time.Now().UnixMilli())
+	info, err := recordbatch.Validate(batch, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.AppendAsLeader(batch, info, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if d := lg.DurableOffset(); d != 1 || lg.EndOffset() != stale {
+		t.Fatalf("durable %d end %d: want 1 and %d", d, lg.EndOffset(), stale)
+	}
+	p.Step(Flushed{Durable: stale})
+	if hw := p.HW(); hw != 1 {
+		t.Fatalf("hw %d after a stale Flushed{%d}: want 1 (the fsynced end)", hw, stale)
+	}
+}
