@@ -245,7 +245,7 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				limit := p.HW()
 				var throttleRate int64 // > 0: a throttled follower's fetch (LeaderThrottle)
 				if replicaID >= 0 {
-					p.FollowerFetched(replicaID, rp.FetchOffset, replica.FollowerDurableEnd(&rp), rp.LogStartOffset)
+					p.FollowerFetched(replicaID, v.LeaderEpoch, rp.FetchOffset, replica.FollowerDurableEnd(&rp), rp.LogStartOffset)
 					limit = lg.EndOffset()
 					var withhold bool
 					if throttleRate, withhold = throttle.check(t, rp.Partition, replicaID, v, time.Now()); withhold {

@@ -493,7 +493,8 @@ func sameProposal(a, b Proposal) bool {
 
 func (c *Core) followerFetched(now int64, e FollowerFetched, rd *Ready) {
 	id, offset := e.ID, e.Offset
-	if (c.phase != Leading && c.phase != Resigning) || id == c.cfg.ID || !slices.Contains(c.asg.Replicas, id) {
+	if (c.phase != Leading && c.phase != Resigning) || id == c.cfg.ID || !slices.Contains(c.asg.Replicas, id) ||
+		e.LeaderEpoch != c.asg.LeaderEpoch {
 		return
 	}
 	f := c.followers[id]

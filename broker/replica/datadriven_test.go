@@ -24,8 +24,9 @@ import (
 //	assign t=ms leader=n epoch=n pepoch=n replicas=(..) isr=(..) [live=(..)]
 //	unassign [deleted]
 //	append end=n | flush durable=n | leader-hw hw=n
-//	fetched t=ms id=n offset=n [durable=n] [start=n]  (no durable: a fetch
-//	    without the DurableEndTag, whose offset counts as durable)
+//	fetched t=ms id=n offset=n [durable=n] [start=n] [epoch=n]  (no durable:
+//	    a fetch without the DurableEndTag, whose offset counts as durable;
+//	    epoch: the leader epoch it was checked against, the core's if none)
 //	truncated start=n end=n [repaired] | reconciled epoch=n | diverged epoch=n
 //	damage t=ms offset=n | leader-damaged t=ms
 //	answer t=ms code=n   (answers the proposal in flight)
@@ -74,7 +75,7 @@ func TestDataDriven(t *testing.T) {
 				rd = c.Step(now, Reconfigured{SyncOnAck: !d.HasArg("async")})
 			case "fetched":
 				off := argInt(t, d, "offset", 0)
-				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), Offset: int64(off),
+				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), LeaderEpoch: int32(argInt(t, d, "epoch", int(c.asg.LeaderEpoch))), Offset: int64(off),
 					Durable: int64(argInt(t, d, "durable", off)), LogStart: int64(argInt(t, d, "start", -1))})
 			case "start-moved":
 				rd = c.Step(now, StartMoved{Start: int64(argInt(t, d, "start", 0))})

@@ -427,11 +427,12 @@ func (p *Partition) SyncOnAck() bool { return p.settings.Load().FlushMessages <=
 func (p *Partition) Unflushed() int64 { return p.unflushed.Load() }
 
 // FollowerFetched records a follower's fetch at offset (its log end),
-// reporting durable as its durable end (FollowerDurableEnd) and its log
-// start offset logStart (-1: unknown); the core moves the high watermark
-// and the low watermark.
-func (p *Partition) FollowerFetched(id int32, offset, durable, logStart int64) {
-	p.Step(FollowerFetched{ID: id, Offset: offset, Durable: durable, LogStart: logStart})
+// checked against this replica's view at leaderEpoch, reporting durable
+// as its durable end (FollowerDurableEnd) and its log start offset
+// logStart (-1: unknown); the core moves the high watermark and the low
+// watermark, unless the leader epoch has changed since the check.
+func (p *Partition) FollowerFetched(id, leaderEpoch int32, offset, durable, logStart int64) {
+	p.Step(FollowerFetched{ID: id, LeaderEpoch: leaderEpoch, Offset: offset, Durable: durable, LogStart: logStart})
 }
 
 // DeleteRecords moves the log start offset of the partition this broker

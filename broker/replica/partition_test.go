@@ -125,12 +125,12 @@ func waitResult(p *Partition, target int64, epoch int32, expire <-chan time.Time
 func TestWaitCommittedWaitsForDurableEnds(t *testing.T) {
 	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
 	before, _ := appendOne(t, p)
-	p.FollowerFetched(2, before, before, -1)
-	p.FollowerFetched(3, before, before, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, before, before, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, before, before, -1)
 	target, epoch := appendOne(t, p)
 	done := waitResult(p, target, epoch, nil)
-	p.FollowerFetched(2, target, target, -1)
-	p.FollowerFetched(3, target, before, -1) // appended, its fsync running
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, before, -1) // appended, its fsync running
 	select {
 	case err := <-done:
 		t.Fatalf("committed before follower 3's fsync ended: %v", err)
@@ -139,7 +139,7 @@ func TestWaitCommittedWaitsForDurableEnds(t *testing.T) {
 	if p.HW() != before {
 		t.Fatalf("hw %d, want %d", p.HW(), before)
 	}
-	p.FollowerFetched(3, target, target, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, target, -1)
 	if err := <-done; err != nil {
 		t.Fatalf("acks=all once every ISR member reported it durable: %v", err)
 	}
@@ -149,13 +149,13 @@ func TestWaitCommittedByTheISR(t *testing.T) {
 	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
 	target, epoch := appendOne(t, p)
 	done := waitResult(p, target, epoch, nil)
-	p.FollowerFetched(2, target, target, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("committed with one of two followers: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	p.FollowerFetched(3, target, target, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, target, -1)
 	if err := <-done; err != nil {
 		t.Fatalf("acks=all with the whole ISR caught up: %v", err)
 	}
@@ -281,7 +281,7 @@ func TestWaitHW(t *testing.T) {
 	target, epoch := appendOne(t, p)
 	done := make(chan error, 1)
 	go func() { done <- p.WaitHW(context.Background(), target, epoch) }()
-	p.FollowerFetched(2, target, target, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("high watermark reached with one of two followers: %v", err)

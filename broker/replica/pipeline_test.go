@@ -123,8 +123,8 @@ func TestFlusherRounds(t *testing.T) {
 		t.Fatalf("durable %d, end %d, want 50 and 50", lg.DurableOffset(), lg.EndOffset())
 	}
 	// The core heard of each round's durable end.
-	p.FollowerFetched(2, 50, 50, -1)
-	p.FollowerFetched(3, 50, 50, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, 50, 50, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, 50, 50, -1)
 	if p.HW() != 50 {
 		t.Fatalf("hw %d, want 50", p.HW())
 	}

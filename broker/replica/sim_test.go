@@ -326,7 +326,7 @@ func (s *sim) fetch(r *simReplica) {
 			s.flush(r)
 			durable = int64(len(r.log))
 		}
-		s.apply(l, l.core.Step(s.now, FollowerFetched{ID: r.id, Offset: int64(f.offset), Durable: durable}))
+		s.apply(l, l.core.Step(s.now, FollowerFetched{ID: r.id, LeaderEpoch: v.LeaderEpoch, Offset: int64(f.offset), Durable: durable}))
 		if f.offset <= len(l.log) {
 			n := len(l.log) - f.offset
 			f.entries = slices.Clone(l.log[f.offset : f.offset+s.rng.IntN(n+1)])
