@@ -42,12 +42,16 @@ import (
 //   - PreferredReadReplica is always -1 (librdkafka fails to parse anything
 //     else from a leader).
 //   - Replica fetches (a follower's, ReplicaID or ReplicaState.ID >= 0)
-//     read up to the log end rather than the high watermark, record the
-//     follower's fetch offset as its log end (which moves the high
-//     watermark) and its LogStartOffset (which moves the low watermark
-//     DeleteRecords waits for), and wait for appends rather than for the
-//     high watermark; a log start moved during the wait (DeleteRecords)
-//     answers at once.
+//     read up to the log end rather than the high watermark (this leader's
+//     own fsync need not have ended), record the follower's fetch offset
+//     as its log end, its durable end (Fjord's DurableEndTag per
+//     partition, else the fetch offset: replica.FollowerDurableEnd), which
+//     moves the high watermark, and its LogStartOffset (which moves the low
+//     watermark DeleteRecords waits for), and wait for appends rather than
+//     for the high watermark; a log start moved during the wait
+//     (DeleteRecords) answers at once. The answer carries the tag too
+//     (flexible versions), telling a Fjord follower it may fetch before its
+//     fsync ends (pipelined replication, broker/replica/pipeline.go).
 //   - A topic id that names no topic (v13+) is UNKNOWN_TOPIC_ID, decided
 //     before authorization as in Kafka: there is no name to authorize.
 //   - The debugging consumer (ReplicaID -2) may fetch from a follower too,
@@ -190,6 +194,9 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 		throttle = h.LeaderThrottle()
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if replicaID >= 0 {
+		replica.MarkCountsDurableEnds(resp)
+	}
 	pooled := &PooledFetch{FetchResponse: resp}
 	budget := int(req.MaxBytes)
 	if req.MaxBytes <= 0 {
@@ -238,8 +245,7 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				limit := p.HW()
 				var throttleRate int64 // > 0: a throttled follower's fetch (LeaderThrottle)
 				if replicaID >= 0 {
-					// The follower's fetch offset is its durable log end.
-					p.FollowerFetched(replicaID, rp.FetchOffset, rp.LogStartOffset)
+					p.FollowerFetched(replicaID, v.LeaderEpoch, rp.FetchOffset, replica.FollowerDurableEnd(&rp), rp.LogStartOffset)
 					limit = lg.EndOffset()
 					var withhold bool
 					if throttleRate, withhold = throttle.check(t, rp.Partition, replicaID, v, time.Now()); withhold {

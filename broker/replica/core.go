@@ -6,8 +6,19 @@ import (
 )
 
 // follower is the leader's view of one follower.
+//
+// Invariants: durable <= leo as the last fetch reported them (a fetch
+// reports at most its own offset as durable); durable is what counts for
+// the high watermark and for joining the ISR, leo only for whether the
+// follower keeps up (lastCaughtUp).
 type follower struct {
-	leo           int64 // its fetch offset: its durable log end
+	leo int64 // its fetch offset: its log end, fsynced or not
+	// durable is its durable end as its last fetch reported it: the
+	// DurableEndTag when the fetch carries one (a pipelining follower
+	// fetches before its fsync ends), else the fetch offset (a follower
+	// that fsyncs before it fetches again: older Fjord nodes, Kafka's
+	// rule). Negative: unknown (a damaged tag), which counts for nothing.
+	durable       int64
 	logStart      int64 // its log start offset as its last fetch reported it; -1 unknown
 	lastFetch     int64
 	lastCaughtUp  int64
@@ -22,7 +33,16 @@ type follower struct {
 //   - hw <= logEnd while the log is open; on a leader hw only grows within
 //     one leader epoch.
 //   - A leader's hw is at most the durable (or appended, !SyncOnAck) end
-//     of every ISR member it counts, and of a member joining it.
+//     of every ISR member it counts, this leader's own included, and of a
+//     member joining it. A follower's durable end is what its fetch
+//     reports as durable (follower.durable), never its fetch offset alone
+//     when the two differ: followers fetch again before their fsync ends,
+//     and this leader serves them past its own durable end (up to its log
+//     end), so a record may be on every ISR member's page cache well
+//     before it counts.
+//   - A replica becomes leader with whatever tail it appended as a
+//     follower, fsynced or not; the tail counts toward hw only once a
+//     Flushed says it is durable here.
 //   - At most one proposal (ISR change or resignation) is in flight.
 //   - phase.logOpen() implies the log is open; Deleting and Deleted never
 //     go back.
@@ -520,7 +540,8 @@ func sameProposal(a, b Proposal) bool {
 
 func (c *Core) followerFetched(now int64, e FollowerFetched, rd *Ready) {
 	id, offset := e.ID, e.Offset
-	if (c.phase != Leading && c.phase != Resigning) || id == c.cfg.ID || !slices.Contains(c.asg.Replicas, id) {
+	if (c.phase != Leading && c.phase != Resigning) || id == c.cfg.ID || !slices.Contains(c.asg.Replicas, id) ||
+		e.LeaderEpoch != c.asg.LeaderEpoch {
 		return
 	}
 	f := c.followers[id]
@@ -540,7 +561,7 @@ func (c *Core) followerFetched(now int64, e FollowerFetched, rd *Ready) {
 	} else if f.fetched && offset >= f.lastLeaderEnd {
 		f.lastCaughtUp = f.lastFetch
 	}
-	f.leo, f.lastFetch, f.lastLeaderEnd, f.fetched = offset, now, c.logEnd, true
+	f.leo, f.durable, f.lastFetch, f.lastLeaderEnd, f.fetched = offset, min(e.Durable, offset), now, c.logEnd, true
 	c.maybeAdvanceHW(rd)
 }
 
@@ -582,10 +603,10 @@ func (c *Core) localEnd() int64 {
 	return c.logEnd
 }
 
-// maybeAdvanceHW recomputes a leader's high watermark: the minimum end
-// over the ISR, counting a member whose expansion is in flight (KIP-497's
-// maximal ISR). A member that has not fetched since this broker began
-// leading holds it where it is.
+// maybeAdvanceHW recomputes a leader's high watermark: the minimum durable
+// end over the ISR, this leader's own included, counting a member whose
+// expansion is in flight (KIP-497's maximal ISR). A member that has not
+// fetched since this broker began leading holds it where it is.
 func (c *Core) maybeAdvanceHW(rd *Ready) {
 	if c.phase != Leading && c.phase != Resigning {
 		return
@@ -596,7 +617,7 @@ func (c *Core) maybeAdvanceHW(rd *Ready) {
 			return
 		}
 		if f := c.followers[id]; f != nil {
-			next = min(next, f.leo)
+			next = min(next, f.durable)
 		} else {
 			next = min(next, c.hw)
 		}
@@ -625,8 +646,10 @@ func (c *Core) setHW(hw int64, rd *Ready) {
 }
 
 // maybeChangeISR proposes the ISR this leader should have now, if it
-// differs: members not caught up within LagMs leave, replicas whose log
-// reaches the high watermark and this epoch's start join.
+// differs: members not caught up within LagMs leave, replicas whose
+// durable end reaches the high watermark and this epoch's start join (a
+// member must hold everything acknowledged on disk, not only in its page
+// cache, from the moment it counts).
 func (c *Core) maybeChangeISR(now int64, rd *Ready) {
 	if c.proposal != nil || now < c.alterNext {
 		return
@@ -654,7 +677,7 @@ func (c *Core) maybeChangeISR(now int64, rd *Ready) {
 			continue
 		}
 		f := c.followers[id]
-		if f != nil && f.fetched && f.leo >= c.hw && f.leo >= c.epochStart && now-f.lastFetch <= c.cfg.LagMs {
+		if f != nil && f.fetched && f.durable >= c.hw && f.durable >= c.epochStart && now-f.lastFetch <= c.cfg.LagMs {
 			next = append(next, id)
 		}
 	}

@@ -20,8 +20,8 @@ func BenchmarkCoreProducePath(b *testing.B) {
 		end := int64(i + 1)
 		c.Step(int64(i), Appended{End: end})
 		c.Step(int64(i), Flushed{Durable: end})
-		c.Step(int64(i), FollowerFetched{ID: 2, Offset: end})
-		c.Step(int64(i), FollowerFetched{ID: 3, Offset: end})
+		c.Step(int64(i), FollowerFetched{ID: 2, LeaderEpoch: 1, Offset: end, Durable: end})
+		c.Step(int64(i), FollowerFetched{ID: 3, LeaderEpoch: 1, Offset: end, Durable: end})
 	}
 	if c.HW() != int64(b.N) {
 		b.Fatalf("hw %d, want %d", c.HW(), b.N)
@@ -47,8 +47,8 @@ func BenchmarkPartitionProducePath(b *testing.B) {
 		end := int64(i + 1)
 		p.Step(Appended{End: end})
 		p.Step(Flushed{Durable: end})
-		p.FollowerFetched(2, end, -1)
-		p.FollowerFetched(3, end, -1)
+		p.FollowerFetched(2, p.View().LeaderEpoch, end, end, -1)
+		p.FollowerFetched(3, p.View().LeaderEpoch, end, end, -1)
 	}
 	if p.HW() != int64(b.N) {
 		b.Fatalf("hw %d, want %d", p.HW(), b.N)

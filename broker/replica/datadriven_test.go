@@ -23,7 +23,10 @@ import (
 //	opened t=ms start=n end=n [durable=n] | open-failed t=ms
 //	assign t=ms leader=n epoch=n pepoch=n replicas=(..) isr=(..) [live=(..)]
 //	unassign [deleted]
-//	append end=n | flush durable=n | fetched t=ms id=n offset=n | leader-hw hw=n
+//	append end=n | flush durable=n | leader-hw hw=n
+//	fetched t=ms id=n offset=n [durable=n] [start=n] [epoch=n]  (no durable:
+//	    a fetch without the DurableEndTag, whose offset counts as durable;
+//	    epoch: the leader epoch it was checked against, the core's if none)
 //	truncated start=n end=n [repaired] | reconciled epoch=n | diverged epoch=n
 //	damage t=ms offset=n | leader-damaged t=ms
 //	log-failed t=ms [full] | stalled t=ms for=ms   (new: [stall=ms])
@@ -72,8 +75,9 @@ func TestDataDriven(t *testing.T) {
 			case "reconfigure":
 				rd = c.Step(now, Reconfigured{SyncOnAck: !d.HasArg("async")})
 			case "fetched":
-				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), Offset: int64(argInt(t, d, "offset", 0)),
-					LogStart: int64(argInt(t, d, "start", -1))})
+				off := argInt(t, d, "offset", 0)
+				rd = c.Step(now, FollowerFetched{ID: int32(argInt(t, d, "id", 0)), LeaderEpoch: int32(argInt(t, d, "epoch", int(c.asg.LeaderEpoch))), Offset: int64(off),
+					Durable: int64(argInt(t, d, "durable", off)), LogStart: int64(argInt(t, d, "start", -1))})
 			case "start-moved":
 				rd = c.Step(now, StartMoved{Start: int64(argInt(t, d, "start", 0))})
 			case "low-watermark":
@@ -238,7 +242,11 @@ func state(c *Core) string {
 			if i > 0 {
 				b.WriteString(",")
 			}
-			fmt.Fprintf(&b, "%d@%d", id, c.followers[id].leo)
+			f := c.followers[id]
+			fmt.Fprintf(&b, "%d@%d", id, f.leo)
+			if f.durable != f.leo {
+				fmt.Fprintf(&b, "/durable=%d", f.durable)
+			}
 		}
 	}
 	return b.String()

@@ -31,6 +31,18 @@
 // AlterTimeoutMs counts as refused; refusals back off. A follower outside
 // the ISR (catching up) is Following with InISR false.
 //
+// The high watermark is the minimum durable end over the ISR, the
+// leader's own included (fsync-before-ack: an acks=all record is
+// acknowledged only once every ISR member has fsynced it). Replication is
+// pipelined (pipeline.go): a leader serves followers up to its log end
+// before its own fsync ends, a follower fetches again before its fsync
+// ends and reports its durable end apart from its fetch offset, so the
+// fsyncs of the leader and its followers overlap. A follower's fetch
+// offset alone counts as durable only for a fetch that reports nothing
+// else, from a follower that fsyncs before fetching (Kafka's rule). A
+// replica joins the ISR on its durable end; it keeps up on its fetch
+// offset.
+//
 // A replica whose log fails on a disk error (LogFailed) or whose leader's
 // fsync stalls past FlushStallMs (FlushStalled) hands its leadership on
 // and, for a failed log, is repaired once out of the ISR (failure.go);

@@ -71,12 +71,23 @@ type (
 	Appended struct{ End int64 }
 	// Flushed: everything below Durable is fsynced.
 	Flushed struct{ Durable int64 }
-	// FollowerFetched: follower ID fetched at Offset (its durable log end),
-	// reporting its log start offset LogStart (-1: not reported, Fetch v4).
+	// FollowerFetched: follower ID fetched at Offset (its log end),
+	// reporting Durable as its durable end (FollowerDurableEnd: the
+	// fetch's DurableEndTag, or Offset when it carries none; above Offset
+	// counts as Offset, negative as nothing) and its log start offset
+	// LogStart (-1: not reported, Fetch v4). LeaderEpoch is the epoch of
+	// the view the fetch was checked against (its CurrentLeaderEpoch,
+	// leadership, membership); a report checked against another epoch
+	// than the core's counts for nothing: the check and the step are
+	// apart, and in between this replica may have followed another leader,
+	// cut its log and led again, so the offsets may name records the
+	// follower does not have.
 	FollowerFetched struct {
-		ID       int32
-		Offset   int64
-		LogStart int64
+		ID          int32
+		LeaderEpoch int32
+		Offset      int64
+		Durable     int64
+		LogStart    int64
 	}
 	// StartMoved: the log start offset moved forward to Start
 	// (AdvanceStartOffset: DeleteRecords, or a follower following its

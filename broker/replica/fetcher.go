@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,9 +24,12 @@ import (
 // broker). A partition that has just become a follower at a new leader
 // epoch first finds where its log diverges from the leader's with
 // OffsetForLeaderEpoch and truncates exactly there (KIP-101, KIP-279); then
-// each response is appended verbatim (storage.AppendReplica), made durable,
-// and the next fetch offset — the durable log end — is what the leader
-// counts for its high watermark.
+// each response is appended verbatim (storage.AppendReplica) and made
+// durable. What the leader counts for its high watermark is the durable
+// end each fetch reports (pipeline.go): with a leader that counts it, the
+// next fetch goes as soon as the append is done and the fsync runs beside
+// it (flusher); with one that does not, the fsync ends first and the
+// fetch offset is the durable end, Kafka's rule.
 
 // FetchHost is what the fetchers need of their broker.
 type FetchHost interface {
@@ -120,11 +125,29 @@ type fetcher struct {
 	// Owned by run.
 	cl   *kgo.Client
 	addr string
+	// pipelined: the leader's last answer was marked (it counts the
+	// durable ends fetches report), so the next fetch may go before the
+	// fsync of what this one appended ends. Cleared by a fetch error, and
+	// by a connection made since that answer (dialsAt != dials).
+	pipelined bool
+	dialsAt   int64
+	dials     atomic.Int64 // connections the client has made (dialHook)
+	flush     flusher
+}
+
+// dialHook counts a fetcher's connections: one made after a marked answer
+// may reach another process (a leader restarted, maybe as an older
+// binary), which must mark an answer itself before fetches pipeline again.
+type dialHook struct{ n *atomic.Int64 }
+
+func (h dialHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, _ error) {
+	h.n.Add(1)
 }
 
 func newFetcher(fs *Fetchers, leader int32) *fetcher {
 	ctx, cancel := context.WithCancel(fs.ctx)
 	f := &fetcher{host: fs.host, leader: leader, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	f.flush.host = fs.host
 	if !fs.host.Go(f.run) {
 		close(f.done) // the broker is stopping
 	}
@@ -239,7 +262,7 @@ func (f *fetcher) connect() error {
 		f.cl.Close()
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2 * time.Second),
-		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID()))}
+		kgo.ClientID(fmt.Sprintf("fjord-replica-%d", f.host.NodeID())), kgo.WithHooks(dialHook{&f.dials})}
 	if co, ok := f.host.(ClientOpter); ok {
 		opts = append(opts, co.ClientOpts()...)
 	}
@@ -247,7 +270,7 @@ func (f *fetcher) connect() error {
 	if err != nil {
 		return err
 	}
-	f.cl, f.addr = cl, addr
+	f.cl, f.addr, f.pipelined = cl, addr, false
 	return nil
 }
 
@@ -343,10 +366,27 @@ type fetched struct {
 
 // fetch sends one Fetch for the ready partitions and applies the answer.
 func (f *fetcher) fetch(parts []*Partition) error {
+	pipelined := f.pipelined && f.dials.Load() == f.dialsAt
+	if pipelined {
+		if f.flush.queued() {
+			// A round of appends already waits behind the running fsync:
+			// no more unfsynced data here until it ends, so a stuck disk
+			// stops this follower's fetching (and the ISR drops it).
+			f.flush.round(f.ctx)
+		}
+	} else {
+		// This leader may count fetch offsets as durable: they must be.
+		f.flushUndurable(parts)
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.host.NodeID()
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.host.NodeID(), f.host.BrokerEpoch()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 500, 1, 16<<20
+	if pipelined && f.flush.busy() {
+		// A durable end is about to move: it must not wait, parked on
+		// the leader, for the next append to be reported.
+		req.MaxWaitMillis = 0
+	}
 	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
 	// Sized up front, as the leader sizes its response: a fetch names
@@ -385,7 +425,9 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		}
 		t := &req.Topics[i]
 		rp := kmsg.NewFetchRequestTopicPartition()
+		durable := durableEnd(p, lg) // before the end: never above it
 		rp.Partition, rp.FetchOffset, rp.LogStartOffset = p.Index, lg.EndOffset(), lg.StartOffset()
+		PutDurableEnd(&rp, durable)
 		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, v.LeaderEpoch
 		rp.LastFetchedEpoch = -1
 		t.Partitions = append(t.Partitions, rp)
@@ -399,12 +441,18 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	}
 	kresp, err := f.request(req, 10*time.Second)
 	if err != nil {
+		f.pipelined = false
 		return err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
+		f.pipelined = false
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
+	// The leader that answered counts the durable ends the next fetch
+	// reports (or not): that decides whether this answer's appends are
+	// fsynced before the next fetch or beside it.
+	f.pipelined, f.dialsAt = countsDurableEnds(resp), f.dials.Load()
 	find := func(rt *kmsg.FetchResponseTopic, idx int32) *fetched {
 		for i := range asked {
 			a := &asked[i]
@@ -423,6 +471,7 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	}
 	done := make([]applied, 0, len(asked))
 	var toFlush []*Partition
+	gotData := false
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
@@ -433,12 +482,29 @@ func (f *fetcher) fetch(parts []*Partition) error {
 				}
 				if ok, flush := f.apply(a, sp); ok {
 					done = append(done, applied{a, sp})
+					gotData = gotData || len(sp.RecordBatches) > 0
 					if flush {
 						toFlush = append(toFlush, a.p)
 					}
 				}
 			}
 		}
+	}
+	if f.pipelined {
+		// The fsync runs beside the next fetch, which reports the durable
+		// end reached by then. The leader's high watermark counts this
+		// replica's reported durable end, never more, so it may be taken
+		// before the fsync ends.
+		f.flush.add(toFlush)
+		for _, d := range done {
+			f.followLeader(d.a, d.sp)
+		}
+		if !gotData {
+			// Nothing new to fetch: the next fetch is for reporting the
+			// durable end, once the running fsync has moved it.
+			f.flush.round(f.ctx)
+		}
+		return nil
 	}
 	failed := map[*Partition]bool{}
 	for i, err := range FlushAll(toFlush) {
@@ -452,6 +518,122 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		}
 	}
 	return nil
+}
+
+// durableEnd is the end p's fetch reports as durable: the fsynced end,
+// or on a relaxed topic (SyncOnAck false, acknowledged once appended) the
+// log end.
+func durableEnd(p *Partition, lg *storage.Log) int64 {
+	if p.SyncOnAck() {
+		return lg.DurableOffset()
+	}
+	return lg.EndOffset()
+}
+
+// flushUndurable fsyncs the partitions whose log end is not durable
+// (appended by a pipelined fetch, its fsync still running, when the leader
+// stopped marking its answers): a leader that does not count durable ends
+// takes the fetch offset for one.
+func (f *fetcher) flushUndurable(parts []*Partition) {
+	var ps []*Partition
+	for _, p := range parts {
+		if lg := p.Log(); lg != nil && p.SyncOnAck() && lg.DurableOffset() < lg.EndOffset() {
+			ps = append(ps, p)
+		}
+	}
+	FlushAll(ps)
+}
+
+// flusher fsyncs what a pipelining fetcher appended, beside its next
+// fetches: one round (a FlushAll of the partitions appended since the
+// last round began) at a time; partitions appended meanwhile queue for
+// the next round. Rounds run to the end whatever becomes of the fetcher
+// or the partitions' roles: a follower that leads next counts its
+// appended tail toward the high watermark only once a round made it
+// durable.
+//
+// Invariants: running is true from the add that starts a round until a
+// round ends with nothing queued; every partition added is in queue (once:
+// a group flush locks each log) until a round that begins after the add
+// takes it; ended is closed, and replaced, when a round ends.
+type flusher struct {
+	host FetchHost
+	mu   sync.Mutex
+	// running: a round runs or is about to.
+	running bool
+	queue   []*Partition
+	inQueue map[*Partition]bool
+	ended   chan struct{}
+}
+
+// add queues ps for the next round and starts one unless one runs.
+func (fl *flusher) add(ps []*Partition) {
+	if len(ps) == 0 {
+		return
+	}
+	fl.mu.Lock()
+	if fl.inQueue == nil {
+		fl.inQueue, fl.ended = map[*Partition]bool{}, make(chan struct{})
+	}
+	for _, p := range ps {
+		if !fl.inQueue[p] {
+			fl.inQueue[p] = true
+			fl.queue = append(fl.queue, p)
+		}
+	}
+	start := !fl.running
+	fl.running = true
+	fl.mu.Unlock()
+	if start && !fl.host.Go(fl.rounds) {
+		fl.rounds() // the broker is stopping: flush here
+	}
+}
+
+// rounds flushes what is queued, round after round, until nothing is.
+func (fl *flusher) rounds() {
+	fl.mu.Lock()
+	for len(fl.queue) > 0 {
+		ps := fl.queue
+		fl.queue = nil
+		clear(fl.inQueue)
+		fl.mu.Unlock()
+		FlushAll(ps) // a failure is logged, and reported as no progress
+		fl.mu.Lock()
+		close(fl.ended)
+		fl.ended = make(chan struct{})
+	}
+	fl.running = false
+	fl.mu.Unlock()
+}
+
+// busy reports whether a round runs (a durable end is about to move).
+func (fl *flusher) busy() bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.running
+}
+
+// queued reports whether partitions wait for the round after the running one.
+func (fl *flusher) queued() bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.running && len(fl.queue) > 0
+}
+
+// round waits until the running round ends (at once when none runs), or
+// ctx does.
+func (fl *flusher) round(ctx context.Context) {
+	fl.mu.Lock()
+	if !fl.running {
+		fl.mu.Unlock()
+		return
+	}
+	ch := fl.ended
+	fl.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
 }
 
 // apply appends one partition's fetched batches. It reports whether the

@@ -223,6 +223,19 @@ func (p *Partition) Step(ev any) {
 		p.roleMu.Lock()
 	}
 	p.mu.Lock()
+	if f, ok := ev.(Flushed); ok {
+		// A flush reads its durable end before it steps, outside p.mu; a
+		// truncation (Truncated) and appends at the same offsets may be
+		// stepped in between (a pipelining follower's flush round runs
+		// beside its fetcher, a produce's flush beside a leader change).
+		// The log's durable end now is true now, and Truncate sets it to
+		// the cut, so the smaller of the two never counts unfsynced
+		// records.
+		if lg := p.Log(); lg != nil {
+			f.Durable = min(f.Durable, lg.DurableOffset())
+			ev = f
+		}
+	}
 	rd := p.mu.core.Step(nowMs(), ev)
 	p.publishLocked(rd)
 	p.mu.Unlock()
@@ -434,11 +447,13 @@ func (p *Partition) SyncOnAck() bool { return p.settings.Load().FlushMessages <=
 // Unflushed is the count of records appended since the last flush.
 func (p *Partition) Unflushed() int64 { return p.unflushed.Load() }
 
-// FollowerFetched records a follower's fetch at offset (its durable log
-// end), reporting its log start offset logStart (-1: unknown); the core
-// moves the high watermark and the low watermark.
-func (p *Partition) FollowerFetched(id int32, offset, logStart int64) {
-	p.Step(FollowerFetched{ID: id, Offset: offset, LogStart: logStart})
+// FollowerFetched records a follower's fetch at offset (its log end),
+// checked against this replica's view at leaderEpoch, reporting durable
+// as its durable end (FollowerDurableEnd) and its log start offset
+// logStart (-1: unknown); the core moves the high watermark and the low
+// watermark, unless the leader epoch has changed since the check.
+func (p *Partition) FollowerFetched(id, leaderEpoch int32, offset, durable, logStart int64) {
+	p.Step(FollowerFetched{ID: id, LeaderEpoch: leaderEpoch, Offset: offset, Durable: durable, LogStart: logStart})
 }
 
 // DeleteRecords moves the log start offset of the partition this broker

@@ -132,17 +132,43 @@ func waitResult(p *Partition, target int64, epoch int32, expire <-chan time.Time
 	return ch
 }
 
+// TestWaitCommittedWaitsForDurableEnds: a follower's fetch that reports
+// a durable end below its fetch offset (pipelined replication) commits
+// nothing past that end, however far it has fetched; its next report does.
+func TestWaitCommittedWaitsForDurableEnds(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	before, _ := appendOne(t, p)
+	p.FollowerFetched(2, p.View().LeaderEpoch, before, before, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, before, before, -1)
+	target, epoch := appendOne(t, p)
+	done := waitResult(p, target, epoch, nil)
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, before, -1) // appended, its fsync running
+	select {
+	case err := <-done:
+		t.Fatalf("committed before follower 3's fsync ended: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if p.HW() != before {
+		t.Fatalf("hw %d, want %d", p.HW(), before)
+	}
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, target, -1)
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all once every ISR member reported it durable: %v", err)
+	}
+}
+
 func TestWaitCommittedByTheISR(t *testing.T) {
 	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
 	target, epoch := appendOne(t, p)
 	done := waitResult(p, target, epoch, nil)
-	p.FollowerFetched(2, target, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("committed with one of two followers: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	p.FollowerFetched(3, target, -1)
+	p.FollowerFetched(3, p.View().LeaderEpoch, target, target, -1)
 	if err := <-done; err != nil {
 		t.Fatalf("acks=all with the whole ISR caught up: %v", err)
 	}
@@ -268,7 +294,7 @@ func TestWaitHW(t *testing.T) {
 	target, epoch := appendOne(t, p)
 	done := make(chan error, 1)
 	go func() { done <- p.WaitHW(context.Background(), target, epoch) }()
-	p.FollowerFetched(2, target, -1)
+	p.FollowerFetched(2, p.View().LeaderEpoch, target, target, -1)
 	select {
 	case err := <-done:
 		t.Fatalf("high watermark reached with one of two followers: %v", err)
@@ -292,5 +318,36 @@ func TestWaitHW(t *testing.T) {
 	cancel()
 	if err := p.WaitHW(ctx, next+1, 2); err == nil {
 		t.Fatal("a follower waited for the high watermark as a leader")
+	}
+}
+
+// TestStaleFlushedAfterTruncation: a Flushed read before a truncation and
+// stepped after it (a pipelining follower's flush round runs beside its
+// fetcher, which may truncate and append meanwhile) must not count the
+// new, unfsynced records at the same offsets as durable: the high
+// watermark would then pass this replica's real durable end.
+func TestStaleFlushedAfterTruncation(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1), 1, nil)
+	appendOne(t, p)
+	stale, _ := appendOne(t, p) // durable 2, as a flush round read it
+	lg := p.Log()
+	if err := lg.Truncate(1); err != nil {
+		t.Fatal(err)
+	}
+	p.Step(Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
+	batch := recordbatch.Build([]recordbatch.KV{{Value: []byte("w")}}, time.Now().UnixMilli())
+	info, err := recordbatch.Validate(batch, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.AppendAsLeader(batch, info, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if d := lg.DurableOffset(); d != 1 || lg.EndOffset() != stale {
+		t.Fatalf("durable %d end %d: want 1 and %d", d, lg.EndOffset(), stale)
+	}
+	p.Step(Flushed{Durable: stale})
+	if hw := p.HW(); hw != 1 {
+		t.Fatalf("hw %d after a stale Flushed{%d}: want 1 (the fsynced end)", hw, stale)
 	}
 }

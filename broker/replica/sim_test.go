@@ -22,6 +22,11 @@ import (
 //   - at most one replica leads per leader epoch;
 //   - no replica's HW is above its log end.
 //
+// Followers fetch before their fsync and report their durable end apart
+// (pipelined replication), or fsync first and fetch at their durable end;
+// leaders serve their log end, fsynced or not; a follower that leads next
+// may hold a tail it has not fsynced.
+//
 // The replicas' logs are lists of (epoch, value); the fetch and the
 // divergence check follow the broker's fetcher (KIP-101, KIP-279).
 func TestRandomized(t *testing.T) {
@@ -281,8 +286,11 @@ type simFetch struct {
 
 // fetch is one request of r's fetcher to its leader, as the broker's
 // fetcher does it: at a new epoch, ask where its latest epoch ends
-// (KIP-279); else fetch at its durable end (the leader counts that for
-// its HW at once). The answer is delivered later (deliver).
+// (KIP-279); else fetch at its log end, reporting its durable end (the
+// leader counts that for its HW at once), which may lag its log end: its
+// fsync runs beside its fetches (pipelined replication). One fetch in
+// three is the serial kind, fsync first and no durable end. The answer is
+// delivered later (deliver).
 func (s *sim) fetch(r *simReplica) {
 	if !r.alive {
 		return
@@ -309,9 +317,16 @@ func (s *sim) fetch(r *simReplica) {
 		f.asked = r.latestEpoch()
 		f.foundEpoch, f.end = l.endForEpoch(f.asked)
 	} else {
-		s.flush(r)
 		f.offset = len(r.log)
-		s.apply(l, l.core.Step(s.now, FollowerFetched{ID: r.id, Offset: int64(f.offset)}))
+		durable := int64(r.durable)
+		if s.rng.IntN(3) == 0 {
+			// A fetch without the durable end (an older follower, or the
+			// leader's answers unmarked): it fsyncs first, and its offset
+			// counts.
+			s.flush(r)
+			durable = int64(len(r.log))
+		}
+		s.apply(l, l.core.Step(s.now, FollowerFetched{ID: r.id, LeaderEpoch: v.LeaderEpoch, Offset: int64(f.offset), Durable: durable}))
 		if f.offset <= len(l.log) {
 			n := len(l.log) - f.offset
 			f.entries = slices.Clone(l.log[f.offset : f.offset+s.rng.IntN(n+1)])

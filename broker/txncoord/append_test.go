@@ -35,10 +35,10 @@ func TestAnsweredOnlyOnceCommitted(t *testing.T) {
 			if hw, end := p.HW(), p.Log().EndOffset(); hw != end-1 {
 				t.Fatalf("hw %d, log end %d: want the record appended and not committed", hw, end)
 			}
-			p.FollowerFetched(2, p.Log().EndOffset(), -1)
+			p.FollowerFetched(2, p.View().LeaderEpoch, p.Log().EndOffset(), p.Log().EndOffset(), -1)
 			synctest.Wait()
 			rp.none(t)
-			p.FollowerFetched(3, p.Log().EndOffset(), -1)
+			p.FollowerFetched(3, p.View().LeaderEpoch, p.Log().EndOffset(), p.Log().EndOffset(), -1)
 			synctest.Wait()
 			return rp.one(t)
 		}

@@ -427,7 +427,7 @@ func (r *rig) replicate(i int32) {
 	p := r.parts[i]
 	end := p.Log().EndOffset()
 	for _, id := range []int32{2, 3}[:r.cfg.rf-1] {
-		p.FollowerFetched(id, end, -1)
+		p.FollowerFetched(id, p.View().LeaderEpoch, end, end, -1)
 	}
 }
 
