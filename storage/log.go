@@ -384,6 +384,21 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		}
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
+	if !clean && last.size > 0 {
+		// A process crash keeps the page cache: the active segment may
+		// hold writes the dead process never fsynced, which read back as
+		// if they were on the disk. The log's end is about to count as
+		// durable (a replica's durable end feeds the high watermark), so
+		// it must be: sync it now, or a power cut after this restart
+		// loses what acks=all acknowledged on the strength of it. Sealed
+		// segments were synced when they rolled.
+		if err := last.f.SyncData(); err != nil {
+			for _, s := range segs {
+				s.close()
+			}
+			return nil, fmt.Errorf("log %s: segment %d: sync after unclean shutdown: %w", dir, last.base, err)
+		}
+	}
 	l.mu.producers = prods
 	l.mu.txns = txns
 	l.mu.markerUnsynced = markerUnsynced
