@@ -149,15 +149,22 @@ func (h replicaHost) Open(p *replica.Partition) {
 				return
 			}
 		}
-		select {
-		case m.openSem <- struct{}{}:
-		case <-m.ctx.Done():
-			return
-		}
-		lg, err := m.openLog(p, c)
-		<-m.openSem
-		p.Opened(lg, err)
+		m.openWithinBudget(p, c)
 	})
+}
+
+// openWithinBudget opens p's log once one of the openSem slots is free
+// (opens run recovery: a node taking many partitions at once must not
+// recover them all together) and hands the result to p.
+func (m *Manager) openWithinBudget(p *replica.Partition, c *dirClaim) {
+	select {
+	case m.openSem <- struct{}{}:
+	case <-m.ctx.Done():
+		return
+	}
+	lg, err := m.openLog(p, c)
+	<-m.openSem
+	p.Opened(lg, err)
 }
 
 // openLog opens (creating if needed) p's log. A directory whose
@@ -254,14 +261,7 @@ func (h replicaHost) Repair(p *replica.Partition, r replica.Repair) {
 			}
 			p.Logger.Warn().Str("set_aside", aside).Msg("failed replica's files set aside for the operator; fetching the partition again")
 		}
-		select {
-		case m.openSem <- struct{}{}:
-		case <-m.ctx.Done():
-			return
-		}
-		lg, err := m.openLog(p, c)
-		<-m.openSem
-		p.Opened(lg, err)
+		m.openWithinBudget(p, c)
 	})
 }
 
