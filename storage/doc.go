@@ -153,6 +153,6 @@
 // (a stalled fsync shows in Log.SyncStalledFor, which the broker's stall
 // check reads, and loses nothing). A log that failed (Log.Failed) takes no
 // appends until it is closed and opened again; the broker then repairs it
-// (broker/replica's failure.go), setting a directory aside with SetAsideDir
+// (broker/replica/failure.go), setting a directory aside with SetAsideDir
 // when its disk answered EIO.
 package storage
