@@ -7,6 +7,9 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // Tiered storage (KIP-405): the metadata of the log segments a partition
@@ -366,4 +369,53 @@ func (img *Image) scratch() *Image {
 	c := *img
 	c.owned = nil
 	return &c
+}
+
+// DecideRemoteLogSegment decides a RemoteLogSegment request (a Fjord
+// private key; protocol/fjordmsg) in one round: the record it carries,
+// checked by DecideRemoteSegment, proposed alone. A record that is not a
+// remote segment record, or names another broker than the request's
+// sender, is INVALID_REQUEST.
+func DecideRemoteLogSegment(req *fjordmsg.RemoteLogSegmentRequest) Decision {
+	resp := req.ResponseKind().(*fjordmsg.RemoteLogSegmentResponse)
+	var (
+		code int16
+		rec  Record
+	)
+	return oneRound(func(img *Image) []Record {
+		prop, ok := remoteProposalOf(req)
+		if !ok {
+			code = kerr.InvalidRequest.Code
+			return nil
+		}
+		if rec, code = DecideRemoteSegment(img, prop); code != 0 {
+			return nil
+		}
+		return []Record{rec}
+	}, func(_ *Image, proposal int16) (kmsg.Response, []Note) {
+		resp.ErrorCode = codeOr(code, proposal)
+		if code != 0 {
+			return resp, []Note{warn("remote segment proposal refused", "broker", req.BrokerID,
+				"error", kerr.ErrorForCode(code).Error())}
+		}
+		return resp, nil
+	})
+}
+
+// remoteProposalOf reads a RemoteLogSegment request's record.
+func remoteProposalOf(req *fjordmsg.RemoteLogSegmentRequest) (RemoteProposal, bool) {
+	r, err := Decode(req.Record)
+	if err != nil {
+		return RemoteProposal{}, false
+	}
+	p := RemoteProposal{BrokerEpoch: req.BrokerEpoch}
+	switch b := r.Body.(type) {
+	case RemoteSegment:
+		p.Start = &b
+		return p, b.Broker == req.BrokerID
+	case RemoteSegmentStateChange:
+		p.Change = &b
+		return p, b.Broker == req.BrokerID
+	}
+	return RemoteProposal{}, false
 }
