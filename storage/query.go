@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -127,7 +128,8 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 // (ms). Only whole, inactive segments are deleted, oldest first, so the log
 // start offset moves forward to a segment boundary (never back: a start
 // AdvanceStartOffset moved further stays). It returns how many segments
-// went.
+// went. A tiered log (Config.Tier) keeps every segment the store does not
+// hold yet and applies its local retention to the rest.
 func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,11 +143,20 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	for _, s := range segs {
 		total += s.size
 	}
+	retMs, retBytes := l.cfg.RetentionMs, l.cfg.RetentionBytes
+	copied := int64(math.MaxInt64) // an untiered log deletes regardless
+	if t := l.cfg.Tier; t != nil {
+		retMs, retBytes = t.local(t.LocalRetentionMs, retMs), t.local(t.LocalRetentionBytes, retBytes)
+		copied = t.CopiedEnd()
+	}
 	n := 0
 	for n < len(segs)-1 {
 		s := segs[n]
-		expired := l.cfg.RetentionMs >= 0 && s.maxTS >= 0 && now-s.maxTS > l.cfg.RetentionMs
-		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if segs[n+1].base-1 > copied {
+			break // a tiered segment not yet in the store stays, however old
+		}
+		expired := retMs >= 0 && s.maxTS >= 0 && now-s.maxTS > retMs
+		oversize := retBytes >= 0 && total-s.size >= retBytes
 		if !expired && !oversize {
 			break
 		}

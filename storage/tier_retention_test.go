@@ -1,0 +1,66 @@
+package storage
+
+import (
+	"math"
+	"testing"
+)
+
+// A tiered log (Config.Tier) deletes only what the store holds, by the
+// local retention settings; -2 follows retention.ms/bytes, and
+// retention.bytes alone no longer deletes locally.
+func TestTieredRetention(t *testing.T) {
+	segTS := [][]int64{{1000}, {2000}, {3000}, {4000}, {5000}}
+	t.Run("only copied segments go", func(t *testing.T) {
+		copied := int64(-1)
+		cfg := testConfig()
+		cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return copied }, LocalRetentionMs: -2, LocalRetentionBytes: 0}
+		l := timedLog(t, cfg, segTS)
+		before := segmentsOf(t, l.dir)
+		for _, step := range []struct {
+			copied  int64
+			deleted int
+		}{
+			{-1, 0},                 // nothing in the store: local.retention.bytes=0 deletes nothing
+			{before[1].base - 1, 1}, // the first segment's last offset
+			{before[2].base, 1},     // the second, and the third's first offset
+			{before[3].base - 2, 0}, // the third not yet whole
+			{before[3].base - 1, 1}, // the third
+			{math.MaxInt64, 1},      // the fourth; the active one stays
+		} {
+			copied = step.copied
+			n, err := l.DeleteOldSegments(1 << 40)
+			if err != nil || n != step.deleted {
+				t.Fatalf("copied end %d: deleted %d, %v; want %d", copied, n, err, step.deleted)
+			}
+		}
+		checkDeleted(t, l, before, 4)
+	})
+	t.Run("local retention follows retention.ms at -2", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.RetentionMs, cfg.RetentionBytes = 10_000, -1
+		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return math.MaxInt64 }, LocalRetentionMs: -2, LocalRetentionBytes: -1}
+		l := timedLog(t, cfg, segTS)
+		before := segmentsOf(t, l.dir)
+		// Max timestamps 1001, 2001, ...: at 12_500 the first two are older
+		// than 10 s.
+		if n, err := l.DeleteOldSegments(12_500); err != nil || n != 2 {
+			t.Fatalf("deleted %d, %v; want 2", n, err)
+		}
+		checkDeleted(t, l, before, 2)
+	})
+	t.Run("retention.bytes bounds the remote copy, not the local log", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.RetentionMs, cfg.RetentionBytes = -1, 0
+		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return math.MaxInt64 }, LocalRetentionMs: -1, LocalRetentionBytes: -1}
+		l := timedLog(t, cfg, segTS)
+		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 0 {
+			t.Fatalf("deleted %d, %v; want none", n, err)
+		}
+		cfg.Tier = nil // the same log untiered: retention.bytes=0 deletes every inactive segment
+		l.SetConfig(cfg)
+		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 4 {
+			t.Fatalf("untiered: deleted %d, %v; want 4", n, err)
+		}
+	})
+}
