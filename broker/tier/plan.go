@@ -6,11 +6,15 @@
 // the RemoteLogSegment request), cleans up attempts that never finished,
 // and deletes remote segments past retention.ms / retention.bytes.
 //
-// This file is the pure part: Plan decides, from a snapshot of one
-// partition (its sealed local segments, its watermarks, the image's
-// remote segment entries), what to do next. It reads no clock (now is an
-// input), touches no store and proposes nothing; the driver does the I/O
-// and calls Plan again. keys.go names the objects.
+// Files:
+//   - plan.go, the pure part: Plan decides, from a snapshot of one
+//     partition (its sealed local segments, its watermarks, the image's
+//     remote segment entries), what to do next. It reads no clock (now is
+//     an input), touches no store and proposes nothing.
+//   - copier.go: Copier, the I/O half: it carries out Plan's actions
+//     against a remote.Store, a storage.Log's files and a Proposer (the
+//     controller), and counts bytes and errors by kind.
+//   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):
 //
