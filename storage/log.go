@@ -42,27 +42,24 @@ type Config struct {
 	// Files is the node's cache of open segment files, shared by all its
 	// logs; nil means one without a bound. Fixed at Open like FS.
 	Files *FileCache
-	// Tier, when set, makes the log's retention a tiered log's (KIP-405,
-	// remote.storage.enable); nil: retention as it always was.
-	Tier *TierRetention
+	// Tier makes the log's retention a tiered log's (KIP-405,
+	// remote.storage.enable); the zero value: retention as it always was.
+	Tier TierRetention
 }
 
 // TierRetention is the local retention of a tiered log (broker/tier
 // copies its sealed segments to a remote store). A local segment is
-// deleted only once the store holds it (its last offset is at most
-// CopiedEnd), and then by LocalRetentionMs / LocalRetentionBytes instead
-// of retention.ms / retention.bytes, which bound the remote copy (the
-// tier's business, not the log's).
+// deleted only once the store holds it (its last offset is at most what
+// the function given to Log.SetRemoteCopiedEnd returns), and then by
+// LocalRetentionMs / LocalRetentionBytes instead of retention.ms /
+// retention.bytes, which bound the remote copy (the tier's business, not
+// the log's).
 //
 // It is a hook rather than tiering inside storage: the log never learns
 // what a store or a metadata record is, and a log without it behaves
-// exactly as before.
+// exactly as before. A plain value, so Configs stay comparable.
 type TierRetention struct {
-	// CopiedEnd is the highest offset of the partition the store holds a
-	// finished copy of, -1 when none. Called under the log's lock: it
-	// must not block or call into the log (broker/tier reads the
-	// metadata image).
-	CopiedEnd func() int64
+	Enabled bool
 	// LocalRetentionMs and LocalRetentionBytes are local.retention.ms and
 	// local.retention.bytes: -2 follows retention.ms / retention.bytes,
 	// -1 is unbounded.
@@ -71,7 +68,7 @@ type TierRetention struct {
 }
 
 // local is the local bound of a retention setting: v, or total for -2.
-func (t *TierRetention) local(v, total int64) int64 {
+func (t TierRetention) local(v, total int64) int64 {
 	if v == -2 {
 		return total
 	}
@@ -135,6 +132,8 @@ type Log struct {
 		txns      txnState              // the open transactions in order (txn.go)
 		dirty     map[*segment]struct{} // segments with writes not yet synced
 		failed    error                 // sticky: after a failed write or sync the log takes no appends
+		// copiedEnd is a tiered log's remote copied end (SetRemoteCopiedEnd).
+		copiedEnd func() int64
 		closed    bool
 		// epochsUnsaved: the cache differs from the checkpoint file, which
 		// only retention causes (entries below the new start; Open drops

@@ -145,9 +145,12 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	}
 	retMs, retBytes := l.cfg.RetentionMs, l.cfg.RetentionBytes
 	copied := int64(math.MaxInt64) // an untiered log deletes regardless
-	if t := l.cfg.Tier; t != nil {
+	if t := l.cfg.Tier; t.Enabled {
 		retMs, retBytes = t.local(t.LocalRetentionMs, retMs), t.local(t.LocalRetentionBytes, retBytes)
-		copied = t.CopiedEnd()
+		copied = -1
+		if f := l.mu.copiedEnd; f != nil {
+			copied = f()
+		}
 	}
 	n := 0
 	for n < len(segs)-1 {
@@ -171,6 +174,17 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	// A start moved inside a later segment (AdvanceStartOffset) stays.
 	_, err := l.dropBelowLocked(max(l.startOffset.Load(), segs[n].base))
 	return n, err
+}
+
+// SetRemoteCopiedEnd gives a tiered log (Config.Tier) the highest offset
+// of the partition the remote store holds a finished copy of (-1: none).
+// f is called under the log's lock: it must not block or call into the
+// log (broker/tier's reads the metadata image). Until it is set a tiered
+// log deletes nothing.
+func (l *Log) SetRemoteCopiedEnd(f func() int64) {
+	l.mu.Lock()
+	l.mu.copiedEnd = f
+	l.mu.Unlock()
 }
 
 // SetConfig changes the log's policy (a topic config change).

@@ -10,12 +10,21 @@ import (
 // retention.bytes alone no longer deletes locally.
 func TestTieredRetention(t *testing.T) {
 	segTS := [][]int64{{1000}, {2000}, {3000}, {4000}, {5000}}
+	t.Run("nothing without a copied end", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: 0, LocalRetentionBytes: 0}
+		l := timedLog(t, cfg, segTS)
+		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 0 {
+			t.Fatalf("deleted %d, %v; want none", n, err)
+		}
+	})
 	t.Run("only copied segments go", func(t *testing.T) {
 		copied := int64(-1)
 		cfg := testConfig()
 		cfg.RetentionMs, cfg.RetentionBytes = -1, -1
-		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return copied }, LocalRetentionMs: -2, LocalRetentionBytes: 0}
+		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: -2, LocalRetentionBytes: 0}
 		l := timedLog(t, cfg, segTS)
+		l.SetRemoteCopiedEnd(func() int64 { return copied })
 		before := segmentsOf(t, l.dir)
 		for _, step := range []struct {
 			copied  int64
@@ -39,8 +48,9 @@ func TestTieredRetention(t *testing.T) {
 	t.Run("local retention follows retention.ms at -2", func(t *testing.T) {
 		cfg := testConfig()
 		cfg.RetentionMs, cfg.RetentionBytes = 10_000, -1
-		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return math.MaxInt64 }, LocalRetentionMs: -2, LocalRetentionBytes: -1}
+		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: -2, LocalRetentionBytes: -1}
 		l := timedLog(t, cfg, segTS)
+		l.SetRemoteCopiedEnd(func() int64 { return math.MaxInt64 })
 		before := segmentsOf(t, l.dir)
 		// Max timestamps 1001, 2001, ...: at 12_500 the first two are older
 		// than 10 s.
@@ -52,12 +62,13 @@ func TestTieredRetention(t *testing.T) {
 	t.Run("retention.bytes bounds the remote copy, not the local log", func(t *testing.T) {
 		cfg := testConfig()
 		cfg.RetentionMs, cfg.RetentionBytes = -1, 0
-		cfg.Tier = &TierRetention{CopiedEnd: func() int64 { return math.MaxInt64 }, LocalRetentionMs: -1, LocalRetentionBytes: -1}
+		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: -1, LocalRetentionBytes: -1}
 		l := timedLog(t, cfg, segTS)
+		l.SetRemoteCopiedEnd(func() int64 { return math.MaxInt64 })
 		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 0 {
 			t.Fatalf("deleted %d, %v; want none", n, err)
 		}
-		cfg.Tier = nil // the same log untiered: retention.bytes=0 deletes every inactive segment
+		cfg.Tier = TierRetention{} // the same log untiered: retention.bytes=0 deletes every inactive segment
 		l.SetConfig(cfg)
 		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 4 {
 			t.Fatalf("untiered: deleted %d, %v; want 4", n, err)
