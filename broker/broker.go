@@ -31,6 +31,7 @@ import (
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/sharefetch"
+	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
@@ -38,6 +39,7 @@ import (
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/remote"
 )
 
 // Broker is one Fjord node: a member of the metadata quorum (a voter when
@@ -48,6 +50,9 @@ import (
 // them follow the metadata images as they arrive.
 type Broker struct {
 	cfg config.Config // as started: the static configuration
+	// tier is the remote log manager (broker/tier); nil without
+	// Options.RemoteStore. Set in New.
+	tier *tier.Manager
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
@@ -169,6 +174,13 @@ type Options struct {
 	// database, under log.dirs/__cluster_metadata-0). nil is the
 	// operating system's, with the modes the raft log gives its files.
 	MetadataFS vfs.FS
+	// RemoteStore is tiered storage's object store (KIP-405, broker/tier);
+	// nil turns tiering off: topics with remote.storage.enable=true then
+	// keep every local segment their local retention would delete after
+	// upload, until a store is configured.
+	RemoteStore remote.Store
+	// RemoteTaskInterval is remote.log.manager.task.interval.ms (0: 30 s).
+	RemoteTaskInterval time.Duration
 }
 
 // New checks the data directory, binds the listeners and starts the
@@ -187,6 +199,9 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	}
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}), fs: storage.OrOS(opts.FS), metaFS: opts.MetadataFS}
 	b.reg = newRegistry(b)
+	if opts.RemoteStore != nil {
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
+	}
 	var err error
 	if b.passwords, err = config.NewPasswordEncoder(cfg.PasswordEncoder); err != nil {
 		return nil, err
@@ -409,6 +424,9 @@ func (b *Broker) Start() {
 	u := b.upkeep()
 	b.goLoop(func() { b.replicas.RetentionLoop(u) })
 	b.goLoop(func() { b.replicas.FlushLoop(u) })
+	if b.tier != nil {
+		b.goLoop(func() { b.tier.Run(b.stop) })
+	}
 	if b.cfg.CleanerEnable {
 		b.goLoop(func() { b.replicas.CleanerLoop(u) })
 	}

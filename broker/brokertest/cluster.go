@@ -79,6 +79,7 @@ import (
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/remote"
 )
 
 // Options configures a cluster.
@@ -107,6 +108,12 @@ type Options struct {
 	// dropped possibly torn: storage.MemFS.CrashClone), drawn from a
 	// generator with this seed. 0 keeps exactly what was synced.
 	PowerLossSeed uint64
+	// RemoteStore is every node's tiered-storage object store (one
+	// bucket, shared as in a real cluster; broker.Options.RemoteStore);
+	// nil: no tiering. RemoteTaskInterval is the remote log manager's
+	// round interval.
+	RemoteStore        remote.Store
+	RemoteTaskInterval time.Duration
 }
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -356,6 +363,7 @@ func (c *Cluster) start(id int32) error {
 		if m.fs != nil {
 			bopts = broker.Options{FS: nodeFS(m.fs), MetadataFS: m.meta}
 		}
+		bopts.RemoteStore, bopts.RemoteTaskInterval = c.opts.RemoteStore, c.opts.RemoteTaskInterval
 		c.mu.Unlock()
 		var err error
 		b, err = broker.NewWithOptions(cfg, c.opts.Logger.With().Int32("node", id).Logger(), bopts)

@@ -14,6 +14,10 @@
 //   - copier.go: Copier, the I/O half: it carries out Plan's actions
 //     against a remote.Store, a storage.Log's files and a Proposer (the
 //     controller), and counts bytes and errors by kind.
+//   - manager.go: Manager, the rounds: every interval, every partition
+//     this node leads of a tiered topic, a bounded number at a time,
+//     with a doubling, bounded backoff after a failed round, logged once
+//     per change between failing and working.
 //   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):
