@@ -199,9 +199,6 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	}
 	b := &Broker{cfg: cfg, log: log, logLevel: level, ready: make(chan struct{}), fs: storage.OrOS(opts.FS), metaFS: opts.MetadataFS}
 	b.reg = newRegistry(b)
-	if opts.RemoteStore != nil {
-		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-	}
 	var err error
 	if b.passwords, err = config.NewPasswordEncoder(cfg.PasswordEncoder); err != nil {
 		return nil, err
@@ -209,6 +206,9 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
 	b.metrics = metrics.New(metricsSource{b})
+	if opts.RemoteStore != nil {
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
+	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {
 			return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage/remote"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Tiered storage's wiring (broker/tier): the remote log manager reads the
@@ -16,7 +17,7 @@ import (
 // controller link.
 
 func newTierManager(b *Broker, store remote.Store, interval time.Duration) *tier.Manager {
-	return tier.NewManager(tier.ManagerConfig{
+	m := tier.NewManager(tier.ManagerConfig{
 		NodeID:   b.cfg.NodeID,
 		Store:    store,
 		Interval: interval,
@@ -31,6 +32,29 @@ func newTierManager(b *Broker, store remote.Store, interval time.Duration) *tier
 		Proposer: tierProposer{b},
 		Logger:   b.log.With().Str("component", "tier").Logger(),
 	})
+	registerTierMetrics(b.metrics.Registerer(), m.Copier)
+	return m
+}
+
+// registerTierMetrics exports the copier's counters (docs/metrics.md).
+func registerTierMetrics(reg prometheus.Registerer, c *tier.Copier) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_upload_bytes_total",
+			Help: "Bytes this broker put into the remote store for tiered segments (attempts that did not finish included)."},
+			func() float64 { return float64(c.Metrics().BytesUploaded) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_segments_copied_total",
+			Help: "Segments this broker copied to the remote store (COPY_FINISHED)."},
+			func() float64 { return float64(c.Metrics().SegmentsUploaded) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_segments_deleted_total",
+			Help: "Remote segment attempts this broker deleted (DELETE_FINISHED): expired, abandoned, or left by another leader."},
+			func() float64 { return float64(c.Metrics().SegmentsDeleted) }),
+	)
+	for _, kind := range tier.ErrorKinds {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_errors_total",
+			Help:        "Remote store failures by kind (remote.Kind), and proposals the controller refused (refused).",
+			ConstLabels: prometheus.Labels{"kind": kind}},
+			func() float64 { return float64(c.Metrics().Errors[kind]) }))
+	}
 }
 
 // tierProposer proposes a remote segment record as this broker and waits

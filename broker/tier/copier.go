@@ -65,6 +65,9 @@ type Copier struct {
 // controller refused.
 var errKinds = [...]string{"not_found", "access_denied", "no_bucket", "unavailable", "canceled", "other", "refused"}
 
+// ErrorKinds lists the kinds Metrics.Errors counts. Read-only.
+var ErrorKinds = errKinds[:]
+
 // Metrics is a snapshot of a Copier's counters.
 type Metrics struct {
 	BytesUploaded    int64            // object bytes Put for finished and unfinished attempts
