@@ -745,7 +745,7 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 	old.unpinWriter()
 	old.closeTxnIndex()
 	l.mu.producers.expire(now, l.producerTTL())
-	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base); err != nil {
+	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base, l.snapshotKeepAboveLocked()); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
 	}
 	l.view.RLock()

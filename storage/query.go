@@ -240,7 +240,7 @@ func (l *Log) Close() error {
 			}
 		}
 		if err == nil {
-			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end)
+			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end, l.snapshotKeepAboveLocked())
 		}
 		if err == nil && l.mu.epochsUnsaved {
 			err = writeEpochCheckpoint(l.fs, l.dir, l.epochCache())

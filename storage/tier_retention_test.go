@@ -75,3 +75,26 @@ func TestTieredRetention(t *testing.T) {
 		}
 	})
 }
+
+// A tiered log keeps the producer snapshot at each segment's end until the
+// store holds the segment (the copy uploads it); an untiered one keeps two.
+func TestTieredKeepsSnapshots(t *testing.T) {
+	segTS := [][]int64{{1000}, {2000}, {3000}, {4000}, {5000}}
+	for _, tiered := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.Tier.Enabled = tiered
+		l := timedLog(t, cfg, segTS)
+		l.SetRemoteCopiedEnd(func() int64 { return -1 })
+		snaps, err := listSnapshots(l.fs, l.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if tiered {
+			want = len(segTS) - 1 // one per roll
+		}
+		if len(snaps) != want {
+			t.Fatalf("tiered=%t: snapshots at %v, want %d", tiered, snaps, want)
+		}
+	}
+}

@@ -155,6 +155,20 @@ func TestTieredStorage(t *testing.T) {
 		}
 	}
 	checkNoLoss(t, store, topic, states, acked)
+
+	// Deleting the topic deletes its objects.
+	topicID := stuck.TopicID
+	if dr, err := adm.DeleteTopic(ctx, topic); err != nil || dr.Err != nil {
+		t.Fatalf("delete: %v %v", err, dr.Err)
+	}
+	eventually(t, 30*time.Second, "the deleted topic's objects deleted", func() bool {
+		for _, key := range storeKeys(t, store) {
+			if strings.HasPrefix(key, tier.TopicDir(topic, topicID)+"/") {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func localBytes(states map[int32]broker.ReplicaState) map[int32]int64 {
@@ -197,6 +211,13 @@ func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int3
 		for _, s := range rs.Remote {
 			if s.State != controller.RemoteCopyFinished {
 				continue
+			}
+			for _, suffix := range []string{"index", "timeindex", "snapshot", "leader-epoch-checkpoint"} {
+				r, err := store.Get(context.Background(), tier.ObjectKey("", topic, s.TopicID, 0, s.BaseOffset, s.SegmentID, suffix), 0, -1)
+				if err != nil {
+					t.Fatalf("broker %d: segment %d: its %s: %v", id, s.BaseOffset, suffix, err)
+				}
+				r.Close()
 			}
 			r, err := store.Get(context.Background(), tier.ObjectKey("", topic, s.TopicID, 0, s.BaseOffset, s.SegmentID, "log"), 0, -1)
 			if err != nil {

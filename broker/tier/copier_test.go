@@ -77,10 +77,12 @@ func setUp(t *testing.T) (*metadata, *storage.Log, Ref, [][]byte) {
 
 	cfg := storage.DefaultConfig()
 	cfg.SegmentBytes, cfg.RetentionMs, cfg.FS = 400, -1, storage.NewMemFS()
+	cfg.Tier = storage.TierRetention{Enabled: true, LocalRetentionMs: -2, LocalRetentionBytes: -2}
 	l, err := storage.Open("/p", cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.SetRemoteCopiedEnd(func() int64 { return m.img.RemoteCopiedEnd(controller.TopicPartition{TopicID: ref.TopicID}) })
 	t.Cleanup(func() { l.Close() })
 	var values [][]byte
 	for i := range 20 {
@@ -168,10 +170,19 @@ func TestCopierUploads(t *testing.T) {
 	if end := m.img.RemoteCopiedEnd(tp); end != sealed[len(sealed)-1].Last {
 		t.Fatalf("copied end %d, want %d", end, sealed[len(sealed)-1].Last)
 	}
-	// .log, .index, .timeindex, .snapshot (only the newest two rolls keep
-	// one), .leader-epoch-checkpoint per segment.
-	if n := store.Len(); n < 4*len(sealed) {
+	// .log, .index, .timeindex, .snapshot (a tiered log keeps the one at
+	// each segment's end until the segment is copied), and
+	// .leader-epoch-checkpoint per segment.
+	if n := store.Len(); n != 5*len(sealed) {
 		t.Fatalf("%d objects for %d segments", n, len(sealed))
+	}
+	for _, s := range m.img.RemoteSegments(tp) {
+		key := ObjectKey("", ref.Topic, ref.TopicID, 0, s.BaseOffset, s.SegmentID, "snapshot")
+		r, err := store.Get(t.Context(), key, 0, -1)
+		if err != nil {
+			t.Fatalf("segment %d: no producer snapshot: %v", s.BaseOffset, err)
+		}
+		r.Close()
 	}
 	got := storedValues(t, store, m, ref)
 	if len(got) != int(sealed[len(sealed)-1].Last+1) {

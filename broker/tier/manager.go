@@ -48,6 +48,10 @@ type Manager struct {
 		fails     map[controller.TopicPartition]int
 		notBefore map[controller.TopicPartition]time.Time
 	}
+	// tiered are the topics seen with remote segments, by id: when one
+	// leaves the image (deleted), its objects are deleted. Round's own
+	// goroutine is the only one to touch it.
+	tiered map[[16]byte]string
 }
 
 // NewManager returns a manager; Run starts it.
@@ -64,6 +68,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger}}
 	m.mu.fails = map[controller.TopicPartition]int{}
 	m.mu.notBefore = map[controller.TopicPartition]time.Time{}
+	m.tiered = map[[16]byte]string{}
 	return m
 }
 
@@ -93,6 +98,7 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 	if img == nil {
 		return
 	}
+	m.deleteTopics(ctx, img)
 	sem := make(chan struct{}, m.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for _, p := range m.cfg.Replicas() {
@@ -160,4 +166,37 @@ func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now t
 	}
 	d := m.cfg.Interval << min(n-1, 16)
 	m.mu.notBefore[tp] = now.Add(min(d, m.cfg.MaxBackoff))
+}
+
+// deleteTopics deletes the objects of tiered topics that left the image
+// since the last round: the image drops a deleted topic's entries, the
+// objects are the brokers'. Every broker does it (deleting is idempotent);
+// a failure is retried next round. A broker that was down when the topic
+// went does not know it was tiered, so its objects wait for another
+// broker's round (or the operator, if all were down).
+func (m *Manager) deleteTopics(ctx context.Context, img *controller.Image) {
+	for _, tp := range img.RemotePartitions() {
+		if t := img.TopicByID(tp.TopicID); t != nil {
+			m.tiered[tp.TopicID] = t.Name
+		}
+	}
+	for id, name := range m.tiered {
+		if img.TopicByID(id) != nil {
+			continue
+		}
+		prefix := m.cfg.Prefix + TopicDir(name, id) + "/"
+		objs, err := m.cfg.Store.List(ctx, prefix)
+		for _, o := range objs {
+			if err == nil {
+				err = m.cfg.Store.Delete(ctx, o.Key)
+			}
+		}
+		if err != nil {
+			m.Copier.countErr(remote.Kind(err))
+			m.cfg.Logger.Warn().Err(err).Str("topic", name).Msg("tiered storage: deleting a deleted topic's objects failed; retrying next round")
+			continue
+		}
+		m.cfg.Logger.Info().Str("topic", name).Int("objects", len(objs)).Msg("tiered storage: deleted a deleted topic's objects")
+		delete(m.tiered, id)
+	}
 }
