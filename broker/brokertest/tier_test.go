@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -102,7 +103,7 @@ func TestTieredStorage(t *testing.T) {
 	states := check()
 	t.Logf("copied and trimmed in %v: %d objects; local bytes %v", time.Since(start).Round(time.Millisecond), store.Len(),
 		slices.Collect(maps.Values(localBytes(states))))
-	checkNoLoss(t, store, topic, states, acked)
+	checkNoLoss(t, store, topic, states, acked, 0)
 
 	// The store fails: the leader's next attempt stops after COPY_STARTED
 	// (or its clean-up after DELETE_STARTED). The leader is stopped; the
@@ -154,7 +155,41 @@ func TestTieredStorage(t *testing.T) {
 			t.Fatalf("object %s of the stuck attempt left", key)
 		}
 	}
-	checkNoLoss(t, store, topic, states, acked)
+	checkNoLoss(t, store, topic, states, acked, 0)
+
+	// retention.bytes bounds the whole log: remote segments go oldest
+	// first (DELETE_STARTED, objects, DELETE_FINISHED) until the rest is
+	// under it, the newest copy always kept.
+	before := states[live[0]].Remote
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.bytes", Value: kadm.StringPtr("3000")}}, topic); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, rs)
+	}
+	eventually(t, 30*time.Second, "remote segments past retention.bytes deleted", func() bool {
+		for _, rs := range check() {
+			var remoteBytes int64
+			for _, s := range rs.Remote {
+				if s.State != controller.RemoteCopyFinished {
+					return false
+				}
+				remoteBytes += s.SizeBytes
+			}
+			if len(rs.Remote) == 0 || rs.Remote[0].BaseOffset == 0 || (len(rs.Remote) > 1 && remoteBytes-rs.Remote[0].SizeBytes >= 3000) {
+				return false
+			}
+		}
+		return true
+	})
+	states = check()
+	keys := strings.Join(storeKeys(t, store), "\n")
+	for _, s := range before {
+		if !slices.ContainsFunc(states[live[0]].Remote, func(r controller.RemoteSegmentMeta) bool { return r.SegmentID == s.SegmentID }) &&
+			strings.Contains(keys, "-"+base64.RawURLEncoding.EncodeToString(s.SegmentID[:])+".") {
+			t.Fatalf("objects of expired segment %d left", s.BaseOffset)
+		}
+	}
+	remoteStart := states[live[0]].Remote[0].BaseOffset
+	t.Logf("retention.bytes=3000: remote log starts at %d; %d remote segments", remoteStart, len(states[live[0]].Remote))
+	checkNoLoss(t, store, topic, states, acked, remoteStart)
 
 	// Deleting the topic deletes its objects.
 	topicID := stuck.TopicID
@@ -201,10 +236,12 @@ func storeKeys(t *testing.T, store remote.Store) []string {
 	return keys
 }
 
-// checkNoLoss: on every replica, the records below its local log start
+// checkNoLoss: on every replica, the records from offset from below its
+// local log start
 // (decoded from the store's COPY_FINISHED .log objects its image lists)
-// and those from it on are exactly the acknowledged ones, in order.
-func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int32]broker.ReplicaState, acked []string) {
+// and those from the local start on are exactly the acknowledged ones, in
+// order.
+func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int32]broker.ReplicaState, acked []string, from int64) {
 	t.Helper()
 	for id, rs := range states {
 		byOffset := map[int64]string{}
@@ -244,9 +281,9 @@ func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int3
 		for i, v := range rs.Values {
 			byOffset[rs.LogStart+int64(i)] = string(v)
 		}
-		for i, want := range acked {
-			if got, ok := byOffset[int64(i)]; !ok || got != want {
-				t.Fatalf("broker %d: offset %d: %q (found %t), want %q (local log from %d)", id, i, got, ok, want, rs.LogStart)
+		for i, want := range acked[from:] {
+			if got, ok := byOffset[from+int64(i)]; !ok || got != want {
+				t.Fatalf("broker %d: offset %d: %q (found %t), want %q (local log from %d)", id, from+int64(i), got, ok, want, rs.LogStart)
 			}
 		}
 	}
