@@ -98,3 +98,19 @@ func TestTieredKeepsSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// IndexPosition reads a copied .index: the batch position to scan from.
+func TestIndexPosition(t *testing.T) {
+	idx := []byte{0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 19, 0, 0, 1, 244} // rel 9 at 0, rel 19 at 500
+	for _, tc := range []struct{ offset, want int64 }{{100, 0}, {109, 0}, {115, 0}, {120, 500}, {500, 500}} {
+		if got, err := IndexPosition(idx, 100, tc.offset); err != nil || got != tc.want {
+			t.Fatalf("offset %d: %d, %v; want %d", tc.offset, got, err, tc.want)
+		}
+	}
+	if _, err := IndexPosition(idx[:5], 100, 100); err == nil {
+		t.Fatal("a torn index accepted")
+	}
+	if _, err := IndexPosition(idx, 100, 99); err == nil {
+		t.Fatal("an offset below the base accepted")
+	}
+}

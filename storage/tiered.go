@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 )
 
@@ -92,4 +94,24 @@ func (l *Log) EpochsIn(base, last int64) []EpochStart {
 		}
 	}
 	return out
+}
+
+// IndexPosition is where to start scanning a segment's .log for offset,
+// given the bytes of its .index file (as a tiered copy holds it) and its
+// base offset: the byte position of a batch at or before the one holding
+// offset. It reads nothing else, so a remote reader can fetch the .log
+// from there with a ranged read.
+func IndexPosition(index []byte, base, offset int64) (int64, error) {
+	if len(index)%offsetEntryLen != 0 {
+		return 0, fmt.Errorf("storage: offset index of %d bytes is not whole entries", len(index))
+	}
+	offs := make([]offsetEntry, 0, len(index)/offsetEntryLen)
+	for b := index; len(b) > 0; b = b[offsetEntryLen:] {
+		offs = append(offs, offsetEntry{int32(binary.BigEndian.Uint32(b)), int32(binary.BigEndian.Uint32(b[4:]))})
+	}
+	rel := offset - base
+	if rel < 0 || rel > math.MaxInt32 {
+		return 0, fmt.Errorf("storage: offset %d outside the segment at %d", offset, base)
+	}
+	return int64(lookupPos(offs, int32(rel))), nil
 }

@@ -236,11 +236,10 @@ func storeKeys(t *testing.T, store remote.Store) []string {
 	return keys
 }
 
-// checkNoLoss: on every replica, the records from offset from below its
-// local log start
-// (decoded from the store's COPY_FINISHED .log objects its image lists)
-// and those from the local start on are exactly the acknowledged ones, in
-// order.
+// checkNoLoss: on every replica, the records from offset from on (those
+// below its local log start decoded from the store's COPY_FINISHED .log
+// objects its image lists, the rest read from the local log) are exactly
+// the acknowledged ones, in order.
 func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int32]broker.ReplicaState, acked []string, from int64) {
 	t.Helper()
 	for id, rs := range states {

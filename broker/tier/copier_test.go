@@ -320,3 +320,55 @@ func (f *failAfter) Put(ctx context.Context, key string, body io.Reader, size in
 	f.puts--
 	return f.MemStore.Put(ctx, key, body, size)
 }
+
+// Reader, the read path's interface: every copied offset is found in its
+// segment and read back from the store as whole batches starting at the
+// one holding it, with the values appended.
+func TestReader(t *testing.T) {
+	m, l, ref, values := setUp(t)
+	store := remote.NewMemStore()
+	c := &Copier{Store: store, Proposer: m}
+	for range l.SealedSegments() {
+		if _, err := c.Run(t.Context(), ref, view(m, l, ref, 1), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	end := CopiedEnd(segs)
+	if end < 3 {
+		t.Fatalf("copied end %d", end)
+	}
+	r := &Reader{Store: store}
+	for off := int64(0); off <= end; off++ {
+		seg, ok := SegmentFor(segs, off)
+		if !ok {
+			t.Fatalf("offset %d: no segment", off)
+		}
+		for _, maxBytes := range []int{1, 1 << 20} {
+			data, err := r.Read(t.Context(), ref, seg, off, maxBytes)
+			if err != nil || len(data) == 0 {
+				t.Fatalf("offset %d: %d bytes, %v", off, len(data), err)
+			}
+			info, err := recordbatch.ParseHeader(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := recordbatch.BaseOffset(data)
+			if base > off || base+int64(info.LastDelta) < off {
+				t.Fatalf("offset %d: first batch [%d, %d]", off, base, base+int64(info.LastDelta))
+			}
+			if maxBytes == 1 && len(data) != info.Bytes {
+				t.Fatalf("offset %d: maxBytes 1 gave %d bytes, want the first batch's %d", off, len(data), info.Bytes)
+			}
+			recordbatch.EachRecord(data[:info.Bytes], info, func(rec recordbatch.Record) bool {
+				if o := base + int64(rec.OffsetDelta); string(rec.Value) != string(values[o]) {
+					t.Fatalf("offset %d: %q, want %q", o, rec.Value, values[o])
+				}
+				return true
+			})
+		}
+	}
+	if _, ok := SegmentFor(segs, end+1); ok {
+		t.Fatal("a segment for an offset not copied")
+	}
+}

@@ -18,6 +18,8 @@
 //     this node leads of a tiered topic, a bounded number at a time,
 //     with a doubling, bounded backoff after a failed round, logged once
 //     per change between failing and working.
+//   - reader.go: Reader and SegmentFor, reading copied records back from
+//     the store (the interface the read path is to use).
 //   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):
