@@ -24,6 +24,7 @@ import (
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
@@ -50,9 +51,11 @@ import (
 // them follow the metadata images as they arrive.
 type Broker struct {
 	cfg config.Config // as started: the static configuration
-	// tier is the remote log manager (broker/tier); nil without
-	// Options.RemoteStore. Set in New.
-	tier *tier.Manager
+	// tier is the remote log manager (broker/tier), and remote what Fetch
+	// and ListOffsets read of the store; nil without Options.RemoteStore.
+	// Set in New.
+	tier   *tier.Manager
+	remote partitions.RemoteLog
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
@@ -208,6 +211,7 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	b.metrics = metrics.New(metricsSource{b})
 	if opts.RemoteStore != nil {
 		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
+		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {

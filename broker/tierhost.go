@@ -71,3 +71,35 @@ func (p tierProposer) Propose(ctx context.Context, rec controller.Record) (int16
 	}
 	return 0, nil
 }
+
+// tierRemote is partitions.RemoteLog over the node's store and image.
+type tierRemote struct {
+	b      *Broker
+	reader *tier.Reader
+}
+
+func (r tierRemote) Start(topicID [16]byte, partition int32) int64 {
+	img := r.b.replicas.Image()
+	if img == nil {
+		return -1
+	}
+	for _, s := range img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition}) {
+		if s.State == controller.RemoteCopyFinished {
+			return s.BaseOffset
+		}
+	}
+	return -1
+}
+
+func (r tierRemote) Read(ctx context.Context, topic string, topicID [16]byte, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
+	img := r.b.replicas.Image()
+	if img == nil {
+		return nil, false, nil
+	}
+	seg, ok := tier.SegmentFor(img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition}), offset)
+	if !ok {
+		return nil, false, nil
+	}
+	data, err := r.reader.Read(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, seg, offset, maxBytes)
+	return data, true, err
+}

@@ -104,6 +104,12 @@ func TestTieredStorage(t *testing.T) {
 	t.Logf("copied and trimmed in %v: %d objects; local bytes %v", time.Since(start).Round(time.Millisecond), store.Len(),
 		slices.Collect(maps.Values(localBytes(states))))
 	checkNoLoss(t, store, topic, states, acked, 0)
+	// A franz-go consumer from the start reads the copy in the store
+	// below the local log start (ListOffsets earliest is the remote log
+	// start), then the local log.
+	if got := consumeValues(t, c, topic, len(acked)); !slices.Equal(got, acked) {
+		t.Fatalf("consumed %d records, want the %d acknowledged (first %q)", len(got), len(acked), got[:min(1, len(got))])
+	}
 
 	// The store fails: the leader's next attempt stops after COPY_STARTED
 	// (or its clean-up after DELETE_STARTED). The leader is stopped; the

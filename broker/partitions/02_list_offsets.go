@@ -14,7 +14,8 @@ import (
 //
 // Behaviour:
 //   - Timestamp -1: the high watermark (latest); -2 and -4: the log start
-//     offset (earliest, earliest local); -3: the batch with the largest
+//     offset (earliest, earliest local; for a tiered topic -2 is the remote
+//     log start when its copy reaches below the local log); -3: the batch with the largest
 //     timestamp (KIP-734). Any other timestamp: the first record at or after
 //     it, found through the time index; none gives offset -1.
 //   - -5 (LATEST_TIERED, KIP-1005) and -6 (EARLIEST_PENDING_UPLOAD,
@@ -82,6 +83,9 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 					break
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
+				if err == nil && rp.Timestamp == -2 { // -4 is the local log start (KIP-405)
+					off = logStart(h, t, rp.Partition, lg) // a tiered copy's start, when below
+				}
 				if err != nil {
 					sp.ErrorCode = h.Code(err)
 					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
