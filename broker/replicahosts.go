@@ -31,6 +31,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		Logger:                 b.log,
 		ReplicaLagTimeMaxMs:    b.cfg.ReplicaLagTimeMaxMs,
 		PartitionOpenTimeoutMs: b.cfg.PartitionOpenTimeoutMs,
+		Tiering:                b.tier != nil,
 		LogOpenFilesMax:        b.cfg.LogOpenFilesMax,
 		Metadata:               metaRef{b},
 		Go:                     b.goLoop,

@@ -349,11 +349,8 @@ func writeSnapshot(fs FS, dir string, p producers, endOffset, keepAbove int64) e
 // snapshotKeepAboveLocked is writeSnapshot's keepAbove for l.
 // REQUIRES: l.mu held.
 func (l *Log) snapshotKeepAboveLocked() int64 {
-	if !l.cfg.Tier.Enabled {
-		return math.MaxInt64
-	}
-	if l.mu.copiedEnd == nil {
-		return -1 // nothing copied yet: keep every snapshot
+	if !l.cfg.Tier.Enabled || l.mu.copiedEnd == nil {
+		return math.MaxInt64 // untiered (or no store): keep two
 	}
 	return l.mu.copiedEnd() + 1
 }

@@ -145,12 +145,9 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	}
 	retMs, retBytes := l.cfg.RetentionMs, l.cfg.RetentionBytes
 	copied := int64(math.MaxInt64) // an untiered log deletes regardless
-	if t := l.cfg.Tier; t.Enabled {
+	if t := l.cfg.Tier; t.Enabled && l.mu.copiedEnd != nil {
 		retMs, retBytes = t.local(t.LocalRetentionMs, retMs), t.local(t.LocalRetentionBytes, retBytes)
-		copied = -1
-		if f := l.mu.copiedEnd; f != nil {
-			copied = f()
-		}
+		copied = l.mu.copiedEnd()
 	}
 	n := 0
 	for n < len(segs)-1 {
@@ -179,8 +176,9 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 // SetRemoteCopiedEnd gives a tiered log (Config.Tier) the highest offset
 // of the partition the remote store holds a finished copy of (-1: none).
 // f is called under the log's lock: it must not block or call into the
-// log (broker/tier's reads the metadata image). Until it is set a tiered
-// log deletes nothing.
+// log (broker/tier's reads the metadata image). Until it is set (a node
+// without a remote store never sets it) a tiered log's retention is an
+// untiered one's.
 func (l *Log) SetRemoteCopiedEnd(f func() int64) {
 	l.mu.Lock()
 	l.mu.copiedEnd = f

@@ -10,12 +10,13 @@ import (
 // retention.bytes alone no longer deletes locally.
 func TestTieredRetention(t *testing.T) {
 	segTS := [][]int64{{1000}, {2000}, {3000}, {4000}, {5000}}
-	t.Run("nothing without a copied end", func(t *testing.T) {
+	t.Run("untiered retention until the copied end is given (a node without a store)", func(t *testing.T) {
 		cfg := testConfig()
-		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: 0, LocalRetentionBytes: 0}
+		cfg.RetentionBytes = 0
+		cfg.Tier = TierRetention{Enabled: true, LocalRetentionMs: -1, LocalRetentionBytes: -1}
 		l := timedLog(t, cfg, segTS)
-		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 0 {
-			t.Fatalf("deleted %d, %v; want none", n, err)
+		if n, err := l.DeleteOldSegments(1 << 40); err != nil || n != 4 {
+			t.Fatalf("deleted %d, %v; want 4", n, err)
 		}
 	})
 	t.Run("only copied segments go", func(t *testing.T) {
@@ -83,8 +84,14 @@ func TestTieredKeepsSnapshots(t *testing.T) {
 	for _, tiered := range []bool{false, true} {
 		cfg := testConfig()
 		cfg.Tier.Enabled = tiered
-		l := timedLog(t, cfg, segTS)
+		cfg.SegmentMs = 1000
+		l := openLog(t, t.TempDir(), cfg)
 		l.SetRemoteCopiedEnd(func() int64 { return -1 })
+		now := int64(1_000_000)
+		for _, tss := range segTS {
+			appendOpts(t, l, batchOpts{N: 2, BaseTS: tss[0], ValueSize: 50}, now)
+			now += 1000
+		}
 		snaps, err := listSnapshots(l.fs, l.dir)
 		if err != nil {
 			t.Fatal(err)

@@ -219,6 +219,9 @@ func (m *Manager) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log,
 	if err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
+	if !m.cfg.Tiering {
+		return lg, nil
+	}
 	// A tiered log deletes a local segment only once the remote store
 	// holds it: what the image's COPY_FINISHED entries say (broker/tier).
 	tp := controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index}
