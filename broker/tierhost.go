@@ -91,6 +91,30 @@ func (r tierRemote) Start(topicID [16]byte, partition int32) int64 {
 	return -1
 }
 
+func (r tierRemote) CopiedEnd(topicID [16]byte, partition int32) (int64, int32) {
+	img := r.b.replicas.Image()
+	if img == nil {
+		return -1, -1
+	}
+	segs := img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition})
+	end := tier.CopiedEnd(segs)
+	if end < 0 {
+		return -1, -1
+	}
+	for _, s := range segs {
+		if s.State == controller.RemoteCopyFinished && s.BaseOffset <= end && end <= s.EndOffset {
+			epoch := int32(-1)
+			for _, e := range s.LeaderEpochs {
+				if e.StartOffset <= end {
+					epoch = e.Epoch
+				}
+			}
+			return end, epoch
+		}
+	}
+	return end, -1
+}
+
 func (r tierRemote) Read(ctx context.Context, topic string, topicID [16]byte, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
 	img := r.b.replicas.Image()
 	if img == nil {

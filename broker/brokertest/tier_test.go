@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
@@ -109,6 +110,43 @@ func TestTieredStorage(t *testing.T) {
 	// start), then the local log.
 	if got := consumeValues(t, c, topic, len(acked)); !slices.Equal(got, acked) {
 		t.Fatalf("consumed %d records, want the %d acknowledged (first %q)", len(got), len(acked), got[:min(1, len(got))])
+	}
+
+	// ListOffsets LATEST_TIERED (-5) and EARLIEST_PENDING_UPLOAD (-6) on the
+	// leader: the copied end and the offset after it (read around the
+	// request: a last segment may still be copied meanwhile), and earliest
+	// (-2): the remote log start.
+	leaderID := leaderOf(states)
+	lcl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(leaderID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lcl.Close()
+	for _, ts := range []int64{-5, -6, -2} {
+		before := tier.CopiedEnd(check()[leaderID].Remote)
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := lcl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := tier.CopiedEnd(check()[leaderID].Remote)
+		got := kresp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+		lo, hi := before, after
+		switch ts {
+		case -6:
+			lo, hi = before+1, after+1
+		case -2:
+			lo, hi = 0, 0
+		}
+		if got.ErrorCode != 0 || got.Offset < lo || got.Offset > hi || (ts != -2 && got.LeaderEpoch < 0) {
+			t.Fatalf("ListOffsets %d on the leader: offset %d epoch %d code %d; want [%d, %d]", ts, got.Offset, got.LeaderEpoch, got.ErrorCode, lo, hi)
+		}
 	}
 
 	// The store fails: the leader's next attempt stops after COPY_STARTED

@@ -76,6 +76,9 @@ type RemoteLog interface {
 	// Start is the partition's remote log start: the base of its oldest
 	// copied segment, -1 when nothing is copied.
 	Start(topicID [16]byte, partition int32) int64
+	// CopiedEnd is the highest offset copied (COPY_FINISHED) and the
+	// leader epoch it was written in; -1, -1 when nothing is copied.
+	CopiedEnd(topicID [16]byte, partition int32) (offset int64, epoch int32)
 	// Read returns whole batches from the copied segment holding offset
 	// (at least the first, at most maxBytes otherwise); ok is false when
 	// no copied segment holds it.
