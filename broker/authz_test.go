@@ -13,6 +13,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // TestRegistry: every served key is registered whole (api.validate), on
@@ -32,8 +33,8 @@ func TestRegistry(t *testing.T) {
 			if ok != r.Served || lo != r.Min || hi != r.Max {
 				t.Errorf("api key %d: table %+v says %d-%d %v", k, tbl, lo, hi, ok)
 			}
-			if ok && (lo > hi || hi > kmsg.RequestForKey(k).MaxVersion()) {
-				t.Errorf("api key %d: range %d-%d beyond kmsg's %d", k, lo, hi, kmsg.RequestForKey(k).MaxVersion())
+			if ok && (lo > hi || hi > fjordmsg.AnyRequestForKey(k).MaxVersion()) {
+				t.Errorf("api key %d: range %d-%d beyond kmsg's %d", k, lo, hi, fjordmsg.AnyRequestForKey(k).MaxVersion())
 			}
 		}
 		if !a.Controller.Served || a.CtlLocal {
@@ -44,7 +45,7 @@ func TestRegistry(t *testing.T) {
 			continue
 		}
 		if a.ErrorResponse == nil {
-			t.Errorf("api key %d (%s): answered by the controller role with no error response", k, kmsg.NameForKey(k))
+			t.Errorf("api key %d (%s): answered by the controller role with no error response", k, fjordmsg.AnyNameForKey(k))
 		}
 	}
 	for k := int16(0); k < 200; k++ {
@@ -90,7 +91,7 @@ func TestAuthzRulesDecode(t *testing.T) {
 				continue
 			}
 			for v := r.Min; v <= r.Max; v++ {
-				req := kmsg.RequestForKey(k)
+				req := fjordmsg.AnyRequestForKey(k)
 				req.SetVersion(v)
 				deny, fix := b.authorize(cc, a, req)
 				if fix != nil {

@@ -24,13 +24,16 @@ import (
 	"github.com/fjordlog/fjord/broker/coordinator"
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/partitions"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
+	"github.com/fjordlog/fjord/broker/remotestore"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/sasl"
 	"github.com/fjordlog/fjord/broker/sharecoord"
 	"github.com/fjordlog/fjord/broker/sharefetch"
+	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/broker/tlsconf"
 	"github.com/fjordlog/fjord/broker/txncoord"
 	"github.com/fjordlog/fjord/controller"
@@ -38,6 +41,7 @@ import (
 	"github.com/fjordlog/fjord/protocol"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/remote"
 )
 
 // Broker is one Fjord node: a member of the metadata quorum (a voter when
@@ -48,6 +52,11 @@ import (
 // them follow the metadata images as they arrive.
 type Broker struct {
 	cfg config.Config // as started: the static configuration
+	// tier is the remote log manager (broker/tier), and remote what Fetch
+	// and ListOffsets read of the store; nil without Options.RemoteStore.
+	// Set in New.
+	tier   *tier.Manager
+	remote partitions.RemoteLog
 	// authzCache is the authorizer of the latest image's ACLs (authz.go);
 	// any request goroutine may replace it, all build equal values.
 	authzCache atomic.Pointer[authzCache]
@@ -169,6 +178,14 @@ type Options struct {
 	// database, under log.dirs/__cluster_metadata-0). nil is the
 	// operating system's, with the modes the raft log gives its files.
 	MetadataFS vfs.FS
+	// RemoteStore is tiered storage's object store (KIP-405, broker/tier);
+	// nil is the S3 store the rsm.config.* keys name when
+	// remote.log.storage.system.enable is set, else tiering is off: topics with remote.storage.enable=true then
+	// keep every local segment their local retention would delete after
+	// upload, until a store is configured.
+	RemoteStore remote.Store
+	// RemoteTaskInterval overrides remote.log.manager.task.interval.ms.
+	RemoteTaskInterval time.Duration
 }
 
 // New checks the data directory, binds the listeners and starts the
@@ -194,6 +211,20 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
 	b.metrics = metrics.New(metricsSource{b})
+	if opts.RemoteStore == nil && cfg.Remote.Enable {
+		// remote.log.storage.system.enable: the S3 store of the rsm.config.*
+		// keys (cmd/fjord checked its bucket before calling New).
+		if opts.RemoteStore, err = remotestore.Open(b.ctx, &cfg); err != nil {
+			return nil, err
+		}
+	}
+	if opts.RemoteTaskInterval == 0 && cfg.Remote.TaskIntervalMs > 0 {
+		opts.RemoteTaskInterval = time.Duration(cfg.Remote.TaskIntervalMs) * time.Millisecond
+	}
+	if opts.RemoteStore != nil {
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
+		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
+	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {
 			return nil
@@ -409,6 +440,9 @@ func (b *Broker) Start() {
 	u := b.upkeep()
 	b.goLoop(func() { b.replicas.RetentionLoop(u) })
 	b.goLoop(func() { b.replicas.FlushLoop(u) })
+	if b.tier != nil {
+		b.goLoop(func() { b.tier.Run(b.stop) })
+	}
 	if b.cfg.CleanerEnable {
 		b.goLoop(func() { b.replicas.CleanerLoop(u) })
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // imageAt is an image at metadata version v.
@@ -285,7 +286,7 @@ func TestForwardedVersionsFlexible(t *testing.T) {
 			t.Errorf("key %d: not answered by the controller role with an error response", key)
 			continue
 		}
-		req := kmsg.RequestForKey(key)
+		req := fjordmsg.AnyRequestForKey(key)
 		if req.MaxVersion() < a.Controller.Max {
 			t.Errorf("key %d: kmsg knows v%d, the listener serves v%d", key, req.MaxVersion(), a.Controller.Max)
 		}

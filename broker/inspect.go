@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -18,6 +19,11 @@ type ReplicaState struct {
 	// Values are the record values from LogStart to LogEnd, in offset
 	// order (nil for a null value).
 	Values [][]byte
+	// LocalBytes is the local log's size.
+	LocalBytes int64
+	// Remote are the partition's remote segment attempts in this
+	// broker's applied image (tiered storage), in offset order.
+	Remote []controller.RemoteSegmentMeta
 }
 
 // Replica reads this broker's replica of a partition for inspection: its
@@ -34,7 +40,10 @@ func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
 	if code != 0 {
 		return ReplicaState{}, fmt.Errorf("%s-%d: replica on broker %d is %s", topic, partition, b.cfg.NodeID, v.Phase)
 	}
-	rs := ReplicaState{LogStart: lg.StartOffset(), LogEnd: lg.EndOffset(), HighWater: p.HW()}
+	rs := ReplicaState{LogStart: lg.StartOffset(), LogEnd: lg.EndOffset(), HighWater: p.HW(), LocalBytes: lg.Size()}
+	if img := b.replicas.Image(); img != nil {
+		rs.Remote = img.RemoteSegments(controller.TopicPartition{TopicID: p.TopicID, Partition: partition})
+	}
 	rs.Leader, rs.LeaderEpoch, rs.ISR = v.Leads(), v.LeaderEpoch, v.ISR
 	off := rs.LogStart
 	for off < rs.LogEnd {

@@ -27,6 +27,7 @@ var _ partitions.Host = partitionsHost{}
 
 func (h partitionsHost) Replicas() *replicamgr.Manager { return h.b.replicas }
 func (h partitionsHost) Metrics() *metrics.Metrics     { return h.b.metrics }
+func (h partitionsHost) Remote() partitions.RemoteLog  { return h.b.remote }
 
 func (h partitionsHost) ProduceQuota(cc *api.Conn, req *kmsg.ProduceRequest, respond func(kmsg.Response)) func(kmsg.Response) {
 	return h.b.quotas.produce(cc, req, respond) // quota.go

@@ -32,6 +32,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		ReplicaLagTimeMaxMs:    b.cfg.ReplicaLagTimeMaxMs,
 		PartitionOpenTimeoutMs: b.cfg.PartitionOpenTimeoutMs,
 		LogFlushStallMaxMs:     b.cfg.LogFlushStallMaxMs,
+		Tiering:                b.tier != nil,
 		LogOpenFilesMax:        b.cfg.LogOpenFilesMax,
 		Metadata:               metaRef{b},
 		Go:                     b.goLoop,

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/fjordlog/fjord/broker/api"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 var updateSecurityDoc = flag.Bool("update-security-doc", false, "rewrite the generated table of docs/security.md")
@@ -65,7 +64,7 @@ func securityTable() string {
 	var b strings.Builder
 	b.WriteString("| Blast radius | API (key) | Listeners | ACL it needs |\n| --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s |\n", blastNames[r.rule.Blast], kmsg.NameForKey(r.key), r.key, r.listeners, r.rule.Need)
+		fmt.Fprintf(&b, "| %s | %s (%d) | %s | %s |\n", blastNames[r.rule.Blast], fjordmsg.AnyNameForKey(r.key), r.key, r.listeners, r.rule.Need)
 	}
 	return b.String()
 }

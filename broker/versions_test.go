@@ -3,10 +3,11 @@ package broker
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // Protocol currency: every key Fjord serves is served up to the newest
@@ -56,7 +57,7 @@ func TestVersionCoverage(t *testing.T) {
 	for listener, supported := range tables {
 		for key, why := range lagging[listener] {
 			if _, _, ok := supported(key); !ok {
-				t.Errorf("%s key %d (%s) is recorded as lagging (%q) but is not served there", listener, key, kmsg.NameForKey(key), why)
+				t.Errorf("%s key %d (%s) is recorded as lagging (%q) but is not served there", listener, key, fjordmsg.AnyNameForKey(key), why)
 			}
 		}
 		for _, key := range reg.Keys() {
@@ -65,7 +66,7 @@ func TestVersionCoverage(t *testing.T) {
 				continue
 			}
 			served[key] = true
-			req := kmsg.RequestForKey(key)
+			req := fjordmsg.AnyRequestForKey(key)
 			if req == nil {
 				t.Errorf("%s key %d is served but unknown to kmsg", listener, key)
 				continue
@@ -73,25 +74,25 @@ func TestVersionCoverage(t *testing.T) {
 			why, recorded := lagging[listener][key]
 			switch newest := req.MaxVersion(); {
 			case max > newest:
-				t.Errorf("%s %s: advertises v%d, newer than kmsg's v%d", listener, kmsg.NameForKey(key), max, newest)
+				t.Errorf("%s %s: advertises v%d, newer than kmsg's v%d", listener, fjordmsg.AnyNameForKey(key), max, newest)
 			case max < newest && !recorded:
-				t.Errorf("%s %s: advertises up to v%d, kmsg knows v%d: serve it, or record why not in lagging", listener, kmsg.NameForKey(key), max, newest)
+				t.Errorf("%s %s: advertises up to v%d, kmsg knows v%d: serve it, or record why not in lagging", listener, fjordmsg.AnyNameForKey(key), max, newest)
 			case max == newest && recorded:
-				t.Errorf("%s %s: served at kmsg's newest v%d, but still recorded as lagging (%q): drop the entry", listener, kmsg.NameForKey(key), max, why)
+				t.Errorf("%s %s: served at kmsg's newest v%d, but still recorded as lagging (%q): drop the entry", listener, fjordmsg.AnyNameForKey(key), max, why)
 			}
 		}
 	}
-	for key := int16(0); key < 1000; key++ {
-		req := kmsg.RequestForKey(key)
+	for key := int16(0); key < math.MaxInt16; key++ { // Kafka's keys and Fjord's private ones (protocol/fjordmsg)
+		req := fjordmsg.AnyRequestForKey(key)
 		why, recorded := absent[key]
 		switch {
 		case req == nil && recorded:
 			t.Errorf("key %d is recorded as absent but kmsg does not know it", key)
 		case req == nil:
 		case served[key] && recorded:
-			t.Errorf("%s is served, but recorded as absent (%q): drop the entry", kmsg.NameForKey(key), why)
+			t.Errorf("%s is served, but recorded as absent (%q): drop the entry", fjordmsg.AnyNameForKey(key), why)
 		case !served[key] && !recorded:
-			t.Errorf("%s (key %d, kmsg v%d) is neither served nor recorded as absent", kmsg.NameForKey(key), key, req.MaxVersion())
+			t.Errorf("%s (key %d, kmsg v%d) is neither served nor recorded as absent", fjordmsg.AnyNameForKey(key), key, req.MaxVersion())
 		}
 	}
 }
@@ -114,8 +115,8 @@ func versionsTable() string {
 		}
 		return "—"
 	}
-	for key := int16(0); key < 1000; key++ {
-		req := kmsg.RequestForKey(key)
+	for key := int16(0); key < math.MaxInt16; key++ { // Kafka's keys and Fjord's private ones (protocol/fjordmsg)
+		req := fjordmsg.AnyRequestForKey(key)
 		if req == nil {
 			continue
 		}
@@ -128,7 +129,7 @@ func versionsTable() string {
 		if why, ok := absent[key]; ok {
 			notes = append(notes, why)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d | %s |\n", key, kmsg.NameForKey(key), rng(client.Supported, key), rng(ctl.Supported, key),
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d | %s |\n", key, fjordmsg.AnyNameForKey(key), rng(client.Supported, key), rng(ctl.Supported, key),
 			req.MaxVersion(), strings.Join(notes, "; "))
 	}
 	return b.String()

@@ -417,6 +417,14 @@ func spTable() map[int16]spKey {
 			ctl:      []spAttack{{"shrink the topic's ISR to broker 99", spAlterPartition, spDeny(spClusterDenied, "ErrorCode")}},
 			mutation: true,
 		},
+		// Fjord's private RemoteLogSegment (tiered storage): a leader's
+		// remote segment metadata, CLUSTER_ACTION as AlterPartition. Kafka
+		// has no such key (its RLMM is a topic), so no Kafka answer to
+		// match: the same as AlterPartition's.
+		spRemoteLogSegmentKey: {
+			ctl:      []spAttack{{"record a remote segment of the topic as broker 99's upload", spRemoteLogSegment, spDeny(spClusterDenied, "ErrorCode")}},
+			mutation: true,
+		},
 		57: {
 			client: []spAttack{{"downgrade metadata.version to 1 (unsafe)", func(e *spEnv) kmsg.Request { return spUpdateFeatures(1, 3, false) },
 				spDeny(spClusterDenied, "ErrorCode")}},

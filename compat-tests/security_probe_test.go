@@ -310,7 +310,7 @@ func spAdvertised(t *testing.T, ctx context.Context, addr string, opts []kgo.Opt
 // highest version both it and the listener speak.
 func spSend(ctx context.Context, addr string, opts []kgo.Opt, req kmsg.Request) (kmsg.Response, error) {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0),
-		kgo.SoftwareNameAndVersion("fjord-security-probe", "1.0"), kgo.ClientID("fjord-security-probe")}, opts...)...)
+		kgo.SoftwareNameAndVersion("fjord-security-probe", "1.0"), kgo.ClientID("fjord-security-probe"), kgo.MaxVersions(spVersions())}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

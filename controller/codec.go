@@ -144,6 +144,28 @@ func Encode(r Record) []byte {
 			e.str(string(b.ServerKey))
 			e.i32(b.Iterations)
 		}
+	case RemoteSegment:
+		e.b = append(e.b, b.TopicID[:]...)
+		e.i32(b.Partition)
+		e.b = append(e.b, b.SegmentID[:]...)
+		e.i64(b.BaseOffset)
+		e.i64(b.EndOffset)
+		e.i64(b.MaxTimestamp)
+		e.i64(b.SizeBytes)
+		e.uvarint(uint64(len(b.LeaderEpochs)))
+		for _, le := range b.LeaderEpochs {
+			e.i32(le.Epoch)
+			e.i64(le.StartOffset)
+		}
+		e.i32(b.Broker)
+		e.i32(b.LeaderEpoch)
+	case RemoteSegmentStateChange:
+		e.b = append(e.b, b.TopicID[:]...)
+		e.i32(b.Partition)
+		e.b = append(e.b, b.SegmentID[:]...)
+		e.b = append(e.b, byte(b.State))
+		e.i32(b.Broker)
+		e.i32(b.LeaderEpoch)
 	case Batch:
 		if len(b.Records) == 0 {
 			panic("controller: Encode of an empty Batch")
@@ -303,6 +325,28 @@ func decode(data []byte, inBatch bool) (Record, error) {
 			b.Salt, b.StoredKey, b.ServerKey = []byte(d.str()), []byte(d.str()), []byte(d.str())
 			b.Iterations = d.i32()
 		}
+		body = b
+	case TypeRemoteSegment:
+		var b RemoteSegment
+		d.uuid(&b.TopicID)
+		b.Partition = d.i32()
+		d.uuid(&b.SegmentID)
+		b.BaseOffset, b.EndOffset, b.MaxTimestamp, b.SizeBytes = d.i64(), d.i64(), d.i64(), d.i64()
+		if n := d.count(4 + 8); n > 0 {
+			b.LeaderEpochs = make([]EpochStart, n)
+			for i := range b.LeaderEpochs {
+				b.LeaderEpochs[i] = EpochStart{Epoch: d.i32(), StartOffset: d.i64()}
+			}
+		}
+		b.Broker, b.LeaderEpoch = d.i32(), d.i32()
+		body = b
+	case TypeRemoteSegmentState:
+		var b RemoteSegmentStateChange
+		d.uuid(&b.TopicID)
+		b.Partition = d.i32()
+		d.uuid(&b.SegmentID)
+		b.State = RemoteSegmentState(d.byte())
+		b.Broker, b.LeaderEpoch = d.i32(), d.i32()
 		body = b
 	case TypeBatch:
 		if inBatch {

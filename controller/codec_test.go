@@ -40,6 +40,10 @@ func sampleRecords() []Record {
 		ChangeReplicas{TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
 		ACLChange{ACL: ACL{ResourceType: 2, Name: "mf.settlement.", PatternType: 4, Principal: "User:alice", Host: "*", Operation: 4, Permission: 3}},
 		ACLChange{ACL: ACL{ResourceType: 4, Name: "kafka-cluster", PatternType: 3, Principal: "User:*", Host: "10.0.0.1", Operation: 2, Permission: 2}, Remove: true},
+		RemoteSegment{TopicID: id, Partition: 2, SegmentID: [16]byte{9, 8}, BaseOffset: 100, EndOffset: 199, MaxTimestamp: -1, SizeBytes: 4096,
+			LeaderEpochs: []EpochStart{{Epoch: 3, StartOffset: 100}, {Epoch: 5, StartOffset: 150}}, Broker: 2, LeaderEpoch: 5},
+		RemoteSegment{TopicID: id, SegmentID: [16]byte{1}},
+		RemoteSegmentStateChange{TopicID: id, Partition: 2, SegmentID: [16]byte{9, 8}, State: RemoteDeleteStarted, Broker: 3, LeaderEpoch: 6},
 	}
 	out := make([]Record, len(bodies))
 	for i, b := range bodies {

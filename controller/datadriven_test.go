@@ -63,6 +63,13 @@ import (
 // quorum dropped.)
 //
 //	rebalance                     preferred leaders back (ElectPreferred)
+//
+// Tiered storage (remote_test.go): a leader's proposals through
+// DecideRemoteSegment, the record printed and applied, or the refusal:
+//
+//	remote-copy <topic> p=n broker=n seg=n base=n end=n [epoch=n] [broker-epoch=n] [epochs=(e:o, ..)]
+//	remote-state <topic> p=n broker=n seg=n state=finished|delete|deleted [epoch=n] [broker-epoch=n]
+//	remote-show <topic> p=n        the image's entries for the partition
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		e := &ddEnv{c: newCluster(t), live: NewLiveness(), session: 9000, names: map[[16]byte]string{}}
@@ -198,6 +205,8 @@ func (e *ddEnv) run() string {
 			req.Topics = append(req.Topics, rt)
 		}
 		return e.drive(DecideElectLeaders(req))
+	case "remote-copy", "remote-state", "remote-show":
+		return e.remote()
 	case "create-acls":
 		req := kmsg.NewPtrCreateACLsRequest()
 		for _, l := range e.lines() {
@@ -398,6 +407,12 @@ func (e *ddEnv) record(r Record) string {
 		return "DeleteTopic " + e.id(b.ID)
 	case ProducerIDs:
 		return fmt.Sprintf("ProducerIDs broker=%d first=%d count=%d", b.Broker, b.First, b.Count)
+	case RemoteSegment:
+		return fmt.Sprintf("RemoteSegment %s seg=%d [%d, %d] epochs=%v broker=%d epoch=%d",
+			tp(b.TopicID, b.Partition), b.SegmentID[15], b.BaseOffset, b.EndOffset, b.LeaderEpochs, b.Broker, b.LeaderEpoch)
+	case RemoteSegmentStateChange:
+		return fmt.Sprintf("RemoteSegmentState %s seg=%d %s broker=%d epoch=%d",
+			tp(b.TopicID, b.Partition), b.SegmentID[15], b.State, b.Broker, b.LeaderEpoch)
 	}
 	return r.String()
 }

@@ -55,9 +55,14 @@
 //     the image's part, and the AlterUserScramCredentials decision.
 //   - acl.go: ACL bindings: the ACLChange record, the image's part, the
 //     DeleteAcls filter match, and the CreateAcls and DeleteAcls decisions.
+//   - remote.go: tiered storage (KIP-405): the RemoteSegment and
+//     RemoteSegmentStateChange records of remote log segment attempts
+//     (COPY_STARTED → COPY_FINISHED → DELETE_STARTED → DELETE_FINISHED),
+//     the image's per-partition segment lists, and DecideRemoteSegment,
+//     which fences every proposal by the partition's leader and epoch.
 //
 // Tests: datadriven_test.go runs testdata/*.txt (alter_partition,
-// create_topics, elections, fencing, acls), each command a request whose
+// create_topics, elections, fencing, acls, remote_segments), each command a request whose
 // Decision is driven as the active controller drives it, printing every
 // round's records and the answer; -rewrite regenerates them.
 //
@@ -119,6 +124,12 @@
 // the key is removed). The entity parts keep the order they were proposed
 // in (the decision proposes user, client-id, ip); Apply reads them as a set.
 //
+// A RemoteSegment (type 16) is TopicID, Partition, SegmentID, BaseOffset,
+// EndOffset, MaxTimestamp, SizeBytes, then LeaderEpochs as a uvarint count
+// of (Epoch int32, StartOffset int64) pairs, then Broker and LeaderEpoch. A
+// RemoteSegmentStateChange (type 17) is TopicID, Partition, SegmentID, the
+// State byte, Broker and LeaderEpoch.
+//
 // Varints must be minimal and presence bytes 0 or 1, so the encoding is
 // canonical: Decode accepts exactly the bytes Encode produces, and
 // Encode(Decode(b)) == b. Empty and nil slices and maps encode alike and
@@ -135,5 +146,7 @@
 // group configs) decodes everywhere but does not apply on code from before
 // group configs (ErrNotApplicable: such a node skips the entry, and its
 // image lacks the config): upgrade every node before setting group
-// configs.
+// configs. RemoteSegment and RemoteSegmentStateChange (types 16, 17) are
+// written only by partition leaders of topics with remote.storage.enable:
+// upgrade every node before enabling tiered storage.
 package controller

@@ -55,6 +55,11 @@ type Image struct {
 	acls map[ACL]struct{}
 	// scram are the SCRAM credentials (scram.go).
 	scram map[ScramKey]ScramSecret
+	// remote are the tiered partitions' remote segment attempts
+	// (remote.go), each partition's in the order compareRemote gives.
+	// Invariant: no partition has an empty slice, no entry is
+	// DELETE_FINISHED, and every key is a partition of a topic in topics.
+	remote map[TopicPartition][]RemoteSegmentMeta
 
 	// owned is set only while applyBatch builds this image: what the
 	// batch's records allocated themselves, and so may change in place
@@ -344,6 +349,7 @@ func (img *Image) apply(index uint64, r Record) error {
 		if t == nil {
 			return fmt.Errorf("%w: delete: unknown topic id %x", ErrNotApplicable, b.ID)
 		}
+		img.dropRemoteTopic(t)
 		img.topics, img.names = maps.Clone(img.topics), maps.Clone(img.names)
 		delete(img.topics, b.ID)
 		delete(img.names, t.Name)
@@ -360,6 +366,10 @@ func (img *Image) apply(index uint64, r Record) error {
 		return img.applyACL(b)
 	case ScramCredential:
 		return img.setScramCredential(b)
+	case RemoteSegment:
+		return img.addRemoteSegment(b)
+	case RemoteSegmentStateChange:
+		return img.changeRemoteSegment(b)
 	default:
 		return fmt.Errorf("%w: unknown body %T", ErrNotApplicable, r.Body)
 	}

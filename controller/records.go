@@ -10,21 +10,23 @@ import (
 type RecordType uint8
 
 const (
-	TypeRegisterBroker   RecordType = 1
-	TypeFenceBroker      RecordType = 2
-	TypeUnfenceBroker    RecordType = 3
-	TypeUnregisterBroker RecordType = 4
-	TypeCreateTopic      RecordType = 5
-	TypeCreatePartition  RecordType = 6
-	TypeChangePartition  RecordType = 7
-	TypeDeleteTopic      RecordType = 8
-	TypeSetConfig        RecordType = 9
-	TypeProducerIDs      RecordType = 10
-	TypeBatch            RecordType = 11
-	TypeClientQuota      RecordType = 12 // quota.go
-	TypeChangeReplicas   RecordType = 13 // reassign.go
-	TypeACL              RecordType = 15 // acl.go
-	TypeScramCredential  RecordType = 14 // scram.go
+	TypeRegisterBroker     RecordType = 1
+	TypeFenceBroker        RecordType = 2
+	TypeUnfenceBroker      RecordType = 3
+	TypeUnregisterBroker   RecordType = 4
+	TypeCreateTopic        RecordType = 5
+	TypeCreatePartition    RecordType = 6
+	TypeChangePartition    RecordType = 7
+	TypeDeleteTopic        RecordType = 8
+	TypeSetConfig          RecordType = 9
+	TypeProducerIDs        RecordType = 10
+	TypeBatch              RecordType = 11
+	TypeClientQuota        RecordType = 12 // quota.go
+	TypeChangeReplicas     RecordType = 13 // reassign.go
+	TypeACL                RecordType = 15 // acl.go
+	TypeScramCredential    RecordType = 14 // scram.go
+	TypeRemoteSegment      RecordType = 16 // remote.go
+	TypeRemoteSegmentState RecordType = 17 // remote.go
 )
 
 // String names the type for logs and test output.
@@ -60,6 +62,10 @@ func (t RecordType) String() string {
 		return "ACL"
 	case TypeScramCredential:
 		return "ScramCredential"
+	case TypeRemoteSegment:
+		return "RemoteSegment"
+	case TypeRemoteSegmentState:
+		return "RemoteSegmentState"
 	}
 	return "RecordType(" + strconv.Itoa(int(t)) + ")"
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // Request is one decoded client request.
@@ -105,6 +107,9 @@ func ParseRequest(frame []byte, vs Versions) (req *Request, err error) {
 			ErrUnsupportedVersion, r.Key, r.Version, min, max, r.ClientID)
 	}
 	body := kmsg.RequestForKey(r.Key)
+	if body == nil {
+		body = fjordmsg.RequestForKey(r.Key) // Fjord's private keys
+	}
 	if body == nil {
 		return r, fmt.Errorf("%w %d", ErrUnknownKey, r.Key)
 	}

@@ -114,6 +114,13 @@
 // go .log first and .txnindex last, and Open removes a .txnindex without its
 // .log, so none outlives its segment).
 //
+// Tiered storage (KIP-405) reaches the log through one hook, Config.Tier
+// (TierRetention) with Log.SetRemoteCopiedEnd: a tiered log keeps every
+// segment the remote store does not hold yet, and applies
+// local.retention.ms/bytes to the rest. Copying segments and deleting
+// remote ones is broker/tier's; storage knows no store (tiered.go is what
+// it shows of a log to the copy).
+//
 // # What recovery trusts
 //
 // Open trusts a sealed segment's .log and indexes once their checks pass

@@ -42,6 +42,37 @@ type Config struct {
 	// Files is the node's cache of open segment files, shared by all its
 	// logs; nil means one without a bound. Fixed at Open like FS.
 	Files *FileCache
+	// Tier makes the log's retention a tiered log's (KIP-405,
+	// remote.storage.enable); the zero value: retention as it always was.
+	Tier TierRetention
+}
+
+// TierRetention is the local retention of a tiered log (broker/tier
+// copies its sealed segments to a remote store). A local segment is
+// deleted only once the store holds it (its last offset is at most what
+// the function given to Log.SetRemoteCopiedEnd returns), and then by
+// LocalRetentionMs / LocalRetentionBytes instead of retention.ms /
+// retention.bytes, which bound the remote copy (the tier's business, not
+// the log's).
+//
+// It is a hook rather than tiering inside storage: the log never learns
+// what a store or a metadata record is, and a log without it behaves
+// exactly as before. A plain value, so Configs stay comparable.
+type TierRetention struct {
+	Enabled bool
+	// LocalRetentionMs and LocalRetentionBytes are local.retention.ms and
+	// local.retention.bytes: -2 follows retention.ms / retention.bytes,
+	// -1 is unbounded.
+	LocalRetentionMs    int64
+	LocalRetentionBytes int64
+}
+
+// local is the local bound of a retention setting: v, or total for -2.
+func (t TierRetention) local(v, total int64) int64 {
+	if v == -2 {
+		return total
+	}
+	return v
 }
 
 // DefaultConfig matches Kafka's defaults.
@@ -101,6 +132,8 @@ type Log struct {
 		txns      txnState              // the open transactions in order (txn.go)
 		dirty     map[*segment]struct{} // segments with writes not yet synced
 		failed    error                 // sticky: after a failed write or sync the log takes no appends
+		// copiedEnd is a tiered log's remote copied end (SetRemoteCopiedEnd).
+		copiedEnd func() int64
 		closed    bool
 		// epochsUnsaved: the cache differs from the checkpoint file, which
 		// only retention causes (entries below the new start; Open drops
@@ -739,7 +772,7 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 	old.unpinWriter()
 	old.closeTxnIndex()
 	l.mu.producers.expire(now, l.producerTTL())
-	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base); err != nil {
+	if err := writeSnapshot(l.fs, l.dir, l.mu.producers, base, l.snapshotKeepAboveLocked()); err != nil {
 		l.log.Warn().Err(err).Msg("producer snapshot at roll failed; recovery will replay more")
 	}
 	l.view.RLock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -328,18 +329,30 @@ func decodeSnapshotAt(b []byte, loadTime int64) (producers, int64, error) {
 }
 
 // writeSnapshot writes the table as of endOffset durably (temp file, fsync,
-// rename) and removes all but the newest two snapshots.
-func writeSnapshot(fs FS, dir string, p producers, endOffset int64) error {
+// rename) and removes all but the newest two snapshots, and but those
+// above keepAbove: a tiered log keeps the snapshot at each segment's end
+// until the remote store holds the segment (keepAbove is its copied end
+// plus one), for the copy to take; math.MaxInt64 keeps none extra.
+func writeSnapshot(fs FS, dir string, p producers, endOffset, keepAbove int64) error {
 	path := segmentPath(dir, endOffset, snapshotExt)
 	if err := WriteFileSyncFS(fs, path, p.encode(endOffset)); err != nil {
 		return fmt.Errorf("producer snapshot %d: %w", endOffset, err)
 	}
 	snaps, _ := listSnapshots(fs, dir)
-	for len(snaps) > 2 {
+	for len(snaps) > 2 && snaps[0] <= keepAbove {
 		fs.Remove(segmentPath(dir, snaps[0], snapshotExt))
 		snaps = snaps[1:]
 	}
 	return nil
+}
+
+// snapshotKeepAboveLocked is writeSnapshot's keepAbove for l.
+// REQUIRES: l.mu held.
+func (l *Log) snapshotKeepAboveLocked() int64 {
+	if !l.cfg.Tier.Enabled || l.mu.copiedEnd == nil {
+		return math.MaxInt64 // untiered (or no store): keep two
+	}
+	return l.mu.copiedEnd() + 1
 }
 
 // listSnapshots returns the snapshot offsets in dir, ascending.

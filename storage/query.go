@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -127,7 +128,8 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 // (ms). Only whole, inactive segments are deleted, oldest first, so the log
 // start offset moves forward to a segment boundary (never back: a start
 // AdvanceStartOffset moved further stays). It returns how many segments
-// went.
+// went. A tiered log (Config.Tier) keeps every segment the store does not
+// hold yet and applies its local retention to the rest.
 func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,11 +143,20 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	for _, s := range segs {
 		total += s.size
 	}
+	retMs, retBytes := l.cfg.RetentionMs, l.cfg.RetentionBytes
+	copied := int64(math.MaxInt64) // an untiered log deletes regardless
+	if t := l.cfg.Tier; t.Enabled && l.mu.copiedEnd != nil {
+		retMs, retBytes = t.local(t.LocalRetentionMs, retMs), t.local(t.LocalRetentionBytes, retBytes)
+		copied = l.mu.copiedEnd()
+	}
 	n := 0
 	for n < len(segs)-1 {
 		s := segs[n]
-		expired := l.cfg.RetentionMs >= 0 && s.maxTS >= 0 && now-s.maxTS > l.cfg.RetentionMs
-		oversize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		if segs[n+1].base-1 > copied {
+			break // a tiered segment not yet in the store stays, however old
+		}
+		expired := retMs >= 0 && s.maxTS >= 0 && now-s.maxTS > retMs
+		oversize := retBytes >= 0 && total-s.size >= retBytes
 		if !expired && !oversize {
 			break
 		}
@@ -160,6 +171,18 @@ func (l *Log) DeleteOldSegments(now int64) (int, error) {
 	// A start moved inside a later segment (AdvanceStartOffset) stays.
 	_, err := l.dropBelowLocked(max(l.startOffset.Load(), segs[n].base))
 	return n, err
+}
+
+// SetRemoteCopiedEnd gives a tiered log (Config.Tier) the highest offset
+// of the partition the remote store holds a finished copy of (-1: none).
+// f is called under the log's lock: it must not block or call into the
+// log (broker/tier's reads the metadata image). Until it is set (a node
+// without a remote store never sets it) a tiered log's retention is an
+// untiered one's.
+func (l *Log) SetRemoteCopiedEnd(f func() int64) {
+	l.mu.Lock()
+	l.mu.copiedEnd = f
+	l.mu.Unlock()
 }
 
 // SetConfig changes the log's policy (a topic config change).
@@ -215,7 +238,7 @@ func (l *Log) Close() error {
 			}
 		}
 		if err == nil {
-			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end)
+			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end, l.snapshotKeepAboveLocked())
 		}
 		if err == nil && l.mu.epochsUnsaved {
 			err = writeEpochCheckpoint(l.fs, l.dir, l.epochCache())

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/acl"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // The audit log: one JSON line per denied authorization and per mutating
@@ -162,7 +163,7 @@ func (a *Audit) emit(cc *Conn, key int16, kept bool, fill func(*zerolog.Event)) 
 		listener = "controller"
 	}
 	ev = ev.Str("principal", cc.Principal).Str("client", strings.TrimPrefix(cc.ClientHost, "/")).Str("client_id", cc.ClientID).
-		Str("listener", listener).Int16("api_key", key).Str("api", kmsg.NameForKey(key))
+		Str("listener", listener).Int16("api_key", key).Str("api", fjordmsg.AnyNameForKey(key))
 	fill(ev)
 	ev.Send()
 	if kept {

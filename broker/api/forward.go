@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -145,7 +146,7 @@ func ForwardTo[Resp kmsg.Response](ctx context.Context, fw Forwarder, req kmsg.R
 	}
 	resp, ok := kresp.(Resp)
 	if !ok || (complete != nil && !complete(resp)) {
-		fw.Log().Warn().Str("request", kmsg.NameForKey(req.Key())).Str("answer", kmsg.NameForKey(kresp.Key())).
+		fw.Log().Warn().Str("request", fjordmsg.AnyNameForKey(req.Key())).Str("answer", fjordmsg.AnyNameForKey(kresp.Key())).
 			Msg("the active controller's answer does not match the request: UNKNOWN_SERVER_ERROR")
 		return fw.ErrorResponse(req, kerr.UnknownServerError.Code).(Resp), nil
 	}
@@ -157,7 +158,7 @@ func ForwardTo[Resp kmsg.Response](ctx context.Context, fw Forwarder, req kmsg.R
 	}
 	if fw.WaitOffset(wctx, offset) {
 		if lagging := fw.WaitPeers(wctx, offset); len(lagging) > 0 {
-			fw.Log().Warn().Str("request", kmsg.NameForKey(req.Key())).Uint64("offset", offset).Ints32("brokers", lagging).
+			fw.Log().Warn().Str("request", fjordmsg.AnyNameForKey(req.Key())).Uint64("offset", offset).Ints32("brokers", lagging).
 				Msg("answering a metadata change before these live brokers applied it (request timeout); they apply it when they catch up")
 			NoteLagging(resp, lagging)
 		}

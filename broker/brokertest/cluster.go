@@ -79,6 +79,7 @@ import (
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/remote"
 )
 
 // Options configures a cluster.
@@ -112,6 +113,12 @@ type Options struct {
 	// from it is the operating system's. A storage.ErrorFS over the
 	// operating system's is a sick disk on one node.
 	FS func(id int32) storage.FS
+	// RemoteStore is every node's tiered-storage object store (one
+	// bucket, shared as in a real cluster; broker.Options.RemoteStore);
+	// nil: no tiering. RemoteTaskInterval is the remote log manager's
+	// round interval.
+	RemoteStore        remote.Store
+	RemoteTaskInterval time.Duration
 }
 
 // Cluster is a running in-process cluster. Its methods are safe for
@@ -364,6 +371,7 @@ func (c *Cluster) start(id int32) error {
 		case c.opts.FS != nil:
 			bopts.FS = c.opts.FS(id)
 		}
+		bopts.RemoteStore, bopts.RemoteTaskInterval = c.opts.RemoteStore, c.opts.RemoteTaskInterval
 		c.mu.Unlock()
 		var err error
 		b, err = broker.NewWithOptions(cfg, c.opts.Logger.With().Int32("node", id).Logger(), bopts)

@@ -179,6 +179,11 @@ func SettingsFor(c *Config, overrides map[string]string) replica.Settings {
 			Compacted:            strings.Contains(get("cleanup.policy"), "compact"),
 			FileDeleteDelay:      time.Minute,
 			ProducerExpirationMs: c.ProducerIDExpirationMs,
+			Tier: storage.TierRetention{
+				Enabled:             get("remote.storage.enable") == "true",
+				LocalRetentionMs:    num("local.retention.ms"),
+				LocalRetentionBytes: num("local.retention.bytes"),
+			},
 		},
 		FlushMessages:     num("flush.messages"),
 		FlushMs:           num("flush.ms"),

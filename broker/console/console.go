@@ -14,10 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/group"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 //go:embed templates/*.html static/*
@@ -310,7 +310,7 @@ var funcs = template.FuncMap{
 	"dur":  func(ms int64) string { return formatDur(time.Duration(ms) * time.Millisecond) },
 	"size": formatBytes,
 	"show": Show,
-	"api":  kmsg.NameForKey,
+	"api":  fjordmsg.AnyNameForKey,
 	"errname": func(code int16) string {
 		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
 			return e.Message

@@ -12,9 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fjordlog/fjord/controller/active"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/protocol/tcpopt"
 )
@@ -131,7 +133,7 @@ func (c *Client) client(r route) (*kgo.Client, error) {
 		if v.ID == r.voter {
 			opts := []kgo.Opt{kgo.SeedBrokers(v.Addr),
 				kgo.ClientID(fmt.Sprintf("fjord-broker-%d", c.cfg.NodeID)), kgo.RequestRetries(0),
-				kgo.Dialer(c.dial)}
+				kgo.Dialer(c.dial), kgo.MaxVersions(clientVersions())}
 			if m := c.sasl(); m != nil {
 				opts = append(opts, kgo.SASL(m))
 			}
@@ -144,6 +146,14 @@ func (c *Client) client(r route) (*kgo.Client, error) {
 		}
 	}
 	return nil, fmt.Errorf("controller %d is not in controller.quorum.voters", r.voter)
+}
+
+// clientVersions are the versions the client sends: kgo's defaults and
+// Fjord's private keys (kgo refuses to send a key its versions lack).
+func clientVersions() *kversion.Versions {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(fjordmsg.RemoteLogSegmentKey, 0)
+	return vs
 }
 
 // dial opens a connection to a voter's controller listener, with
@@ -311,6 +321,8 @@ func notController(resp kmsg.Response) bool {
 	case *kmsg.AllocateProducerIDsResponse:
 		return r.ErrorCode == nc
 	case *kmsg.AlterPartitionResponse:
+		return r.ErrorCode == nc
+	case *fjordmsg.RemoteLogSegmentResponse:
 		return r.ErrorCode == nc
 	case *kmsg.ElectLeadersResponse:
 		return r.ErrorCode == nc

@@ -13,7 +13,8 @@
 //     moves (notController), and gives back each answer at its request's
 //     version with the controller's metadata offset taken out of it.
 //   - requests.go: the broker's own typed requests (register, heartbeat,
-//     AlterPartitions, AllocateProducerIDs), each checking its answer's
+//     AlterPartitions, AllocateProducerIDs, RemoteLogSegment — Fjord's
+//     private key for tiered storage, protocol/fjordmsg), each checking its answer's
 //     type and shape (errMalformedAnswer).
 //   - follower.go: MetadataLog, the broker's view of the metadata log, and
 //     Follower, which follows the log from the voters on a broker-only

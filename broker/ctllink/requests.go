@@ -10,6 +10,7 @@ import (
 
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // Registration is what a broker registers: what BrokerRegistration says
@@ -159,6 +160,25 @@ func (c *Client) AllocateProducerIDs(ctx context.Context, brokerEpoch int64) (st
 		return 0, 0, fmt.Errorf("%w: producer id block [%d, +%d)", errMalformedAnswer, resp.ProducerIDStart, resp.ProducerIDLen)
 	}
 	return resp.ProducerIDStart, resp.ProducerIDLen, nil
+}
+
+// RemoteLogSegment proposes one remote log segment metadata record (a
+// controller.RemoteSegment or RemoteSegmentStateChange whose Broker is
+// this node) as this broker at brokerEpoch. code is the controller's
+// decision (0: the record is committed); offset is the metadata offset
+// from which it is in the image, for the caller to wait on before it
+// reads the image again.
+func (c *Client) RemoteLogSegment(ctx context.Context, brokerEpoch int64, rec controller.Record) (code int16, offset uint64, err error) {
+	req := &fjordmsg.RemoteLogSegmentRequest{BrokerID: c.cfg.NodeID, BrokerEpoch: brokerEpoch, Record: controller.Encode(rec)}
+	kresp, offset, err := c.Call(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, ok := kresp.(*fjordmsg.RemoteLogSegmentResponse)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: %T for RemoteLogSegment", errMalformedAnswer, kresp)
+	}
+	return resp.ErrorCode, offset, nil
 }
 
 // callAs is call for a request whose answer must be of type R.

@@ -1,6 +1,7 @@
 package ctllink
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
@@ -12,8 +13,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/controller/active"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 )
 
 // ctlVersions is the table of tagController's listener: the keys the
@@ -22,7 +25,7 @@ import (
 // forwarded key is flexible at its highest).
 type ctlVersions map[int16][2]int16
 
-var wireVersions = ctlVersions{18: {0, 4}, 19: {0, 7}, 20: {0, 6}}
+var wireVersions = ctlVersions{18: {0, 4}, 19: {0, 7}, 20: {0, 6}, fjordmsg.RemoteLogSegmentKey: {0, 0}}
 
 func (t ctlVersions) Supported(key int16) (int16, int16, bool) {
 	r, ok := t[key]
@@ -67,6 +70,8 @@ func (h *tagController) Handle(_ context.Context, req *protocol.Request, respond
 		tags = &r.UnknownTags
 	case *kmsg.DeleteTopicsResponse:
 		tags = &r.UnknownTags
+	case *fjordmsg.RemoteLogSegmentResponse:
+		tags = &r.UnknownTags
 	}
 	tags.Set(active.OffsetTag, binary.AppendUvarint(nil, h.offset))
 	respond(resp, nil)
@@ -79,6 +84,10 @@ func (h *tagController) Handle(_ context.Context, req *protocol.Request, respond
 func TestCtlClientOverTheWire(t *testing.T) {
 	h := &tagController{offset: 42, answer: func(kreq kmsg.Request) kmsg.Response {
 		switch req := kreq.(type) {
+		case *fjordmsg.RemoteLogSegmentRequest:
+			r := req.ResponseKind().(*fjordmsg.RemoteLogSegmentResponse)
+			r.ErrorCode = 74
+			return r
 		case *kmsg.CreateTopicsRequest:
 			r := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 			st := kmsg.NewCreateTopicsResponseTopic()
@@ -105,7 +114,7 @@ func TestCtlClientOverTheWire(t *testing.T) {
 	})
 
 	d := net.Dialer{Timeout: 2 * time.Second}
-	c := NewClient(Config{NodeID: 7, Voters: []Voter{{ID: 3, Addr: ln.Addr().String()}}, Dial: d.DialContext})
+	c := NewClient(Config{NodeID: 7, Voters: []Voter{{ID: 3, Addr: ln.Addr().String()}}, Dial: d.DialContext, Leader: func() int32 { return 3 }})
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -139,5 +148,17 @@ func TestCtlClientOverTheWire(t *testing.T) {
 	}
 	if r := kresp.(*kmsg.DeleteTopicsResponse); offset != 42 || r.Version != 3 || del.Version != 3 || len(del.Topics) != 0 {
 		t.Fatalf("offset %d, answer v%d, request now %+v", offset, r.Version, del)
+	}
+
+	// Fjord's private key goes over kgo too (only with the key in its
+	// versions): the record arrives as sent, the answer's code and
+	// offset come back.
+	rec := controller.NewRecord(controller.RemoteSegmentStateChange{SegmentID: [16]byte{1}, State: controller.RemoteCopyFinished, Broker: 7})
+	code, offset, err := c.RemoteLogSegment(ctx, 11, rec)
+	if err != nil || code != 74 || offset != 42 {
+		t.Fatalf("RemoteLogSegment: code %d offset %d, %v", code, offset, err)
+	}
+	if got := h.got[2].(*fjordmsg.RemoteLogSegmentRequest); got.BrokerID != 7 || got.BrokerEpoch != 11 || !bytes.Equal(got.Record, controller.Encode(rec)) {
+		t.Fatalf("RemoteLogSegment arrived as %+v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -104,7 +105,7 @@ func requestName(key int16, body kmsg.Request) string {
 		}
 		return "FetchConsumer"
 	}
-	return kmsg.NameForKey(key)
+	return fjordmsg.AnyNameForKey(key)
 }
 
 // requestStarted counts a dispatched request and returns its name's

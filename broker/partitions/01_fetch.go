@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -30,6 +31,13 @@ import (
 //     MaxWaitMillis, woken by high-watermark moves on its partitions (no
 //     polling loop). The wait runs off the connection's reader goroutine.
 //   - Offsets outside [log start, log end] are OFFSET_OUT_OF_RANGE.
+//   - Tiered storage (KIP-405): a read_uncommitted consumer's offset below
+//     the local log start is read from the partition's copy in the remote
+//     store (Host.Remote; whole batches of the COPY_FINISHED segment
+//     holding it), and LogStartOffset is the remote log start. Not yet:
+//     read_committed below the local log (OFFSET_OUT_OF_RANGE, the
+//     copy's .txnindex unread), and the follower path
+//     (OFFSET_MOVED_TO_TIERED_STORAGE).
 //   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
 //     full fetches; an incremental fetch on an unknown session gets
 //     FETCH_SESSION_ID_NOT_FOUND.
@@ -257,7 +265,7 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				if replicaID < 0 && req.IsolationLevel == 1 {
 					limit = min(limit, lso)
 				}
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, lg.StartOffset()
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, logStart(h, t, rp.Partition, lg)
 				// The response budget binds every partition; only the first
 				// one with data may exceed it, by one whole batch (KIP-74).
 				budgetLimit := min(int(rp.PartitionMaxBytes), budget-total)
@@ -265,6 +273,14 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 					break
 				}
 				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
+				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID < 0 && req.IsolationLevel == 0 && rp.FetchOffset < lg.StartOffset() {
+					// Below the local log: a tiered partition's copy may
+					// hold it. (read_committed is not served from the
+					// store yet: the copy's .txnindex is not read.)
+					if rd, ok, rerr := remoteRead(h, t, rp.Partition, rp.FetchOffset, max(budgetLimit, 1)); ok || rerr != nil {
+						data, err = rd, rerr
+					}
+				}
 				if err != nil {
 					sp.ErrorCode = h.Code(err)
 					switch {
@@ -441,3 +457,31 @@ func checkFetch(h Host, z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(km
 func isFollowerFetch(r *kmsg.FetchRequest) bool {
 	return r.ReplicaID >= 0 || (r.Version >= 15 && r.ReplicaState.ID >= 0)
 }
+
+// logStart is the partition's log start offset as clients see it: the
+// remote log start when a tiered copy reaches below the local log.
+func logStart(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log) int64 {
+	start := lg.StartOffset()
+	if r := h.Remote(); r != nil {
+		if rs := r.Start(t.ID, partition); rs >= 0 && rs < start {
+			return rs
+		}
+	}
+	return start
+}
+
+// remoteRead reads a consumer's fetch below the local log from the
+// partition's tiered copy; ok is false when it has none there. The store
+// is read on the request's goroutine, bounded by remoteReadTimeout.
+func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
+	r := h.Remote()
+	if r == nil {
+		return nil, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
+	defer cancel()
+	return r.Read(ctx, t.Name, t.ID, partition, offset, maxBytes)
+}
+
+// remoteReadTimeout bounds one fetch's read from the remote store.
+const remoteReadTimeout = 10 * time.Second

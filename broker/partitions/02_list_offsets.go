@@ -7,6 +7,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/storage"
 )
 
@@ -14,14 +15,17 @@ import (
 //
 // Behaviour:
 //   - Timestamp -1: the high watermark (latest); -2 and -4: the log start
-//     offset (earliest, earliest local); -3: the batch with the largest
+//     offset (earliest, earliest local; for a tiered topic -2 is the remote
+//     log start when its copy reaches below the local log); -3: the batch with the largest
 //     timestamp (KIP-734). Any other timestamp: the first record at or after
 //     it, found through the time index; none gives offset -1.
 //   - -5 (LATEST_TIERED, KIP-1005) and -6 (EARLIEST_PENDING_UPLOAD,
-//     KIP-1023) ask about tiered storage, which Fjord does not have yet:
-//     offset -1, timestamp -1 and leader epoch -1 with no error, what
-//     Kafka answers for a topic without remote storage
-//     (UnifiedLog.fetchOffsetByTimestamp).
+//     KIP-1023) ask about tiered storage: for a tiered topic on a node
+//     with a remote store, the highest offset copied (-1 when none) and
+//     the offset after it (the local log start when none is copied), with
+//     their leader epochs; otherwise offset -1, timestamp -1 and leader
+//     epoch -1 with no error, what Kafka answers for a topic without
+//     remote storage (UnifiedLog.fetchOffsetByTimestamp).
 //   - A negative timestamp is accepted only from the version that
 //     introduced it (-3 v7, -4 v8, -5 v9, -6 v11; -1 and -2 always),
 //     and no other negative one at all: UNSUPPORTED_VERSION for the
@@ -78,10 +82,13 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 					limit = lastStable(lg, limit)
 				}
 				if rp.Timestamp == latestTiered || rp.Timestamp == earliestPendingUpload {
-					sp.LeaderEpoch = -1 // no remote storage: nothing tiered, nothing to upload
+					sp.Offset, sp.LeaderEpoch = tieredOffset(h, t, rp.Partition, p.Settings().Storage.Tier.Enabled, lg, rp.Timestamp)
 					break
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
+				if err == nil && rp.Timestamp == -2 { // -4 is the local log start (KIP-405)
+					off = logStart(h, t, rp.Partition, lg) // a tiered copy's start, when below
+				}
 				if err != nil {
 					sp.ErrorCode = h.Code(err)
 					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
@@ -174,4 +181,25 @@ func checkListOffsets(z *api.Authz, kreq kmsg.Request) (kmsg.Response, func(kmsg
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
+}
+
+// tieredOffset answers ListOffsets -5 and -6 (see the file's header).
+func tieredOffset(h Host, t *replicamgr.Topic, partition int32, tiered bool, lg *storage.Log, ts int64) (offset int64, epoch int32) {
+	r := h.Remote()
+	if !tiered || r == nil {
+		return -1, -1 // no remote storage: nothing tiered, nothing to upload
+	}
+	copied, copiedEpoch := r.CopiedEnd(t.ID, partition)
+	if ts == latestTiered {
+		return copied, copiedEpoch
+	}
+	next := copied + 1
+	if copied < 0 {
+		next = lg.StartOffset()
+	}
+	epoch = -1
+	if es := lg.EpochsIn(next, next); len(es) > 0 {
+		epoch = es[0].Epoch
+	}
+	return next, epoch
 }

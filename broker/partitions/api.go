@@ -64,7 +64,25 @@ type Host interface {
 	Code(err error) int16
 	// Go runs fn on a goroutine the node tracks; false once it is closing.
 	Go(fn func()) bool
+	// Remote is tiered storage's copy of the partitions (broker/tier), nil
+	// when the node has no remote store.
+	Remote() RemoteLog
 	Log() *zerolog.Logger
+}
+
+// RemoteLog is what Fetch and ListOffsets read of a tiered partition's
+// copy in the remote store (KIP-405), from the node's image.
+type RemoteLog interface {
+	// Start is the partition's remote log start: the base of its oldest
+	// copied segment, -1 when nothing is copied.
+	Start(topicID [16]byte, partition int32) int64
+	// CopiedEnd is the highest offset copied (COPY_FINISHED) and the
+	// leader epoch it was written in; -1, -1 when nothing is copied.
+	CopiedEnd(topicID [16]byte, partition int32) (offset int64, epoch int32)
+	// Read returns whole batches from the copied segment holding offset
+	// (at least the first, at most maxBytes otherwise); ok is false when
+	// no copied segment holds it.
+	Read(ctx context.Context, topic string, topicID [16]byte, partition int32, offset int64, maxBytes int) (data []byte, ok bool, err error)
 }
 
 // Entries are the data path's registrations, bound to h. Building them

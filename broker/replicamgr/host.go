@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -226,6 +227,21 @@ func (m *Manager) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log,
 	if err != nil {
 		return nil, fmt.Errorf("%s-%d: %w", p.Topic, p.Index, err)
 	}
+	if !m.cfg.Tiering {
+		return lg, nil
+	}
+	// A tiered log deletes a local segment only once the remote store
+	// holds it: what the image's COPY_FINISHED entries say (broker/tier).
+	tp := controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index}
+	lg.SetRemoteCopiedEnd(func() int64 {
+		if m.cfg.Metadata == nil {
+			return -1
+		}
+		if img := m.cfg.Metadata.Image(); img != nil {
+			return img.RemoteCopiedEnd(tp)
+		}
+		return -1
+	})
 	return lg, nil
 }
 

@@ -49,6 +49,12 @@ type Config struct {
 	// LogOpenFilesMax is fjord.log.open.files.max: the file cache's
 	// capacity, 0 to derive it from RLIMIT_NOFILE (fdbudget.go).
 	LogOpenFilesMax int64
+	// Tiering: the node has a remote store (broker/tier copies tiered
+	// topics' segments), so a tiered log keeps each local segment until
+	// the image says the store holds it. Without one, a topic with
+	// remote.storage.enable keeps local retention as an untiered topic's:
+	// nothing would ever be copied, and waiting for it would fill the disk.
+	Tiering bool
 
 	// Metadata is the node's metadata log. It is called only after New
 	// returns, so it may read a log that starts later.

@@ -16,6 +16,7 @@ import (
 	"github.com/fjordlog/fjord/controller/node"
 	"github.com/fjordlog/fjord/controller/quorum"
 	"github.com/fjordlog/fjord/protocol"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -246,7 +247,7 @@ func (testFront) Supported(key int16) (int16, int16, bool) {
 	if key == 1 {
 		return 12, 12, true // the metadata log is fetched by name
 	}
-	r := kmsg.RequestForKey(key)
+	r := fjordmsg.AnyRequestForKey(key)
 	if r == nil {
 		return 0, 0, false
 	}

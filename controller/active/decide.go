@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/protocol/fjordmsg"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -97,6 +98,8 @@ func (c *Controller) decision(kreq kmsg.Request, arrived int64) controller.Decis
 		return controller.DecideCreateACLs(req, c.cfg.ACLBinding)
 	case *kmsg.DeleteACLsRequest:
 		return controller.DecideDeleteACLs(req, c.cfg.ACLHost)
+	case *fjordmsg.RemoteLogSegmentRequest:
+		return controller.DecideRemoteLogSegment(req)
 	}
 	return nil
 }

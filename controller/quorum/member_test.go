@@ -183,6 +183,14 @@ func sameImage(t testing.TB, a, b *controller.Image) {
 			t.Fatalf("SCRAM credential %v differs", k)
 		}
 	}
+	if !reflect.DeepEqual(a.RemotePartitions(), b.RemotePartitions()) {
+		t.Fatalf("remote partitions differ:\n%v\n%v", a.RemotePartitions(), b.RemotePartitions())
+	}
+	for _, tp := range a.RemotePartitions() {
+		if !reflect.DeepEqual(a.RemoteSegments(tp), b.RemoteSegments(tp)) {
+			t.Fatalf("remote segments of %v differ:\n%+v\n%+v", tp, a.RemoteSegments(tp), b.RemoteSegments(tp))
+		}
+	}
 }
 
 func TestElectAndCommit(t *testing.T) {

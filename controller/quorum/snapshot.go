@@ -36,6 +36,12 @@ import (
 //   - ClientQuota for every key of every quota entity;
 //   - ACLChange (an add) for every ACL binding.
 //   - ScramCredential for every SCRAM credential.
+//   - for every remote segment attempt (controller/remote.go): its
+//     RemoteSegment, then a RemoteSegmentStateChange to its state when it
+//     is past COPY_STARTED (straight to DELETE_STARTED for a deleting
+//     one: a legal step from COPY_STARTED, and one record where the log
+//     had at least one). Deleting attempts go first: a live attempt's end
+//     must be above every live attempt's, and a deleting one's need not.
 //
 // The records are placed at strictly increasing indexes no greater than the
 // snapshot index: registrations at their epochs, the others greedily in the
@@ -185,6 +191,7 @@ func imageRecords(img *controller.Image, bc brokerConfigs) ([]placed, error) {
 		free = append(free, controller.NewRecord(controller.ScramCredential{User: k.User, Mechanism: k.Mechanism,
 			Salt: s.Salt, StoredKey: s.StoredKey, ServerKey: s.ServerKey, Iterations: s.Iterations}))
 	}
+	free = append(free, remoteRecords(img)...)
 
 	if out, ok := placeGreedy(regs, unfences, free, v); ok {
 		return out, nil
@@ -316,4 +323,26 @@ func decodeImage(data []byte, index uint64) (*controller.Image, brokerConfigs, e
 		}
 	}
 	return img, bc, nil
+}
+
+// remoteRecords rebuilds img's remote segment attempts (see imageRecords).
+func remoteRecords(img *controller.Image) []controller.Record {
+	var out []controller.Record
+	for _, deleting := range []bool{true, false} {
+		for _, tp := range img.RemotePartitions() {
+			for _, s := range img.RemoteSegments(tp) {
+				if (s.State == controller.RemoteDeleteStarted) != deleting {
+					continue
+				}
+				out = append(out, controller.NewRecord(s.RemoteSegment))
+				if s.State != controller.RemoteCopyStarted {
+					out = append(out, controller.NewRecord(controller.RemoteSegmentStateChange{
+						TopicID: tp.TopicID, Partition: tp.Partition, SegmentID: s.SegmentID,
+						State: s.State, Broker: s.StateBroker, LeaderEpoch: s.StateEpoch,
+					}))
+				}
+			}
+		}
+	}
+	return out
 }

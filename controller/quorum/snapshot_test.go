@@ -162,6 +162,31 @@ func richBodies() func(img *controller.Image) controller.Body {
 		func(*controller.Image) controller.Body {
 			return controller.ScramCredential{User: "v", Mechanism: controller.ScramSHA512, Remove: true}
 		},
+		// Remote segments of a-0 (leader 1 at epoch 2): one finished, one
+		// abandoned and being deleted, one deleted (gone), one in flight;
+		// and of a topic deleted since (gone with it).
+		func(*controller.Image) controller.Body { return remoteSeg(tid(1), 0, 1, 0, 99) },
+		func(*controller.Image) controller.Body {
+			return remoteState(tid(1), 0, 1, controller.RemoteCopyFinished)
+		},
+		func(*controller.Image) controller.Body { return remoteSeg(tid(1), 0, 2, 100, 199) },
+		func(*controller.Image) controller.Body {
+			return remoteState(tid(1), 0, 2, controller.RemoteDeleteStarted)
+		},
+		func(*controller.Image) controller.Body { return remoteSeg(tid(1), 0, 3, 100, 149) },
+		func(*controller.Image) controller.Body {
+			return remoteState(tid(1), 0, 3, controller.RemoteDeleteStarted)
+		},
+		func(*controller.Image) controller.Body {
+			return remoteState(tid(1), 0, 3, controller.RemoteDeleteFinished)
+		},
+		func(*controller.Image) controller.Body { return remoteSeg(tid(1), 0, 4, 100, 150) },
+		func(*controller.Image) controller.Body { return controller.CreateTopic{Name: "d", ID: tid(4)} },
+		func(*controller.Image) controller.Body {
+			return controller.CreatePartition{TopicID: tid(4), Partition: 0, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2}
+		},
+		func(*controller.Image) controller.Body { return remoteSeg(tid(4), 0, 5, 0, 9) },
+		func(*controller.Image) controller.Body { return controller.DeleteTopic{ID: tid(4)} },
 	}
 	return func(img *controller.Image) controller.Body {
 		if i == len(steps) {
@@ -170,6 +195,16 @@ func richBodies() func(img *controller.Image) controller.Body {
 		i++
 		return steps[i-1](img)
 	}
+}
+
+func remoteSeg(topic [16]byte, p int32, id byte, base, end int64) controller.RemoteSegment {
+	return controller.RemoteSegment{TopicID: topic, Partition: p, SegmentID: [16]byte{id}, BaseOffset: base, EndOffset: end,
+		MaxTimestamp: 1000 + end, SizeBytes: 10 * (end - base + 1), LeaderEpochs: []controller.EpochStart{{Epoch: 1, StartOffset: base}},
+		Broker: 1, LeaderEpoch: 2}
+}
+
+func remoteState(topic [16]byte, p int32, id byte, s controller.RemoteSegmentState) controller.RemoteSegmentStateChange {
+	return controller.RemoteSegmentStateChange{TopicID: topic, Partition: p, SegmentID: [16]byte{id}, State: s, Broker: 1, LeaderEpoch: 2}
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {

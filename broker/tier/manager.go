@@ -1,0 +1,202 @@
+package tier
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/fjordlog/fjord/broker/replica"
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage/remote"
+)
+
+// ManagerConfig is what the remote log manager reads of the node.
+type ManagerConfig struct {
+	NodeID int32
+	Store  remote.Store
+	Prefix string // every object key's prefix
+	// Interval is remote.log.manager.task.interval.ms: one round per
+	// interval over every local replica of a tiered topic.
+	Interval time.Duration
+	// Concurrency bounds the partitions a round works on at once.
+	Concurrency int
+	// MaxBackoff bounds how long a partition whose round failed waits
+	// before its next one (doubling from Interval).
+	MaxBackoff time.Duration
+	Replicas   func() []*replica.Partition // the node's local replicas
+	Image      func() *controller.Image    // the applied image
+	Proposer   Proposer
+	Logger     zerolog.Logger
+}
+
+// Manager runs the rounds: Plan and Copier for every partition this node
+// leads of a topic with remote.storage.enable, Concurrency at a time. A
+// round waits for all its partitions, so one partition is never worked on
+// by two goroutines.
+//
+// Invariant: mu's maps hold only partitions whose last round failed
+// (fails > 0), and are touched only under mu.
+type Manager struct {
+	cfg    ManagerConfig
+	Copier *Copier
+	mu     struct {
+		sync.Mutex
+		// fails counts a partition's consecutive failed rounds; notBefore
+		// is when it may run again.
+		fails     map[controller.TopicPartition]int
+		notBefore map[controller.TopicPartition]time.Time
+	}
+	// tiered are the topics seen with remote segments, by id: when one
+	// leaves the image (deleted), its objects are deleted. Round's own
+	// goroutine is the only one to touch it.
+	tiered map[[16]byte]string
+}
+
+// NewManager returns a manager; Run starts it.
+func NewManager(cfg ManagerConfig) *Manager {
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second // Kafka's remote.log.manager.task.interval.ms
+	}
+	if cfg.MaxBackoff < cfg.Interval {
+		cfg.MaxBackoff = 10 * cfg.Interval
+	}
+	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger}}
+	m.mu.fails = map[controller.TopicPartition]int{}
+	m.mu.notBefore = map[controller.TopicPartition]time.Time{}
+	m.tiered = map[[16]byte]string{}
+	return m
+}
+
+// Run runs a round every Interval until stop closes.
+func (m *Manager) Run(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		m.Round(ctx, time.Now())
+	}
+}
+
+// Round runs one round at now.
+func (m *Manager) Round(ctx context.Context, now time.Time) {
+	img := m.cfg.Image()
+	if img == nil {
+		return
+	}
+	m.deleteTopics(ctx, img)
+	sem := make(chan struct{}, m.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, p := range m.cfg.Replicas() {
+		s := p.Settings()
+		lg := p.Log()
+		if s == nil || !s.Storage.Tier.Enabled || lg == nil || !p.Leads() {
+			continue
+		}
+		tp := controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index}
+		m.mu.Lock()
+		wait := now.Before(m.mu.notBefore[tp])
+		m.mu.Unlock()
+		if wait {
+			continue
+		}
+		v := p.View()
+		hw := p.HW()
+		view := Partition{Broker: m.cfg.NodeID, Leader: v.Leader == m.cfg.NodeID, LeaderEpoch: v.LeaderEpoch, Enabled: true,
+			HighWatermark: hw, LastStable: lg.LastStableOffset(hw), Remote: img.RemoteSegments(tp),
+			RetentionMs: s.Storage.RetentionMs, RetentionBytes: s.Storage.RetentionBytes, Now: now.UnixMilli()}
+		copied := CopiedEnd(view.Remote)
+		view.LocalBytesAbove = lg.Size()
+		for _, sg := range lg.SealedSegments() {
+			view.Sealed = append(view.Sealed, LocalSegment{Base: sg.Base, Last: sg.Last, Size: sg.Size, MaxTimestamp: sg.MaxTimestamp})
+			if sg.Last <= copied {
+				view.LocalBytesAbove -= sg.Size
+			}
+		}
+		ref := Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			done, err := m.Copier.Run(ctx, ref, view, lg)
+			m.settle(tp, p.Logger, now, done, err)
+		}()
+	}
+	wg.Wait()
+}
+
+// settle records a partition's round: a failure backs it off (doubling,
+// bounded by MaxBackoff), and the log says so once per change between
+// failing and working, not once per round.
+func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now time.Time, done []Action, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		if m.mu.fails[tp] > 0 {
+			log.Info().Int("failed_rounds", m.mu.fails[tp]).Msg("tiered storage: copying works again")
+		}
+		delete(m.mu.fails, tp)
+		delete(m.mu.notBefore, tp)
+		for _, a := range done {
+			if a.Kind == Upload {
+				log.Debug().Int64("base", a.Local.Base).Int64("last", a.Local.Last).Msg("tiered storage: segment copied")
+			}
+		}
+		return
+	}
+	n := m.mu.fails[tp] + 1
+	m.mu.fails[tp] = n
+	if n == 1 {
+		log.Warn().Err(err).Str("kind", remote.Kind(err)).Msg("tiered storage: round failed; retrying with backoff")
+	}
+	d := m.cfg.Interval << min(n-1, 16)
+	m.mu.notBefore[tp] = now.Add(min(d, m.cfg.MaxBackoff))
+}
+
+// deleteTopics deletes the objects of tiered topics that left the image
+// since the last round: the image drops a deleted topic's entries, the
+// objects are the brokers'. Every broker does it (deleting is idempotent);
+// a failure is retried next round. A broker that was down when the topic
+// went does not know it was tiered, so its objects wait for another
+// broker's round (or the operator, if all were down).
+func (m *Manager) deleteTopics(ctx context.Context, img *controller.Image) {
+	for _, tp := range img.RemotePartitions() {
+		if t := img.TopicByID(tp.TopicID); t != nil {
+			m.tiered[tp.TopicID] = t.Name
+		}
+	}
+	for id, name := range m.tiered {
+		if img.TopicByID(id) != nil {
+			continue
+		}
+		prefix := m.cfg.Prefix + TopicDir(name, id) + "/"
+		objs, err := m.cfg.Store.List(ctx, prefix)
+		for _, o := range objs {
+			if err == nil {
+				err = m.cfg.Store.Delete(ctx, o.Key)
+			}
+		}
+		if err != nil {
+			m.Copier.countErr(remote.Kind(err))
+			m.cfg.Logger.Warn().Err(err).Str("topic", name).Msg("tiered storage: deleting a deleted topic's objects failed; retrying next round")
+			continue
+		}
+		m.cfg.Logger.Info().Str("topic", name).Int("objects", len(objs)).Msg("tiered storage: deleted a deleted topic's objects")
+		delete(m.tiered, id)
+	}
+}

@@ -1,0 +1,102 @@
+package tier
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
+	"github.com/fjordlog/fjord/storage/recordbatch"
+	"github.com/fjordlog/fjord/storage/remote"
+)
+
+// Reader reads copied records back from the store: what the read path
+// (Fetch and ListOffsets below the local log start; a follower rebuilding
+// from the store, KIP-405's follower path) uses. It reads only
+// COPY_FINISHED segments, which the caller finds in its image with
+// SegmentFor.
+type Reader struct {
+	Store  remote.Store
+	Prefix string
+}
+
+// SegmentFor is the COPY_FINISHED segment holding offset in a partition's
+// image entries (controller.Image.RemoteSegments); false when none does
+// (below the remote log start, or not copied). Where a new leader's copy
+// overlaps an older one, the older (lower base) is taken: both hold the
+// same committed records.
+func SegmentFor(segs []controller.RemoteSegmentMeta, offset int64) (controller.RemoteSegmentMeta, bool) {
+	for _, s := range segs {
+		if s.State == controller.RemoteCopyFinished && s.BaseOffset <= offset && offset <= s.EndOffset {
+			return s, true
+		}
+	}
+	return controller.RemoteSegmentMeta{}, false
+}
+
+// Read returns whole record batches of seg from the one holding offset
+// on: at most maxBytes of them, but always the first whole (as a Fetch
+// returns at least one batch). It reads the segment's .index to start
+// near offset, then a ranged Get of the .log. The caller owns the bytes.
+func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegmentMeta, offset int64, maxBytes int) ([]byte, error) {
+	key := func(suffix string) string {
+		return ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, suffix)
+	}
+	index, err := r.get(ctx, key("index"), 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := storage.IndexPosition(index, seg.BaseOffset, offset)
+	if err != nil {
+		return nil, fmt.Errorf("tier: %s: %w", key("index"), err)
+	}
+	for pos < seg.SizeBytes {
+		// One batch's header says how long it is and where it ends.
+		hdr, err := r.get(ctx, key("log"), pos, recordbatch.HeaderLen)
+		if err != nil {
+			return nil, err
+		}
+		info, err := recordbatch.ParseHeader(hdr)
+		if err != nil {
+			return nil, fmt.Errorf("tier: %s at %d: %w", key("log"), pos, err)
+		}
+		if recordbatch.BaseOffset(hdr)+int64(info.LastDelta) < offset {
+			pos += int64(info.Bytes)
+			continue
+		}
+		n := max(int64(maxBytes), int64(info.Bytes))
+		data, err := r.get(ctx, key("log"), pos, min(n, seg.SizeBytes-pos))
+		if err != nil {
+			return nil, err
+		}
+		return wholeBatches(data), nil
+	}
+	return nil, nil
+}
+
+// wholeBatches is data cut after its last complete batch.
+func wholeBatches(data []byte) []byte {
+	n := 0
+	for n+recordbatch.HeaderLen <= len(data) {
+		info, err := recordbatch.ParseHeader(data[n:])
+		if err != nil || n+info.Bytes > len(data) {
+			break
+		}
+		n += info.Bytes
+	}
+	return data[:n]
+}
+
+func (r *Reader) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	rc, err := r.Store.Get(ctx, key, off, n)
+	if err != nil {
+		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	}
+	return b, nil
+}
