@@ -38,6 +38,10 @@ func errorCode(err error) int16 {
 		// (UNKNOWN_SERVER_ERROR, which they do not, made an acks=all
 		// producer give up on a disk that room was being made on).
 		return kerr.KafkaStorageError.Code
+	case errors.Is(err, partitions.ErrRemoteStorage):
+		// The tiered copy could not be read (or not with its aborted
+		// transactions): retriable, as Kafka answers a failed remote read.
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, recordbatch.ErrCorrupt):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, recordbatch.ErrUnsupportedMagic):

@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/remote"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -126,4 +128,32 @@ func (r tierRemote) Read(ctx context.Context, topic string, topicID [16]byte, pa
 	}
 	data, err := r.reader.Read(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, seg, offset, maxBytes)
 	return data, true, err
+}
+
+func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error) {
+	tp := controller.TopicPartition{TopicID: topicID, Partition: partition}
+	img := r.b.replicas.Image()
+	if img == nil {
+		return nil, fmt.Errorf("tier: no metadata image")
+	}
+	out, _, _, walked, err := r.reader.Aborted(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, img.RemoteSegments(tp), fetchOffset, upperBound)
+	if err != nil {
+		return nil, err
+	}
+	// A segment that remote retention deleted while it was read may have
+	// read as having no .txnindex: only a segment still COPY_FINISHED
+	// after the read vouches for its answer. (Its DELETE_STARTED is
+	// committed before any object is deleted.)
+	if img = r.b.replicas.Image(); img == nil {
+		return nil, fmt.Errorf("tier: no metadata image")
+	}
+	now := img.RemoteSegments(tp)
+	for _, w := range walked {
+		if !slices.ContainsFunc(now, func(s controller.RemoteSegmentMeta) bool {
+			return s.SegmentID == w.SegmentID && s.State == controller.RemoteCopyFinished
+		}) {
+			return nil, fmt.Errorf("tier: segment [%d, %d] deleted while its aborted transactions were read", w.BaseOffset, w.EndOffset)
+		}
+	}
+	return out, nil
 }

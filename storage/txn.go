@@ -124,18 +124,33 @@ func (l *Log) AbortedTransactions(fetchOffset, upperBound int64) []AbortedTxn {
 		if p == nil {
 			continue
 		}
-		es := *p
-		k := sort.Search(len(es), func(k int) bool { return es[k].LastOffset >= fetchOffset })
-		for _, a := range es[k:] {
-			if a.FirstOffset < upperBound {
-				out = append(out, a)
-			}
-			if a.LastStableOffset >= upperBound {
-				return out
-			}
+		found, complete := CollectAborted(*p, fetchOffset, upperBound)
+		out = append(out, found...)
+		if complete {
+			return out
 		}
 	}
 	return out
+}
+
+// CollectAborted is one segment's part of AbortedTransactions, over es, its
+// aborted transaction index's entries in marker order (as a segment holds
+// them, or DecodeTxnIndex returns them for a tiered copy's): the entries
+// whose marker is at or after fetchOffset and which began before
+// upperBound. complete says an entry's LastStableOffset reached upperBound,
+// so no later segment can add one (Kafka's TxnIndexSearchResult). The
+// caller owns out; es is not changed.
+func CollectAborted(es []AbortedTxn, fetchOffset, upperBound int64) (out []AbortedTxn, complete bool) {
+	k := sort.Search(len(es), func(k int) bool { return es[k].LastOffset >= fetchOffset })
+	for _, a := range es[k:] {
+		if a.FirstOffset < upperBound {
+			out = append(out, a)
+		}
+		if a.LastStableOffset >= upperBound {
+			return out, true
+		}
+	}
+	return out, false
 }
 
 // FirstUnstableOffset is Kafka's first unstable offset: the first offset of
@@ -179,6 +194,17 @@ func (l *Log) LastStableOffset(hw int64) int64 {
 // fetchOffset returned: the aborted transactions whose batches data may
 // hold, which a read_committed reader drops. Nil for empty data.
 func (l *Log) AbortedIn(fetchOffset int64, data []byte) []AbortedTxn {
+	end := ReadEnd(fetchOffset, data)
+	if end == fetchOffset {
+		return nil
+	}
+	return l.AbortedTransactions(fetchOffset, end)
+}
+
+// ReadEnd is the offset after the last whole batch of data, batches a read
+// from fetchOffset returned: the upper bound of the aborted transactions
+// a read_committed reader of data must hear of. fetchOffset for no batch.
+func ReadEnd(fetchOffset int64, data []byte) int64 {
 	end := fetchOffset
 	for d := data; len(d) >= recordbatch.HeaderLen; {
 		info, err := recordbatch.ParseHeader(d)
@@ -188,10 +214,7 @@ func (l *Log) AbortedIn(fetchOffset int64, data []byte) []AbortedTxn {
 		end = recordbatch.LastOffset(d) + 1
 		d = d[info.Bytes:]
 	}
-	if end == fetchOffset {
-		return nil
-	}
-	return l.AbortedTransactions(fetchOffset, end)
+	return end
 }
 
 // UpdateHighWatermark tells the log its partition's high watermark (the

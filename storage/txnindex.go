@@ -79,6 +79,32 @@ func decodeTxnEntry(b []byte) (AbortedTxn, int16) {
 	}, int16(binary.BigEndian.Uint16(b))
 }
 
+// DecodeTxnIndex parses the bytes of a whole .txnindex file (as a tiered
+// copy of a segment holds it) into its entries, in marker order. It checks
+// what it can without the segment: whole entries, version 0, plausible
+// offsets in increasing marker order; anything else is an error (not
+// ErrCorruptLog: the copy is not this node's log). The caller owns the
+// result.
+func DecodeTxnIndex(b []byte) ([]AbortedTxn, error) {
+	if len(b)%txnEntryLen != 0 {
+		return nil, fmt.Errorf("%w: %d bytes are not whole entries", errBadTxnIndex, len(b))
+	}
+	out := make([]AbortedTxn, 0, len(b)/txnEntryLen)
+	for ; len(b) > 0; b = b[txnEntryLen:] {
+		a, v := decodeTxnEntry(b)
+		switch {
+		case v != txnEntryVersion:
+			return nil, fmt.Errorf("%w: entry %d: version %d", errBadTxnIndex, len(out), v)
+		case a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset ||
+			a.LastStableOffset < 0 || a.LastStableOffset > a.LastOffset+1 ||
+			(len(out) > 0 && a.LastOffset <= out[len(out)-1].LastOffset):
+			return nil, fmt.Errorf("%w: entry %d: %+v", errBadTxnIndex, len(out), a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // checkTxnEntry says whether a is a plausible entry of s after prev (nil for
 // the first).
 func checkTxnEntry(s *segment, a AbortedTxn, version int16, prev *AbortedTxn) error {

@@ -3,6 +3,7 @@ package partitions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -273,12 +274,17 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 					break
 				}
 				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
-				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID < 0 && req.IsolationLevel == 0 && rp.FetchOffset < lg.StartOffset() {
+				var remoteAborted []storage.AbortedTxn // read from the copy: its aborted transactions
+				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID < 0 && rp.FetchOffset < lg.StartOffset() {
 					// Below the local log: a tiered partition's copy may
-					// hold it. (read_committed is not served from the
-					// store yet: the copy's .txnindex is not read.)
+					// hold it. Every copied record is below the last
+					// stable offset (only such segments are copied), so
+					// read_committed reads it too, with the aborts.
 					if rd, ok, rerr := remoteRead(h, t, rp.Partition, rp.FetchOffset, max(budgetLimit, 1)); ok || rerr != nil {
 						data, err = rd, rerr
+						if err == nil && req.IsolationLevel == 1 && len(data) > 0 {
+							remoteAborted, err = remoteAbortedIn(h, t, rp.Partition, lg, rp.FetchOffset, data)
+						}
 					}
 				}
 				if err != nil {
@@ -298,7 +304,10 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				if data != nil {
 					sp.RecordBatches = data
 					pooled.bufs = append(pooled.bufs, data)
-					if replicaID < 0 && req.IsolationLevel == 1 && len(data) > 0 {
+					switch {
+					case remoteAborted != nil:
+						sp.AbortedTransactions = toAborted(remoteAborted)
+					case replicaID < 0 && req.IsolationLevel == 1 && len(data) > 0:
 						sp.AbortedTransactions = abortedIn(lg, rp.FetchOffset, data)
 					}
 				}
@@ -324,8 +333,12 @@ func lastStable(lg *storage.Log, hw int64) int64 { return lg.LastStableOffset(hw
 // abortedIn lists the aborted transactions a read_committed client must
 // drop from data, the batches read from fetchOffset on.
 func abortedIn(lg *storage.Log, fetchOffset int64, data []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	return toAborted(lg.AbortedIn(fetchOffset, data))
+}
+
+func toAborted(as []storage.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
 	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
-	for _, a := range lg.AbortedIn(fetchOffset, data) {
+	for _, a := range as {
 		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 		out = append(out, at)
@@ -480,7 +493,41 @@ func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxB
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
 	defer cancel()
-	return r.Read(ctx, t.Name, t.ID, partition, offset, maxBytes)
+	data, ok, err := r.Read(ctx, t.Name, t.ID, partition, offset, maxBytes)
+	if err != nil {
+		return nil, ok, fmt.Errorf("%w: %s-%d at %d: %w", ErrRemoteStorage, t.Name, partition, offset, err)
+	}
+	return data, ok, nil
+}
+
+// remoteAbortedIn lists the aborted transactions a read_committed client
+// must drop from data, batches read from the tiered copy from fetchOffset
+// on: those in the copied segments' .txnindex objects from the one read
+// on, and those of the local log, which holds the rest (a transaction
+// begun in the copy may end in a segment not copied yet). The local log
+// is searched first: a local segment that retention deletes meanwhile was
+// copied before, so the remote search, which reads the image after,
+// finds it. A transaction in both is listed once. Never nil when err is
+// nil (an empty slice: none), so the caller knows it was asked.
+func remoteAbortedIn(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log, fetchOffset int64, data []byte) ([]storage.AbortedTxn, error) {
+	end := storage.ReadEnd(fetchOffset, data)
+	local := lg.AbortedTransactions(fetchOffset, end)
+	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
+	defer cancel()
+	copied, err := h.Remote().Aborted(ctx, t.Name, t.ID, partition, fetchOffset, end)
+	if err != nil {
+		return nil, fmt.Errorf("%w: aborted transactions of %s-%d from %d: %w", ErrRemoteStorage, t.Name, partition, fetchOffset, err)
+	}
+	out := make([]storage.AbortedTxn, 0, len(copied)+len(local))
+	type txnKey struct{ pid, first int64 }
+	seen := make(map[txnKey]bool, len(copied))
+	for _, a := range append(copied, local...) {
+		if k := (txnKey{a.ProducerID, a.FirstOffset}); !seen[k] {
+			seen[k] = true
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // remoteReadTimeout bounds one fetch's read from the remote store.

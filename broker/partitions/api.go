@@ -16,6 +16,7 @@ import (
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/txn"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // The data path's APIs: this package is their room. Each key is one file
@@ -83,6 +84,16 @@ type RemoteLog interface {
 	// (at least the first, at most maxBytes otherwise); ok is false when
 	// no copied segment holds it.
 	Read(ctx context.Context, topic string, topicID [16]byte, partition int32, offset int64, maxBytes int) (data []byte, ok bool, err error)
+	// Aborted returns the aborted transactions a read_committed read of
+	// the copy from fetchOffset, whose records end before upperBound,
+	// must report, from the .txnindex objects of the copied segments from
+	// the one holding fetchOffset on (tier.Reader.Aborted). It stops where
+	// the copied segments end: the caller adds its local log's
+	// (storage.Log.AbortedTransactions), searched before this call so
+	// that a local segment deleted meanwhile is already covered by a
+	// copy. An error (the store failed, or a segment walked was deleted
+	// meanwhile) means the records must not be served.
+	Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error)
 }
 
 // Entries are the data path's registrations, bound to h. Building them
@@ -137,6 +148,11 @@ var (
 	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
 	ErrAcksAllRequired   = errors.New("broker: topic requires acks=all")
 )
+
+// ErrRemoteStorage wraps a failure to read a tiered partition's copy from
+// the remote store (KAFKA_STORAGE_ERROR: retriable, and never records
+// without their aborted transactions).
+var ErrRemoteStorage = errors.New("partitions: remote storage")
 
 // errMessage is the optional error message some responses carry.
 func errMessage(err error) *string {

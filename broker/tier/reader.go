@@ -16,9 +16,13 @@ import (
 // from the store, KIP-405's follower path) uses. It reads only
 // COPY_FINISHED segments, which the caller finds in its image with
 // SegmentFor.
+//
+// Invariant: used by pointer (txn, its cache of .txnindex objects, is
+// shared by every read; aborted.go).
 type Reader struct {
 	Store  remote.Store
 	Prefix string
+	txn    txnCache
 }
 
 // SegmentFor is the COPY_FINISHED segment holding offset in a partition's
