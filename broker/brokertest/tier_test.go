@@ -116,7 +116,7 @@ func TestTieredStorage(t *testing.T) {
 	// leader: the copied end and the offset after it (read around the
 	// request: a last segment may still be copied meanwhile), and earliest
 	// (-2): the remote log start.
-	leaderID := leaderOf(states)
+	leaderID := tieredLeaderOf(states)
 	lcl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(leaderID)))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestTieredStorage(t *testing.T) {
 	// The store fails: the leader's next attempt stops after COPY_STARTED
 	// (or its clean-up after DELETE_STARTED). The leader is stopped; the
 	// store comes back; the next leader finishes what is left.
-	leader := leaderOf(states)
+	leader := tieredLeaderOf(states)
 	store.SetFault(fmt.Errorf("%w: injected", remote.ErrUnavailable))
 	send(10)
 	var stuck controller.RemoteSegmentMeta
@@ -258,7 +258,7 @@ func localBytes(states map[int32]broker.ReplicaState) map[int32]int64 {
 	return out
 }
 
-func leaderOf(states map[int32]broker.ReplicaState) int32 {
+func tieredLeaderOf(states map[int32]broker.ReplicaState) int32 {
 	for id, rs := range states {
 		if rs.Leader {
 			return id
