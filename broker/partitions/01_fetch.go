@@ -32,13 +32,17 @@ import (
 //     MaxWaitMillis, woken by high-watermark moves on its partitions (no
 //     polling loop). The wait runs off the connection's reader goroutine.
 //   - Offsets outside [log start, log end] are OFFSET_OUT_OF_RANGE.
-//   - Tiered storage (KIP-405): a read_uncommitted consumer's offset below
-//     the local log start is read from the partition's copy in the remote
-//     store (Host.Remote; whole batches of the COPY_FINISHED segment
-//     holding it), and LogStartOffset is the remote log start. Not yet:
-//     read_committed below the local log (OFFSET_OUT_OF_RANGE, the
-//     copy's .txnindex unread), and the follower path
-//     (OFFSET_MOVED_TO_TIERED_STORAGE).
+//   - Tiered storage (KIP-405): a consumer's offset below the local log
+//     start is read from the partition's copy in the remote store
+//     (Host.Remote; whole batches of the COPY_FINISHED segment holding
+//     it), and LogStartOffset is the remote log start. read_committed
+//     too: only segments below the last stable offset are copied, and
+//     AbortedTransactions come from the .txnindex objects of the copied
+//     segments from the one read on, then the local log's indexes
+//     (remoteAbortedIn), as Kafka's RemoteLogManager collects them. A
+//     store failure (of the records or their aborts) is
+//     KAFKA_STORAGE_ERROR, never records without their aborts. Not yet:
+//     the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
 //   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
 //     full fetches; an incremental fetch on an unknown session gets
 //     FETCH_SESSION_ID_NOT_FOUND.

@@ -19,7 +19,11 @@
 //     with a doubling, bounded backoff after a failed round, logged once
 //     per change between failing and working.
 //   - reader.go: Reader and SegmentFor, reading copied records back from
-//     the store (the interface the read path is to use).
+//     the store (what Fetch below the local log start uses).
+//   - aborted.go: Reader.TxnIndex and Reader.Aborted, a read_committed
+//     read's aborted transactions from the copied segments' .txnindex
+//     objects (a missing object is none; a store failure an error), with
+//     a small cache by segment id.
 //   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):
