@@ -3,13 +3,17 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/tier"
@@ -23,9 +27,12 @@ import (
 // replica's local log starts above an aborted transaction (its segments
 // deleted locally, read only from the store), a read_committed franz-go
 // consumer from offset 0 sees exactly the committed records, in order,
-// and a read_uncommitted one every record produced.
+// and a read_uncommitted one every record produced. Before that, with
+// the store failing only its .txnindex reads, a read_committed Fetch from
+// 0 is KAFKA_STORAGE_ERROR without records, while a read_uncommitted one
+// is served.
 func TestTieredReadCommitted(t *testing.T) {
-	store := remote.NewMemStore()
+	store := &txnIndexFaults{MemStore: remote.NewMemStore()}
 	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
 		Configure: func(_ int32, cfg *config.Config) {
 			cfg.RetentionCheckInterval = 100
@@ -98,6 +105,7 @@ func TestTieredReadCommitted(t *testing.T) {
 		}
 	}
 	live := []int32{1, 2, 3}
+	leader := int32(-1)
 	start := time.Now()
 	eventually(t, 60*time.Second, "every replica's local log starts above an aborted transaction", func() bool {
 		for _, id := range live {
@@ -107,6 +115,9 @@ func TestTieredReadCommitted(t *testing.T) {
 			}
 			if rs.LogStart <= lastAborted+12 || tier.CopiedEnd(rs.Remote)+1 < rs.LogStart {
 				return false
+			}
+			if rs.Leader {
+				leader = id
 			}
 		}
 		return true
@@ -123,12 +134,68 @@ func TestTieredReadCommitted(t *testing.T) {
 	t.Logf("local logs trimmed past offset %d in %v; %d objects in the store, %d of them .txnindex",
 		lastAborted+12, time.Since(start).Round(time.Millisecond), store.Len(), txnIndexes)
 
+	// The .txnindex reads fail (nothing is cached yet: no read_committed
+	// read has been served): the records are not served without them.
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil || tds[topic].Err != nil {
+		t.Fatalf("list: %v %v", err, tds[topic].Err)
+	}
+	if leader < 0 {
+		t.Fatal("no leader among the replicas")
+	}
+	lcl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lcl.Close()
+	fetch0 := func(isolation int8) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.IsolationLevel = -1, 1<<20, isolation
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, tds[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 0, 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := lcl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kresp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	}
+	store.failTxnIndex.Store(true)
+	if p := fetch0(1); p.ErrorCode != kerr.KafkaStorageError.Code || len(p.RecordBatches) != 0 {
+		t.Fatalf("read_committed Fetch from 0 with .txnindex reads failing: %v, %d bytes", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+	if p := fetch0(0); p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Fatalf("read_uncommitted Fetch from 0 with .txnindex reads failing: %v, %d bytes", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+	store.failTxnIndex.Store(false)
+	if p := fetch0(1); p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Fatalf("read_committed Fetch from 0: %v, %d bytes", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+
 	if got := consumeValuesWith(t, c, topic, len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted())); !slices.Equal(got, committed) {
 		t.Fatalf("read_committed consumed %d records, want the %d committed (first %q)", len(got), len(committed), got[:min(1, len(got))])
 	}
 	if got := consumeValuesWith(t, c, topic, len(all)); !slices.Equal(got, all) {
 		t.Fatalf("read_uncommitted consumed %d records, want all %d (first %q)", len(got), len(all), got[:min(1, len(got))])
 	}
+}
+
+// txnIndexFaults is a store whose .txnindex reads fail while
+// failTxnIndex is set.
+type txnIndexFaults struct {
+	*remote.MemStore
+	failTxnIndex atomic.Bool
+}
+
+func (s *txnIndexFaults) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if s.failTxnIndex.Load() && strings.HasSuffix(key, ".txnindex") {
+		return nil, fmt.Errorf("get %s: %w: injected", key, remote.ErrUnavailable)
+	}
+	return s.MemStore.Get(ctx, key, off, n)
 }
 
 // consumeValuesWith is consumeValues with more client options.
