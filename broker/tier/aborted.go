@@ -40,11 +40,13 @@ import (
 const txnCacheMax = 512
 
 // txnCache is the Reader's cache of decoded .txnindex objects by segment
-// id. Invariant: len(m) <= txnCacheMax; guarded by mu (never held across
-// a Get).
+// id. Invariant: len(mu.m) <= txnCacheMax. mu is a leaf, never held
+// across a Get.
 type txnCache struct {
-	mu sync.Mutex
-	m  map[[16]byte][]storage.AbortedTxn
+	mu struct {
+		sync.Mutex
+		m map[[16]byte][]storage.AbortedTxn
+	}
 }
 
 // TxnIndex returns the aborted transactions whose marker is in seg, from
@@ -53,7 +55,7 @@ type txnCache struct {
 // (cached): the caller must not change it.
 func (r *Reader) TxnIndex(ctx context.Context, ref Ref, seg controller.RemoteSegmentMeta) ([]storage.AbortedTxn, error) {
 	r.txn.mu.Lock()
-	es, ok := r.txn.m[seg.SegmentID]
+	es, ok := r.txn.mu.m[seg.SegmentID]
 	r.txn.mu.Unlock()
 	if ok {
 		return es, nil
@@ -71,10 +73,10 @@ func (r *Reader) TxnIndex(ctx context.Context, ref Ref, seg controller.RemoteSeg
 		}
 	}
 	r.txn.mu.Lock()
-	if r.txn.m == nil || len(r.txn.m) >= txnCacheMax {
-		r.txn.m = make(map[[16]byte][]storage.AbortedTxn)
+	if r.txn.mu.m == nil || len(r.txn.mu.m) >= txnCacheMax {
+		r.txn.mu.m = make(map[[16]byte][]storage.AbortedTxn)
 	}
-	r.txn.m[seg.SegmentID] = es
+	r.txn.mu.m[seg.SegmentID] = es
 	r.txn.mu.Unlock()
 	return es, nil
 }
