@@ -162,7 +162,7 @@ func TestAbortedFromStore(t *testing.T) {
 }
 
 // A store failure is an error, never "no aborted transactions"; a missing
-// .txnindex is none; a damaged one is an error.
+// .txnindex is none; a damaged one is an error; what was read is cached.
 func TestTxnIndexErrors(t *testing.T) {
 	m, _, ref, store := setUpTxn(t)
 	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
@@ -194,6 +194,13 @@ func TestTxnIndexErrors(t *testing.T) {
 	}
 	if _, _, _, _, err := fresh.Aborted(t.Context(), ref, segs, without.BaseOffset, without.EndOffset+1); !errors.Is(err, remote.ErrUnavailable) {
 		t.Fatalf("Aborted with the store failing: %v", err)
+	}
+	// What r read before is cached (an attempt's objects never change).
+	if es, err := r.TxnIndex(t.Context(), ref, withIdx); err != nil || len(es) == 0 {
+		t.Fatalf("cached segment with the store failing: %v, %v", es, err)
+	}
+	if es, err := r.TxnIndex(t.Context(), ref, without); err != nil || es != nil {
+		t.Fatalf("cached segment without a .txnindex, the store failing: %v, %v", es, err)
 	}
 	store.SetFault(nil)
 
