@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
@@ -140,20 +139,12 @@ func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte,
 	if err != nil {
 		return nil, err
 	}
-	// A segment that remote retention deleted while it was read may have
-	// read as having no .txnindex: only a segment still COPY_FINISHED
-	// after the read vouches for its answer. (Its DELETE_STARTED is
-	// committed before any object is deleted.)
+	// Only segments still COPY_FINISHED after the walk vouch for its answer.
 	if img = r.b.replicas.Image(); img == nil {
 		return nil, fmt.Errorf("tier: no metadata image")
 	}
-	now := img.RemoteSegments(tp)
-	for _, w := range walked {
-		if !slices.ContainsFunc(now, func(s controller.RemoteSegmentMeta) bool {
-			return s.SegmentID == w.SegmentID && s.State == controller.RemoteCopyFinished
-		}) {
-			return nil, fmt.Errorf("tier: segment [%d, %d] deleted while its aborted transactions were read", w.BaseOffset, w.EndOffset)
-		}
+	if err := tier.StillCopied(walked, img.RemoteSegments(tp)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

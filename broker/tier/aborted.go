@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/fjordlog/fjord/controller"
@@ -109,4 +110,20 @@ func (r *Reader) Aborted(ctx context.Context, ref Ref, segs []controller.RemoteS
 		}
 		off = seg.EndOffset + 1
 	}
+}
+
+// StillCopied checks that every segment walked (Aborted's) is still
+// COPY_FINISHED in now, the image's entries read after the walk: a
+// segment that remote retention deleted meanwhile may have read as having
+// no .txnindex (its DELETE_STARTED is committed before any object is
+// deleted, so an image without it vouches for the read).
+func StillCopied(walked, now []controller.RemoteSegmentMeta) error {
+	for _, w := range walked {
+		if !slices.ContainsFunc(now, func(s controller.RemoteSegmentMeta) bool {
+			return s.SegmentID == w.SegmentID && s.State == controller.RemoteCopyFinished
+		}) {
+			return fmt.Errorf("tier: segment [%d, %d] deleted while its aborted transactions were read", w.BaseOffset, w.EndOffset)
+		}
+	}
+	return nil
 }

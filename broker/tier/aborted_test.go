@@ -212,3 +212,22 @@ func TestTxnIndexErrors(t *testing.T) {
 		t.Fatalf("a damaged .txnindex read as %+v", es)
 	}
 }
+
+// StillCopied refuses a walk over a segment that is no longer
+// COPY_FINISHED (or gone) in the image read after it.
+func TestStillCopied(t *testing.T) {
+	m, _, ref, _ := setUpTxn(t)
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	walked := segs[1:3]
+	if err := StillCopied(walked, segs); err != nil {
+		t.Fatal(err)
+	}
+	deleting := slices.Clone(segs)
+	deleting[2].State = controller.RemoteDeleteStarted
+	if err := StillCopied(walked, deleting); err == nil {
+		t.Fatal("a walked segment DELETE_STARTED passed")
+	}
+	if err := StillCopied(walked, segs[2:]); err == nil {
+		t.Fatal("a walked segment gone from the image passed")
+	}
+}
