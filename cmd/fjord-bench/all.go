@@ -18,7 +18,7 @@ import (
 // own process, own Go runtime, its CPU time read from /proc.
 
 // allSteps are the steps of a round, in the order they run.
-var allSteps = []string{"single", "rf3", "partitions1000", "failover", "manyparts"}
+var allSteps = []string{"startup", "single", "rf3", "partitions1000", "failover", "manyparts"}
 
 // lingers are the two producer settings the single-node figures are taken
 // at: linger 0 (this tool's default, every record sent at once) and the
@@ -65,6 +65,11 @@ func newFigureSet(cfg *config) *figureSet {
 	s := &figureSet{byID: map[string]*Figure{}}
 	p := cfg.partitions
 	rate := trimFloat(cfg.rate)
+	s.def(fmt.Sprintf("start-up: exec of the broker → first acks=all produce acked (franz-go defaults; CreateTopics of %d partitions first on a fresh dir)", p),
+		"startup_listen_ms", "fresh data dir: exec → port accepts", "ms", "", nil, "")
+	s.def("", "startup_fresh_ms", "fresh data dir: exec → CreateTopics → first ack", "ms", "", atMost(100), "")
+	s.def("", "startup_1000_ms", fmt.Sprintf("restart after a clean stop, %d partitions of %d KiB each: exec → first ack", startupPartitions, startupRecords*latencyRecordSize/1024), "ms", "", nil,
+		"kfake keeps no data, so it has no restart figure")
 	sec := fmt.Sprintf("one node, %d partitions, %d B values, acks=all, idempotent; paced suites %s rec/s of 1 KiB for %s", p, cfg.size, rate, cfg.duration)
 	first := true
 	for _, l := range lingers {
@@ -152,6 +157,7 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 		logf("%s", msg)
 	}
 	steps := map[string]func(round int){
+		"startup":        func(round int) { allStartup(ctx, cfg, round, figs, fail) },
 		"single":         func(round int) { allSingle(ctx, cfg, round, figs, fail) },
 		"rf3":            func(int) { allRF3(ctx, cfg, figs, fail) },
 		"partitions1000": func(int) { allPartitions1000(ctx, cfg, figs, fail) },
