@@ -83,7 +83,7 @@ func launchFjord(bin, dir, addr string, extra ...string) (*fjordProc, error) {
 	}
 	p.cmd = exec.Command(bin, append([]string{
 		"--override", "listeners=PLAINTEXT://" + p.addr,
-		"--override", "log.dirs=" + filepath.Join(dir, "data"),
+		"--override", "log.dirs=" + p.dataDir(),
 	}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
@@ -142,6 +142,9 @@ func (p *fjordProc) waitReady(ctx context.Context, wait time.Duration) error {
 		}
 	}
 }
+
+// dataDir is the node's log.dirs.
+func (p *fjordProc) dataDir() string { return filepath.Join(p.dir, "data") }
 
 func (p *fjordProc) exited() bool {
 	select {
