@@ -202,7 +202,9 @@ func (c *Client) Close() {
 // 0 when it committed none. The answer is at req's version, whichever
 // path it took, and carries nothing a Kafka client would not expect.
 func (c *Client) Call(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset uint64, err error) {
-	backoff := lifecycle.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}
+	// Short first pauses: at start-up the only voter becomes leader within
+	// a millisecond or two of the first call, which should not wait 20 ms.
+	backoff := lifecycle.Backoff{Initial: 2 * time.Millisecond, Max: 500 * time.Millisecond}
 	for fails := 1; ; fails++ {
 		resp, offset, err := c.once(ctx, req)
 		if err == nil && !notController(resp) {

@@ -124,6 +124,11 @@ func (l *Lifecycle) Run(ctx context.Context) {
 		l.epoch.Store(epoch)
 		log.Info().Int64("broker_epoch", epoch).Int("failed_attempts", regFailures).Msg("registered with the controller")
 		regFailures, lastRegErr = 0, ""
+		// The controller unfences a broker whose heartbeat shows it has
+		// applied the metadata up to its own registration (the epoch is
+		// that record's offset): wait for that first, so the first
+		// heartbeat unfences instead of the one after a fast interval.
+		l.awaitApplied(ctx, epoch, fast)
 		failed := 0 // heartbeats in a row without an answer
 		for ctx.Err() == nil {
 			shutdown := l.shuttingDown.Load()
@@ -179,12 +184,29 @@ func (l *Lifecycle) Run(ctx context.Context) {
 				log.Info().Uint64("metadata_version", l.cfg.MetadataVersion()).Msg("unfenced: serving clients")
 				l.cfg.Ready()
 			}
-			if resp.fenced {
+			switch {
+			case resp.fenced && int64(l.cfg.Replicas.AppliedVersion()) < epoch:
+				l.awaitApplied(ctx, epoch, fast)
+			case resp.fenced:
 				l.sleepHeartbeat(ctx, fast)
-			} else {
+			default:
 				l.sleepHeartbeat(ctx, interval)
 			}
 		}
+	}
+}
+
+// awaitApplied waits, at most d, until the local replicas have applied
+// the metadata log up to offset (a broker's registration: its epoch).
+func (l *Lifecycle) awaitApplied(ctx context.Context, offset int64, d time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	l.cfg.Replicas.WaitImage(wctx, func(img *controller.Image) bool { return int64(img.Version()) >= offset })
+	// AppliedVersion is stored just after the image is published (once
+	// the coordinators have been handed their partitions): a short poll,
+	// within the same bound, covers that gap.
+	for int64(l.cfg.Replicas.AppliedVersion()) < offset && wctx.Err() == nil {
+		lifecycle.Sleep(wctx, time.Millisecond)
 	}
 }
 

@@ -83,3 +83,86 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// appliesLater is a replica manager that applies version 12 (the
+// broker's registration, in TestLifecycleFirstHeartbeatCaughtUp) only
+// when apply is called; until then it is at 11.
+type appliesLater struct {
+	mu      sync.Mutex
+	v       uint64
+	applied chan struct{}
+}
+
+func (a *appliesLater) AppliedVersion() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.v
+}
+
+func (a *appliesLater) apply() {
+	a.mu.Lock()
+	a.v = 12
+	a.mu.Unlock()
+	close(a.applied)
+}
+
+// WaitImage reflects every image asked for once version 12 is applied.
+func (a *appliesLater) WaitImage(ctx context.Context, _ func(*controller.Image) bool) bool {
+	select {
+	case <-a.applied:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// A starting broker's first heartbeat waits until its replicas have
+// applied its own registration, so that the controller, which unfences a
+// broker caught up to its registration, unfences it with that heartbeat
+// rather than with one a fast interval later.
+func TestLifecycleFirstHeartbeatCaughtUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var offsets []int64
+		c, _ := cannedClient(func(kreq kmsg.Request) kmsg.Response {
+			switch req := kreq.(type) {
+			case *kmsg.BrokerRegistrationRequest:
+				r := kmsg.NewPtrBrokerRegistrationResponse()
+				r.BrokerEpoch = 12
+				return r
+			case *kmsg.BrokerHeartbeatRequest:
+				mu.Lock()
+				offsets = append(offsets, req.CurrentMetadataOffset)
+				mu.Unlock()
+				r := kmsg.NewPtrBrokerHeartbeatResponse()
+				r.IsCaughtUp = req.CurrentMetadataOffset >= 12 // as controller.DecideHeartbeat
+				r.IsFenced = !r.IsCaughtUp
+				r.ShouldShutdown = req.WantShutdown
+				return r
+			}
+			return nil
+		})
+		reps := &appliesLater{v: 11, applied: make(chan struct{})}
+		ready := 0
+		l := NewLifecycle(LifecycleConfig{Client: c, Registration: registration, Replicas: reps,
+			MetadataVersion: func() uint64 { return 12 }, Ready: func() { ready++ }, Logger: zerolog.Nop()})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			l.Run(ctx)
+		}()
+		time.Sleep(30 * time.Millisecond) // the publish loop applies the registration
+		reps.apply()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		got := append([]int64(nil), offsets...)
+		mu.Unlock()
+		if len(got) == 0 || got[0] != 12 || ready != 1 || l.Fenced() {
+			t.Fatalf("heartbeat offsets %v (want the first at 12), ready %d times, fenced %v", got, ready, l.Fenced())
+		}
+		cancel()
+		<-done
+	})
+}

@@ -18,7 +18,7 @@ import (
 // own process, own Go runtime, its CPU time read from /proc.
 
 // allSteps are the steps of a round, in the order they run.
-var allSteps = []string{"single", "rf3", "partitions1000", "failover", "manyparts"}
+var allSteps = []string{"startup", "single", "rf3", "partitions1000", "failover", "manyparts"}
 
 // lingers are the two producer settings the single-node figures are taken
 // at: linger 0 (this tool's default, every record sent at once) and the
@@ -65,6 +65,11 @@ func newFigureSet(cfg *config) *figureSet {
 	s := &figureSet{byID: map[string]*Figure{}}
 	p := cfg.partitions
 	rate := trimFloat(cfg.rate)
+	s.def(fmt.Sprintf("start-up: exec of the broker → first acks=all produce acked (franz-go defaults; CreateTopics of %d partitions first on a fresh dir)", p),
+		"startup_listen_ms", "fresh data dir: exec → port accepts", "ms", "", nil, "")
+	s.def("", "startup_fresh_ms", "fresh data dir: exec → CreateTopics → first ack", "ms", "", atMost(100), "")
+	s.def("", "startup_1000_ms", fmt.Sprintf("restart after a clean stop, %d partitions of %d KiB each: exec → first ack", startupPartitions, startupRecords*latencyRecordSize/1024), "ms", "", nil,
+		"kfake keeps no data, so it has no restart figure")
 	sec := fmt.Sprintf("one node, %d partitions, %d B values, acks=all, idempotent; paced suites %s rec/s of 1 KiB for %s", p, cfg.size, rate, cfg.duration)
 	first := true
 	for _, l := range lingers {
@@ -80,6 +85,9 @@ func newFigureSet(cfg *config) *figureSet {
 		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s "+l.label, "ms", "", nil, "")
 		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s "+l.label, "ms", "", ratioAtMost(1.5), "")
 	}
+	floorNote := fmt.Sprintf("the disk's own floor: %d B append + fdatasync to a preallocated file in fjord's data dir, %s/s for %s, just before each of fjord's latency suites; no ack p99 of a broker that fdatasyncs before acking one record at a time can be below it", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
+	s.def("", "fsync_floor_p50", "disk fdatasync p50 at "+rate+"/s (fjord's data dir)", "ms", "", nil, "")
+	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
 	for _, l := range lingers {
 		note := ""
 		if l.dflt {
@@ -152,6 +160,7 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 		logf("%s", msg)
 	}
 	steps := map[string]func(round int){
+		"startup":        func(round int) { allStartup(ctx, cfg, round, figs, fail) },
 		"single":         func(round int) { allSingle(ctx, cfg, round, figs, fail) },
 		"rf3":            func(int) { allRF3(ctx, cfg, figs, fail) },
 		"partitions1000": func(int) { allPartitions1000(ctx, cfg, figs, fail) },
@@ -233,16 +242,16 @@ func suiteErrors(tag string, r *TargetResult, fail func(string, ...any)) {
 
 // withBroker starts a one-node broker (fjord from -fjord-bin, or a kfake
 // child), lets its start-up settle for a second, runs fn on it, and stops
-// it.
-func withBroker(ctx context.Context, cfg *config, which string, fn func(addr string, pid int)) error {
+// it. dataDir is fjord's data directory ("" for kfake).
+func withBroker(ctx context.Context, cfg *config, which string, fn func(addr string, pid int, dataDir string)) error {
 	settled := fn
-	fn = func(addr string, pid int) {
+	fn = func(addr string, pid int, dataDir string) {
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
 			return
 		}
-		settled(addr, pid)
+		settled(addr, pid, dataDir)
 	}
 	if which == "kfake" {
 		p, err := startKfake(ctx)
@@ -251,7 +260,7 @@ func withBroker(ctx context.Context, cfg *config, which string, fn func(addr str
 		}
 		defer p.stop()
 		logf("[kfake] pid %d serving on %s", p.pid(), p.addr)
-		fn(p.addr, p.pid())
+		fn(p.addr, p.pid(), "")
 		return nil
 	}
 	p, err := startFjord(ctx, cfg.fjordBin)
@@ -260,7 +269,7 @@ func withBroker(ctx context.Context, cfg *config, which string, fn func(addr str
 	}
 	defer p.stop()
 	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
-	fn(p.addr, p.cmd.Process.Pid)
+	fn(p.addr, p.cmd.Process.Pid, p.dataDir())
 	if p.exited() {
 		return fmt.Errorf("fjord exited during the run; its log: %s", p.logTail())
 	}
@@ -276,10 +285,11 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 		slices.Reverse(order)
 	}
 	for _, target := range order {
-		err := withBroker(ctx, cfg, target, func(addr string, pid int) {
+		err := withBroker(ctx, cfg, target, func(addr string, pid int, dataDir string) {
 			for _, l := range lingers {
 				c := *cfg
 				c.suites = map[string]bool{suiteProduce: true, suiteLatency: true, suiteE2E: true, suiteConsume: true}
+				c.floorDir = dataDir
 				c.linger, c.lingerDefault = 0, l.dflt
 				tag := target + ", " + l.label
 				r := benchBrokersProc(ctx, &c, tag, []string{addr}, false, pid)
@@ -296,6 +306,10 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 				if r.Latency != nil {
 					figs.put(target, "ack_p50_"+l.id, r.Latency.P50Ms)
 					figs.put(target, "ack_p99_"+l.id, r.Latency.P99Ms)
+				}
+				if r.FsyncFloor != nil {
+					figs.fjord("fsync_floor_p50", r.FsyncFloor.P50Ms)
+					figs.fjord("fsync_floor_p99", r.FsyncFloor.P99Ms)
 				}
 				if r.E2E != nil {
 					figs.put(target, "e2e_p99_"+l.id, r.E2E.P99Ms)
@@ -353,7 +367,7 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
 	for _, target := range []string{"fjord", "kfake"} {
 		tag := target + ", 1000 partitions"
-		err := withBroker(ctx, cfg, target, func(addr string, pid int) {
+		err := withBroker(ctx, cfg, target, func(addr string, pid int, _ string) {
 			for _, l := range lingers {
 				if target == "kfake" && l.dflt {
 					continue

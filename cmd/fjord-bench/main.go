@@ -42,9 +42,13 @@ var allSuites = []string{suiteProduce, suiteLatency, suiteE2E, suiteConsume}
 
 // config holds the parsed flags.
 type config struct {
-	brokers     []string
-	kfake       bool
-	fjordBin    string
+	brokers  []string
+	kfake    bool
+	fjordBin string
+	// floorDir, when set, is the data directory of the broker under
+	// test: the latency suite then measures the disk's fsync floor there
+	// first (fsyncfloor.go). Set by the tool for the fjord it starts.
+	floorDir    string
 	suites      map[string]bool
 	partitions  int
 	rf          int

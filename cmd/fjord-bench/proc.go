@@ -66,11 +66,10 @@ func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
 	return p, err
 }
 
-// startFjordIn is startFjord on a given directory and address: a restart
-// of a node whose data is there (its output is appended to fjord.log).
-// A node answers only once it has opened its logs: wait bounds that.
-// extra are more command-line arguments.
-func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration, extra ...string) (*fjordProc, error) {
+// launchFjord execs bin on dir and addr (see startFjordIn) and returns at
+// once, without waiting for the node to answer: the start-up step times
+// from here.
+func launchFjord(bin, dir, addr string, extra ...string) (*fjordProc, error) {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return nil, err
@@ -84,7 +83,7 @@ func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration
 	}
 	p.cmd = exec.Command(bin, append([]string{
 		"--override", "listeners=PLAINTEXT://" + p.addr,
-		"--override", "log.dirs=" + filepath.Join(dir, "data"),
+		"--override", "log.dirs=" + p.dataDir(),
 	}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
@@ -97,7 +96,18 @@ func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration
 	children[p] = true
 	childrenMu.Unlock()
 	go func() { p.cmd.Wait(); close(p.done) }()
+	return p, nil
+}
 
+// startFjordIn is startFjord on a given directory and address: a restart
+// of a node whose data is there (its output is appended to fjord.log).
+// A node answers only once it has opened its logs: wait bounds that.
+// extra are more command-line arguments.
+func startFjordIn(ctx context.Context, bin, dir, addr string, wait time.Duration, extra ...string) (*fjordProc, error) {
+	p, err := launchFjord(bin, dir, addr, extra...)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.waitReady(ctx, wait); err != nil {
 		tail := p.logTail()
 		p.halt(syscall.SIGTERM, 10*time.Second)
@@ -132,6 +142,9 @@ func (p *fjordProc) waitReady(ctx context.Context, wait time.Duration) error {
 		}
 	}
 }
+
+// dataDir is the node's log.dirs.
+func (p *fjordProc) dataDir() string { return filepath.Join(p.dir, "data") }
 
 func (p *fjordProc) exited() bool {
 	select {

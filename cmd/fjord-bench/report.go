@@ -123,6 +123,20 @@ func (r *report) printTable(w io.Writer) {
 	if c.suites[suiteLatency] {
 		section(fmt.Sprintf("latency: produce->ack, %g rec/s for %s, 1 KiB", c.rate, c.duration))
 		latRows(row, suiteLatency, func(t *TargetResult) *Latency { return t.Latency })
+		if c.fjordBin != "" {
+			floor := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
+				return func(t *TargetResult) string {
+					if t.FsyncFloor == nil {
+						return "-"
+					}
+					return v(t.FsyncFloor)
+				}
+			}
+			section(fmt.Sprintf("disk floor: %d B append + fdatasync, preallocated file in the data dir, %g/s, before the latency suite", floorWriteSize, c.rate))
+			row("  fdatasync p50 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
+			row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
+			row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
+		}
 	}
 	if c.suites[suiteE2E] {
 		section(fmt.Sprintf("e2e: produce->consume, %g rec/s for %s, 1 KiB", c.rate, c.duration))

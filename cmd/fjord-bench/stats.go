@@ -25,6 +25,9 @@ type TargetResult struct {
 	// ProduceCPU is the broker process's CPU time during the produce
 	// suite, for a broker the tool started (fjord, kfake as a child).
 	ProduceCPU *CPU `json:"produce_cpu,omitempty"`
+	// FsyncFloor is the disk's own fdatasync latency in the broker's data
+	// directory at the latency suite's rate, taken just before it.
+	FsyncFloor *FsyncFloor `json:"fsync_floor,omitempty"`
 }
 
 // CPU is a broker process's user+system CPU time (from /proc/PID/stat)

@@ -1,9 +1,21 @@
 package main
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // childSysProcAttr makes the kernel kill a fjord child if this process
 // dies, so no broker outlives the benchmark.
 func childSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// preallocate reserves size bytes for f (fallocate, keeping no hole), so
+// that writes within them do not change its size.
+func preallocate(f *os.File, size int64) error {
+	return syscall.Fallocate(int(f.Fd()), 0, 0, size)
+}
+
+// fdatasync flushes f's data and only the metadata needed to read it.
+func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

@@ -2,8 +2,18 @@
 
 package main
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // childSysProcAttr has nothing to add off Linux; the watchdog and stop()
 // still end the child. (Memory sampling reads /proc and is Linux-only.)
 func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+// preallocate writes nothing off Linux: the floor is then taken on a file
+// that grows.
+func preallocate(*os.File, int64) error { return nil }
+
+// fdatasync is fsync off Linux.
+func fdatasync(f *os.File) error { return f.Sync() }

@@ -115,6 +115,12 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 		})
 	}
 	ok = ok && run(suiteLatency, func(topic string) (err error) {
+		if cfg.floorDir != "" {
+			logf("[%s] fsync floor in %s ...", name, cfg.floorDir)
+			if res.FsyncFloor, err = fsyncFloor(ctx, cfg.floorDir, cfg.rate, min(cfg.duration, floorMaxDuration)); err != nil {
+				return err
+			}
+		}
 		res.Latency, err = b.produceLatency(ctx, topic)
 		return err
 	})
@@ -223,7 +229,9 @@ func benchFjord(ctx context.Context, cfg *config) *TargetResult {
 	}
 	defer p.stop()
 	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
-	res := benchChild(ctx, cfg, "fjord", p.addr, p.cmd.Process.Pid)
+	c := *cfg
+	c.floorDir = p.dataDir()
+	res := benchChild(ctx, &c, "fjord", p.addr, p.cmd.Process.Pid)
 	if p.exited() {
 		res.Error = "fjord exited during the run; its log: " + p.logTail()
 	}

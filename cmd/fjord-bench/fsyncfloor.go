@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// The fsync floor: what the disk under the broker's data directory takes
+// for the operation fjord's acks=all path waits on, measured in the same
+// run as the broker's produce→ack latency, so that kfake's p99, fjord's
+// p99 and the disk's own fdatasync p99 can be read side by side. A
+// broker that fsyncs before it acks cannot have a p99 below this floor
+// (unless it coalesces several records into one fdatasync, which fjord's
+// group flush does).
+
+// floorWriteSize is the size of each append: one 1 KiB record batch with
+// its headers is a little over 1 KiB, a few of them coalesced about 4 KiB.
+const floorWriteSize = 4096
+
+// floorMaxDuration bounds how long the floor is measured before each
+// latency suite: a few seconds give thousands of samples at 3,500/s.
+const floorMaxDuration = 5 * time.Second
+
+// FsyncFloor is the latency of fdatasync after a floorWriteSize append to
+// a preallocated file in the broker's data directory, paced at the rate
+// of the latency suite, taken with nothing else writing (just before the
+// suite).
+type FsyncFloor struct {
+	Dir          string  `json:"dir"`
+	TargetRate   float64 `json:"target_rate"`   // appends+fdatasyncs/s asked for
+	AchievedRate float64 `json:"achieved_rate"` // done/s: below target when one fdatasync takes longer than 1/rate
+	Samples      int     `json:"samples"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	P999Ms       float64 `json:"p999_ms"`
+	MaxMs        float64 `json:"max_ms"`
+}
+
+// fsyncFloor appends floorWriteSize bytes and fdatasyncs, rate times a
+// second for dur, to a file preallocated (fallocate) in dir, one
+// operation at a time: when an fdatasync takes longer than 1/rate the
+// next starts at once and the achieved rate falls short. The file is
+// removed afterwards.
+func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration) (*FsyncFloor, error) {
+	path := filepath.Join(dir, ".fjord-bench-fsync-floor")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("fsync floor: %w", err)
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	total := int64(rate * dur.Seconds())
+	// Preallocated like a segment file would be, so the appends do not
+	// grow the file (its size is fixed from the start).
+	if err := preallocate(f, total*floorWriteSize); err != nil {
+		return nil, fmt.Errorf("fsync floor: preallocate %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("fsync floor: %w", err)
+	}
+	buf := make([]byte, floorWriteSize)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	lats := make([]time.Duration, 0, total)
+	var off int64
+	var opErr error
+	done, window := pace(ctx, rate, dur, func(int64) {
+		if opErr != nil {
+			return
+		}
+		if _, err := f.WriteAt(buf, off); err != nil {
+			opErr = err
+			return
+		}
+		off += floorWriteSize
+		t := time.Now()
+		if err := fdatasync(f); err != nil {
+			opErr = err
+			return
+		}
+		lats = append(lats, time.Since(t))
+	})
+	if opErr != nil {
+		return nil, fmt.Errorf("fsync floor: %w", opErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(lats)
+	return &FsyncFloor{
+		Dir:          dir,
+		TargetRate:   rate,
+		AchievedRate: float64(done) / window.Seconds(),
+		Samples:      len(lats),
+		P50Ms:        ms(percentile(lats, 0.50)),
+		P99Ms:        ms(percentile(lats, 0.99)),
+		P999Ms:       ms(percentile(lats, 0.999)),
+		MaxMs:        ms(percentile(lats, 1)),
+	}, nil
+}
