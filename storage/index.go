@@ -14,7 +14,8 @@ type offsetEntry struct {
 }
 
 // timeEntry records that up to relative offset rel, the largest timestamp in
-// the segment is ts.
+// the segment is ts. Entries are sparse (one per offset index entry at the
+// most): the segment's own maximum can be past the last one (segState.maxTS).
 type timeEntry struct {
 	ts  int64
 	rel int32

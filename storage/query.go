@@ -17,7 +17,7 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 	for _, s := range l.segments() {
 		st := s.pub.Load()
 		t := st.times
-		if len(t) == 0 || t[len(t)-1].ts < ts {
+		if st.maxTS < ts {
 			continue // nothing in this segment reaches ts
 		}
 		from := s.base + int64(lookupTime(t, ts))

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -71,12 +72,15 @@ type segState struct {
 	size  int64
 	offs  []offsetEntry
 	times []timeEntry
+	// maxTS is the segment's largest batch max timestamp (-1: none): the
+	// sparse time index's last entry can be behind it.
+	maxTS int64
 }
 
 // publish makes the writer's current state visible to readers.
 // REQUIRES: Log.mu held (or the segment not yet shared).
 func (s *segment) publish() {
-	s.pub.Store(&segState{size: s.size, offs: s.ix.offs, times: s.ix.times})
+	s.pub.Store(&segState{size: s.size, offs: s.ix.offs, times: s.ix.times, maxTS: s.maxTS})
 }
 
 // preallocChunk is how far ahead of the data a segment file is extended.
@@ -173,8 +177,16 @@ func (s *segment) writeIndexFiles(sync bool) error {
 		offs = binary.BigEndian.AppendUint32(offs, uint32(e.rel))
 		offs = binary.BigEndian.AppendUint32(offs, uint32(e.pos))
 	}
-	times := make([]byte, 0, len(s.ix.times)*timeEntryLen)
-	for _, e := range s.ix.times {
+	entries := s.ix.times
+	if n := len(entries); s.maxTS >= 0 && (n == 0 || entries[n-1].ts < s.maxTS) {
+		// The file ends with the segment's largest timestamp, as Kafka's
+		// does once a segment rolls: a restart trusts it as the maximum
+		// (indexesAgree). A copy, so the writer's slice, which readers
+		// share, is not appended to here.
+		entries = append(slices.Clip(entries), timeEntry{s.maxTS, int32(s.maxTSOffset - s.base)})
+	}
+	times := make([]byte, 0, len(entries)*timeEntryLen)
+	for _, e := range entries {
 		times = binary.BigEndian.AppendUint64(times, uint64(e.ts))
 		times = binary.BigEndian.AppendUint32(times, uint32(e.rel))
 	}
@@ -383,20 +395,16 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 			return pos, nil
 		}
 		last := base + int64(info.LastDelta)
+		if info.MaxTimestamp > s.maxTS {
+			s.maxTS, s.maxTSOffset = info.MaxTimestamp, last
+		}
 		if rebuild {
 			sinceIndex += int32(info.Bytes)
 			if sinceIndex >= indexInterval || len(s.ix.offs) == 0 {
 				s.ix.offs = append(s.ix.offs, offsetEntry{int32(last - s.base), int32(pos)})
 				sinceIndex = 0
+				s.noteTime()
 			}
-			if info.MaxTimestamp > s.maxTS {
-				if n := len(s.ix.times); n == 0 || s.ix.times[n-1].ts < info.MaxTimestamp {
-					s.ix.times = append(s.ix.times, timeEntry{info.MaxTimestamp, int32(last - s.base)})
-				}
-			}
-		}
-		if info.MaxTimestamp > s.maxTS {
-			s.maxTS, s.maxTSOffset = info.MaxTimestamp, last
 		}
 		if onBatch != nil {
 			onBatch(batch, info)
@@ -445,16 +453,27 @@ func (s *segment) noteAppended(pos int64, n int, last, maxTS int64, epoch int32,
 		s.firstAppend = time.UnixMilli(now)
 	}
 	s.bytesSinceIndex += int32(n)
+	if maxTS > s.maxTS {
+		s.maxTS, s.maxTSOffset = maxTS, last
+	}
 	if s.bytesSinceIndex >= indexInterval || len(s.ix.offs) == 0 {
 		s.ix.appendOffset(int32(last-s.base), int32(pos))
 		s.bytesSinceIndex = 0
-	}
-	if maxTS > s.maxTS {
-		s.maxTS, s.maxTSOffset = maxTS, last
-		s.ix.appendTime(maxTS, int32(last-s.base))
+		s.noteTime()
 	}
 	s.next = last + 1
 	s.lastEpoch = epoch
+}
+
+// noteTime adds a time index entry for the largest timestamp so far, if it
+// grew since the last entry. It is called where the offset index takes an
+// entry (every index.interval.bytes), as Kafka's time index is: an entry
+// per batch whose timestamp rises, which is nearly every batch, held 12
+// bytes of memory per batch for the life of the segment.
+func (s *segment) noteTime() {
+	if s.maxTS >= 0 {
+		s.ix.appendTime(s.maxTS, int32(s.maxTSOffset-s.base))
+	}
 }
 
 // walkHeaders reads the headers of the batches in [pos, size), in order,

@@ -170,6 +170,28 @@ func (l *Log) truncateLocked(offset int64) error {
 		s.maxTS, s.maxTSOffset = t.ts, s.base+int64(t.rel)
 	}
 	s.size, s.next, s.lastEpoch, s.bytesSinceIndex = cut.pos, newEnd, cut.epoch, cut.sinceIndex
+	// The time index is sparse: batches kept after its last kept entry
+	// may carry a larger timestamp. Read their headers for the exact
+	// maximum (MaxTimestamp, the files' last entry, and time lookups skip
+	// a segment below it).
+	from := int64(0)
+	if nt > 0 {
+		if from, err = s.findBatch(s.ix.offs, s.maxTSOffset, s.size); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.walkHeaders(from, s.size, func(_ int64, hdr []byte) (bool, error) {
+		info, err := recordbatch.ParseHeader(hdr)
+		if err != nil {
+			return false, err
+		}
+		if info.MaxTimestamp > s.maxTS {
+			s.maxTS, s.maxTSOffset = info.MaxTimestamp, recordbatch.LastOffset(hdr)
+		}
+		return true, nil
+	}); err != nil {
+		return fail(err)
+	}
 	switch {
 	case s.size == 0:
 		s.firstAppend = time.Time{}
