@@ -60,8 +60,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseOAuthBearer$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
 	$(GO) test -run='^$$' -fuzz='^FuzzOAuthBearerSigned$$' -fuzztime=100000x ./broker/sasl
 
-compat: build
-	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_CHROMIUM=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...
+compat: build weed
+	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_WEED_BIN=$(CURDIR)/$(WEED) FJORD_REQUIRE_WEED=1 FJORD_REQUIRE_KCAT=1 FJORD_REQUIRE_PROMETHEUS=1 FJORD_REQUIRE_CHROMIUM=1 FJORD_REQUIRE_KEYTOOL=1 FJORD_REQUIRE_KAFKA_PYTHON=1 FJORD_REQUIRE_CONFLUENT_KAFKA=1 FJORD_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 # faults runs every fault-injection scenario of compat-tests at full length
 # (kill, freeze and isolate leaders, lose two of three nodes under an acks=all
