@@ -15,7 +15,9 @@ package brokertest
 //
 // By default TestPowerCutAllNodes runs two seeds and TestPowerCutOneNode
 // one (about a minute in all); FJORD_POWERCUT_SEEDS=n runs n seeds per
-// test (make faults: 200); FJORD_POWERCUT_SEED=s replays seed s alone
+// test (make faults: 200), FJORD_POWERCUT_SKIP=k leaves out the first k
+// (so one long run can be split over several, each taking the next
+// seeds); FJORD_POWERCUT_SEED=s replays seed s alone
 // (the cut moments, the nodes cut and what their disks keep follow from
 // it; the scheduling of goroutines does not); FJORD_POWERCUT_LOGS=1
 // prints the nodes' logs of a failed seed, =all of every seed.
@@ -59,9 +61,17 @@ func powerSeeds(t *testing.T, short int, base uint64) []uint64 {
 		}
 		n = v
 	}
+	skip := 0
+	if s := os.Getenv("FJORD_POWERCUT_SKIP"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			t.Fatalf("FJORD_POWERCUT_SKIP=%q: want a count", s)
+		}
+		skip = v
+	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
-		seeds[i] = base + uint64(i)
+		seeds[i] = base + uint64(skip+i)
 	}
 	return seeds
 }
