@@ -223,7 +223,7 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	}
 	if opts.RemoteStore != nil {
 		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
+		b.remote = newTierRemote(b, opts.RemoteStore)
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {

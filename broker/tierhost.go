@@ -79,6 +79,36 @@ type tierRemote struct {
 	reader *tier.Reader
 }
 
+// newTierRemote is the read side over store, with the read cache the
+// rsm.config.fetch.chunk.cache.* keys ask for.
+func newTierRemote(b *Broker, store remote.Store) tierRemote {
+	r := &tier.Reader{Store: store}
+	if chunk, size, prefetch := b.cfg.Remote.S3.ReadCache(); size > 0 {
+		r.Cache = tier.NewChunkCache(store, chunk, size, prefetch)
+		registerCacheMetrics(b.metrics.Registerer(), r.Cache)
+	}
+	return tierRemote{b: b, reader: r}
+}
+
+// registerCacheMetrics exports the read cache's counters (docs/metrics.md).
+func registerCacheMetrics(reg prometheus.Registerer, c *tier.ChunkCache) {
+	counter := func(name, help string, f func(tier.CacheMetrics) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(c.Metrics())) })
+	}
+	reg.MustRegister(
+		counter("fjord_remote_cache_hits_total", "Chunk reads of remote segments served by the read cache (or by a read of the same chunk under way).",
+			func(m tier.CacheMetrics) uint64 { return m.Hits }),
+		counter("fjord_remote_cache_misses_total", "Chunk reads of remote segments that had to Get from the store.",
+			func(m tier.CacheMetrics) uint64 { return m.Misses }),
+		counter("fjord_remote_cache_prefetches_total", "Chunks read ahead of a consumer (rsm.config.fetch.chunk.cache.prefetch.max.size).",
+			func(m tier.CacheMetrics) uint64 { return m.Prefetches }),
+		counter("fjord_remote_cache_evictions_total", "Chunks dropped from the read cache to stay within rsm.config.fetch.chunk.cache.size.",
+			func(m tier.CacheMetrics) uint64 { return m.Evictions }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_remote_cache_bytes", Help: "Bytes held by the read cache of remote segments."},
+			func() float64 { return float64(c.Metrics().Bytes) }),
+	)
+}
+
 func (r tierRemote) Start(topicID [16]byte, partition int32) int64 {
 	img := r.b.replicas.Image()
 	if img == nil {

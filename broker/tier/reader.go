@@ -3,7 +3,6 @@ package tier
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage"
@@ -22,7 +21,10 @@ import (
 type Reader struct {
 	Store  remote.Store
 	Prefix string
-	txn    txnCache
+	// Cache, when set, serves the .log and .index reads in chunks, with
+	// read-ahead (chunkcache.go); nil: every read is a ranged Get.
+	Cache *ChunkCache
+	txn   txnCache
 }
 
 // SegmentFor is the COPY_FINISHED segment holding offset in a partition's
@@ -47,7 +49,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	key := func(suffix string) string {
 		return ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, suffix)
 	}
-	index, err := r.get(ctx, key("index"), 0, -1)
+	index, err := r.getShared(ctx, key("index"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	}
 	for pos < seg.SizeBytes {
 		// One batch's header says how long it is and where it ends.
-		hdr, err := r.get(ctx, key("log"), pos, recordbatch.HeaderLen)
+		hdr, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, recordbatch.HeaderLen)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +72,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 			continue
 		}
 		n := max(int64(maxBytes), int64(info.Bytes))
-		data, err := r.get(ctx, key("log"), pos, min(n, seg.SizeBytes-pos))
+		data, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, min(n, seg.SizeBytes-pos))
 		if err != nil {
 			return nil, err
 		}
@@ -93,14 +95,23 @@ func wholeBatches(data []byte) []byte {
 }
 
 func (r *Reader) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	rc, err := r.Store.Get(ctx, key, off, n)
-	if err != nil {
-		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	return getAll(ctx, r.Store, key, off, n)
+}
+
+// getLog reads n bytes at off of a .log object of size bytes, through
+// the cache when there is one. The slice is the caller's.
+func (r *Reader) getLog(ctx context.Context, key string, size, off, n int64) ([]byte, error) {
+	if r.Cache != nil {
+		return r.Cache.Read(ctx, key, size, off, n)
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	return r.get(ctx, key, off, n)
+}
+
+// getShared reads a whole (small) object, through the cache when there
+// is one; the slice may be the cache's: read only.
+func (r *Reader) getShared(ctx context.Context, key string) ([]byte, error) {
+	if r.Cache != nil {
+		return r.Cache.chunk(ctx, chunkKey{key, -1}, 0, -1)
 	}
-	return b, nil
+	return r.get(ctx, key, 0, -1)
 }
