@@ -77,6 +77,7 @@ func (p tierProposer) Propose(ctx context.Context, rec controller.Record) (int16
 type tierRemote struct {
 	b      *Broker
 	reader *tier.Reader
+	reads  *tier.ReadPool
 }
 
 // newTierRemote is the read side over store, with the read cache the
@@ -87,7 +88,22 @@ func newTierRemote(b *Broker, store remote.Store) tierRemote {
 		r.Cache = tier.NewChunkCache(store, chunk, size, prefetch)
 		registerCacheMetrics(b.metrics.Registerer(), r.Cache)
 	}
-	return tierRemote{b: b, reader: r}
+	rc := &b.cfg.Remote
+	reads := tier.NewReadPool(int(rc.ReaderThreads), int(rc.ReaderMaxPending), remoteReadTimeout, b.ctx, b.goLoop)
+	b.metrics.Registerer().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_remote_reads_pending",
+		Help: "Consumers' remote reads running or queued (bounded by remote.log.reader.threads + remote.log.reader.max.pending.tasks)."},
+		func() float64 { return float64(reads.Pending()) }))
+	return tierRemote{b: b, reader: r, reads: reads}
+}
+
+// remoteReadTimeout bounds one consumer's read of the remote store,
+// waiting for a reader thread included.
+const remoteReadTimeout = 10 * time.Second
+
+func (r tierRemote) Reads() *tier.ReadPool { return r.reads }
+
+func (r tierRemote) FetchMaxWait() time.Duration {
+	return time.Duration(r.b.cfg.Remote.FetchMaxWaitMs) * time.Millisecond
 }
 
 // registerCacheMetrics exports the read cache's counters (docs/metrics.md).
@@ -177,4 +193,13 @@ func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte,
 		return nil, err
 	}
 	return out, nil
+}
+
+func (r tierRemote) OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (int64, int64, bool, error) {
+	img := r.b.replicas.Image()
+	if img == nil {
+		return 0, 0, false, nil
+	}
+	segs := img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition})
+	return r.reader.OffsetForTimestamp(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, segs, ts)
 }

@@ -109,7 +109,7 @@ func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Resp
 	respond = h.FetchQuota(cc, req, respond) // runs before countFetched
 	replicaID := ReplicaOf(req)
 	resp, n, stop := fetchOnce(h, req)
-	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	wait := remoteWait(h, resp, n, req)
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
 		respond(resp)
 		return
@@ -146,15 +146,19 @@ func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Resp
 				respond(resp)
 				return
 			}
+			stopForwarding := forwardDone(resp.remoteWaits, ch)
 			select {
 			case <-ch:
+				stopForwarding()
 				for _, p := range parts {
 					watch(p, ch)
 				}
 			case <-timer.C:
+				stopForwarding()
 				respond(resp)
 				return
 			case <-cc.Ctx.Done():
+				stopForwarding()
 				resp.Release()
 				respond(nil)
 				return
@@ -284,10 +288,18 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 					// hold it. Every copied record is below the last
 					// stable offset (only such segments are copied), so
 					// read_committed reads it too, with the aborts.
-					if rd, ok, rerr := remoteRead(h, t, rp.Partition, rp.FetchOffset, max(budgetLimit, 1)); ok || rerr != nil {
-						data, err = rd, rerr
-						if err == nil && req.IsolationLevel == 1 && len(data) > 0 {
-							remoteAborted, err = remoteAbortedIn(h, t, rp.Partition, lg, rp.FetchOffset, data)
+					// The read may run on the remote reader pool
+					// (remote_fetch.go): then nothing yet, and the
+					// request knows what to wait for.
+					rd, ra, ok, wait, rerr := remoteFetch(h, t, rp.Partition, lg, rp.FetchOffset, max(budgetLimit, 1), req.IsolationLevel == 1)
+					switch {
+					case wait != nil:
+						pooled.remoteWaits = append(pooled.remoteWaits, wait)
+						data, err = nil, nil
+					case ok || rerr != nil:
+						data, remoteAborted, err = rd, ra, rerr
+						if err == nil && req.IsolationLevel == 1 && len(data) > 0 && remoteAborted == nil {
+							remoteAborted = []storage.AbortedTxn{}
 						}
 					}
 				}
@@ -371,6 +383,9 @@ func ReplicaOf(req *kmsg.FetchRequest) int32 {
 type PooledFetch struct {
 	*kmsg.FetchResponse
 	bufs [][]byte
+	// remoteWaits are the remote reads under way for partitions answered
+	// without records (remote_fetch.go).
+	remoteWaits []<-chan struct{}
 }
 
 // SizeHint is the record bytes plus a generous allowance for the rest.
@@ -488,15 +503,14 @@ func logStart(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log) int
 }
 
 // remoteRead reads a consumer's fetch below the local log from the
-// partition's tiered copy; ok is false when it has none there. The store
-// is read on the request's goroutine, bounded by remoteReadTimeout.
-func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
+// partition's tiered copy; ok is false when it has none there. ctx bounds
+// it (remoteReadTimeout), on the remote reader pool or, without one, the
+// request's goroutine (remote_fetch.go).
+func remoteRead(ctx context.Context, h Host, t *replicamgr.Topic, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
 	r := h.Remote()
 	if r == nil {
 		return nil, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
-	defer cancel()
 	data, ok, err := r.Read(ctx, t.Name, t.ID, partition, offset, maxBytes)
 	if err != nil {
 		return nil, ok, fmt.Errorf("%w: %s-%d at %d: %w", ErrRemoteStorage, t.Name, partition, offset, err)
@@ -513,11 +527,9 @@ func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxB
 // copied before, so the remote search, which reads the image after,
 // finds it. A transaction in both is listed once. Never nil when err is
 // nil (an empty slice: none), so the caller knows it was asked.
-func remoteAbortedIn(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log, fetchOffset int64, data []byte) ([]storage.AbortedTxn, error) {
+func remoteAbortedIn(ctx context.Context, h Host, t *replicamgr.Topic, partition int32, lg *storage.Log, fetchOffset int64, data []byte) ([]storage.AbortedTxn, error) {
 	end := storage.ReadEnd(fetchOffset, data)
 	local := lg.AbortedTransactions(fetchOffset, end)
-	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
-	defer cancel()
 	copied, err := h.Remote().Aborted(ctx, t.Name, t.ID, partition, fetchOffset, end)
 	if err != nil {
 		return nil, fmt.Errorf("%w: aborted transactions of %s-%d from %d: %w", ErrRemoteStorage, t.Name, partition, fetchOffset, err)
@@ -534,5 +546,6 @@ func remoteAbortedIn(h Host, t *replicamgr.Topic, partition int32, lg *storage.L
 	return out, nil
 }
 
-// remoteReadTimeout bounds one fetch's read from the remote store.
+// remoteReadTimeout bounds one fetch's read from the remote store,
+// waiting for a reader thread included.
 const remoteReadTimeout = 10 * time.Second

@@ -15,6 +15,7 @@ import (
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -94,6 +95,15 @@ type RemoteLog interface {
 	// copy. An error (the store failed, or a segment walked was deleted
 	// meanwhile) means the records must not be served.
 	Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error)
+	// OffsetForTimestamp is the first copied record with a timestamp at
+	// or after ts (tier.Reader.OffsetForTimestamp); ok false when none.
+	OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (offset, recordTS int64, ok bool, err error)
+	// Reads is the pool consumers' remote reads run on, off the fetch
+	// path (remote_fetch.go); nil: they run on the fetch's goroutine.
+	Reads() *tier.ReadPool
+	// FetchMaxWait is remote.fetch.max.wait.ms: how long a fetch with no
+	// other data waits for its remote reads.
+	FetchMaxWait() time.Duration
 }
 
 // Entries are the data path's registrations, bound to h. Building them
@@ -153,6 +163,11 @@ var (
 // the remote store (KAFKA_STORAGE_ERROR: retriable, and never records
 // without their aborted transactions).
 var ErrRemoteStorage = errors.New("partitions: remote storage")
+
+// ErrRemoteReadsFull: a consumer's remote read could not be queued
+// (remote.log.reader.threads and .max.pending.tasks are taken); the
+// partition is answered with Kafka's code for a refused reader task.
+var ErrRemoteReadsFull = errors.New("partitions: remote reader pool full")
 
 // errMessage is the optional error message some responses carry.
 func errMessage(err error) *string {
