@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
@@ -93,6 +94,7 @@ func newTierRemote(b *Broker, store remote.Store) tierRemote {
 	b.metrics.Registerer().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_remote_reads_pending",
 		Help: "Consumers' remote reads running or queued (bounded by remote.log.reader.threads + remote.log.reader.max.pending.tasks)."},
 		func() float64 { return float64(reads.Pending()) }))
+	b.metrics.Registerer().MustRegister(remoteSizeCollector{b})
 	return tierRemote{b: b, reader: r, reads: reads}
 }
 
@@ -202,4 +204,42 @@ func (r tierRemote) OffsetForTimestamp(ctx context.Context, topic string, topicI
 	}
 	segs := img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition})
 	return r.reader.OffsetForTimestamp(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, segs, ts)
+}
+
+func (r tierRemote) Size(topicID [16]byte, partition int32) int64 {
+	img := r.b.replicas.Image()
+	if img == nil {
+		return 0
+	}
+	return tier.CopiedBytes(img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition}))
+}
+
+// remoteSizeCollector exports fjord_remote_log_size_bytes (Kafka's
+// RemoteLogSizeBytes) per partition this node leads, so a cluster-wide
+// sum counts each partition once.
+type remoteSizeCollector struct{ b *Broker }
+
+var remoteSizeDesc = prometheus.NewDesc("fjord_remote_log_size_bytes",
+	"Bytes of a tiered partition's copied segments in the remote store (Kafka's RemoteLogSizeBytes), on its leader.",
+	[]string{"topic", "partition"}, nil)
+
+func (c remoteSizeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- remoteSizeDesc }
+
+func (c remoteSizeCollector) Collect(ch chan<- prometheus.Metric) {
+	img := c.b.replicas.Image()
+	if img == nil {
+		return
+	}
+	for _, t := range c.b.replicas.Topics() {
+		for _, p := range t.Local() {
+			if !p.Leads() {
+				continue
+			}
+			segs := img.RemoteSegments(controller.TopicPartition{TopicID: t.ID, Partition: p.Index})
+			if len(segs) == 0 {
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(remoteSizeDesc, prometheus.GaugeValue, float64(tier.CopiedBytes(segs)), t.Name, strconv.Itoa(int(p.Index)))
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,7 +105,13 @@ func tieredOneNode(t *testing.T, store remote.Store, topic string, n, valueBytes
 func TestTierSlowRemoteReadDoesNotBlockLocal(t *testing.T) {
 	store := &slowStore{Store: remote.NewMemStore()}
 	const cold, hot = "tier-cold", "tier-hot"
-	c, values, _ := tieredOneNode(t, store, cold, 200, 60, 0, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	c, values, _ := tieredOneNode(t, store, cold, 200, 60, 0, func(cfg *config.Config) { cfg.MetricsAddr = metricsAddr })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl := producer(t, c, hot)
@@ -176,6 +183,26 @@ func TestTierSlowRemoteReadDoesNotBlockLocal(t *testing.T) {
 		if v != values[i] {
 			t.Fatalf("cold record %d: %q, want %q", i, v, values[i])
 		}
+	}
+
+	// The copy's size is a metric (Kafka's RemoteLogSizeBytes), the
+	// bytes of the copied segments.
+	rs, err := c.Broker(1).Replica(cold, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tier.CopiedBytes(rs.Remote)
+	found := false
+	for _, smp := range scrapeAll(t, metricsAddr) {
+		if smp.name == "fjord_remote_log_size_bytes" && strings.Contains(smp.labels, `topic="`+cold+`"`) {
+			found = true
+			if smp.value <= 0 || smp.value < float64(want)/2 {
+				t.Fatalf("fjord_remote_log_size_bytes%s %v; the image's copied segments hold %d", smp.labels, smp.value, want)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no fjord_remote_log_size_bytes for the tiered partition")
 	}
 }
 

@@ -167,6 +167,7 @@ func (s *NodeSource) topic(t *controller.Topic, lt *replicamgr.Topic) Topic {
 				cp.LogStart, cp.LogEnd, cp.HighWater, cp.Bytes = lg.StartOffset(), lg.EndOffset(), rp.HW(), lg.Size()
 			}
 		}
+		cp.Remote, cp.RemoteStart, cp.RemoteEnd, cp.RemoteBytes = remoteRange(s.Image().RemoteSegments(controller.TopicPartition{TopicID: t.ID, Partition: int32(i)}))
 		ct.Partitions = append(ct.Partitions, cp)
 	}
 	for k, v := range t.Configs {
@@ -469,4 +470,21 @@ func (s *NodeSource) Clients(limit int) ([]protocol.ClientInfo, int) {
 		total += n
 	}
 	return out, total
+}
+
+// remoteRange is what a partition's copied (COPY_FINISHED) segments hold:
+// ok false when none.
+func remoteRange(segs []controller.RemoteSegmentMeta) (ok bool, start, end, bytes int64) {
+	for _, sg := range segs {
+		if sg.State != controller.RemoteCopyFinished {
+			continue
+		}
+		if !ok {
+			start = sg.BaseOffset
+		}
+		ok = true
+		end = max(end, sg.EndOffset)
+		bytes += sg.SizeBytes
+	}
+	return ok, start, end, bytes
 }

@@ -140,6 +140,13 @@ type Partition struct {
 	// Storage is the local replica's disk state ("" when fine: full,
 	// failed or stalled otherwise), whether its log is open or not.
 	Storage string
+	// Remote: a tiered partition with copied segments (from the image, on
+	// every node): the offsets [RemoteStart, RemoteEnd] and RemoteBytes
+	// are in the remote store.
+	Remote      bool
+	RemoteStart int64
+	RemoteEnd   int64
+	RemoteBytes int64
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set

@@ -95,6 +95,9 @@ type RemoteLog interface {
 	// copy. An error (the store failed, or a segment walked was deleted
 	// meanwhile) means the records must not be served.
 	Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error)
+	// Size is the bytes of the partition's copied segments (its remote
+	// log size); 0 when nothing is copied.
+	Size(topicID [16]byte, partition int32) int64
 	// OffsetForTimestamp is the first copied record with a timestamp at
 	// or after ts (tier.Reader.OffsetForTimestamp); ok false when none.
 	OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (offset, recordTS int64, ok bool, err error)

@@ -115,3 +115,16 @@ func (r *Reader) getShared(ctx context.Context, key string) ([]byte, error) {
 	}
 	return r.get(ctx, key, 0, -1)
 }
+
+// CopiedBytes is the bytes of a partition's COPY_FINISHED segments (their
+// .log objects) in segs, the image's entries: its remote log size, as
+// Kafka's RemoteLogSizeBytes counts it.
+func CopiedBytes(segs []controller.RemoteSegmentMeta) int64 {
+	var n int64
+	for _, s := range segs {
+		if s.State == controller.RemoteCopyFinished {
+			n += s.SizeBytes
+		}
+	}
+	return n
+}
