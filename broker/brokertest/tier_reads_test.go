@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,13 +27,14 @@ import (
 // while zero): a store far away, or struggling.
 type slowStore struct {
 	remote.Store
-	delay atomic.Int64 // nanoseconds
-	gets  atomic.Int64
+	delay   atomic.Int64 // nanoseconds
+	gets    atomic.Int64
+	allKeys bool // delay every Get, not only .log and .index ones
 }
 
 func (s *slowStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	s.gets.Add(1)
-	if d := time.Duration(s.delay.Load()); d > 0 && (strings.HasSuffix(key, ".log") || strings.HasSuffix(key, ".index")) {
+	if d := time.Duration(s.delay.Load()); d > 0 && (s.allKeys || strings.HasSuffix(key, ".log") || strings.HasSuffix(key, ".index")) {
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -48,6 +50,19 @@ func (s *slowStore) Get(ctx context.Context, key string, off, n int64) (io.ReadC
 // log starts above from (those offsets read only from the store). It
 // returns the cluster, the values and t0.
 func tieredOneNode(t *testing.T, store remote.Store, topic string, n, valueBytes int, from int64, configure func(*config.Config)) (*Cluster, []string, time.Time) {
+	t.Helper()
+	return tieredOneNodeAt(t, store, topic, n, valueBytes, max(1024, 4*valueBytes), from, configure)
+}
+
+// tieredOneNodeSized is tieredOneNode with segments of segment bytes,
+// waiting until all but the last local.retention.bytes (2 segments) are
+// only in the store.
+func tieredOneNodeSized(t *testing.T, store remote.Store, topic string, n, valueBytes, segment int, configure func(*config.Config)) (*Cluster, []string, time.Time) {
+	t.Helper()
+	return tieredOneNodeAt(t, store, topic, n, valueBytes, segment, int64(n-3*segment/valueBytes), configure)
+}
+
+func tieredOneNodeAt(t *testing.T, store remote.Store, topic string, n, valueBytes, segment int, from int64, configure func(*config.Config)) (*Cluster, []string, time.Time) {
 	t.Helper()
 	c, err := Start(Options{Nodes: 1, Dir: t.TempDir(), RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
 		Configure: func(_ int32, cfg *config.Config) {
@@ -65,7 +80,6 @@ func tieredOneNode(t *testing.T, store remote.Store, topic string, n, valueBytes
 	// No delivery timeout: franz-go counts it from a record's own timestamp.
 	cl := producer(t, c, topic, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordDeliveryTimeout(0))
 	adm := kadm.NewClient(cl)
-	segment := max(1024, 4*valueBytes)
 	res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
 		"segment.bytes": kadm.StringPtr(fmt.Sprint(segment)), "remote.storage.enable": kadm.StringPtr("true"),
 		"local.retention.bytes": kadm.StringPtr(fmt.Sprint(2 * segment)), "retention.ms": kadm.StringPtr("-1"),
@@ -285,5 +299,61 @@ func TestTierListOffsetsByTimestamp(t *testing.T) {
 	}
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("ListOffsets with the store down: offset %d code %d, want KAFKA_STORAGE_ERROR", p.Offset, p.ErrorCode)
+	}
+}
+
+// Figures for the read cache (FJORD_TIER_FIGURES=1; no assertion on
+// speed): a consumer reads a cold 64 MiB partition, all of it below the
+// local log start, from a store that takes 5 ms a Get, with the read
+// cache off and on.
+func TestTierReadFigures(t *testing.T) {
+	if os.Getenv("FJORD_TIER_FIGURES") == "" {
+		t.Skip("FJORD_TIER_FIGURES=1 runs it")
+	}
+	for _, cache := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cache=%t", cache), func(t *testing.T) {
+			store := &slowStore{Store: remote.NewMemStore(), allKeys: true}
+			topic := "figures"
+			const n, size = 64 << 10, 1000 // about 64 MiB
+			c, _, _ := tieredOneNodeSized(t, store, topic, n, size, 4<<20, func(cfg *config.Config) {
+				if cache {
+					cfg.Remote.S3.ChunkCacheClass = config.AivenMemoryChunkCache
+					cfg.Remote.S3.ChunkCacheSize = 128 << 20
+				}
+			})
+			rs, err := c.Broker(1).Replica(topic, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cold := rs.LogStart
+			store.delay.Store(int64(5 * time.Millisecond))
+			gets := store.gets.Load()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics(topic),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			start := time.Now()
+			var got, bytes int64
+			deadline := time.Now().Add(5 * time.Minute)
+			for got < cold && time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				fs := cl.PollFetches(ctx)
+				cancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					if r.Offset < cold {
+						got++
+						bytes += int64(len(r.Value))
+					}
+				})
+			}
+			took := time.Since(start)
+			if got < cold {
+				t.Fatalf("read %d of %d cold records", got, cold)
+			}
+			t.Logf("cache %t: %d cold records (%.1f MiB) in %v: %.0f records/s, %.1f MiB/s; %d store Gets",
+				cache, got, float64(bytes)/(1<<20), took.Round(time.Millisecond), float64(got)/took.Seconds(), float64(bytes)/(1<<20)/took.Seconds(), store.gets.Load()-gets)
+		})
 	}
 }

@@ -41,8 +41,12 @@ import (
 //     segments from the one read on, then the local log's indexes
 //     (remoteAbortedIn), as Kafka's RemoteLogManager collects them. A
 //     store failure (of the records or their aborts) is
-//     KAFKA_STORAGE_ERROR, never records without their aborts. Not yet:
-//     the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
+//     KAFKA_STORAGE_ERROR, never records without their aborts. The read
+//     runs on the node's remote reader pool (remote_fetch.go): local
+//     partitions of the same fetch are answered without waiting for it,
+//     and a fetch with nothing else waits up to remote.fetch.max.wait.ms;
+//     a full pool is UNKNOWN_SERVER_ERROR for that partition, as in
+//     Kafka. Not yet: the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
 //   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
 //     full fetches; an incremental fetch on an unknown session gets
 //     FETCH_SESSION_ID_NOT_FOUND.
