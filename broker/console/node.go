@@ -190,6 +190,7 @@ func (s *NodeSource) Tail(name string, partition int32, lim TailLimits) (Tail, e
 		return Tail{}, fmt.Errorf("no partition %s-%d", name, partition)
 	}
 	t := Tail{Topic: name, Partition: partition, Leader: it.Partitions[partition].Leader}
+	t.Remote, t.RemoteStart, t.RemoteEnd, t.RemoteBytes = remoteRange(s.Image().RemoteSegments(controller.TopicPartition{TopicID: it.ID, Partition: partition}))
 	lt := s.Replicas.Topic(name)
 	if lt == nil || int(partition) >= len(lt.Parts) || lt.Parts[partition] == nil {
 		return t, nil

@@ -174,6 +174,12 @@ type Tail struct {
 	Records   []Record
 	// Short: the read budget ran out before Records were found.
 	Short bool
+	// Remote: offsets [RemoteStart, RemoteEnd], RemoteBytes of them, are
+	// in the remote store (tiered storage; from the image).
+	Remote      bool
+	RemoteStart int64
+	RemoteEnd   int64
+	RemoteBytes int64
 }
 
 // Record is one record, its bytes clipped to TailLimits.ValueBytes.

@@ -22,7 +22,11 @@ import (
 // chunk share one Get (single flight). An object whose size is not known
 // (a segment's .index) is cached whole as one entry.
 //
-// Invariants: bytes <= MaxBytes (an entry larger than MaxBytes is served
+// Memory: the cached chunks (<= maxBytes), plus the chunks being read:
+// one per reader (the node's remote reader pool bounds them) and at most
+// maxPrefetching read-ahead ones.
+//
+// Invariants: bytes <= maxBytes (an entry larger than maxBytes is served
 // and not kept); every element of lru is in entries and the other way
 // round; a key is in at most one of entries and loading. Cached bytes are
 // never handed out: every Read returns a fresh slice, which its caller
