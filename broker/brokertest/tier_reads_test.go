@@ -379,3 +379,52 @@ func TestTierReadCacheConsumesAll(t *testing.T) {
 		t.Logf("round %d: %d store Gets", round, store.gets.Load()-gets)
 	}
 }
+
+// Remote reads beyond remote.log.reader.threads running and
+// remote.log.reader.max.pending.tasks queued are refused: the partition
+// is answered UNKNOWN_SERVER_ERROR (Kafka's answer when its reader pool
+// rejects the task), the fetch itself at once, and the node holds no
+// more reads than the bound.
+func TestTierReaderPoolBound(t *testing.T) {
+	store := &slowStore{Store: remote.NewMemStore()}
+	const topic = "tier-bound"
+	c, _, _ := tieredOneNode(t, store, topic, 200, 60, 60, func(cfg *config.Config) {
+		cfg.Remote.ReaderThreads, cfg.Remote.ReaderMaxPending, cfg.Remote.FetchMaxWaitMs = 1, 1, 50
+	})
+	store.delay.Store(int64(time.Minute)) // every read stays under way
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fetchAt := func(offset int64) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	for i, off := range []int64{0, 20} { // one running, one queued
+		if p := fetchAt(off); p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+			t.Fatalf("read %d: code %d, %d bytes; want none yet, no error", i, p.ErrorCode, len(p.RecordBatches))
+		}
+	}
+	if p := fetchAt(40); p.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("a third read with 1 thread and 1 pending: code %d, want UNKNOWN_SERVER_ERROR", p.ErrorCode)
+	}
+	if p := fetchAt(0); p.ErrorCode != 0 {
+		t.Fatalf("the read under way asked again: code %d, want none (it is shared)", p.ErrorCode)
+	}
+}
