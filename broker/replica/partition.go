@@ -651,12 +651,25 @@ func (p *Partition) WaitCommittedUntil(ctx context.Context, target int64, epoch 
 
 // committed reports whether WaitCommitted's outcome for target at epoch is
 // decided now, and that outcome.
+//
+// The view and the high watermark are read as one snapshot: the view is
+// read again after the high watermark and the pair retried until it did
+// not change. publishLocked stores a new view before the high watermark
+// it allows, so a high watermark read here was reached under the view
+// read with it. Without that, an ISR shrinking below min.insync.replicas
+// (which moves the high watermark to the leader's own durable end) could
+// be judged with the ISR from before the shrink, and a record only the
+// leader holds acknowledged as replicated.
 func (p *Partition) committed(target int64, epoch int32) (bool, error) {
 	v := p.view.Load()
+	hw := p.hw.Load()
+	for again := p.view.Load(); again != v; again = p.view.Load() {
+		v, hw = again, p.hw.Load()
+	}
 	if !v.Leads() || v.LeaderEpoch != epoch {
 		return true, fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
 	}
-	if p.hw.Load() < target {
+	if hw < target {
 		return false, nil
 	}
 	if minISR := p.settings.Load().MinISR; int32(len(v.ISR)) < minISR {
