@@ -32,7 +32,8 @@ import (
 //     request checks first (View.Check) — a replica that is not open yet,
 //     being deleted or damaged answers with a Kafka error code;
 //   - hw: the high watermark, what consumers may read and acks=all waits
-//     for; written under mu only, so it moves exactly as the core's does;
+//     for; written under mu only, so it moves exactly as the core's does,
+//     and after the view it was reached under (viewAndHW pairs the two);
 //   - lg: the log, set once by Opened before the step that makes the view
 //     serve it; never cleared (a deleted log's operations fail with
 //     storage.ErrClosed).
@@ -163,6 +164,20 @@ func (p *Partition) View() *View { return p.view.Load() }
 
 // HW is the high watermark.
 func (p *Partition) HW() int64 { return p.hw.Load() }
+
+// viewAndHW reads the view and the high watermark as one snapshot: the
+// high watermark read was reached under the view returned with it.
+// publishLocked stores a new view before the high watermark it allows,
+// so reading the view again after the high watermark, until it did not
+// change, pairs them.
+func (p *Partition) viewAndHW() (*View, int64) {
+	v := p.view.Load()
+	hw := p.hw.Load()
+	for again := p.view.Load(); again != v; again = p.view.Load() {
+		v, hw = again, p.hw.Load()
+	}
+	return v, hw
+}
 
 // Settings are the topic's settings.
 func (p *Partition) Settings() *Settings { return p.settings.Load() }
@@ -614,11 +629,11 @@ func (p *Partition) WaitCommitted(ctx context.Context, target int64, epoch int32
 // committed whatever the ISR's size now.
 func (p *Partition) WaitHW(ctx context.Context, target int64, epoch int32) error {
 	reached := func() (bool, error) {
-		v := p.view.Load()
+		v, hw := p.viewAndHW()
 		if !v.Leads() || v.LeaderEpoch != epoch {
 			return true, fmt.Errorf("%w: leadership moved while waiting for the high watermark", ErrNotLeader)
 		}
-		return p.hw.Load() >= target, nil
+		return hw >= target, nil
 	}
 	if done, err := reached(); done {
 		return err
@@ -651,21 +666,13 @@ func (p *Partition) WaitCommittedUntil(ctx context.Context, target int64, epoch 
 
 // committed reports whether WaitCommitted's outcome for target at epoch is
 // decided now, and that outcome.
-//
-// The view and the high watermark are read as one snapshot: the view is
-// read again after the high watermark and the pair retried until it did
-// not change. publishLocked stores a new view before the high watermark
-// it allows, so a high watermark read here was reached under the view
-// read with it. Without that, an ISR shrinking below min.insync.replicas
-// (which moves the high watermark to the leader's own durable end) could
-// be judged with the ISR from before the shrink, and a record only the
-// leader holds acknowledged as replicated.
+// It judges the view and high watermark as one snapshot (viewAndHW):
+// an ISR shrinking below min.insync.replicas moves the high watermark to
+// the leader's own durable end, and judged with the ISR from before the
+// shrink, a record only the leader holds would be acknowledged as
+// replicated.
 func (p *Partition) committed(target int64, epoch int32) (bool, error) {
-	v := p.view.Load()
-	hw := p.hw.Load()
-	for again := p.view.Load(); again != v; again = p.view.Load() {
-		v, hw = again, p.hw.Load()
-	}
+	v, hw := p.viewAndHW()
 	if !v.Leads() || v.LeaderEpoch != epoch {
 		return true, fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
 	}
