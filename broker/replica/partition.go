@@ -755,15 +755,24 @@ func (p *Partition) Flush() error {
 		return nil
 	}
 	start := time.Now()
-	return p.flushed(lg, lg.Flush(), start)
+	err := lg.Flush()
+	p.observeFlush(start)
+	return p.flushed(lg, err)
 }
 
-// flushed tells the core what a flush of lg begun at start made durable,
-// or logs why it failed, and returns err.
-func (p *Partition) flushed(lg *storage.Log, err error, start time.Time) error {
+// observeFlush times one flush begun at start: one observation per
+// fsync or group commit, however many logs it made durable. (Observing a
+// group commit of 1,000 logs 1,000 times cost 5 % of a node's CPU under
+// a produce to 1,000 partitions, in the JMX timer's quantile stream.)
+func (p *Partition) observeFlush(start time.Time) {
 	if p.flushTime != nil {
 		p.flushTime.Observe(time.Since(start).Seconds())
 	}
+}
+
+// flushed tells the core what a flush of lg made durable, or logs why it
+// failed, and returns err.
+func (p *Partition) flushed(lg *storage.Log, err error) error {
 	if err != nil && (errors.Is(err, storage.ErrClosed) || p.view.Load().Phase >= Deleting) {
 		return err // deleted or shut down meanwhile: nothing to report
 	}
@@ -797,8 +806,12 @@ func FlushAll(ps []*Partition) []error {
 				logs, at = append(logs, lg), append(at, i)
 			}
 		}
-		for j, err := range storage.FlushGroup(logs) {
-			errs[at[j]] = ps[at[j]].flushed(logs[j], err, start)
+		res := storage.FlushGroup(logs)
+		if len(at) > 0 {
+			ps[at[0]].observeFlush(start)
+		}
+		for j, err := range res {
+			errs[at[j]] = ps[at[j]].flushed(logs[j], err)
 		}
 		return errs
 	}
