@@ -222,6 +222,10 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		opts.RemoteTaskInterval = time.Duration(cfg.Remote.TaskIntervalMs) * time.Millisecond
 	}
 	if opts.RemoteStore != nil {
+		// A store given in Options (tests) is remote.log.storage.system.enable
+		// as much as one the keys name: the topic rules read it
+		// (config.CheckTieredTopic).
+		b.cfg.Remote.Enable = true
 		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
 		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
 	}
