@@ -226,8 +226,9 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		// as much as one the keys name: the topic rules read it
 		// (config.CheckTieredTopic).
 		b.cfg.Remote.Enable = true
-		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
+		reader := &tier.Reader{Store: opts.RemoteStore}
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval, reader)
+		b.remote = tierRemote{b: b, reader: reader}
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {
