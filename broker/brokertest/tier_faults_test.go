@@ -302,7 +302,26 @@ func TestTierStoreDownAndDenied(t *testing.T) {
 	})
 
 	all := w.stop()[topic]
-	states := replicaStates(t, c, topic, live)
+	// Remote retention stops (retention.bytes unbounded) and the rounds
+	// settle: what the image lists stays in the store while it is read.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(producer(t, c, topic))
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.bytes", Value: kadm.StringPtr("-1")}}, topic); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, rs)
+	}
+	var states map[int32]broker.ReplicaState
+	eventually(t, 30*time.Second, "the remote segments settled", func() bool {
+		a := replicaStates(t, c, topic, live)
+		time.Sleep(500 * time.Millisecond)
+		states = replicaStates(t, c, topic, live)
+		for id, rs := range states {
+			if len(rs.Remote) != len(a[id].Remote) || slices.ContainsFunc(rs.Remote, func(s controller.RemoteSegmentMeta) bool { return s.State != controller.RemoteCopyFinished }) {
+				return false
+			}
+		}
+		return true
+	})
 	// retention.bytes expired the oldest copies: check what is left.
 	remoteStart := states[leader].Remote[0].BaseOffset
 	for _, rs := range states {
