@@ -61,6 +61,9 @@ func registerTierHealth(reg prometheus.Registerer, m *tier.Manager, r *tier.Read
 			func() float64 { return float64(r.Damaged()) }),
 	)
 	for _, kind := range tier.ErrorKinds {
+		if kind == "refused" {
+			continue // the controller's fencing, not the store's: never an alert
+		}
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_remote_store_failing",
 			Help:        "1 for the kind of the latest failure while any partition's upload round fails (unavailable, access_denied, no_bucket, ...), else 0.",
 			ConstLabels: prometheus.Labels{"kind": kind}},

@@ -16,11 +16,13 @@ import (
 // nothing is lost meanwhile (local retention keeps every segment the
 // store does not hold, storage.TierRetention), but the local disk fills.
 type Health struct {
-	// Failing is the failure kind (remote.Kind's, or "refused") of the
-	// latest failed round while any partition's last round failed; ""
-	// when none did.
+	// Failing is the failure kind (remote.Kind's) of the latest failed
+	// round while any partition's last round failed on the store; ""
+	// when none did. A proposal the controller refused (a leader change
+	// fenced it) backs its partition off too, but is no store failure.
 	Failing string
-	// FailingPartitions is how many partitions' last round failed.
+	// FailingPartitions is how many partitions' last round failed on the
+	// store.
 	FailingPartitions int
 	// LastError is the latest failure's text ("" when none is failing).
 	LastError string
@@ -71,7 +73,7 @@ func pendingOf(p Partition) pending {
 func (m *Manager) Health(now time.Time) Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h := Health{FailingPartitions: len(m.mu.fails)}
+	h := Health{FailingPartitions: m.storeFailsLocked()}
 	if h.FailingPartitions > 0 {
 		h.Failing, h.LastError = m.mu.lastKind, m.mu.lastErr
 	}
@@ -110,6 +112,7 @@ func (m *Manager) notePending(now time.Time, seen map[controller.TopicPartition]
 		if _, ok := seen[tp]; !ok {
 			delete(m.mu.fails, tp)
 			delete(m.mu.notBefore, tp)
+			delete(m.mu.kinds, tp)
 		}
 	}
 }
@@ -121,7 +124,8 @@ func (m *Manager) noteState(log zerolog.Logger) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	state := ""
-	if len(m.mu.fails) > 0 {
+	failing := m.storeFailsLocked()
+	if failing > 0 {
 		state = m.mu.lastKind
 	}
 	if state == m.mu.state {
@@ -133,12 +137,24 @@ func (m *Manager) noteState(log zerolog.Logger) {
 	case "":
 		log.Info().Str("was", prev).Msg("tiered storage: uploads work again; local retention catches up")
 	case "access_denied", "no_bucket":
-		log.Error().Str("kind", state).Int("partitions", len(m.mu.fails)).Str("error", m.mu.lastErr).
+		log.Error().Str("kind", state).Int("partitions", failing).Str("error", m.mu.lastErr).
 			Msg("tiered storage: the store refuses this node (credentials or bucket: rsm.config.storage.*); uploads stopped, local segments kept until copied, reads below the local log fail")
 	default:
-		log.Warn().Str("kind", state).Int("partitions", len(m.mu.fails)).Str("error", m.mu.lastErr).
+		log.Warn().Str("kind", state).Int("partitions", failing).Str("error", m.mu.lastErr).
 			Msg("tiered storage: uploads failing; retrying with backoff, local segments kept until copied")
 	}
+}
+
+// storeFailsLocked is how many partitions' last round failed on the
+// store (not refused by the controller). Under m.mu.
+func (m *Manager) storeFailsLocked() int {
+	n := 0
+	for _, k := range m.mu.kinds {
+		if k != "refused" {
+			n++
+		}
+	}
+	return n
 }
 
 // kindOf is err's kind for Health: remote.Kind's, or "refused".

@@ -66,6 +66,14 @@ func TestHealthAndBackoff(t *testing.T) {
 	if n := strings.Count(logs.String(), "uploads work again"); n != 1 || h.Failing != "" || h.FailingPartitions != 0 || h.OldestPending != 61*time.Second {
 		t.Errorf("%d lines say uploads work again; health %+v", n, h)
 	}
+	// A proposal the controller refused (a leader change fenced it) backs
+	// the partition off but raises no alert.
+	m.settle(tps[2], zerolog.Nop(), now, nil, fmt.Errorf("%w: COPY_FINISHED: FENCED_LEADER_EPOCH", errRefused))
+	m.noteState(m.cfg.Logger)
+	if h := m.Health(now); h.Failing != "" || h.FailingPartitions != 0 || !m.mu.notBefore[tps[2]].After(now) || strings.Count(logs.String(), "uploads failing") != 1 {
+		t.Errorf("after a refused proposal: %+v, backing off until %v", h, m.mu.notBefore[tps[2]])
+	}
+	m.settle(tps[2], zerolog.Nop(), now, nil, nil)
 	// A partition no longer led here takes its failure with it.
 	m.settle(tps[1], zerolog.Nop(), now, nil, down)
 	delete(seen, tps[1])

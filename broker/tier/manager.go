@@ -36,8 +36,8 @@ type ManagerConfig struct {
 // round waits for all its partitions, so one partition is never worked on
 // by two goroutines.
 //
-// Invariant: mu's fails and notBefore hold only partitions whose last
-// round failed (fails > 0); pending holds the partitions the last round
+// Invariant: mu's fails, notBefore and kinds hold only partitions whose
+// last round failed (fails > 0); pending holds the partitions the last round
 // saw (led, tiered); all are touched only under mu.
 type Manager struct {
 	cfg    ManagerConfig
@@ -48,10 +48,15 @@ type Manager struct {
 		// is when it may run again.
 		fails     map[controller.TopicPartition]int
 		notBefore map[controller.TopicPartition]time.Time
+		// kinds is the kind of each failing partition's last failure
+		// (kindOf): a "refused" one (the controller fenced a proposal
+		// after a leader change) backs off but is no store alert.
+		kinds map[controller.TopicPartition]string
 		// pending is each partition's segments waiting to be copied, as
 		// the last round saw them (health.go).
 		pending map[controller.TopicPartition]pending
-		// lastKind and lastErr are the latest failure's; state is the
+		// lastKind and lastErr are the latest store failure's (not
+		// "refused"); state is the
 		// node's as last logged: "" working, else the failure kind.
 		lastKind, lastErr, state string
 	}
@@ -74,6 +79,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	}
 	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger}}
 	m.mu.fails = map[controller.TopicPartition]int{}
+	m.mu.kinds = map[controller.TopicPartition]string{}
 	m.mu.notBefore = map[controller.TopicPartition]time.Time{}
 	m.mu.pending = map[controller.TopicPartition]pending{}
 	m.tiered = map[[16]byte]string{}
@@ -170,6 +176,7 @@ func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now t
 		}
 		delete(m.mu.fails, tp)
 		delete(m.mu.notBefore, tp)
+		delete(m.mu.kinds, tp)
 		for _, a := range done {
 			if a.Kind == Upload {
 				log.Debug().Int64("base", a.Local.Base).Int64("last", a.Local.Last).Msg("tiered storage: segment copied")
@@ -179,7 +186,11 @@ func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now t
 	}
 	n := m.mu.fails[tp] + 1
 	m.mu.fails[tp] = n
-	m.mu.lastKind, m.mu.lastErr = kindOf(err), err.Error()
+	kind := kindOf(err)
+	m.mu.kinds[tp] = kind
+	if kind != "refused" {
+		m.mu.lastKind, m.mu.lastErr = kind, err.Error()
+	}
 	if n == 1 {
 		log.Debug().Err(err).Str("kind", remote.Kind(err)).Msg("tiered storage: round failed; retrying with backoff")
 	}
