@@ -222,8 +222,13 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		opts.RemoteTaskInterval = time.Duration(cfg.Remote.TaskIntervalMs) * time.Millisecond
 	}
 	if opts.RemoteStore != nil {
-		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
+		// A store given in Options (tests) is remote.log.storage.system.enable
+		// as much as one the keys name: the topic rules read it
+		// (config.CheckTieredTopic).
+		b.cfg.Remote.Enable = true
+		reader := &tier.Reader{Store: opts.RemoteStore}
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval, reader)
+		b.remote = tierRemote{b: b, reader: reader}
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {

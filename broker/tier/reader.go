@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage"
@@ -23,7 +24,13 @@ type Reader struct {
 	Store  remote.Store
 	Prefix string
 	txn    txnCache
+	// damaged counts reads refused for a damaged object (ErrDamaged).
+	damaged atomic.Int64
 }
+
+// Damaged is how many reads were refused because an object was damaged
+// (ErrDamaged): for the metrics.
+func (r *Reader) Damaged() int64 { return r.damaged.Load() }
 
 // SegmentFor is the COPY_FINISHED segment holding offset in a partition's
 // image entries (controller.Image.RemoteSegments); false when none does
@@ -63,20 +70,28 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 		}
 		info, err := recordbatch.ParseHeader(hdr)
 		if err != nil {
-			return nil, fmt.Errorf("tier: %s at %d: %w", key("log"), pos, err)
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s at %d: %w: %w", key("log"), pos, ErrDamaged, err)
 		}
 		if recordbatch.BaseOffset(hdr)+int64(info.LastDelta) < offset {
 			pos += int64(info.Bytes)
 			continue
 		}
-		n := max(int64(maxBytes), int64(info.Bytes))
-		data, err := r.get(ctx, key("log"), pos, min(n, seg.SizeBytes-pos))
+		n := min(max(int64(maxBytes), int64(info.Bytes)), seg.SizeBytes-pos)
+		data, err := r.get(ctx, key("log"), pos, n)
 		if err != nil {
 			return nil, err
 		}
+		if err := verifyBatches(seg, pos, data, n, offset); err != nil {
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s: %w", key("log"), err)
+		}
 		return wholeBatches(data), nil
 	}
-	return nil, nil
+	// SegmentFor's segment holds offset: running off its end means the
+	// index or a batch length sent the walk past it.
+	r.damaged.Add(1)
+	return nil, fmt.Errorf("tier: %s: %w: offset %d not found before the segment's end at %d", key("log"), ErrDamaged, offset, seg.SizeBytes)
 }
 
 // wholeBatches is data cut after its last complete batch.
