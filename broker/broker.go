@@ -222,8 +222,13 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		opts.RemoteTaskInterval = time.Duration(cfg.Remote.TaskIntervalMs) * time.Millisecond
 	}
 	if opts.RemoteStore != nil {
-		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-		b.remote = newTierRemote(b, opts.RemoteStore)
+		// A store given in Options (tests) is remote.log.storage.system.enable
+		// as much as one the keys name: the topic rules read it
+		// (config.CheckTieredTopic).
+		b.cfg.Remote.Enable = true
+		tr := newTierRemote(b, opts.RemoteStore)
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval, tr.reader)
+		b.remote = tr
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {

@@ -18,7 +18,7 @@ import (
 // local replicas and the applied image, and proposes through the
 // controller link.
 
-func newTierManager(b *Broker, store remote.Store, interval time.Duration) *tier.Manager {
+func newTierManager(b *Broker, store remote.Store, interval time.Duration, reader *tier.Reader) *tier.Manager {
 	m := tier.NewManager(tier.ManagerConfig{
 		NodeID:   b.cfg.NodeID,
 		Store:    store,
@@ -35,7 +35,46 @@ func newTierManager(b *Broker, store remote.Store, interval time.Duration) *tier
 		Logger:   b.log.With().Str("component", "tier").Logger(),
 	})
 	registerTierMetrics(b.metrics.Registerer(), m.Copier)
+	registerTierHealth(b.metrics.Registerer(), m, reader)
 	return m
+}
+
+// registerTierHealth exports what an alert watches (docs/metrics.md): the
+// uploads waiting and for how long, the partitions whose rounds fail and
+// why, and reads refused for a damaged object.
+func registerTierHealth(reg prometheus.Registerer, m *tier.Manager, r *tier.Reader) {
+	gauge := func(name, help string, f func(h tier.Health) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(m.Health(time.Now())) })
+	}
+	reg.MustRegister(
+		gauge("fjord_remote_upload_waiting_partitions", "Partitions this node leads with a sealed segment below the high watermark not yet copied to the remote store.",
+			func(h tier.Health) float64 { return float64(h.Waiting) }),
+		gauge("fjord_remote_upload_lag_segments", "Sealed segments waiting to be copied to the remote store, over the partitions this node leads.",
+			func(h tier.Health) float64 { return float64(h.PendingSegments) }),
+		gauge("fjord_remote_upload_lag_bytes", "Bytes of the sealed segments waiting to be copied to the remote store.",
+			func(h tier.Health) float64 { return float64(h.PendingBytes) }),
+		gauge("fjord_remote_upload_oldest_pending_seconds", "How long the oldest segment waiting to be copied has waited (0: none waits). Rising for minutes: the store is down or refuses this node.",
+			func(h tier.Health) float64 { return h.OldestPending.Seconds() }),
+		gauge("fjord_remote_failing_partitions", "Partitions whose last upload round failed (backing off); 0 when uploads work.",
+			func(h tier.Health) float64 { return float64(h.FailingPartitions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_read_damaged_total",
+			Help: "Reads from the remote store refused because an object was damaged (a batch CRC, offsets or size not as its metadata says): the fetch got KAFKA_STORAGE_ERROR."},
+			func() float64 { return float64(r.Damaged()) }),
+	)
+	for _, kind := range tier.ErrorKinds {
+		if kind == "refused" {
+			continue // the controller's fencing, not the store's: never an alert
+		}
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_remote_store_failing",
+			Help:        "1 for the kind of the latest failure while any partition's upload round fails (unavailable, access_denied, no_bucket, ...), else 0.",
+			ConstLabels: prometheus.Labels{"kind": kind}},
+			func() float64 {
+				if m.Health(time.Now()).Failing == kind {
+					return 1
+				}
+				return 0
+			}))
+	}
 }
 
 // registerTierMetrics exports the copier's counters (docs/metrics.md).

@@ -64,6 +64,8 @@ func (f *fakeSource) Cluster() Cluster {
 		Partitions:           2,
 		UnderReplicated:      []PartitionRef{{Topic: "orders", Partition: 1, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1}}},
 		UnderReplicatedCount: 301,
+		Remote: &RemoteHealth{Failing: "access_denied", FailingPartitions: 3, LastError: "put k: " + evil, Waiting: 3,
+			PendingSegments: 7, PendingBytes: 7168, OldestPending: 4 * time.Minute},
 	}
 }
 
@@ -138,7 +140,8 @@ func TestPages(t *testing.T) {
 		url  string
 		want []string
 	}{
-		{"/", []string{"Under-replicated", `id="under-replicated">301<`, "The first 1 of 301.", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10"}},
+		{"/", []string{"Under-replicated", `id="under-replicated">301<`, "The first 1 of 301.", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10",
+			`id="remote-store">access_denied<`, "failing: access_denied</span> in 3 partition(s)", "7 segment(s), 7168 bytes, in 3 partition(s); the oldest for 4m0s", "Local segments are kept until the store holds them"}},
 		{"/topics", []string{`href="/topic?name=orders"`, "show 1 internal topic", "2.0 KiB"}},
 		{"/topics?internal=1", []string{"__consumer_offsets"}},
 		{"/topic?name=orders", []string{`href="/partition?topic=orders&amp;p=0"`, "retention.ms", "hidden", "under-replicated", "0–8 · 3.0 KiB"}},

@@ -51,6 +51,9 @@ type NodeSource struct {
 	// Servers returns the client listeners' servers: a slice the caller
 	// owns (a copy taken under the node's lock).
 	Servers func() []*protocol.Server
+	// Remote returns the node's tiered-storage uploads; nil (the func or
+	// its result) when the node has no remote store.
+	Remote func() *RemoteHealth
 }
 
 var _ Source = (*NodeSource)(nil)
@@ -101,6 +104,9 @@ func (s *NodeSource) Cluster() Cluster {
 	slices.SortFunc(c.SickDisk, func(a, b DiskProblem) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+	if s.Remote != nil {
+		c.Remote = s.Remote()
+	}
 	return c
 }
 

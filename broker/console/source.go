@@ -59,6 +59,26 @@ type Cluster struct {
 	// most MaxPartitionsListed), SickDiskCount how many there are.
 	SickDisk      []DiskProblem
 	SickDiskCount int
+	// Remote is this node's tiered-storage uploads; nil when the node
+	// has no remote store.
+	Remote *RemoteHealth
+}
+
+// RemoteHealth is a node's remote log manager as an operator needs it
+// (broker/tier.Health): whether uploads fail and why, and what waits.
+type RemoteHealth struct {
+	// Failing is the latest failure's kind while any partition's uploads
+	// fail ("unavailable", "access_denied", "no_bucket", ...); "" when
+	// they work. LastError is its text.
+	Failing           string
+	FailingPartitions int
+	LastError         string
+	// Waiting partitions have PendingSegments (PendingBytes) sealed
+	// segments not yet copied, the oldest waiting OldestPending.
+	Waiting         int
+	PendingSegments int
+	PendingBytes    int64
+	OldestPending   time.Duration
 }
 
 // DiskProblem is a local replica whose disk is full, failed or stalled

@@ -43,7 +43,7 @@ func New(src Source) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), src: src, jmx: newJMXMetrics()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_requests_total", Help: "Requests served, by Kafka API key."}, []string{"api"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
-	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
+	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time of one flush: an fdatasync of one partition, or a group commit making many durable at once (observed once).",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)})
 	m.AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_audit_dropped_total", Help: "Audit log lines dropped because the audit writer fell behind."})
 	m.BytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_produce_bytes_total", Help: "Record-batch bytes appended by producers."})

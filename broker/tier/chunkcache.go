@@ -200,6 +200,22 @@ func (c *ChunkCache) insertLocked(key chunkKey, data []byte) {
 	}
 }
 
+// Forget drops every cached chunk of object (one found damaged). A load
+// under way is left to finish: its result is as good as a new read's.
+func (c *ChunkCache) Forget(object string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.mu.lru.Front(); el != nil; {
+		next := el.Next()
+		if e := el.Value.(*chunkEntry); e.key.object == object {
+			c.mu.lru.Remove(el)
+			delete(c.mu.entries, e.key)
+			c.mu.bytes -= int64(len(e.data))
+		}
+		el = next
+	}
+}
+
 // readAhead starts Gets of the prefetch chunks after last that are
 // neither cached nor loading, within maxPrefetching.
 func (c *ChunkCache) readAhead(object string, size, last int64) {

@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage"
@@ -25,7 +26,13 @@ type Reader struct {
 	// read-ahead (chunkcache.go); nil: every read is a ranged Get.
 	Cache *ChunkCache
 	txn   txnCache
+	// damaged counts reads refused for a damaged object (ErrDamaged).
+	damaged atomic.Int64
 }
+
+// Damaged is how many reads were refused because an object was damaged
+// (ErrDamaged): for the metrics.
+func (r *Reader) Damaged() int64 { return r.damaged.Load() }
 
 // SegmentFor is the COPY_FINISHED segment holding offset in a partition's
 // image entries (controller.Image.RemoteSegments); false when none does
@@ -65,20 +72,31 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 		}
 		info, err := recordbatch.ParseHeader(hdr)
 		if err != nil {
-			return nil, fmt.Errorf("tier: %s at %d: %w", key("log"), pos, err)
+			r.forget(key("log"), key("index"))
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s at %d: %w: %w", key("log"), pos, ErrDamaged, err)
 		}
 		if recordbatch.BaseOffset(hdr)+int64(info.LastDelta) < offset {
 			pos += int64(info.Bytes)
 			continue
 		}
-		n := max(int64(maxBytes), int64(info.Bytes))
-		data, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, min(n, seg.SizeBytes-pos))
+		n := min(max(int64(maxBytes), int64(info.Bytes)), seg.SizeBytes-pos)
+		data, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, n)
 		if err != nil {
 			return nil, err
 		}
+		if err := verifyBatches(seg, pos, data, n, offset); err != nil {
+			r.forget(key("log"), key("index"))
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s: %w", key("log"), err)
+		}
 		return wholeBatches(data), nil
 	}
-	return nil, nil
+	// SegmentFor's segment holds offset: running off its end means the
+	// index or a batch length sent the walk past it.
+	r.forget(key("log"), key("index"))
+	r.damaged.Add(1)
+	return nil, fmt.Errorf("tier: %s: %w: offset %d not found before the segment's end at %d", key("log"), ErrDamaged, offset, seg.SizeBytes)
 }
 
 // wholeBatches is data cut after its last complete batch.
@@ -114,6 +132,16 @@ func (r *Reader) getShared(ctx context.Context, key string) ([]byte, error) {
 		return r.Cache.chunk(ctx, chunkKey{key, -1}, 0, -1)
 	}
 	return r.get(ctx, key, 0, -1)
+}
+
+// forget drops objects found damaged from the cache, so a read again
+// gets the store's bytes (a damaged read in transit is not kept).
+func (r *Reader) forget(objects ...string) {
+	if r.Cache != nil {
+		for _, o := range objects {
+			r.Cache.Forget(o)
+		}
+	}
 }
 
 // CopiedBytes is the bytes of a partition's COPY_FINISHED segments (their
