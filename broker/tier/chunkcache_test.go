@@ -199,3 +199,32 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Forget drops an object's chunks (a damaged read is not kept): the next
+// read gets the store's bytes again.
+func TestChunkCacheForget(t *testing.T) {
+	store := &countingStore{Store: remote.NewMemStore()}
+	putObject(t, store, "a", 3000)
+	putObject(t, store, "b", 1000)
+	c := NewChunkCache(store, 1000, 1<<20, 0)
+	ctx := context.Background()
+	for _, o := range []string{"a", "b"} {
+		if _, err := c.Read(ctx, o, -1, 0, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Read(ctx, "a", 3000, 0, 3000); err != nil {
+		t.Fatal(err)
+	}
+	c.Forget("a")
+	if m := c.Metrics(); m.Bytes != 1000 {
+		t.Fatalf("after Forget(a): %d bytes cached, want b's 1000", m.Bytes)
+	}
+	gets := store.gets.Load()
+	if _, err := c.Read(ctx, "a", 3000, 1500, 10); err != nil {
+		t.Fatal(err)
+	}
+	if store.gets.Load() != gets+1 {
+		t.Fatal("a forgotten chunk must be read from the store again")
+	}
+}
