@@ -258,25 +258,23 @@ func (c *Cache) Begin(req *kmsg.FetchRequest, follower bool, now time.Time) (*Fe
 	return &Fetch{c: c, s: s, epoch: s.epoch}, 0
 }
 
-// expand lists the session's partitions as request topics, each topic's
-// partitions together at the topic's first place in order.
+// expand lists the session's partitions as request topics in order,
+// consecutive partitions of a topic in one topic entry (as Kafka builds
+// its responses): a topic may appear twice, so a partition moved to the
+// back really is read last.
 //
 // REQUIRES: c.mu held.
 func (s *session) expand() []kmsg.FetchRequestTopic {
 	var out []kmsg.FetchRequestTopic
-	at := make(map[key]int)
 	for el := s.order.Front(); el != nil; el = el.Next() {
 		e := el.Value.(*entry)
-		tk := key{topic: e.k.topic, id: e.k.id}
-		i, ok := at[tk]
-		if !ok {
+		if n := len(out); n == 0 || out[n-1].Topic != e.k.topic || out[n-1].TopicID != e.k.id {
 			rt := kmsg.NewFetchRequestTopic()
 			rt.Topic, rt.TopicID = e.k.topic, e.k.id
 			out = append(out, rt)
-			i = len(out) - 1
-			at[tk] = i
 		}
-		out[i].Partitions = append(out[i].Partitions, e.req)
+		last := &out[len(out)-1]
+		last.Partitions = append(last.Partitions, e.req)
 	}
 	return out
 }
