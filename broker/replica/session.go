@@ -51,7 +51,23 @@ type followerSession struct {
 	id    int32
 	epoch int32
 	full  bool
-	sent  map[sessionKey]sentState
+	sent  map[sessionKey]*sentEntry
+	// round counts prepares: an entry not marked with the current one was
+	// not wanted this round, and is forgotten.
+	round uint64
+}
+
+// sentEntry is a partition of the session and the last round that
+// wanted it.
+type sentEntry struct {
+	st    sentState
+	round uint64
+}
+
+// askedPart is a partition named in a request, as named.
+type askedPart struct {
+	k  sessionKey
+	st sentState
 }
 
 // sessionRound is one fetch's changes, applied to the session when the
@@ -59,7 +75,7 @@ type followerSession struct {
 type sessionRound struct {
 	full      bool
 	epoch     int32
-	asked     map[sessionKey]sentState // the partitions named in the request
+	asked     []askedPart // the partitions named in the request
 	forgotten []sessionKey
 }
 
@@ -76,7 +92,7 @@ func stateOf(rp *kmsg.FetchRequestTopicPartition) sentState {
 // fetch: full, or incremental with only the changed partitions and the
 // forgotten ones.
 func (s *followerSession) prepare(req *kmsg.FetchRequest) sessionRound {
-	r := sessionRound{asked: make(map[sessionKey]sentState)}
+	var r sessionRound
 	if s.id == 0 || s.full {
 		req.SessionID, req.SessionEpoch = s.id, 0
 		r.full = true
@@ -84,24 +100,26 @@ func (s *followerSession) prepare(req *kmsg.FetchRequest) sessionRound {
 			rt := &req.Topics[i]
 			for j := range rt.Partitions {
 				rp := &rt.Partitions[j]
-				r.asked[keyOf(rt, rp)] = stateOf(rp)
+				r.asked = append(r.asked, askedPart{keyOf(rt, rp), stateOf(rp)})
 			}
 		}
 		return r
 	}
 	req.SessionID, req.SessionEpoch, r.epoch = s.id, s.epoch, s.epoch
-	wanted := make(map[sessionKey]bool, len(s.sent))
+	s.round++
 	topics := req.Topics[:0]
 	for _, rt := range req.Topics {
 		parts := rt.Partitions[:0]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			k, st := keyOf(&rt, rp), stateOf(rp)
-			wanted[k] = true
-			if old, ok := s.sent[k]; ok && old == st {
-				continue
+			if e := s.sent[k]; e != nil {
+				e.round = s.round
+				if e.st == st {
+					continue
+				}
 			}
-			r.asked[k] = st
+			r.asked = append(r.asked, askedPart{k, st})
 			parts = append(parts, *rp)
 		}
 		if len(parts) > 0 {
@@ -110,8 +128,8 @@ func (s *followerSession) prepare(req *kmsg.FetchRequest) sessionRound {
 		}
 	}
 	req.Topics = topics
-	for k := range s.sent {
-		if wanted[k] {
+	for k, e := range s.sent {
+		if e.round == s.round {
 			continue
 		}
 		r.forgotten = append(r.forgotten, k)
@@ -137,7 +155,10 @@ func (s *followerSession) answered(r sessionRound, resp *kmsg.FetchResponse) {
 		s.full = false
 		s.id, s.epoch, s.sent = resp.SessionID, 1, nil
 		if s.id != 0 {
-			s.sent = r.asked
+			s.sent = make(map[sessionKey]*sentEntry, len(r.asked))
+			for _, a := range r.asked {
+				s.sent[a.k] = &sentEntry{st: a.st, round: s.round}
+			}
 		}
 		return
 	}
@@ -145,8 +166,12 @@ func (s *followerSession) answered(r sessionRound, resp *kmsg.FetchResponse) {
 		s.restart() // the leader closed it (or it moved meanwhile): start again
 		return
 	}
-	for k, st := range r.asked {
-		s.sent[k] = st
+	for _, a := range r.asked {
+		if e := s.sent[a.k]; e != nil {
+			e.st = a.st
+		} else {
+			s.sent[a.k] = &sentEntry{st: a.st, round: s.round}
+		}
 	}
 	for _, k := range r.forgotten {
 		delete(s.sent, k)

@@ -310,11 +310,20 @@ func (f *Fetch) Trim(resp *kmsg.FetchResponse) int16 {
 	}
 	resp.SessionID = s.id
 	topics := resp.Topics[:0]
+	// The response names the expanded request's partitions in order, so
+	// the session's list is walked beside it; the map serves the rest.
+	// Partitions moved to the back meanwhile are in moved, not yet moved
+	// in order, so the walk does not meet them again.
+	next := s.order.Front()
+	var moved []*list.Element
 	for _, rt := range resp.Topics {
 		parts := rt.Partitions[:0]
 		for _, sp := range rt.Partitions {
-			el := s.parts[topicKey(s.usesIDs, rt.Topic, rt.TopicID, sp.Partition)]
-			if el == nil {
+			k := topicKey(s.usesIDs, rt.Topic, rt.TopicID, sp.Partition)
+			el := next
+			if el != nil && el.Value.(*entry).k == k {
+				next = el.Next()
+			} else if el = s.parts[k]; el == nil {
 				parts = append(parts, sp)
 				continue
 			}
@@ -323,7 +332,7 @@ func (f *Fetch) Trim(resp *kmsg.FetchResponse) int16 {
 				continue
 			}
 			if len(sp.RecordBatches) > 0 {
-				s.order.MoveToBack(el)
+				moved = append(moved, el)
 			}
 			parts = append(parts, sp)
 		}
@@ -334,6 +343,9 @@ func (f *Fetch) Trim(resp *kmsg.FetchResponse) int16 {
 	}
 	clear(resp.Topics[len(topics):])
 	resp.Topics = topics
+	for _, el := range moved {
+		s.order.MoveToBack(el)
+	}
 	return 0
 }
 
