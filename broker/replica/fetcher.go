@@ -241,6 +241,9 @@ func (f *fetcher) run() {
 					p.Logger.Debug().Err(err).Msg("finding the divergence point; retrying")
 					continue
 				}
+				// Its log may have been cut below the high watermark the
+				// session last heard: a full fetch tells it again.
+				f.sess.restart()
 			}
 			fetchable = append(fetchable, p)
 		}

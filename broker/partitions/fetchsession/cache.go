@@ -219,15 +219,6 @@ func (c *Cache) Begin(req *kmsg.FetchRequest, follower bool, now time.Time) (*Fe
 		return nil, kerr.FetchSessionTopicIDError.Code
 	}
 	before := s.size()
-	for _, ft := range req.ForgottenTopics {
-		for _, p := range ft.Partitions {
-			k := topicKey(usesIDs, ft.Topic, ft.TopicID, p)
-			if el := s.parts[k]; el != nil {
-				s.order.Remove(el)
-				delete(s.parts, k)
-			}
-		}
-	}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			k := topicKey(usesIDs, rt.Topic, rt.TopicID, rp.Partition)
@@ -246,10 +237,19 @@ func (c *Cache) Begin(req *kmsg.FetchRequest, follower bool, now time.Time) (*Fe
 			s.parts[k] = s.order.PushBack(e)
 		}
 	}
+	// Forgotten after the adds, as Kafka's FetchSession.update does.
+	for _, ft := range req.ForgottenTopics {
+		for _, p := range ft.Partitions {
+			k := topicKey(usesIDs, ft.Topic, ft.TopicID, p)
+			if el := s.parts[k]; el != nil {
+				s.order.Remove(el)
+				delete(s.parts, k)
+			}
+		}
+	}
 	c.mu.partitions += s.size() - before
 	if s.size() == 0 {
-		c.removeLocked(s)
-		req.Topics = nil
+		c.removeLocked(s) // served sessionless, as Kafka: what it names
 		return nil, 0
 	}
 	s.lastUsed = now

@@ -402,3 +402,20 @@ func open2(c *Cache, parts ...part) int32 {
 	f.Trim(resp)
 	return resp.SessionID
 }
+
+// A partition both named and forgotten is forgotten: Kafka applies the
+// forgotten list after the named partitions.
+func TestForgottenAfterNamed(t *testing.T) {
+	c := New(DefaultConfig())
+	id := open(t, c, 13, false, t0, part{"a", 0, 0}, part{"a", 1, 0})
+	req := fetchReq(13, id, 1, []part{{"a", 1, 4}, {"b", 0, 0}}, part{"a", 1, 0}, part{"b", 0, 0})
+	if _, code := c.Begin(req, false, t0); code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	if got := names(req); got != "a-0@0" {
+		t.Fatalf("expanded %q, want a-0 alone", got)
+	}
+	if st := c.Stats(); st.Partitions != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
