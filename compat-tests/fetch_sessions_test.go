@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestFetchSessions: franz-go consumes with KIP-227 incremental fetch
@@ -146,5 +149,63 @@ func testFetchSessions(t *testing.T, n int) {
 	defer mu.Unlock()
 	if len(problems) > 0 {
 		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(10, len(problems))], "; "))
+	}
+}
+
+// TestFetchSessionACLRevoked: a READ denied after a partition joined a
+// fetch session stops its reads, though the incremental fetches that
+// follow do not name it (the session's partitions are authorized again on
+// every fetch).
+func TestFetchSessionACLRevoked(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	b := startBroker(t, t.TempDir(), stdAuthorizer, "allow.everyone.if.no.acl.found=true")
+	adm := newAdmin(t, b.Addr)
+	createTopic(t, adm, "fsacl.t", 1, nil)
+	cl := newClient(t, b.Addr, kgo.DefaultProduceTopic("fsacl.t"))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("secret")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, "fsacl.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(id, epoch int32, named bool) *kmsg.FetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.SessionID, req.SessionEpoch, req.MaxWaitMillis = id, epoch, 10
+		if named {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "fsacl.t", td["fsacl.t"].ID
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := direct[*kmsg.FetchResponse](ctx, cl, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	parts := func(resp *kmsg.FetchResponse) []kmsg.FetchResponseTopicPartition {
+		var out []kmsg.FetchResponseTopicPartition
+		for _, rt := range resp.Topics {
+			out = append(out, rt.Partitions...)
+		}
+		return out
+	}
+	full := fetch(0, 0, true)
+	if full.SessionID == 0 || len(parts(full)) != 1 || len(parts(full)[0].RecordBatches) == 0 {
+		t.Fatalf("full fetch: session %d, %+v", full.SessionID, parts(full))
+	}
+	// The session's offset is still 0: an incremental fetch reads the
+	// record again.
+	if ps := parts(fetch(full.SessionID, 1, false)); len(ps) != 1 || len(ps[0].RecordBatches) == 0 {
+		t.Fatalf("incremental fetch before the ACL: %+v", ps)
+	}
+	createACLs(t, ctx, adm, newACLs().Deny(anon).Topics("fsacl.t").Operations(kadm.OpRead))
+	ps := parts(fetch(full.SessionID, 2, false))
+	if len(ps) != 1 || len(ps[0].RecordBatches) != 0 || ps[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("incremental fetch after the ACL: %+v", ps)
 	}
 }
