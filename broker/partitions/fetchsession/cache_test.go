@@ -2,6 +2,7 @@ package fetchsession
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -418,4 +419,56 @@ func TestForgottenAfterNamed(t *testing.T) {
 	if st := c.Stats(); st.Partitions != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// TestRandomRequests throws random session fields, partitions, forgotten
+// lists and responses at a small cache: nothing panics, the partition
+// count stays the sum over sessions, and the budgets hold.
+func TestRandomRequests(t *testing.T) {
+	cfg := Config{Slots: 4, MaxSessionPartitions: 6, MaxPartitions: 15, EvictAfter: time.Second}
+	c := New(cfg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []int32
+	now := t0
+	for range 20_000 {
+		now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+		var parts, forget []part
+		for range rng.IntN(5) {
+			parts = append(parts, part{string(rune('a' + rng.IntN(3))), int32(rng.IntN(4) - 1), rng.Int64N(100)})
+		}
+		for range rng.IntN(3) {
+			forget = append(forget, part{string(rune('a' + rng.IntN(3))), int32(rng.IntN(4) - 1), 0})
+		}
+		id := int32(rng.IntN(3))
+		if len(ids) > 0 && rng.IntN(2) == 0 {
+			id = ids[rng.IntN(len(ids))]
+		}
+		version := int16(7 + rng.IntN(10))
+		req := fetchReq(version, id, int32(rng.IntN(5)-1), parts, forget...)
+		f, code := c.Begin(req, rng.IntN(2) == 0, now)
+		if code != 0 {
+			continue
+		}
+		resp := answer(req, map[string]int64{"a-0": rng.Int64N(3)}, map[string]bool{"b-1": rng.IntN(2) == 0})
+		if rng.IntN(10) == 0 && len(resp.Topics) > 0 && len(resp.Topics[0].Partitions) > 0 {
+			resp.Topics[0].Partitions[0].ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		f.Trim(resp)
+		if resp.SessionID != 0 && !slices.Contains(ids, resp.SessionID) {
+			ids = append(ids, resp.SessionID)
+		}
+		c.mu.Lock()
+		sum := 0
+		for _, s := range c.mu.sessions {
+			if s.size() != s.order.Len() || s.size() == 0 || s.size() > cfg.MaxSessionPartitions {
+				t.Fatalf("session %d: %d parts, %d in order", s.id, s.size(), s.order.Len())
+			}
+			sum += s.size()
+		}
+		if sum != c.mu.partitions || sum > cfg.MaxPartitions || len(c.mu.sessions) > cfg.Slots {
+			t.Fatalf("partitions %d counted, %d held, %d sessions", c.mu.partitions, sum, len(c.mu.sessions))
+		}
+		c.mu.Unlock()
+	}
+	t.Logf("%+v", c.Stats())
 }
