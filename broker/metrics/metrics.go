@@ -73,6 +73,26 @@ func New(src Source) *Metrics {
 	return m
 }
 
+// FetchSessions registers the KIP-227 fetch session cache's series (Kafka's
+// NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and
+// IncrementalFetchSessionEvictionsPerSec), read from stats when scraped.
+func (m *Metrics) FetchSessions(stats func() (sessions, partitions int, evictions uint64)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_fetch_sessions", Help: "Incremental fetch sessions (KIP-227) cached, at most max.incremental.fetch.session.cache.slots."}, func() float64 {
+			n, _, _ := stats()
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_fetch_session_partitions", Help: "Partitions cached over all incremental fetch sessions."}, func() float64 {
+			_, n, _ := stats()
+			return float64(n)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_fetch_session_evictions_total", Help: "Incremental fetch sessions evicted to make room for another."}, func() float64 {
+			_, _, n := stats()
+			return float64(n)
+		}),
+	)
+}
+
 // Registerer is where other parts of the node register their own series
 // (the client quotas' throttle counters), served with these.
 func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }

@@ -47,9 +47,15 @@ import (
 //     and a fetch with nothing else waits up to remote.fetch.max.wait.ms;
 //     a full pool is UNKNOWN_SERVER_ERROR for that partition, as in
 //     Kafka. Not yet: the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
-//   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
-//     full fetches; an incremental fetch on an unknown session gets
-//     FETCH_SESSION_ID_NOT_FOUND.
+//   - Sessions (KIP-227, broker/partitions/fetchsession): a full fetch with
+//     epoch 0 gets a session when the cache has room
+//     (max.incremental.fetch.session.cache.slots); an incremental one is
+//     expanded to every partition of its session (each at the fetch
+//     offset, log start and durable end last sent), served as a full
+//     fetch would be, and its response trimmed to the partitions with
+//     something new. A session's partitions the request does not name are
+//     authorized again each time (fetch_sessions.go). Unknown session:
+//     FETCH_SESSION_ID_NOT_FOUND; wrong epoch: INVALID_FETCH_SESSION_EPOCH.
 //   - read_uncommitted reads up to the high watermark; read_committed
 //     (isolation level 1) up to the last stable offset (min of the HW and
 //     the first offset of a transaction not yet decided and replicated),
@@ -103,14 +109,14 @@ func fetchEntry(h Host) api.Entry {
 
 func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.Version >= 7 && req.SessionID != 0 && req.SessionEpoch > 0 {
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		respond(resp)
+	sess, code := h.FetchSessions().Begin(req, isFollowerFetch(req), time.Now()) // expands an incremental fetch
+	if code != 0 {
+		respond(sessionError(req, code))
 		return
 	}
 	respond = countFetched(h.Metrics(), respond, ReplicaOf(req) >= 0)
-	respond = h.FetchQuota(cc, req, respond) // runs before countFetched
+	respond = h.FetchQuota(cc, req, respond)         // runs before countFetched
+	respond = withSession(h, cc, req, sess, respond) // runs first: trims to what changed (fetch_sessions.go)
 	replicaID := ReplicaOf(req)
 	resp, n, stop := fetchOnce(h, req)
 	wait := remoteWait(h, resp, n, req)

@@ -12,6 +12,7 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/partitions/fetchsession"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
@@ -54,6 +55,12 @@ type Host interface {
 	// CleanupPolicyHas reports whether the topic's effective
 	// cleanup.policy includes policy.
 	CleanupPolicyHas(t *replicamgr.Topic, policy string) bool
+	// FetchSessions is the node's KIP-227 fetch session cache.
+	FetchSessions() *fetchsession.Cache
+	// FetchAuthz is Fetch's authorization context for cc, nil when the
+	// node has no authorizer: a session's partitions that an incremental
+	// fetch does not name are authorized again each time.
+	FetchAuthz(cc *api.Conn) *api.Authz
 	// LogDirs is log.dirs as configured (comma-separated) and the
 	// directory partitions are stored in, which stands for the first.
 	LogDirs() (configured, inUse string)
