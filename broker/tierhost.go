@@ -118,6 +118,7 @@ type tierRemote struct {
 	b      *Broker
 	reader *tier.Reader
 	reads  *tier.ReadPool
+	health *tier.ReadHealth // logs the store failing for reads once per change
 }
 
 // newTierRemote is the read side over store, with the read cache the
@@ -134,7 +135,7 @@ func newTierRemote(b *Broker, store remote.Store) tierRemote {
 		Help: "Consumers' remote reads running or queued (bounded by remote.log.reader.threads + remote.log.reader.max.pending.tasks)."},
 		func() float64 { return float64(reads.Pending()) }))
 	b.metrics.Registerer().MustRegister(remoteSizeCollector{b})
-	return tierRemote{b: b, reader: r, reads: reads}
+	return tierRemote{b: b, reader: r, reads: reads, health: &tier.ReadHealth{}}
 }
 
 // remoteReadTimeout bounds one consumer's read of the remote store,
@@ -213,7 +214,23 @@ func (r tierRemote) Read(ctx context.Context, topic string, topicID [16]byte, pa
 		return nil, false, nil
 	}
 	data, err := r.reader.Read(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, seg, offset, maxBytes)
+	r.noteRead(err)
 	return data, true, err
+}
+
+// noteRead logs a read of the store once per change between working and
+// failing (and between kinds of failure), rather than once per fetch
+// that retries it: consumers retry a failed read every few hundred
+// milliseconds for as long as the store is down.
+func (r tierRemote) noteRead(err error) {
+	changed, kind := r.health.Note(err)
+	switch {
+	case !changed:
+	case kind == "":
+		r.b.log.Info().Msg("remote store: reads work again")
+	default:
+		r.b.log.Error().Err(err).Str("kind", kind).Msg("remote store: reads failing; fetches below the local log start get KAFKA_STORAGE_ERROR until they work again")
+	}
 }
 
 func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error) {
@@ -223,6 +240,7 @@ func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte,
 		return nil, fmt.Errorf("tier: no metadata image")
 	}
 	out, _, _, walked, err := r.reader.Aborted(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, img.RemoteSegments(tp), fetchOffset, upperBound)
+	r.noteRead(err)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +260,9 @@ func (r tierRemote) OffsetForTimestamp(ctx context.Context, topic string, topicI
 		return 0, 0, false, nil
 	}
 	segs := img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition})
-	return r.reader.OffsetForTimestamp(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, segs, ts)
+	off, ts2, ok, err := r.reader.OffsetForTimestamp(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, segs, ts)
+	r.noteRead(err)
+	return off, ts2, ok, err
 }
 
 func (r tierRemote) Size(topicID [16]byte, partition int32) int64 {

@@ -293,6 +293,7 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				}
 				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				var remoteAborted []storage.AbortedTxn // read from the copy: its aborted transactions
+				fromRemote := false                    // err, if any, is the store's (logged once per change there)
 				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID < 0 && rp.FetchOffset < lg.StartOffset() {
 					// Below the local log: a tiered partition's copy may
 					// hold it. Every copied record is below the last
@@ -307,7 +308,7 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 						pooled.remoteWaits = append(pooled.remoteWaits, wait)
 						data, err = nil, nil
 					case ok || rerr != nil:
-						data, remoteAborted, err = rd, ra, rerr
+						data, remoteAborted, err, fromRemote = rd, ra, rerr, true
 						if err == nil && req.IsolationLevel == 1 && len(data) > 0 && remoteAborted == nil {
 							remoteAborted = []storage.AbortedTxn{}
 						}
@@ -318,6 +319,8 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 					switch {
 					case errors.Is(err, storage.ErrCorruptLog):
 						h.ReadFailed(p, err)
+					case fromRemote:
+						p.Logger.Debug().Err(err).Int64("offset", rp.FetchOffset).Msg("remote read failed")
 					case !errors.Is(err, storage.ErrOffsetOutOfRange) && sp.ErrorCode != kerr.NotLeaderForPartition.Code:
 						p.Logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
