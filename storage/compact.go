@@ -295,7 +295,7 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	if err := l.fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("segment %d: %w", old.base, err)
 	}
-	ns, err := openSegment(l.fs, l.files, dir, old.base, true, false, false, l.cfg.IndexIntervalBytes, nil, nil)
+	ns, err := openSegment(l.fs, l.files, dir, old.base, true, false, false, l.cfg.IndexIntervalBytes, nil, 0, nil)
 	if err != nil {
 		l.mu.failed = fmt.Errorf("segment %d: reopen after cleaning: %w", old.base, err)
 		return l.mu.failed

@@ -312,7 +312,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 				return nil
 			}
 		}
-		s, err := openSegment(fs, files, dir, base, active && !clean, active && !cfg.Compacted, !active, cfg.IndexIntervalBytes, onBatch, beforeCut)
+		s, err := openSegment(fs, files, dir, base, active && !clean, active && !cfg.Compacted, !active, cfg.IndexIntervalBytes, onBatch, snapAt, beforeCut)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("log %s: %w", dir, err)

@@ -256,7 +256,17 @@ func markerOf(b []byte, info recordbatch.Info) *recordbatch.EndTxnMarker {
 // the caller unpins a sealed one. writeIndex has rebuilt indexes written
 // out (fdatasynced); an active segment's stay in memory until its seal or
 // a clean close (createSegment).
-func openSegment(fs FS, files *FileCache, dir string, base int64, recover, contiguous, writeIndex bool, indexInterval int32, onBatch replayFunc, beforeCut func(pos int64) error) (*segment, error) {
+//
+// onBatch, if not nil, sees every batch from replayFrom on (those whose
+// last offset is at or past it); a trusted segment is then walked from
+// its last index entry below replayFrom, not from its start. A recovering
+// open hands each batch to onBatch as it is checked (no rebuild can
+// follow it); a trusting one holds them until the segment is accepted.
+// Either way what is held is bounded by the batches after replayFrom,
+// not by the segment: replaying a 1 GiB active segment from its start
+// held 90 bytes a batch, a transient 100-250 MiB at every restart of a
+// soak's nodes.
+func openSegment(fs FS, files *FileCache, dir string, base int64, recover, contiguous, writeIndex bool, indexInterval int32, onBatch replayFunc, replayFrom int64, beforeCut func(pos int64) error) (*segment, error) {
 	s := &segment{base: base, next: base, path: segmentPath(dir, base, ".log"), fs: fs, maxTS: -1, maxTSOffset: -1, lastEpoch: -1}
 	s.h = files.handle(fs, s.path)
 	var err error
@@ -283,21 +293,39 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 	// its end; everything before is known from the indexes. Recovery, and a
 	// caller that must see every batch, walk it all.
 	var start int64
-	if !recover && onBatch == nil {
-		if n := len(offs); n > 0 {
-			start = int64(offs[n-1].pos)
-		}
+	if !recover {
+		// The time index ends with the segment's largest timestamp; the
+		// walk only adds what follows its start.
 		if n := len(times); n > 0 {
 			s.maxTS, s.maxTSOffset = times[n-1].ts, base+int64(times[n-1].rel)
 		}
+		// From the last index entry (its batch ends below replayFrom, so
+		// every batch replay needs comes after it).
+		for _, e := range offs {
+			if onBatch != nil && base+int64(e.rel) >= replayFrom {
+				break
+			}
+			start = int64(e.pos)
+		}
 	}
-	// Batches are handed to onBatch only once the segment is accepted: a
-	// pass that ends in a rebuild must not replay them twice.
+	// A trusting pass may end in a rebuild, which must not replay its
+	// batches twice: it hands them to onBatch only once the segment is
+	// accepted. A recovering pass is final.
 	var seen []seenBatch
 	var collect func([]byte, recordbatch.Info)
-	if onBatch != nil {
+	switch {
+	case onBatch == nil:
+	case recover:
 		collect = func(b []byte, info recordbatch.Info) {
-			seen = append(seen, seenBatch{recordbatch.BaseOffset(b), info, markerOf(b, info)})
+			if base := recordbatch.BaseOffset(b); base+int64(info.LastDelta) >= replayFrom {
+				onBatch(base, info, markerOf(b, info))
+			}
+		}
+	default:
+		collect = func(b []byte, info recordbatch.Info) {
+			if base := recordbatch.BaseOffset(b); base+int64(info.LastDelta) >= replayFrom {
+				seen = append(seen, seenBatch{base, info, markerOf(b, info)})
+			}
 		}
 	}
 	good, err := s.scan(start, fileSize, recover, contiguous, rebuild, indexInterval, collect)
@@ -309,14 +337,14 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 	if !recover && !indexesAgree(s, offs, times) {
 		// Well-formed but wrong index files: rebuild from the log.
 		s.close()
-		return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, beforeCut)
+		return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, replayFrom, beforeCut)
 	}
 	if good < fileSize {
 		if !recover {
 			// A clean shutdown never leaves a partial batch: the file changed
 			// behind our back. Rebuild everything from what is valid.
 			s.close()
-			return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, beforeCut)
+			return openSegment(fs, files, dir, base, true, contiguous, writeIndex, indexInterval, onBatch, replayFrom, beforeCut)
 		}
 		if beforeCut != nil {
 			if err := beforeCut(good); err != nil {
