@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -147,4 +148,25 @@ func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte,
 		return nil, err
 	}
 	return out, nil
+}
+
+// TierRestart is KIP-405's follower path for the replica fetchers
+// (replica.TierRestarter): where p's log restarts below a leader whose
+// local log starts at leaderLocalStart, with the copy's epochs and
+// producer snapshot (tier.Reader.Restart, over this broker's image).
+func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leaderLocalStart int64) (int64, []storage.EpochStart, []byte, error) {
+	r, ok := h.b.remote.(tierRemote)
+	if !ok {
+		return 0, nil, nil, errors.New("tier: this node has no remote store")
+	}
+	img := r.b.replicas.Image()
+	if img == nil {
+		return 0, nil, nil, errors.New("tier: no metadata image yet")
+	}
+	segs := img.RemoteSegments(controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index})
+	rs, err := r.reader.Restart(ctx, tier.Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}, segs, leaderLocalStart)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return rs.Offset, rs.Epochs, rs.Snapshot, nil
 }

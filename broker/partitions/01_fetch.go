@@ -41,8 +41,10 @@ import (
 //     segments from the one read on, then the local log's indexes
 //     (remoteAbortedIn), as Kafka's RemoteLogManager collects them. A
 //     store failure (of the records or their aborts) is
-//     KAFKA_STORAGE_ERROR, never records without their aborts. Not yet:
-//     the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
+//     KAFKA_STORAGE_ERROR, never records without their aborts. A
+//     follower's fetch there is never read from the store: it is
+//     OFFSET_MOVED_TO_TIERED_STORAGE, and the follower restarts at the
+//     copy's end (KIP-405's follower path, broker/tier/follower.go).
 //   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
 //     full fetches; an incremental fetch on an unknown session gets
 //     FETCH_SESSION_ID_NOT_FOUND.
@@ -290,6 +292,9 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 							remoteAborted, err = remoteAbortedIn(h, t, rp.Partition, lg, rp.FetchOffset, data)
 						}
 					}
+				}
+				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID >= 0 && rp.FetchOffset < lg.StartOffset() {
+					err = movedToTiered(h, t, rp.Partition, rp.FetchOffset, err) // never read remotely for a follower
 				}
 				if err != nil {
 					sp.ErrorCode = h.Code(err)

@@ -133,6 +133,9 @@ type fetcher struct {
 	dialsAt   int64
 	dials     atomic.Int64 // connections the client has made (dialHook)
 	flush     flusher
+	// restarts are the partitions to restart from the tiered copy before
+	// their next fetch (tierfollow.go).
+	restarts map[*Partition]*tierRestart
 }
 
 // dialHook counts a fetcher's connections: one made after a marked answer
@@ -201,7 +204,7 @@ func (f *fetcher) run() {
 				waiting = waiting || v.Phase == Damaged
 				continue
 			}
-			if now < p.pausedUntil.Load() {
+			if now < p.pausedUntil.Load() || f.restartPending(p, now) {
 				waiting = true
 				continue
 			}
@@ -655,6 +658,9 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) (ok, f
 		} else {
 			p.Step(Diverged{LeaderEpoch: a.epoch})
 		}
+		return false, false
+	case kerr.OffsetMovedToTieredStorage.Code:
+		f.movedToTiered(p) // restarts from the copy before its next fetch
 		return false, false
 	case kerr.KafkaStorageError.Code:
 		p.Step(LeaderDamaged{})
