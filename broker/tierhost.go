@@ -168,5 +168,9 @@ func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leader
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	if rs.Snapshot == nil {
+		p.Logger.Warn().Int64("offset", rs.Offset).Int64("segment", rs.Segment.BaseOffset).
+			Msg("tiered storage: the copy has no producer snapshot at the restart; producers' retries of batches below it will not be recognised")
+	}
 	return rs.Offset, rs.Epochs, rs.Snapshot, nil
 }

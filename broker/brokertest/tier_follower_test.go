@@ -222,6 +222,51 @@ func TestTieredFollowerRestart(t *testing.T) {
 		t.Fatalf("read_committed from 0: %d records, want %d; first difference at %d", len(got), len(committed), firstDiff(got, committed))
 	}
 	step("consumers from 0 read %d records (read_uncommitted) and %d (read_committed)", len(all), len(committed))
+
+	// A reassignment to the node that never held the partition: the new
+	// replica starts empty, restarts from the copy the same way, and the
+	// move completes; it then leads and serves everything from offset 0.
+	third := int32(6) - leader - follower
+	store.logGets.Store(0)
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, []int32{follower, third})
+	ars, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = ars[topic][0].Err
+	}
+	if err != nil {
+		t.Fatalf("reassign to %d and %d: %v", follower, third, err)
+	}
+	waitPartition(t, c, follower, topic, 60*time.Second, "the move done: the new replica in the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool {
+			return len(p.Replicas) == 2 && slices.Contains(p.ISR, third) && slices.Contains(p.ISR, follower)
+		})
+	var nrs replicaView
+	eventually(t, 30*time.Second, "the new replica at the leader's log end", func() bool {
+		frs, nrs = viewOf(c, follower, topic), viewOf(c, third, topic)
+		return frs.ok && nrs.ok && nrs.LogEnd == frs.LogEnd
+	})
+	step("reassigned to node %d: its local log [%d, %d), %d bytes; .log reads from the store %d", third, nrs.LogStart, nrs.LogEnd, nrs.LocalBytes, store.logGets.Load())
+	if nrs.LogStart <= restartAt || store.logGets.Load() != 0 {
+		t.Fatalf("the reassigned replica starts at %d (want above %d) after %d .log reads from the store (want 0)", nrs.LogStart, restartAt, store.logGets.Load())
+	}
+	// The old leader comes back (no longer a replica: it deletes its copy
+	// as a stray), so the metadata quorum survives the next stop.
+	restartNode(t, c, leader)
+	if err := c.Stop(follower); err != nil {
+		t.Fatal(err)
+	}
+	waitPartition(t, c, third, topic, 30*time.Second, "the reassigned replica leading",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == third })
+	if got := consumeValues(t, c, topic, len(all)); !slices.Equal(got, all) {
+		t.Fatalf("read_uncommitted from 0 on node %d: %d records, want %d; first difference at %d", third, len(got), len(all), firstDiff(got, all))
+	}
+	step("node %d leads; a consumer from 0 read all %d records", third, len(all))
+	eventually(t, 60*time.Second, "the reassigned leader's disk down to about local.retention.bytes", func() bool {
+		nrs = viewOf(c, third, topic)
+		return nrs.ok && nrs.LocalBytes <= 2048+2*1024
+	})
+	step("node %d: local log [%d, %d), %d bytes; copied to %d", third, nrs.LogStart, nrs.LogEnd, nrs.LocalBytes, tier.CopiedEnd(nrs.Remote))
 }
 
 func firstDiff(a, b []string) int {
