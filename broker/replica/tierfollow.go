@@ -165,8 +165,11 @@ func (p *Partition) restartFromCopy(lg *storage.Log, leader, epoch int32, offset
 	}
 	from := lg.EndOffset()
 	if offset <= from {
+		// Never for a copy holding the offset before the leader's local
+		// start, which is above this log's end: refused, and retried
+		// with backoff rather than fetched again at once.
 		p.roleMu.RUnlock()
-		return nil
+		return fmt.Errorf("restart offset %d is not above the log end %d", offset, from)
 	}
 	if err := lg.RestartFromCopy(offset, epochs, snap); err != nil {
 		p.roleMu.RUnlock()
