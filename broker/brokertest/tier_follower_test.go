@@ -377,3 +377,112 @@ func produceIdem(t *testing.T, c *Cluster, id int32, topic string, pid int64, ep
 	}
 	return r.Topics[0].Partitions[0].ErrorCode, r.Topics[0].Partitions[0].BaseOffset
 }
+
+// A transaction open across the follower's restart point: its first
+// record is below it (only in the copy), its abort marker above (fetched
+// from the leader). The restarted follower knows the transaction from
+// the copy's producer snapshot, so the abort it fetches records the
+// aborted transaction from its first offset; once it leads, a
+// read_committed consumer from 0 does not see the aborted record. (The
+// marker's segment is the active one when the follower restarts, so no
+// copy made by the old leader lists the abort.)
+func TestTieredFollowerRestartOpenTxn(t *testing.T) {
+	store := remote.NewMemStore()
+	dir := t.TempDir()
+	c, err := Start(Options{Nodes: 3, Dir: dir, RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
+		Configure: func(_ int32, cfg *config.Config) {
+			cfg.RetentionCheckInterval = 100
+			cfg.ReplicaLagTimeMaxMs = 2000
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	const topic = "tiered-follow-txn"
+	step := stepper(t)
+	adm := kadm.NewClient(producer(t, c, topic))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{
+		"segment.bytes": kadm.StringPtr("1024"), "remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("2048"), "retention.ms": kadm.StringPtr("-1"),
+		"min.insync.replicas": kadm.StringPtr("1"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	p := waitPartition(t, c, 1, topic, 20*time.Second, "both replicas in sync",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 2 && p.Leader >= 0 })
+	leader, follower := p.Leader, p.Replicas[0]
+	if follower == leader {
+		follower = p.Replicas[1]
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionalID("tiered-follow-open"), kgo.TransactionTimeout(60*time.Second), kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("aborted-across-the-restart")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.Offset
+	var committed []string
+	cl := producer(t, c, topic, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for range 60 {
+		var recs []*kgo.Record
+		for range 4 {
+			recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprintf("v-%06d-%s", len(committed)+len(recs), strings.Repeat("x", 80)))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		for _, r := range recs {
+			committed = append(committed, string(r.Value))
+		}
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	var lrs replicaView
+	eventually(t, 60*time.Second, "the leader's local log above the transaction's first offset", func() bool {
+		lrs = viewOf(c, leader, topic)
+		return lrs.ok && lrs.LogStart > first && tier.CopiedEnd(lrs.Remote) >= lrs.LogStart-1 && lrs.LocalBytes <= 2048+2*1024
+	})
+	marker := lrs.LogEnd - 1
+	step("transaction from %d aborted at %d; leader %d: local log [%d, %d), copied to %d", first, marker, leader, lrs.LogStart, lrs.LogEnd, tier.CopiedEnd(lrs.Remote))
+
+	if err := c.Stop(follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("node-%d", follower), topic+"-0")); err != nil {
+		t.Fatal(err)
+	}
+	restartNode(t, c, follower)
+	var frs replicaView
+	eventually(t, 60*time.Second, "the follower at the leader's log end", func() bool {
+		lrs, frs = viewOf(c, leader, topic), viewOf(c, follower, topic)
+		return lrs.ok && frs.ok && frs.LogEnd == lrs.LogEnd && frs.HighWater == lrs.LogEnd
+	})
+	waitPartition(t, c, leader, topic, 30*time.Second, "the follower back in the ISR",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 2 })
+	step("follower %d restarted at %d, in the ISR", follower, frs.LogStart)
+	if frs.LogStart <= first || frs.LogStart > marker {
+		t.Fatalf("the follower restarted at %d, not between the transaction's first offset %d and its marker %d: the test no longer tests that", frs.LogStart, first, marker)
+	}
+	if err := c.Stop(leader); err != nil {
+		t.Fatal(err)
+	}
+	waitPartition(t, c, follower, topic, 30*time.Second, "the restarted replica leading",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader == follower })
+	got := consumeValuesWith(t, c, topic, len(committed), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if !slices.Equal(got, committed) {
+		t.Fatalf("read_committed from 0 on the restarted leader: %d records, want %d; first difference at %d (%q)", len(got), len(committed), firstDiff(got, committed), got[:min(1, len(got))])
+	}
+	step("read_committed from 0 on node %d: the %d committed records, not the aborted one", follower, len(committed))
+}
