@@ -23,14 +23,12 @@ import (
 //     replica becomes leader.
 //
 // The log is emptied and restarted at offset as TruncateFullyAndStartAt
-// does, then the epochs and the snapshot are written (durably) and
-// loaded. A snapshot that does not decode, or was taken at another
-// offset, is refused before anything changes. A crash after the restart
-// and before the snapshot is written leaves a log at offset without
-// producer state, what TruncateFullyAndStartAt leaves: no record is
-// lost, a producer's retry of a batch below offset is not recognised.
-// The log start is offset; consumers see the remote log start (the
-// broker's read path), as on the leader.
+// does, with the snapshot written (durably) before any segment goes
+// (truncateFullyWithLocked: no crash leaves the new log without it), then
+// the epochs. A snapshot that does not decode, or was taken at another
+// offset, is refused before anything changes. The log start is offset;
+// consumers see the remote log start (the broker's read path), as on the
+// leader.
 func (l *Log) RestartFromCopy(offset int64, epochs []EpochStart, snapshot []byte) error {
 	prods := producers{}
 	if snapshot != nil {
@@ -64,16 +62,16 @@ func (l *Log) RestartFromCopy(offset int64, epochs []EpochStart, snapshot []byte
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	if err := l.truncateFullyLocked(offset, offset); err != nil {
+	if err := l.truncateFullyWithLocked(offset, offset, prods); err != nil {
 		return err
-	}
-	if err := l.saveEpochsLocked(slices.Clip(c)); err != nil {
-		return err
-	}
-	if err := writeSnapshot(l.fs, l.dir, prods, offset, l.snapshotKeepAboveLocked()); err != nil {
-		return fmt.Errorf("log %s: %w", l.dir, err)
 	}
 	l.mu.producers = prods
+	// Last, and not fatal: a checkpoint that lost them (a crash now, a
+	// failed write) only forgets epochs below the log start, which Open
+	// trims anyway (the first batch fetched records its own).
+	if err := l.saveEpochsLocked(slices.Clip(c)); err != nil {
+		l.log.Warn().Err(err).Msg("restart from a tiered copy: saving its leader epochs failed")
+	}
 	l.mu.txns = newTxnState(prods)
 	l.publishTxnsLocked()
 	l.log.Info().Int64("offset", offset).Int("producers", len(prods)).Int("leader_epochs", len(c)).

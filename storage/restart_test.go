@@ -2,7 +2,10 @@ package storage
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // RestartFromCopy: a replica restarted at the end of a copied segment
@@ -101,5 +104,68 @@ func TestRestartFromCopy(t *testing.T) {
 	}
 	if got := re.AbortedTransactions(offset, re.EndOffset()); len(got) != 1 || got[0].ProducerID != 11 || got[0].FirstOffset != txn.BaseOffset || got[0].LastOffset != at {
 		t.Fatalf("aborted transactions %+v, want producer 11 from %d to %d", got, txn.BaseOffset, at)
+	}
+}
+
+// RestartFromCopy crashed at each of its file-system changes: the
+// recovered log is the old one (or part of it, as the restart's steps
+// allow) without the copy's producers, or the restarted one with them;
+// never the restarted log without its producer state.
+func TestRestartFromCopyCrash(t *testing.T) {
+	p := producers{}
+	e := newProducerEntry(0)
+	e.batches = []producerBatch{{firstSeq: 0, lastSeq: 1, firstOffset: 98, lastOffset: 99}}
+	p[9] = e
+	snap := p.encode(100)
+	for change := 0; ; change++ {
+		fs := newCrashFS(NewMemFS(), rand.New(rand.NewPCG(uint64(change), 3)))
+		cfg := testConfig()
+		cfg.FS = fs
+		cfg.SegmentBytes = 400
+		l, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, Idempotent: true, PID: 5, Seq: int32(3 * i)}, int64(i))
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		fs.arm(change)
+		if err := l.RestartFromCopy(100, []EpochStart{{Epoch: 7, Start: 0}}, snap); err != nil {
+			t.Fatal(err)
+		}
+		img := fs.collect()
+		last := img == nil
+		if last {
+			img = fs.MemFS.CrashClone(nil)
+		}
+		cfg.FS = img
+		l2, err := Open("/logs/topic-0", cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatalf("crash at change %d: Open: %v", change, err)
+		}
+		has := map[int64]bool{}
+		for _, ps := range l2.Producers() {
+			has[ps.ProducerID] = true
+		}
+		start, end := l2.StartOffset(), l2.EndOffset()
+		l2.Close()
+		switch {
+		case end == 100 && start == 100:
+			if !has[9] {
+				t.Fatalf("crash at change %d: restarted at 100 without the copy's producer state", change)
+			}
+		case end <= 36: // the old log, or what is left of it as segments below 100 go
+			if has[9] {
+				t.Fatalf("crash at change %d: the old log [0, %d) with the copy's producers", change, end)
+			}
+		default:
+			t.Fatalf("crash at change %d: log [%d, %d), neither the old nor the restarted one", change, start, end)
+		}
+		if last {
+			return
+		}
 	}
 }
