@@ -77,11 +77,13 @@ faults: build
 	$(GO) test -count=1 -timeout 10m -run 'TestSickDisk' -v ./broker/brokertest
 
 # faults-net runs TestNetworkFaults at full length: five fjord nodes, each
-# in its own network namespace on a bridge, under an acks=all workload while
-# nftables rules partition (minority, bridge, one-way), drop 30 % of,
-# delay (NFQUEUE, 200 ± 100 ms) and flap their links, three rounds of every
-# fault; it checks nothing acknowledged was lost and that every node serves
-# within 2 s of each heal. Needs root (ip netns, nft, iptables-nft).
+# in its own network namespace on a bridge, under an acks=all workload and a
+# transactional chain while nftables rules partition (minority, bridge,
+# one-way), drop 30 % of, delay (NFQUEUE, 200 ± 100 ms) and flap their
+# links, three rounds of every fault; it checks nothing acknowledged was
+# lost, every committed transaction whole and no aborted one visible, and
+# that every node serves within 2 s of each heal. Needs root (ip netns, nft,
+# iptables-nft).
 .PHONY: faults-net
 faults-net: build
 	cd compat-tests && FJORD_BIN=$(CURDIR)/$(BIN) FJORD_NETFAULTS=full FJORD_REQUIRE_NETNS=1 $(GO) test -count=1 -timeout 30m -run 'TestNetworkFaults$$|TestNetLab$$' -v .

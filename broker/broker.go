@@ -25,6 +25,7 @@ import (
 	"github.com/fjordlog/fjord/broker/ctllink"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/partitions"
+	"github.com/fjordlog/fjord/broker/partitions/fetchsession"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/remotestore"
@@ -91,6 +92,9 @@ type Broker struct {
 	// replicas are the local replicas, the applied image and the node's
 	// log files (replicahosts.go wires it). Set in New.
 	replicas *replicamgr.Manager
+	// fetchSessions are the KIP-227 fetch sessions Fetch keeps
+	// (broker/partitions/fetchsession). Set in New.
+	fetchSessions *fetchsession.Cache
 	// throttles are the replication quotas (throttle.go).
 	throttles quota.Replication
 	// limits bound the client listeners' connections and request memory (limits.go).
@@ -211,6 +215,13 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 	b.ctx = b.tasks.Context()
 	b.stop = b.ctx.Done()
 	b.metrics = metrics.New(metricsSource{b})
+	fsCfg := fetchsession.DefaultConfig()
+	fsCfg.Slots = int(cfg.FetchSessionSlots)
+	b.fetchSessions = fetchsession.New(fsCfg)
+	b.metrics.FetchSessions(func() (sessions, partitions int, evictions uint64) {
+		st := b.fetchSessions.Stats()
+		return st.Sessions, st.Partitions, st.Evictions
+	})
 	if opts.RemoteStore == nil && cfg.Remote.Enable {
 		// remote.log.storage.system.enable: the S3 store of the rsm.config.*
 		// keys (cmd/fjord checked its bucket before calling New).
@@ -222,8 +233,13 @@ func NewWithOptions(cfg config.Config, log zerolog.Logger, opts Options) (*Broke
 		opts.RemoteTaskInterval = time.Duration(cfg.Remote.TaskIntervalMs) * time.Millisecond
 	}
 	if opts.RemoteStore != nil {
-		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval)
-		b.remote = tierRemote{b: b, reader: &tier.Reader{Store: opts.RemoteStore}}
+		// A store given in Options (tests) is remote.log.storage.system.enable
+		// as much as one the keys name: the topic rules read it
+		// (config.CheckTieredTopic).
+		b.cfg.Remote.Enable = true
+		tr := newTierRemote(b, opts.RemoteStore)
+		b.tier = newTierManager(b, opts.RemoteStore, opts.RemoteTaskInterval, tr.reader)
+		b.remote = tr
 	}
 	b.quotas = newClientQuotas(func() *controller.Image {
 		if b.meta == nil {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/broker/console"
@@ -27,6 +28,13 @@ func consoleSource(b *Broker) *console.NodeSource {
 			defer b.mu.RUnlock()
 			return slices.Clone(b.servers)
 		},
+	}
+	if b.tier != nil {
+		s.Remote = func() *console.RemoteHealth {
+			h := b.tier.Health(time.Now())
+			return &console.RemoteHealth{Failing: h.Failing, FailingPartitions: h.FailingPartitions, LastError: h.LastError,
+				Waiting: h.Waiting, PendingSegments: h.PendingSegments, PendingBytes: h.PendingBytes, OldestPending: h.OldestPending.Round(time.Second)}
+		}
 	}
 	if vs, err := config.ParseVoters(b.cfg.ControllerQuorumVoters); err == nil {
 		for _, v := range vs {

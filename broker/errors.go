@@ -38,6 +38,11 @@ func errorCode(err error) int16 {
 		// (UNKNOWN_SERVER_ERROR, which they do not, made an acks=all
 		// producer give up on a disk that room was being made on).
 		return kerr.KafkaStorageError.Code
+	case errors.Is(err, partitions.ErrRemoteReadsFull):
+		// Kafka's reader pool refusing the task (RejectedExecutionException
+		// in ReplicaManager's remote fetch), which it answers as an
+		// unknown error; consumers retry the fetch.
+		return kerr.UnknownServerError.Code
 	case errors.Is(err, partitions.ErrRemoteStorage):
 		// The tiered copy could not be read (or not with its aborted
 		// transactions): retriable, as Kafka answers a failed remote read.

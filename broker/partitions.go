@@ -9,6 +9,7 @@ import (
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
 	"github.com/fjordlog/fjord/broker/partitions"
+	"github.com/fjordlog/fjord/broker/partitions/fetchsession"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
 	"github.com/fjordlog/fjord/broker/txn"
@@ -43,6 +44,16 @@ func (h partitionsHost) VerifyTxnProduce(ctx context.Context, id string, req *km
 
 func (h partitionsHost) CleanupPolicyHas(t *replicamgr.Topic, policy string) bool {
 	return h.b.policyHas(t, policy) // loops.go
+}
+
+func (h partitionsHost) FetchSessions() *fetchsession.Cache { return h.b.fetchSessions }
+
+func (h partitionsHost) FetchAuthz(cc *api.Conn) *api.Authz {
+	az := h.b.authorizer()
+	if az == nil {
+		return nil
+	}
+	return &api.Authz{Conn: cc, Az: az, Key: 1, Denied: h.b.audit.Denied}
 }
 
 func (h partitionsHost) LogDirs() (configured, inUse string) { return h.b.cfg.LogDirs, h.b.logDir }

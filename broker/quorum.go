@@ -160,6 +160,9 @@ func (b *Broker) activeConfig() active.Config {
 		ValidateTopicConfig: func(name, value string) error {
 			return config.ValidateTopicConfigs(map[string]string{name: value})
 		},
+		ValidateTopicConfigs: func(configs map[string]string) error {
+			return config.CheckTieredTopic(b.live(), nil, configs)
+		},
 		ACLBinding: func(a controller.ACL) (controller.ACL, error) {
 			bd, err := acl.Stored(acl.FromRecord(a))
 			return bd.Record(), err

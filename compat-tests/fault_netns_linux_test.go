@@ -5,9 +5,14 @@ package compattests
 // each in a network namespace of its own with its own address on a bridge
 // (netlab_linux_test.go), take the fault tests' workload from the hub
 // namespace — an idempotent acks=all producer at RF 3 with
-// min.insync.replicas=2 and a consumer group of two members — while a
-// nemesis cuts, bridges, mutes, drops and delays their packets with
-// nftables rules, then heals.
+// min.insync.replicas=2 and a consumer group of two members — and a
+// transactional chain (txnChain, fault_txn_test.go: two transactional
+// members of another group copying the workload's topic to a topic of
+// their own, one transaction per poll, and a live read_committed reader),
+// while a nemesis cuts, bridges, mutes, drops and delays their packets
+// with nftables rules, then heals. With every second fault a chain
+// member also crashes between its TxnOffsetCommit and its EndTxn
+// (txnChain.Crash), coming back after the transaction timeout or at once.
 //
 // Five combined nodes rather than three controllers and two brokers: the
 // quorum then has five voters, so a bridge or a 2|3 split leaves a
@@ -26,7 +31,12 @@ package compattests
 //     replicas is on an unfenced broker for longer than the broker session
 //     timeout plus an election (a monitor polls Metadata every 200 ms);
 //   - no committed offset of the group is found, at the end, below one a
-//     member's commit was acknowledged for.
+//     member's commit was acknowledged for;
+//   - the chain's whole history (checkTxnChain): once the producer stops
+//     the chain catches up with the workload's topic, and then no
+//     committed transaction is partly visible or lost, no aborted one
+//     visible, every input has exactly one visible copy, and the live
+//     read_committed reader was given only committed records.
 //
 // Also: during a bridge the controller keeps its leadership (its half and
 // the bridge node are a majority).
@@ -148,6 +158,8 @@ func TestNetworkFaults(t *testing.T) {
 	runFaultScenarioOn(t, fc, begin, "network", 3*time.Second, func(r *faultRun) {
 		r.modeName = plan.mode
 		nem.r = r
+		nem.chain = startTxnChain(r, r.topic, r.topic+"-chain", "faults-chain-network")
+		r.logf("chain warm: %d inputs copied", nem.chain.Copied())
 		nem.mon = startLeaderMonitor(r, fc, []string{r.topic, "__consumer_offsets"})
 		for round := range plan.rounds {
 			for _, f := range plan.faults {
@@ -195,6 +207,10 @@ type netNemesis struct {
 	fc   *faultCluster
 	plan netFaultSchedule
 	mon  *leaderMonitor
+	// chain is the transactional chain; crashes counts the member
+	// crashes asked of it.
+	chain   *txnChain
+	crashes int
 
 	heals []healRecord
 	// lostBridges are bridges during which the controller lost its
@@ -315,7 +331,11 @@ func (n *netNemesis) inject(round int, name string) {
 		r.t.Fatalf("unknown network fault %q", name)
 	}
 	r.faults++
-	r.logf("FAULT %s: %s; %d acknowledged so far", name, desc, r.prod.Acked())
+	if r.faults%2 == 0 {
+		n.chain.Crash(n.crashes)
+		n.crashes++
+	}
+	r.logf("FAULT %s: %s; %d acknowledged, %d copied by the chain so far", name, desc, r.prod.Acked(), n.chain.Copied())
 	each := n.plan.faultFor / time.Duration(len(phases))
 	for i, ph := range phases {
 		n.apply(ph.f, ph.cut)
@@ -442,7 +462,12 @@ func servingState(m kadm.Metadata, err error, ids []int, topics []string) (bool,
 // leaderless monitor, commits.
 func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool) {
 	t := r.t
-	failed := false
+	// The chain first: it must catch up with the producer's last records.
+	res := n.chain.finish()
+	failed := res.failed
+	if failed {
+		n.chain.evidence()
+	}
 	var slow []string
 	var worst time.Duration
 	var times []time.Duration
@@ -493,9 +518,13 @@ func (n *netNemesis) check(r *faultRun, committed map[int32]int64) (string, bool
 	if len(times) > 0 {
 		median = times[len(times)/2]
 	}
+	tr := res.rep
+	chainFig := fmt.Sprintf("chain: txns committed=%d aborted=%d unknown=%d not-started=%d (visible %d) member-crashes=%d/%d inputs=%d copies-visible=%d | partial=%d lost=%d aborted-visible=%d duplicates=%d committed-hidden=%d claim-mismatch=%d live-bad=%d undecided=%d caught-up=%v settled=%v",
+		tr.TxnCommitted, tr.TxnAborted, tr.TxnUnknown, tr.TxnNotStarted, tr.TxnVisible, res.crashed, n.crashes, tr.InRecords, tr.Visible,
+		tr.Partial, tr.Lost, tr.AbortedVisible, tr.Dup, tr.CommittedHidden, tr.ClaimMismatch, tr.LiveBad, tr.Undecided, res.caughtUp, res.settled)
 	return fmt.Sprintf("heals=%d slow-heals=%d lost-bridges=%d serve-after-heal median=%s worst=%s | leaderless-with-live-isr max=%v over-bound=%d leaderless max=%v | commits-backwards=%d",
 		len(n.heals), len(slow), len(n.lostBridges), fmtServe(median), fmtServe(worst),
-		mon.maxLiveISR.Round(10*time.Millisecond), len(mon.overBound), mon.maxLeaderless.Round(10*time.Millisecond), len(back)), failed
+		mon.maxLiveISR.Round(10*time.Millisecond), len(mon.overBound), mon.maxLeaderless.Round(10*time.Millisecond), len(back)) + " | " + chainFig, failed
 }
 
 func fmtServeMap(m map[int]time.Duration) string {

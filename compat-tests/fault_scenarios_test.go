@@ -83,6 +83,9 @@ type faultRun struct {
 	// modeName, if set, is the mode the FAULT FIGURES line names
 	// (default: FJORD_FAULTS's).
 	modeName string
+	// logDir holds the clients' logs (and, with FJORD_FAULT_LOGS, the
+	// data files) that are kept with the node logs.
+	logDir string
 }
 
 func (r *faultRun) mode() string {
@@ -159,8 +162,8 @@ func runFaultScenarioOn(t *testing.T, fc *faultCluster, begin time.Time, name st
 // runFaultScenarioRate is runFaultScenarioOn with the producer writing
 // rate records per second.
 func runFaultScenarioRate(t *testing.T, fc *faultCluster, begin time.Time, name string, rate int, tail time.Duration, inject func(r *faultRun), check faultCheck) {
-	r := &faultRun{t: t, name: name, fc: fc, topic: "faults-" + name}
-	logDir := t.TempDir()
+	r := &faultRun{t: t, name: name, fc: fc, topic: "faults-" + name, logDir: t.TempDir()}
+	logDir := r.logDir
 	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
 		// Runs before the cluster's own clean-up (LIFO): the nodes are
 		// still up and their logs still there.

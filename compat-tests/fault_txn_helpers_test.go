@@ -83,6 +83,8 @@ type txnBatch struct {
 // closed, and no new one can be made), as if the member's process died
 // between its TxnOffsetCommit and its EndTxn.
 type txnCutNet struct {
+	base dialFunc // how the test reaches the nodes; nil: directly
+
 	mu    sync.Mutex
 	armed bool
 	cut   time.Time
@@ -110,8 +112,13 @@ func (n *txnCutNet) dial(ctx context.Context, network, host string) (net.Conn, e
 	if cut {
 		return nil, errTxnCut
 	}
-	d := net.Dialer{Timeout: 2 * time.Second}
-	c, err := d.DialContext(ctx, network, host)
+	base := n.base
+	if base == nil {
+		base = (&net.Dialer{Timeout: 2 * time.Second}).DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	c, err := base(dctx, network, host)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +193,7 @@ func (c *txnCutConn) Close() error {
 type txnMember struct {
 	name, txnID string
 	seeds       []string
+	dial        dialFunc // how the test reaches the nodes (a namespace's); nil: directly
 	group       string
 	in, out     string
 	outParts    int
@@ -219,7 +227,7 @@ func startTxnMember(t testing.TB, fc *faultCluster, name, txnID, group, in, out 
 		t.Fatalf("%s log: %v", name, err)
 	}
 	t.Cleanup(func() { lf.Close() })
-	m := &txnMember{name: name, txnID: txnID, seeds: fc.AllAddrs(), group: group, in: in, out: out, outParts: outParts,
+	m := &txnMember{name: name, txnID: txnID, seeds: fc.AllAddrs(), dial: fc.dial, group: group, in: in, out: out, outParts: outParts,
 		txnTimeout: txnTimeout, logW: lf, stopping: make(chan struct{}), done: make(chan struct{})}
 	go m.run()
 	return m
@@ -329,7 +337,7 @@ func (m *txnMember) opts(cn *txnCutNet) []kgo.Opt {
 // session runs one GroupTransactSession until the member stops (nil) or
 // the session must be replaced (the error).
 func (m *txnMember) session() error {
-	cn := &txnCutNet{conns: map[net.Conn]struct{}{}}
+	cn := &txnCutNet{base: m.dial, conns: map[net.Conn]struct{}{}}
 	m.mu.Lock()
 	m.sessions++
 	inc := m.sessions
@@ -548,10 +556,10 @@ func startTxnLiveReader(t testing.TB, fc *faultCluster, topic string, parts int)
 	for p := range int32(parts) {
 		starts[p] = kgo.NewOffset().At(0)
 	}
-	cl := newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...),
+	cl := newClient(t, fc.AllAddrs()[0], fc.seeds(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(250*time.Millisecond), kgo.DialTimeout(2*time.Second))
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMinAge(250*time.Millisecond), kgo.DialTimeout(2*time.Second))...)
 	ctx, cancel := context.WithCancel(context.Background())
 	lr := &txnLiveReader{cl: cl, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -615,9 +623,9 @@ func readTxnOut(t testing.TB, fc *faultCluster, topic string, ends map[int32]int
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl := newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...),
+	cl := newClient(t, fc.AllAddrs()[0], fc.seeds(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
-		kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))...)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -652,7 +660,7 @@ func readTxnOut(t testing.TB, fc *faultCluster, topic string, ends map[int32]int
 
 // ---- the checker ----
 
-// txnChainData is everything TestFaultTxnChain recorded and read.
+// txnChainData is everything a chain run (txnChain) recorded and read.
 type txnChainData struct {
 	In        []faultRecord   // `in`, read back in full
 	InEnds    map[int32]int64 // `in`'s end offsets

@@ -60,7 +60,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const (
@@ -88,50 +87,18 @@ func TestFaultTxnChain(t *testing.T) {
 
 	begin := time.Now()
 	fc := startFaultCluster(t, 3)
-	r := &faultRun{t: t, name: "txn-chain", fc: fc, topic: "out"}
-	logDir := t.TempDir()
+	r := &faultRun{t: t, name: "txn-chain", fc: fc, topic: "out", logDir: t.TempDir()}
 	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
-		t.Cleanup(func() { keepFaultLogs(t, fc, logDir, filepath.Join(keep, t.Name()+"-"+time.Now().Format("150405"))) })
+		t.Cleanup(func() { keepFaultLogs(t, fc, r.logDir, filepath.Join(keep, t.Name()+"-"+time.Now().Format("150405"))) })
 	}
 	createTxnFaultTopic(t, fc, "in", txnInParts)
-	createTxnFaultTopic(t, fc, "out", txnOutParts)
 	watch := watchExits(t, fc.nodesByID())
 
-	const group = "fjord-chain"
-	r.prod = startFaultProducer(t, fc, "in", txnRate, logDir)
+	r.prod = startFaultProducer(t, fc, "in", txnRate, r.logDir)
 	r.start = time.Now()
-	members := []*txnMember{
-		startTxnMember(t, fc, "member-1", "fjord-chain-txn-1", group, "in", "out", txnOutParts, txnTimeout, logDir),
-		startTxnMember(t, fc, "member-2", "fjord-chain-txn-2", group, "in", "out", txnOutParts, txnTimeout, logDir),
-	}
-	stopped := false
-	stopMembers := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		for _, m := range members {
-			if err := m.Stop(60 * time.Second); err != nil {
-				t.Errorf("%v", err)
-			}
-		}
-	}
-	t.Cleanup(stopMembers)
-	live := startTxnLiveReader(t, fc, "out", txnOutParts)
-	adm := kadm.NewClient(newClient(t, fc.AllAddrs()[0], kgo.SeedBrokers(fc.AllAddrs()...)))
-
-	// Warm up: both members in the group and committing.
-	fc.Await(t, 30*time.Second, "both chain members commit transactions", func() (bool, string) {
-		var s []string
-		ok := true
-		for _, m := range members {
-			n, recs := m.Committed()
-			ok = ok && n > 0
-			s = append(s, fmt.Sprintf("%s: %d transactions (%d records)", m.name, n, recs))
-		}
-		return ok, strings.Join(s, ", ")
-	})
-	r.logf("warm: %d inputs acknowledged, %d copied; injecting %d kills (seed %d)", r.prod.Acked(), txnCopied(members), kills, seed)
+	chain := startTxnChain(r, "in", "out", "fjord-chain")
+	members := chain.members
+	r.logf("warm: %d inputs acknowledged, %d copied; injecting %d kills (seed %d)", r.prod.Acked(), chain.Copied(), kills, seed)
 
 	faultStart := time.Now()
 	kinds := []string{"coordinator", "out-leader", "random"}
@@ -163,20 +130,14 @@ func TestFaultTxnChain(t *testing.T) {
 			// A member crash between its TxnOffsetCommit and its EndTxn,
 			// during this cycle's kill: the coordinator's timeout aborts
 			// the transaction, or the member's next InitProducerId does.
-			c := k / len(kinds)
-			m, pause := members[c%len(members)], txnTimeout+2*time.Second
-			if (c/2)%2 == 1 {
-				pause = 0
-			}
-			m.Crash(pause)
+			chain.Crash(k / len(kinds))
 			crashes++
-			r.logf("%s will crash at its next EndTxn and come back %v after giving up", m.name, pause)
 		}
-		where := txnWhere(fc, adm, members, group)
+		where := chain.where()
 		fc.Kill(victim)
 		r.faults++
 		byKind[kind]++
-		r.logf("SIGKILL node %d (%s); %d inputs acknowledged, %d copied so far; before the kill: %s", victim, what, r.prod.Acked(), txnCopied(members), where)
+		r.logf("SIGKILL node %d (%s); %d inputs acknowledged, %d copied so far; before the kill: %s", victim, what, r.prod.Acked(), chain.Copied(), where)
 		time.Sleep(down)
 		st := time.Now()
 		r.restartAll(victim)
@@ -196,118 +157,32 @@ func TestFaultTxnChain(t *testing.T) {
 		}
 	}
 	faultTime := time.Since(faultStart)
-	r.logf("faults over (%d kills in %v); %d inputs acknowledged, %d copied", r.faults, faultTime.Round(100*time.Millisecond), r.prod.Acked(), txnCopied(members))
+	r.logf("faults over (%d kills in %v); %d inputs acknowledged, %d copied", r.faults, faultTime.Round(100*time.Millisecond), r.prod.Acked(), chain.Copied())
 
-	// The seeder stops; the chain catches up and stops.
+	// The seeder stops; the chain catches up, stops, and is checked.
 	r.prod.Stop(45 * time.Second)
 	history := r.prod.History()
 	r.logf("seeder stopped: %d attempted, %d acknowledged", len(history), r.prod.Acked())
-	inEnds := fc.stableEndOffsets(t, "in", 30*time.Second)
-	var committed map[int32]int64
-	st := time.Now()
-	caughtUp := false
-	var lastErr error
-	for time.Since(st) < 60*time.Second {
-		committed, lastErr = stableCommitted(adm, group, "in")
-		if lastErr == nil && sameOffsets(committed, inEnds) {
-			caughtUp = true
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if caughtUp {
-		r.logf("the chain caught up %v after the seeder stopped: committed offsets = in's ends %s", time.Since(st).Round(10*time.Millisecond), fmtOffsets(inEnds))
-	} else {
-		r.logf("the chain did not catch up within 60s: committed %s (last error %v), in's ends %s", fmtOffsets(committed), lastErr, fmtOffsets(inEnds))
-	}
-	stopMembers()
-	crashed := 0
-	for _, m := range members {
-		crashed += len(m.Crashes())
-		r.logf("%s", m.Summary())
-	}
-
-	// Settle: no transaction in progress, LSO = HW on every out partition.
-	st = time.Now()
-	var outEnds, outLSO map[int32]int64
-	settled, state := false, ""
-	for time.Since(st) < 3*txnTimeout {
-		outEnds, outLSO, state = txnSettleState(adm, "out", []string{members[0].txnID, members[1].txnID})
-		if state == "" {
-			settled = true
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	if settled {
-		r.logf("transactions settled %v after the chain stopped: out's LSO = HW %s", time.Since(st).Round(10*time.Millisecond), fmtOffsets(outEnds))
-	} else {
-		t.Errorf("transactions did not settle within %v after the chain stopped: %s", 3*txnTimeout, state)
-	}
-	time.Sleep(500 * time.Millisecond) // the live reader fetches the last markers
-	liveRecs := live.Stop()
-	r.logf("%s", live.Summary())
-	if committed, lastErr = stableCommitted(adm, group, "in"); lastErr != nil {
-		t.Errorf("the group's committed offsets: %v", lastErr)
-	}
-	if outEnds == nil {
-		outEnds = fc.stableEndOffsets(t, "out", 30*time.Second)
-	}
-	if outLSO == nil {
-		outLSO = outEnds
-	}
-
-	// Read everything back and check.
-	inLog := fc.readBack(t, "in", inEnds)
-	outLog, err := readTxnOut(t, fc, "out", outEnds, false, 60*time.Second)
-	if err != nil {
-		t.Errorf("reading out (read_uncommitted): %v", err)
-	}
-	outRC, err := readTxnOut(t, fc, "out", outLSO, true, 60*time.Second)
-	if err != nil {
-		t.Errorf("reading out (read_committed): %v", err)
-	}
-	var batches []txnBatch
-	for _, m := range members {
-		batches = append(batches, m.Batches()...)
-	}
+	res := chain.finish()
 	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
-		writeFaultData(t, logDir, history, inLog)
-		writeTxnData(t, logDir, outLog, outRC, liveRecs, batches)
+		writeFaultData(t, r.logDir, history, res.inLog)
 	}
-	rep := checkFaultHistory(history, inLog)
-	trep := checkTxnChain(txnChainData{In: inLog, InEnds: inEnds, OutLog: outLog, OutRC: outRC, Live: liveRecs,
-		Committed: committed, Batches: batches, OutParts: txnOutParts})
+	rep := checkFaultHistory(history, res.inLog)
+	trep := res.rep
 
 	t.Logf("TXN FAULT FIGURES [%s]: acked-inputs=%d in-log=%d outputs-committed=%d duplicates=%d aborted-visible=%d live-bad=%d partial=%d lost=%d kills=%d (coordinator %d, out-leader %d, random %d) member-crashes=%d/%d | %s | in: %s | fault-phase=%v duration=%v seed=%d",
 		faultMode(t), rep.Acked, trep.InRecords, trep.Visible, trep.Dup, trep.AbortedVisible, trep.LiveBad, trep.Partial, trep.Lost,
-		r.faults, byKind["coordinator"], byKind["out-leader"], byKind["random"], crashed, crashes, trep.Figures(), rep.Figures(),
+		r.faults, byKind["coordinator"], byKind["out-leader"], byKind["random"], res.crashed, crashes, trep.Figures(), rep.Figures(),
 		faultTime.Round(100*time.Millisecond), time.Since(begin).Round(100*time.Millisecond), seed)
 
-	failed := false
+	failed := res.failed
 	if !rep.OK() {
 		failed = true
 		t.Errorf("seeder history check on in failed: %s\n%s", rep.Figures(), rep.Details())
 	}
-	if !trep.OK() {
-		failed = true
-		t.Errorf("transactional chain check failed: %s\n%s", trep.Figures(), trep.Details())
-	}
-	if trep.TxnCommitted == 0 || trep.Visible == 0 {
-		failed = true
-		t.Errorf("nothing was copied")
-	}
-	if !caughtUp {
-		failed = true
-		t.Errorf("the chain did not catch up with in within 60s of the seeder stopping (committed %s, ends %s)", fmtOffsets(committed), fmtOffsets(inEnds))
-	}
 	if failed {
 		t.Logf("fault events:\n%s", strings.Join(r.events, "\n"))
-		for _, m := range members {
-			t.Logf("%s", m.Summary())
-		}
-		t.Logf("node logs (out):\n%s", fc.evidence("out", []int32{0, 1, 2}, 120))
-		t.Logf("node logs (transactions):\n%s", txnEvidence(fc, 80))
+		chain.evidence()
 	}
 	watch.Stop()
 	for _, id := range fc.IDs() {
@@ -316,6 +191,203 @@ func TestFaultTxnChain(t *testing.T) {
 		}
 	}
 	checkNodesHealthy(t, fc.nodesByID())
+}
+
+// txnChain is a transactional chain (consume-transform-produce): two
+// txnMembers of one group copying in to out in transactions, and a live
+// read_committed reader of out. TestFaultTxnChain runs it alone under
+// SIGKILLs; TestNetworkFaults beside the fault workload under network
+// faults, copying the workload's own topic. Its input is any topic the
+// fault workload's producer writes (the values are its sequence numbers,
+// which the copies carry).
+type txnChain struct {
+	r        *faultRun
+	in, out  string
+	group    string
+	outParts int
+	members  []*txnMember
+	live     *txnLiveReader
+	adm      *kadm.Client
+	stopped  bool
+}
+
+// txnChainResult is what txnChain.finish found.
+type txnChainResult struct {
+	rep      txnReport
+	inLog    []faultRecord // in, read back to its end offsets
+	caughtUp bool          // the group's commits reached in's ends
+	settled  bool          // no transaction left open
+	crashed  int           // member crashes that happened
+	failed   bool          // an error was reported
+}
+
+// startTxnChain creates out (txnOutParts partitions, RF 3,
+// min.insync.replicas 2), starts the members and the live reader and
+// waits until both members have committed a transaction.
+func startTxnChain(r *faultRun, in, out, group string) *txnChain {
+	t, fc := r.t, r.fc
+	t.Helper()
+	createTxnFaultTopic(t, fc, out, txnOutParts)
+	c := &txnChain{r: r, in: in, out: out, group: group, outParts: txnOutParts,
+		adm: kadm.NewClient(newClient(t, fc.AllAddrs()[0], fc.seeds()...))}
+	for i := 1; i <= 2; i++ {
+		c.members = append(c.members, startTxnMember(t, fc, fmt.Sprintf("member-%d", i), fmt.Sprintf("%s-txn-%d", group, i),
+			group, in, out, txnOutParts, txnTimeout, r.logDir))
+	}
+	t.Cleanup(c.stop)
+	c.live = startTxnLiveReader(t, fc, out, txnOutParts)
+	fc.Await(t, 30*time.Second, "both chain members commit transactions", func() (bool, string) {
+		var s []string
+		ok := true
+		for _, m := range c.members {
+			n, recs := m.Committed()
+			ok = ok && n > 0
+			s = append(s, fmt.Sprintf("%s: %d transactions (%d records)", m.name, n, recs))
+		}
+		return ok, strings.Join(s, ", ")
+	})
+	return c
+}
+
+func (c *txnChain) stop() {
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	for _, m := range c.members {
+		if err := m.Stop(60 * time.Second); err != nil {
+			c.r.t.Errorf("%v", err)
+		}
+	}
+}
+
+// Copied is how many input records committed transactions copied so far.
+func (c *txnChain) Copied() int { return txnCopied(c.members) }
+
+// Crash makes the k-th crash's member (they take turns) crash at its next
+// EndTxn. Crashes come in pairs: the first two stay away longer than the
+// transaction timeout (the coordinator aborts), the next two come back at
+// once (their InitProducerId aborts), and so on.
+func (c *txnChain) Crash(k int) {
+	m, pause := c.members[k%len(c.members)], txnTimeout+2*time.Second
+	if (k/2)%2 == 1 {
+		pause = 0
+	}
+	m.Crash(pause)
+	c.r.logf("%s will crash at its next EndTxn and come back %v after giving up", m.name, pause)
+}
+
+// where describes the coordinators and out's leaders, for the event log.
+func (c *txnChain) where() string { return txnWhere(c.r.fc, c.adm, c.members, c.group) }
+
+// finish runs once in's producer has stopped: it waits up to 60 s for the
+// chain to catch up (the group's stable commits reach in's ends), stops
+// the members, waits for the transactions to settle (out's last stable
+// offsets reach its high watermarks, neither transactional id has a
+// transaction in progress), reads in and out back and checks the whole
+// history with checkTxnChain. Failures are reported with t.Errorf.
+func (c *txnChain) finish() txnChainResult {
+	r, t, fc := c.r, c.r.t, c.r.fc
+	t.Helper()
+	var res txnChainResult
+	inEnds := fc.stableEndOffsets(t, c.in, 30*time.Second)
+	var committed map[int32]int64
+	st := time.Now()
+	var lastErr error
+	for time.Since(st) < 60*time.Second {
+		committed, lastErr = stableCommitted(c.adm, c.group, c.in)
+		if lastErr == nil && sameOffsets(committed, inEnds) {
+			res.caughtUp = true
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if res.caughtUp {
+		r.logf("the chain caught up %v after the seeder stopped: committed offsets = %s's ends %s", time.Since(st).Round(10*time.Millisecond), c.in, fmtOffsets(inEnds))
+	} else {
+		r.logf("the chain did not catch up within 60s: committed %s (last error %v), %s's ends %s", fmtOffsets(committed), lastErr, c.in, fmtOffsets(inEnds))
+	}
+	c.stop()
+	for _, m := range c.members {
+		res.crashed += len(m.Crashes())
+		r.logf("%s", m.Summary())
+	}
+
+	st = time.Now()
+	var outEnds, outLSO map[int32]int64
+	state := ""
+	for time.Since(st) < 3*txnTimeout {
+		outEnds, outLSO, state = txnSettleState(c.adm, c.out, []string{c.members[0].txnID, c.members[1].txnID})
+		if state == "" {
+			res.settled = true
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if res.settled {
+		r.logf("transactions settled %v after the chain stopped: %s's LSO = HW %s", time.Since(st).Round(10*time.Millisecond), c.out, fmtOffsets(outEnds))
+	} else {
+		res.failed = true
+		t.Errorf("transactions did not settle within %v after the chain stopped: %s", 3*txnTimeout, state)
+	}
+	time.Sleep(500 * time.Millisecond) // the live reader fetches the last markers
+	liveRecs := c.live.Stop()
+	r.logf("%s", c.live.Summary())
+	if committed, lastErr = stableCommitted(c.adm, c.group, c.in); lastErr != nil {
+		res.failed = true
+		t.Errorf("the group's committed offsets: %v", lastErr)
+	}
+	if outEnds == nil {
+		outEnds = fc.stableEndOffsets(t, c.out, 30*time.Second)
+	}
+	if outLSO == nil {
+		outLSO = outEnds
+	}
+
+	res.inLog = fc.readBack(t, c.in, inEnds)
+	outLog, err := readTxnOut(t, fc, c.out, outEnds, false, 60*time.Second)
+	if err != nil {
+		res.failed = true
+		t.Errorf("reading %s (read_uncommitted): %v", c.out, err)
+	}
+	outRC, err := readTxnOut(t, fc, c.out, outLSO, true, 60*time.Second)
+	if err != nil {
+		res.failed = true
+		t.Errorf("reading %s (read_committed): %v", c.out, err)
+	}
+	var batches []txnBatch
+	for _, m := range c.members {
+		batches = append(batches, m.Batches()...)
+	}
+	if keep := os.Getenv("FJORD_FAULT_LOGS"); keep != "" {
+		writeTxnData(t, r.logDir, outLog, outRC, liveRecs, batches)
+	}
+	res.rep = checkTxnChain(txnChainData{In: res.inLog, InEnds: inEnds, OutLog: outLog, OutRC: outRC, Live: liveRecs,
+		Committed: committed, Batches: batches, OutParts: c.outParts})
+	if !res.rep.OK() {
+		res.failed = true
+		t.Errorf("transactional chain check failed: %s\n%s", res.rep.Figures(), res.rep.Details())
+	}
+	if res.rep.TxnCommitted == 0 || res.rep.Visible == 0 {
+		res.failed = true
+		t.Errorf("the chain copied nothing")
+	}
+	if !res.caughtUp {
+		res.failed = true
+		t.Errorf("the chain did not catch up with %s within 60s of the seeder stopping (committed %s, ends %s)", c.in, fmtOffsets(committed), fmtOffsets(inEnds))
+	}
+	return res
+}
+
+// evidence logs the members' summaries and the node logs about out and
+// transactions, for a failed run.
+func (c *txnChain) evidence() {
+	t := c.r.t
+	for _, m := range c.members {
+		t.Logf("%s", m.Summary())
+	}
+	t.Logf("node logs (%s):\n%s", c.out, c.r.fc.evidence(c.out, []int32{0, 1, 2}, 120))
+	t.Logf("node logs (transactions):\n%s", txnEvidence(c.r.fc, 80))
 }
 
 // createTxnFaultTopic creates topic at RF 3 with min.insync.replicas=2 and

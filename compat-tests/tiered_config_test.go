@@ -1,11 +1,13 @@
 package compattests
 
 import (
+	"errors"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -62,5 +64,18 @@ func TestTieredStorageConfigs(t *testing.T) {
 	wantKey(t, ctx, adm, false, topic, "local.retention.ms", "-2", kmsg.ConfigSourceDynamicTopicConfig)
 	if err := alterOne(t, ctx, adm, false, false, topic, false, cfgSet("local.retention.ms", "-3")); err == nil {
 		t.Error("local.retention.ms=-3 accepted")
+	}
+
+	// Kafka 3.9's rules between a tiered topic's keys, INVALID_CONFIG
+	// with Kafka's messages.
+	if err := alterOne(t, ctx, adm, false, false, topic, false, cfgSet("remote.storage.enable", "false")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Errorf("turning remote.storage.enable off: %v, want INVALID_CONFIG", err)
+	}
+	if err := alterOne(t, ctx, adm, false, false, topic, false, cfgSet("retention.bytes", "1000")); !errors.Is(err, kerr.InvalidConfig) {
+		t.Errorf("retention.bytes below local.retention.bytes: %v, want INVALID_CONFIG", err)
+	}
+	resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": kadm.StringPtr("true"), "cleanup.policy": kadm.StringPtr("compact")}, "tiered-compacted")
+	if !errors.Is(resp.Err, kerr.InvalidConfig) || resp.ErrMessage != "Remote log storage is unsupported for the compacted topics" {
+		t.Errorf("a compacted tiered topic: %v %v %q, want INVALID_CONFIG with Kafka's message", err, resp.Err, resp.ErrMessage)
 	}
 }

@@ -59,11 +59,13 @@ type ConfigPolicy struct {
 	// APPEND or SUBTRACT starts from when the resource has no value.
 	List func(res ConfigResource, key string) (isList bool, def string)
 	// CheckResource, if not nil, judges a resource's configs as a whole
-	// once they change: configs is every key the resource would store
-	// (read-only). It is for rules between keys, which Check cannot see
-	// (a group's session timeout must exceed its heartbeat interval);
-	// its errors are answered as Check's are.
-	CheckResource func(res ConfigResource, configs map[string]string) error
+	// once they change: old is what the resource stores now and configs
+	// every key it would store (both read-only; either may be nil). It is
+	// for rules between keys, which Check cannot see (a group's session
+	// timeout must exceed its heartbeat interval), and between a value and
+	// the one it replaces (a tiered topic's remote.storage.enable cannot be
+	// turned off); its errors are answered as Check's are.
+	CheckResource func(res ConfigResource, old, configs map[string]string) error
 }
 
 // ConfigResult is the decision for one ConfigChange: the records to
@@ -208,7 +210,7 @@ func alterResource(c ConfigChange, cur map[string]string, policy ConfigPolicy) (
 		}
 	}
 	if len(recs) > 0 && policy.CheckResource != nil {
-		if err := policy.CheckResource(c.Resource, next); err != nil {
+		if err := policy.CheckResource(c.Resource, cur, next); err != nil {
 			return nil, err
 		}
 	}

@@ -169,7 +169,7 @@ func TestAlterConfigsGroup(t *testing.T) {
 	res := GroupResource("g")
 	policy := testPolicy
 	var judged []map[string]string
-	policy.CheckResource = func(r ConfigResource, configs map[string]string) error {
+	policy.CheckResource = func(r ConfigResource, _, configs map[string]string) error {
 		if r != res {
 			t.Fatalf("CheckResource of %v", r)
 		}

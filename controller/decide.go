@@ -34,6 +34,11 @@ type Defaults struct {
 	MaxPartitions int32 // per topic; 0 = no limit beyond int32
 	// ValidateConfig checks one topic config; nil accepts every config.
 	ValidateConfig func(key, value string) error
+	// ValidateConfigs, if not nil, judges a new topic's configs as a
+	// whole once each key passed ValidateConfig (rules between keys: a
+	// tiered topic's local.retention.* within retention.*). Its error's
+	// text is the INVALID_CONFIG message as it is.
+	ValidateConfigs func(configs map[string]string) error
 }
 
 // TopicResult is the outcome for one TopicSpec. On success Records holds a
@@ -139,6 +144,12 @@ func createTopic(img *Image, s TopicSpec, d Defaults, r *TopicResult, count map[
 				fail(r, kerr.InvalidConfig, "config %q: %v", k, err)
 				return
 			}
+		}
+	}
+	if d.ValidateConfigs != nil {
+		if err := d.ValidateConfigs(s.Configs); err != nil {
+			fail(r, kerr.InvalidConfig, "%v", err)
+			return
 		}
 	}
 	var assignment [][]int32

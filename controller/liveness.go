@@ -14,6 +14,17 @@ import (
 // empty Liveness and every unfenced broker gets a full session from the
 // first Tick, as in Kafka.
 //
+// That granted session keeps a broker from being fenced before it had a
+// chance to reach the new controller; it is not evidence that the broker's
+// process is alive. So only what this controller heard itself (heardAt: a
+// heartbeat or registration of the current registration) can make a new
+// incarnation's registration a DUPLICATE_BROKER_REGISTRATION, as in
+// Kafka's BrokerHeartbeatTracker, which knows no contact time for a broker
+// it has not heard since it became active. Otherwise, after every node
+// restarts at once (a power cut), the restarted controller's grant refused
+// each restarted broker for a whole session while its old, dead
+// incarnation stayed unfenced in the image with its leaderships.
+//
 // Time is an input: every method takes now in milliseconds from whatever
 // clock the owner reads. Liveness is not safe for concurrent use; the
 // controller's goroutine owns it.
@@ -25,6 +36,10 @@ type Liveness struct {
 	// lastSeen is the time of each broker's last accepted heartbeat or
 	// registration, or of the session start the first Tick gave it.
 	lastSeen map[int32]int64
+	// heardAt is the time this controller last heard from each broker's
+	// current registration: a heartbeat or registration it received, never
+	// a session it granted. heardAt[b] <= lastSeen[b] once both are set.
+	heardAt map[int32]int64
 	// refused is, by broker, the registration fenced early because its
 	// listeners refused connections (Refused), and whether a heartbeat
 	// sent after that proved it alive all the same.
@@ -40,27 +55,33 @@ type refusal struct {
 
 // NewLiveness returns a Liveness that has seen no broker yet.
 func NewLiveness() *Liveness {
-	return &Liveness{lastSeen: map[int32]int64{}, refused: map[int32]refusal{}}
+	return &Liveness{lastSeen: map[int32]int64{}, heardAt: map[int32]int64{}, refused: map[int32]refusal{}}
 }
 
 // Register decides a BrokerRegistration. A retried registration (same
 // incarnation) needs no record: the broker's epoch is in the image. A new
-// incarnation of a broker whose previous incarnation is unfenced and still
-// inside its session is DUPLICATE_BROKER_REGISTRATION (two processes claim
-// one id). Otherwise it returns a RegisterBroker (the broker starts fenced
-// with the record's index as epoch) followed by the leader and ISR changes
-// that take the previous incarnation out of its partitions.
+// incarnation of a broker whose previous incarnation is unfenced and was
+// heard by this controller within a session is
+// DUPLICATE_BROKER_REGISTRATION (two processes claim one id). Otherwise it
+// returns a RegisterBroker (the broker starts fenced with the record's
+// index as epoch) followed by the leader and ISR changes that take the
+// previous incarnation out of its partitions: the image never holds two
+// registrations of one id, so the old incarnation, alive or not, is no
+// longer unfenced once the record applies (its heartbeats are
+// STALE_BROKER_EPOCH, and its own re-registration is refused while the new
+// one heartbeats). A previous incarnation unheard since this controller
+// became active (a restart of every node) does not hold the id.
 func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutMs int64) ([]Record, int16) {
 	if reg.ID < 0 {
 		return nil, kerr.InvalidRequest.Code
 	}
 	old, exists := img.Broker(reg.ID)
 	if exists && old.Incarnation == reg.Incarnation {
-		l.lastSeen[reg.ID] = now
+		l.lastSeen[reg.ID], l.heardAt[reg.ID] = now, now
 		return nil, 0
 	}
 	if exists && !old.Fenced {
-		if seen, ok := l.lastSeen[reg.ID]; ok && now-seen < sessionTimeoutMs {
+		if heard, ok := l.heardAt[reg.ID]; ok && now-heard < sessionTimeoutMs {
 			return nil, kerr.DuplicateBrokerRegistration.Code
 		}
 	}
@@ -70,7 +91,7 @@ func (l *Liveness) Register(img *Image, reg RegisterBroker, now, sessionTimeoutM
 	if exists && !old.Fenced {
 		out = append(out, removeBrokers(img, []int32{reg.ID})...)
 	}
-	l.lastSeen[reg.ID] = now
+	l.lastSeen[reg.ID], l.heardAt[reg.ID] = now, now
 	return out, 0
 }
 
@@ -197,7 +218,7 @@ func (l *Liveness) HeartbeatSent(img *Image, broker int32, brokerEpoch int64, ca
 		r.disproved = true
 		l.refused[broker] = r
 	}
-	l.lastSeen[broker] = now
+	l.lastSeen[broker], l.heardAt[broker] = now, now
 	if !b.Fenced || !caughtUp {
 		return nil, 0
 	}
@@ -226,6 +247,9 @@ func (l *Liveness) Heard(img *Image, broker int32, brokerEpoch int64, at int64) 
 	}
 	if seen, ok := l.lastSeen[broker]; !ok || at > seen {
 		l.lastSeen[broker] = at
+	}
+	if heard, ok := l.heardAt[broker]; !ok || at > heard {
+		l.heardAt[broker] = at
 	}
 }
 
@@ -281,7 +305,7 @@ func (l *Liveness) Shutdown(img *Image, broker int32, brokerEpoch int64, now int
 	if b.Epoch != brokerEpoch {
 		return nil, kerr.StaleBrokerEpoch.Code
 	}
-	l.lastSeen[broker] = now
+	l.lastSeen[broker], l.heardAt[broker] = now, now
 	if b.Fenced {
 		return nil, 0
 	}

@@ -157,6 +157,75 @@ func TestHeartbeatErrorsAndRegister(t *testing.T) {
 	}
 }
 
+// After every node restarted at once (a power cut), the new active
+// controller has heard none of the old incarnations, which the image still
+// shows unfenced: the first Tick grants them a session, but a restarted
+// broker's new incarnation is registered at once, not refused as a
+// duplicate for that session. One heard by this controller still holds
+// its id, and the image never shows two incarnations of one id.
+func TestRegisterAfterControllerRestart(t *testing.T) {
+	c := newCluster(t)
+	c.brokers("", "", "")
+	tp := c.create("t", 6, 3)
+	l := NewLiveness() // the restarted controller's
+	if recs := l.Tick(c.img, 0, session); len(recs) != 0 {
+		t.Fatalf("first tick fenced: %v", recs)
+	}
+
+	// Broker 1 comes back as a new process: accepted at once, starting
+	// fenced, its old incarnation out of every leadership and ISR.
+	reg1 := RegisterBroker{ID: 1, Incarnation: [16]byte{0x11}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 9093}}}
+	recs, code := l.Register(c.img, reg1, 100, session)
+	if code != 0 || len(recs) == 0 {
+		t.Fatalf("new incarnation of 1 after the controller restarted: code %d, %v", code, recs)
+	}
+	c.apply(recs...)
+	b1, _ := c.img.Broker(1)
+	if !b1.Fenced || b1.Incarnation != reg1.Incarnation {
+		t.Fatalf("broker 1 after its new registration: %+v", b1)
+	}
+	for p := range int32(6) {
+		if pt := c.part(tp, p); pt.Leader == 1 || slices.Contains(pt.ISR, 1) {
+			t.Fatalf("partition %d still led by or in sync with the old incarnation: %+v", p, pt)
+		}
+	}
+
+	// Broker 2's old process is alive after all: its heartbeat reaches the
+	// new controller before any new process claims its id, which is then a
+	// duplicate for a session.
+	if recs, code := l.Heartbeat(c.img, 2, c.epoch(2), true, 200); code != 0 || len(recs) != 0 {
+		t.Fatalf("broker 2 heartbeat: %d %v", code, recs)
+	}
+	reg2 := RegisterBroker{ID: 2, Incarnation: [16]byte{0x22}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 9094}}}
+	if _, code := l.Register(c.img, reg2, 300, session); code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("a second process for a broker heard 100 ms ago: code %d, want DUPLICATE_BROKER_REGISTRATION", code)
+	}
+	// Broker 3 was heard only through an arrival (Heard): the same.
+	l.Heard(c.img, 3, c.epoch(3), 250)
+	reg3 := RegisterBroker{ID: 3, Incarnation: [16]byte{0x33}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 9095}}}
+	if _, code := l.Register(c.img, reg3, 300, session); code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("a second process for a broker heard 50 ms ago: code %d", code)
+	}
+
+	// The new incarnation of 1 heartbeats: now it holds the id, and the old
+	// one, were it alive, is stale and refused.
+	recs, code = l.Heartbeat(c.img, 1, c.epoch(1), true, 400)
+	if code != 0 {
+		t.Fatalf("new incarnation's heartbeat: %d", code)
+	}
+	c.apply(recs...)
+	if _, code := l.Heartbeat(c.img, 1, b1.Epoch-1, true, 450); code != kerr.StaleBrokerEpoch.Code {
+		t.Fatalf("old incarnation's heartbeat: %d, want STALE_BROKER_EPOCH", code)
+	}
+	old1 := RegisterBroker{ID: 1, Incarnation: [16]byte{1}, Endpoints: []Endpoint{{"PLAINTEXT", "h", 9093}}}
+	if _, code := l.Register(c.img, old1, 500, session); code != kerr.DuplicateBrokerRegistration.Code {
+		t.Fatalf("old incarnation re-registering while the new one heartbeats: %d", code)
+	}
+	if b, _ := c.img.Broker(1); b.Fenced || b.Incarnation != reg1.Incarnation {
+		t.Fatalf("broker 1: %+v", b)
+	}
+}
+
 func TestElectPreferred(t *testing.T) {
 	c := newCluster(t)
 	c.brokers("", "", "")

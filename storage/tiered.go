@@ -115,3 +115,20 @@ func IndexPosition(index []byte, base, offset int64) (int64, error) {
 	}
 	return int64(lookupPos(offs, int32(rel))), nil
 }
+
+// TimeIndexOffset is where to start looking for the first record with a
+// timestamp at or after ts in a segment, given the bytes of its
+// .timeindex file (as a tiered copy holds it) and its base offset: an
+// offset at or before that record (the segment's base when the index
+// says nothing). A remote reader then scans the .log from
+// IndexPosition's byte for it.
+func TimeIndexOffset(timeindex []byte, base, ts int64) (int64, error) {
+	if len(timeindex)%timeEntryLen != 0 {
+		return 0, fmt.Errorf("storage: time index of %d bytes is not whole entries", len(timeindex))
+	}
+	times := make([]timeEntry, 0, len(timeindex)/timeEntryLen)
+	for b := timeindex; len(b) > 0; b = b[timeEntryLen:] {
+		times = append(times, timeEntry{int64(binary.BigEndian.Uint64(b)), int32(binary.BigEndian.Uint32(b[8:]))})
+	}
+	return base + int64(lookupTime(times, ts)), nil
+}

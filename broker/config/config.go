@@ -156,6 +156,10 @@ type Config struct {
 	MaxConnectionsPerIPOverride string
 	QueuedMaxRequestBytes       int64
 	FailedAuthDelayMs           int32
+	// FetchSessionSlots is max.incremental.fetch.session.cache.slots: the
+	// most KIP-227 fetch sessions the node caches (0: none, every fetch
+	// is full). broker/partitions/fetchsession.
+	FetchSessionSlots int32
 
 	// AuthorizerClass is authorizer.class.name: "" = no authorizer (every
 	// client may do everything, and the ACL APIs answer
@@ -237,6 +241,7 @@ func Default() Config {
 		QueuedMaxRequestBytes:     64 << 20,
 		Remote:                    defaultRemoteStorage(),
 		FailedAuthDelayMs:         100,
+		FetchSessionSlots:         1000,
 		GroupInitialRebalanceMs:   3000,
 		OffsetsTopicPartitions:    50,
 		GroupMinSessionMs:         6000,

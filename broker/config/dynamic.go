@@ -163,11 +163,17 @@ func Policy(live func() *Config) controller.ConfigPolicy {
 		List: func(res controller.ConfigResource, key string) (bool, string) {
 			return isListConfig(live(), res, key)
 		},
-		CheckResource: func(res controller.ConfigResource, configs map[string]string) error {
-			if res.Type != controller.ResourceGroup {
-				return nil
+		CheckResource: func(res controller.ConfigResource, old, configs map[string]string) error {
+			switch res.Type {
+			case controller.ResourceGroup:
+				return checkGroupConfigs(live(), configs)
+			case controller.ResourceTopic:
+				if old == nil {
+					old = map[string]string{} // an existing topic: not a creation
+				}
+				return CheckTieredTopic(live(), old, configs)
 			}
-			return checkGroupConfigs(live(), configs)
+			return nil
 		},
 	}
 }

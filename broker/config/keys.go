@@ -139,6 +139,8 @@ func newConfigKeys() []Key {
 			Set: setConnOverrides},
 		{Name: "queued.max.request.bytes", Def: itoa(d.QueuedMaxRequestBytes), Doc: "Request bytes being read or waiting for their handler, over all client connections; reading stops while it is spent. One connection holds at most a quarter of it, except the oldest request being read, which may pass it (up to socket.request.max.bytes). -1 or 0: no bound (Kafka's default is -1; Fjord's bounds it).",
 			Set: setInt(func(c *Config) *int64 { return &c.QueuedMaxRequestBytes })},
+		{Name: "max.incremental.fetch.session.cache.slots", Def: itoa(int64(d.FetchSessionSlots)), Doc: "Most incremental fetch sessions (KIP-227) the broker keeps at once; a client that gets none sends full fetches. Followers' sessions are kept before consumers', bigger ones before smaller ones, and one unused for two minutes may be evicted. A session holds at most 50,000 partitions and all sessions 1,000,000 (about 300 bytes each). 0: no sessions.",
+			Set: setNonNegative(func(c *Config) *int32 { return &c.FetchSessionSlots })},
 		{Name: "connection.failed.authentication.delay.ms", Def: itoa(int64(d.FailedAuthDelayMs)), Doc: "How long a connection whose authentication failed is held, unread, before it is closed (SASL listeners).",
 			Set: setNonNegative(func(c *Config) *int32 { return &c.FailedAuthDelayMs })},
 		{Name: "fjord.metrics.listener", Def: d.MetricsAddr, Doc: "host:port serving Prometheus /metrics; empty turns it off (Fjord only).",

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,8 +18,10 @@ import (
 // the plugin a configuration asked for.
 //
 // The remote log metadata manager's keys (remote.log.metadata.manager.*,
-// rlmm.config.*) and Aiven's chunk cache (rsm.config.fetch.chunk.cache.*)
-// are accepted and ignored (catalogue/rules.go says why).
+// rlmm.config.*) are accepted and ignored (catalogue/rules.go says why).
+// Of Aiven's chunk cache (rsm.config.fetch.chunk.cache.*), the class,
+// size and prefetch size are read (the read cache, broker/tier's
+// ChunkCache); its other keys are accepted and ignored.
 
 const (
 	// AivenRSMClass is the one remote.log.storage.manager.class.name
@@ -27,6 +30,14 @@ const (
 	// AivenS3BackendClass is the one rsm.config.storage.backend.class
 	// accepted.
 	AivenS3BackendClass = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage"
+	// AivenMemoryChunkCache and AivenDiskChunkCache are the
+	// rsm.config.fetch.chunk.cache.class values accepted: both are served
+	// by Fjord's memory cache (the disk one's path is ignored).
+	AivenMemoryChunkCache = "io.aiven.kafka.tieredstorage.fetch.cache.MemoryChunkCache"
+	AivenDiskChunkCache   = "io.aiven.kafka.tieredstorage.fetch.cache.DiskChunkCache"
+	// DefaultChunkSize is the read cache's chunk when rsm.config.chunk.size
+	// is unset: 4 MiB, what Aiven's examples configure.
+	DefaultChunkSize = 4 << 20
 	// FollowRetention is the local.retention.* value (Kafka's -2) that
 	// means: the same as retention.*.
 	FollowRetention = -2
@@ -81,10 +92,36 @@ type RemoteS3 struct {
 	AccessKeyID     string // rsm.config.storage.aws.access.key.id; "" = AWS environment and files
 	SecretAccessKey string // rsm.config.storage.aws.secret.access.key
 	KeyPrefix       string // rsm.config.key.prefix
-	// ChunkSize is rsm.config.chunk.size: accepted (Aiven requires it)
-	// and checked, without effect: Fjord stores each segment as one
-	// object and reads byte ranges of it.
+	// ChunkSize is rsm.config.chunk.size: Fjord stores each segment as
+	// one object and reads byte ranges of it; with the read cache on, the
+	// ranges are chunks of this size (0 = DefaultChunkSize).
 	ChunkSize int32
+	// ChunkCacheClass is rsm.config.fetch.chunk.cache.class: "" (no read
+	// cache) or one of the Aiven chunk caches, both served from memory.
+	ChunkCacheClass string
+	// ChunkCacheSize is rsm.config.fetch.chunk.cache.size: the read
+	// cache's bound in bytes (needed, > 0, with ChunkCacheClass).
+	ChunkCacheSize int64
+	// ChunkCachePrefetch is rsm.config.fetch.chunk.cache.prefetch.max.size:
+	// bytes read ahead of a chunk read; -1 = one chunk.
+	ChunkCachePrefetch int64
+}
+
+// ReadCache is the read cache the rsm.config.* keys ask for: chunk size,
+// bound in bytes (0: no cache) and chunks to read ahead.
+func (s *RemoteS3) ReadCache() (chunk, bytes int64, prefetch int) {
+	chunk = int64(s.ChunkSize)
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	if s.ChunkCacheClass == "" || s.ChunkCacheSize <= 0 {
+		return chunk, 0, 0
+	}
+	prefetch = 1
+	if s.ChunkCachePrefetch >= 0 {
+		prefetch = int((s.ChunkCachePrefetch + chunk - 1) / chunk)
+	}
+	return chunk, s.ChunkCacheSize, prefetch
 }
 
 // remoteSecretKeys are the tiered-storage keys holding secrets: outside
@@ -100,6 +137,7 @@ func defaultRemoteStorage() RemoteStorage {
 		CopierThreads:       -1,
 		ReaderThreads:       10,
 		ReaderMaxPending:    100,
+		S3:                  RemoteS3{ChunkCachePrefetch: -1},
 		FetchMaxWaitMs:      500,
 		LocalRetentionMs:    FollowRetention,
 		LocalRetentionBytes: FollowRetention,
@@ -149,8 +187,14 @@ func remoteKeys(d *Config) []Key {
 			Set: setString(func(c *Config) *string { return &s(c).SecretAccessKey })},
 		{Name: "rsm.config.key.prefix", Def: dr.S3.KeyPrefix, Doc: "Prefix of every object key Fjord writes, e.g. to share a bucket between clusters.",
 			Set: setString(func(c *Config) *string { return &s(c).KeyPrefix })},
-		{Name: "rsm.config.chunk.size", Doc: "Accepted (Aiven's plugin requires it) and checked (> 0), without effect: Fjord stores each segment as one object and reads byte ranges of it.",
+		{Name: "rsm.config.chunk.size", Doc: "Bytes of a remote segment read at once into the read cache (rsm.config.fetch.chunk.cache.*); unset = 4 MiB. Fjord stores each segment as one object and reads byte ranges of it, so this sets only the read size.",
 			Set: setAtLeast(1, func(c *Config) *int32 { return &s(c).ChunkSize })},
+		{Name: "rsm.config.fetch.chunk.cache.class", Def: dr.S3.ChunkCacheClass, Doc: "The read cache of remote segments: " + AivenMemoryChunkCache + " or " + AivenDiskChunkCache + " (both kept in memory here, bounded by rsm.config.fetch.chunk.cache.size); empty = none, each fetch reads the store.",
+			Set: setOneOf([]string{AivenMemoryChunkCache, AivenDiskChunkCache}, "chunk cache", func(c *Config) *string { return &s(c).ChunkCacheClass })},
+		{Name: "rsm.config.fetch.chunk.cache.size", Def: itoa(dr.S3.ChunkCacheSize), Doc: "Bytes the read cache holds (least recently used chunks go first); needed with rsm.config.fetch.chunk.cache.class.",
+			Set: setAtLeast(0, func(c *Config) *int64 { return &s(c).ChunkCacheSize })},
+		{Name: "rsm.config.fetch.chunk.cache.prefetch.max.size", Def: itoa(dr.S3.ChunkCachePrefetch), Doc: "Bytes read ahead, in chunks, after a chunk a consumer reads, so a consumer reading a segment in order finds the next chunk cached; -1 = one chunk (Aiven's default is 0: none).",
+			Set: setAtLeast(-1, func(c *Config) *int64 { return &s(c).ChunkCachePrefetch })},
 	}
 }
 
@@ -160,6 +204,19 @@ func setOnly(want, what string, field func(*Config) *string) func(*Config, strin
 		v = strings.TrimSpace(v)
 		if v != "" && v != want {
 			return fmt.Errorf("%q: Fjord implements tiered storage itself and accepts only %s here (its %s, whose settings it reads); another plugin cannot be loaded", v, want, what)
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// setOneOf accepts "" or one of want, and refuses any other class naming
+// what.
+func setOneOf(want []string, what string, field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		if v != "" && !slices.Contains(want, v) {
+			return fmt.Errorf("%q: the %s must be one of %s", v, what, strings.Join(want, ", "))
 		}
 		*field(c) = v
 		return nil
@@ -214,6 +271,9 @@ func (c *Config) validateRemote() error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("remote.log.storage.system.enable=true needs %s", strings.Join(missing, ", "))
+	}
+	if r.S3.ChunkCacheClass != "" && r.S3.ChunkCacheSize <= 0 {
+		return errors.New("rsm.config.fetch.chunk.cache.class needs rsm.config.fetch.chunk.cache.size (bytes, > 0)")
 	}
 	if (r.S3.AccessKeyID == "") != (r.S3.SecretAccessKey == "") {
 		return errors.New("rsm.config.storage.aws.access.key.id and rsm.config.storage.aws.secret.access.key: give both or neither (neither = the AWS environment variables and files)")

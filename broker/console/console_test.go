@@ -64,6 +64,8 @@ func (f *fakeSource) Cluster() Cluster {
 		Partitions:           2,
 		UnderReplicated:      []PartitionRef{{Topic: "orders", Partition: 1, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1}}},
 		UnderReplicatedCount: 301,
+		Remote: &RemoteHealth{Failing: "access_denied", FailingPartitions: 3, LastError: "put k: " + evil, Waiting: 3,
+			PendingSegments: 7, PendingBytes: 7168, OldestPending: 4 * time.Minute},
 	}
 }
 
@@ -81,14 +83,15 @@ func (f *fakeSource) Topic(name string) (Topic, bool) {
 		return Topic{}, false
 	}
 	return Topic{Name: "orders", ID: "abcd", Partitions: []Partition{
-		{Index: 0, Leader: 2, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Local: true, LocalLeads: true, HighWater: 17, LogEnd: 17, Bytes: 2048},
+		{Index: 0, Leader: 2, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Local: true, LocalLeads: true, LogStart: 9, HighWater: 17, LogEnd: 17, Bytes: 2048,
+			Remote: true, RemoteStart: 0, RemoteEnd: 8, RemoteBytes: 3072},
 		{Index: 1, Leader: 1, Replicas: []int32{1, 3}, ISR: []int32{1}},
 	}, Configs: []Config{{Name: "retention.ms", Value: "1000"}, {Name: "secret", Value: "hunter2", Sensitive: true}}}, true
 }
 
 func (f *fakeSource) Tail(topic string, p int32, lim TailLimits) (Tail, error) {
 	f.tails = append(f.tails, lim)
-	return Tail{Topic: topic, Partition: p, Local: true, HighWater: 17, Leader: 2, Records: []Record{
+	return Tail{Topic: topic, Partition: p, Local: true, HighWater: 17, Leader: 2, Remote: true, RemoteEnd: 8, RemoteBytes: 3072, Records: []Record{
 		{Offset: 15, Timestamp: time.UnixMilli(1000), Key: Clip([]byte("k1"), lim.ValueBytes), Value: Clip([]byte(`{"n":1}`), lim.ValueBytes)},
 		{Offset: 16, Timestamp: time.UnixMilli(2000), Key: Bytes{Null: true}, Value: Clip([]byte(evil), lim.ValueBytes),
 			Headers: []Header{{Key: evil, Value: Clip([]byte{0xff, 0}, lim.ValueBytes)}}},
@@ -137,11 +140,12 @@ func TestPages(t *testing.T) {
 		url  string
 		want []string
 	}{
-		{"/", []string{"Under-replicated", `id="under-replicated">301<`, "The first 1 of 301.", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10"}},
+		{"/", []string{"Under-replicated", `id="under-replicated">301<`, "The first 1 of 301.", `href="/topic?name=orders"`, "fenced", "controller", "42", "127.0.0.1:10",
+			`id="remote-store">access_denied<`, "failing: access_denied</span> in 3 partition(s)", "7 segment(s), 7168 bytes, in 3 partition(s); the oldest for 4m0s", "Local segments are kept until the store holds them"}},
 		{"/topics", []string{`href="/topic?name=orders"`, "show 1 internal topic", "2.0 KiB"}},
 		{"/topics?internal=1", []string{"__consumer_offsets"}},
-		{"/topic?name=orders", []string{`href="/partition?topic=orders&amp;p=0"`, "retention.ms", "hidden", "under-replicated"}},
-		{"/partition?topic=orders&p=0", []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "{\n  &#34;n&#34;: 1\n}", "hex", "null"}},
+		{"/topic?name=orders", []string{`href="/partition?topic=orders&amp;p=0"`, "retention.ms", "hidden", "under-replicated", "0–8 · 3.0 KiB"}},
+		{"/partition?topic=orders&p=0", []string{"in the remote store 0–8 (3.0 KiB)", "&lt;script&gt;alert(1)&lt;/script&gt;", "{\n  &#34;n&#34;: 1\n}", "hex", "null"}},
 		{"/groups", []string{`href="/group?id=%3cscript%3ealert%281%29%3c%2fscript%3e"`, ">7<", "The first 1 of 1500 groups."}},
 		{"/group?id=" + strings.ReplaceAll(evil, "/", "%2F"), []string{"session timeout", "member joined", "2 → 3", "3.1 s", "orders-0", "m-1",
 			// A partition never committed: no committed offset, its lag.

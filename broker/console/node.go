@@ -51,6 +51,9 @@ type NodeSource struct {
 	// Servers returns the client listeners' servers: a slice the caller
 	// owns (a copy taken under the node's lock).
 	Servers func() []*protocol.Server
+	// Remote returns the node's tiered-storage uploads; nil (the func or
+	// its result) when the node has no remote store.
+	Remote func() *RemoteHealth
 }
 
 var _ Source = (*NodeSource)(nil)
@@ -101,6 +104,9 @@ func (s *NodeSource) Cluster() Cluster {
 	slices.SortFunc(c.SickDisk, func(a, b DiskProblem) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+	if s.Remote != nil {
+		c.Remote = s.Remote()
+	}
 	return c
 }
 
@@ -167,6 +173,7 @@ func (s *NodeSource) topic(t *controller.Topic, lt *replicamgr.Topic) Topic {
 				cp.LogStart, cp.LogEnd, cp.HighWater, cp.Bytes = lg.StartOffset(), lg.EndOffset(), rp.HW(), lg.Size()
 			}
 		}
+		cp.Remote, cp.RemoteStart, cp.RemoteEnd, cp.RemoteBytes = remoteRange(s.Image().RemoteSegments(controller.TopicPartition{TopicID: t.ID, Partition: int32(i)}))
 		ct.Partitions = append(ct.Partitions, cp)
 	}
 	for k, v := range t.Configs {
@@ -189,6 +196,7 @@ func (s *NodeSource) Tail(name string, partition int32, lim TailLimits) (Tail, e
 		return Tail{}, fmt.Errorf("no partition %s-%d", name, partition)
 	}
 	t := Tail{Topic: name, Partition: partition, Leader: it.Partitions[partition].Leader}
+	t.Remote, t.RemoteStart, t.RemoteEnd, t.RemoteBytes = remoteRange(s.Image().RemoteSegments(controller.TopicPartition{TopicID: it.ID, Partition: partition}))
 	lt := s.Replicas.Topic(name)
 	if lt == nil || int(partition) >= len(lt.Parts) || lt.Parts[partition] == nil {
 		return t, nil
@@ -469,4 +477,21 @@ func (s *NodeSource) Clients(limit int) ([]protocol.ClientInfo, int) {
 		total += n
 	}
 	return out, total
+}
+
+// remoteRange is what a partition's copied (COPY_FINISHED) segments hold:
+// ok false when none.
+func remoteRange(segs []controller.RemoteSegmentMeta) (ok bool, start, end, bytes int64) {
+	for _, sg := range segs {
+		if sg.State != controller.RemoteCopyFinished {
+			continue
+		}
+		if !ok {
+			start = sg.BaseOffset
+		}
+		ok = true
+		end = max(end, sg.EndOffset)
+		bytes += sg.SizeBytes
+	}
+	return ok, start, end, bytes
 }

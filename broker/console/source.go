@@ -59,6 +59,26 @@ type Cluster struct {
 	// most MaxPartitionsListed), SickDiskCount how many there are.
 	SickDisk      []DiskProblem
 	SickDiskCount int
+	// Remote is this node's tiered-storage uploads; nil when the node
+	// has no remote store.
+	Remote *RemoteHealth
+}
+
+// RemoteHealth is a node's remote log manager as an operator needs it
+// (broker/tier.Health): whether uploads fail and why, and what waits.
+type RemoteHealth struct {
+	// Failing is the latest failure's kind while any partition's uploads
+	// fail ("unavailable", "access_denied", "no_bucket", ...); "" when
+	// they work. LastError is its text.
+	Failing           string
+	FailingPartitions int
+	LastError         string
+	// Waiting partitions have PendingSegments (PendingBytes) sealed
+	// segments not yet copied, the oldest waiting OldestPending.
+	Waiting         int
+	PendingSegments int
+	PendingBytes    int64
+	OldestPending   time.Duration
 }
 
 // DiskProblem is a local replica whose disk is full, failed or stalled
@@ -140,6 +160,13 @@ type Partition struct {
 	// Storage is the local replica's disk state ("" when fine: full,
 	// failed or stalled otherwise), whether its log is open or not.
 	Storage string
+	// Remote: a tiered partition with copied segments (from the image, on
+	// every node): the offsets [RemoteStart, RemoteEnd] and RemoteBytes
+	// are in the remote store.
+	Remote      bool
+	RemoteStart int64
+	RemoteEnd   int64
+	RemoteBytes int64
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set
@@ -167,6 +194,12 @@ type Tail struct {
 	Records   []Record
 	// Short: the read budget ran out before Records were found.
 	Short bool
+	// Remote: offsets [RemoteStart, RemoteEnd], RemoteBytes of them, are
+	// in the remote store (tiered storage; from the image).
+	Remote      bool
+	RemoteStart int64
+	RemoteEnd   int64
+	RemoteBytes int64
 }
 
 // Record is one record, its bytes clipped to TailLimits.ValueBytes.

@@ -43,7 +43,7 @@ func New(src Source) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), src: src, jmx: newJMXMetrics()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_requests_total", Help: "Requests served, by Kafka API key."}, []string{"api"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fjord_partition_errors_total", Help: "Partition-level error codes returned, by API key and Kafka error code."}, []string{"api", "code"})
-	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time to make one partition's appended data durable (fdatasync, shared by group commit).",
+	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fjord_log_flush_seconds", Help: "Time of one flush: an fdatasync of one partition, or a group commit making many durable at once (observed once).",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)})
 	m.AuditDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_audit_dropped_total", Help: "Audit log lines dropped because the audit writer fell behind."})
 	m.BytesIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "fjord_produce_bytes_total", Help: "Record-batch bytes appended by producers."})
@@ -71,6 +71,26 @@ func New(src Source) *Metrics {
 		}),
 	)
 	return m
+}
+
+// FetchSessions registers the KIP-227 fetch session cache's series (Kafka's
+// NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and
+// IncrementalFetchSessionEvictionsPerSec), read from stats when scraped.
+func (m *Metrics) FetchSessions(stats func() (sessions, partitions int, evictions uint64)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_fetch_sessions", Help: "Incremental fetch sessions (KIP-227) cached, at most max.incremental.fetch.session.cache.slots."}, func() float64 {
+			n, _, _ := stats()
+			return float64(n)
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_fetch_session_partitions", Help: "Partitions cached over all incremental fetch sessions."}, func() float64 {
+			_, n, _ := stats()
+			return float64(n)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_fetch_session_evictions_total", Help: "Incremental fetch sessions evicted to make room for another."}, func() float64 {
+			_, _, n := stats()
+			return float64(n)
+		}),
+	)
 }
 
 // Registerer is where other parts of the node register their own series

@@ -41,13 +41,23 @@ import (
 //     segments from the one read on, then the local log's indexes
 //     (remoteAbortedIn), as Kafka's RemoteLogManager collects them. A
 //     store failure (of the records or their aborts) is
-//     KAFKA_STORAGE_ERROR, never records without their aborts. A
-//     follower's fetch there is never read from the store: it is
-//     OFFSET_MOVED_TO_TIERED_STORAGE, and the follower restarts at the
+//     KAFKA_STORAGE_ERROR, never records without their aborts. The read
+//     runs on the node's remote reader pool (remote_fetch.go): local
+//     partitions of the same fetch are answered without waiting for it,
+//     and a fetch with nothing else waits up to remote.fetch.max.wait.ms;
+//     a full pool is UNKNOWN_SERVER_ERROR for that partition, as in
+//     Kafka. A follower's fetch there is never read from the store: it
+//     is OFFSET_MOVED_TO_TIERED_STORAGE, and the follower restarts at the
 //     copy's end (KIP-405's follower path, broker/tier/follower.go).
-//   - Sessions (KIP-227): Fjord creates none (session id 0), so clients send
-//     full fetches; an incremental fetch on an unknown session gets
-//     FETCH_SESSION_ID_NOT_FOUND.
+//   - Sessions (KIP-227, broker/partitions/fetchsession): a full fetch with
+//     epoch 0 gets a session when the cache has room
+//     (max.incremental.fetch.session.cache.slots); an incremental one is
+//     expanded to every partition of its session (each at the fetch
+//     offset, log start and durable end last sent), served as a full
+//     fetch would be, and its response trimmed to the partitions with
+//     something new. A session's partitions the request does not name are
+//     authorized again each time (fetch_sessions.go). Unknown session:
+//     FETCH_SESSION_ID_NOT_FOUND; wrong epoch: INVALID_FETCH_SESSION_EPOCH.
 //   - read_uncommitted reads up to the high watermark; read_committed
 //     (isolation level 1) up to the last stable offset (min of the HW and
 //     the first offset of a transaction not yet decided and replicated),
@@ -101,17 +111,17 @@ func fetchEntry(h Host) api.Entry {
 
 func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.Version >= 7 && req.SessionID != 0 && req.SessionEpoch > 0 {
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		respond(resp)
+	sess, code := h.FetchSessions().Begin(req, isFollowerFetch(req), time.Now()) // expands an incremental fetch
+	if code != 0 {
+		respond(sessionError(req, code))
 		return
 	}
 	respond = countFetched(h.Metrics(), respond, ReplicaOf(req) >= 0)
-	respond = h.FetchQuota(cc, req, respond) // runs before countFetched
+	respond = h.FetchQuota(cc, req, respond)         // runs before countFetched
+	respond = withSession(h, cc, req, sess, respond) // runs first: trims to what changed (fetch_sessions.go)
 	replicaID := ReplicaOf(req)
 	resp, n, stop := fetchOnce(h, req)
-	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	wait := remoteWait(h, resp, n, req)
 	if stop || n >= int(max(req.MinBytes, 1)) || wait <= 0 {
 		respond(resp)
 		return
@@ -148,15 +158,19 @@ func handleFetch(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Resp
 				respond(resp)
 				return
 			}
+			stopForwarding := forwardDone(resp.remoteWaits, ch)
 			select {
 			case <-ch:
+				stopForwarding()
 				for _, p := range parts {
 					watch(p, ch)
 				}
 			case <-timer.C:
+				stopForwarding()
 				respond(resp)
 				return
 			case <-cc.Ctx.Done():
+				stopForwarding()
 				resp.Release()
 				respond(nil)
 				return
@@ -281,15 +295,24 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 				}
 				data, err := lg.Read(rp.FetchOffset, max(budgetLimit, 1), limit, getReadBuf())
 				var remoteAborted []storage.AbortedTxn // read from the copy: its aborted transactions
+				fromRemote := false                    // err, if any, is the store's (logged once per change there)
 				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID < 0 && rp.FetchOffset < lg.StartOffset() {
 					// Below the local log: a tiered partition's copy may
 					// hold it. Every copied record is below the last
 					// stable offset (only such segments are copied), so
 					// read_committed reads it too, with the aborts.
-					if rd, ok, rerr := remoteRead(h, t, rp.Partition, rp.FetchOffset, max(budgetLimit, 1)); ok || rerr != nil {
-						data, err = rd, rerr
-						if err == nil && req.IsolationLevel == 1 && len(data) > 0 {
-							remoteAborted, err = remoteAbortedIn(h, t, rp.Partition, lg, rp.FetchOffset, data)
+					// The read may run on the remote reader pool
+					// (remote_fetch.go): then nothing yet, and the
+					// request knows what to wait for.
+					rd, ra, ok, wait, rerr := remoteFetch(h, t, rp.Partition, lg, rp.FetchOffset, max(budgetLimit, 1), req.IsolationLevel == 1)
+					switch {
+					case wait != nil:
+						pooled.remoteWaits = append(pooled.remoteWaits, wait)
+						data, err = nil, nil
+					case ok || rerr != nil:
+						data, remoteAborted, err, fromRemote = rd, ra, rerr, true
+						if err == nil && req.IsolationLevel == 1 && len(data) > 0 && remoteAborted == nil {
+							remoteAborted = []storage.AbortedTxn{}
 						}
 					}
 				}
@@ -301,6 +324,8 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 					switch {
 					case errors.Is(err, storage.ErrCorruptLog):
 						h.ReadFailed(p, err)
+					case fromRemote:
+						p.Logger.Debug().Err(err).Int64("offset", rp.FetchOffset).Msg("remote read failed")
 					case !errors.Is(err, storage.ErrOffsetOutOfRange) && sp.ErrorCode != kerr.NotLeaderForPartition.Code:
 						p.Logger.Error().Err(err).Int64("offset", rp.FetchOffset).Msg("fetch read failed")
 					}
@@ -376,6 +401,9 @@ func ReplicaOf(req *kmsg.FetchRequest) int32 {
 type PooledFetch struct {
 	*kmsg.FetchResponse
 	bufs [][]byte
+	// remoteWaits are the remote reads under way for partitions answered
+	// without records (remote_fetch.go).
+	remoteWaits []<-chan struct{}
 }
 
 // SizeHint is the record bytes plus a generous allowance for the rest.
@@ -493,15 +521,14 @@ func logStart(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log) int
 }
 
 // remoteRead reads a consumer's fetch below the local log from the
-// partition's tiered copy; ok is false when it has none there. The store
-// is read on the request's goroutine, bounded by remoteReadTimeout.
-func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
+// partition's tiered copy; ok is false when it has none there. ctx bounds
+// it (remoteReadTimeout), on the remote reader pool or, without one, the
+// request's goroutine (remote_fetch.go).
+func remoteRead(ctx context.Context, h Host, t *replicamgr.Topic, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
 	r := h.Remote()
 	if r == nil {
 		return nil, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
-	defer cancel()
 	data, ok, err := r.Read(ctx, t.Name, t.ID, partition, offset, maxBytes)
 	if err != nil {
 		return nil, ok, fmt.Errorf("%w: %s-%d at %d: %w", ErrRemoteStorage, t.Name, partition, offset, err)
@@ -518,11 +545,9 @@ func remoteRead(h Host, t *replicamgr.Topic, partition int32, offset int64, maxB
 // copied before, so the remote search, which reads the image after,
 // finds it. A transaction in both is listed once. Never nil when err is
 // nil (an empty slice: none), so the caller knows it was asked.
-func remoteAbortedIn(h Host, t *replicamgr.Topic, partition int32, lg *storage.Log, fetchOffset int64, data []byte) ([]storage.AbortedTxn, error) {
+func remoteAbortedIn(ctx context.Context, h Host, t *replicamgr.Topic, partition int32, lg *storage.Log, fetchOffset int64, data []byte) ([]storage.AbortedTxn, error) {
 	end := storage.ReadEnd(fetchOffset, data)
 	local := lg.AbortedTransactions(fetchOffset, end)
-	ctx, cancel := context.WithTimeout(context.Background(), remoteReadTimeout)
-	defer cancel()
 	copied, err := h.Remote().Aborted(ctx, t.Name, t.ID, partition, fetchOffset, end)
 	if err != nil {
 		return nil, fmt.Errorf("%w: aborted transactions of %s-%d from %d: %w", ErrRemoteStorage, t.Name, partition, fetchOffset, err)
@@ -539,5 +564,6 @@ func remoteAbortedIn(h Host, t *replicamgr.Topic, partition int32, lg *storage.L
 	return out, nil
 }
 
-// remoteReadTimeout bounds one fetch's read from the remote store.
+// remoteReadTimeout bounds one fetch's read from the remote store,
+// waiting for a reader thread included.
 const remoteReadTimeout = 10 * time.Second

@@ -18,7 +18,12 @@ import (
 //     offset (earliest, earliest local; for a tiered topic -2 is the remote
 //     log start when its copy reaches below the local log); -3: the batch with the largest
 //     timestamp (KIP-734). Any other timestamp: the first record at or after
-//     it, found through the time index; none gives offset -1.
+//     it, found through the time index; none gives offset -1. For a
+//     tiered topic whose copy reaches below the local log, the copied
+//     segments are searched first (their MaxTimestamp, then the
+//     .timeindex, .index and .log objects), as Kafka's
+//     RemoteLogManager.findOffsetByTimestamp; a store failure is
+//     KAFKA_STORAGE_ERROR.
 //   - -5 (LATEST_TIERED, KIP-1005) and -6 (EARLIEST_PENDING_UPLOAD,
 //     KIP-1023) ask about tiered storage: for a tiered topic on a node
 //     with a remote store, the highest offset copied (-1 when none) and
@@ -86,6 +91,11 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 					break
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
+				if rp.Timestamp >= 0 && p.Settings().Storage.Tier.Enabled {
+					// Below the local log: the copy is searched first
+					// (remote_list_offsets.go).
+					off, ts, err = remoteOffsetForTimestamp(h, t, rp.Partition, lg, rp.Timestamp, off, ts, err)
+				}
 				if err == nil && rp.Timestamp == -2 { // -4 is the local log start (KIP-405)
 					off = logStart(h, t, rp.Partition, lg) // a tiered copy's start, when below
 				}

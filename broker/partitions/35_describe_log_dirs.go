@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"encoding/binary"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -29,6 +30,11 @@ import (
 //     leader's high watermark in the last fetch response minus its own log
 //     end (never negative), 0 on the leader as in Kafka — and IsFuture
 //     false (Fjord never moves a replica between directories).
+//   - A tiered partition with copied segments carries, from v2 (flexible),
+//     the bytes of its copy in the remote store as a Fjord tagged field
+//     (RemoteSizeTag, a signed varint), which Kafka's DescribeLogDirs has
+//     no field for; clients skip tags they do not know. `fjord topic
+//     describe` shows it.
 //   - Topics null means every topic; otherwise the partitions named, those
 //     not hosted here simply absent. Topics without a partition here are
 //     left out.
@@ -66,6 +72,9 @@ func handleDescribeLogDirs(h Host, cc *api.Conn, kreq kmsg.Request, respond func
 			}
 		}
 		rd.Topics = describeLocalTopics(h.Replicas(), req)
+		if req.Version >= 2 {
+			tagRemoteSizes(h, rd.Topics)
+		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}
 	respond(resp)
@@ -114,6 +123,47 @@ func describeLocalTopics(m *replicamgr.Manager, req *kmsg.DescribeLogDirsRequest
 		}
 	}
 	return out
+}
+
+// RemoteSizeTag is DescribeLogDirs' tagged field of a partition holding
+// the bytes of its copy in the remote store ("FR").
+const RemoteSizeTag = 0x4652
+
+// tagRemoteSizes sets RemoteSizeTag on the partitions of topics with
+// copied segments.
+func tagRemoteSizes(h Host, topics []kmsg.DescribeLogDirsResponseDirTopic) {
+	r := h.Remote()
+	if r == nil {
+		return
+	}
+	m := h.Replicas()
+	for i := range topics {
+		t := m.Topic(topics[i].Topic)
+		if t == nil {
+			continue
+		}
+		for j := range topics[i].Partitions {
+			sp := &topics[i].Partitions[j]
+			if n := r.Size(t.ID, sp.Partition); n > 0 {
+				sp.UnknownTags.Set(RemoteSizeTag, binary.AppendVarint(nil, n))
+			}
+		}
+	}
+}
+
+// RemoteSize reads RemoteSizeTag from a DescribeLogDirs partition: the
+// bytes of its copy in the remote store, false when it has none.
+func RemoteSize(sp *kmsg.DescribeLogDirsResponseDirTopicPartition) (int64, bool) {
+	var n int64
+	ok := false
+	sp.UnknownTags.Each(func(tag uint32, v []byte) {
+		if tag == RemoteSizeTag {
+			if x, k := binary.Varint(v); k > 0 {
+				n, ok = x, true
+			}
+		}
+	})
+	return n, ok
 }
 
 // logDirsAbs is log.dirs as absolute, cleaned paths; the first is the one

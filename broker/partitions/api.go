@@ -12,9 +12,11 @@ import (
 	"github.com/fjordlog/fjord/broker/acl"
 	"github.com/fjordlog/fjord/broker/api"
 	"github.com/fjordlog/fjord/broker/metrics"
+	"github.com/fjordlog/fjord/broker/partitions/fetchsession"
 	"github.com/fjordlog/fjord/broker/quota"
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/broker/replicamgr"
+	"github.com/fjordlog/fjord/broker/tier"
 	"github.com/fjordlog/fjord/broker/txn"
 	"github.com/fjordlog/fjord/storage"
 )
@@ -53,6 +55,12 @@ type Host interface {
 	// CleanupPolicyHas reports whether the topic's effective
 	// cleanup.policy includes policy.
 	CleanupPolicyHas(t *replicamgr.Topic, policy string) bool
+	// FetchSessions is the node's KIP-227 fetch session cache.
+	FetchSessions() *fetchsession.Cache
+	// FetchAuthz is Fetch's authorization context for cc, nil when the
+	// node has no authorizer: a session's partitions that an incremental
+	// fetch does not name are authorized again each time.
+	FetchAuthz(cc *api.Conn) *api.Authz
 	// LogDirs is log.dirs as configured (comma-separated) and the
 	// directory partitions are stored in, which stands for the first.
 	LogDirs() (configured, inUse string)
@@ -94,6 +102,18 @@ type RemoteLog interface {
 	// copy. An error (the store failed, or a segment walked was deleted
 	// meanwhile) means the records must not be served.
 	Aborted(ctx context.Context, topic string, topicID [16]byte, partition int32, fetchOffset, upperBound int64) ([]storage.AbortedTxn, error)
+	// Size is the bytes of the partition's copied segments (its remote
+	// log size); 0 when nothing is copied.
+	Size(topicID [16]byte, partition int32) int64
+	// OffsetForTimestamp is the first copied record with a timestamp at
+	// or after ts (tier.Reader.OffsetForTimestamp); ok false when none.
+	OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (offset, recordTS int64, ok bool, err error)
+	// Reads is the pool consumers' remote reads run on, off the fetch
+	// path (remote_fetch.go); nil: they run on the fetch's goroutine.
+	Reads() *tier.ReadPool
+	// FetchMaxWait is remote.fetch.max.wait.ms: how long a fetch with no
+	// other data waits for its remote reads.
+	FetchMaxWait() time.Duration
 }
 
 // Entries are the data path's registrations, bound to h. Building them
@@ -159,6 +179,11 @@ var ErrRemoteStorage = errors.New("partitions: remote storage")
 // OFFSET_MOVED_TO_TIERED_STORAGE, KIP-405's signal to restart from the
 // copy (movedToTiered).
 var ErrMovedToTiered = errors.New("partitions: offset moved to tiered storage")
+
+// ErrRemoteReadsFull: a consumer's remote read could not be queued
+// (remote.log.reader.threads and .max.pending.tasks are taken); the
+// partition is answered with Kafka's code for a refused reader task.
+var ErrRemoteReadsFull = errors.New("partitions: remote reader pool full")
 
 // errMessage is the optional error message some responses carry.
 func errMessage(err error) *string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -79,5 +81,38 @@ func TestCheck(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot be reached") || strings.Contains(logs.String(), w.SecretKey) {
 		t.Errorf("unreachable store logged %q", logs.String())
+	}
+}
+
+// TestCheckWithoutSeaweedFS: the start-up check's refusals without a
+// SeaweedFS binary (TestCheck skips then): an S3 endpoint that answers
+// HeadBucket 404 for a missing bucket and 403 for refused credentials, as
+// S3 does (a HEAD answer has no body), makes Check fail naming the keys
+// to fix; 200 passes.
+func TestCheckWithoutSeaweedFS(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch strings.Trim(r.URL.Path, "/") {
+		case "segments":
+			w.WriteHeader(http.StatusOK)
+		case "revoked":
+			w.WriteHeader(http.StatusForbidden)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	good := tiered(srv.URL, "segments", "id", "secret")
+	if err := remotestore.Check(ctx, &good, zerolog.Nop()); err != nil {
+		t.Errorf("a bucket that exists: %v", err)
+	}
+	missing := tiered(srv.URL, "no-such-bucket", "id", "secret")
+	if err := remotestore.Check(ctx, &missing, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `bucket "no-such-bucket" does not exist`) ||
+		!strings.Contains(err.Error(), "rsm.config.storage.s3.bucket.name") || !strings.Contains(err.Error(), "create it") {
+		t.Errorf("missing bucket: %v", err)
+	}
+	revoked := tiered(srv.URL, "revoked", "id", "secret")
+	if err := remotestore.Check(ctx, &revoked, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "refused the credentials") {
+		t.Errorf("refused credentials: %v", err)
 	}
 }

@@ -30,6 +30,10 @@ import (
 // next fetch goes as soon as the append is done and the fsync runs beside
 // it (flusher); with one that does not, the fsync ends first and the
 // fetch offset is the durable end, Kafka's rule.
+// Each fetcher keeps a KIP-227 fetch session with its leader (session.go):
+// an idle follower's fetch names no partition, and a partition is sent
+// again only when its fetch offset, durable end, log start, max bytes or
+// leader epoch moved.
 
 // FetchHost is what the fetchers need of their broker.
 type FetchHost interface {
@@ -136,6 +140,8 @@ type fetcher struct {
 	// restarts are the partitions to restart from the tiered copy before
 	// their next fetch (tierfollow.go).
 	restarts map[*Partition]*tierRestart
+	// sess is the KIP-227 fetch session with the leader (session.go).
+	sess followerSession
 }
 
 // dialHook counts a fetcher's connections: one made after a marked answer
@@ -238,6 +244,9 @@ func (f *fetcher) run() {
 					p.Logger.Debug().Err(err).Msg("finding the divergence point; retrying")
 					continue
 				}
+				// Its log may have been cut below the high watermark the
+				// session last heard: a full fetch tells it again.
+				f.sess.restart()
 			}
 			fetchable = append(fetchable, p)
 		}
@@ -274,6 +283,9 @@ func (f *fetcher) connect() error {
 		return err
 	}
 	f.cl, f.addr, f.pipelined = cl, addr, false
+	if f.sess.id != 0 {
+		f.sess.restart() // a new address may be another process: start over
+	}
 	return nil
 }
 
@@ -390,7 +402,6 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		// the leader, for the next append to be reported.
 		req.MaxWaitMillis = 0
 	}
-	req.SessionID, req.SessionEpoch = 0, -1
 	topicAt := map[string]int{}
 	// Sized up front, as the leader sizes its response: a fetch names
 	// every partition followed there, and growing these one append at a
@@ -442,16 +453,21 @@ func (f *fetcher) fetch(parts []*Partition) error {
 		}
 		return nil
 	}
+	// Named every partition fetched; now only the session's changes.
+	round := f.sess.prepare(req)
 	kresp, err := f.request(req, 10*time.Second)
 	if err != nil {
 		f.pipelined = false
+		f.sess.failed(0)
 		return err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		f.pipelined = false
+		f.sess.failed(resp.ErrorCode)
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
+	f.sess.answered(round, resp)
 	// The leader that answered counts the durable ends the next fetch
 	// reports (or not): that decides whether this answer's appends are
 	// fsynced before the next fetch or beside it.
@@ -489,6 +505,8 @@ func (f *fetcher) fetch(parts []*Partition) error {
 					if flush {
 						toFlush = append(toFlush, a.p)
 					}
+				} else if sp.ErrorCode == 0 {
+					f.sess.restart() // not taken: hear its state again in full
 				}
 			}
 		}
@@ -513,6 +531,7 @@ func (f *fetcher) fetch(parts []*Partition) error {
 	for i, err := range FlushAll(toFlush) {
 		if err != nil {
 			failed[toFlush[i]] = true
+			f.sess.restart() // its high watermark is not taken: hear it again
 		}
 	}
 	for _, d := range done {

@@ -32,7 +32,8 @@ import (
 //     request checks first (View.Check) — a replica that is not open yet,
 //     being deleted or damaged answers with a Kafka error code;
 //   - hw: the high watermark, what consumers may read and acks=all waits
-//     for; written under mu only, so it moves exactly as the core's does;
+//     for; written under mu only, so it moves exactly as the core's does,
+//     and after the view it was reached under (viewAndHW pairs the two);
 //   - lg: the log, set once by Opened before the step that makes the view
 //     serve it; never cleared (a deleted log's operations fail with
 //     storage.ErrClosed).
@@ -163,6 +164,20 @@ func (p *Partition) View() *View { return p.view.Load() }
 
 // HW is the high watermark.
 func (p *Partition) HW() int64 { return p.hw.Load() }
+
+// viewAndHW reads the view and the high watermark as one snapshot: the
+// high watermark read was reached under the view returned with it.
+// publishLocked stores a new view before the high watermark it allows,
+// so reading the view again after the high watermark, until it did not
+// change, pairs them.
+func (p *Partition) viewAndHW() (*View, int64) {
+	v := p.view.Load()
+	hw := p.hw.Load()
+	for again := p.view.Load(); again != v; again = p.view.Load() {
+		v, hw = again, p.hw.Load()
+	}
+	return v, hw
+}
 
 // Settings are the topic's settings.
 func (p *Partition) Settings() *Settings { return p.settings.Load() }
@@ -614,11 +629,11 @@ func (p *Partition) WaitCommitted(ctx context.Context, target int64, epoch int32
 // committed whatever the ISR's size now.
 func (p *Partition) WaitHW(ctx context.Context, target int64, epoch int32) error {
 	reached := func() (bool, error) {
-		v := p.view.Load()
+		v, hw := p.viewAndHW()
 		if !v.Leads() || v.LeaderEpoch != epoch {
 			return true, fmt.Errorf("%w: leadership moved while waiting for the high watermark", ErrNotLeader)
 		}
-		return p.hw.Load() >= target, nil
+		return hw >= target, nil
 	}
 	if done, err := reached(); done {
 		return err
@@ -651,12 +666,17 @@ func (p *Partition) WaitCommittedUntil(ctx context.Context, target int64, epoch 
 
 // committed reports whether WaitCommitted's outcome for target at epoch is
 // decided now, and that outcome.
+// It judges the view and high watermark as one snapshot (viewAndHW):
+// an ISR shrinking below min.insync.replicas moves the high watermark to
+// the leader's own durable end, and judged with the ISR from before the
+// shrink, a record only the leader holds would be acknowledged as
+// replicated.
 func (p *Partition) committed(target int64, epoch int32) (bool, error) {
-	v := p.view.Load()
+	v, hw := p.viewAndHW()
 	if !v.Leads() || v.LeaderEpoch != epoch {
 		return true, fmt.Errorf("%w: leadership moved while waiting for the replicas", ErrNotLeader)
 	}
-	if p.hw.Load() < target {
+	if hw < target {
 		return false, nil
 	}
 	if minISR := p.settings.Load().MinISR; int32(len(v.ISR)) < minISR {
@@ -735,15 +755,24 @@ func (p *Partition) Flush() error {
 		return nil
 	}
 	start := time.Now()
-	return p.flushed(lg, lg.Flush(), start)
+	err := lg.Flush()
+	p.observeFlush(start)
+	return p.flushed(lg, err)
 }
 
-// flushed tells the core what a flush of lg begun at start made durable,
-// or logs why it failed, and returns err.
-func (p *Partition) flushed(lg *storage.Log, err error, start time.Time) error {
+// observeFlush times one flush begun at start: one observation per
+// fsync or group commit, however many logs it made durable. (Observing a
+// group commit of 1,000 logs 1,000 times cost 5 % of a node's CPU under
+// a produce to 1,000 partitions, in the JMX timer's quantile stream.)
+func (p *Partition) observeFlush(start time.Time) {
 	if p.flushTime != nil {
 		p.flushTime.Observe(time.Since(start).Seconds())
 	}
+}
+
+// flushed tells the core what a flush of lg made durable, or logs why it
+// failed, and returns err.
+func (p *Partition) flushed(lg *storage.Log, err error) error {
 	if err != nil && (errors.Is(err, storage.ErrClosed) || p.view.Load().Phase >= Deleting) {
 		return err // deleted or shut down meanwhile: nothing to report
 	}
@@ -777,8 +806,12 @@ func FlushAll(ps []*Partition) []error {
 				logs, at = append(logs, lg), append(at, i)
 			}
 		}
-		for j, err := range storage.FlushGroup(logs) {
-			errs[at[j]] = ps[at[j]].flushed(logs[j], err, start)
+		res := storage.FlushGroup(logs)
+		if len(at) > 0 {
+			ps[at[0]].observeFlush(start)
+		}
+		for j, err := range res {
+			errs[at[j]] = ps[at[j]].flushed(logs[j], err)
 		}
 		return errs
 	}

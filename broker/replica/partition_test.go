@@ -351,3 +351,34 @@ func TestStaleFlushedAfterTruncation(t *testing.T) {
 		t.Fatalf("hw %d after a stale Flushed{%d}: want 1 (the fsynced end)", hw, stale)
 	}
 }
+
+// TestCommittedSnapshotsViewAndHW: an ISR shrinking below
+// min.insync.replicas moves the high watermark to the leader's own
+// durable end; a waiter that read the view from before the shrink and the
+// high watermark from after it acknowledged a record only the leader
+// held. committed spins beside the shrink, many times, and must always
+// refuse.
+func TestCommittedSnapshotsViewAndHW(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		p, _ := newTestPartition(t, rf3(1, 2), 2, nil)
+		target, epoch := appendOne(t, p)
+		start, res := make(chan struct{}), make(chan error, 1)
+		go func() {
+			close(start)
+			for {
+				if done, err := p.committed(target, epoch); done {
+					res <- err
+					return
+				}
+			}
+		}()
+		<-start
+		a := rf3(1)
+		a.PartitionEpoch = 2
+		p.Step(Assign{a})
+		if err := <-res; !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
+			t.Fatalf("round %d: got %v, want ErrNotEnoughReplicasAfterAppend", i, err)
+		}
+		p.Log().Close()
+	}
+}

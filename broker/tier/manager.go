@@ -36,8 +36,9 @@ type ManagerConfig struct {
 // round waits for all its partitions, so one partition is never worked on
 // by two goroutines.
 //
-// Invariant: mu's maps hold only partitions whose last round failed
-// (fails > 0), and are touched only under mu.
+// Invariant: mu's fails, notBefore and kinds hold only partitions whose
+// last round failed (fails > 0); pending holds the partitions the last round
+// saw (led, tiered); all are touched only under mu.
 type Manager struct {
 	cfg    ManagerConfig
 	Copier *Copier
@@ -47,6 +48,17 @@ type Manager struct {
 		// is when it may run again.
 		fails     map[controller.TopicPartition]int
 		notBefore map[controller.TopicPartition]time.Time
+		// kinds is the kind of each failing partition's last failure
+		// (kindOf): a "refused" one (the controller fenced a proposal
+		// after a leader change) backs off but is no store alert.
+		kinds map[controller.TopicPartition]string
+		// pending is each partition's segments waiting to be copied, as
+		// the last round saw them (health.go).
+		pending map[controller.TopicPartition]pending
+		// lastKind and lastErr are the latest store failure's (not
+		// "refused"); state is the
+		// node's as last logged: "" working, else the failure kind.
+		lastKind, lastErr, state string
 	}
 	// tiered are the topics seen with remote segments, by id: when one
 	// leaves the image (deleted), its objects are deleted. Round's own
@@ -67,7 +79,9 @@ func NewManager(cfg ManagerConfig) *Manager {
 	}
 	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger}}
 	m.mu.fails = map[controller.TopicPartition]int{}
+	m.mu.kinds = map[controller.TopicPartition]string{}
 	m.mu.notBefore = map[controller.TopicPartition]time.Time{}
+	m.mu.pending = map[controller.TopicPartition]pending{}
 	m.tiered = map[[16]byte]string{}
 	return m
 }
@@ -101,6 +115,12 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 	m.deleteTopics(ctx, img)
 	sem := make(chan struct{}, m.cfg.Concurrency)
 	var wg sync.WaitGroup
+	seen := map[controller.TopicPartition]pending{}
+	defer func() {
+		wg.Wait()
+		m.notePending(now, seen)
+		m.noteState(m.cfg.Logger)
+	}()
 	for _, p := range m.cfg.Replicas() {
 		s := p.Settings()
 		lg := p.Log()
@@ -108,12 +128,6 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 			continue
 		}
 		tp := controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index}
-		m.mu.Lock()
-		wait := now.Before(m.mu.notBefore[tp])
-		m.mu.Unlock()
-		if wait {
-			continue
-		}
 		v := p.View()
 		hw := p.HW()
 		view := Partition{Broker: m.cfg.NodeID, Leader: v.Leader == m.cfg.NodeID, LeaderEpoch: v.LeaderEpoch, Enabled: true,
@@ -127,6 +141,13 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 				view.LocalBytesAbove -= sg.Size
 			}
 		}
+		seen[tp] = pendingOf(view)
+		m.mu.Lock()
+		wait := now.Before(m.mu.notBefore[tp])
+		m.mu.Unlock()
+		if wait {
+			continue // backing off; still counted as waiting above
+		}
 		ref := Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}
 		sem <- struct{}{}
 		wg.Add(1)
@@ -134,24 +155,28 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			done, err := m.Copier.Run(ctx, ref, view, lg)
+			if err != nil && ctx.Err() != nil {
+				return // stopping: not the store's failure
+			}
 			m.settle(tp, p.Logger, now, done, err)
 		}()
 	}
-	wg.Wait()
 }
 
 // settle records a partition's round: a failure backs it off (doubling,
-// bounded by MaxBackoff), and the log says so once per change between
-// failing and working, not once per round.
+// bounded by MaxBackoff). The partition's log says so at debug level
+// once per change between failing and working; the node's (noteState)
+// says it once for all partitions.
 func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now time.Time, done []Action, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err == nil {
 		if m.mu.fails[tp] > 0 {
-			log.Info().Int("failed_rounds", m.mu.fails[tp]).Msg("tiered storage: copying works again")
+			log.Debug().Int("failed_rounds", m.mu.fails[tp]).Msg("tiered storage: copying works again")
 		}
 		delete(m.mu.fails, tp)
 		delete(m.mu.notBefore, tp)
+		delete(m.mu.kinds, tp)
 		for _, a := range done {
 			if a.Kind == Upload {
 				log.Debug().Int64("base", a.Local.Base).Int64("last", a.Local.Last).Msg("tiered storage: segment copied")
@@ -161,8 +186,13 @@ func (m *Manager) settle(tp controller.TopicPartition, log zerolog.Logger, now t
 	}
 	n := m.mu.fails[tp] + 1
 	m.mu.fails[tp] = n
+	kind := kindOf(err)
+	m.mu.kinds[tp] = kind
+	if kind != "refused" {
+		m.mu.lastKind, m.mu.lastErr = kind, err.Error()
+	}
 	if n == 1 {
-		log.Warn().Err(err).Str("kind", remote.Kind(err)).Msg("tiered storage: round failed; retrying with backoff")
+		log.Debug().Err(err).Str("kind", remote.Kind(err)).Msg("tiered storage: round failed; retrying with backoff")
 	}
 	d := m.cfg.Interval << min(n-1, 16)
 	m.mu.notBefore[tp] = now.Add(min(d, m.cfg.MaxBackoff))

@@ -24,6 +24,12 @@
 //     read's aborted transactions from the copied segments' .txnindex
 //     objects (a missing object is none; a store failure an error), with
 //     a small cache by segment id.
+//   - health.go: Health, what waits to be copied and whether rounds fail
+//     on the store (the metrics and the console's alert card), and the
+//     node's one log line per change between working and failing.
+//   - verify.go: the checks a read makes of every batch before serving
+//     it (CRC, offsets against the segment's metadata, the object's
+//     size); ErrDamaged.
 //   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):

@@ -3,7 +3,7 @@ package tier
 import (
 	"context"
 	"fmt"
-	"io"
+	"sync/atomic"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage"
@@ -22,8 +22,17 @@ import (
 type Reader struct {
 	Store  remote.Store
 	Prefix string
-	txn    txnCache
+	// Cache, when set, serves the .log and .index reads in chunks, with
+	// read-ahead (chunkcache.go); nil: every read is a ranged Get.
+	Cache *ChunkCache
+	txn   txnCache
+	// damaged counts reads refused for a damaged object (ErrDamaged).
+	damaged atomic.Int64
 }
+
+// Damaged is how many reads were refused because an object was damaged
+// (ErrDamaged): for the metrics.
+func (r *Reader) Damaged() int64 { return r.damaged.Load() }
 
 // SegmentFor is the COPY_FINISHED segment holding offset in a partition's
 // image entries (controller.Image.RemoteSegments); false when none does
@@ -47,7 +56,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	key := func(suffix string) string {
 		return ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, suffix)
 	}
-	index, err := r.get(ctx, key("index"), 0, -1)
+	index, err := r.getShared(ctx, key("index"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,26 +66,37 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	}
 	for pos < seg.SizeBytes {
 		// One batch's header says how long it is and where it ends.
-		hdr, err := r.get(ctx, key("log"), pos, recordbatch.HeaderLen)
+		hdr, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, recordbatch.HeaderLen)
 		if err != nil {
 			return nil, err
 		}
 		info, err := recordbatch.ParseHeader(hdr)
 		if err != nil {
-			return nil, fmt.Errorf("tier: %s at %d: %w", key("log"), pos, err)
+			r.forget(key("log"), key("index"))
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s at %d: %w: %w", key("log"), pos, ErrDamaged, err)
 		}
 		if recordbatch.BaseOffset(hdr)+int64(info.LastDelta) < offset {
 			pos += int64(info.Bytes)
 			continue
 		}
-		n := max(int64(maxBytes), int64(info.Bytes))
-		data, err := r.get(ctx, key("log"), pos, min(n, seg.SizeBytes-pos))
+		n := min(max(int64(maxBytes), int64(info.Bytes)), seg.SizeBytes-pos)
+		data, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, n)
 		if err != nil {
 			return nil, err
 		}
+		if err := verifyBatches(seg, pos, data, n, offset); err != nil {
+			r.forget(key("log"), key("index"))
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s: %w", key("log"), err)
+		}
 		return wholeBatches(data), nil
 	}
-	return nil, nil
+	// SegmentFor's segment holds offset: running off its end means the
+	// index or a batch length sent the walk past it.
+	r.forget(key("log"), key("index"))
+	r.damaged.Add(1)
+	return nil, fmt.Errorf("tier: %s: %w: offset %d not found before the segment's end at %d", key("log"), ErrDamaged, offset, seg.SizeBytes)
 }
 
 // wholeBatches is data cut after its last complete batch.
@@ -93,14 +113,46 @@ func wholeBatches(data []byte) []byte {
 }
 
 func (r *Reader) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	rc, err := r.Store.Get(ctx, key, off, n)
-	if err != nil {
-		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	return getAll(ctx, r.Store, key, off, n)
+}
+
+// getLog reads n bytes at off of a .log object of size bytes, through
+// the cache when there is one. The slice is the caller's.
+func (r *Reader) getLog(ctx context.Context, key string, size, off, n int64) ([]byte, error) {
+	if r.Cache != nil {
+		return r.Cache.Read(ctx, key, size, off, n)
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, fmt.Errorf("tier: get %s: %w", key, err)
+	return r.get(ctx, key, off, n)
+}
+
+// getShared reads a whole (small) object, through the cache when there
+// is one; the slice may be the cache's: read only.
+func (r *Reader) getShared(ctx context.Context, key string) ([]byte, error) {
+	if r.Cache != nil {
+		return r.Cache.chunk(ctx, chunkKey{key, -1}, 0, -1)
 	}
-	return b, nil
+	return r.get(ctx, key, 0, -1)
+}
+
+// forget drops objects found damaged from the cache, so a read again
+// gets the store's bytes (a damaged read in transit is not kept).
+func (r *Reader) forget(objects ...string) {
+	if r.Cache != nil {
+		for _, o := range objects {
+			r.Cache.Forget(o)
+		}
+	}
+}
+
+// CopiedBytes is the bytes of a partition's COPY_FINISHED segments (their
+// .log objects) in segs, the image's entries: its remote log size, as
+// Kafka's RemoteLogSizeBytes counts it.
+func CopiedBytes(segs []controller.RemoteSegmentMeta) int64 {
+	var n int64
+	for _, s := range segs {
+		if s.State == controller.RemoteCopyFinished {
+			n += s.SizeBytes
+		}
+	}
+	return n
 }

@@ -100,7 +100,15 @@ type partitionRow struct {
 	Offline     []int32 `json:"offline_replicas,omitempty"`
 	Start       int64   `json:"start_offset"`
 	End         int64   `json:"end_offset"`
-	Error       string  `json:"error,omitempty"`
+	// LocalStart is the leader's local log start (ListOffsets -4):
+	// above Start when older records are only in the remote store.
+	LocalStart int64 `json:"local_start_offset"`
+	// LocalBytes is the leader's log size (DescribeLogDirs), RemoteBytes
+	// its copy in the remote store (Fjord's tag in DescribeLogDirs); -1
+	// when not known.
+	LocalBytes  int64  `json:"local_bytes"`
+	RemoteBytes int64  `json:"remote_bytes"`
+	Error       string `json:"error,omitempty"`
 }
 
 type topicDesc struct {
@@ -115,11 +123,14 @@ func topicDescribe(args []string, out, errOut io.Writer) int {
 	if code, ok := c.parse(args, 1, -1); !ok {
 		return code
 	}
-	adm, ctx, done, err := c.adminCtx()
+	cl, err := c.client()
 	if err != nil {
 		return c.fail(err)
 	}
-	defer done()
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := c.ctx()
+	defer cancel()
 	md, err := adm.Metadata(ctx, c.args...)
 	if err != nil {
 		return c.fail(err)
@@ -141,6 +152,11 @@ func topicDescribe(args []string, out, errOut io.Writer) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	localStarts, err := listLocalStarts(ctx, cl, md, c.args)
+	if err != nil {
+		return c.fail(err)
+	}
+	sizes := leaderSizes(ctx, cl, md, c.args)
 	var descs []topicDesc
 	for _, name := range c.args {
 		td := md.Topics[name]
@@ -152,6 +168,14 @@ func topicDescribe(args []string, out, errOut io.Writer) int {
 			}
 			if o, ok := ends.Lookup(name, p.Partition); ok && o.Err == nil {
 				r.End = o.Offset
+			}
+			r.LocalStart = r.Start
+			if o, ok := localStarts[topicPart{name, p.Partition}]; ok {
+				r.LocalStart = o
+			}
+			r.LocalBytes, r.RemoteBytes = -1, -1
+			if sz, ok := sizes[topicPart{name, p.Partition}]; ok {
+				r.LocalBytes, r.RemoteBytes = sz[0], sz[1]
 			}
 			d.Partitions = append(d.Partitions, r)
 		}
@@ -173,9 +197,10 @@ func topicDescribe(args []string, out, errOut io.Writer) int {
 			for _, k := range sortedKeys(d.Configs) {
 				fmt.Fprintf(w, "  config %s=%s\n", k, d.Configs[k])
 			}
-			fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND\tERROR")
+			fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tLOCAL-START\tEND\tLOCAL-BYTES\tREMOTE-BYTES\tERROR")
 			for _, p := range d.Partitions {
-				fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", p.Partition, p.Leader, p.LeaderEpoch, joinInt32(p.Replicas), joinInt32(p.ISR), p.Start, p.End, p.Error)
+				fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", p.Partition, p.Leader, p.LeaderEpoch, joinInt32(p.Replicas), joinInt32(p.ISR),
+					p.Start, p.LocalStart, p.End, orDash(p.LocalBytes), orDash(p.RemoteBytes), p.Error)
 			}
 		}
 	})

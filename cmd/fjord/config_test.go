@@ -297,6 +297,8 @@ func sampleValue(k config.Key) string {
 		return config.StandardAuthorizerClass
 	case "remote.log.storage.manager.class.name":
 		return config.AivenRSMClass
+	case "rsm.config.fetch.chunk.cache.class":
+		return config.AivenMemoryChunkCache
 	case "rsm.config.storage.backend.class":
 		return config.AivenS3BackendClass
 	case "rsm.config.chunk.size":

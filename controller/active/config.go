@@ -122,6 +122,10 @@ type Config struct {
 	// ValidateTopicConfig checks one topic config given at creation; an
 	// error makes the topic INVALID_CONFIG. nil accepts every config.
 	ValidateTopicConfig func(name, value string) error
+	// ValidateTopicConfigs checks a new topic's configs as a whole, after
+	// ValidateTopicConfig passed each (controller.Defaults.ValidateConfigs);
+	// nil accepts them.
+	ValidateTopicConfigs func(configs map[string]string) error
 	// ACLBinding checks one CreateAcls creation as the broker does
 	// (broker/acl: Kafka's rules, a "*" or IP host) and returns the binding
 	// as it is stored, its host in normal form; an error makes that

@@ -234,9 +234,10 @@ func (c *Controller) defaults() controller.Defaults {
 		n = c.cfg.DynamicNumPartitions(c.m.Image())
 	}
 	return controller.Defaults{
-		Partitions:     n,
-		RF:             c.cfg.DefaultReplication,
-		ValidateConfig: c.cfg.ValidateTopicConfig,
+		Partitions:      n,
+		RF:              c.cfg.DefaultReplication,
+		ValidateConfig:  c.cfg.ValidateTopicConfig,
+		ValidateConfigs: c.cfg.ValidateTopicConfigs,
 	}
 }
 

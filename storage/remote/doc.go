@@ -1,7 +1,8 @@
 // Package remote is the object store that tiered storage (KIP-405) moves
 // sealed segments to: an interface small enough that an S3-compatible
-// bucket (package remote/s3) and an in-memory store for tests (MemStore)
-// both serve it, and that the code deciding what to upload, keep and read
+// bucket (package remote/s3) and an in-memory store for tests (MemStore,
+// and FaultStore, a wrapper that makes any store fail, stall or damage an
+// object on a test's command) both serve it, and that the code deciding what to upload, keep and read
 // back never sees which one it has.
 //
 // The contract is the one S3 gives since 2020 and every store Fjord

@@ -71,7 +71,7 @@ const (
 	why848Key     = "a KIP-848 setting Fjord does not act on (it reads group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms, group.consumer.max.size, group.consumer.assignors, group.consumer.migration.policy and the min/max bounds of group configs)"
 	whyTiered     = "a tiered-storage setting Fjord does not act on (docs/configuration.md, Tiered storage, lists the ones it reads)"
 	whyRLMM       = "Fjord keeps the remote segments' metadata itself: the remote log metadata manager's settings have no meaning"
-	whyChunkCache = "Fjord reads byte ranges of remote segments as fetched; it keeps no chunk cache"
+	whyChunkCache = "Fjord reads the class, size and prefetch.max.size of the chunk cache (its read cache, kept in memory); the rest of the disk cache's keys have no meaning there"
 	whyQuota      = "client and replication quotas are not enforced yet"
 	whyConfluent  = "tunes Confluent Platform's own components"
 	whyNotYet     = "Fjord does not implement it yet; its own behaviour applies"
