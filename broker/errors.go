@@ -68,6 +68,9 @@ func errorCode(err error) int16 {
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, recordbatch.ErrTooLarge):
 		return kerr.MessageTooLarge.Code
+	case errors.Is(err, partitions.ErrMovedToTiered):
+		// Before ErrOffsetOutOfRange, which it wraps.
+		return kerr.OffsetMovedToTieredStorage.Code
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, storage.ErrOutOfOrderSeq):

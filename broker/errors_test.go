@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fjordlog/fjord/broker/partitions"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // A sick disk is KAFKA_STORAGE_ERROR, which clients retry, however deep
@@ -20,5 +23,18 @@ func TestDiskErrorsAreStorageErrors(t *testing.T) {
 	}
 	if got := errorCode(fmt.Errorf("x: %w", syscall.EINVAL)); got != kerr.UnknownServerError.Code {
 		t.Errorf("EINVAL: code %d, want UNKNOWN_SERVER_ERROR", got)
+	}
+}
+
+// A follower's fetch below the local log that the tiered copy holds is
+// OFFSET_MOVED_TO_TIERED_STORAGE, though it wraps the out-of-range error
+// the local log gave (which alone stays OFFSET_OUT_OF_RANGE).
+func TestMovedToTieredStorage(t *testing.T) {
+	oor := fmt.Errorf("log t-0: read at 3: %w", storage.ErrOffsetOutOfRange)
+	if got := errorCode(fmt.Errorf("%w: t-0 at 3: %w", partitions.ErrMovedToTiered, oor)); got != kerr.OffsetMovedToTieredStorage.Code {
+		t.Errorf("moved to tiered: code %d (%v)", got, kerr.ErrorForCode(got))
+	}
+	if got := errorCode(oor); got != kerr.OffsetOutOfRange.Code {
+		t.Errorf("out of range: code %d (%v)", got, kerr.ErrorForCode(got))
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -252,6 +253,31 @@ func (r tierRemote) Aborted(ctx context.Context, topic string, topicID [16]byte,
 		return nil, err
 	}
 	return out, nil
+}
+
+// TierRestart is KIP-405's follower path for the replica fetchers
+// (replica.TierRestarter): where p's log restarts below a leader whose
+// local log starts at leaderLocalStart, with the copy's epochs and
+// producer snapshot (tier.Reader.Restart, over this broker's image).
+func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leaderLocalStart int64) (int64, []storage.EpochStart, []byte, error) {
+	r, ok := h.b.remote.(tierRemote)
+	if !ok {
+		return 0, nil, nil, errors.New("tier: this node has no remote store")
+	}
+	img := r.b.replicas.Image()
+	if img == nil {
+		return 0, nil, nil, errors.New("tier: no metadata image yet")
+	}
+	segs := img.RemoteSegments(controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index})
+	rs, err := r.reader.Restart(ctx, tier.Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}, segs, leaderLocalStart)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if rs.Snapshot == nil {
+		p.Logger.Warn().Int64("offset", rs.Offset).Int64("segment", rs.Segment.BaseOffset).
+			Msg("tiered storage: the copy has no producer snapshot at the restart; producers' retries of batches below it will not be recognised")
+	}
+	return rs.Offset, rs.Epochs, rs.Snapshot, nil
 }
 
 func (r tierRemote) OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (int64, int64, bool, error) {

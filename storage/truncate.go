@@ -393,12 +393,29 @@ func removeSnapshotsAbove(fs FS, dir string, offset int64) error {
 // the recorded start, Open's rule: offsets deleted anyway).
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyLocked(offset, start int64) error {
+	return l.truncateFullyWithLocked(offset, start, nil)
+}
+
+// truncateFullyWithLocked is truncateFullyLocked that leaves snap (when
+// not nil) as the producer snapshot at offset (RestartFromCopy). It is
+// written right after the old snapshots go, before any segment does: a
+// crash before the new segment exists leaves it past the old log's end,
+// which Open discards (rebuilding from the old log), and a crash after
+// finds it at the new log's end. Producer state in memory is the
+// caller's to set.
+// REQUIRES: l.flushMu and l.mu held.
+func (l *Log) truncateFullyWithLocked(offset, start int64, snap producers) error {
 	if err := l.markerGoneLocked(); err != nil {
 		return err
 	}
 	// Failures before the first segment goes leave the log as it was.
 	if err := removeSnapshotsAbove(l.fs, l.dir, -1); err != nil {
 		return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
+	}
+	if snap != nil {
+		if err := writeSnapshot(l.fs, l.dir, snap, offset, math.MaxInt64); err != nil {
+			return fmt.Errorf("log %s: restart at %d: %w", l.dir, offset, err)
+		}
 	}
 	if start > offset {
 		if err := l.keepStartLocked(start, offset); err != nil {

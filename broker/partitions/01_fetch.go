@@ -46,7 +46,9 @@ import (
 //     partitions of the same fetch are answered without waiting for it,
 //     and a fetch with nothing else waits up to remote.fetch.max.wait.ms;
 //     a full pool is UNKNOWN_SERVER_ERROR for that partition, as in
-//     Kafka. Not yet: the follower path (OFFSET_MOVED_TO_TIERED_STORAGE).
+//     Kafka. A follower's fetch there is never read from the store: it
+//     is OFFSET_MOVED_TO_TIERED_STORAGE, and the follower restarts at the
+//     copy's end (KIP-405's follower path, broker/tier/follower.go).
 //   - Sessions (KIP-227, broker/partitions/fetchsession): a full fetch with
 //     epoch 0 gets a session when the cache has room
 //     (max.incremental.fetch.session.cache.slots); an incremental one is
@@ -313,6 +315,9 @@ func fetchOnce(h Host, req *kmsg.FetchRequest) (*PooledFetch, int, bool) {
 							remoteAborted = []storage.AbortedTxn{}
 						}
 					}
+				}
+				if errors.Is(err, storage.ErrOffsetOutOfRange) && replicaID >= 0 && rp.FetchOffset < lg.StartOffset() {
+					err = movedToTiered(h, t, rp.Partition, rp.FetchOffset, err) // never read remotely for a follower
 				}
 				if err != nil {
 					sp.ErrorCode = h.Code(err)

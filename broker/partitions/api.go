@@ -174,6 +174,12 @@ var (
 // without their aborted transactions).
 var ErrRemoteStorage = errors.New("partitions: remote storage")
 
+// ErrMovedToTiered wraps storage.ErrOffsetOutOfRange for a follower's
+// fetch below the leader's local log that the tiered copy holds:
+// OFFSET_MOVED_TO_TIERED_STORAGE, KIP-405's signal to restart from the
+// copy (movedToTiered).
+var ErrMovedToTiered = errors.New("partitions: offset moved to tiered storage")
+
 // ErrRemoteReadsFull: a consumer's remote read could not be queued
 // (remote.log.reader.threads and .max.pending.tasks are taken); the
 // partition is answered with Kafka's code for a refused reader task.

@@ -43,6 +43,12 @@
 // replica joins the ISR on its durable end; it keeps up on its fetch
 // offset.
 //
+// A follower whose log ends below the leader's local log start on a
+// tiered topic (the leader answers OFFSET_MOVED_TO_TIERED_STORAGE)
+// restarts its log at the end of the remote copy, with the copy's
+// producer snapshot and leader epochs, and fetches on from there
+// (tierfollow.go, KIP-405's follower path).
+//
 // A replica whose log fails on a disk error (LogFailed) or whose leader's
 // fsync stalls past FlushStallMs (FlushStalled) hands its leadership on
 // and, for a failed log, is repaired once out of the ISR (failure.go);

@@ -137,6 +137,9 @@ type fetcher struct {
 	dialsAt   int64
 	dials     atomic.Int64 // connections the client has made (dialHook)
 	flush     flusher
+	// restarts are the partitions to restart from the tiered copy before
+	// their next fetch (tierfollow.go).
+	restarts map[*Partition]*tierRestart
 	// sess is the KIP-227 fetch session with the leader (session.go).
 	sess followerSession
 }
@@ -207,7 +210,7 @@ func (f *fetcher) run() {
 				waiting = waiting || v.Phase == Damaged
 				continue
 			}
-			if now < p.pausedUntil.Load() {
+			if now < p.pausedUntil.Load() || f.restartPending(p, now) {
 				waiting = true
 				continue
 			}
@@ -674,6 +677,9 @@ func (f *fetcher) apply(a *fetched, sp *kmsg.FetchResponseTopicPartition) (ok, f
 		} else {
 			p.Step(Diverged{LeaderEpoch: a.epoch})
 		}
+		return false, false
+	case kerr.OffsetMovedToTieredStorage.Code:
+		f.movedToTiered(p) // restarts from the copy before its next fetch
 		return false, false
 	case kerr.KafkaStorageError.Code:
 		p.Step(LeaderDamaged{})

@@ -30,6 +30,10 @@
 //   - verify.go: the checks a read makes of every batch before serving
 //     it (CRC, offsets against the segment's metadata, the object's
 //     size); ErrDamaged.
+//   - follower.go: KIP-405's follower path: PlanRestart and
+//     Reader.Restart, where a replica below its leader's local log
+//     restarts (the end of the copied segment holding the offset before
+//     it) and with what (the copy's leader epochs and producer snapshot).
 //   - keys.go: the objects' keys.
 //
 // One attempt's steps (the driver's):
