@@ -41,6 +41,13 @@ import (
 //     level 1 (read_committed, v2+) below the last stable offset, and -1
 //     is the last stable offset.
 //   - CurrentLeaderEpoch (v4+) above ours is UNKNOWN_LEADER_EPOCH.
+//   - A consumer's request (ReplicaID -1) to a leader whose high watermark
+//     has not yet reached the log end its epoch began at is
+//     OFFSET_NOT_AVAILABLE (retriable), as Kafka's
+//     Partition.fetchOffsetForTimestamp: the previous leader may have
+//     acknowledged records this one's high watermark does not cover yet
+//     (its followers learn the last high watermark with the next fetch),
+//     so latest would name an end before them.
 //
 // Version notes:
 //   - v0: MaxNumOffsets and a list of old-style offsets (kafka-python 2.0
@@ -83,6 +90,14 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 				}
 				sp.LeaderEpoch = v.LeaderEpoch
 				limit := p.HW()
+				if req.ReplicaID == -1 && v.Phase == replica.Leading && limit < v.EpochStart {
+					// A new leader's high watermark may lag what the
+					// previous one acknowledged: latest would name an
+					// end before records acknowledged already. Kafka's
+					// rule: retriable, until it catches up.
+					sp.ErrorCode = kerr.OffsetNotAvailable.Code
+					break
+				}
 				if req.Version >= 2 && req.IsolationLevel == 1 {
 					limit = lastStable(lg, limit)
 				}

@@ -115,7 +115,7 @@ func (c *Core) View() *View {
 	return &View{Phase: c.phase, Leader: c.asg.Leader, LeaderEpoch: c.asg.LeaderEpoch,
 		PartitionEpoch: c.asg.PartitionEpoch, Replicas: c.asg.Replicas, ISR: c.asg.ISR, Removing: c.asg.Removing,
 		InISR: slices.Contains(c.asg.ISR, c.cfg.ID), DamagedFrom: c.damagedFrom, TopicDeleted: c.topicDeleted,
-		Failed: c.failedWhy != "" || c.repairing}
+		Failed: c.failedWhy != "" || c.repairing, EpochStart: c.epochStart}
 }
 
 // Step applies one event at time now (ms).

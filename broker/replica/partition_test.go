@@ -382,3 +382,27 @@ func TestCommittedSnapshotsViewAndHW(t *testing.T) {
 		p.Log().Close()
 	}
 }
+
+// TestViewEpochStart: a leader's view carries the log end its epoch began
+// at, which its high watermark has not reached while the in-sync
+// followers have not fetched in the new epoch (ListOffsets answers
+// OFFSET_NOT_AVAILABLE meanwhile, as Kafka).
+func TestViewEpochStart(t *testing.T) {
+	p, _ := newTestPartition(t, rf3(1, 2, 3), 2, nil)
+	if v := p.View(); v.EpochStart != 0 {
+		t.Fatalf("epoch 1 began at %d, want 0", v.EpochStart)
+	}
+	appendOne(t, p)
+	a := rf3(1, 2, 3)
+	a.LeaderEpoch, a.PartitionEpoch = 2, 2
+	p.Step(Assign{a})
+	v, hw := p.viewAndHW()
+	if v.Phase != Leading || v.EpochStart != 1 || hw >= v.EpochStart {
+		t.Fatalf("epoch 2: phase %v, began at %d, hw %d; want leading from 1 with the hw below", v.Phase, v.EpochStart, hw)
+	}
+	p.FollowerFetched(2, 2, 1, 1, -1)
+	p.FollowerFetched(3, 2, 1, 1, -1)
+	if v, hw := p.viewAndHW(); hw < v.EpochStart {
+		t.Fatalf("after the followers fetched at epoch 2: hw %d below the epoch's start %d", hw, v.EpochStart)
+	}
+}

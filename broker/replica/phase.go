@@ -71,6 +71,12 @@ type View struct {
 	// Removing are the replicas a partition move takes away
 	// (Assignment.Removing).
 	Removing []int32
+	// EpochStart is, while leading, the log end when this leader epoch
+	// began here: until the high watermark reaches it, the high
+	// watermark may be older than records the previous leader already
+	// acknowledged (its followers learn the last one with the next
+	// fetch), so ListOffsets answers OFFSET_NOT_AVAILABLE, as Kafka does.
+	EpochStart int64
 }
 
 // Op is what a request wants of a replica.
