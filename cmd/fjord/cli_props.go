@@ -291,6 +291,12 @@ func pemCert(certLoc, keyLoc, pass string) (tls.Certificate, error) {
 				return tls.Certificate{}, fmt.Errorf("ssl.key.location %s is encrypted: give ssl.key.password", keyLoc)
 			}
 			der, err := x509.DecryptPEMBlock(b, []byte(pass)) //nolint:staticcheck // as above
+			if err == nil && !parsesAsKey(der) {
+				// Legacy PEM encryption has no integrity check: a wrong
+				// password passes its padding check about once in 256
+				// tries and yields garbage.
+				err = errors.New("x509: decryption password incorrect (the result is no private key)")
+			}
 			if err != nil {
 				return tls.Certificate{}, fmt.Errorf("ssl.key.location %s: decrypting with ssl.key.password: %w", keyLoc, err)
 			}
@@ -302,6 +308,19 @@ func pemCert(certLoc, keyLoc, pass string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("ssl.certificate.location %s, ssl.key.location %s: %w", certLoc, keyLoc, err)
 	}
 	return cert, nil
+}
+
+// parsesAsKey reports whether der is a private key in one of the forms
+// tls.X509KeyPair reads (PKCS#1, SEC 1 or PKCS#8).
+func parsesAsKey(der []byte) bool {
+	if _, err := x509.ParsePKCS1PrivateKey(der); err == nil {
+		return true
+	}
+	if _, err := x509.ParseECPrivateKey(der); err == nil {
+		return true
+	}
+	_, err := x509.ParsePKCS8PrivateKey(der)
+	return err == nil
 }
 
 func pkcs12Cert(path, pass string) (tls.Certificate, error) {
