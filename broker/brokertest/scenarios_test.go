@@ -732,7 +732,15 @@ func TestScenarioZombieLeaderFenced(t *testing.T) {
 		if got := fetchCode(t, c, n, topic, id, tc.epoch, l); tc.want != 0 && got != tc.want {
 			t.Errorf("replica Fetch from %d with current leader epoch %d: %v, want %v", l, tc.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
-		if got := listOffsetsCode(t, c, n, topic, tc.epoch); got != tc.want {
+		// A new leader answers ListOffsets OFFSET_NOT_AVAILABLE (as
+		// Kafka) until its high watermark reaches its epoch's start, which
+		// takes the other follower's first fetch at the new epoch.
+		got := listOffsetsCode(t, c, n, topic, tc.epoch)
+		for deadline := time.Now().Add(10 * time.Second); got == kerr.OffsetNotAvailable.Code && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			got = listOffsetsCode(t, c, n, topic, tc.epoch)
+		}
+		if got != tc.want {
 			t.Errorf("ListOffsets with current leader epoch %d: %v, want %v", tc.epoch, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
 		if got := offsetForEpochCode(t, c, n, topic, tc.epoch); got != tc.want {
