@@ -287,15 +287,6 @@ func (c *Cluster) repickLocked(m *member) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // config builds node id's configuration: its voter list names the other
 // nodes by the proxies in front of them.
 func (c *Cluster) config(m *member) config.Config {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -44,12 +43,11 @@ var (
 func TestConsoleOfACluster(t *testing.T) {
 	addrs := map[int32]string{}
 	for id := int32(1); id <= 3; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := freeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		addrs[id] = ln.Addr().String()
-		ln.Close()
+		addrs[id] = addr
 	}
 	c, err := Start(Options{Nodes: 3, Dir: t.TempDir(), Configure: func(id int32, cfg *config.Config) {
 		cfg.ConsoleAddr = addrs[id]

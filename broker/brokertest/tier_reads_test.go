@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -120,12 +119,10 @@ func tieredOneNodeAt(t *testing.T, store remote.Store, topic string, n, valueByt
 func TestTierSlowRemoteReadDoesNotBlockLocal(t *testing.T) {
 	store := &slowStore{Store: remote.NewMemStore()}
 	const cold, hot = "tier-cold", "tier-hot"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	metricsAddr, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr := ln.Addr().String()
-	ln.Close()
 	c, values, _ := tieredOneNode(t, store, cold, 200, 60, 0, func(cfg *config.Config) { cfg.MetricsAddr = metricsAddr })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
