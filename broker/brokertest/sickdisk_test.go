@@ -203,11 +203,19 @@ func leaderOf(t *testing.T, c *Cluster, via int32, topic string) kmsg.MetadataRe
 // by node leader (the first replica of its assignment).
 func createLedBy(t *testing.T, c *Cluster, topic string, leader int32) {
 	t.Helper()
+	createOn(t, c, topic, leader, otherThan(leader), otherThan(otherThan(leader)))
+}
+
+// createOn creates topic with one partition on replicas, led by the
+// first, and waits until it leads with all of them in sync.
+func createOn(t *testing.T, c *Cluster, topic string, replicas ...int32) {
+	t.Helper()
+	leader := replicas[0]
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
 	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{leader, otherThan(leader), otherThan(otherThan(leader))}
+	ra.Partition, ra.Replicas = 0, replicas
 	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 10000
@@ -220,7 +228,7 @@ func createLedBy(t *testing.T, c *Cluster, topic string, leader int32) {
 	}
 	waitTopic(t, c, topic, 1)
 	waitPartition(t, c, leader, topic, 10*time.Second, topic+" led by its first replica", func(p kmsg.MetadataResponseTopicPartition) bool {
-		return p.Leader == leader && len(p.ISR) == 3
+		return p.Leader == leader && len(p.ISR) == len(replicas)
 	})
 }
 

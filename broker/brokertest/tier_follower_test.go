@@ -43,36 +43,11 @@ import (
 // byte, read_uncommitted and read_committed.
 func TestTieredFollowerRestart(t *testing.T) {
 	store := &countingStore{MemStore: remote.NewMemStore()}
-	dir := t.TempDir()
-	c, err := Start(Options{Nodes: 3, Dir: dir, RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
-		Configure: func(_ int32, cfg *config.Config) {
-			cfg.RetentionCheckInterval = 100
-			cfg.ReplicaLagTimeMaxMs = 2000
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	const topic = "tiered-follow"
+	c, dir, leader, follower := tieredPair(t, store, topic)
 	step := stepper(t)
-	adm := kadm.NewClient(producer(t, c, topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{
-		"segment.bytes": kadm.StringPtr("1024"), "remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("2048"), "retention.ms": kadm.StringPtr("-1"),
-		"min.insync.replicas": kadm.StringPtr("1"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
-	p := waitPartition(t, c, 1, topic, 20*time.Second, "both replicas in sync",
-		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 2 && p.Leader >= 0 })
-	leader := p.Leader
-	follower := p.Replicas[0]
-	if follower == leader {
-		follower = p.Replicas[1]
-	}
 	step("leader %d, follower %d", leader, follower)
 
 	var all, committed []string // values in offset order; committed: without the aborted ones
@@ -236,7 +211,7 @@ func TestTieredFollowerRestart(t *testing.T) {
 	store.logGets.Store(0)
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign(topic, 0, []int32{follower, third})
-	ars, err := adm.AlterPartitionAssignments(ctx, req)
+	ars, err := kadm.NewClient(producer(t, c, topic)).AlterPartitionAssignments(ctx, req)
 	if err == nil {
 		err = ars[topic][0].Err
 	}
@@ -387,36 +362,11 @@ func produceIdem(t *testing.T, c *Cluster, id int32, topic string, pid int64, ep
 // marker's segment is the active one when the follower restarts, so no
 // copy made by the old leader lists the abort.)
 func TestTieredFollowerRestartOpenTxn(t *testing.T) {
-	store := remote.NewMemStore()
-	dir := t.TempDir()
-	c, err := Start(Options{Nodes: 3, Dir: dir, RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
-		Configure: func(_ int32, cfg *config.Config) {
-			cfg.RetentionCheckInterval = 100
-			cfg.ReplicaLagTimeMaxMs = 2000
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	const topic = "tiered-follow-txn"
+	c, dir, leader, follower := tieredPair(t, remote.NewMemStore(), topic)
 	step := stepper(t)
-	adm := kadm.NewClient(producer(t, c, topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := adm.CreateTopic(ctx, 1, 2, map[string]*string{
-		"segment.bytes": kadm.StringPtr("1024"), "remote.storage.enable": kadm.StringPtr("true"),
-		"local.retention.bytes": kadm.StringPtr("2048"), "retention.ms": kadm.StringPtr("-1"),
-		"min.insync.replicas": kadm.StringPtr("1"),
-	}, topic)
-	if err != nil || res.Err != nil {
-		t.Fatalf("create: %v %v", err, res.Err)
-	}
-	p := waitPartition(t, c, 1, topic, 20*time.Second, "both replicas in sync",
-		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 2 && p.Leader >= 0 })
-	leader, follower := p.Leader, p.Replicas[0]
-	if follower == leader {
-		follower = p.Replicas[1]
-	}
 	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
 		kgo.TransactionalID("tiered-follow-open"), kgo.TransactionTimeout(60*time.Second), kgo.ProduceRequestTimeout(5*time.Second),
 		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
@@ -485,4 +435,127 @@ func TestTieredFollowerRestartOpenTxn(t *testing.T) {
 		t.Fatalf("read_committed from 0 on the restarted leader: %d records, want %d; first difference at %d (%q)", len(got), len(committed), firstDiff(got, committed), got[:min(1, len(got))])
 	}
 	step("read_committed from 0 on node %d: the %d committed records, not the aborted one", follower, len(committed))
+}
+
+// tieredPair starts a three-node cluster on store (its tier tasks every
+// 100 ms) and creates topic: one partition at RF 2 with 1 KiB segments,
+// 2 KiB kept locally, everything kept in all, min.insync.replicas 1. It
+// returns once both replicas are in sync: the cluster, its directory,
+// the partition's leader and its follower.
+func tieredPair(t *testing.T, store remote.Store, topic string) (c *Cluster, dir string, leader, follower int32) {
+	t.Helper()
+	dir = t.TempDir()
+	c, err := Start(Options{Nodes: 3, Dir: dir, RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
+		Configure: func(_ int32, cfg *config.Config) {
+			cfg.RetentionCheckInterval = 100
+			cfg.ReplicaLagTimeMaxMs = 2000
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(producer(t, c, topic)).CreateTopic(ctx, 1, 2, map[string]*string{
+		"segment.bytes": kadm.StringPtr("1024"), "remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("2048"), "retention.ms": kadm.StringPtr("-1"),
+		"min.insync.replicas": kadm.StringPtr("1"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	p := waitPartition(t, c, 1, topic, 20*time.Second, "both replicas in sync",
+		func(p kmsg.MetadataResponseTopicPartition) bool { return len(p.ISR) == 2 && p.Leader >= 0 })
+	leader, follower = p.Leader, p.Replicas[0]
+	if follower == leader {
+		follower = p.Replicas[1]
+	}
+	return c, dir, leader, follower
+}
+
+// A follower restarting from the tiered copy while the store is slow
+// keeps replicating the leader's other partitions: the snapshot read of
+// the restart is held for 20 s (a store that answers slowly, or not at
+// all until restartTimeout), and meanwhile records written to a plain
+// topic on the same leader and follower reach the follower, which stays
+// in that topic's ISR (replica.lag.time.max.ms is 2 s here). Once the
+// store answers, the restart completes and the follower catches up.
+func TestTieredFollowerRestartSlowStore(t *testing.T) {
+	store := &gatedStore{MemStore: remote.NewMemStore(), gate: make(chan struct{})}
+	const topic, plain = "tiered-slow", "plain-beside"
+	c, dir, leader, follower := tieredPair(t, store, topic)
+	createOn(t, c, plain, leader, follower)
+	step := stepper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := producer(t, c, topic, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for i := range 60 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%03d-%s", i, strings.Repeat("x", 200)))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "the first records tiered off the leader's disk", func() bool {
+		lrs := viewOf(c, leader, topic)
+		return lrs.ok && lrs.LogStart > 5 && tier.CopiedEnd(lrs.Remote) >= lrs.LogStart-1
+	})
+	if err := c.Stop(follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("node-%d", follower), topic+"-0")); err != nil {
+		t.Fatal(err)
+	}
+	store.hold.Store(true)
+	restartNode(t, c, follower)
+	eventually(t, 30*time.Second, "the follower's restart reading the copy's snapshot", func() bool { return store.held.Load() > 0 })
+	held := time.Now()
+	step("follower %d restarting %s from the copy; the store holds its snapshot read", follower, topic)
+
+	pl := producer(t, c, plain)
+	for i := range 20 {
+		if err := pl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("p-%03d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, plain+" replicated to the follower while the store is slow", func() bool {
+		lrs, frs := viewOf(c, leader, plain), viewOf(c, follower, plain)
+		return lrs.ok && frs.ok && frs.LogEnd == lrs.LogEnd && lrs.LogEnd >= 20
+	})
+	for time.Since(held) < 5*time.Second {
+		p := partitionVia(t, c, leader, plain)
+		if len(p.ISR) != 2 {
+			t.Fatalf("%s ISR %v while the store is slow: the follower fell out", plain, p.ISR)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if store.held.Load() == 0 || viewOf(c, follower, topic).LogEnd > 0 {
+		t.Fatalf("the restart did not wait for the store (held reads %d)", store.held.Load())
+	}
+	step("%s replicated to the follower and stayed in sync %v into the held read", plain, time.Since(held).Round(time.Millisecond))
+
+	close(store.gate)
+	eventually(t, 60*time.Second, "the follower restarted from the copy and in sync", func() bool {
+		lrs, frs := viewOf(c, leader, topic), viewOf(c, follower, topic)
+		return lrs.ok && frs.ok && frs.LogStart > 0 && frs.LogEnd == lrs.LogEnd
+	})
+}
+
+// gatedStore holds every .snapshot read while hold is set, until gate
+// is closed or the read's context ends; held counts the reads held.
+type gatedStore struct {
+	*remote.MemStore
+	hold atomic.Bool
+	held atomic.Int64
+	gate chan struct{}
+}
+
+func (s *gatedStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(key, ".snapshot") && s.hold.Load() {
+		s.held.Add(1)
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.MemStore.Get(ctx, key, off, n)
 }

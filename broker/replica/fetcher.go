@@ -138,8 +138,11 @@ type fetcher struct {
 	dials     atomic.Int64 // connections the client has made (dialHook)
 	flush     flusher
 	// restarts are the partitions to restart from the tiered copy before
-	// their next fetch (tierfollow.go).
-	restarts map[*Partition]*tierRestart
+	// their next fetch (tierfollow.go); restarting counts the attempts
+	// running beside the loop, restartsWG waits for them when it ends.
+	restarts   map[*Partition]*tierRestart
+	restarting atomic.Int32
+	restartsWG sync.WaitGroup
 	// sess is the KIP-227 fetch session with the leader (session.go).
 	sess followerSession
 }
@@ -187,6 +190,7 @@ func (f *fetcher) partitions() []*Partition {
 // run fetches until closed.
 func (f *fetcher) run() {
 	defer close(f.done)
+	defer f.restartsWG.Wait() // attempts end with f.ctx
 	defer func() {
 		if f.cl != nil {
 			f.cl.Close()

@@ -25,6 +25,13 @@ import (
 // broker's image behind the leader's, the store down) is retried with
 // backoff, doubling from restartBackoffMin to restartBackoffMax.
 //
+// The ListOffsets runs in the fetch loop, as fetches do: the leader's
+// latency holds up its other partitions anyway. The store read and the
+// log's restart run beside it, at most maxRestartsInFlight at a time per
+// fetcher: a slow or unreachable store (up to restartTimeout per attempt)
+// must not stall the replication of the leader's other partitions, which
+// would then drop out of the ISR for a problem that is not theirs.
+//
 // Why ListOffsets -4 and not a field on the fetch response: it is
 // Kafka's own way (its follower's fetchEarliestLocalOffset), a restart is
 // rare (once per new replica), so the extra round trip costs nothing,
@@ -41,15 +48,19 @@ type TierRestarter interface {
 }
 
 const (
-	restartBackoffMin = 200 * time.Millisecond
-	restartBackoffMax = 10 * time.Second
-	restartTimeout    = 30 * time.Second // one attempt: a ListOffsets and one object read
+	restartBackoffMin   = 200 * time.Millisecond
+	restartBackoffMax   = 10 * time.Second
+	restartTimeout      = 30 * time.Second // one attempt's store read and restart
+	maxRestartsInFlight = 4                // per fetcher: store reads beside the fetch loop
 )
 
 // tierRestart is a partition waiting to restart from the tiered copy.
+// Owned by the fetch loop; result is the only part an attempt's goroutine
+// touches (it sends once, into its buffer).
 type tierRestart struct {
-	fails int   // consecutive failed attempts
-	next  int64 // unix ms: not before
+	fails  int        // consecutive failed attempts
+	next   int64      // unix ms: not before
+	result chan error // non-nil while an attempt runs; cap 1
 }
 
 // movedToTiered notes p for a restart before its next fetch.
@@ -60,7 +71,9 @@ func (f *fetcher) movedToTiered(p *Partition) {
 	if f.restarts[p] == nil {
 		f.restarts[p] = &tierRestart{}
 	}
-	// Forget partitions no longer fetched here (moved to another leader).
+	// Forget partitions no longer fetched here (moved to another leader);
+	// an attempt still running for one ends on its own (restartFromCopy
+	// checks the view under roleMu before it changes the log).
 	for q := range f.restarts {
 		if !slices.Contains(f.partitions(), q) {
 			delete(f.restarts, q)
@@ -68,17 +81,41 @@ func (f *fetcher) movedToTiered(p *Partition) {
 	}
 }
 
-// restartPending reports whether p waits for a restart from the copy, and
-// runs the attempt when its backoff has passed; true while it still waits.
+// restartPending reports whether p waits for a restart from the copy:
+// it collects a finished attempt, or starts one when its backoff has
+// passed and fewer than maxRestartsInFlight run; true while p still waits.
 func (f *fetcher) restartPending(p *Partition, now int64) bool {
 	r := f.restarts[p]
 	if r == nil {
 		return false
 	}
-	if now < r.next {
+	var err error
+	switch {
+	case r.result != nil:
+		select {
+		case err = <-r.result:
+			r.result = nil
+		default:
+			return true
+		}
+	case now < r.next || f.restarting.Load() >= maxRestartsInFlight:
 		return true
+	default:
+		var run func(context.Context) error
+		if run, err = f.prepareRestart(p); err == nil && run != nil {
+			r.result = make(chan error, 1)
+			f.restarting.Add(1)
+			f.restartsWG.Add(1)
+			go func() {
+				defer f.restartsWG.Done()
+				defer f.restarting.Add(-1)
+				ctx, cancel := context.WithTimeout(f.ctx, restartTimeout)
+				defer cancel()
+				r.result <- run(ctx)
+			}()
+			return true
+		}
 	}
-	err := f.restartFromCopy(p)
 	if err == nil {
 		delete(f.restarts, p)
 		return false
@@ -94,34 +131,37 @@ func (f *fetcher) restartPending(p *Partition, now int64) bool {
 	return true
 }
 
-// restartFromCopy restarts p's log at the tiered copy's segment end below
-// the leader's local log start.
-func (f *fetcher) restartFromCopy(p *Partition) error {
+// prepareRestart asks the leader for p's earliest local offset and
+// returns the rest of the restart (the store read and the log's restart),
+// or nil when there is nothing to restart (p moved on, or its log reaches
+// the leader's local start: it fetches again).
+func (f *fetcher) prepareRestart(p *Partition) (func(context.Context) error, error) {
 	v, lg := p.view.Load(), p.Log()
 	if lg == nil || !v.Fetches(f.leader) {
-		return nil // moved on: a new leader starts over
+		return nil, nil // moved on: a new leader starts over
 	}
 	th, ok := f.host.(TierRestarter)
 	if !ok {
-		return errors.New("the leader's log below its local start is in tiered storage, and this node has no remote store")
+		return nil, errors.New("the leader's log below its local start is in tiered storage, and this node has no remote store")
 	}
 	if err := f.connect(); err != nil {
-		return fmt.Errorf("no route to leader %d: %w", f.leader, err)
+		return nil, fmt.Errorf("no route to leader %d: %w", f.leader, err)
 	}
 	localStart, err := f.leaderLocalStart(p, v.LeaderEpoch)
 	if err != nil {
-		return fmt.Errorf("asking leader %d for its earliest local offset: %w", f.leader, err)
+		return nil, fmt.Errorf("asking leader %d for its earliest local offset: %w", f.leader, err)
 	}
 	if localStart <= lg.EndOffset() {
-		return nil // the log reaches the leader's: fetch again
+		return nil, nil // the log reaches the leader's: fetch again
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, restartTimeout)
-	defer cancel()
-	offset, epochs, snap, err := th.TierRestart(ctx, p, localStart)
-	if err != nil {
-		return err
-	}
-	return p.restartFromCopy(lg, f.leader, v.LeaderEpoch, offset, epochs, snap)
+	leader, epoch := f.leader, v.LeaderEpoch
+	return func(ctx context.Context) error {
+		offset, epochs, snap, err := th.TierRestart(ctx, p, localStart)
+		if err != nil {
+			return err
+		}
+		return p.restartFromCopy(lg, leader, epoch, offset, epochs, snap)
+	}, nil
 }
 
 // leaderLocalStart asks the leader for p's earliest local offset
