@@ -209,3 +209,134 @@ func TestFetchSessionACLRevoked(t *testing.T) {
 		t.Fatalf("incremental fetch after the ACL: %+v", ps)
 	}
 }
+
+// TestFetchSessionEviction: with one fetch session slot per node, a
+// franz-go consumer's session on node 1 is evicted by a follower's (a
+// replica's session is privileged, as Kafka's) once a topic replicated
+// from node 1 appears. The consumer's next incremental fetch gets
+// FETCH_SESSION_ID_NOT_FOUND, it starts over with full fetches (no slot
+// is left for it), and it must still read every record exactly once and
+// in order while the replicated topic takes acks=all writes.
+func TestFetchSessionEviction(t *testing.T) {
+	// Internal topics at RF 1: their followers would take the only slot
+	// before the consumer comes.
+	c := startCluster(t, 3, "fjord.metrics.listener=127.0.0.1:0", "max.incremental.fetch.session.cache.slots=1",
+		"offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1")
+	ctx := testCtx(t, 2*time.Minute)
+	const solo, replicated = "fse-solo", "fse-replicated"
+	createOn := func(topic string, replicas ...int32) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
+		for p := range int32(3) {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = p, replicas
+			ct.ReplicaAssignment = append(ct.ReplicaAssignment, a)
+		}
+		req.Topics = append(req.Topics, ct)
+		req.TimeoutMillis = 10000
+		resp, err := req.RequestWith(ctx, c.Client(1))
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("create %s: %v %+v", topic, err, resp)
+		}
+		c.Await(t, 20*time.Second, topic+" led by node 1 with its replicas in sync", func() (bool, string) {
+			tm := rawMetadata(t, c.Client(1), topic)
+			if tm.ErrorCode != 0 || len(tm.Partitions) != 3 {
+				return false, "not listed"
+			}
+			for _, p := range tm.Partitions {
+				if p.Leader != 1 || len(p.ISR) != len(replicas) {
+					return false, fmt.Sprintf("partition %d: leader %d, isr %v", p.Partition, p.Leader, p.ISR)
+				}
+			}
+			return true, ""
+		})
+	}
+	sessions := func() (held, evicted float64) {
+		t.Helper()
+		m, err := scrapeMetrics(c.metricsAddr(t, 1), 5*time.Second)
+		if err != nil {
+			t.Fatalf("node 1 /metrics: %v", err)
+		}
+		return m["fjord_fetch_sessions"], m["fjord_fetch_session_evictions_total"]
+	}
+	createOn(solo, 1)
+
+	var (
+		mu       sync.Mutex
+		next     = map[int32]int64{}
+		problems []string
+	)
+	consumer := newClient(t, c.Addr(1), append(c.ClientOpts(), kgo.SeedBrokers(c.Addrs()...),
+		kgo.ConsumeTopics(solo), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))...)
+	cctx, stopConsumer := context.WithCancel(ctx)
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for cctx.Err() == nil {
+			consumer.PollFetches(cctx).EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				defer mu.Unlock()
+				if want := next[r.Partition]; r.Offset != want || string(r.Value) != strconv.FormatInt(r.Offset, 10) {
+					problems = append(problems, fmt.Sprintf("%s-%d: offset %d holds %q, want offset %d", r.Topic, r.Partition, r.Offset, r.Value, want))
+				}
+				next[r.Partition] = r.Offset + 1
+			})
+		}
+	}()
+	producer := newClient(t, c.Addr(1), append(c.ClientOpts(), kgo.SeedBrokers(c.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	produced := map[string]map[int32]int64{solo: {}, replicated: {}}
+	produce := func(topic string) {
+		t.Helper()
+		var rs []*kgo.Record
+		for p := range int32(3) {
+			for range 5 {
+				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(strconv.FormatInt(produced[topic][p], 10))})
+				produced[topic][p]++
+			}
+		}
+		if err := producer.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	caughtUp := func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for p, n := range produced[solo] {
+			if next[p] != n {
+				return false, fmt.Sprintf("%s-%d: read %d of %d", solo, p, next[p], n)
+			}
+		}
+		return true, ""
+	}
+	produce(solo)
+	c.Await(t, 30*time.Second, "the consumer reads the first records", caughtUp)
+	c.Await(t, 10*time.Second, "the consumer holds node 1's only session", func() (bool, string) {
+		held, _ := sessions()
+		return held == 1, fmt.Sprintf("%v sessions", held)
+	})
+
+	createOn(replicated, 1, 2, 3)
+	for range 20 {
+		produce(solo)
+		produce(replicated)
+	}
+	c.Await(t, 30*time.Second, "a follower's session evicts the consumer's", func() (bool, string) {
+		held, evicted := sessions()
+		return evicted >= 1, fmt.Sprintf("%v sessions, %v evictions", held, evicted)
+	})
+	for range 10 {
+		produce(solo)
+	}
+	c.Await(t, 30*time.Second, "the consumer reads every record after the eviction", caughtUp)
+	stopConsumer()
+	<-consumed
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), strings.Join(problems[:min(10, len(problems))], "; "))
+	}
+	held, evicted := sessions()
+	t.Logf("node 1: %v sessions, %v evictions; %d records read from %s", held, evicted, produced[solo][0]*3, solo)
+}
