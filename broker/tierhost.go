@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/fjordlog/fjord/broker/replica"
@@ -120,6 +121,8 @@ type tierRemote struct {
 	reader *tier.Reader
 	reads  *tier.ReadPool
 	health *tier.ReadHealth // logs the store failing for reads once per change
+	// restarts counts replicas restarted from the copy (fetchHost.RestartedFromCopy).
+	restarts *atomic.Int64
 }
 
 // newTierRemote is the read side over store, with the read cache the
@@ -136,7 +139,11 @@ func newTierRemote(b *Broker, store remote.Store) tierRemote {
 		Help: "Consumers' remote reads running or queued (bounded by remote.log.reader.threads + remote.log.reader.max.pending.tasks)."},
 		func() float64 { return float64(reads.Pending()) }))
 	b.metrics.Registerer().MustRegister(remoteSizeCollector{b})
-	return tierRemote{b: b, reader: r, reads: reads, health: &tier.ReadHealth{}}
+	restarts := new(atomic.Int64)
+	b.metrics.Registerer().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_remote_follower_restarts_total",
+		Help: "Replicas here restarted from the tiered copy (KIP-405's follower path: a new or wiped replica, or one left below its leader's local log start), "},
+		func() float64 { return float64(restarts.Load()) }))
+	return tierRemote{b: b, reader: r, reads: reads, health: &tier.ReadHealth{}, restarts: restarts}
 }
 
 // remoteReadTimeout bounds one consumer's read of the remote store,
@@ -270,6 +277,9 @@ func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leader
 	}
 	segs := img.RemoteSegments(controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index})
 	rs, err := r.reader.Restart(ctx, tier.Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}, segs, leaderLocalStart)
+	if !errors.Is(err, tier.ErrNotCopied) {
+		r.noteRead(err) // ErrNotCopied is this node's image lagging, not the store
+	}
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -278,6 +288,12 @@ func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leader
 			Msg("tiered storage: the copy has no producer snapshot at the restart; producers' retries of batches below it will not be recognised")
 	}
 	return rs.Offset, rs.Epochs, rs.Snapshot, nil
+}
+
+func (h fetchHost) RestartedFromCopy(*replica.Partition) {
+	if r, ok := h.b.remote.(tierRemote); ok {
+		r.restarts.Add(1)
+	}
 }
 
 func (r tierRemote) OffsetForTimestamp(ctx context.Context, topic string, topicID [16]byte, partition int32, ts int64) (int64, int64, bool, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -442,13 +443,16 @@ func TestTieredFollowerRestartOpenTxn(t *testing.T) {
 // 2 KiB kept locally, everything kept in all, min.insync.replicas 1. It
 // returns once both replicas are in sync: the cluster, its directory,
 // the partition's leader and its follower.
-func tieredPair(t *testing.T, store remote.Store, topic string) (c *Cluster, dir string, leader, follower int32) {
+func tieredPair(t *testing.T, store remote.Store, topic string, configure ...func(id int32, cfg *config.Config)) (c *Cluster, dir string, leader, follower int32) {
 	t.Helper()
 	dir = t.TempDir()
 	c, err := Start(Options{Nodes: 3, Dir: dir, RemoteStore: store, RemoteTaskInterval: 100 * time.Millisecond,
-		Configure: func(_ int32, cfg *config.Config) {
+		Configure: func(id int32, cfg *config.Config) {
 			cfg.RetentionCheckInterval = 100
 			cfg.ReplicaLagTimeMaxMs = 2000
+			for _, f := range configure {
+				f(id, cfg)
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +487,15 @@ func tieredPair(t *testing.T, store remote.Store, topic string) (c *Cluster, dir
 func TestTieredFollowerRestartSlowStore(t *testing.T) {
 	store := &gatedStore{MemStore: remote.NewMemStore(), gate: make(chan struct{})}
 	const topic, plain = "tiered-slow", "plain-beside"
-	c, dir, leader, follower := tieredPair(t, store, topic)
+	metrics := map[int32]string{}
+	for id := int32(1); id <= 3; id++ {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics[id] = addr
+	}
+	c, dir, leader, follower := tieredPair(t, store, topic, func(id int32, cfg *config.Config) { cfg.MetricsAddr = metrics[id] })
 	createOn(t, c, plain, leader, follower)
 	step := stepper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -536,6 +548,14 @@ func TestTieredFollowerRestartSlowStore(t *testing.T) {
 		lrs, frs := viewOf(c, leader, topic), viewOf(c, follower, topic)
 		return lrs.ok && frs.ok && frs.LogStart > 0 && frs.LogEnd == lrs.LogEnd
 	})
+	// At least one restart: more if the leader's local start moved on
+	// (its local retention goes on) while the held read waited.
+	m := regexp.MustCompile(`(?m)^fjord_remote_follower_restarts_total (\d+)$`).FindStringSubmatch(scrape(t, metrics[follower]))
+	if m == nil || m[1] == "0" {
+		t.Errorf("the follower's fjord_remote_follower_restarts_total: %v, want at least 1", m)
+	} else {
+		step("the follower restarted from the copy %s times", m[1])
+	}
 }
 
 // gatedStore holds every .snapshot read while hold is set, until gate

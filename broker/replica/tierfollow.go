@@ -45,6 +45,8 @@ import (
 // offsets below it, and the producer snapshot taken there (nil: none).
 type TierRestarter interface {
 	TierRestart(ctx context.Context, p *Partition, leaderLocalStart int64) (offset int64, epochs []storage.EpochStart, snapshot []byte, err error)
+	// RestartedFromCopy counts p's log restarted at the copy's end.
+	RestartedFromCopy(p *Partition)
 }
 
 const (
@@ -160,7 +162,11 @@ func (f *fetcher) prepareRestart(p *Partition) (func(context.Context) error, err
 		if err != nil {
 			return err
 		}
-		return p.restartFromCopy(lg, leader, epoch, offset, epochs, snap)
+		done, err := p.restartFromCopy(lg, leader, epoch, offset, epochs, snap)
+		if done {
+			th.RestartedFromCopy(p)
+		}
+		return err
 	}, nil
 }
 
@@ -196,12 +202,12 @@ func (f *fetcher) leaderLocalStart(p *Partition, epoch int32) (int64, error) {
 // restartFromCopy restarts the log at offset with the copy's epochs and
 // producer snapshot, while p still follows leader at epoch (under roleMu,
 // as truncateTo: a role change waits for it).
-func (p *Partition) restartFromCopy(lg *storage.Log, leader, epoch int32, offset int64, epochs []storage.EpochStart, snap []byte) error {
+func (p *Partition) restartFromCopy(lg *storage.Log, leader, epoch int32, offset int64, epochs []storage.EpochStart, snap []byte) (restarted bool, err error) {
 	p.roleMu.RLock()
 	v := p.view.Load()
 	if v.Leader != leader || v.LeaderEpoch != epoch || !v.Fetches(leader) {
 		p.roleMu.RUnlock()
-		return nil // moved on meanwhile
+		return false, nil // moved on meanwhile
 	}
 	from := lg.EndOffset()
 	if offset <= from {
@@ -209,15 +215,15 @@ func (p *Partition) restartFromCopy(lg *storage.Log, leader, epoch int32, offset
 		// start, which is above this log's end: refused, and retried
 		// with backoff rather than fetched again at once.
 		p.roleMu.RUnlock()
-		return fmt.Errorf("restart offset %d is not above the log end %d", offset, from)
+		return false, fmt.Errorf("restart offset %d is not above the log end %d", offset, from)
 	}
 	if err := lg.RestartFromCopy(offset, epochs, snap); err != nil {
 		p.roleMu.RUnlock()
-		return fmt.Errorf("restart at %d: %w", offset, err)
+		return false, fmt.Errorf("restart at %d: %w", offset, err)
 	}
 	p.roleMu.RUnlock()
 	p.Logger.Warn().Int64("log_end", from).Int64("restart", offset).Int32("leader", leader).
 		Msg("follower was below the leader's local log start: restarted at the end of the tiered copy; fetching from there")
 	p.Step(Truncated{Start: lg.StartOffset(), End: lg.EndOffset()})
-	return nil
+	return true, nil
 }
