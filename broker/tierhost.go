@@ -270,6 +270,9 @@ func (h fetchHost) TierRestart(ctx context.Context, p *replica.Partition, leader
 	}
 	segs := img.RemoteSegments(controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index})
 	rs, err := r.reader.Restart(ctx, tier.Ref{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index}, segs, leaderLocalStart)
+	if !errors.Is(err, tier.ErrNotCopied) { // not a read of the store
+		r.noteRead(err)
+	}
 	if err != nil {
 		return 0, nil, nil, err
 	}
