@@ -20,13 +20,13 @@ import (
 // object not listed means none, while a listed one that is missing or
 // damaged, or any other store failure, is an error: records must never be
 // served without their aborts. (A segment from before checksums lists
-// nothing: there a missing object means none, unchecked.) A transaction that began in the segment
-// read may end in any later one, so the search walks the copied segments
-// from the one read on, in offset order, until an entry's last stable
-// offset reaches the end of what was read (storage.CollectAborted's
-// complete), or the copied segments end: then the caller goes on in its
-// local log (storage.Log.AbortedTransactions), which local retention keeps
-// from the copied end on.
+// nothing: there a missing object means none, unchecked.) A transaction
+// that began in the segment read may end in any later one, so the search
+// walks the copied segments from the one read on, in offset order, until
+// an entry's last stable offset reaches the end of what was read
+// (storage.CollectAborted's complete), or the copied segments end: then
+// the caller goes on in its local log (storage.Log.AbortedTransactions),
+// which local retention keeps from the copied end on.
 //
 // Cost: one Get per copied segment walked that is not in the cache; the
 // walk ends at the first abort whose last stable offset passes the read,
@@ -55,8 +55,9 @@ type txnCache struct {
 // TxnIndex returns the aborted transactions whose marker is in seg, from
 // its .txnindex object: nil when it has none (no object uploaded), an
 // error when the store fails, or the object is missing though uploaded,
-// does not match its checksum or does not parse (ErrDamaged; objects.go). The slice is shared
-// (cached): the caller must not change it.
+// does not match its checksum or does not parse (ErrDamaged;
+// objects.go). The slice is shared (cached): the caller must not change
+// it.
 func (r *Reader) TxnIndex(ctx context.Context, ref Ref, seg controller.RemoteSegmentMeta) ([]storage.AbortedTxn, error) {
 	r.txn.mu.Lock()
 	es, ok := r.txn.mu.m[seg.SegmentID]
