@@ -12,9 +12,23 @@ import (
 // The envelope layout (see the package doc for the picture).
 const (
 	formatV1       = 1 // byte 0: the envelope format
-	currentVersion = 1 // byte 2: every body type is at version 1
+	currentVersion = 1 // byte 2: the version of every body type but RemoteSegment's
 	headerLen      = 7 // format, type, version, CRC-32C
+	// remoteSegmentV2 is RemoteSegment's body with Objects (the objects'
+	// checksums). A RemoteSegment without them is still written at
+	// version 1, byte for byte as before, so records of segments copied
+	// before checksums (and by nodes without them) keep their encoding.
+	remoteSegmentV2 = 2
 )
+
+// bodyVersion is the version Encode writes b at: the lowest that holds
+// it, so each body has one encoding.
+func bodyVersion(b Body) uint8 {
+	if s, ok := b.(RemoteSegment); ok && len(s.Objects) > 0 {
+		return remoteSegmentV2
+	}
+	return currentVersion
+}
 
 // ErrCorrupt marks bytes that are not a record this code can read: bad
 // envelope, bad checksum, unknown type or version, truncated or trailing
@@ -34,7 +48,7 @@ func Encode(r Record) []byte {
 	e := enc{b: make([]byte, headerLen, 64)}
 	e.b[0] = formatV1
 	e.b[1] = byte(r.Type())
-	e.b[2] = currentVersion
+	e.b[2] = bodyVersion(r.Body)
 	switch b := r.Body.(type) {
 	case RegisterBroker:
 		e.i32(b.ID)
@@ -159,6 +173,14 @@ func Encode(r Record) []byte {
 		}
 		e.i32(b.Broker)
 		e.i32(b.LeaderEpoch)
+		if len(b.Objects) > 0 { // version 2
+			e.uvarint(uint64(len(b.Objects)))
+			for _, o := range b.Objects {
+				e.b = append(e.b, byte(o.Kind))
+				e.i64(o.Size)
+				e.b = binary.BigEndian.AppendUint32(e.b, o.CRC)
+			}
+		}
 	case RemoteSegmentStateChange:
 		e.b = append(e.b, b.TopicID[:]...)
 		e.i32(b.Partition)
@@ -215,7 +237,7 @@ func decode(data []byte, inBatch bool) (Record, error) {
 		return Record{}, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, got, want)
 	}
 	typ, ver := RecordType(data[1]), data[2]
-	if ver != currentVersion {
+	if ver != currentVersion && !(typ == TypeRemoteSegment && ver == remoteSegmentV2) {
 		return Record{}, fmt.Errorf("%w: %s version %d unknown", ErrCorrupt, typ, ver)
 	}
 	d := dec{b: data[headerLen:]}
@@ -339,6 +361,19 @@ func decode(data []byte, inBatch bool) (Record, error) {
 			}
 		}
 		b.Broker, b.LeaderEpoch = d.i32(), d.i32()
+		if ver == remoteSegmentV2 {
+			// Never empty: a body without sums is written at version 1.
+			n := d.count(1 + 8 + 4)
+			if d.err == nil && n == 0 {
+				return Record{}, fmt.Errorf("%w: %s version 2 without objects", ErrCorrupt, typ)
+			}
+			if n > 0 {
+				b.Objects = make([]ObjectSum, n)
+				for i := range b.Objects {
+					b.Objects[i] = ObjectSum{Kind: ObjectKind(d.byte()), Size: d.i64(), CRC: uint32(d.i32())}
+				}
+			}
+		}
 		body = b
 	case TypeRemoteSegmentState:
 		var b RemoteSegmentStateChange

@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -43,6 +44,9 @@ func sampleRecords() []Record {
 		RemoteSegment{TopicID: id, Partition: 2, SegmentID: [16]byte{9, 8}, BaseOffset: 100, EndOffset: 199, MaxTimestamp: -1, SizeBytes: 4096,
 			LeaderEpochs: []EpochStart{{Epoch: 3, StartOffset: 100}, {Epoch: 5, StartOffset: 150}}, Broker: 2, LeaderEpoch: 5},
 		RemoteSegment{TopicID: id, SegmentID: [16]byte{1}},
+		RemoteSegment{TopicID: id, Partition: 2, SegmentID: [16]byte{9, 9}, BaseOffset: 200, EndOffset: 299, MaxTimestamp: 5, SizeBytes: 8192,
+			LeaderEpochs: []EpochStart{{Epoch: 5, StartOffset: 200}}, Broker: 2, LeaderEpoch: 5,
+			Objects: []ObjectSum{{ObjectIndex, 16, 0xdeadbeef}, {ObjectTimeIndex, 0, 0}, {ObjectEpochCheckpoint, 8, 1}, {ObjectTxnIndex, 34, 0xffffffff}}},
 		RemoteSegmentStateChange{TopicID: id, Partition: 2, SegmentID: [16]byte{9, 8}, State: RemoteDeleteStarted, Broker: 3, LeaderEpoch: 6},
 	}
 	out := make([]Record, len(bodies))
@@ -210,4 +214,50 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRemoteSegmentVersions: a RemoteSegment without object checksums is
+// written at version 1, exactly as before checksums (the golden bytes are
+// a record written by code from before them), and decodes unchecked; one
+// with checksums is version 2; a version-2 body with no objects, or a
+// version-1 body carrying them, is not a record.
+func TestRemoteSegmentVersions(t *testing.T) {
+	old := RemoteSegment{TopicID: [16]byte{1}, Partition: 2, SegmentID: [16]byte{9, 8}, BaseOffset: 100, EndOffset: 199, MaxTimestamp: -1,
+		SizeBytes: 4096, LeaderEpochs: []EpochStart{{Epoch: 3, StartOffset: 100}}, Broker: 2, LeaderEpoch: 5}
+	const golden = "0110018dd9960c0100000000000000000000000000000000000002090800000000000000000000000000000000000000" +
+		"00006400000000000000c7ffffffffffffffff0000000000001000010000000300000000000000640000000200000005"
+	b := Encode(NewRecord(old))
+	if got := fmt.Sprintf("%x", b); got != golden {
+		t.Fatalf("version-1 encoding changed:\n got %s\nwant %s", got, golden)
+	}
+	r, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.Body.(RemoteSegment).Checksummed() {
+		t.Fatalf("decoded %+v: want version 1, unchecked", r)
+	}
+
+	sums := old
+	sums.Objects = []ObjectSum{{ObjectIndex, 8, 7}, {ObjectEpochCheckpoint, 12, 9}}
+	b2 := Encode(NewRecord(sums))
+	if b2[2] != 2 {
+		t.Fatalf("version byte %d, want 2", b2[2])
+	}
+	r, err = Decode(b2)
+	if err != nil || !reflect.DeepEqual(r.Body, sums) || !r.Body.(RemoteSegment).Checksummed() {
+		t.Fatalf("Decode = %+v, %v", r, err)
+	}
+
+	// Version 2 with an empty object list (Encode writes version 1 then).
+	empty := append(bytes.Clone(b), 0)
+	empty[2] = 2
+	// Version 1 followed by objects (trailing bytes).
+	trailing := bytes.Clone(b2)
+	trailing[2] = 1
+	for name, bad := range map[string][]byte{"v2 without objects": fixCRC(empty), "v1 with objects": fixCRC(trailing)} {
+		if _, err := Decode(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Decode error %v, want ErrCorrupt", name, err)
+		}
+	}
 }

@@ -408,8 +408,16 @@ func (e *ddEnv) record(r Record) string {
 	case ProducerIDs:
 		return fmt.Sprintf("ProducerIDs broker=%d first=%d count=%d", b.Broker, b.First, b.Count)
 	case RemoteSegment:
-		return fmt.Sprintf("RemoteSegment %s seg=%d [%d, %d] epochs=%v broker=%d epoch=%d",
+		out := fmt.Sprintf("RemoteSegment %s seg=%d [%d, %d] epochs=%v broker=%d epoch=%d",
 			tp(b.TopicID, b.Partition), b.SegmentID[15], b.BaseOffset, b.EndOffset, b.LeaderEpochs, b.Broker, b.LeaderEpoch)
+		if b.Checksummed() {
+			var objs []string
+			for _, o := range b.Objects {
+				objs = append(objs, fmt.Sprintf("%s:%d", o.Kind, o.Size))
+			}
+			out += " objects=" + fmt.Sprint(objs)
+		}
+		return out
 	case RemoteSegmentStateChange:
 		return fmt.Sprintf("RemoteSegmentState %s seg=%d %s broker=%d epoch=%d",
 			tp(b.TopicID, b.Partition), b.SegmentID[15], b.State, b.Broker, b.LeaderEpoch)

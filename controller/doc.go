@@ -99,8 +99,9 @@
 //	+--------+--------+--------+------------------------+-------------//-+
 //
 // format is the envelope format (1). type is a RecordType. version is the
-// body's schema version (1 for every type today). The body is the record's
-// fields in declaration order, with these encodings:
+// body's schema version (1 for every type today; RemoteSegment 1 or 2).
+// The body is the record's fields in declaration order, with these
+// encodings:
 //
 //	int32, int64     fixed width, big-endian (two's complement)
 //	float64          its IEEE 754 bits as a big-endian uint64
@@ -126,8 +127,10 @@
 //
 // A RemoteSegment (type 16) is TopicID, Partition, SegmentID, BaseOffset,
 // EndOffset, MaxTimestamp, SizeBytes, then LeaderEpochs as a uvarint count
-// of (Epoch int32, StartOffset int64) pairs, then Broker and LeaderEpoch. A
-// RemoteSegmentStateChange (type 17) is TopicID, Partition, SegmentID, the
+// of (Epoch int32, StartOffset int64) pairs, then Broker and LeaderEpoch;
+// at version 2 (written when the segment's objects have checksums) then
+// Objects as a uvarint count (> 0) of (Kind byte, Size int64, CRC uint32).
+// A RemoteSegmentStateChange (type 17) is TopicID, Partition, SegmentID, the
 // State byte, Broker and LeaderEpoch.
 //
 // Varints must be minimal and presence bytes 0 or 1, so the encoding is
@@ -148,5 +151,9 @@
 // image lacks the config): upgrade every node before setting group
 // configs. RemoteSegment and RemoteSegmentStateChange (types 16, 17) are
 // written only by partition leaders of topics with remote.storage.enable:
-// upgrade every node before enabling tiered storage.
+// upgrade every node before enabling tiered storage. RemoteSegment version
+// 2 (object checksums) is written by every partition leader of this code
+// that copies a segment, and code from before it stops on such an entry:
+// upgrade every node before any tiered partition's leader runs this code
+// (the version-1 records already in the log keep decoding, unchecked).
 package controller

@@ -73,10 +73,11 @@ func (t RecordType) String() string {
 // Record is the envelope of every metadata record: a type tag (derived from
 // Body) and the version of the body's schema.
 //
-// Version is what Decode read; Encode always writes the current version of
-// the body's type (all types are at version 1). When a body's schema changes,
-// its version is bumped, Decode keeps a decoder for every older version, and
-// Apply sees only the current Go struct.
+// Version is what Decode read; Encode writes the lowest version of the
+// body's type that holds the body (every type is at version 1, but a
+// RemoteSegment with object checksums is at version 2). When a body's
+// schema changes, its version is bumped, Decode keeps a decoder for every
+// older version, and Apply sees only the current Go struct.
 type Record struct {
 	Version uint8
 	Body    Body
@@ -88,8 +89,8 @@ type Body interface {
 	Type() RecordType
 }
 
-// NewRecord wraps b in an envelope at the current version.
-func NewRecord(b Body) Record { return Record{Version: currentVersion, Body: b} }
+// NewRecord wraps b in an envelope at the version Encode writes it at.
+func NewRecord(b Body) Record { return Record{Version: bodyVersion(b), Body: b} }
 
 // Type is the tag of r's body, 0 for an empty record.
 func (r Record) Type() RecordType {

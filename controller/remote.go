@@ -90,6 +90,44 @@ type EpochStart struct {
 	StartOffset int64
 }
 
+// ObjectKind names one of a copied segment's objects other than its .log
+// (whose batches carry their own CRCs). Values are part of the log format.
+type ObjectKind uint8
+
+const (
+	ObjectIndex           ObjectKind = 1 // .index
+	ObjectTimeIndex       ObjectKind = 2 // .timeindex
+	ObjectSnapshot        ObjectKind = 3 // .snapshot, the producer snapshot at the segment's end
+	ObjectEpochCheckpoint ObjectKind = 4 // .leader-epoch-checkpoint
+	ObjectTxnIndex        ObjectKind = 5 // .txnindex, only for a segment with aborted transactions
+)
+
+// String is the object's key suffix (broker/tier's keys).
+func (k ObjectKind) String() string {
+	switch k {
+	case ObjectIndex:
+		return "index"
+	case ObjectTimeIndex:
+		return "timeindex"
+	case ObjectSnapshot:
+		return "snapshot"
+	case ObjectEpochCheckpoint:
+		return "leader-epoch-checkpoint"
+	case ObjectTxnIndex:
+		return "txnindex"
+	}
+	return fmt.Sprintf("ObjectKind(%d)", uint8(k))
+}
+
+// ObjectSum is what the uploader read of one object before uploading it:
+// its length and CRC-32C (Castagnoli). A reader refuses an object whose
+// bytes do not match (broker/tier).
+type ObjectSum struct {
+	Kind ObjectKind
+	Size int64
+	CRC  uint32
+}
+
 // RemoteSegment is an upload attempt's start (COPY_STARTED) with the
 // segment's metadata. Offsets are the partition's; EndOffset is the
 // segment's last offset (inclusive), as Kafka's RemoteLogSegmentMetadata.
@@ -98,6 +136,7 @@ type EpochStart struct {
 // zero and not in use in the partition; LeaderEpochs is non-empty, its
 // epochs strictly increasing and its start offsets strictly increasing
 // within [BaseOffset, EndOffset], the first at BaseOffset; SizeBytes >= 0;
+// Objects' kinds are known and strictly increasing, their sizes >= 0;
 // EndOffset is above the end of every segment of the partition that is
 // COPY_STARTED or COPY_FINISHED (attempts of a partition go forward in
 // offset order, one live attempt per offset).
@@ -112,6 +151,31 @@ type RemoteSegment struct {
 	LeaderEpochs []EpochStart
 	Broker       int32 // the uploading leader
 	LeaderEpoch  int32 // its leader epoch when it started
+	// Objects lists every object of the attempt other than the .log, with
+	// its length and checksum, taken from the sealed files before any is
+	// uploaded: an object not listed was not uploaded (a segment without
+	// aborted transactions has no .txnindex; the leader-epoch checkpoint
+	// is always uploaded, so the list is never empty). Empty in a record
+	// written before checksums (body version 1): then which objects exist is not
+	// known and readers take them unchecked, as they did before; such
+	// records stay readable for as long as their segments are in the
+	// image.
+	Objects []ObjectSum
+}
+
+// Checksummed reports whether s lists its objects (Objects): false for
+// a record from before checksums, whose objects are read unchecked.
+func (s RemoteSegment) Checksummed() bool { return len(s.Objects) > 0 }
+
+// Object returns the sum of s's object of kind k, false when s does not
+// list one (see Checksummed for what that means).
+func (s RemoteSegment) Object(k ObjectKind) (ObjectSum, bool) {
+	for _, o := range s.Objects {
+		if o.Kind == k {
+			return o, true
+		}
+	}
+	return ObjectSum{}, false
 }
 
 // RemoteSegmentStateChange moves attempt SegmentID of a partition to State,
@@ -181,6 +245,11 @@ func (s *RemoteSegment) check() error {
 	case len(s.LeaderEpochs) == 0 || s.LeaderEpochs[0].StartOffset != s.BaseOffset:
 		return fmt.Errorf("leader epochs %v do not start at base offset %d", s.LeaderEpochs, s.BaseOffset)
 	}
+	for i, o := range s.Objects {
+		if o.Kind < ObjectIndex || o.Kind > ObjectTxnIndex || o.Size < 0 || (i > 0 && o.Kind <= s.Objects[i-1].Kind) {
+			return fmt.Errorf("objects %v: unknown, repeated or out of order kind, or negative size", s.Objects)
+		}
+	}
 	for i, e := range s.LeaderEpochs {
 		if e.Epoch < 0 || e.StartOffset > s.EndOffset {
 			return fmt.Errorf("leader epoch entry %v outside the segment", e)
@@ -208,7 +277,8 @@ func (img *Image) addRemoteSegment(b RemoteSegment) error {
 		return fmt.Errorf("%w: remote segment %x of %x-%d: end %d not above the live segments' end %d",
 			ErrNotApplicable, b.SegmentID, b.TopicID, b.Partition, b.EndOffset, end)
 	}
-	b.LeaderEpochs = slices.Clone(b.LeaderEpochs) // the record's slice is the proposer's
+	b.LeaderEpochs = slices.Clone(b.LeaderEpochs) // the record's slices are the proposer's
+	b.Objects = slices.Clone(b.Objects)
 	m := RemoteSegmentMeta{RemoteSegment: b, State: RemoteCopyStarted, StateBroker: b.Broker, StateEpoch: b.LeaderEpoch}
 	i, _ := slices.BinarySearchFunc(segs, m, compareRemote)
 	img.setRemote(tp, slices.Insert(slices.Clip(segs), i, m)) // Clip: never write into a shared array

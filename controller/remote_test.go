@@ -57,6 +57,17 @@ func (e *ddEnv) remote() string {
 			}
 			s.LeaderEpochs = append(s.LeaderEpochs, EpochStart{Epoch: int32(a), StartOffset: int64(b)})
 		}
+		// objects=(kind:size ...), kind a name (index, txnindex) or a
+		// number; CRCs are the size's low bits (Apply does not read them).
+		for _, v := range e.strs("objects") {
+			k, size, ok := strings.Cut(v, ":")
+			n, err := strconv.Atoi(size)
+			kind, ok2 := objectKindByName(k)
+			if !ok || err != nil || !ok2 {
+				e.d.Fatalf(e.t, "objects: %q is not kind:size", v)
+			}
+			s.Objects = append(s.Objects, ObjectSum{Kind: kind, Size: int64(n), CRC: uint32(n)})
+		}
 		if s.LeaderEpochs == nil {
 			s.LeaderEpochs = []EpochStart{{Epoch: max(epoch, 0), StartOffset: s.BaseOffset}}
 		}
@@ -79,4 +90,15 @@ func (e *ddEnv) remote() string {
 		out += fmt.Sprintf("not applied: %v\n", err)
 	}
 	return out
+}
+
+// objectKindByName is the ObjectKind named k (its String) or numbered k.
+func objectKindByName(k string) (ObjectKind, bool) {
+	for kind := ObjectKind(1); kind <= ObjectTxnIndex; kind++ {
+		if kind.String() == k {
+			return kind, true
+		}
+	}
+	n, err := strconv.Atoi(k)
+	return ObjectKind(n), err == nil && n >= 0 && n < 256
 }

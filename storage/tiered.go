@@ -41,15 +41,11 @@ func (l *Log) SealedSegments() []SealedSegment {
 	return out
 }
 
-// SegmentFileExts are the files of a segment that a copy takes, by
-// extension; ".txnindex" exists only for a segment with aborted
-// transactions.
-var SegmentFileExts = []string{".log", ".index", ".timeindex", txnIndexExt}
-
-// OpenSegmentFile opens a sealed segment's file (ext one of
-// SegmentFileExts) for reading and returns it with its size; an error
-// satisfying errors.Is(err, os.ErrNotExist) when the segment has no such
-// file. The caller closes the file.
+// OpenSegmentFile opens a sealed segment's file (ext one of ".log",
+// ".index", ".timeindex", ".txnindex"; the last exists only for a
+// segment with aborted transactions) for reading and returns it with its
+// size; an error satisfying errors.Is(err, os.ErrNotExist) when the
+// segment has no such file. The caller closes the file.
 func (l *Log) OpenSegmentFile(base int64, ext string) (File, int64, error) {
 	f, err := l.fs.OpenFile(segmentPath(l.dir, base, ext), os.O_RDONLY, 0)
 	if err != nil {

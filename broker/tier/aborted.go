@@ -16,15 +16,17 @@ import (
 // RemoteLogManager.collectAbortedTransactions). A copied segment's
 // .txnindex object lists the aborted transactions whose abort marker is in
 // that segment (storage's 34-byte entries); the copier uploads it only
-// when the segment has one, so a missing object (remote.ErrNotFound) means
-// none, while any other store failure is an error: records must never be
-// served without their aborts. A transaction that began in the segment
-// read may end in any later one, so the search walks the copied segments
-// from the one read on, in offset order, until an entry's last stable
-// offset reaches the end of what was read (storage.CollectAborted's
-// complete), or the copied segments end: then the caller goes on in its
-// local log (storage.Log.AbortedTransactions), which local retention keeps
-// from the copied end on.
+// when the segment has one and says so in the segment's metadata, so an
+// object not listed means none, while a listed one that is missing or
+// damaged, or any other store failure, is an error: records must never be
+// served without their aborts. (A segment from before checksums lists
+// nothing: there a missing object means none, unchecked.) A transaction
+// that began in the segment read may end in any later one, so the search
+// walks the copied segments from the one read on, in offset order, until
+// an entry's last stable offset reaches the end of what was read
+// (storage.CollectAborted's complete), or the copied segments end: then
+// the caller goes on in its local log (storage.Log.AbortedTransactions),
+// which local retention keeps from the copied end on.
 //
 // Cost: one Get per copied segment walked that is not in the cache; the
 // walk ends at the first abort whose last stable offset passes the read,
@@ -51,9 +53,11 @@ type txnCache struct {
 }
 
 // TxnIndex returns the aborted transactions whose marker is in seg, from
-// its .txnindex object: nil when it has none (no object), an error when
-// the store fails or the object does not parse. The slice is shared
-// (cached): the caller must not change it.
+// its .txnindex object: nil when it has none (no object uploaded), an
+// error when the store fails, or the object is missing though uploaded,
+// does not match its checksum or does not parse (ErrDamaged;
+// objects.go). The slice is shared (cached): the caller must not change
+// it.
 func (r *Reader) TxnIndex(ctx context.Context, ref Ref, seg controller.RemoteSegmentMeta) ([]storage.AbortedTxn, error) {
 	r.txn.mu.Lock()
 	es, ok := r.txn.mu.m[seg.SegmentID]
@@ -61,16 +65,16 @@ func (r *Reader) TxnIndex(ctx context.Context, ref Ref, seg controller.RemoteSeg
 	if ok {
 		return es, nil
 	}
-	key := ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, "txnindex")
-	b, err := r.get(ctx, key, 0, -1)
+	b, err := r.getObject(ctx, ref, seg, controller.ObjectTxnIndex, false)
 	switch {
 	case errors.Is(err, remote.ErrNotFound):
-		es = nil
+		es = nil // not uploaded (checked: getObject): no aborted transactions
 	case err != nil:
-		return nil, err
+		return nil, err // ErrDamaged included: never read as none
 	default:
 		if es, err = storage.DecodeTxnIndex(b); err != nil {
-			return nil, fmt.Errorf("tier: %s: %w", key, err)
+			r.damaged.Add(1)
+			return nil, fmt.Errorf("tier: %s: %w: %w", ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, "txnindex"), ErrDamaged, err)
 		}
 	}
 	r.txn.mu.Lock()

@@ -161,8 +161,10 @@ func TestAbortedFromStore(t *testing.T) {
 		len(segs), with, spanning, incomplete)
 }
 
-// A store failure is an error, never "no aborted transactions"; a missing
-// .txnindex is none; a damaged one is an error; what was read is cached.
+// A store failure is an error, never "no aborted transactions"; a
+// .txnindex the metadata says was not uploaded is none, without a Get (so
+// even with the store failing); a damaged one is an error; what was read
+// is cached.
 func TestTxnIndexErrors(t *testing.T) {
 	m, _, ref, store := setUpTxn(t)
 	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
@@ -187,12 +189,13 @@ func TestTxnIndexErrors(t *testing.T) {
 
 	store.SetFault(fmt.Errorf("%w: injected", remote.ErrUnavailable))
 	fresh := &Reader{Store: store} // nothing cached
-	for _, s := range []controller.RemoteSegmentMeta{withIdx, without} {
-		if es, err := fresh.TxnIndex(t.Context(), ref, s); !errors.Is(err, remote.ErrUnavailable) {
-			t.Fatalf("segment %d with the store failing: %v, %v", s.BaseOffset, es, err)
-		}
+	if es, err := fresh.TxnIndex(t.Context(), ref, withIdx); !errors.Is(err, remote.ErrUnavailable) {
+		t.Fatalf("segment %d with the store failing: %v, %v", withIdx.BaseOffset, es, err)
 	}
-	if _, _, _, _, err := fresh.Aborted(t.Context(), ref, segs, without.BaseOffset, without.EndOffset+1); !errors.Is(err, remote.ErrUnavailable) {
+	if es, err := fresh.TxnIndex(t.Context(), ref, without); err != nil || es != nil {
+		t.Fatalf("segment %d without a .txnindex, the store failing: %v, %v", without.BaseOffset, es, err)
+	}
+	if _, _, _, _, err := fresh.Aborted(t.Context(), ref, segs, withIdx.BaseOffset, withIdx.EndOffset+1); !errors.Is(err, remote.ErrUnavailable) {
 		t.Fatalf("Aborted with the store failing: %v", err)
 	}
 	// What r read before is cached (an attempt's objects never change).

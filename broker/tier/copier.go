@@ -147,39 +147,41 @@ func (c *Copier) upload(ctx context.Context, ref Ref, p Partition, s LocalSegmen
 	for i, e := range epochs {
 		les[i] = controller.EpochStart{Epoch: e.Epoch, StartOffset: e.Start}
 	}
+	// The objects other than the .log are read whole before COPY_STARTED,
+	// so the record holds the length and CRC of exactly the bytes then
+	// uploaded (objects.go). Memory: at most segment.index.bytes for each
+	// index, and the snapshot, per partition being copied (the manager
+	// bounds how many at a time).
+	objects, err := sealedObjects(log, s, epochs)
+	if err != nil {
+		return fmt.Errorf("tier: %s-%d segment %d: %w", ref.Topic, ref.Partition, s.Base, err)
+	}
+	sums := make([]controller.ObjectSum, len(objects))
+	for i, o := range objects {
+		sums[i] = sumOf(o.kind, o.data)
+	}
 	start := controller.RemoteSegment{TopicID: ref.TopicID, Partition: ref.Partition, SegmentID: id,
 		BaseOffset: s.Base, EndOffset: s.Last, MaxTimestamp: s.MaxTimestamp, SizeBytes: s.Size,
-		LeaderEpochs: les, Broker: p.Broker, LeaderEpoch: p.LeaderEpoch}
+		LeaderEpochs: les, Broker: p.Broker, LeaderEpoch: p.LeaderEpoch, Objects: sums}
 	if err := c.propose(ctx, start); err != nil {
 		return err
 	}
 	key := func(suffix string) string {
 		return ObjectKey(c.Prefix, ref.Topic, ref.TopicID, ref.Partition, s.Base, id, suffix)
 	}
-	for _, ext := range storage.SegmentFileExts {
-		f, size, err := log.OpenSegmentFile(s.Base, ext)
-		if errors.Is(err, os.ErrNotExist) && ext != ".log" {
-			continue // no aborted transactions: no .txnindex
-		}
-		if err != nil {
-			return fmt.Errorf("tier: %s-%d segment %d: %w", ref.Topic, ref.Partition, s.Base, err)
-		}
-		err = c.put(ctx, key(ext[1:]), io.NewSectionReader(f, 0, size), size)
-		f.Close()
-		if err != nil {
-			return err
-		}
+	f, size, err := log.OpenSegmentFile(s.Base, ".log")
+	if err != nil {
+		return fmt.Errorf("tier: %s-%d segment %d: %w", ref.Topic, ref.Partition, s.Base, err)
 	}
-	if snap, err := log.ProducerSnapshot(s.Last + 1); err == nil {
-		if err := c.put(ctx, key("snapshot"), bytes.NewReader(snap), int64(len(snap))); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("tier: %s-%d segment %d: producer snapshot: %w", ref.Topic, ref.Partition, s.Base, err)
-	}
-	ckpt := epochCheckpoint(epochs)
-	if err := c.put(ctx, key("leader-epoch-checkpoint"), bytes.NewReader(ckpt), int64(len(ckpt))); err != nil {
+	err = c.put(ctx, key("log"), io.NewSectionReader(f, 0, size), size)
+	f.Close()
+	if err != nil {
 		return err
+	}
+	for _, o := range objects {
+		if err := c.put(ctx, key(o.kind.String()), bytes.NewReader(o.data), int64(len(o.data))); err != nil {
+			return err
+		}
 	}
 	if err := c.propose(ctx, controller.RemoteSegmentStateChange{TopicID: ref.TopicID, Partition: ref.Partition,
 		SegmentID: id, State: controller.RemoteCopyFinished, Broker: p.Broker, LeaderEpoch: p.LeaderEpoch}); err != nil {
@@ -187,6 +189,53 @@ func (c *Copier) upload(ctx context.Context, ref Ref, p Partition, s LocalSegmen
 	}
 	c.segsUploaded.Add(1)
 	return nil
+}
+
+// sealedObject is one object of a segment other than its .log, read
+// before the upload.
+type sealedObject struct {
+	kind controller.ObjectKind
+	data []byte
+}
+
+// sealedObjects reads segment s's objects other than the .log, in
+// ObjectKind order (as the record lists them): its .index and .timeindex,
+// the producer snapshot at its end and its .txnindex when the log has
+// them, and the leader-epoch checkpoint of epochs.
+func sealedObjects(log Log, s LocalSegment, epochs []storage.EpochStart) ([]sealedObject, error) {
+	var out []sealedObject
+	file := func(k controller.ObjectKind, ext string) error {
+		f, size, err := log.OpenSegmentFile(s.Base, ext)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // e.g. no aborted transactions: no .txnindex
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		b := make([]byte, size)
+		if _, err := io.ReadFull(io.NewSectionReader(f, 0, size), b); err != nil {
+			return fmt.Errorf("%s: %w", ext, err)
+		}
+		out = append(out, sealedObject{k, b})
+		return nil
+	}
+	if err := file(controller.ObjectIndex, ".index"); err != nil {
+		return nil, err
+	}
+	if err := file(controller.ObjectTimeIndex, ".timeindex"); err != nil {
+		return nil, err
+	}
+	if snap, err := log.ProducerSnapshot(s.Last + 1); err == nil {
+		out = append(out, sealedObject{controller.ObjectSnapshot, snap})
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("producer snapshot: %w", err)
+	}
+	out = append(out, sealedObject{controller.ObjectEpochCheckpoint, epochCheckpoint(epochs)})
+	if err := file(controller.ObjectTxnIndex, ".txnindex"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // epochCheckpoint is Kafka's leader-epoch-checkpoint text of entries:

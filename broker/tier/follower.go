@@ -86,17 +86,17 @@ func PlanRestart(segs []controller.RemoteSegmentMeta, leaderLocalStart int64) (c
 }
 
 // Restart plans a follower's restart (PlanRestart) and reads the
-// segment's producer snapshot from the store. A missing snapshot object
-// gives a nil Snapshot (the copy was made without one); any other store
-// failure is returned, and the follower tries again later.
+// segment's producer snapshot from the store. A snapshot the copy was
+// made without gives a nil Snapshot; one that is missing though uploaded,
+// or damaged (ErrDamaged), or any other store failure is returned, and
+// the follower tries again later.
 func (r *Reader) Restart(ctx context.Context, ref Ref, segs []controller.RemoteSegmentMeta, leaderLocalStart int64) (Restart, error) {
 	seg, epochs, err := PlanRestart(segs, leaderLocalStart)
 	if err != nil {
 		return Restart{}, err
 	}
-	key := ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, "snapshot")
-	snap, err := r.get(ctx, key, 0, -1)
-	if errors.Is(err, remote.ErrNotFound) {
+	snap, err := r.getObject(ctx, ref, seg, controller.ObjectSnapshot, false)
+	if errors.Is(err, remote.ErrNotFound) { // not uploaded (objects.go)
 		snap, err = nil, nil
 	}
 	if err != nil {

@@ -22,14 +22,18 @@
 //     the store (what Fetch below the local log start uses).
 //   - aborted.go: Reader.TxnIndex and Reader.Aborted, a read_committed
 //     read's aborted transactions from the copied segments' .txnindex
-//     objects (a missing object is none; a store failure an error), with
-//     a small cache by segment id.
+//     objects (one the metadata does not list is none; a store failure
+//     or a damaged object an error), with a small cache by segment id.
 //   - health.go: Health, what waits to be copied and whether rounds fail
 //     on the store (the metrics and the console's alert card), and the
 //     node's one log line per change between working and failing.
 //   - verify.go: the checks a read makes of every batch before serving
 //     it (CRC, offsets against the segment's metadata, the object's
 //     size); ErrDamaged.
+//   - objects.go: the checks of every other object read back (.index,
+//     .timeindex, .txnindex, .snapshot) against the length and CRC-32C
+//     the segment's COPY_STARTED record lists; a listed object missing
+//     from the store is damaged, not absent.
 //   - follower.go: KIP-405's follower path: PlanRestart and
 //     Reader.Restart, where a replica below its leader's local log
 //     restarts (the end of the copied segment holding the offset before

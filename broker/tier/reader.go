@@ -56,7 +56,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	key := func(suffix string) string {
 		return ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, suffix)
 	}
-	index, err := r.getShared(ctx, key("index"))
+	index, err := r.getObject(ctx, ref, seg, controller.ObjectIndex, true)
 	if err != nil {
 		return nil, err
 	}

@@ -47,9 +47,9 @@ func (r *Reader) searchSegment(ctx context.Context, ref Ref, seg controller.Remo
 		return ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, suffix)
 	}
 	start := from
-	switch times, err := r.getShared(ctx, key("timeindex")); {
+	switch times, err := r.getObject(ctx, ref, seg, controller.ObjectTimeIndex, true); {
 	case errors.Is(err, remote.ErrNotFound):
-		// No time index object: scan from from.
+		// No time index object uploaded: scan from from.
 	case err != nil:
 		return 0, 0, false, err
 	default:
@@ -59,7 +59,7 @@ func (r *Reader) searchSegment(ctx context.Context, ref Ref, seg controller.Remo
 		}
 		start = max(start, min(at, seg.EndOffset))
 	}
-	index, err := r.getShared(ctx, key("index"))
+	index, err := r.getObject(ctx, ref, seg, controller.ObjectIndex, true)
 	if err != nil {
 		return 0, 0, false, err
 	}

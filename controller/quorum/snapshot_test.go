@@ -197,10 +197,17 @@ func richBodies() func(img *controller.Image) controller.Body {
 	}
 }
 
+// remoteSeg is a segment's COPY_STARTED record; those with an even id
+// carry object checksums (body version 2), the others none (version 1),
+// so snapshots hold both.
 func remoteSeg(topic [16]byte, p int32, id byte, base, end int64) controller.RemoteSegment {
-	return controller.RemoteSegment{TopicID: topic, Partition: p, SegmentID: [16]byte{id}, BaseOffset: base, EndOffset: end,
+	s := controller.RemoteSegment{TopicID: topic, Partition: p, SegmentID: [16]byte{id}, BaseOffset: base, EndOffset: end,
 		MaxTimestamp: 1000 + end, SizeBytes: 10 * (end - base + 1), LeaderEpochs: []controller.EpochStart{{Epoch: 1, StartOffset: base}},
 		Broker: 1, LeaderEpoch: 2}
+	if id%2 == 0 {
+		s.Objects = []controller.ObjectSum{{Kind: controller.ObjectIndex, Size: 8, CRC: uint32(id)}, {Kind: controller.ObjectEpochCheckpoint, Size: 10, CRC: 7}}
+	}
+	return s
 }
 
 func remoteState(topic [16]byte, p int32, id byte, s controller.RemoteSegmentState) controller.RemoteSegmentStateChange {

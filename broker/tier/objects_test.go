@@ -1,0 +1,189 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage/remote"
+)
+
+// The copier's record lists exactly the objects it uploaded other than
+// the .log, with the length and CRC-32C of the bytes in the store.
+func TestCopierRecordsObjectSums(t *testing.T) {
+	m, _, ref, store := setUpTxn(t)
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	kinds := map[controller.ObjectKind]int{}
+	for _, s := range segs {
+		if !s.Checksummed() {
+			t.Fatalf("segment %d has no object sums", s.BaseOffset)
+		}
+		for k := controller.ObjectIndex; k <= controller.ObjectTxnIndex; k++ {
+			b, err := getAll(t.Context(), store, ObjectKey("", ref.Topic, ref.TopicID, 0, s.BaseOffset, s.SegmentID, k.String()), 0, -1)
+			want, listed := s.Object(k)
+			switch {
+			case !listed && errors.Is(err, remote.ErrNotFound):
+			case !listed || err != nil:
+				t.Fatalf("segment %d %s: listed %t, read %v", s.BaseOffset, k, listed, err)
+			case sumOf(k, b) != want:
+				t.Fatalf("segment %d %s: stored %+v, listed %+v", s.BaseOffset, k, sumOf(k, b), want)
+			default:
+				kinds[k]++
+			}
+		}
+	}
+	for k := controller.ObjectIndex; k <= controller.ObjectTxnIndex; k++ {
+		if kinds[k] == 0 {
+			t.Errorf("no segment has a %s object: the test proves nothing about it", k)
+		}
+	}
+}
+
+// Every object read back other than the .log is checked: for each kind
+// and each read path that reads it, an intact object reads; one with a
+// byte flipped, or deleted from the store, is refused with ErrDamaged
+// naming the object (never read as absent), and counted; once restored it
+// reads again, also through the chunk cache (damaged bytes are not kept).
+func TestObjectsChecked(t *testing.T) {
+	m, _, ref, store := setUpTxn(t)
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	with := func(t *testing.T, k controller.ObjectKind) controller.RemoteSegmentMeta {
+		for _, s := range segs {
+			if _, ok := s.Object(k); ok && s.BaseOffset > 0 {
+				return s
+			}
+		}
+		t.Fatalf("no segment with a %s", k)
+		return controller.RemoteSegmentMeta{}
+	}
+	type readFunc func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error
+	cases := []struct {
+		kind controller.ObjectKind
+		path string
+		read readFunc
+	}{
+		{controller.ObjectTxnIndex, "TxnIndex", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			es, err := r.TxnIndex(t.Context(), ref, s)
+			if err == nil && len(es) == 0 {
+				return errors.New("no aborted transactions from the .txnindex")
+			}
+			return err
+		}},
+		{controller.ObjectTxnIndex, "Aborted", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			_, _, _, _, err := r.Aborted(t.Context(), ref, segs, s.BaseOffset, s.EndOffset+1)
+			return err
+		}},
+		{controller.ObjectSnapshot, "Restart", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			rs, err := r.Restart(t.Context(), ref, segs, s.EndOffset+1)
+			if err == nil && (rs.Segment.SegmentID != s.SegmentID || len(rs.Snapshot) == 0) {
+				return fmt.Errorf("restart after segment %d: %+v", s.BaseOffset, rs)
+			}
+			return err
+		}},
+		{controller.ObjectIndex, "Read", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			_, err := r.Read(t.Context(), ref, s, s.EndOffset, 1)
+			return err
+		}},
+		{controller.ObjectIndex, "OffsetForTimestamp", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			_, _, ok, err := r.OffsetForTimestamp(t.Context(), ref, []controller.RemoteSegmentMeta{s}, 0)
+			if err == nil && !ok {
+				return errors.New("no record at or after timestamp 0")
+			}
+			return err
+		}},
+		{controller.ObjectTimeIndex, "OffsetForTimestamp", func(t *testing.T, r *Reader, s controller.RemoteSegmentMeta) error {
+			_, _, _, err := r.OffsetForTimestamp(t.Context(), ref, []controller.RemoteSegmentMeta{s}, 0)
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		for _, cached := range []bool{false, true} {
+			name := tc.kind.String() + "/" + tc.path
+			if cached {
+				name += "/cached"
+			}
+			t.Run(name, func(t *testing.T) {
+				s := with(t, tc.kind)
+				key := ObjectKey("", ref.Topic, ref.TopicID, 0, s.BaseOffset, s.SegmentID, tc.kind.String())
+				orig, err := getAll(t.Context(), store, key, 0, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				restore := func() {
+					if err := store.Put(context.Background(), key, strings.NewReader(string(orig)), int64(len(orig))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Cleanup(restore)
+				fresh := func() *Reader {
+					r := &Reader{Store: store}
+					if cached {
+						r.Cache = NewChunkCache(store, 256, 1<<20, 0)
+					}
+					return r
+				}
+				if err := tc.read(t, fresh(), s); err != nil {
+					t.Fatalf("intact: %v", err)
+				}
+				refused := func(how string, r *Reader) {
+					t.Helper()
+					err := tc.read(t, r, s)
+					if !errors.Is(err, ErrDamaged) || errors.Is(err, remote.ErrNotFound) || !strings.Contains(err.Error(), key) {
+						t.Fatalf("%s: %v; want ErrDamaged naming %s", how, err, key)
+					}
+					if r.Damaged() == 0 {
+						t.Fatalf("%s: not counted as damaged", how)
+					}
+				}
+				r := fresh()
+				for _, off := range []int64{0, int64(len(orig)) - 1} {
+					if !store.Corrupt(key, off) {
+						t.Fatalf("corrupt %s at %d", key, off)
+					}
+					refused("flipped byte", r)
+					store.Corrupt(key, off) // flip back
+				}
+				if err := tc.read(t, r, s); err != nil {
+					t.Fatalf("restored after a flipped byte: %v", err)
+				}
+				if err := store.Delete(t.Context(), key); err != nil {
+					t.Fatal(err)
+				}
+				refused("deleted", fresh())
+				// Cut short (the length alone differs at the end).
+				if err := store.Put(t.Context(), key, strings.NewReader(string(orig[:len(orig)-1])), int64(len(orig)-1)); err != nil {
+					t.Fatal(err)
+				}
+				refused("cut short", fresh())
+				restore()
+				if err := tc.read(t, fresh(), s); err != nil {
+					t.Fatalf("restored: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// A segment whose record is from before checksums (no Objects) is read
+// unchecked, as before: a missing .txnindex is none, a missing snapshot
+// gives no snapshot.
+func TestObjectsUncheckedBeforeChecksums(t *testing.T) {
+	m, _, ref, store := setUpTxn(t)
+	var s controller.RemoteSegmentMeta
+	for _, c := range m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID}) {
+		if _, ok := c.Object(controller.ObjectTxnIndex); ok {
+			s = c
+		}
+	}
+	s.Objects = nil
+	key := ObjectKey("", ref.Topic, ref.TopicID, 0, s.BaseOffset, s.SegmentID, "txnindex")
+	if err := store.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := (&Reader{Store: store}).TxnIndex(t.Context(), ref, s); err != nil || es != nil {
+		t.Fatalf("unchecked segment without its .txnindex: %v, %v", es, err)
+	}
+}
