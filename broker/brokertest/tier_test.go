@@ -355,3 +355,46 @@ func checkNoLoss(t *testing.T, store remote.Store, topic string, states map[int3
 		}
 	}
 }
+
+// A backlog of sealed segments is copied in one go, not one segment per
+// remote.log.manager.task.interval.ms: 30 segments written at once to a
+// node whose manager runs every 3 s are all copied within a few intervals
+// (one per interval would take 90 s; the bound is 12 s for a loaded
+// test machine), so a partition's upload rate keeps
+// up with its producers and local disk stays near local.retention.bytes.
+func TestTierCopiesBacklogInOneGo(t *testing.T) {
+	c, err := Start(Options{Nodes: 1, Dir: t.TempDir(), RemoteStore: remote.NewMemStore(), RemoteTaskInterval: 3 * time.Second,
+		Configure: func(_ int32, cfg *config.Config) { cfg.RetentionCheckInterval = 100 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	const topic = "tier-backlog"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := producer(t, c, topic, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+		"segment.bytes": kadm.StringPtr("1024"), "remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.bytes": kadm.StringPtr("2048"), "retention.ms": kadm.StringPtr("-1"),
+	}, topic)
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	waitTopic(t, c, topic, 1)
+	for i := range 30 * 4 { // about 4 records of 200 bytes a segment
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%04d-%s", i, strings.Repeat("x", 200)))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := time.Now()
+	var rs replicaView
+	eventually(t, 12*time.Second, "every sealed segment copied and trimmed locally", func() bool {
+		rs = viewOf(c, 1, topic)
+		return rs.ok && rs.LogStart > 0 && tier.CopiedEnd(rs.Remote) >= rs.LogStart-1 && rs.LocalBytes <= 2048+2*1024
+	})
+	t.Logf("%d segments copied, local log [%d, %d) of %d bytes, %v after the last write",
+		len(rs.Remote), rs.LogStart, rs.LogEnd, rs.LocalBytes, time.Since(written).Round(time.Millisecond))
+	if len(rs.Remote) < 20 {
+		t.Fatalf("only %d segments copied", len(rs.Remote))
+	}
+}

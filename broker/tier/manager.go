@@ -3,6 +3,7 @@ package tier
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -86,7 +87,12 @@ func NewManager(cfg ManagerConfig) *Manager {
 	return m
 }
 
-// Run runs a round every Interval until stop closes.
+// Run runs a round every Interval until stop closes, and another at once
+// after a round that copied a segment: a round copies at most one segment
+// per partition (Plan), so waiting an interval between them would cap a
+// partition's upload rate at segment.bytes per interval, below what
+// producers can write, and local disk would grow past local.retention.*
+// (Kafka's copy task likewise copies every eligible segment in one run).
 func (m *Manager) Run(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -102,12 +108,13 @@ func (m *Manager) Run(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		m.Round(ctx, time.Now())
+		for m.Round(ctx, time.Now()) > 0 && ctx.Err() == nil {
+		}
 	}
 }
 
-// Round runs one round at now.
-func (m *Manager) Round(ctx context.Context, now time.Time) {
+// Round runs one round at now and returns how many segments it copied.
+func (m *Manager) Round(ctx context.Context, now time.Time) (copied int) {
 	img := m.cfg.Image()
 	if img == nil {
 		return
@@ -115,11 +122,13 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 	m.deleteTopics(ctx, img)
 	sem := make(chan struct{}, m.cfg.Concurrency)
 	var wg sync.WaitGroup
+	var uploads atomic.Int64
 	seen := map[controller.TopicPartition]pending{}
 	defer func() {
 		wg.Wait()
 		m.notePending(now, seen)
 		m.noteState(m.cfg.Logger)
+		copied = int(uploads.Load())
 	}()
 	for _, p := range m.cfg.Replicas() {
 		s := p.Settings()
@@ -159,8 +168,14 @@ func (m *Manager) Round(ctx context.Context, now time.Time) {
 				return // stopping: not the store's failure
 			}
 			m.settle(tp, p.Logger, now, done, err)
+			for _, a := range done {
+				if a.Kind == Upload {
+					uploads.Add(1)
+				}
+			}
 		}()
 	}
+	return // copied is set once the uploads are waited for (deferred)
 }
 
 // settle records a partition's round: a failure backs it off (doubling,
