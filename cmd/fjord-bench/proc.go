@@ -33,6 +33,9 @@ type fjordProc struct {
 var (
 	childrenMu sync.Mutex
 	children   = map[*fjordProc]bool{}
+	// weedChildren are the weed mini processes (tier.go), killed with
+	// their process groups.
+	weedChildren = map[*weedProc]bool{}
 )
 
 func killChildren() {
@@ -43,6 +46,9 @@ func killChildren() {
 	}
 	for p := range kfakeChildren.m {
 		p.cmd.Process.Kill()
+	}
+	for w := range weedChildren {
+		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
