@@ -123,9 +123,10 @@ type TierBound struct {
 	StoreCPUSeconds     float64     `json:"store_cpu_s"`
 	LocalRetentionBytes int64       `json:"local_retention_bytes"`
 	SegmentBytes        int64       `json:"segment_bytes"`
-	BoundBytes          int64       `json:"bound_bytes"`         // local.retention.bytes + one active segment
-	MaxLocalBytes       []int64     `json:"max_local_bytes"`     // per partition, du of its directory, over every sample
-	MaxLocal            int64       `json:"max_local_bytes_max"` // the largest of them
+	BoundBytes          int64       `json:"bound_bytes"`           // local.retention.bytes + one active segment
+	CopyCeilingMBps     float64     `json:"copy_ceiling_mb_per_s"` // one segment per partition per round: partitions * segment.bytes / interval
+	MaxLocalBytes       []int64     `json:"max_local_bytes"`       // per partition, du of its directory, over every sample
+	MaxLocal            int64       `json:"max_local_bytes_max"`   // the largest of them
 	Within              bool        `json:"within_bound"`
 	Samples             int         `json:"samples"`
 	LocalBytesEnd       []int64     `json:"local_bytes_end"`
@@ -376,38 +377,95 @@ func (n *tierNode) copied(ctx context.Context) float64 {
 	return v
 }
 
-// waitUploaded polls /metrics until no partition has a sealed segment
-// waiting to be copied, at most tierStepWait; it returns how long that
-// took.
-func (n *tierNode) waitUploaded(ctx context.Context) (float64, error) {
+// partDir is partition p of topic's directory on the node.
+func (n *tierNode) partDir(topic string, p int) string {
+	return filepath.Join(n.proc.dataDir(), fmt.Sprintf("%s-%d", topic, p))
+}
+
+// waitCopied waits until the store holds every sealed segment of every
+// partition of topic: the latest tiered offset (ListOffsets -5) reaches
+// the offset before the active segment's base, read from the partition's
+// directory (the newest .log file). The node's upload-lag gauges are no
+// use here: they are noted at the end of a round, so right after the
+// last ack they still say what the round before it saw. It returns how
+// long the wait took, at most tierStepWait.
+func (n *tierNode) waitCopied(ctx context.Context, topic string) (float64, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, tierStepWait)
 	defer cancel()
-	last := ""
+	parts := n.cfg.partitions
 	for {
-		text, err := fetchMetrics(ctx, n.metrics)
-		if err == nil {
-			segs, _ := promSum(text, "fjord_remote_upload_lag_segments", nil)
-			waiting, _ := promSum(text, "fjord_remote_upload_waiting_partitions", nil)
-			if segs == 0 && waiting == 0 {
-				return time.Since(start).Seconds(), nil
-			}
-			last = fmt.Sprintf("%.0f segments of %.0f partitions waiting", segs, waiting)
-		} else {
+		tiered, err := listOffsets(ctx, n.addr, topic, parts, -5)
+		last := ""
+		if err != nil {
 			last = err.Error()
+		} else {
+			for p := range parts {
+				base, err := activeBase(n.partDir(topic, p))
+				if err != nil {
+					last = err.Error()
+					break
+				}
+				if tiered[p] < base-1 {
+					last = fmt.Sprintf("partition %d: copied up to offset %d, its active segment starts at %d", p, tiered[p], base)
+					break
+				}
+			}
+		}
+		if last == "" {
+			return time.Since(start).Seconds(), nil
 		}
 		select {
 		case <-ctx.Done():
-			return time.Since(start).Seconds(), fmt.Errorf("uploads not drained after %s: %s", tierStepWait, last)
+			return time.Since(start).Seconds(), fmt.Errorf("%s: sealed segments not all copied after %s: %s", topic, tierStepWait, last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
+// activeBase is the base offset of the newest segment in a partition's
+// directory: the active one, which the node never copies.
+func activeBase(dir string) (int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	base, ok := newestSegment(names)
+	if !ok {
+		return 0, fmt.Errorf("%s: no segment", dir)
+	}
+	return base, nil
+}
+
+// newestSegment is the largest base offset among segment file names
+// (twenty digits, ".log"); other files are ignored.
+func newestSegment(names []string) (int64, bool) {
+	best, ok := int64(-1), false
+	for _, name := range names {
+		num, isLog := strings.CutSuffix(name, ".log")
+		if !isLog || len(num) != 20 {
+			continue
+		}
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		if v > best {
+			best, ok = v, true
+		}
+	}
+	return best, ok
+}
+
 // stepProduce is step 1: the produce and latency suites on a topic
 // without and with remote storage, same segment size. Off runs first in
-// each pair; between measurements the bench waits until nothing waits
-// to be copied, so one side's uploads do not run in the other's window.
+// each pair, after an unmeasured warm-up; after each tiered measurement
+// the bench waits until its sealed segments are all copied, so its
+// uploads do not run in the next measurement's window.
 func (n *tierNode) stepProduce(ctx context.Context) (*TierProduce, error) {
 	cfg := *n.cfg
 	cfg.txn = 0
@@ -430,6 +488,20 @@ func (n *tierNode) stepProduce(ctx context.Context) (*TierProduce, error) {
 			firstErr = fmt.Errorf("%s, tiering %s: %w", suite, side, err)
 		}
 	}
+	// Whichever side went first would pay for the run's first topic,
+	// connections and file creation: a tenth of the records go to a
+	// throwaway topic first, unmeasured.
+	warm := cfg
+	warm.records = max(cfg.records/10, 1)
+	wb := *b
+	wb.cfg = &warm
+	wtopic := "fjord-bench-tier-warmup-" + b.runID
+	if err := n.createTopic(ctx, b.adm, wtopic, configs["off"]); err != nil {
+		return res, err
+	}
+	if _, err := wb.produceThroughput(ctx, wtopic); err != nil {
+		return res, fmt.Errorf("warm-up produce: %w", err)
+	}
 	for _, side := range []string{"off", "on"} {
 		r := runs[side]
 		topic := fmt.Sprintf("fjord-bench-tier-produce-%s-%s", side, b.runID)
@@ -447,8 +519,10 @@ func (n *tierNode) stepProduce(ctx context.Context) (*TierProduce, error) {
 		b1, s1 := n.cpu()
 		r.Produce, r.BrokerCPUSeconds, r.StoreCPUSeconds = t, b1-b0, s1-s0
 		r.CopiedDuringProduce = n.copied(ctx) - c0
-		if r.UploadDrainSeconds, err = n.waitUploaded(ctx); err != nil {
-			note(side, "produce", err)
+		if side == "on" {
+			if r.UploadDrainSeconds, err = n.waitCopied(ctx, topic); err != nil {
+				note(side, "produce", err)
+			}
 		}
 	}
 	for _, side := range []string{"off", "on"} {
@@ -466,8 +540,10 @@ func (n *tierNode) stepProduce(ctx context.Context) (*TierProduce, error) {
 		}
 		r.Latency = l
 		r.CopiedDuringLatency = n.copied(ctx) - c0
-		if r.LatencyDrainSeconds, err = n.waitUploaded(ctx); err != nil {
-			note(side, "latency", err)
+		if side == "on" {
+			if r.LatencyDrainSeconds, err = n.waitCopied(ctx, topic); err != nil {
+				note(side, "latency", err)
+			}
 		}
 	}
 	if res.On.Produce != nil && res.Off.Produce != nil {
@@ -742,14 +818,15 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 	}
 	defer closeAdm()
 	seg, local := n.cfg.tierSegmentBytes, n.cfg.tierLocalRetention
-	res := &TierBound{Bytes: records * int64(cfg.size), LocalRetentionBytes: local, SegmentBytes: seg, BoundBytes: local + seg}
+	res := &TierBound{Bytes: records * int64(cfg.size), LocalRetentionBytes: local, SegmentBytes: seg, BoundBytes: local + seg,
+		CopyCeilingMBps: copyCeiling(cfg.partitions, seg, n.cfg.tierInterval)}
 	topic := "fjord-bench-tier-bound-" + b.runID
 	if err := n.createTopic(ctx, b.adm, topic, tieredConfigs(seg, local)); err != nil {
 		return res, err
 	}
 	var dirs []string
 	for p := range cfg.partitions {
-		dirs = append(dirs, filepath.Join(n.proc.dataDir(), fmt.Sprintf("%s-%d", topic, p)))
+		dirs = append(dirs, n.partDir(topic, p))
 	}
 	s := startDiskSampler(dirs, tierSampleEvery)
 	logf("[tier] bound: writing %d x %d B, local.retention.bytes %d, segment.bytes %d ...", records, cfg.size, local, seg)
@@ -761,7 +838,7 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 		res.RemoteAtLastAck, err = n.metric(ctx, "fjord_remote_log_size_bytes", map[string]string{"topic": topic})
 	}
 	if err == nil {
-		res.DrainSec, err = n.waitUploaded(ctx)
+		res.DrainSec, err = n.waitCopied(ctx, topic)
 	}
 	if err == nil {
 		// The last copies' local segments go at the next retention check.
@@ -779,6 +856,16 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 	res.MaxLocal, res.Within = peakWithin(peaks, res.BoundBytes)
 	res.StoreDiskBytes = n.weed.dataBytes()
 	return res, err
+}
+
+// copyCeiling is the most the node can copy to the store, in MB/s
+// (10^6): its remote log manager uploads at most one segment per
+// partition per round.
+func copyCeiling(partitions int, segBytes int64, interval time.Duration) float64 {
+	if interval <= 0 {
+		return 0
+	}
+	return float64(partitions) * float64(segBytes) / 1e6 / interval.Seconds()
 }
 
 // peakWithin returns the largest of peaks and whether it is at most

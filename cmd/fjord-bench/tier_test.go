@@ -100,6 +100,17 @@ func TestPromSum(t *testing.T) {
 	}
 }
 
+func TestNewestSegment(t *testing.T) {
+	names := []string{"00000000000000000000.log", "00000000000000042120.index", "00000000000000038583.log",
+		"00000000000000042120.log", "00000000000000043607.snapshot", "leader-epoch-checkpoint", "123.log", "0000000000000000000x.log"}
+	if got, ok := newestSegment(names); got != 42120 || !ok {
+		t.Errorf("newestSegment = %d, %v; want 42120, true", got, ok)
+	}
+	if got, ok := newestSegment([]string{"partition.metadata", "00000000000000043607.snapshot"}); ok {
+		t.Errorf("newestSegment without a .log = %d, true; want false", got)
+	}
+}
+
 func TestLocalPastAndPeak(t *testing.T) {
 	if !localPast([]int64{10, 20}, []int64{10, 19}) {
 		t.Error("local starts at or past the ends: want true")
@@ -109,6 +120,12 @@ func TestLocalPastAndPeak(t *testing.T) {
 	}
 	if localPast([]int64{10}, []int64{10, 19}) {
 		t.Error("a partition missing: want false")
+	}
+	if got := copyCeiling(6, 16<<20, 500*time.Millisecond); got < 201.3 || got > 201.4 {
+		t.Errorf("copyCeiling(6 x 16 MiB / 500ms) = %g MB/s, want 201.33", got)
+	}
+	if got := copyCeiling(6, 16<<20, 0); got != 0 {
+		t.Errorf("copyCeiling at interval 0 = %g, want 0", got)
 	}
 	if m, ok := peakWithin([]int64{5, 9, 7}, 9); m != 9 || !ok {
 		t.Errorf("peakWithin = %d, %v; want 9, true", m, ok)
@@ -167,5 +184,13 @@ func TestParseTierFlags(t *testing.T) {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q): want an error", args)
 		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	got := redactArgs([]string{"fjord", "--override", "rsm.config.storage.aws.secret.access.key=s3cr3t", "--override", "rsm.config.storage.aws.access.key.id=id", "--override", "ssl.key.password=pw"})
+	want := "fjord --override rsm.config.storage.aws.secret.access.key=[hidden] --override rsm.config.storage.aws.access.key.id=id --override ssl.key.password=[hidden]"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("redactArgs = %q, want %q", s, want)
 	}
 }

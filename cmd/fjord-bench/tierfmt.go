@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -202,7 +203,7 @@ func printTier(w io.Writer, cfg *config, r *TierResult) {
 			{"  broker CPU (s)", thr(p.Off, func(x *TierProduceRun) string { return f2(x.BrokerCPUSeconds) }), thr(p.On, func(x *TierProduceRun) string { return f2(x.BrokerCPUSeconds) }), "-"},
 			{"  store (weed) CPU (s)", thr(p.Off, func(x *TierProduceRun) string { return f2(x.StoreCPUSeconds) }), thr(p.On, func(x *TierProduceRun) string { return f2(x.StoreCPUSeconds) }), "-"},
 			{"  segments copied during it", thr(p.Off, func(x *TierProduceRun) string { return f0(x.CopiedDuringProduce) }), thr(p.On, func(x *TierProduceRun) string { return f0(x.CopiedDuringProduce) }), "-"},
-			{"  then until nothing waits to be copied (s)", thr(p.Off, func(x *TierProduceRun) string { return f1(x.UploadDrainSeconds) }), thr(p.On, func(x *TierProduceRun) string { return f1(x.UploadDrainSeconds) }), "-"},
+			{"  then until every sealed segment is copied (s)", thr(p.Off, func(x *TierProduceRun) string { return f1(x.UploadDrainSeconds) }), thr(p.On, func(x *TierProduceRun) string { return f1(x.UploadDrainSeconds) }), "-"},
 			{fmt.Sprintf("  ack at %g/s for %s, 1 KiB: p50 (ms)", cfg.rate, cfg.duration), lat(p.Off, func(l *Latency) float64 { return l.P50Ms }), lat(p.On, func(l *Latency) float64 { return l.P50Ms }), "-"},
 			{"  p99 (ms)", lat(p.Off, func(l *Latency) float64 { return l.P99Ms }), lat(p.On, func(l *Latency) float64 { return l.P99Ms }), ratio(p.AckP99Ratio)},
 			{"  p99.9 (ms)", lat(p.Off, func(l *Latency) float64 { return l.P999Ms }), lat(p.On, func(l *Latency) float64 { return l.P999Ms }), "-"},
@@ -252,15 +253,17 @@ func printTier(w io.Writer, cfg *config, r *TierResult) {
 		rows := [][]string{
 			{fmt.Sprintf("3. produce %s to a tiered topic, local.retention.bytes %s, segment.bytes %s; du of each partition's directory every %s", fmtSize(bd.Bytes), fmtSize(bd.LocalRetentionBytes), fmtSize(bd.SegmentBytes), tierSampleEvery)},
 			{"  produce", prod},
+			{"  copy ceiling: one segment per partition per round", fmt.Sprintf("%.1f MB/s", bd.CopyCeilingMBps)},
 			{"  broker / store (weed) CPU (s)", fmt.Sprintf("%.2f / %.2f", bd.BrokerCPUSeconds, bd.StoreCPUSeconds)},
 			{"  max local per partition", fmtSize(bd.MaxLocal)},
 			{"  bound: local.retention.bytes + one segment", fmtSize(bd.BoundBytes)},
 			{"  within the bound", within},
 			{"  max local, each partition", strings.Join(per, ", ")},
+			{"  local at the end, largest partition", fmtSize(slices.Max(append([]int64{0}, bd.LocalBytesEnd...)))},
 			{"  remote bytes at the last ack", fmtSize(int64(bd.RemoteAtLastAck))},
 			{"  remote bytes once copied (fjord_remote_log_size_bytes)", fmtSize(int64(bd.RemoteBytesEnd))},
-			{"  until nothing waits to be copied (s)", f1(bd.DrainSec)},
-			{"  weed's data dir at the end", fmtSize(bd.StoreDiskBytes)},
+			{"  from the last ack until every sealed segment is copied (s)", f1(bd.DrainSec)},
+			{"  weed's data dir at the end (every step's objects)", fmtSize(bd.StoreDiskBytes)},
 			{"  samples", strconv.Itoa(bd.Samples)},
 		}
 		renderTable(w, rows)
