@@ -10,7 +10,7 @@ BIN := bin/fjord
 FUZZ_FAST ?= 200000x
 FUZZ_DISK ?= 1000x
 
-.PHONY: run build test deps vet unit fuzz compat bench bench-json bench-compare bench-cluster docker docker-test clean weed weed-bg
+.PHONY: run build test deps vet unit fuzz compat bench bench-json bench-compare bench-cluster bench-tier docker docker-test clean weed weed-bg
 
 run:
 	$(GO) run ./cmd/fjord
@@ -130,6 +130,14 @@ bench-compare:
 # bench-cluster measures the metadata quorum of a three-process cluster.
 bench-cluster: build
 	cd cmd/fjord-bench && $(GO) run . -cluster -fjord-bin $(CURDIR)/$(BIN)
+
+# bench-tier measures tiered storage (issue 29): one node with a weed mini
+# as its store; produce with tiering on vs off, 1 GiB read back from the
+# store, 5 GiB produced under local.retention.bytes (docs/benchmarks.md).
+# Not part of bench: it writes 6 GiB. BENCH_ARGS adds flags, e.g.
+# BENCH_ARGS='-tier-skip bound'.
+bench-tier: build weed
+	cd cmd/fjord-bench && $(GO) run . -tier -fjord-bin $(CURDIR)/$(BIN) -weed-bin $(CURDIR)/$(WEED) $(BENCH_ARGS)
 
 docker: build
 	docker build -f docker/Dockerfile -t fjord:dev .

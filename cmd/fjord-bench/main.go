@@ -89,6 +89,19 @@ type config struct {
 	compare []string
 	// label names the run in the machine record (default: git commit).
 	label string
+	// tier runs the tiered-storage mode (tier.go) with weedBin as its
+	// store; the tier* fields are its sizes and settings, tierSkip the
+	// steps it leaves out.
+	tier                    bool
+	weedBin                 string
+	tierReadBytes           int64
+	tierProduceBytes        int64
+	tierSegmentBytes        int64
+	tierProduceSegmentBytes int64
+	tierLocalRetention      int64
+	tierCacheBytes          int64
+	tierInterval            time.Duration
+	tierSkip                map[string]bool
 }
 
 func main() {
@@ -140,6 +153,9 @@ func run() int {
 		}
 		return runManyPartitions(ctx, cfg, os.Stdout)
 	}
+	if cfg.tier {
+		return runTier(ctx, cfg, os.Stdout)
+	}
 
 	rep := newReport(cfg)
 	if !cfg.json {
@@ -186,6 +202,50 @@ func run() int {
 	return 0
 }
 
+// parseTierFlags fills and checks -tier's settings.
+func parseTierFlags(cfg *config, set map[string]bool, read, produce, seg, prodSeg, local, cache, skip string) error {
+	if cfg.fjordBin == "" || cfg.weedBin == "" {
+		return errors.New("-tier needs -fjord-bin and -weed-bin")
+	}
+	if !set["timeout"] {
+		cfg.timeout = 30 * time.Minute
+	}
+	for _, f := range []struct {
+		name, v string
+		dst     *int64
+		min     int64
+	}{
+		{"tier-read-bytes", read, &cfg.tierReadBytes, 1},
+		{"tier-produce-bytes", produce, &cfg.tierProduceBytes, 1},
+		{"tier-segment-bytes", seg, &cfg.tierSegmentBytes, 1024},
+		{"tier-produce-segment-bytes", prodSeg, &cfg.tierProduceSegmentBytes, 1024},
+		{"tier-local-retention-bytes", local, &cfg.tierLocalRetention, 0},
+		{"tier-cache-bytes", cache, &cfg.tierCacheBytes, 0},
+	} {
+		n, err := parseSize(f.v)
+		if err != nil {
+			return fmt.Errorf("-%s: %w", f.name, err)
+		}
+		if n < f.min {
+			return fmt.Errorf("-%s: %s is below %d", f.name, f.v, f.min)
+		}
+		*f.dst = n
+	}
+	if cfg.tierInterval < time.Millisecond {
+		return errors.New("-tier-interval must be at least 1ms")
+	}
+	for _, st := range strings.Split(skip, ",") {
+		if st = strings.TrimSpace(st); st == "" {
+			continue
+		}
+		if !slices.Contains(tierSteps, st) {
+			return fmt.Errorf("-tier-skip: unknown step %q (have %s)", st, strings.Join(tierSteps, ","))
+		}
+		cfg.tierSkip[st] = true
+	}
+	return nil
+}
+
 // parseFlags parses and checks the command line.
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("fjord-bench", flag.ContinueOnError)
@@ -217,6 +277,16 @@ func parseFlags(args []string) (*config, error) {
 	compare := fs.String("compare", "", "`a.json,b.json`: print the figure-by-figure change between two -all -json-out results, then exit")
 	label := fs.String("label", "", "name of this run in the machine record (default: git rev-parse --short HEAD)")
 	manyParts := fs.Int("many-partitions", 0, "with N > 0: instead of the suites, create N partitions on one -fjord-bin node and time its restarts (clean stop, kill -9) until every partition serves ListOffsets; report resident memory per partition (with -all: the N of that step, default 10000)")
+	tier := fs.Bool("tier", false, "instead of the client suites, bench tiered storage: one -fjord-bin node with a weed mini (-weed-bin) as its store; produce with tiering on vs off, reads from the store, local disk under local.retention.bytes (docs/benchmarks.md; timeout 30m by default here)")
+	weedBin := fs.String("weed-bin", "", "with -tier: `path` of SeaweedFS's weed binary (make weed builds bin/weed)")
+	tierRead := fs.String("tier-read-bytes", "1GiB", "with -tier: value bytes written, then read from the store cold and warm (step read)")
+	tierProduce := fs.String("tier-produce-bytes", "5GiB", "with -tier: value bytes produced while the local disk is sampled (step bound)")
+	tierSeg := fs.String("tier-segment-bytes", "16MiB", "with -tier: segment.bytes of the read and bound steps' topics (the bound is local.retention.bytes plus one)")
+	tierProdSeg := fs.String("tier-produce-segment-bytes", "1MiB", "with -tier: segment.bytes of the produce step's topics, tiered and not (small, so segments roll and upload within the latency suite's -duration); the tiered one keeps 2 segments locally")
+	tierLocal := fs.String("tier-local-retention-bytes", "256MiB", "with -tier: local.retention.bytes of the bound step's topic")
+	tierCache := fs.String("tier-cache-bytes", "0", "with -tier: rsm.config.fetch.chunk.cache.size of the node (a memory chunk cache); 0 = none, the node's default")
+	tierInterval := fs.Duration("tier-interval", 500*time.Millisecond, "with -tier: the node's remote.log.manager.task.interval.ms and log.retention.check.interval.ms")
+	tierSkip := fs.String("tier-skip", "", "with -tier: comma-separated steps to leave out: produce,read,bound")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -256,6 +326,18 @@ func parseFlags(args []string) (*config, error) {
 		repeat:         *repeat,
 		jsonOut:        *jsonFile,
 		label:          *label,
+		tier:           *tier,
+		weedBin:        *weedBin,
+		tierInterval:   *tierInterval,
+		tierSkip:       map[string]bool{},
+	}
+	if cfg.tier {
+		if err := parseTierFlags(cfg, set, *tierRead, *tierProduce, *tierSeg, *tierProdSeg, *tierLocal, *tierCache, *tierSkip); err != nil {
+			return nil, err
+		}
+	} else if set["weed-bin"] || set["tier-read-bytes"] || set["tier-produce-bytes"] || set["tier-segment-bytes"] || set["tier-produce-segment-bytes"] ||
+		set["tier-local-retention-bytes"] || set["tier-cache-bytes"] || set["tier-interval"] || set["tier-skip"] {
+		return nil, errors.New("-weed-bin and -tier-* apply to -tier only")
 	}
 	if *linger == "default" {
 		cfg.lingerDefault = true
@@ -292,6 +374,9 @@ func parseFlags(args []string) (*config, error) {
 		}
 	} else if set["repeat"] || set["all-skip"] {
 		return nil, errors.New("-repeat and -all-skip apply to -all only")
+	}
+	if cfg.tier && (cfg.all || cfg.cluster || cfg.manyPartitions > 0 || len(cfg.brokers) > 0 || cfg.kfake || cfg.kfakeInProc || cfg.fjordRF3 || cfg.txn > 0) {
+		return nil, errors.New("-tier runs its own node: leave out -all, -cluster, -many-partitions, -brokers, -kfake, -kfake-inproc, -fjord-rf3, -txn")
 	}
 	if cfg.jsonOut != "" && (cfg.cluster || (cfg.manyPartitions > 0 && !cfg.all)) {
 		return nil, errors.New("-json-out applies to -all and the client suites; -cluster and -many-partitions print JSON with -json")

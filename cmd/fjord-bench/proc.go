@@ -33,6 +33,9 @@ type fjordProc struct {
 var (
 	childrenMu sync.Mutex
 	children   = map[*fjordProc]bool{}
+	// weedChildren are the weed mini processes (tier.go), killed with
+	// their process groups.
+	weedChildren = map[*weedProc]bool{}
 )
 
 func killChildren() {
@@ -43,6 +46,9 @@ func killChildren() {
 	}
 	for p := range kfakeChildren.m {
 		p.cmd.Process.Kill()
+	}
+	for w := range weedChildren {
+		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
@@ -87,7 +93,7 @@ func launchFjord(bin, dir, addr string, extra ...string) (*fjordProc, error) {
 	}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
-	logf("[fjord] starting %s", strings.Join(p.cmd.Args, " "))
+	logf("[fjord] starting %s", strings.Join(redactArgs(p.cmd.Args), " "))
 	if err := p.cmd.Start(); err != nil {
 		p.log.Close()
 		return nil, fmt.Errorf("start fjord: %w", err)
@@ -97,6 +103,19 @@ func launchFjord(bin, dir, addr string, extra ...string) (*fjordProc, error) {
 	childrenMu.Unlock()
 	go func() { p.cmd.Wait(); close(p.done) }()
 	return p, nil
+}
+
+// redactArgs hides the values of password keys (the tier mode's S3
+// secret) in a command line that is logged.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if k, _, ok := strings.Cut(a, "="); ok && (strings.HasSuffix(k, ".secret.access.key") || strings.HasSuffix(k, ".password")) {
+			a = k + "=[hidden]"
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // startFjordIn is startFjord on a given directory and address: a restart

@@ -11,6 +11,12 @@ func childSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
+// groupSysProcAttr is childSysProcAttr in a process group of the
+// child's own (weed mini), so stopping it can signal the whole group.
+func groupSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 // preallocate reserves size bytes for f (fallocate, keeping no hole), so
 // that writes within them do not change its size.
 func preallocate(f *os.File, size int64) error {

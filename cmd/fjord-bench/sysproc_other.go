@@ -11,6 +11,9 @@ import (
 // still end the child. (Memory sampling reads /proc and is Linux-only.)
 func childSysProcAttr() *syscall.SysProcAttr { return nil }
 
+// groupSysProcAttr puts the child in a process group of its own.
+func groupSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
 // preallocate writes nothing off Linux: the floor is then taken on a file
 // that grows.
 func preallocate(*os.File, int64) error { return nil }
