@@ -65,13 +65,7 @@ func TestTieredFollowerRestart(t *testing.T) {
 		all, committed = append(all, idem(seq)), append(committed, idem(seq))
 	}
 	// A committed, then an aborted transaction.
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID("tiered-follow-txn"), kgo.ProduceRequestTimeout(5*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	txn := txnProducer(t, c, topic, "tiered-follow-txn")
 	for _, commit := range []bool{true, false} {
 		if err := txn.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -368,13 +362,7 @@ func TestTieredFollowerRestartOpenTxn(t *testing.T) {
 	step := stepper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID("tiered-follow-open"), kgo.TransactionTimeout(60*time.Second), kgo.ProduceRequestTimeout(5*time.Second),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	txn := txnProducer(t, c, topic, "tiered-follow-open", kgo.TransactionTimeout(60*time.Second))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

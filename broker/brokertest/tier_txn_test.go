@@ -55,14 +55,7 @@ func TestTieredReadCommitted(t *testing.T) {
 		t.Fatalf("create: %v %v", err, res.Err)
 	}
 	waitTopic(t, c, topic, 1)
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID("tiered-txn-producer"), kgo.TransactionTimeout(30*time.Second),
-		kgo.ProduceRequestTimeout(5*time.Second), kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	txn := txnProducer(t, c, topic, "tiered-txn-producer", kgo.TransactionTimeout(30*time.Second))
 
 	var all, committed []string
 	lastAborted := int64(-1) // the first offset of the last aborted transaction of the first two thirds
@@ -221,4 +214,19 @@ func consumeValuesWith(t *testing.T, c *Cluster, topic string, want int, opts ..
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
 	}
 	return out
+}
+
+// txnProducer is a transactional franz-go producer to topic with id,
+// quick to retry (a leader moved, a coordinator loading); closed when the
+// test ends.
+func txnProducer(t *testing.T, c *Cluster, topic, id string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionalID(id), kgo.ProduceRequestTimeout(5 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

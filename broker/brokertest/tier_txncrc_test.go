@@ -43,14 +43,7 @@ func TestTierDamagedTxnIndex(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionalID("txnindex-crc-producer"), kgo.TransactionTimeout(30*time.Second),
-		kgo.ProduceRequestTimeout(5*time.Second), kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	txn := txnProducer(t, c, topic, "txnindex-crc-producer", kgo.TransactionTimeout(30*time.Second))
 	var all, committed []string
 	lastAborted := int64(-1) // the last offset of the last aborted transaction of the first two thirds
 	const txns = 24
