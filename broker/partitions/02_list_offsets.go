@@ -23,7 +23,10 @@ import (
 //     segments are searched first (their MaxTimestamp, then the
 //     .timeindex, .index and .log objects), as Kafka's
 //     RemoteLogManager.findOffsetByTimestamp; a store failure is
-//     KAFKA_STORAGE_ERROR.
+//     KAFKA_STORAGE_ERROR. That search runs on the remote reader pool,
+//     off the connection's reader, and the request is answered when it
+//     ends; a full pool is UNKNOWN_SERVER_ERROR for the partition, as a
+//     consumer's remote read refused there (remote_list_offsets.go).
 //   - -5 (LATEST_TIERED, KIP-1005) and -6 (EARLIEST_PENDING_UPLOAD,
 //     KIP-1023) ask about tiered storage: for a tiered topic on a node
 //     with a remote store, the highest offset copied (-1 when none) and
@@ -55,7 +58,7 @@ import (
 //     v2: isolation level; v4: leader epochs; v6: flexible; v7: max
 //     timestamp; v8: earliest local (KIP-405); v9: latest tiered
 //     (KIP-1005); v10: TimeoutMillis (KIP-1075), the bound on a remote
-//     storage lookup: every answer here is immediate, so it is ignored;
+//     storage lookup: the pool's own 10 s bound applies, so it is ignored;
 //     v11: earliest pending upload (KIP-1023)
 func listOffsetsEntry(h Host) api.Entry {
 	return api.Entry{
@@ -68,6 +71,7 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	replicas := h.Replicas()
+	var lookups remoteLookups
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -106,32 +110,30 @@ func handleListOffsets(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kms
 					break
 				}
 				off, ts, err := listOffset(lg, limit, rp.Timestamp)
-				if rp.Timestamp >= 0 && p.Settings().Storage.Tier.Enabled {
-					// Below the local log: the copy is searched first
-					// (remote_list_offsets.go).
-					off, ts, err = remoteOffsetForTimestamp(h, t, rp.Partition, lg, rp.Timestamp, off, ts, err)
+				if p.Settings().Storage.Tier.Enabled && needsRemote(h, t, rp.Partition, lg, rp.Timestamp) {
+					// Below the local log: the copy is searched first, off
+					// this goroutine (remote_list_offsets.go); the local
+					// answer stands when it holds no such record.
+					lookups.list = append(lookups.list, &remoteLookup{topic: len(resp.Topics), part: len(st.Partitions),
+						t: t, p: p, partition: rp.Partition, ts: rp.Timestamp, maxNumOffsets: rp.MaxNumOffsets, off: off, rts: ts, err: err})
+					break
 				}
 				if err == nil && rp.Timestamp == -2 { // -4 is the local log start (KIP-405)
 					off = logStart(h, t, rp.Partition, lg) // a tiered copy's start, when below
 				}
-				if err != nil {
-					sp.ErrorCode = h.Code(err)
-					p.Logger.Error().Err(err).Int64("timestamp", rp.Timestamp).Msg("list offsets")
-					break
-				}
-				sp.Offset, sp.Timestamp = off, ts
-				if req.Version == 0 {
-					sp.OldStyleOffsets = []int64{off}
-					if rp.MaxNumOffsets == 0 || off < 0 {
-						sp.OldStyleOffsets = nil
-					}
-				}
+				answerOffset(h, p, &sp, req.Version, rp.MaxNumOffsets, rp.Timestamp, off, ts, err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	respond(resp)
+	lookups.run(h, func() {
+		for _, l := range lookups.list {
+			sp := &resp.Topics[l.topic].Partitions[l.part]
+			answerOffset(h, l.p, sp, req.Version, l.maxNumOffsets, l.ts, l.off, l.rts, l.err)
+		}
+		respond(resp)
+	})
 }
 
 // The negative timestamps of ListOffsets that name an offset rather than

@@ -18,6 +18,8 @@ import (
 // fetch, once it has waited for the read), which takes it. So a slow
 // store delays only the partitions read from it.
 //
+// Do runs a one-off lookup under the same budgets.
+//
 // Budgets: at most Threads reads run at once and MaxPending more wait
 // for a thread; a read asked beyond both is refused (ErrReadPoolFull),
 // as Kafka's reader pool refuses a task. Results not taken are kept for
@@ -27,7 +29,7 @@ import (
 // Invariants: every task in mu.tasks is either running or queued (done
 // open; counted in mu.active) or finished (done closed, at most
 // resultTTL old, its bytes counted in mu.resultBytes); a task is taken
-// (deleted) once.
+// (deleted) once. mu.active also counts Do's lookups until they return.
 type ReadPool struct {
 	threads    chan struct{} // a token per read running
 	maxActive  int           // Threads + MaxPending
@@ -116,7 +118,7 @@ func (p *ReadPool) Poll(key ReadKey, read func(ctx context.Context) ReadResult) 
 	}
 	t := &readTask{done: make(chan struct{})}
 	started := p.goFn(func() {
-		res := p.run(read)
+		res := p.run(read, nil)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.mu.active--
@@ -136,16 +138,52 @@ func (p *ReadPool) Poll(key ReadKey, read func(ctx context.Context) ReadResult) 
 	return ReadResult{}, false, t.done, nil
 }
 
+// Do runs task once on the pool, as a read but neither keyed nor kept:
+// for a lookup whose answer only its asker wants (ListOffsets by
+// timestamp below the local log), so it shares the reads' threads and
+// pending budget rather than opening a second, unbounded path to the
+// store. task gets the read's context (the pool's timeout from now) and
+// nil, or a nil context and the error that kept it from running (no
+// thread came within the timeout, or the node stopped). Do does not wait
+// for task; ErrReadPoolFull when the pool is at its bound (task is then
+// not called).
+func (p *ReadPool) Do(task func(ctx context.Context, err error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.active >= p.maxActive {
+		return ErrReadPoolFull
+	}
+	started := p.goFn(func() {
+		p.run(func(ctx context.Context) ReadResult {
+			task(ctx, nil)
+			return ReadResult{}
+		}, func(err error) { task(nil, err) })
+		p.mu.Lock()
+		p.mu.active--
+		p.mu.Unlock()
+	})
+	if !started {
+		return fmt.Errorf("tier: remote lookup: %w", context.Canceled)
+	}
+	p.mu.active++ // under mu: the task's own decrement comes after
+	return nil
+}
+
 // run waits for a thread and reads, within the pool's timeout from when
-// the read was asked.
-func (p *ReadPool) run(read func(ctx context.Context) ReadResult) ReadResult {
+// the read was asked. Without a thread in time, the error goes to
+// refused when it is not nil.
+func (p *ReadPool) run(read func(ctx context.Context) ReadResult, refused func(error)) ReadResult {
 	ctx, cancel := context.WithTimeout(p.base, p.timeout)
 	defer cancel()
 	select {
 	case p.threads <- struct{}{}:
 		defer func() { <-p.threads }()
 	case <-ctx.Done():
-		return ReadResult{Err: fmt.Errorf("tier: waiting for a remote reader thread: %w", context.Cause(ctx))}
+		err := fmt.Errorf("tier: waiting for a remote reader thread: %w", context.Cause(ctx))
+		if refused != nil {
+			refused(err)
+		}
+		return ReadResult{Err: err}
 	}
 	return read(ctx)
 }
@@ -164,7 +202,7 @@ func (p *ReadPool) expireLocked(now time.Time) {
 	}
 }
 
-// Pending is the reads running or queued.
+// Pending is the reads (and Do's lookups) running or queued.
 func (p *ReadPool) Pending() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

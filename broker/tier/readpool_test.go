@@ -74,3 +74,43 @@ func TestReadPoolExpires(t *testing.T) {
 		t.Fatal("an expired result is still held")
 	}
 }
+
+// Do's lookups share the reads' budget: a lookup takes a place a read
+// would have, one beyond the bound is refused, and one that waits past
+// the timeout for a thread is told so rather than run.
+func TestReadPoolDo(t *testing.T) {
+	p := NewReadPool(1, 1, 200*time.Millisecond, context.Background(), goNow)
+	release := make(chan struct{})
+	ran := make(chan error, 3)
+	reading := make(chan struct{})
+	_, _, wait, err := p.Poll(ReadKey{Offset: 1}, func(context.Context) ReadResult { close(reading); <-release; return ReadResult{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reading // the one thread is taken
+	if err := p.Do(func(ctx context.Context, err error) { ran <- err }); err != nil {
+		t.Fatalf("a lookup queued behind one read: %v", err)
+	}
+	if err := p.Do(func(context.Context, error) { t.Error("a refused lookup ran") }); !errors.Is(err, ErrReadPoolFull) {
+		t.Fatalf("a lookup beyond threads + pending: %v, want ErrReadPoolFull", err)
+	}
+	if err := <-ran; err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a lookup with no thread within the timeout: %v, want the deadline", err)
+	}
+	close(release)
+	<-wait
+	for p.Pending() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Do(func(ctx context.Context, err error) {
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		ran <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatalf("a lookup on a free pool: %v", err)
+	}
+}
