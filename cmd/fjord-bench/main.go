@@ -101,6 +101,7 @@ type config struct {
 	tierLocalRetention      int64
 	tierCacheBytes          int64
 	tierInterval            time.Duration
+	tierBoundRate           float64 // records/s of the bound step's producer; 0: as fast as it goes
 	tierSkip                map[string]bool
 }
 
@@ -231,6 +232,9 @@ func parseTierFlags(cfg *config, set map[string]bool, read, produce, seg, prodSe
 		}
 		*f.dst = n
 	}
+	if cfg.tierBoundRate < 0 {
+		return errors.New("-tier-bound-rate must be 0 (full speed) or positive")
+	}
 	if cfg.tierInterval < time.Millisecond {
 		return errors.New("-tier-interval must be at least 1ms")
 	}
@@ -287,6 +291,7 @@ func parseFlags(args []string) (*config, error) {
 	tierCache := fs.String("tier-cache-bytes", "0", "with -tier: rsm.config.fetch.chunk.cache.size of the node (a memory chunk cache); 0 = none, the node's default")
 	tierInterval := fs.Duration("tier-interval", 500*time.Millisecond, "with -tier: the node's remote.log.manager.task.interval.ms and log.retention.check.interval.ms")
 	tierSkip := fs.String("tier-skip", "", "with -tier: comma-separated steps to leave out: produce,read,bound")
+	tierBoundRate := fs.Float64("tier-bound-rate", 0, "with -tier: records/s of the bound step's producer (paced, as the latency suite); 0 = as fast as it goes. Below the store's copy rate the bound can hold; above it the local log keeps what waits to be copied")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -329,6 +334,7 @@ func parseFlags(args []string) (*config, error) {
 		tier:           *tier,
 		weedBin:        *weedBin,
 		tierInterval:   *tierInterval,
+		tierBoundRate:  *tierBoundRate,
 		tierSkip:       map[string]bool{},
 	}
 	if cfg.tier {
@@ -336,7 +342,7 @@ func parseFlags(args []string) (*config, error) {
 			return nil, err
 		}
 	} else if set["weed-bin"] || set["tier-read-bytes"] || set["tier-produce-bytes"] || set["tier-segment-bytes"] || set["tier-produce-segment-bytes"] ||
-		set["tier-local-retention-bytes"] || set["tier-cache-bytes"] || set["tier-interval"] || set["tier-skip"] {
+		set["tier-local-retention-bytes"] || set["tier-cache-bytes"] || set["tier-interval"] || set["tier-skip"] || set["tier-bound-rate"] {
 		return nil, errors.New("-weed-bin and -tier-* apply to -tier only")
 	}
 	if *linger == "default" {

@@ -120,21 +120,22 @@ type TierRead struct {
 type TierBound struct {
 	Bytes               int64       `json:"bytes"`
 	Produce             *Throughput `json:"produce,omitempty"`
+	Paced               *Latency    `json:"paced,omitempty"` // -tier-bound-rate: the paced producer's acks instead
 	BrokerCPUSeconds    float64     `json:"broker_cpu_s"`
 	StoreCPUSeconds     float64     `json:"store_cpu_s"`
 	LocalRetentionBytes int64       `json:"local_retention_bytes"`
 	SegmentBytes        int64       `json:"segment_bytes"`
-	BoundBytes          int64       `json:"bound_bytes"`           // local.retention.bytes + one active segment
-	CopyCeilingMBps     float64     `json:"copy_ceiling_mb_per_s"` // one segment per partition per round: partitions * segment.bytes / interval
-	MaxLocalBytes       []int64     `json:"max_local_bytes"`       // per partition, du of its directory, over every sample
-	MaxLocal            int64       `json:"max_local_bytes_max"`   // the largest of them
+	BoundBytes          int64       `json:"bound_bytes"`         // local.retention.bytes + one active segment
+	MaxLocalBytes       []int64     `json:"max_local_bytes"`     // per partition, du of its directory, over every sample
+	MaxLocal            int64       `json:"max_local_bytes_max"` // the largest of them
 	Within              bool        `json:"within_bound"`
 	Samples             int         `json:"samples"`
 	LocalBytesEnd       []int64     `json:"local_bytes_end"`
 	RemoteAtLastAck     float64     `json:"remote_bytes_at_last_ack"` // sum of fjord_remote_log_size_bytes
 	RemoteBytesEnd      float64     `json:"remote_bytes_end"`         // the same once nothing waits to be copied
 	DrainSec            float64     `json:"upload_drain_s"`
-	StoreDiskBytes      int64       `json:"store_disk_bytes"` // du of weed's data dir at the end
+	DrainMBps           float64     `json:"upload_drain_mb_per_s"` // copied from the last ack until nothing waited: the store's copy rate here
+	StoreDiskBytes      int64       `json:"store_disk_bytes"`      // du of weed's data dir at the end
 }
 
 // tierNode is the node under test and what the steps need of it.
@@ -825,8 +826,7 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 	}
 	defer closeAdm()
 	seg, local := n.cfg.tierSegmentBytes, n.cfg.tierLocalRetention
-	res := &TierBound{Bytes: records * int64(cfg.size), LocalRetentionBytes: local, SegmentBytes: seg, BoundBytes: local + seg,
-		CopyCeilingMBps: copyCeiling(cfg.partitions, seg, n.cfg.tierInterval)}
+	res := &TierBound{Bytes: records * int64(cfg.size), LocalRetentionBytes: local, SegmentBytes: seg, BoundBytes: local + seg}
 	topic := "fjord-bench-tier-bound-" + b.runID
 	if err := n.createTopic(ctx, b.adm, topic, tieredConfigs(seg, local)); err != nil {
 		return res, err
@@ -838,7 +838,17 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 	s := startDiskSampler(dirs, tierSampleEvery)
 	logf("[tier] bound: writing %d x %d B, local.retention.bytes %d, segment.bytes %d ...", records, cfg.size, local, seg)
 	b0, s0 := n.cpu()
-	res.Produce, err = b.produceThroughput(ctx, topic)
+	if rate := n.cfg.tierBoundRate; rate > 0 {
+		// Paced: the latency suite's producer, at rate for as long as the
+		// bytes take (it sends 1 KiB values).
+		cfg.rate = rate
+		cfg.duration = time.Duration(float64(records) / rate * float64(time.Second))
+		res.Bytes = int64(float64(latencyRecordSize) * rate * cfg.duration.Seconds())
+		logf("[tier] bound: paced at %.0f records/s for %s", rate, cfg.duration.Round(time.Second))
+		res.Paced, err = b.produceLatency(ctx, topic)
+	} else {
+		res.Produce, err = b.produceThroughput(ctx, topic)
+	}
 	b1, s1 := n.cpu()
 	res.BrokerCPUSeconds, res.StoreCPUSeconds = b1-b0, s1-s0
 	if err == nil {
@@ -854,6 +864,9 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 		case <-ctx.Done():
 		}
 		res.RemoteBytesEnd, err = n.metric(ctx, "fjord_remote_log_size_bytes", map[string]string{"topic": topic})
+		if res.DrainSec > 0 {
+			res.DrainMBps = (res.RemoteBytesEnd - res.RemoteAtLastAck) / 1e6 / res.DrainSec
+		}
 	}
 	peaks, samples := s.stop()
 	res.MaxLocalBytes, res.Samples = peaks, samples
@@ -863,16 +876,6 @@ func (n *tierNode) stepBound(ctx context.Context) (*TierBound, error) {
 	res.MaxLocal, res.Within = peakWithin(peaks, res.BoundBytes)
 	res.StoreDiskBytes = n.weed.dataBytes()
 	return res, err
-}
-
-// copyCeiling is the most the node can copy to the store, in MB/s
-// (10^6): its remote log manager uploads at most one segment per
-// partition per round.
-func copyCeiling(partitions int, segBytes int64, interval time.Duration) float64 {
-	if interval <= 0 {
-		return 0
-	}
-	return float64(partitions) * float64(segBytes) / 1e6 / interval.Seconds()
 }
 
 // peakWithin returns the largest of peaks and whether it is at most

@@ -121,12 +121,6 @@ func TestLocalPastAndPeak(t *testing.T) {
 	if localPast([]int64{10}, []int64{10, 19}) {
 		t.Error("a partition missing: want false")
 	}
-	if got := copyCeiling(6, 16<<20, 500*time.Millisecond); got < 201.3 || got > 201.4 {
-		t.Errorf("copyCeiling(6 x 16 MiB / 500ms) = %g MB/s, want 201.33", got)
-	}
-	if got := copyCeiling(6, 16<<20, 0); got != 0 {
-		t.Errorf("copyCeiling at interval 0 = %g, want 0", got)
-	}
 	if m, ok := peakWithin([]int64{5, 9, 7}, 9); m != 9 || !ok {
 		t.Errorf("peakWithin = %d, %v; want 9, true", m, ok)
 	}

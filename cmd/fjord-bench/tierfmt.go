@@ -250,10 +250,12 @@ func printTier(w io.Writer, cfg *config, r *TierResult) {
 		if bd.Produce != nil {
 			prod = fmt.Sprintf("%.0f records/s, %.1f MB/s", bd.Produce.RecordsPerSec, bd.Produce.MBPerSec)
 		}
+		if bd.Paced != nil {
+			prod = fmt.Sprintf("paced at %.0f records/s (%.1f MB/s): ack p50 %.3f, p99 %.3f ms", bd.Paced.AchievedRate, bd.Paced.AchievedRate*latencyRecordSize/1e6, bd.Paced.P50Ms, bd.Paced.P99Ms)
+		}
 		rows := [][]string{
 			{fmt.Sprintf("3. produce %s to a tiered topic, local.retention.bytes %s, segment.bytes %s; du of each partition's directory every %s", fmtSize(bd.Bytes), fmtSize(bd.LocalRetentionBytes), fmtSize(bd.SegmentBytes), tierSampleEvery)},
 			{"  produce", prod},
-			{"  copy ceiling: one segment per partition per round", fmt.Sprintf("%.1f MB/s", bd.CopyCeilingMBps)},
 			{"  broker / store (weed) CPU (s)", fmt.Sprintf("%.2f / %.2f", bd.BrokerCPUSeconds, bd.StoreCPUSeconds)},
 			{"  max local per partition", fmtSize(bd.MaxLocal)},
 			{"  bound: local.retention.bytes + one segment", fmtSize(bd.BoundBytes)},
@@ -263,6 +265,7 @@ func printTier(w io.Writer, cfg *config, r *TierResult) {
 			{"  remote bytes at the last ack", fmtSize(int64(bd.RemoteAtLastAck))},
 			{"  remote bytes once copied (fjord_remote_log_size_bytes)", fmtSize(int64(bd.RemoteBytesEnd))},
 			{"  from the last ack until every sealed segment is copied (s)", f1(bd.DrainSec)},
+			{"  copy rate meanwhile (MB/s)", f1(bd.DrainMBps)},
 			{"  weed's data dir at the end (every step's objects)", fmtSize(bd.StoreDiskBytes)},
 			{"  samples", strconv.Itoa(bd.Samples)},
 		}

@@ -50,7 +50,10 @@ func startWeed(ctx context.Context, bin string) (*weedProc, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("weed binary (make weed builds bin/weed): %w", err)
 	}
-	dir, err := os.MkdirTemp("", "fjord-bench-weed-")
+	// FJORD_BENCH_WEED_DIR puts weed's directory elsewhere (a tmpfs: the
+	// store's writes then stay off the disk the node fsyncs to, as a remote
+	// store's do); unset, the system's temp dir, as the node's.
+	dir, err := os.MkdirTemp(os.Getenv("FJORD_BENCH_WEED_DIR"), "fjord-bench-weed-")
 	if err != nil {
 		return nil, err
 	}
