@@ -32,9 +32,10 @@ func newTierManager(b *Broker, store remote.Store, interval time.Duration, reade
 			}
 			return out
 		},
-		Image:    func() *controller.Image { return b.replicas.Image() },
-		Proposer: tierProposer{b},
-		Logger:   b.log.With().Str("component", "tier").Logger(),
+		Image:       func() *controller.Image { return b.replicas.Image() },
+		Proposer:    tierProposer{b},
+		Logger:      b.log.With().Str("component", "tier").Logger(),
+		NoChecksums: !b.cfg.Remote.ObjectChecksums,
 	})
 	registerTierMetrics(b.metrics.Registerer(), m.Copier)
 	registerTierHealth(b.metrics.Registerer(), m, reader)

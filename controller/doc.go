@@ -154,6 +154,7 @@
 // upgrade every node before enabling tiered storage. RemoteSegment version
 // 2 (object checksums) is written by every partition leader of this code
 // that copies a segment, and code from before it stops on such an entry:
-// upgrade every node before any tiered partition's leader runs this code
-// (the version-1 records already in the log keep decoding, unchecked).
+// run the upgrade with fjord.remote.log.object.checksums.enable=false
+// (leaders then write version 1) and turn it on once every node runs this
+// code (the version-1 records in the log keep decoding, unchecked).
 package controller

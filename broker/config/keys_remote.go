@@ -76,6 +76,12 @@ type RemoteStorage struct {
 	// -1 = no limit.
 	LocalRetentionMs    int64
 	LocalRetentionBytes int64
+	// ObjectChecksums records each copied object's length and CRC-32C
+	// (other than the .log's) in its segment's metadata, for every read to
+	// check (fjord.remote.log.object.checksums.enable). Off only during a
+	// rolling upgrade from a release without them: older nodes cannot
+	// read those records.
+	ObjectChecksums bool
 	// S3 is the rsm.config.* keys.
 	S3 RemoteS3
 }
@@ -141,6 +147,7 @@ func defaultRemoteStorage() RemoteStorage {
 		FetchMaxWaitMs:      500,
 		LocalRetentionMs:    FollowRetention,
 		LocalRetentionBytes: FollowRetention,
+		ObjectChecksums:     true,
 	}
 }
 
@@ -170,6 +177,9 @@ func remoteKeys(d *Config) []Key {
 			Set: setAtLeast(FollowRetention, func(c *Config) *int64 { return &r(c).LocalRetentionMs })},
 		{Name: "log.local.retention.bytes", Def: itoa(dr.LocalRetentionBytes), Doc: "Default of the topics' local.retention.bytes: how many bytes of a partition stay on local disk once uploaded. -2 = log.retention.bytes (retention.bytes); -1 = no limit.",
 			Set: setAtLeast(FollowRetention, func(c *Config) *int64 { return &r(c).LocalRetentionBytes })},
+
+		{Name: "fjord.remote.log.object.checksums.enable", Def: strconv.FormatBool(dr.ObjectChecksums), Doc: "Record the length and CRC-32C of each copied segment's objects other than its .log (indexes, producer snapshot, leader-epoch checkpoint, transaction index) in the segment's metadata, and check them on every read, so a damaged or deleted object is refused rather than served (a deleted .txnindex would otherwise read as no aborted transactions). Set false on the upgraded nodes during a rolling upgrade from a release without it, whose nodes cannot read such metadata records, and back to true once every node runs this release (docs/operations.md, Upgrading). Fjord only.",
+			Set: setBool(func(c *Config) *bool { return &r(c).ObjectChecksums })},
 
 		{Name: "rsm.config.storage.backend.class", Def: dr.S3.Backend, Doc: "Must be " + AivenS3BackendClass + " (S3 and S3-compatible stores) or empty; other backends are refused.",
 			Set: setOnly(AivenS3BackendClass, "storage backend", func(c *Config) *string { return &s(c).Backend })},

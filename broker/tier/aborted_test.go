@@ -31,7 +31,7 @@ func txnBatch(pid int64, seq int32, v string) []byte {
 // setUpTxn is setUp with transactional traffic: producers 1-4 open,
 // commit and abort transactions that span several segments, between
 // plain batches; every transaction is ended, every sealed segment copied.
-func setUpTxn(t *testing.T) (*metadata, *storage.Log, Ref, *remote.MemStore) {
+func setUpTxn(t *testing.T, opts ...func(*Copier)) (*metadata, *storage.Log, Ref, *remote.MemStore) {
 	m := &metadata{t: t, img: &controller.Image{}}
 	m.apply(controller.RegisterBroker{ID: 1})
 	b, _ := m.img.Broker(1)
@@ -87,6 +87,9 @@ func setUpTxn(t *testing.T) (*metadata, *storage.Log, Ref, *remote.MemStore) {
 	}
 	store := remote.NewMemStore()
 	c := &Copier{Store: store, Proposer: m}
+	for _, o := range opts {
+		o(c)
+	}
 	for range l.SealedSegments() {
 		if _, err := c.Run(t.Context(), ref, view(m, l, ref, 1), l); err != nil {
 			t.Fatal(err)

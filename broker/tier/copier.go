@@ -53,6 +53,10 @@ type Copier struct {
 	Prefix   string // rsm.config key prefix of every object
 	Proposer Proposer
 	Log      zerolog.Logger
+	// NoChecksums leaves the objects' sums out of COPY_STARTED, which is
+	// then a version-1 record that nodes from before checksums can read
+	// (a rolling upgrade); its objects are read unchecked.
+	NoChecksums bool
 
 	// Counters, for Prometheus (broker/metrics reads Metrics).
 	bytesUploaded atomic.Int64
@@ -156,9 +160,12 @@ func (c *Copier) upload(ctx context.Context, ref Ref, p Partition, s LocalSegmen
 	if err != nil {
 		return fmt.Errorf("tier: %s-%d segment %d: %w", ref.Topic, ref.Partition, s.Base, err)
 	}
-	sums := make([]controller.ObjectSum, len(objects))
-	for i, o := range objects {
-		sums[i] = sumOf(o.kind, o.data)
+	var sums []controller.ObjectSum
+	if !c.NoChecksums {
+		sums = make([]controller.ObjectSum, len(objects))
+		for i, o := range objects {
+			sums[i] = sumOf(o.kind, o.data)
+		}
 	}
 	start := controller.RemoteSegment{TopicID: ref.TopicID, Partition: ref.Partition, SegmentID: id,
 		BaseOffset: s.Base, EndOffset: s.Last, MaxTimestamp: s.MaxTimestamp, SizeBytes: s.Size,

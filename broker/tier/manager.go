@@ -30,6 +30,9 @@ type ManagerConfig struct {
 	Image      func() *controller.Image    // the applied image
 	Proposer   Proposer
 	Logger     zerolog.Logger
+	// NoChecksums copies segments without their objects' sums
+	// (fjord.remote.log.object.checksums.enable=false; Copier.NoChecksums).
+	NoChecksums bool
 }
 
 // Manager runs the rounds: Plan and Copier for every partition this node
@@ -78,7 +81,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if cfg.MaxBackoff < cfg.Interval {
 		cfg.MaxBackoff = 10 * cfg.Interval
 	}
-	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger}}
+	m := &Manager{cfg: cfg, Copier: &Copier{Store: cfg.Store, Prefix: cfg.Prefix, Proposer: cfg.Proposer, Log: cfg.Logger, NoChecksums: cfg.NoChecksums}}
 	m.mu.fails = map[controller.TopicPartition]int{}
 	m.mu.kinds = map[controller.TopicPartition]string{}
 	m.mu.notBefore = map[controller.TopicPartition]time.Time{}

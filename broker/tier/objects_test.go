@@ -187,3 +187,25 @@ func TestObjectsUncheckedBeforeChecksums(t *testing.T) {
 		t.Fatalf("unchecked segment without its .txnindex: %v, %v", es, err)
 	}
 }
+
+// With NoChecksums (a rolling upgrade) the copier's COPY_STARTED carries
+// no sums, so it encodes as a version-1 record (which nodes from before
+// checksums read), and its objects are read unchecked.
+func TestCopierNoChecksums(t *testing.T) {
+	m, _, ref, store := setUpTxn(t, func(c *Copier) { c.NoChecksums = true })
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	if len(segs) == 0 {
+		t.Fatal("nothing copied")
+	}
+	for _, s := range segs {
+		if s.Checksummed() {
+			t.Fatalf("segment %d has object sums", s.BaseOffset)
+		}
+		if rec := controller.Encode(controller.Record{Body: s.RemoteSegment}); rec[2] != 1 {
+			t.Fatalf("segment %d: COPY_STARTED at version %d, want 1", s.BaseOffset, rec[2])
+		}
+	}
+	if _, _, _, _, err := (&Reader{Store: store}).Aborted(t.Context(), ref, segs, segs[0].BaseOffset, CopiedEnd(segs)); err != nil {
+		t.Fatalf("reading the unchecked copy's aborts: %v", err)
+	}
+}
