@@ -193,20 +193,7 @@ func TestTierListOffsetsReaderPoolFull(t *testing.T) {
 	}
 	// Two remote reads, one running and one queued, fill the pool.
 	for _, off := range []int64{0, 20} {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version = 12
-		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = cold
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = off, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		if p := fetchNoWait(t, ctx, cl, cold, off); p.ErrorCode != 0 {
 			t.Fatalf("remote read at %d: code %d", off, p.ErrorCode)
 		}
 	}

@@ -396,23 +396,7 @@ func TestTierReaderPoolBound(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fetchAt := func(offset int64) kmsg.FetchResponseTopicPartition {
-		t.Helper()
-		req := kmsg.NewPtrFetchRequest()
-		req.Version = 12
-		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Topics[0].Partitions[0]
-	}
+	fetchAt := func(offset int64) kmsg.FetchResponseTopicPartition { return fetchNoWait(t, ctx, cl, topic, offset) }
 	for i, off := range []int64{0, 20} { // one running, one queued
 		if p := fetchAt(off); p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
 			t.Fatalf("read %d: code %d, %d bytes; want none yet, no error", i, p.ErrorCode, len(p.RecordBatches))
@@ -424,4 +408,24 @@ func TestTierReaderPoolBound(t *testing.T) {
 	if p := fetchAt(0); p.ErrorCode != 0 {
 		t.Fatalf("the read under way asked again: code %d, want none (it is shared)", p.ErrorCode)
 	}
+}
+
+// fetchNoWait sends one consumer Fetch (v12, no wait, 1 MiB) of
+// topic-0 at offset and returns its partition's answer.
+func fetchNoWait(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
 }
