@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fjordlog/fjord/broker"
 	"github.com/fjordlog/fjord/broker/config"
@@ -160,24 +159,7 @@ func consoleRemote(t *testing.T, addr string) string {
 // record bytes.
 func fetchAt(t *testing.T, c *Cluster, id int32, topic string, topicID [16]byte, offset int64) (int16, int) {
 	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 100, 1<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = offset, 1<<20, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := request(t, c.Addr(id), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr := resp.(*kmsg.FetchResponse)
-	if fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-		t.Fatalf("fetch at %d: top-level code %d, %d topics", offset, fr.ErrorCode, len(fr.Topics))
-	}
-	p := fr.Topics[0].Partitions[0]
-	return p.ErrorCode, len(p.RecordBatches)
+	return fetchIsolated(t, c, id, topic, topicID, offset, 0) // read_uncommitted
 }
 
 // TestTierStoreDownAndDenied: three nodes tier a partition while an
