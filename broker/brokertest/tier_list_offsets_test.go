@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/fjordlog/fjord/broker/config"
-
 	"github.com/fjordlog/fjord/storage/recordbatch"
 	"github.com/fjordlog/fjord/storage/remote"
 )
