@@ -142,8 +142,26 @@ func (m *Manager) Round(ctx context.Context, now time.Time) (copied int) {
 		tp := controller.TopicPartition{TopicID: p.TopicID, Partition: p.Index}
 		v := p.View()
 		hw := p.HW()
+		// The partition's entries must come from an image that shows the
+		// leadership the view has: the previous leader's copies committed
+		// before the change are in it (the controller fences them after).
+		// From an older image (the round's first, or one the replica
+		// manager has not stored yet while its roles already changed) a
+		// new leader saw the old leader's finished attempt as
+		// COPY_STARTED, abandoned it (the controller accepts
+		// DELETE_STARTED after COPY_FINISHED, for expiry) and deleted a
+		// copy whose local segments were gone: a hole in the log
+		// (TestTieredFollowerRestart, once in CI). Such a partition waits
+		// for the next round.
+		pimg := m.cfg.Image()
+		if pimg == nil {
+			continue
+		}
+		if ip, ok := pimg.Partition(p.TopicID, p.Index); !ok || ip.Leader != m.cfg.NodeID || ip.LeaderEpoch != v.LeaderEpoch {
+			continue
+		}
 		view := Partition{Broker: m.cfg.NodeID, Leader: v.Leader == m.cfg.NodeID, LeaderEpoch: v.LeaderEpoch, Enabled: true,
-			HighWatermark: hw, LastStable: lg.LastStableOffset(hw), Remote: img.RemoteSegments(tp),
+			HighWatermark: hw, LastStable: lg.LastStableOffset(hw), Remote: pimg.RemoteSegments(tp),
 			RetentionMs: s.Storage.RetentionMs, RetentionBytes: s.Storage.RetentionBytes, Now: now.UnixMilli()}
 		copied := CopiedEnd(view.Remote)
 		view.LocalBytesAbove = lg.Size()
