@@ -92,6 +92,10 @@ func newFigureSet(cfg *config) *figureSet {
 	floorNote := fmt.Sprintf("the disk's own floor: %d B append + fdatasync to a preallocated file in fjord's data dir, %s/s for %s, just before each of fjord's latency suites; no ack p99 of a broker that fdatasyncs before acking one record at a time can be below it", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
 	s.def("", "fsync_floor_p50", "disk fdatasync p50 at "+rate+"/s (fjord's data dir)", "ms", "", nil, "")
 	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
+	flushNote := "fjord_log_flush_seconds of the node over the latency suite: each fdatasync (or wait for the one in progress) the broker made while serving it, the disk's fdatasync under the suite's own load; interpolated in doubling buckets, max is a bucket's upper bound"
+	s.def("", "flush_p50_l0", "fjord's own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
+	s.def("", "flush_p99_l0", "fjord's own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
+	s.def("", "flush_max_l0", "fjord's own flush wait max during the latency suite, linger 0", "ms", "", nil, flushNote)
 	for _, l := range lingers {
 		note := ""
 		if l.dflt {
@@ -109,8 +113,15 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("three fjord processes, RF 3, min.insync.replicas 2, acks=all", "rf3_produce_rps", "produce linger 0, kfake column one node", "records/s", "", ratioAtLeast(0.5), "")
 	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s linger 0", "ms", "", below(5), "")
 	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
+	s.def("", "rf3_flush_p50_l0", "the three nodes' own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
+	s.def("", "rf3_flush_p99_l0", "the three nodes' own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
+	s.def("", "rf3_flush_max_l0", "the three nodes' own flush wait max during the latency suite, linger 0", "ms", "", nil,
+		"leaders' and followers' flushes together: an acks=all record waits for its leader's and a follower's, on the one disk the three nodes share")
 	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
 	s.def("", "p1000_produce_rps_ld", fmt.Sprintf("produce linger default, ratio to %d partitions", p), "records/s", "produce_rps_ld", ratioAtLeast(0.5), "")
+	s.def("", "p1000_request_ms", "produce request, decoded → answered, mean, linger 0", "ms", "", nil, "fjord_request_seconds{api=\"0\"} over the produce suite")
+	s.def("", "p1000_flush_ms", "group flush (one syncfs) of a produce request, mean, linger 0", "ms", "", nil,
+		"fjord_log_flush_seconds over the produce suite: the disk's time to make one request's appends to 1,000 files durable")
 	s.def("", "p1000_vs_kfake", "produce linger 0, against kfake at 1,000 partitions", "records/s", "", nil,
 		"kfake's column is kfake at 1,000 partitions: how much of the drop from 6 partitions is the client's")
 	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
@@ -244,18 +255,27 @@ func suiteErrors(tag string, r *TargetResult, fail func(string, ...any)) {
 	}
 }
 
+// runningBroker is a one-node broker withBroker started: its dataDir and
+// metrics listener are fjord's ("" and nil for kfake).
+type runningBroker struct {
+	addr    string
+	pid     int
+	dataDir string
+	metrics []string
+}
+
 // withBroker starts a one-node broker (fjord from -fjord-bin, or a kfake
 // child), lets its start-up settle for a second, runs fn on it, and stops
 // it. dataDir is fjord's data directory ("" for kfake).
-func withBroker(ctx context.Context, cfg *config, which string, fn func(addr string, pid int, dataDir string)) error {
+func withBroker(ctx context.Context, cfg *config, which string, fn func(b runningBroker)) error {
 	settled := fn
-	fn = func(addr string, pid int, dataDir string) {
+	fn = func(b runningBroker) {
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
 			return
 		}
-		settled(addr, pid, dataDir)
+		settled(b)
 	}
 	if which == "kfake" {
 		p, err := startKfake(ctx)
@@ -264,7 +284,7 @@ func withBroker(ctx context.Context, cfg *config, which string, fn func(addr str
 		}
 		defer p.stop()
 		logf("[kfake] pid %d serving on %s", p.pid(), p.addr)
-		fn(p.addr, p.pid(), "")
+		fn(runningBroker{addr: p.addr, pid: p.pid()})
 		return nil
 	}
 	p, err := startFjord(ctx, cfg.fjordBin)
@@ -273,7 +293,7 @@ func withBroker(ctx context.Context, cfg *config, which string, fn func(addr str
 	}
 	defer p.stop()
 	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
-	fn(p.addr, p.cmd.Process.Pid, p.dataDir())
+	fn(runningBroker{addr: p.addr, pid: p.cmd.Process.Pid, dataDir: p.dataDir(), metrics: []string{p.metrics}})
 	if p.exited() {
 		return fmt.Errorf("fjord exited during the run; its log: %s", p.logTail())
 	}
@@ -289,14 +309,14 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 		slices.Reverse(order)
 	}
 	for _, target := range order {
-		err := withBroker(ctx, cfg, target, func(addr string, pid int, dataDir string) {
+		err := withBroker(ctx, cfg, target, func(br runningBroker) {
 			for _, l := range lingers {
 				c := *cfg
 				c.suites = map[string]bool{suiteProduce: true, suiteLatency: true, suiteE2E: true, suiteConsume: true}
-				c.floorDir = dataDir
+				c.floorDir, c.metrics = br.dataDir, br.metrics
 				c.linger, c.lingerDefault = 0, l.dflt
 				tag := target + ", " + l.label
-				r := benchBrokersProc(ctx, &c, tag, []string{addr}, false, pid)
+				r := benchBrokersProc(ctx, &c, tag, []string{br.addr}, false, br.pid)
 				suiteErrors(tag, r, fail)
 				if r.Produce != nil {
 					figs.put(target, "produce_rps_"+l.id, r.Produce.RecordsPerSec)
@@ -314,6 +334,11 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 				if r.FsyncFloor != nil {
 					figs.fjord("fsync_floor_p50", r.FsyncFloor.P50Ms)
 					figs.fjord("fsync_floor_p99", r.FsyncFloor.P99Ms)
+				}
+				if f := r.LatencyFlush; f != nil && !l.dflt {
+					figs.fjord("flush_p50_l0", f.P50Ms)
+					figs.fjord("flush_p99_l0", f.P99Ms)
+					figs.fjord("flush_max_l0", f.MaxMs)
 				}
 				if r.E2E != nil {
 					figs.put(target, "e2e_p99_"+l.id, r.E2E.P99Ms)
@@ -348,6 +373,7 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 	for _, l := range lingers {
 		c := *cfg
 		c.rf = 3
+		c.metrics = clusterMetrics(nodes)
 		c.linger, c.lingerDefault = 0, l.dflt
 		c.suites = map[string]bool{suiteLatency: true}
 		if !l.dflt {
@@ -362,6 +388,11 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 		if r.Latency != nil {
 			figs.fjord("rf3_ack_p99_"+l.id, r.Latency.P99Ms)
 		}
+		if f := r.LatencyFlush; f != nil && !l.dflt {
+			figs.fjord("rf3_flush_p50_l0", f.P50Ms)
+			figs.fjord("rf3_flush_p99_l0", f.P99Ms)
+			figs.fjord("rf3_flush_max_l0", f.MaxMs)
+		}
 	}
 }
 
@@ -371,16 +402,17 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
 	for _, target := range []string{"fjord", "kfake"} {
 		tag := target + ", 1000 partitions"
-		err := withBroker(ctx, cfg, target, func(addr string, pid int, _ string) {
+		err := withBroker(ctx, cfg, target, func(br runningBroker) {
 			for _, l := range lingers {
 				if target == "kfake" && l.dflt {
 					continue
 				}
 				c := *cfg
 				c.partitions = 1000
+				c.metrics = br.metrics
 				c.linger, c.lingerDefault = 0, l.dflt
 				c.suites = map[string]bool{suiteProduce: true}
-				r := benchBrokersProc(ctx, &c, tag+", "+l.label, []string{addr}, false, pid)
+				r := benchBrokersProc(ctx, &c, tag+", "+l.label, []string{br.addr}, false, br.pid)
 				suiteErrors(tag+", "+l.label, r, fail)
 				if r.Produce == nil {
 					continue
@@ -393,6 +425,10 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 				default:
 					figs.fjord("p1000_produce_rps", r.Produce.RecordsPerSec)
 					figs.fjord("p1000_vs_kfake", r.Produce.RecordsPerSec)
+					if f := r.ProduceFlush; f != nil {
+						figs.fjord("p1000_request_ms", f.ProduceRequestMeanMs)
+						figs.fjord("p1000_flush_ms", f.MeanMs)
+					}
 				}
 				if ctx.Err() != nil {
 					return

@@ -30,6 +30,7 @@ import (
 type clusterNode struct {
 	id         int
 	addr, ctl  string // client and controller listener addresses
+	metrics    string // metrics listener address
 	dir        string
 	proc       *fjordProc // nil while killed
 	bin, voter string
@@ -94,21 +95,11 @@ func benchCluster(ctx context.Context, cfg *config, res *ClusterResult) error {
 		return err
 	}
 	defer removeUnlessKept(root)
-	nodes := make([]*clusterNode, 3)
-	var voters []string
-	ports, err := freePorts(2 * len(nodes))
+	nodes, err := newClusterNodes(bin, root)
 	if err != nil {
 		return err
 	}
-	for i := range nodes {
-		cp, kp := ports[2*i], ports[2*i+1]
-		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
-			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
-		nodes[i] = n
-		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctl))
-	}
 	for _, n := range nodes {
-		n.voter = strings.Join(voters, ",")
 		if err := n.start(); err != nil {
 			return err
 		}
@@ -310,6 +301,7 @@ func (n *clusterNode) start() error {
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, n.ctl),
 		"--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"--override", "log.dirs="+filepath.Join(n.dir, "data"),
+		"--override", "fjord.metrics.listener="+n.metrics,
 	)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = childSysProcAttr()
@@ -468,18 +460,9 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 	if err != nil {
 		return nil, nil, err
 	}
-	var voters []string
-	ports, err := freePorts(6)
-	if err != nil {
+	if nodes, err = newClusterNodes(bin, root); err != nil {
 		os.RemoveAll(root)
 		return nil, nil, err
-	}
-	for i := range 3 {
-		cp, kp := ports[2*i], ports[2*i+1]
-		n := &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
-			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(cp)), ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(kp))}
-		nodes = append(nodes, n)
-		voters = append(voters, fmt.Sprintf("%d@%s", n.id, n.ctl))
 	}
 	stop = func() {
 		for _, n := range nodes {
@@ -488,7 +471,6 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 		os.RemoveAll(root)
 	}
 	for _, n := range nodes {
-		n.voter = strings.Join(voters, ",")
 		if err := n.start(); err != nil {
 			stop()
 			return nil, nil, err
@@ -502,6 +484,36 @@ func startBenchCluster(ctx context.Context, binPath string) (nodes []*clusterNod
 		return nil, nil, fmt.Errorf("%w (the nodes' directories and logs are kept in %s)", err, root)
 	}
 	return nodes, stop, nil
+}
+
+// newClusterNodes lays out three voters under root on free loopback
+// ports (client, controller and metrics listeners); none is started.
+func newClusterNodes(bin, root string) ([]*clusterNode, error) {
+	nodes := make([]*clusterNode, 3)
+	ports, err := freePorts(3 * len(nodes))
+	if err != nil {
+		return nil, err
+	}
+	hostPort := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+	var voters []string
+	for i := range nodes {
+		nodes[i] = &clusterNode{id: i + 1, bin: bin, dir: filepath.Join(root, fmt.Sprintf("node-%d", i+1)),
+			addr: hostPort(ports[3*i]), ctl: hostPort(ports[3*i+1]), metrics: hostPort(ports[3*i+2])}
+		voters = append(voters, fmt.Sprintf("%d@%s", nodes[i].id, nodes[i].ctl))
+	}
+	for _, n := range nodes {
+		n.voter = strings.Join(voters, ",")
+	}
+	return nodes, nil
+}
+
+// clusterMetrics lists the nodes' metrics listeners.
+func clusterMetrics(nodes []*clusterNode) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.metrics)
+	}
+	return out
 }
 
 // benchFjordCluster runs the client suites against a 3-node fjord cluster
@@ -519,6 +531,7 @@ func benchFjordCluster(ctx context.Context, cfg *config) *TargetResult {
 	}
 	c := *cfg
 	c.rf = 3
+	c.metrics = clusterMetrics(nodes)
 	return benchBrokers(ctx, &c, "fjord x3 rf3", addrs, false)
 }
 

@@ -48,7 +48,12 @@ type config struct {
 	// floorDir, when set, is the data directory of the broker under
 	// test: the latency suite then measures the disk's fsync floor there
 	// first (fsyncfloor.go). Set by the tool for the fjord it starts.
-	floorDir    string
+	floorDir string
+	// metrics are the metrics listeners (host:port) of the fjord nodes
+	// under test, set by the tool for the nodes it starts: the produce
+	// and latency suites then read the nodes' own flush histograms
+	// (brokerflush.go).
+	metrics     []string
 	suites      map[string]bool
 	partitions  int
 	rf          int

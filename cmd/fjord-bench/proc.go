@@ -24,9 +24,11 @@ const startupWait = 30 * time.Second
 type fjordProc struct {
 	cmd  *exec.Cmd
 	addr string // 127.0.0.1:PORT
-	dir  string // temp dir: data under data/, output in fjord.log
-	log  *os.File
-	done chan struct{} // closed once the process has exited
+	// metrics is the node's metrics listener (host:port), "" if it has none.
+	metrics string
+	dir     string // temp dir: data under data/, output in fjord.log
+	log     *os.File
+	done    chan struct{} // closed once the process has exited
 }
 
 // children lets the watchdog kill a fjord process if the run overstays.
@@ -56,20 +58,23 @@ func killChildren() {
 // --override log.dirs=DIR` on a free loopback port with a temp data dir and
 // waits until it answers a metadata request.
 func startFjord(ctx context.Context, bin string) (*fjordProc, error) {
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	port := ports[0]
 	dir, err := os.MkdirTemp("", "fjord-bench-")
 	if err != nil {
 		return nil, err
 	}
-	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), startupWait)
+	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	p, err := startFjordIn(ctx, bin, dir, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), startupWait,
+		"--override", "fjord.metrics.listener="+metrics)
 	if err != nil {
 		os.RemoveAll(dir)
+		return nil, err
 	}
-	return p, err
+	p.metrics = metrics
+	return p, nil
 }
 
 // launchFjord execs bin on dir and addr (see startFjordIn) and returns at

@@ -119,6 +119,10 @@ func (r *report) printTable(w io.Writer) {
 			}
 			return fmt.Sprintf("%.2f", t.ProduceCPU.SecPerGB)
 		})
+		if anyTarget(r.Targets, func(t *TargetResult) bool { return t.ProduceFlush != nil }) {
+			section("fjord's own flush wait during the produce suite (fjord_log_flush_seconds, all nodes)")
+			flushRows(row, func(t *TargetResult) *FlushWait { return t.ProduceFlush })
+		}
 	}
 	if c.suites[suiteLatency] {
 		section(fmt.Sprintf("latency: produce->ack, %g rec/s for %s, 1 KiB", c.rate, c.duration))
@@ -136,6 +140,10 @@ func (r *report) printTable(w io.Writer) {
 			row("  fdatasync p50 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
 			row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
 			row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
+		}
+		if anyTarget(r.Targets, func(t *TargetResult) bool { return t.LatencyFlush != nil }) {
+			section("fjord's own flush wait during the latency suite (fjord_log_flush_seconds, all nodes)")
+			flushRows(row, func(t *TargetResult) *FlushWait { return t.LatencyFlush })
 		}
 	}
 	if c.suites[suiteE2E] {
@@ -254,4 +262,36 @@ func latRows(row rowFunc, suite string, get func(*TargetResult) *Latency) {
 	f("  p99.9 (ms)", msv(func(x *Latency) float64 { return x.P999Ms }))
 	f("  max (ms)", msv(func(x *Latency) float64 { return x.MaxMs }))
 	f("  samples / errors", func(x *Latency) string { return fmt.Sprintf("%d / %d", x.Measured, x.Errors) })
+}
+
+func anyTarget(ts []*TargetResult, pred func(t *TargetResult) bool) bool {
+	for _, t := range ts {
+		if pred(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// flushRows prints a FlushWait: the histogram's quantiles, and the mean
+// produce request next to the mean flush, so the share of a request spent
+// on the disk reads off directly.
+func flushRows(row func(string, func(t *TargetResult) string), get func(t *TargetResult) *FlushWait) {
+	cell := func(f func(fw *FlushWait) string) func(t *TargetResult) string {
+		return func(t *TargetResult) string {
+			if fw := get(t); fw != nil {
+				return f(fw)
+			}
+			return "-"
+		}
+	}
+	ms := func(v float64) string { return fmt.Sprintf("%.3f", v) }
+	row("  flushes", cell(func(fw *FlushWait) string { return fmt.Sprintf("%d", fw.Count) }))
+	row("  mean (ms)", cell(func(fw *FlushWait) string { return ms(fw.MeanMs) }))
+	row("  p50 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P50Ms) }))
+	row("  p99 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P99Ms) }))
+	row("  p99.9 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P999Ms) }))
+	row("  max, bucket bound (ms)", cell(func(fw *FlushWait) string { return ms(fw.MaxMs) }))
+	row("  produce requests", cell(func(fw *FlushWait) string { return fmt.Sprintf("%d", fw.ProduceRequests) }))
+	row("  produce request mean (ms)", cell(func(fw *FlushWait) string { return ms(fw.ProduceRequestMeanMs) }))
 }

@@ -28,6 +28,11 @@ type TargetResult struct {
 	// FsyncFloor is the disk's own fdatasync latency in the broker's data
 	// directory at the latency suite's rate, taken just before it.
 	FsyncFloor *FsyncFloor `json:"fsync_floor,omitempty"`
+	// ProduceFlush and LatencyFlush are the fjord nodes' own flush waits
+	// during the produce and latency suites (brokerflush.go), for nodes
+	// the tool started.
+	ProduceFlush *FlushWait `json:"produce_flush,omitempty"`
+	LatencyFlush *FlushWait `json:"latency_flush,omitempty"`
 }
 
 // CPU is a broker process's user+system CPU time (from /proc/PID/stat)

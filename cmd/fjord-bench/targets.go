@@ -95,9 +95,16 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 			if pid > 0 {
 				cpu0, cpuErr = cpuSeconds(pid)
 			}
-			t, err := b.produceThroughput(ctx, topic)
+			var t *Throughput
+			flush, err := measureFlush(ctx, name, cfg.metrics, func() (err error) {
+				t, err = b.produceThroughput(ctx, topic)
+				return err
+			})
 			if err != nil {
 				return err
+			}
+			if cfg.suites[suiteProduce] {
+				res.ProduceFlush = flush
 			}
 			produced = topic
 			if cfg.suites[suiteProduce] {
@@ -121,7 +128,10 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 				return err
 			}
 		}
-		res.Latency, err = b.produceLatency(ctx, topic)
+		res.LatencyFlush, err = measureFlush(ctx, name, cfg.metrics, func() (err error) {
+			res.Latency, err = b.produceLatency(ctx, topic)
+			return err
+		})
 		return err
 	})
 	ok = ok && run(suiteE2E, func(topic string) (err error) {
@@ -231,6 +241,7 @@ func benchFjord(ctx context.Context, cfg *config) *TargetResult {
 	logf("[fjord] pid %d serving on %s (data %s)", p.cmd.Process.Pid, p.addr, p.dir)
 	c := *cfg
 	c.floorDir = p.dataDir()
+	c.metrics = []string{p.metrics}
 	res := benchChild(ctx, &c, "fjord", p.addr, p.cmd.Process.Pid)
 	if p.exited() {
 		res.Error = "fjord exited during the run; its log: " + p.logTail()
