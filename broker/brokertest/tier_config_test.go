@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/fjordlog/fjord/broker/config"
 	"github.com/fjordlog/fjord/storage/remote"
 )
 
@@ -78,4 +79,75 @@ func TestTierConfigRules(t *testing.T) {
 	alter(adm, "tiered", "", set("retention.bytes", "3000"))
 	create(adm, "later", nil, "")
 	alter(adm, "later", "", set("remote.storage.enable", "true"))
+}
+
+// TestTierConfigCompactByDefault: a topic that leaves cleanup.policy unset
+// on a cluster whose log.cleanup.policy is compact is compacted, so Kafka
+// refuses remote.storage.enable=true on it, at creation and by an alter;
+// cleanup.policy=delete on the topic itself makes it acceptable.
+func TestTierConfigCompactByDefault(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(Options{Nodes: 1, Dir: t.TempDir(), RemoteStore: remote.NewMemStore(),
+		Configure: func(_ int32, c *config.Config) { c.CleanupPolicy = "compact" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	adm := kadm.NewClient(producer(t, c, "x"))
+	const msg = "Remote log storage is unsupported for the compacted topics"
+	on := kadm.StringPtr("true")
+
+	res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": on}, "by-default")
+	if !errors.Is(res.Err, kerr.InvalidConfig) || res.ErrMessage != msg {
+		t.Errorf("tiered topic compacted by the broker's default: %v %v %q; want INVALID_CONFIG %q", err, res.Err, res.ErrMessage, msg)
+	}
+	res, err = adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": on, "cleanup.policy": kadm.StringPtr("delete")}, "deleting")
+	if err != nil || res.Err != nil {
+		t.Errorf("tiered topic with cleanup.policy=delete: %v %v %q", err, res.Err, res.ErrMessage)
+	}
+
+	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil || res.Err != nil {
+		t.Fatalf("create plain: %v %v", err, res.Err)
+	}
+	for _, alter := range []struct {
+		name string
+		do   func() (kadm.AlterConfigsResponses, error)
+	}{
+		{"incremental", func() (kadm.AlterConfigsResponses, error) {
+			return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "remote.storage.enable", Value: on}}, "plain")
+		}},
+		{"legacy", func() (kadm.AlterConfigsResponses, error) {
+			return adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "remote.storage.enable", Value: on}}, "plain")
+		}},
+	} {
+		rs, err := alter.do()
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%s alter: %v %v", alter.name, rs, err)
+		}
+		if !errors.Is(rs[0].Err, kerr.InvalidConfig) || rs[0].ErrMessage != msg {
+			t.Errorf("%s alter turning tiering on, compacted by the broker's default: %v %q; want INVALID_CONFIG %q", alter.name, rs[0].Err, rs[0].ErrMessage, msg)
+		}
+	}
+	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "remote.storage.enable", Value: on}, {Name: "cleanup.policy", Value: kadm.StringPtr("delete")}}, "plain")
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Errorf("alter turning tiering on with cleanup.policy=delete: %v %v", rs, err)
+	}
+
+	// The effective default is the running one: a dynamic cluster-wide
+	// log.cleanup.policy=delete outranks the static compact, once the
+	// controller has applied it.
+	if rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.cleanup.policy", Value: kadm.StringPtr("delete")}}); err != nil || rs[0].Err != nil {
+		t.Fatalf("set the cluster default log.cleanup.policy=delete: %v %v", rs, err)
+	}
+	for {
+		res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": on}, "dynamic-delete")
+		if err == nil && res.Err == nil {
+			break
+		}
+		if !errors.Is(res.Err, kerr.InvalidConfig) || ctx.Err() != nil {
+			t.Fatalf("tiered topic under a dynamic default log.cleanup.policy=delete: %v %v %q", err, res.Err, res.ErrMessage)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
