@@ -131,7 +131,7 @@ type tierRemote struct {
 func newTierRemote(b *Broker, store remote.Store) tierRemote {
 	r := &tier.Reader{Store: store}
 	if chunk, size, prefetch := b.cfg.Remote.S3.ReadCache(); size > 0 {
-		r.Cache = tier.NewChunkCache(store, chunk, size, prefetch)
+		r.Cache = tier.NewChunkCache(store, chunk, size, prefetch, b.ctx, b.goLoop)
 		registerCacheMetrics(b.metrics.Registerer(), r.Cache)
 	}
 	rc := &b.cfg.Remote

@@ -26,6 +26,11 @@ import (
 // one per reader (the node's remote reader pool bounds them) and at most
 // maxPrefetching read-ahead ones.
 //
+// Shutdown: read-ahead runs on goroutines the node tracks (goFn), and
+// every Get the cache starts, a reader's included, is cancelled with
+// base, so once the node has cancelled base and waited for its
+// goroutines no Get of the cache is left touching the store.
+//
 // Invariants: bytes <= maxBytes (an entry larger than maxBytes is served
 // and not kept); every element of lru is in entries and the other way
 // round; a key is in at most one of entries and loading. Cached bytes are
@@ -36,6 +41,8 @@ type ChunkCache struct {
 	chunkSize int64
 	maxBytes  int64
 	prefetch  int
+	base      context.Context   // cancelled when the node stops
+	goFn      func(func()) bool // runs a tracked goroutine; false: the node is closing
 
 	mu struct {
 		sync.Mutex
@@ -81,9 +88,12 @@ type CacheMetrics struct {
 }
 
 // NewChunkCache returns a cache over store of at most maxBytes in chunks
-// of chunkSize, reading prefetch chunks ahead.
-func NewChunkCache(store remote.Store, chunkSize, maxBytes int64, prefetch int) *ChunkCache {
-	c := &ChunkCache{store: store, chunkSize: max(chunkSize, 1), maxBytes: maxBytes, prefetch: max(prefetch, 0)}
+// of chunkSize, reading prefetch chunks ahead. base is cancelled when the
+// node stops, and cancels every Get of the cache; goFn runs a read-ahead
+// on a goroutine the node waits for at shutdown, false when it is
+// closing (the read-ahead is then skipped).
+func NewChunkCache(store remote.Store, chunkSize, maxBytes int64, prefetch int, base context.Context, goFn func(func()) bool) *ChunkCache {
+	c := &ChunkCache{store: store, chunkSize: max(chunkSize, 1), maxBytes: maxBytes, prefetch: max(prefetch, 0), base: base, goFn: goFn}
 	c.mu.entries = make(map[chunkKey]*list.Element)
 	c.mu.loading = make(map[chunkKey]*chunkLoad)
 	return c
@@ -163,9 +173,11 @@ func (c *ChunkCache) chunk(ctx context.Context, key chunkKey, off, n int64) ([]b
 	}
 	c.misses.Add(1)
 	// The Get is the loader's own, not cancelled by this reader leaving:
-	// other readers may be waiting on it. It is bounded all the same.
+	// other readers may be waiting on it. It is bounded all the same, and
+	// ends when the node stops.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prefetchTimeout)
 	defer cancel()
+	defer context.AfterFunc(c.base, cancel)()
 	c.load(lctx, key, ld, off, n)
 	return ld.data, ld.err
 }
@@ -232,16 +244,25 @@ func (c *ChunkCache) readAhead(object string, size, last int64) {
 		c.mu.loading[key] = ld
 		c.mu.prefetching++
 		c.mu.Unlock()
-		c.prefetches.Add(1)
 		off := i * c.chunkSize
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), prefetchTimeout)
+		started := c.goFn(func() {
+			ctx, cancel := context.WithTimeout(c.base, prefetchTimeout)
 			defer cancel()
 			c.load(ctx, key, ld, off, min(c.chunkSize, size-off))
 			c.mu.Lock()
 			c.mu.prefetching--
 			c.mu.Unlock()
-		}()
+		})
+		if !started { // the node is closing: undo, and read no further ahead
+			c.mu.Lock()
+			delete(c.mu.loading, key)
+			c.mu.prefetching--
+			c.mu.Unlock()
+			ld.err = fmt.Errorf("tier: read-ahead of %s chunk %d: %w", object, i, context.Canceled)
+			close(ld.done)
+			return
+		}
+		c.prefetches.Add(1)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fjordlog/fjord/protocol/lifecycle"
 	"github.com/fjordlog/fjord/storage/remote"
 )
 
@@ -51,7 +52,7 @@ func putObject(t *testing.T, store remote.Store, key string, size int) []byte {
 func TestChunkCacheReadsRanges(t *testing.T) {
 	store := &countingStore{Store: remote.NewMemStore()}
 	want := putObject(t, store, "seg.log", 10_000)
-	c := NewChunkCache(store, 1000, 1<<20, 0)
+	c := NewChunkCache(store, 1000, 1<<20, 0, context.Background(), goNow)
 	ctx := context.Background()
 	for i := 0; i < 500; i++ {
 		off := int64(rand.IntN(10_000))
@@ -87,7 +88,7 @@ func TestChunkCacheReadsRanges(t *testing.T) {
 func TestChunkCacheBoundedLRU(t *testing.T) {
 	store := &countingStore{Store: remote.NewMemStore()}
 	putObject(t, store, "a", 8000)
-	c := NewChunkCache(store, 1000, 3000, 0)
+	c := NewChunkCache(store, 1000, 3000, 0, context.Background(), goNow)
 	ctx := context.Background()
 	read := func(chunk int64) {
 		t.Helper()
@@ -123,7 +124,7 @@ func TestChunkCacheBoundedLRU(t *testing.T) {
 func TestChunkCacheSingleFlight(t *testing.T) {
 	store := &countingStore{Store: remote.NewMemStore(), release: make(chan struct{})}
 	want := putObject(t, store, "a", 4000)
-	c := NewChunkCache(store, 4000, 1<<20, 0)
+	c := NewChunkCache(store, 4000, 1<<20, 0, context.Background(), goNow)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for i := 0; i < 20; i++ {
@@ -157,7 +158,7 @@ func TestChunkCacheReadAhead(t *testing.T) {
 	mem := remote.NewMemStore()
 	store := &countingStore{Store: mem}
 	putObject(t, store, "a", 10_000)
-	c := NewChunkCache(store, 1000, 1<<20, 2)
+	c := NewChunkCache(store, 1000, 1<<20, 2, context.Background(), goNow)
 	ctx := context.Background()
 	if _, err := c.Read(ctx, "a", 10_000, 0, 100); err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestChunkCacheForget(t *testing.T) {
 	store := &countingStore{Store: remote.NewMemStore()}
 	putObject(t, store, "a", 3000)
 	putObject(t, store, "b", 1000)
-	c := NewChunkCache(store, 1000, 1<<20, 0)
+	c := NewChunkCache(store, 1000, 1<<20, 0, context.Background(), goNow)
 	ctx := context.Background()
 	for _, o := range []string{"a", "b"} {
 		if _, err := c.Read(ctx, o, -1, 0, -1); err != nil {
@@ -226,5 +227,77 @@ func TestChunkCacheForget(t *testing.T) {
 	}
 	if store.gets.Load() != gets+1 {
 		t.Fatal("a forgotten chunk must be read from the store again")
+	}
+}
+
+// slowStore holds every Get past an object's first bytes until its
+// context ends, and counts the Gets under way and any started after the
+// node closed.
+type slowStore struct {
+	remote.Store
+	inFlight, afterClose atomic.Int64
+	closed               atomic.Bool
+}
+
+func (s *slowStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if off == 0 {
+		return s.Store.Get(ctx, key, off, n)
+	}
+	if s.closed.Load() {
+		s.afterClose.Add(1)
+	}
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Shutting the node down ends the cache's Gets, read-ahead and a
+// reader's own, and waits for the read-ahead: once it returns nothing
+// of the cache is touching the store, and nothing starts after.
+func TestChunkCacheReadAheadEndsAtShutdown(t *testing.T) {
+	store := &slowStore{Store: remote.NewMemStore()}
+	putObject(t, store, "a", 10_000)
+	var node lifecycle.Group
+	c := NewChunkCache(store, 1000, 1<<20, 4, node.Context(), node.Go)
+	ctx := context.Background()
+	if _, err := c.Read(ctx, "a", 10_000, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	// A reader of the node's (as the remote reader pool runs them) held
+	// on chunk 8, beyond the read-ahead of chunks 1..4.
+	readErr := make(chan error, 1)
+	node.Go(func() {
+		_, err := c.Read(ctx, "a", 10_000, 8000, 100)
+		readErr <- err
+	})
+	waitFor(t, func() bool { return store.inFlight.Load() == 5 })
+
+	stopped := make(chan struct{})
+	go func() {
+		node.Stop()
+		close(stopped)
+	}()
+	waitFor(t, func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+	store.closed.Store(true)
+	if n := store.inFlight.Load(); n != 0 {
+		t.Fatalf("%d Gets of the cache still under way after the node stopped", n)
+	}
+	if err := <-readErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the reader's Get at shutdown: %v, want it cancelled", err)
+	}
+	prefetches := c.Metrics().Prefetches
+	if _, err := c.Read(ctx, "a", 10_000, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.afterClose.Load(); n != 0 || c.Metrics().Prefetches != prefetches {
+		t.Fatalf("after the node stopped: %d Gets, %d read-aheads started", n, c.Metrics().Prefetches-prefetches)
 	}
 }

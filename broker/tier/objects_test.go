@@ -121,7 +121,7 @@ func TestObjectsChecked(t *testing.T) {
 				fresh := func() *Reader {
 					r := &Reader{Store: store}
 					if cached {
-						r.Cache = NewChunkCache(store, 256, 1<<20, 0)
+						r.Cache = NewChunkCache(store, 256, 1<<20, 0, context.Background(), goNow)
 					}
 					return r
 				}
