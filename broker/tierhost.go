@@ -129,7 +129,13 @@ type tierRemote struct {
 // newTierRemote is the read side over store, with the read cache the
 // rsm.config.fetch.chunk.cache.* keys ask for.
 func newTierRemote(b *Broker, store remote.Store) tierRemote {
-	r := &tier.Reader{Store: store}
+	r := &tier.Reader{Store: store, Current: func(tp controller.TopicPartition) ([]controller.RemoteSegmentMeta, bool) {
+		img := b.replicas.Image()
+		if img == nil {
+			return nil, false
+		}
+		return img.RemoteSegments(tp), true
+	}}
 	if chunk, size, prefetch := b.cfg.Remote.S3.ReadCache(); size > 0 {
 		r.Cache = tier.NewChunkCache(store, chunk, size, prefetch, b.ctx, b.goLoop)
 		registerCacheMetrics(b.metrics.Registerer(), r.Cache)
@@ -213,18 +219,29 @@ func (r tierRemote) CopiedEnd(topicID [16]byte, partition int32) (int64, int32) 
 	return end, -1
 }
 
+// Read reads offset from the copied segment holding it. A segment that
+// remote retention deleted while it was read (tier.ErrSegmentGone) is
+// looked for again in the image now: another copy may hold offset (an
+// older leader's, deleted as redundant); when none does, offset is below
+// the remote log start now and the fetch answers OFFSET_OUT_OF_RANGE, as
+// Kafka does for a log start that moved.
 func (r tierRemote) Read(ctx context.Context, topic string, topicID [16]byte, partition int32, offset int64, maxBytes int) ([]byte, bool, error) {
-	img := r.b.replicas.Image()
-	if img == nil {
-		return nil, false, nil
+	for range 3 { // each retry follows a deletion; a few bound it
+		img := r.b.replicas.Image()
+		if img == nil {
+			return nil, false, nil
+		}
+		seg, ok := tier.SegmentFor(img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition}), offset)
+		if !ok {
+			return nil, false, nil
+		}
+		data, err := r.reader.Read(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, seg, offset, maxBytes)
+		r.noteRead(err)
+		if !errors.Is(err, tier.ErrSegmentGone) {
+			return data, true, err
+		}
 	}
-	seg, ok := tier.SegmentFor(img.RemoteSegments(controller.TopicPartition{TopicID: topicID, Partition: partition}), offset)
-	if !ok {
-		return nil, false, nil
-	}
-	data, err := r.reader.Read(ctx, tier.Ref{Topic: topic, TopicID: topicID, Partition: partition}, seg, offset, maxBytes)
-	r.noteRead(err)
-	return data, true, err
+	return nil, false, nil
 }
 
 // noteRead logs a read of the store once per change between working and

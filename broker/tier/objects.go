@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/fjordlog/fjord/controller"
 	"github.com/fjordlog/fjord/storage/remote"
@@ -20,6 +21,12 @@ import (
 // consumer would be served aborted records. An object the record does not
 // list was not uploaded (a segment without aborted transactions has no
 // .txnindex) and is not asked for.
+//
+// Unless the segment is gone: remote retention commits a segment's
+// DELETE_STARTED before it deletes any of its objects, so a read that
+// took the segment from an image and then finds an object missing, while
+// the image now has the segment no longer COPY_FINISHED, raced its expiry.
+// That is ErrSegmentGone, not damage: neither counted nor logged as such.
 //
 // A record from before checksums (controller.RemoteSegment.Checksummed
 // false) says neither: its objects are read unchecked and a missing one
@@ -43,7 +50,8 @@ func sumOf(k controller.ObjectKind, b []byte) controller.ObjectSum {
 // metadata. An object seg says was not uploaded is an error wrapping
 // remote.ErrNotFound, without a Get; one it lists that is missing, or
 // whose length or CRC differ, an error wrapping ErrDamaged (and never
-// remote.ErrNotFound: it must not read as absent).
+// remote.ErrNotFound: it must not read as absent); a missing one of a
+// segment since deleted (Reader.gone), ErrSegmentGone.
 func (r *Reader) getObject(ctx context.Context, ref Ref, seg controller.RemoteSegmentMeta, k controller.ObjectKind, shared bool) ([]byte, error) {
 	key := ObjectKey(r.Prefix, ref.Topic, ref.TopicID, ref.Partition, seg.BaseOffset, seg.SegmentID, k.String())
 	get := func() ([]byte, error) {
@@ -61,6 +69,8 @@ func (r *Reader) getObject(ctx context.Context, ref Ref, seg controller.RemoteSe
 	}
 	b, err := get()
 	switch {
+	case errors.Is(err, remote.ErrNotFound) && r.gone(ref, seg):
+		return nil, fmt.Errorf("tier: %s: %w: missing from the store, the segment is no longer COPY_FINISHED", key, ErrSegmentGone)
 	case errors.Is(err, remote.ErrNotFound):
 		r.damaged.Add(1)
 		return nil, fmt.Errorf("tier: %s: %w: missing from the store, the segment's metadata says it was uploaded (%d bytes)", key, ErrDamaged, want.Size)
@@ -74,4 +84,25 @@ func (r *Reader) getObject(ctx context.Context, ref Ref, seg controller.RemoteSe
 			key, ErrDamaged, got.Size, got.CRC, want.Size, want.CRC)
 	}
 	return b, nil
+}
+
+// ErrSegmentGone marks a read of a segment that remote retention deleted
+// while it was read: an object it needed was missing and the current
+// image no longer has the segment COPY_FINISHED. Not damage: the offset
+// is (most likely) below the remote log start now, which a fetch answers
+// OFFSET_OUT_OF_RANGE. It never wraps remote.ErrNotFound (which would
+// read as "not uploaded").
+var ErrSegmentGone = errors.New("tier: remote segment deleted while read")
+
+// gone reports whether seg is no longer COPY_FINISHED in the node's
+// current image (Reader.Current); false when the reader has no image to
+// ask.
+func (r *Reader) gone(ref Ref, seg controller.RemoteSegmentMeta) bool {
+	if r.Current == nil {
+		return false
+	}
+	segs, ok := r.Current(controller.TopicPartition{TopicID: ref.TopicID, Partition: ref.Partition})
+	return ok && !slices.ContainsFunc(segs, func(s controller.RemoteSegmentMeta) bool {
+		return s.SegmentID == seg.SegmentID && s.State == controller.RemoteCopyFinished
+	})
 }

@@ -153,6 +153,19 @@ func TestObjectsChecked(t *testing.T) {
 					t.Fatal(err)
 				}
 				refused("deleted", fresh())
+				// Deleted by remote retention while read: the image now
+				// has the segment deleting or deleted, or no longer at all.
+				r = fresh()
+				r.Current = imageWith(segs, s, controller.RemoteCopyFinished)
+				refused("deleted, still COPY_FINISHED in the image now", r)
+				for _, st := range []controller.RemoteSegmentState{controller.RemoteDeleteStarted, controller.RemoteDeleteFinished, notThere} {
+					r := fresh()
+					r.Current = imageWith(segs, s, st)
+					err := tc.read(t, r, s)
+					if !errors.Is(err, ErrSegmentGone) || errors.Is(err, ErrDamaged) || errors.Is(err, remote.ErrNotFound) || r.Damaged() != 0 {
+						t.Fatalf("deleted, %v in the image now: %v, %d counted damaged; want ErrSegmentGone, not counted", st, err, r.Damaged())
+					}
+				}
 				// Cut short (the length alone differs at the end).
 				if err := store.Put(t.Context(), key, strings.NewReader(string(orig[:len(orig)-1])), int64(len(orig)-1)); err != nil {
 					t.Fatal(err)
@@ -163,6 +176,51 @@ func TestObjectsChecked(t *testing.T) {
 					t.Fatalf("restored: %v", err)
 				}
 			})
+		}
+	}
+}
+
+// notThere, as imageWith's state, leaves the segment out of the image.
+const notThere controller.RemoteSegmentState = 255
+
+// imageWith is a Reader.Current whose image has segs with s in state st
+// (notThere: s not in it at all).
+func imageWith(segs []controller.RemoteSegmentMeta, s controller.RemoteSegmentMeta, st controller.RemoteSegmentState) func(controller.TopicPartition) ([]controller.RemoteSegmentMeta, bool) {
+	var now []controller.RemoteSegmentMeta
+	for _, c := range segs {
+		if c.SegmentID == s.SegmentID {
+			if st == notThere {
+				continue
+			}
+			c.State = st
+		}
+		now = append(now, c)
+	}
+	return func(controller.TopicPartition) ([]controller.RemoteSegmentMeta, bool) { return now, true }
+}
+
+// A read of a segment whose .log is missing: a segment deleted meanwhile
+// (no longer COPY_FINISHED in the image now) is ErrSegmentGone and not
+// counted damaged; one the image still has COPY_FINISHED is the store's
+// failure, as before.
+func TestReadLogGone(t *testing.T) {
+	m, _, ref, store := setUpTxn(t)
+	segs := m.img.RemoteSegments(controller.TopicPartition{TopicID: ref.TopicID})
+	s := segs[len(segs)-1]
+	if err := store.Delete(t.Context(), ObjectKey("", ref.Topic, ref.TopicID, 0, s.BaseOffset, s.SegmentID, "log")); err != nil {
+		t.Fatal(err)
+	}
+	for _, cached := range []bool{false, true} {
+		for _, st := range []controller.RemoteSegmentState{controller.RemoteCopyFinished, controller.RemoteDeleteStarted, notThere} {
+			r := &Reader{Store: store, Current: imageWith(segs, s, st)}
+			if cached {
+				r.Cache = NewChunkCache(store, 256, 1<<20, 0, context.Background(), goNow)
+			}
+			_, err := r.Read(t.Context(), ref, s, s.BaseOffset, 1)
+			gone := st != controller.RemoteCopyFinished
+			if errors.Is(err, ErrSegmentGone) != gone || err == nil || r.Damaged() != 0 {
+				t.Errorf("cached %t, %v in the image now: %v (%d counted damaged); want ErrSegmentGone %t", cached, st, err, r.Damaged(), gone)
+			}
 		}
 	}
 }

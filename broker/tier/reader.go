@@ -2,6 +2,7 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -25,7 +26,12 @@ type Reader struct {
 	// Cache, when set, serves the .log and .index reads in chunks, with
 	// read-ahead (chunkcache.go); nil: every read is a ranged Get.
 	Cache *ChunkCache
-	txn   txnCache
+	// Current, when set, is a partition's entries in the node's current
+	// image (false: none yet). A read that finds an object missing asks
+	// it whether the segment was deleted meanwhile (ErrSegmentGone)
+	// rather than damaged.
+	Current func(controller.TopicPartition) ([]controller.RemoteSegmentMeta, bool)
+	txn     txnCache
 	// damaged counts reads refused for a damaged object (ErrDamaged).
 	damaged atomic.Int64
 }
@@ -68,7 +74,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 		// One batch's header says how long it is and where it ends.
 		hdr, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, recordbatch.HeaderLen)
 		if err != nil {
-			return nil, err
+			return nil, r.goneErr(ref, seg, err)
 		}
 		info, err := recordbatch.ParseHeader(hdr)
 		if err != nil {
@@ -83,7 +89,7 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 		n := min(max(int64(maxBytes), int64(info.Bytes)), seg.SizeBytes-pos)
 		data, err := r.getLog(ctx, key("log"), seg.SizeBytes, pos, n)
 		if err != nil {
-			return nil, err
+			return nil, r.goneErr(ref, seg, err)
 		}
 		if err := verifyBatches(seg, pos, data, n, offset); err != nil {
 			r.forget(key("log"), key("index"))
@@ -97,6 +103,15 @@ func (r *Reader) Read(ctx context.Context, ref Ref, seg controller.RemoteSegment
 	r.forget(key("log"), key("index"))
 	r.damaged.Add(1)
 	return nil, fmt.Errorf("tier: %s: %w: offset %d not found before the segment's end at %d", key("log"), ErrDamaged, offset, seg.SizeBytes)
+}
+
+// goneErr is err, a failed Get of seg's .log, as ErrSegmentGone when the
+// object was missing because the segment was deleted meanwhile.
+func (r *Reader) goneErr(ref Ref, seg controller.RemoteSegmentMeta, err error) error {
+	if errors.Is(err, remote.ErrNotFound) && r.gone(ref, seg) {
+		return fmt.Errorf("%w: %v", ErrSegmentGone, err)
+	}
+	return err
 }
 
 // wholeBatches is data cut after its last complete batch.

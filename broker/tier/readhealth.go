@@ -22,13 +22,14 @@ type ReadHealth struct {
 
 // Note records a read's outcome and reports whether it changed the
 // state, and the kind now ("" once reads work). A read that found
-// nothing to read (err nil) counts as working; one cancelled by its
-// fetch (the client went away) says nothing about the store.
+// nothing to read (err nil), or a segment deleted meanwhile
+// (ErrSegmentGone), counts as working; one cancelled by its fetch (the
+// client went away) says nothing about the store.
 func (h *ReadHealth) Note(err error) (changed bool, kind string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, ErrSegmentGone):
 	case errors.Is(err, context.Canceled):
 		return false, h.kind
 	case errors.Is(err, ErrDamaged):
