@@ -2,6 +2,7 @@ package partitions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -161,11 +162,25 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 		w.topic, w.index = jb.w.topic, jb.w.index
 		jb.w, jb.err = w, err
 	}
-	if parallelAppends(jobs) {
+	var early map[*replica.Partition]*earlyFlush
+	switch {
+	case parallelAppends(jobs):
 		// As many at a time as Go has CPUs: appends are CPU (copying into
 		// the page cache), not waits.
 		replica.ForEachBounded(len(jobs), min(runtime.GOMAXPROCS(0), 8), appendJob)
-	} else {
+	case req.Acks != 0 && len(jobs) > 1 && len(jobs) < replica.GroupFlushMin && distinctPartitions(jobs):
+		// A narrow request's batches are appended one after another here;
+		// each partition's fsync starts as soon as its batch is in, so it
+		// runs while the next ones are appended rather than after the
+		// last. (A wide one is flushed as one group, below.)
+		early = make(map[*replica.Partition]*earlyFlush, len(jobs))
+		for i := range jobs {
+			appendJob(i)
+			if jb := &jobs[i]; jb.err == nil && jb.sp.ErrorCode == 0 && jb.p != nil && jb.p.SyncOnAck() {
+				early[jb.p] = startFlush(h, jb.p)
+			}
+		}
+	default:
 		for i := range jobs {
 			appendJob(i)
 		}
@@ -199,7 +214,7 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 	}
 	if req.Acks == 0 {
 		if len(toFlush) > 0 {
-			h.Go(func() { flushAll(toFlush, nil) })
+			h.Go(func() { flushAll(toFlush, nil, nil) })
 		}
 		if firstErr != nil {
 			cc.Fail(firstErr)
@@ -232,7 +247,7 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 			}
 		}
 		if len(waits) == 0 {
-			flushAll(toFlush, failWith)
+			flushAll(toFlush, early, failWith)
 			respond(resp)
 			return
 		}
@@ -251,7 +266,7 @@ func handleProduce(h Host, cc *api.Conn, kreq kmsg.Request, respond func(kmsg.Re
 		failed := map[*replica.Partition]error{}
 		h.Go(func() {
 			defer close(flushed)
-			flushAll(toFlush, func(p *replica.Partition, err error) {
+			flushAll(toFlush, early, func(p *replica.Partition, err error) {
 				failedMu.Lock()
 				failed[p] = err
 				failedMu.Unlock()
@@ -383,13 +398,67 @@ func appendUnique(ps []*replica.Partition, set map[*replica.Partition]bool, p *r
 }
 
 // flushAll makes the partitions durable (replica.FlushAll) and calls onErr
-// for each one that failed.
-func flushAll(ps []*replica.Partition, onErr func(*replica.Partition, error)) {
-	for i, err := range replica.FlushAll(ps) {
-		if err != nil && onErr != nil {
-			onErr(ps[i], err)
+// for each one that failed. A partition whose flush began early (its entry
+// in early) waits for that one instead.
+func flushAll(ps []*replica.Partition, early map[*replica.Partition]*earlyFlush, onErr func(*replica.Partition, error)) {
+	rest := ps
+	if len(early) > 0 {
+		rest = make([]*replica.Partition, 0, len(ps))
+		for _, p := range ps {
+			if early[p] == nil {
+				rest = append(rest, p)
+			}
 		}
 	}
+	for i, err := range replica.FlushAll(rest) {
+		if err != nil && onErr != nil {
+			onErr(rest[i], err)
+		}
+	}
+	for _, p := range ps {
+		if f := early[p]; f != nil {
+			<-f.done
+			if f.err != nil && onErr != nil {
+				onErr(p, f.err)
+			}
+		}
+	}
+}
+
+// earlyFlush is one partition's fsync begun as soon as its batch was
+// appended (handleProduce). err is set before done closes.
+type earlyFlush struct {
+	done chan struct{}
+	err  error
+}
+
+var errFlushNotStarted = errors.New("broker shutting down: flush not started")
+
+// startFlush begins p's flush on one of the node's goroutines.
+func startFlush(h Host, p *replica.Partition) *earlyFlush {
+	f := &earlyFlush{done: make(chan struct{})}
+	if !h.Go(func() {
+		defer close(f.done)
+		f.err = p.Flush()
+	}) {
+		f.err = errFlushNotStarted
+		close(f.done)
+	}
+	return f
+}
+
+// distinctPartitions reports whether no partition is named twice in jobs:
+// a flush begun after a partition's first batch would not cover its
+// second.
+func distinctPartitions(jobs []produceJob) bool {
+	for i := range jobs {
+		for j := range i {
+			if jobs[i].p != nil && jobs[i].p == jobs[j].p {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // appendTo validates and appends one partition's batch, filling sp. For

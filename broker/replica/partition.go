@@ -792,12 +792,12 @@ const parallelism = 16
 // request's or a fetch's wait is its slowest partition's fsync, not the
 // sum, and concurrent fsyncs share the filesystem's journal commits.
 //
-// From groupFlushMin partitions on, the logs are flushed as one group
+// From GroupFlushMin partitions on, the logs are flushed as one group
 // (storage.FlushGroup: one syncfs for all where the file system offers it,
 // rather than a journal commit and a device flush per log).
 func FlushAll(ps []*Partition) []error {
 	errs := make([]error, len(ps))
-	if len(ps) >= groupFlushMin {
+	if len(ps) >= GroupFlushMin {
 		start := time.Now()
 		logs := make([]*storage.Log, 0, len(ps))
 		at := make([]int, 0, len(ps))
@@ -819,9 +819,9 @@ func FlushAll(ps []*Partition) []error {
 	return errs
 }
 
-// groupFlushMin is the number of partitions from which FlushAll flushes
+// GroupFlushMin is the number of partitions from which FlushAll flushes
 // them as one group.
-const groupFlushMin = 8
+const GroupFlushMin = 8
 
 // PendingStep is one event for one partition.
 type PendingStep struct {
