@@ -257,6 +257,10 @@ func TestPartitionCap(t *testing.T) {
 			t.Fatalf("load over the cap: %+v", a)
 		}
 		r.ack(ackReq("m1", 1, a0, [3]int64{0, 0, 1}))
+		// The ack is answered once durable; a0's writer marks it idle
+		// just after (sp.mu.writing), on its own goroutine: a load in
+		// between is refused, retriably. Let it finish first.
+		synctest.Wait()
 		req := fetchReq("m2", 0, b0)
 		req.MaxWaitMillis = 10
 		if a := answers(t, r.fetch(req))[name(b0)]; a.code != 0 {
