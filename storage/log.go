@@ -752,6 +752,12 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = fmt.Errorf("segment %d: index at roll: %w", old.base, err)
 		return nil, l.mu.failed
 	}
+	// Sealed, its indexes no longer grow: they keep what they hold, not
+	// the spare capacity appends left (a quarter of what a segment's
+	// indexes take in memory; BenchmarkIndexMemory). Readers holding the
+	// old slices keep reading them: entries never change.
+	old.ix.offs, old.ix.times = slices.Clone(old.ix.offs), slices.Clone(old.ix.times)
+	old.publish()
 	// Before the snapshot at base vouches for its entries (txnindex.go);
 	// createSegment's directory sync makes its name durable.
 	if err := old.syncTxnIndex(); err != nil {
