@@ -37,8 +37,11 @@ type FlushWait struct {
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	P999Ms float64 `json:"p999_ms"`
-	// MaxMs is the upper bound of the highest bucket any flush fell in.
-	MaxMs float64 `json:"max_ms"`
+	// MaxMs is the upper bound of the highest bucket any flush fell in;
+	// with MaxOverflow, a flush took longer than MaxMs, the histogram's
+	// last finite bound.
+	MaxMs       float64 `json:"max_ms"`
+	MaxOverflow bool    `json:"max_overflow,omitempty"`
 	// Produce requests the nodes answered during the suite and their mean
 	// time from decoding to response (fjord_request_seconds{api="0"}).
 	ProduceRequests      int64   `json:"produce_requests"`
@@ -169,8 +172,13 @@ func flushDelta(before, after []brokerHist) (*FlushWait, error) {
 		for j := len(counts) - 1; j >= 0; j-- {
 			if counts[j] > 0 {
 				fw.MaxMs = bounds[j] * 1000
-				if math.IsInf(bounds[j], 1) && j > 0 {
-					fw.MaxMs = math.Inf(1)
+				if math.IsInf(bounds[j], 1) {
+					// Over the last finite bound: JSON has no +Inf, and
+					// the bound is all the histogram knows.
+					fw.MaxMs, fw.MaxOverflow = 0, true
+					if j > 0 {
+						fw.MaxMs = bounds[j-1] * 1000
+					}
 				}
 				break
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -73,5 +74,27 @@ fjord_log_flush_seconds_bucket{le="+Inf"} 110
 	}
 	if _, err := parseFlushMetrics(bufio.NewScanner(strings.NewReader("go_goroutines 5\n"))); err == nil {
 		t.Fatal("a scrape without the flush histogram was accepted")
+	}
+}
+
+// A flush past the last finite bound must still encode as JSON (which
+// has no +Inf): the max is that bound, marked as exceeded.
+func TestFlushDeltaOverflow(t *testing.T) {
+	before := scrape(t, flushBefore)
+	after := scrape(t, `fjord_log_flush_seconds_bucket{le="0.0002"} 10
+fjord_log_flush_seconds_bucket{le="0.0004"} 10
+fjord_log_flush_seconds_bucket{le="0.0008"} 10
+fjord_log_flush_seconds_bucket{le="+Inf"} 11
+fjord_log_flush_seconds_sum 3.001
+`)
+	fw, err := flushDelta([]brokerHist{before}, []brokerHist{after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := json.Marshal(fw); err != nil {
+		t.Fatalf("encoding: %v", err)
+	}
+	if fw.MaxMs != 0.8 || !fw.MaxOverflow {
+		t.Fatalf("max %v overflow %v, want 0.8 and true", fw.MaxMs, fw.MaxOverflow)
 	}
 }

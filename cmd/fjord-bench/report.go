@@ -291,7 +291,12 @@ func flushRows(row func(string, func(t *TargetResult) string), get func(t *Targe
 	row("  p50 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P50Ms) }))
 	row("  p99 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P99Ms) }))
 	row("  p99.9 (ms)", cell(func(fw *FlushWait) string { return ms(fw.P999Ms) }))
-	row("  max, bucket bound (ms)", cell(func(fw *FlushWait) string { return ms(fw.MaxMs) }))
+	row("  max, bucket bound (ms)", cell(func(fw *FlushWait) string {
+		if fw.MaxOverflow {
+			return "> " + ms(fw.MaxMs)
+		}
+		return ms(fw.MaxMs)
+	}))
 	row("  produce requests", cell(func(fw *FlushWait) string { return fmt.Sprintf("%d", fw.ProduceRequests) }))
 	row("  produce request mean (ms)", cell(func(fw *FlushWait) string { return ms(fw.ProduceRequestMeanMs) }))
 }
