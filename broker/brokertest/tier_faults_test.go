@@ -439,19 +439,35 @@ func TestTierKilledMidUpload(t *testing.T) {
 		return true
 	})
 	all := w.stop()[topic]
-	states = replicaStates(t, c, topic, live)
-	// Every object belongs to a COPY_FINISHED segment of the image, but
-	// for an attempt in flight now (its COPY_STARTED entry names it).
-	owned := map[string]bool{}
-	for _, s := range states[live[0]].Remote {
-		owned[tier.ObjectKey("", topic, s.TopicID, 0, s.BaseOffset, s.SegmentID, "")] = true
-	}
-	for _, k := range storeKeys(t, store) {
-		dot := strings.LastIndexByte(k, '.')
-		if !owned[k[:dot+1]] {
-			t.Errorf("object %s belongs to no segment in the image (leaked)", k)
+	// Every object belongs to a segment of the image: COPY_FINISHED, or
+	// an attempt in flight (its COPY_STARTED entry names it). The copier
+	// goes on copying meanwhile, so an object counts only if it is in the
+	// store both before and after the image is read: an upload begins
+	// after its COPY_STARTED is committed, and an entry leaves the image
+	// only after its objects are deleted. The node's image may lag the
+	// controller by a moment, so the check is retried; a leak stays.
+	var leaked []string
+	logged := ""
+	eventually(t, 10*time.Second, "every object in the store belongs to a segment in the image", func() bool {
+		before := storeKeys(t, store)
+		owned := map[string]bool{}
+		for _, s := range replicaStates(t, c, topic, live)[live[0]].Remote {
+			owned[tier.ObjectKey("", topic, s.TopicID, 0, s.BaseOffset, s.SegmentID, "")] = true
 		}
-	}
+		after := storeKeys(t, store)
+		leaked = leaked[:0]
+		for _, k := range before {
+			dot := strings.LastIndexByte(k, '.')
+			if !owned[k[:dot+1]] && slices.Contains(after, k) {
+				leaked = append(leaked, k)
+			}
+		}
+		if l := fmt.Sprint(leaked); len(leaked) > 0 && l != logged {
+			t.Logf("objects that belong to no segment in the image (leaked?): %s", l)
+			logged = l
+		}
+		return len(leaked) == 0
+	})
 	// A produce that failed for the client (the leader stopped under it)
 	// may have landed all the same: read those too, and want every
 	// acknowledged record once, in order, among what is read.
