@@ -217,12 +217,17 @@ func (c *Controller) propose(ctx context.Context, recs []controller.Record) (uin
 	return idx, err
 }
 
-// proposeCode maps a failed proposal to the error a broker retries.
+// proposeCode maps a failed proposal to its error code. NOT_CONTROLLER,
+// which the forwarding broker retries at the next leader, only when the
+// proposal is known not to have committed: a retry of a change that did
+// commit answers its client TOPIC_ALREADY_EXISTS for its own topic, or
+// appends an IncrementalAlterConfigs value twice. An unknown outcome is
+// REQUEST_TIMED_OUT, as Kafka answers a request whose fate it cannot tell.
 func proposeCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrLeadershipLost):
+	case errors.Is(err, node.ErrNotLeader), errors.Is(err, node.ErrNotCommitted):
 		return kerr.NotController.Code
 	}
 	return kerr.RequestTimedOut.Code

@@ -251,14 +251,16 @@ func TestNotLeaderAnswersNil(t *testing.T) {
 	})
 }
 
-// A proposal whose leadership is lost is NOT_CONTROLLER (the broker
-// retries at the new leader); any other failure is REQUEST_TIMED_OUT.
+// A proposal known not to have committed is NOT_CONTROLLER (the broker
+// retries at the new leader); one whose outcome is unknown, or any other
+// failure, is REQUEST_TIMED_OUT (a retry could make the change twice).
 func TestProposalFailureCodes(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		code int16
 	}{
-		{node.ErrLeadershipLost, kerr.NotController.Code},
+		{node.ErrNotCommitted, kerr.NotController.Code},
+		{node.ErrLeadershipLost, kerr.RequestTimedOut.Code},
 		{&node.NotLeaderError{Leader: 2}, kerr.NotController.Code},
 		{context.DeadlineExceeded, kerr.RequestTimedOut.Code},
 	} {

@@ -56,11 +56,18 @@
 // position: the owner notes the log's last index, proposes, runs one Ready
 // cycle (which saves the new entry) and finds the entry with the
 // proposal's data and the current term after the noted index. Propose
-// returns once that (index, term) entry is applied. If the leader's term
-// changes first, or the index is applied with another term (or passed over
-// by a snapshot), the outcome is unknown to this node and Propose fails
-// with ErrLeadershipLost: the record may or may not commit under the next
-// leader.
+// returns once that (index, term) entry is applied.
+//
+// A leadership change does not end the wait. The entry may already sit in
+// a majority's logs, and then the next leader commits it: answering
+// "not the leader" there made the caller (a broker forwarding a client's
+// CreateTopics) retry a change that had been made, and the client got
+// TOPIC_ALREADY_EXISTS for its own topic. So Propose waits until its index
+// is applied, whoever leads by then: applied as proposed, it succeeds;
+// applied with another entry, the proposal was not committed and never
+// will be (committed entries never change), and Propose fails with
+// ErrNotCommitted, which is safe to retry. Only an index passed over by a
+// snapshot leaves the outcome unknown: ErrLeadershipLost.
 package node
 
 import (
@@ -90,9 +97,14 @@ var (
 	// ErrNotLeader is returned by Propose on a node that is not the leader;
 	// the error is a *NotLeaderError naming the leader it knows of.
 	ErrNotLeader = errors.New("node: not the leader")
-	// ErrLeadershipLost means a proposal's outcome is unknown: this node
-	// lost leadership before the proposal applied.
-	ErrLeadershipLost = errors.New("node: leadership lost before the proposal applied")
+	// ErrNotCommitted means a proposal was not committed, and never will
+	// be: its index applied with another entry, or this node lost the
+	// leadership before saving it. Proposing it again is safe.
+	ErrNotCommitted = errors.New("node: the proposal was not committed (leadership changed)")
+	// ErrLeadershipLost means a proposal's outcome is unknown: a snapshot
+	// passed over its index before this node applied it, so it may or may
+	// not have committed.
+	ErrLeadershipLost = errors.New("node: leadership lost; the proposal's outcome is unknown")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("node: closed")
 )
@@ -567,7 +579,7 @@ func (n *Node) cycle(o *owner) bool {
 		delete(o.pending, a.Index)
 		switch {
 		case a.Kind != quorum.KindRecord || a.Term != p.term || !bytes.Equal(a.Data, p.data):
-			p.reply <- proposeResult{err: ErrLeadershipLost}
+			p.reply <- proposeResult{err: ErrNotCommitted}
 		case a.Err != nil:
 			p.reply <- proposeResult{index: a.Index, err: fmt.Errorf("node: entry %d: %w", a.Index, a.Err)}
 		default:
@@ -639,15 +651,17 @@ func (n *Node) Since(from uint64, max int) (entries [][]byte, ok bool) {
 	return slices.Clone(out), true
 }
 
-// checkPending fails proposals that can no longer apply as proposed: the
-// term moved on, or their index was passed (by a snapshot) without them.
+// checkPending fails the proposals whose index was passed over (by a
+// snapshot) without being applied here: their outcome is unknown. A term
+// change alone fails none (see Proposals in the package doc): the index
+// still applies, with the proposal or without it.
 func (n *Node) checkPending(o *owner) {
 	if len(o.pending) == 0 {
 		return
 	}
-	term, applied := n.member.Term(), n.member.Applied()
+	applied := n.member.Applied()
 	for i, p := range o.pending {
-		if p.term != term || i <= applied {
+		if i <= applied {
 			p.reply <- proposeResult{err: ErrLeadershipLost}
 			delete(o.pending, i)
 		}
@@ -719,6 +733,7 @@ func (n *Node) propose(o *owner, p *proposal) {
 			return
 		}
 	}
-	// Not saved: leadership changed while proposing.
-	p.reply <- proposeResult{err: ErrLeadershipLost}
+	// Not saved: leadership changed while proposing, so no other member
+	// has it either.
+	p.reply <- proposeResult{err: ErrNotCommitted}
 }

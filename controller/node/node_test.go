@@ -29,13 +29,20 @@ type harness struct {
 	lns              map[uint64]net.Listener // bound, not yet handed to a node
 	nodes            map[uint64]*Node        // running
 	snapEvery        uint64
+	links            *links // nil: nodes dial each other directly
 }
 
 func newHarness(t testing.TB, voters, learners int, snapEvery uint64) *harness {
+	return newLinkedHarness(t, voters, learners, snapEvery, nil)
+}
+
+// newLinkedHarness is newHarness whose nodes dial each other through l
+// (when not nil), so a test can cut links.
+func newLinkedHarness(t testing.TB, voters, learners int, snapEvery uint64, l *links) *harness {
 	h := &harness{
 		t: t, voters: map[uint64]string{}, learners: map[uint64]string{},
 		dirs: map[uint64]string{}, lns: map[uint64]net.Listener{}, nodes: map[uint64]*Node{},
-		snapEvery: snapEvery,
+		snapEvery: snapEvery, links: l,
 	}
 	for id := uint64(1); id <= uint64(voters+learners); id++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,11 +89,15 @@ func (h *harness) start(id uint64) *Node {
 			h.t.Fatalf("rebind %s: %v", addr, err)
 		}
 	}
-	n, err := Start(Config{
+	cfg := Config{
 		ID: id, Voters: h.voters, Learners: h.learners, Dir: h.dirs[id], Listener: ln,
 		TickInterval: testTick, SnapshotEvery: h.snapEvery,
 		Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel),
-	})
+	}
+	if h.links != nil {
+		cfg.Dial = h.links.dialer(id)
+	}
+	n, err := Start(cfg)
 	if err != nil {
 		h.t.Fatalf("start %d: %v", id, err)
 	}
