@@ -447,7 +447,6 @@ func (b *Broker) Start() {
 					}, b.log)
 			})
 		}
-		b.ensureOffsetsTopic()
 	})
 	b.coord.Start()  // the groups' timeouts and offset expiry
 	b.txns.Start()   // transaction timeouts, expiry and retries

@@ -231,6 +231,13 @@ func (s shareStates) Delete(ctx context.Context, k sharepart.Key) error { return
 // ensureOffsetsTopic asks the controller for the offsets topic if the image
 // lacks it. Failure (e.g. fewer live brokers than
 // offsets.topic.replication.factor) is retried by the next FindCoordinator.
+//
+// It is created on first need (FindCoordinator for a group, AddOffsetsToTxn,
+// a Metadata request naming it), as Kafka creates it, not as the broker
+// starts: its 50 partitions cost about 400 fsyncs, which a fresh broker's
+// first CreateTopics and produce queued behind (exec to first ack 160-240
+// ms with it, 65 ms without, on the bench's disk), and a broker whose
+// clients use no groups keeps no descriptors for it.
 func (b *Broker) ensureOffsetsTopic() {
 	// Committed offsets must never age out by time; compaction keeps the
 	// topic small.

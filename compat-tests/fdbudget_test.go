@@ -22,12 +22,13 @@ import (
 // and serves; the node keeps accepting connections throughout.
 // With RLIMIT_NOFILE 2048 the file cache gets 1024 descriptors (1024 are
 // kept for connections) and the node hosts at most 960 replicas, 50 of
-// which __consumer_offsets takes at start-up.
+// which __consumer_offsets takes once a group needs it.
 func TestDescriptorBudget(t *testing.T) {
 	const nofile, limit, big = 2048, 960, 890
 	b := startBrokerLimited(t, t.TempDir(), nofile, "num.partitions=1")
 	adm := newAdmin(t, b.Addr)
 	ctx := testCtx(t, 2*time.Minute)
+	awaitOffsetsTopic(t, adm)
 
 	refused := func(what string, err error) {
 		t.Helper()
@@ -224,6 +225,7 @@ func TestDescriptorBudgetLowered(t *testing.T) {
 	b := startBrokerLimited(t, t.TempDir(), 4096, "num.partitions=1")
 	adm := newAdmin(t, b.Addr)
 	ctx := testCtx(t, 3*time.Minute)
+	awaitOffsetsTopic(t, adm)
 	if r, err := adm.CreateTopic(ctx, parts, 1, nil, "wide"); err != nil || r.Err != nil {
 		t.Fatalf("create wide: %v %v", err, r.Err)
 	}

@@ -493,6 +493,30 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// awaitOffsetsTopic has a consumer group's first lookup create
+// __consumer_offsets (the broker creates it on first need, as Kafka does)
+// and waits until every one of its partitions has a leader.
+func awaitOffsetsTopic(t testing.TB, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	for {
+		adm.FindGroupCoordinators(ctx, "fjord-test-offsets-topic")
+		td, err := adm.ListTopics(ctx, "__consumer_offsets")
+		t0 := td["__consumer_offsets"]
+		ok := err == nil && t0.Err == nil && len(t0.Partitions) > 0
+		for _, p := range t0.Partitions {
+			ok = ok && p.Leader >= 0
+		}
+		if ok {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("__consumer_offsets never created and led: %v %v", err, t0.Err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // createTopic creates a topic and fails the test on any error.
 func createTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, configs map[string]*string) {
 	t.Helper()

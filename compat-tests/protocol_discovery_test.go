@@ -79,8 +79,8 @@ func TestDiscoveryMetadataAutoCreate(t *testing.T) {
 	}
 
 	// An internal topic created through Metadata gets its own settings.
-	// (__consumer_offsets is created as the broker starts;
-	// __transaction_state on first need.)
+	// (__consumer_offsets and __transaction_state are both created on
+	// first need.)
 	t.Run("internal topic", func(t *testing.T) {
 		const internal = "__transaction_state"
 		first := metadataV(t, c, 12, internal, true)
@@ -376,9 +376,9 @@ func signalNode(b *Broker, sig syscall.Signal) error {
 // never tells the client NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS
 // (sarama retries neither).
 //
-// A broker creates the offsets topic as it starts serving, so the test
-// deletes it (Kafka allows that too) and the first lookup creates it
-// afresh. Empty partitions load in an instant, as fast as node 1 applies
+// A broker creates the offsets topic on the first group lookup, as Kafka
+// does, so the test's first lookup creates it. Empty partitions load in
+// an instant, as fast as node 1 applies
 // the new topic; to make the window wide and certain, one other node
 // (not the active controller) is frozen (SIGSTOP, shorter than its
 // session: it stays a live broker and leads its share of the new
@@ -394,13 +394,8 @@ func TestClusterDiscoveryFindCoordinatorLoaded(t *testing.T) {
 	const via = 1
 	a := dialRaw(t, c.Addr(via))
 
-	c.Await(t, 30*time.Second, "the offsets topic created as the brokers started", func() (bool, string) {
-		tm := metadataV(t, a, 12, "__consumer_offsets", false)
-		return tm.ErrorCode == 0, fmt.Sprintf("code %d", tm.ErrorCode)
-	})
-	dresp, err := c.Admin(via).DeleteTopics(testCtx(t, 30*time.Second), "__consumer_offsets")
-	if err != nil || dresp["__consumer_offsets"].Err != nil {
-		t.Fatalf("deleting the offsets topic: %v %+v", err, dresp)
+	if tm := metadataV(t, a, 12, "__consumer_offsets", false); tm.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("the offsets topic exists before any group lookup: %+v", tm)
 	}
 
 	frozen := 2
@@ -410,16 +405,21 @@ func TestClusterDiscoveryFindCoordinatorLoaded(t *testing.T) {
 	if err := signalNode(c.Node(frozen), syscall.SIGSTOP); err != nil {
 		t.Fatalf("freezing node %d: %v", frozen, err)
 	}
+	frozenAt := time.Now()
 	var thawOnce sync.Once
 	thaw := func() { thawOnce.Do(func() { _ = signalNode(c.Node(frozen), syscall.SIGCONT) }) }
 	t.Cleanup(thaw)
 
-	// The first lookup asks for the offsets topic.
+	// The first lookup asks for the offsets topic and waits for it: it
+	// names a coordinator that has loaded the group, never the frozen
+	// node, or answers COORDINATOR_NOT_AVAILABLE.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.Version, fc.CoordinatorKeys = 4, []string{"first-lookup"}
-	if co := a.roundTripStrict(t, fc).(*kmsg.FindCoordinatorResponse).Coordinators[0]; co.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("first lookup, without an offsets topic: %+v, want COORDINATOR_NOT_AVAILABLE", co)
+	co := a.roundTripStrict(t, fc).(*kmsg.FindCoordinatorResponse).Coordinators[0]
+	if (co.ErrorCode != 0 && co.ErrorCode != kerr.CoordinatorNotAvailable.Code) || (co.ErrorCode == 0 && co.NodeID == int32(frozen)) {
+		t.Fatalf("first lookup, without an offsets topic: %+v, want a live coordinator or COORDINATOR_NOT_AVAILABLE", co)
 	}
+	t.Logf("first lookup: node %d, code %d, after %v", co.NodeID, co.ErrorCode, time.Since(frozenAt).Round(time.Millisecond))
 	// As soon as node 1 lists the topic: one group per partition that
 	// another node leads.
 	var leaders []int32
@@ -455,7 +455,9 @@ func TestClusterDiscoveryFindCoordinatorLoaded(t *testing.T) {
 	if len(want) == 0 || !slices.Contains(leaders, int32(frozen)) {
 		t.Fatalf("node %d leads every offsets partition, or frozen node %d none: %v", via, frozen, leaders)
 	}
-	time.AfterFunc(time.Second, thaw) // well within its 3 s session
+	// Thawed 2 s after it froze, well within its 3 s session (the first
+	// lookup may have waited up to 1.5 s for an answer from it).
+	time.AfterFunc(time.Until(frozenAt.Add(2*time.Second)), thaw)
 
 	var (
 		wg       sync.WaitGroup

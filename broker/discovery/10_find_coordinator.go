@@ -20,9 +20,13 @@ import (
 // Behaviour:
 //   - Groups (key type 0): the coordinator is the leader of the group's
 //     offsets-topic partition (Java hashCode of the group id modulo the
-//     partition count, as Kafka computes it). Without an offsets topic
-//     (it is created on first need, with offsets.topic.replication.factor
-//     replicas) or a leader for the partition: COORDINATOR_NOT_AVAILABLE.
+//     partition count, as Kafka computes it). The offsets topic is
+//     created on first need, as Kafka creates it: the first
+//     FindCoordinator for a group asks for it (with
+//     offsets.topic.replication.factor replicas) and waits up to
+//     coordLoadWait for it to appear, then answers as below; a topic
+//     still missing then, or a partition without a leader, is
+//     COORDINATOR_NOT_AVAILABLE.
 //   - Transactions (key type 1): the same with the transaction state topic
 //     (__transaction_state, transaction.state.log.num.partitions
 //     partitions, created on first need) and the transactional id.
@@ -84,7 +88,8 @@ import (
 // Bounds: the asked broker waits at most coordLoadWait (1 s), the asking
 // broker at most peerAskTimeout (1.5 s) per ask, all asks of one request
 // at once (one per coordinator broker, all its keys in one request), so a
-// FindCoordinator is answered within about 1.5 s whatever the peers do.
+// FindCoordinator is answered within about 1.5 s whatever the peers do,
+// and within 2.5 s when it first waited for its topic to be created.
 // The waiting runs on the host's goroutines (Host.Go), never on the
 // connection's reader; keys that need no wait (an error, a loaded local
 // coordinator) are answered inline. A request for n keys costs at most
@@ -132,6 +137,9 @@ type coordAnswer struct {
 	local bool // waiting for this node's coordinator
 	peer  int32
 	ask   bool // to be asked of peer
+	// creating: waiting for the key type's topic, whose creation this
+	// request asked for; then answered as if it had been there.
+	creating bool
 }
 
 func coordError(code int16, format string, args ...any) coordAnswer {
@@ -202,7 +210,7 @@ func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Respo
 			continue
 		}
 		answers[i] = f.first(place[i])
-		pending = pending || answers[i].local || answers[i].ask
+		pending = pending || answers[i].local || answers[i].ask || answers[i].creating
 	}
 	if !pending {
 		respond(f.response(req, answers))
@@ -213,7 +221,7 @@ func (f *finder) serve(req *kmsg.FindCoordinatorRequest, respond func(kmsg.Respo
 		respond(f.response(req, answers))
 	}) {
 		for i := range answers {
-			if answers[i].local || answers[i].ask {
+			if answers[i].local || answers[i].ask || answers[i].creating {
 				answers[i] = coordError(kerr.CoordinatorNotAvailable.Code, "the broker is shutting down")
 			}
 		}
@@ -255,11 +263,12 @@ func (f *finder) first(key string) coordAnswer {
 		if f.fromPeer {
 			return coordAnswer{local: true} // this broker may be behind the asking one
 		}
+		a := coordError(kerr.CoordinatorNotAvailable.Code, "%s is being created", f.topic)
 		if !f.ensured {
 			f.ensured = true
-			f.h.Go(f.ensure) // clients retry COORDINATOR_NOT_AVAILABLE
+			a.creating = f.h.Go(f.ensure)
 		}
-		return coordError(kerr.CoordinatorNotAvailable.Code, "%s is being created", f.topic)
+		return a
 	}
 	pi := coordinator.PartitionOf(key, int32(len(ot.Partitions)))
 	leader := ot.Partitions[pi].Leader
@@ -323,9 +332,11 @@ func (f *finder) loaded(key string) (coordAnswer, coordState) {
 	return coordAnswer{node: f.me, host: e.Host, port: e.Port}, coordReady
 }
 
-// resolve settles the keys first left waiting or to ask: the asks of
-// each peer at once, on host goroutines, and the local waits here.
+// resolve settles the keys first left waiting or to ask: the wait for the
+// topic's creation first, then the asks of each peer at once, on host
+// goroutines, and the local waits here.
 func (f *finder) resolve(keys []string, answers []coordAnswer) {
+	f.waitCreated(keys, answers)
 	byPeer := map[int32][]int{}
 	var local []int
 	for i, a := range answers {
@@ -348,6 +359,49 @@ func (f *finder) resolve(keys []string, answers []coordAnswer) {
 	}
 	f.waitLocal(keys, local, answers)
 	wg.Wait()
+}
+
+// waitCreated waits, at most f.loadWait, for the topic whose creation
+// first asked for to be in this broker's image, and answers the keys that
+// waited for it as first would with the topic there (each may now wait
+// for a load or an ask). A key still without its topic keeps
+// COORDINATOR_NOT_AVAILABLE, which clients retry.
+func (f *finder) waitCreated(keys []string, answers []coordAnswer) {
+	var idx []int
+	for i, a := range answers {
+		if a.creating {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	exists := func() bool {
+		ot := f.h.Image().Topic(f.topic)
+		return ot != nil && len(ot.Partitions) > 0
+	}
+	deadline := time.NewTimer(f.loadWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(f.poll)
+	defer tick.Stop()
+	for !exists() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			for _, i := range idx {
+				answers[i].creating = false
+			}
+			return
+		case <-f.cc.Ctx.Done():
+			for _, i := range idx {
+				answers[i].creating = false
+			}
+			return
+		}
+	}
+	for _, i := range idx {
+		answers[i] = f.first(keys[i])
+	}
 }
 
 // waitLocal waits, at most f.loadWait, for this node's coordinator to

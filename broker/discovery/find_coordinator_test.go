@@ -28,6 +28,7 @@ import (
 // should not make panics the test.
 type coordHost struct {
 	Host
+	imgMu sync.Mutex
 	img   *controller.Image
 	me    int32
 	ask   func(peer int32, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error)
@@ -44,7 +45,16 @@ func (h *coordHost) Go(fn func()) bool {
 	go func() { defer h.wg.Done(); fn() }()
 	return true
 }
-func (h *coordHost) Image() *controller.Image { return h.img }
+func (h *coordHost) Image() *controller.Image {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	return h.img
+}
+func (h *coordHost) setImage(img *controller.Image) {
+	h.imgMu.Lock()
+	defer h.imgMu.Unlock()
+	h.img = img
+}
 func (h *coordHost) Log() *zerolog.Logger     { return &h.log }
 func (h *coordHost) Code(err error) int16     { return h.codes[err] }
 func (h *coordHost) AskPeer(_ context.Context, peer int32, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
@@ -270,6 +280,29 @@ func TestFindCoordinatorEnsuresTopicOnce(t *testing.T) {
 	}
 	if ensured.Load() != 1 {
 		t.Errorf("asked for the offsets topic %d times, want once", ensured.Load())
+	}
+}
+
+// The first FindCoordinator of a fresh cluster asks for the offsets topic
+// and waits for it, then answers as if it had been there: the client's
+// first lookup names its coordinator instead of sending it round a retry.
+func TestFindCoordinatorWaitsForItsTopic(t *testing.T) {
+	h := &coordHost{img: coordImage(t), me: 1}
+	created := coordImage(t, 1, 2)
+	k := keyOn(t, 0, 2)
+	f := newTestFinder(h, false, func(string) error { return nil })
+	f.partitionFor = func(k string) int32 { return coordinator.PartitionOf(k, 2) }
+	var ensured atomic.Int32
+	f.ensure = func() {
+		ensured.Add(1)
+		time.Sleep(20 * time.Millisecond) // the controller's round
+		h.setImage(created)
+	}
+	if c := find(t, h, f, 4, k)[0]; c.ErrorCode != 0 || c.NodeID != 1 || c.Port != 9001 {
+		t.Fatalf("first lookup on a fresh cluster: %+v", c)
+	}
+	if ensured.Load() != 1 {
+		t.Fatalf("asked for the offsets topic %d times, want once", ensured.Load())
 	}
 }
 
