@@ -55,8 +55,8 @@ func (h *coordHost) setImage(img *controller.Image) {
 	defer h.imgMu.Unlock()
 	h.img = img
 }
-func (h *coordHost) Log() *zerolog.Logger     { return &h.log }
-func (h *coordHost) Code(err error) int16     { return h.codes[err] }
+func (h *coordHost) Log() *zerolog.Logger { return &h.log }
+func (h *coordHost) Code(err error) int16 { return h.codes[err] }
 func (h *coordHost) AskPeer(_ context.Context, peer int32, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
 	h.asks.Add(1)
 	return h.ask(peer, req.(*kmsg.FindCoordinatorRequest))
