@@ -288,8 +288,12 @@ func TestOffsetsExpireForEmptyGroups(t *testing.T) {
 	}
 }
 
+// waitLoaded has the offsets topic created, as a group's first
+// FindCoordinator does, and waits until the coordinator serves the test's
+// groups.
 func waitLoaded(t *testing.T, b *Broker) {
 	t.Helper()
+	b.ensureOffsetsTopic()
 	deadline := time.Now().Add(10 * time.Second)
 	for b.coord.Status("old") != nil || b.coord.Status("g") != nil || b.coord.Status("fresh") != nil {
 		if time.Now().After(deadline) {
