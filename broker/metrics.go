@@ -53,6 +53,9 @@ func (s metricsSource) Topics() map[string][]metrics.Partition {
 func (s metricsSource) UnderReplicated() int64 { return s.b.replicas.UnderReplicated() }
 
 func (s metricsSource) FileCache() storage.FileCacheStats { return s.b.replicas.Files().Stats() }
+func (s metricsSource) IndexCache() storage.IndexCacheStats {
+	return s.b.replicas.Indexes().Stats()
+}
 
 // Groups are those whose offsets this node's coordinator has loaded: a
 // group's series come from its coordinator only.

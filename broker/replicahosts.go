@@ -34,6 +34,7 @@ func (b *Broker) newReplicaManager() *replicamgr.Manager {
 		LogFlushStallMaxMs:     b.cfg.LogFlushStallMaxMs,
 		Tiering:                b.tier != nil,
 		LogOpenFilesMax:        b.cfg.LogOpenFilesMax,
+		LogIndexCacheBytes:     b.cfg.LogIndexCacheBytes,
 		Metadata:               metaRef{b},
 		Go:                     b.goLoop,
 		BrokerEpoch:            func() int64 { return b.life.Epoch() }, // b.life is set after, read after Start

@@ -308,14 +308,18 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	ns.txn, old.txn = old.txn, nil
 	ns.publishAborted()
 	if err := ns.writeIndexFiles(true); err != nil {
-		// Derived: the next open rebuilds what is missing.
+		// Derived: the next open rebuilds what is missing. Until then its
+		// indexes stay in memory: the files may be the old segment's.
 		l.log.Warn().Err(err).Int64("segment", ns.base).Msg("writing a cleaned segment's indexes")
+	} else {
+		ns.indexOnDisk()
 	}
 	ns.unpinWriter()
 	next := append([]*segment(nil), segs...)
 	next[idx] = ns
 	l.publishSegs(next)
 	delete(l.mu.dirty, old)
+	l.indexes.drop(old)
 	old.removed.Store(true)
 	time.AfterFunc(l.cfg.FileDeleteDelay, old.close)
 	return nil

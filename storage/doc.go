@@ -40,9 +40,10 @@
 // largest timestamp seen so far in the segment, then int32 the relative offset
 // of the batch that carried it; entries are appended only when that maximum
 // grows. Indexes are derived data: recovery rebuilds them from the .log.
-// They are served from memory; the files of the active segment are written
-// whole when it is sealed and at a clean close (and are stale or absent
-// meanwhile), so no index file is held open (see FileCache).
+// The active segment's are served from memory, its files written whole
+// when it is sealed and at a clean close (and stale or absent meanwhile);
+// a sealed segment's are read from its files into the node's IndexCache,
+// within its budget. No index file is held open (see FileCache).
 //
 // A control batch (attributes bits 4 and 5: transactional, control) is a
 // transaction marker, written by the leader (AppendMarker) in the form

@@ -26,11 +26,11 @@ const (
 	timeEntryLen   = 12
 )
 
-// index holds a segment's sparse offset and time indexes in memory. The
-// in-memory copy serves lookups; the .index and .timeindex files exist for
-// restarts and for operators' tools, and are written whole when the
-// segment is sealed or the log closes cleanly (segment.writeIndexFiles),
-// so no descriptor stays open for them.
+// index holds a segment's sparse offset and time indexes in memory: the
+// active segment's, which serve its lookups. The .index and .timeindex
+// files are written whole when the segment is sealed or the log closes
+// cleanly (segment.writeIndexFiles), so no descriptor stays open for them;
+// a sealed segment's lookups read them back through the IndexCache.
 //
 // Invariant: offsets and positions increase strictly along offs; timestamps
 // increase strictly along times.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -8,17 +9,20 @@ import (
 )
 
 // BenchmarkIndexMemory reports what the sparse offset and time indexes
-// hold in memory per GiB of log (index-MiB/GiB), at the default
-// index.interval.bytes with 1 KiB single-record batches a millisecond
-// apart (so the time index grows with the offset index): every segment's
-// indexes stay in memory, sealed ones included (docs/operations.md,
-// "Memory"), so this is what a node's retained data costs it in RAM
-// besides the page cache. Run with -benchtime 1x.
+// cost per GiB of log, at the default index.interval.bytes with 1 KiB
+// single-record batches a millisecond apart (so the time index grows with
+// the offset index), in 8 MiB segments: what the segments hold in memory
+// themselves (the active one's indexes: segment-MiB/GiB), what the index
+// files hold (files-MiB/GiB: what every sealed segment held in memory
+// before the IndexCache), and what the node's cache holds (cache-KiB, at
+// most its budget, 1 MiB here, whatever the data). Run with -benchtime 1x.
 func BenchmarkIndexMemory(b *testing.B) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 8 << 20
 	for range b.N {
-		l := openLog(b, b.TempDir(), cfg)
+		cfg.Indexes = NewIndexCache(1 << 20)
+		dir := b.TempDir()
+		l := openLog(b, dir, cfg)
 		var logBytes int64
 		for i := 0; logBytes < 64<<20; i++ {
 			batch := buildBatch(b, batchOpts{N: 1, ValueSize: 1024, BaseTS: 1_700_000_000_000 + int64(i)})
@@ -31,18 +35,23 @@ func BenchmarkIndexMemory(b *testing.B) {
 			}
 			logBytes += int64(len(batch))
 		}
-		// Allocated (the slices' capacity, as appends grew them) and used
-		// (their length: what a restart loads, sized exactly).
-		var allocated, used int64
+		var held int64
 		oe, te := int64(unsafe.Sizeof(offsetEntry{})), int64(unsafe.Sizeof(timeEntry{}))
 		l.view.RLock()
 		for _, s := range l.view.segs {
 			st := s.pub.Load()
-			allocated += int64(cap(st.offs))*oe + int64(cap(st.times))*te
-			used += int64(len(st.offs))*oe + int64(len(st.times))*te
+			held += int64(cap(st.offs))*oe + int64(cap(st.times))*te
 		}
 		l.view.RUnlock()
-		b.ReportMetric(float64(allocated)/float64(logBytes)*1024, "index-MiB/GiB")
-		b.ReportMetric(float64(used)/float64(logBytes)*1024, "used-MiB/GiB")
+		var files int64
+		for _, ext := range []string{".index", ".timeindex"} {
+			for _, f := range filesWithExt(b, dir, ext) {
+				files += fileSize(b, filepath.Join(dir, f))
+			}
+		}
+		perGiB := func(n int64) float64 { return float64(n) / float64(logBytes) * 1024 }
+		b.ReportMetric(perGiB(held), "segment-MiB/GiB")
+		b.ReportMetric(perGiB(files), "files-MiB/GiB")
+		b.ReportMetric(float64(cfg.Indexes.Stats().Bytes)/1024, "cache-KiB")
 	}
 }

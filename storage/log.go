@@ -42,6 +42,10 @@ type Config struct {
 	// Files is the node's cache of open segment files, shared by all its
 	// logs; nil means one without a bound. Fixed at Open like FS.
 	Files *FileCache
+	// Indexes is the node's cache of sealed segments' indexes, shared by
+	// all its logs; nil means the process's default one
+	// (DefaultIndexCacheBytes). Fixed at Open like FS.
+	Indexes *IndexCache
 	// Tier makes the log's retention a tiered log's (KIP-405,
 	// remote.storage.enable); the zero value: retention as it always was.
 	Tier TierRetention
@@ -124,7 +128,10 @@ type Log struct {
 	cfg   Config
 	fs    FS         // never nil
 	files *FileCache // never nil
-	log   zerolog.Logger
+	// indexes holds sealed segments' indexes (never nil); the active
+	// segment's stay in its ix.
+	indexes *IndexCache
+	log     zerolog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -212,7 +219,11 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	if files == nil {
 		files = unboundedFiles
 	}
-	l := &Log{dir: dir, cfg: cfg, fs: fs, files: files, log: log}
+	indexes := cfg.Indexes
+	if indexes == nil {
+		indexes = sharedIndexes
+	}
+	l := &Log{dir: dir, cfg: cfg, fs: fs, files: files, indexes: indexes, log: log}
 	l.mu.dirty = make(map[*segment]struct{})
 
 	bases, txnFiles, err := listSegments(fs, dir)
@@ -374,9 +385,12 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	}
 	last := segs[len(segs)-1]
 	// Sealed segments hold no descriptor while idle: readers reopen them
-	// through the cache.
+	// through the cache. Nor their indexes: openSegment trusted their files
+	// only after checking them against the log, or rebuilt and wrote them
+	// durably; readers load them through the index cache.
 	for _, s := range segs[:len(segs)-1] {
 		s.unpinWriter()
+		s.indexOnDisk()
 	}
 	if last.size > 0 {
 		// The time-based roll counts from when this process first could
@@ -529,6 +543,38 @@ func removeTempFiles(fs FS, dir string) {
 			fs.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// indexesOf returns the indexes of segment s in its published state st:
+// the active segment's, or a sealed one's from the index cache.
+func (l *Log) indexesOf(s *segment, st *segState) ([]offsetEntry, []timeEntry) {
+	if !st.onDisk {
+		return st.offs, st.times
+	}
+	return l.indexes.get(s, st.size, &l.log)
+}
+
+// writerIndexes is indexesOf for the writer, whose state of s is current.
+// REQUIRES: l.mu held.
+func (l *Log) writerIndexes(s *segment) ([]offsetEntry, []timeEntry) {
+	if !s.ixOnDisk {
+		return s.ix.offs, s.ix.times
+	}
+	return l.indexes.get(s, s.size, &l.log)
+}
+
+// indexInMemory brings a sealed segment's indexes back into its ix, for
+// the writer to change them (a truncation that makes it the active
+// segment again). Copies: the cache's slices are shared with readers.
+// REQUIRES: l.mu held.
+func (l *Log) indexInMemory(s *segment) {
+	if !s.ixOnDisk {
+		return
+	}
+	offs, times := l.writerIndexes(s)
+	s.ix = index{offs: slices.Clone(offs), times: slices.Clone(times)}
+	s.ixOnDisk = false
+	l.indexes.drop(s)
 }
 
 // publishSegs makes the segment list and each segment's state visible to
@@ -752,11 +798,12 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 		l.mu.failed = fmt.Errorf("segment %d: index at roll: %w", old.base, err)
 		return nil, l.mu.failed
 	}
-	// Sealed, its indexes no longer grow: they keep what they hold, not
-	// the spare capacity appends left (a quarter of what a segment's
-	// indexes take in memory; BenchmarkIndexMemory). Readers holding the
-	// old slices keep reading them: entries never change.
-	old.ix.offs, old.ix.times = slices.Clone(old.ix.offs), slices.Clone(old.ix.times)
+	// Sealed, its indexes live in its files. The cache starts with them,
+	// for the readers near the log's end, keeping what they hold and not
+	// the spare capacity appends left. Readers holding the old slices keep
+	// reading them: entries never change.
+	ix := old.indexOnDisk()
+	l.indexes.put(old, slices.Clone(ix.offs), slices.Clone(ix.times), false)
 	old.publish()
 	// Before the snapshot at base vouches for its entries (txnindex.go);
 	// createSegment's directory sync makes its name durable.
@@ -959,7 +1006,8 @@ func (l *Log) readOnce(offset int64, maxBytes int, limit int64, dst []byte) ([]b
 		s := segs[i]
 		st := s.pub.Load()
 		size := st.size
-		pos, err := s.findBatch(st.offs, offset, size)
+		offs, _ := l.indexesOf(s, st)
+		pos, err := s.findBatch(offs, offset, size)
 		if err != nil {
 			return nil, err
 		}

@@ -16,14 +16,14 @@ func (l *Log) OffsetForTimestamp(ts int64, limit int64) (offset, recordTS int64,
 	start := l.startOffset.Load()
 	for _, s := range l.segments() {
 		st := s.pub.Load()
-		t := st.times
 		if st.maxTS < ts {
 			continue // nothing in this segment reaches ts
 		}
+		offs, t := l.indexesOf(s, st)
 		from := s.base + int64(lookupTime(t, ts))
 		pos := int64(0)
 		if from > s.base {
-			if pos, err = s.findBatch(st.offs, from, st.size); err != nil {
+			if pos, err = s.findBatch(offs, from, st.size); err != nil {
 				return 0, 0, false, err
 			}
 		}
@@ -82,17 +82,18 @@ func (l *Log) MaxTimestamp() (offset, ts int64, ok bool, err error) {
 	var best *segment
 	ts = -1
 	var size int64
-	var idx []offsetEntry
+	var bestSt *segState
 	for _, s := range l.segments() {
 		if s.maxTS > ts {
 			st := s.pub.Load()
-			best, ts, offset, size, idx = s, s.maxTS, s.maxTSOffset, st.size, st.offs
+			best, ts, offset, size, bestSt = s, s.maxTS, s.maxTSOffset, st.size, st
 		}
 	}
 	l.mu.Unlock()
 	if best == nil {
 		return 0, 0, false, nil
 	}
+	idx, _ := l.indexesOf(best, bestSt)
 	pos, err := best.findBatch(idx, offset, size)
 	if err != nil || pos >= size {
 		return offset, ts, true, err
@@ -248,6 +249,7 @@ func (l *Log) Close() error {
 		}
 	}
 	for _, s := range segs {
+		l.indexes.drop(s)
 		s.close()
 	}
 	if flushErr != nil {
@@ -265,6 +267,7 @@ func (l *Log) Delete() error {
 	l.view.RUnlock()
 	l.mu.Unlock()
 	for _, s := range segs {
+		l.indexes.drop(s)
 		s.close()
 	}
 	return DeletePartitionDir(l.fs, l.dir)

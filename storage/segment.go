@@ -44,6 +44,10 @@ type segment struct {
 	firstAppend     time.Time
 	lastEpoch       int32 // leader epoch of the last batch, -1 when empty or unstamped
 	ix              index
+	// ixOnDisk: the indexes are in the segment's index files, durably,
+	// and not in ix (empty): a sealed segment's, which readers get from
+	// the log's IndexCache. Writer-owned; published in segState.onDisk.
+	ixOnDisk bool
 	// allocated is the file's length on disk, which runs ahead of size in
 	// preallocated chunks: an fdatasync after a write that grows the file
 	// must also commit the new length, and costs several times more than
@@ -75,13 +79,29 @@ type segState struct {
 	// maxTS is the segment's largest batch max timestamp (-1: none): the
 	// sparse time index's last entry can be behind it.
 	maxTS int64
+	// onDisk: offs and times are nil, and the indexes are in the
+	// segment's files (Log.indexesOf).
+	onDisk bool
 }
 
 // publish makes the writer's current state visible to readers.
 // REQUIRES: Log.mu held (or the segment not yet shared).
 func (s *segment) publish() {
-	s.pub.Store(&segState{size: s.size, offs: s.ix.offs, times: s.ix.times, maxTS: s.maxTS})
+	s.pub.Store(&segState{size: s.size, offs: s.ix.offs, times: s.ix.times, maxTS: s.maxTS, onDisk: s.ixOnDisk})
 }
+
+// indexOnDisk leaves the segment's indexes to its files, which must hold
+// them durably (written at its roll or by Open), and returns what the
+// writer held; publish makes readers look there.
+// REQUIRES: Log.mu held (or the segment not yet shared).
+func (s *segment) indexOnDisk() index {
+	ix := s.ix
+	s.ix, s.ixOnDisk = index{}, true
+	return ix
+}
+
+// dir is the directory of the segment's files.
+func (s *segment) dir() string { return filepath.Dir(s.path) }
 
 // preallocChunk is how far ahead of the data a segment file is extended.
 const preallocChunk = 4 << 20
@@ -172,6 +192,9 @@ func (s *segment) pinWriter() error {
 // .timeindex files whole, fdatasynced when sync is set. The files are
 // closed again: no descriptor stays open for them.
 func (s *segment) writeIndexFiles(sync bool) error {
+	if s.ixOnDisk {
+		return nil // the files hold them already
+	}
 	offs := make([]byte, 0, len(s.ix.offs)*offsetEntryLen)
 	for _, e := range s.ix.offs {
 		offs = binary.BigEndian.AppendUint32(offs, uint32(e.rel))

@@ -141,6 +141,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
+	l.indexInMemory(s) // s becomes the active segment, whose indexes the writer holds
 	cut, err := s.cutPoint(offset)
 	if err != nil {
 		return fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
@@ -217,6 +218,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	for k := len(dead) - 1; k >= 0; k-- {
 		d := dead[k]
 		delete(l.mu.dirty, d)
+		l.indexes.drop(d)
 		if err := d.remove(l.cfg.FileDeleteDelay); err != nil {
 			return fail(err)
 		}
@@ -297,7 +299,8 @@ func (l *Log) replayProducers(segs []*segment, end int64) (producers, txnState, 
 		var pos int64
 		if from > s.base {
 			var err error
-			if pos, err = s.findBatch(s.ix.offs, from, s.size); err != nil {
+			offs, _ := l.writerIndexes(s)
+			if pos, err = s.findBatch(offs, from, s.size); err != nil {
 				return nil, t, err
 			}
 		}
@@ -440,6 +443,7 @@ func (l *Log) truncateFullyWithLocked(offset, start int64, snap producers) error
 	segs := l.segments()
 	remove := func(s *segment) error {
 		delete(l.mu.dirty, s)
+		l.indexes.drop(s)
 		if err := s.remove(l.cfg.FileDeleteDelay); err != nil {
 			return err
 		}

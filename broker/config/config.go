@@ -12,6 +12,7 @@ import (
 	"github.com/fjordlog/fjord/broker/console"
 	"github.com/fjordlog/fjord/broker/pwenc"
 	"github.com/fjordlog/fjord/broker/sasl"
+	"github.com/fjordlog/fjord/storage"
 )
 
 // Config is everything a node needs to run. Field names follow Kafka's own
@@ -117,6 +118,9 @@ type Config struct {
 	// files (fjord.log.open.files.max); 0 derives it from RLIMIT_NOFILE
 	// (broker/replicamgr/fdbudget.go).
 	LogOpenFilesMax int64
+	// LogIndexCacheBytes bounds the memory of sealed segments' indexes
+	// held for lookups (fjord.log.index.cache.bytes, storage.IndexCache).
+	LogIndexCacheBytes int64
 	// ReplicaLagTimeMaxMs: a follower not caught up for this long leaves
 	// the ISR (replica.lag.time.max.ms).
 	ReplicaLagTimeMaxMs int64
@@ -277,6 +281,7 @@ func Default() Config {
 		BrokerHeartbeatIntervalMs: 2000,
 		PartitionOpenTimeoutMs:    120000,
 		LogFlushStallMaxMs:        5000,
+		LogIndexCacheBytes:        storage.DefaultIndexCacheBytes,
 		ReplicaLagTimeMaxMs:       30000,
 		AutoLeaderRebalance:       true,
 		FastFencing:               true,
@@ -369,6 +374,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaLagTimeMaxMs < 1 {
 		errs = append(errs, fmt.Errorf("replica.lag.time.max.ms %d: must be >= 1", c.ReplicaLagTimeMaxMs))
+	}
+	if c.LogIndexCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("fjord.log.index.cache.bytes %d: must be >= 0", c.LogIndexCacheBytes))
 	}
 	if c.LogOpenFilesMax < 0 {
 		errs = append(errs, fmt.Errorf("fjord.log.open.files.max %d: must be >= 0", c.LogOpenFilesMax))

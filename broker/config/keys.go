@@ -278,6 +278,8 @@ func newConfigKeys() []Key {
 			Set: setInt(func(c *Config) *int64 { return &c.LogFlushStallMaxMs })},
 		{Name: "fjord.log.open.files.max", Def: itoa(d.LogOpenFilesMax), Doc: "Descriptors the node's log files may hold, shared by all its partitions: each open replica keeps one for its active segment; sealed segments' files are opened on demand and closed, least recently used first, beyond this. 0 = the process's RLIMIT_NOFILE less 1024 kept for connections (never more than that). A CreateTopics or CreatePartitions that would place more replicas on the node than this less a sixteenth (kept for sealed segments) is refused with POLICY_VIOLATION (Fjord only).",
 			Set: setInt(func(c *Config) *int64 { return &c.LogOpenFilesMax })},
+		{Name: "fjord.log.index.cache.bytes", Def: itoa(d.LogIndexCacheBytes), Doc: "Memory the node may hold of sealed segments' offset and time indexes, shared by all its partitions, least recently used out first; an index not held is read from its .index and .timeindex files when a fetch or ListOffsets needs it. The active segment's indexes are always held (about 6 MiB per GiB of segment). 0 = hold none (Fjord only).",
+			Set: setInt(func(c *Config) *int64 { return &c.LogIndexCacheBytes })},
 
 		{Name: "inter.broker.listener.name", Def: d.InterBrokerListenerName, Doc: "Listener whose advertised address other brokers use to reach this one (replication); empty = the first client listener.",
 			Set: setString(func(c *Config) *string { return &c.InterBrokerListenerName })},

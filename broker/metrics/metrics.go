@@ -69,6 +69,15 @@ func New(src Source) *Metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_file_evictions_total", Help: "Idle log segment files the file cache closed to stay within fjord.log.open.files.max."}, func() float64 {
 			return float64(src.FileCache().Evictions)
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fjord_log_index_cache_bytes", Help: "Memory held of sealed segments' offset and time indexes (at most fjord.log.index.cache.bytes, or one index larger than it)."}, func() float64 {
+			return float64(src.IndexCache().Bytes)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_index_loads_total", Help: "Sealed segments' indexes read from their files because the index cache did not hold them."}, func() float64 {
+			return float64(src.IndexCache().Misses)
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fjord_log_index_unreadable_total", Help: "Index file loads that found them missing or not matching their segment; that segment's lookups scan from its start until a restart rebuilds them."}, func() float64 {
+			return float64(src.IndexCache().Unreadable)
+		}),
 	)
 	return m
 }

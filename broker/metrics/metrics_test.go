@@ -36,8 +36,11 @@ func (f *fakeSource) Topics() map[string][]Partition {
 	}
 	return out
 }
-func (f *fakeSource) UnderReplicated() int64                { return f.under }
-func (f *fakeSource) FileCache() storage.FileCacheStats     { return f.files }
+func (f *fakeSource) UnderReplicated() int64            { return f.under }
+func (f *fakeSource) FileCache() storage.FileCacheStats { return f.files }
+func (f *fakeSource) IndexCache() storage.IndexCacheStats {
+	return storage.IndexCacheStats{Bytes: 4096, Misses: 2, Unreadable: 1}
+}
 func (f *fakeSource) Groups() []Group                       { return f.groups }
 func (f *fakeSource) Controller() (*controller.Image, bool) { return f.img, f.active }
 func (f *fakeSource) TopicName(id [16]byte) (string, bool)  { n, ok := f.topicByID[id]; return n, ok }
@@ -126,6 +129,9 @@ func TestMetricsStateSeries(t *testing.T) {
 		"fjord_log_bytes":                   1500,
 		"fjord_under_replicated_partitions": 1,
 		"fjord_log_open_files":              3,
+		"fjord_log_index_cache_bytes":       4096,
+		"fjord_log_index_loads_total":       2,
+		"fjord_log_index_unreadable_total":  1,
 		"fjord_log_file_opens_total":        9,
 		"fjord_log_file_evictions_total":    6,
 

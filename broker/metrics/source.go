@@ -24,6 +24,9 @@ type Source interface {
 	UnderReplicated() int64
 	// FileCache returns the counters of the node's log file cache.
 	FileCache() storage.FileCacheStats
+	// IndexCache returns the figures of the node's cache of sealed
+	// segments' indexes.
+	IndexCache() storage.IndexCacheStats
 	// Groups returns the groups this node coordinates with their
 	// offsets loaded, in no order; nil when it runs no coordinator. The
 	// caller owns the slice and what it holds.

@@ -204,7 +204,7 @@ func (m *Manager) openLog(p *replica.Partition, c *dirClaim) (*storage.Log, erro
 func (m *Manager) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log, error) {
 	dir := c.dir
 	scfg := p.Settings().Storage
-	scfg.Files = m.files
+	scfg.Files, scfg.Indexes = m.files, m.indexes
 	scfg.FS = m.cfg.FS
 	// The topic id as Kafka prints it: unpadded URL-safe base64.
 	want := base64.RawURLEncoding.EncodeToString(p.TopicID[:])

@@ -49,6 +49,9 @@ type Config struct {
 	// LogOpenFilesMax is fjord.log.open.files.max: the file cache's
 	// capacity, 0 to derive it from RLIMIT_NOFILE (fdbudget.go).
 	LogOpenFilesMax int64
+	// LogIndexCacheBytes is fjord.log.index.cache.bytes: the budget of the
+	// node's cache of sealed segments' indexes.
+	LogIndexCacheBytes int64
 	// Tiering: the node has a remote store (broker/tier copies tiered
 	// topics' segments), so a tiered log keeps each local segment until
 	// the image says the store holds it. Without one, a topic with
@@ -133,8 +136,9 @@ type Manager struct {
 
 	// files is the node's cache of open log files, budget its division
 	// of the descriptors (fdbudget.go). Set in New.
-	files  *storage.FileCache
-	budget fdBudget
+	files   *storage.FileCache
+	indexes *storage.IndexCache // sealed segments' indexes, shared by every log
+	budget  fdBudget
 	// openSem bounds concurrent log opens (openSlots).
 	openSem chan struct{}
 	// openHook, if set (tests only), runs at the start of every replica
@@ -169,6 +173,7 @@ func New(ctx context.Context, cfg Config) *Manager {
 		m.cfg.Go = func(func()) bool { return false }
 	}
 	m.files, m.budget = newFileCache(cfg.LogOpenFilesMax)
+	m.indexes = storage.NewIndexCache(cfg.LogIndexCacheBytes)
 	m.log.Info().Int("rlimit_nofile", m.budget.limit).Int("log_open_files_max", m.budget.capacity).
 		Int("partition_limit", m.budget.partLimit).Msg("file descriptor budget")
 	m.replicas.live = map[*replica.Partition]*dirClaim{}
@@ -283,6 +288,9 @@ func (m *Manager) UnderReplicated() int64 { return m.underReplicated.Load() }
 
 // Files is the node's cache of open log files.
 func (m *Manager) Files() *storage.FileCache { return m.files }
+
+// Indexes is the node's cache of sealed segments' indexes.
+func (m *Manager) Indexes() *storage.IndexCache { return m.indexes }
 
 // SetOpenHook makes fn run at the start of every replica open (tests
 // only: a slow or hung log recovery).

@@ -1,0 +1,141 @@
+package storage
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
+)
+
+// indexedLog writes n single-record batches of 512-byte values, a
+// millisecond apart from ts0, to a log of small segments (many sealed
+// ones, each with many index entries) whose sealed indexes go through c.
+func indexedLog(t *testing.T, dir string, c *IndexCache, n int) (*Log, Config) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 10
+	cfg.IndexIntervalBytes = 1024
+	cfg.Indexes = c
+	l := openLog(t, dir, cfg)
+	for i := range n {
+		appendOpts(t, l, batchOpts{N: 1, ValueSize: 512, BaseTS: ts0 + int64(i)}, int64(i))
+	}
+	if l.SegmentCount() < 5 {
+		t.Fatalf("%d segments, want several sealed ones", l.SegmentCount())
+	}
+	return l, cfg
+}
+
+const ts0 = 1_700_000_000_000
+
+// checkLookups reads every offset on its own and looks up timestamps
+// across the log: each must find its own record, whatever the cache holds.
+func checkLookups(t *testing.T, l *Log, n int) {
+	t.Helper()
+	for off := int64(0); off < int64(n); off += 7 {
+		data, err := l.Read(off, 1, l.EndOffset(), nil)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		bs := splitBatches(t, data)
+		if len(bs) == 0 || recordbatch.BaseOffset(bs[0]) != off {
+			t.Fatalf("Read(%d) began at another batch", off)
+		}
+	}
+	for i := int64(0); i < int64(n); i += 13 {
+		off, ts, ok, err := l.OffsetForTimestamp(ts0+i, l.EndOffset())
+		if err != nil || !ok || off != i || ts != ts0+i {
+			t.Fatalf("OffsetForTimestamp(%d) = %d, %d, %v, %v; want offset %d", ts0+i, off, ts, ok, err, i)
+		}
+	}
+	if off, ts, ok, err := l.MaxTimestamp(); err != nil || !ok || off != int64(n-1) || ts != ts0+int64(n-1) {
+		t.Fatalf("MaxTimestamp = %d, %d, %v, %v", off, ts, ok, err)
+	}
+}
+
+// TestIndexCacheBounded: sealed segments' indexes are held within the
+// cache's budget, loaded back from their files as lookups need them, and
+// every lookup finds its record whether the index was held or loaded;
+// before and after a restart, and into a sealed segment a truncation
+// makes active again.
+func TestIndexCacheBounded(t *testing.T) {
+	const n = 1200 // about 10 segments of 64 KiB
+	dir := t.TempDir()
+	c := NewIndexCache(600) // about one segment's indexes
+	l, cfg := indexedLog(t, dir, c, n)
+	checkLookups(t, l, n)
+	st := c.Stats()
+	if st.Misses == 0 || st.Evictions == 0 || st.Unreadable != 0 {
+		t.Fatalf("stats %+v: want loads and evictions, no unreadable files", st)
+	}
+	if st.Entries != 1 {
+		t.Fatalf("stats %+v: the cache holds %d indexes, want the one last used", st, st.Entries)
+	}
+	// Sealed segments hold nothing themselves.
+	for _, s := range l.segments()[:l.SegmentCount()-1] {
+		if st := s.pub.Load(); !st.onDisk || st.offs != nil || st.times != nil {
+			t.Fatalf("sealed segment %d holds its indexes", s.base)
+		}
+	}
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats().Entries != 0 {
+		t.Fatal("a closed log's indexes stay cached")
+	}
+	l = openLog(t, dir, cfg)
+	checkLookups(t, l, n)
+
+	// A truncation into a sealed segment whose index is not cached: the
+	// segment becomes the active one again and takes new batches.
+	segs := l.segments()
+	mid := segs[len(segs)/2]
+	c.drop(mid)
+	cut := mid.base + 5
+	if err := l.Truncate(cut); err != nil {
+		t.Fatal(err)
+	}
+	for i := cut; i < int64(n); i++ {
+		appendOpts(t, l, batchOpts{N: 1, ValueSize: 512, BaseTS: ts0 + i}, i)
+	}
+	checkLookups(t, l, n)
+	if got := len(readAll(t, l, 0)); got != n {
+		t.Fatalf("%d batches after the truncation and appends, want %d", got, n)
+	}
+}
+
+// TestIndexCacheUnreadableFiles: a sealed segment whose index files are
+// gone or do not match its log is read by scanning from its start, with
+// the same answers, and the load is counted and tried once.
+func TestIndexCacheUnreadableFiles(t *testing.T) {
+	const n = 800
+	c := NewIndexCache(1 << 20)
+	l, _ := indexedLog(t, t.TempDir(), c, n)
+	segs := l.segments()
+	gone, wrong := segs[1], segs[2]
+	if err := os.Remove(segmentPath(l.dir, gone.base, ".index")); err != nil {
+		t.Fatal(err)
+	}
+	// wrong's last offset entry names the next offset at its batch's
+	// position: well-formed and in order, but not this log.
+	b, err := os.ReadFile(segmentPath(l.dir, wrong.base, ".index"))
+	if err != nil || len(b) < 2*offsetEntryLen {
+		t.Fatalf("read index: %v (%d bytes)", err, len(b))
+	}
+	b[len(b)-5]++
+	if err := os.WriteFile(segmentPath(l.dir, wrong.base, ".index"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.drop(gone) // as if evicted: the next lookup reads the files
+	c.drop(wrong)
+	checkLookups(t, l, n)
+	if st := c.Stats(); st.Unreadable != 2 {
+		t.Fatalf("stats %+v: want the two segments' files found unusable", st)
+	}
+	before := c.Stats().Misses
+	checkLookups(t, l, n)
+	if after := c.Stats(); after.Unreadable != 2 || after.Misses != before {
+		t.Fatalf("stats %+v after a second pass (misses before %d): an unusable index was loaded again", after, before)
+	}
+}
