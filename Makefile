@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRecovery$$' -fuzztime=$(FUZZ_DISK) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzFilter$$' -fuzztime=$(FUZZ_FAST) ./broker/acl
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeLogStart$$' -fuzztime=$(FUZZ_DISK) ./storage
+	$(GO) test -run='^$$' -fuzz='^FuzzSealedIndex$$' -fuzztime=$(FUZZ_DISK) ./storage
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZ_FAST) ./controller
 	$(GO) test -run='^$$' -fuzz='^FuzzParseJAAS$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl
 	$(GO) test -run='^$$' -fuzz='^FuzzParsePlain$$' -fuzztime=$(FUZZ_FAST) ./broker/sasl

@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"os"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
@@ -138,4 +141,72 @@ func TestIndexCacheUnreadableFiles(t *testing.T) {
 	if after := c.Stats(); after.Unreadable != 2 || after.Misses != before {
 		t.Fatalf("stats %+v after a second pass (misses before %d): an unusable index was loaded again", after, before)
 	}
+}
+
+// FuzzSealedIndex: whatever a sealed segment's index files hold (they come
+// from the disk), every read finds its own batch, with no error: a wrong
+// index costs a scan, never a wrong answer or a report of damage (which
+// would make a leader resign and a follower cut its log).
+func FuzzSealedIndex(f *testing.F) {
+	const n = 300
+	dir := f.TempDir()
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 10
+	cfg.IndexIntervalBytes = 1024
+	c := NewIndexCache(1 << 20)
+	cfg.Indexes = c
+	l, err := Open(dir, cfg, zerolog.Nop())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { l.Close() })
+	for i := range n {
+		b := buildBatch(f, batchOpts{N: 1 + i%3, ValueSize: 300, BaseTS: ts0 + int64(i)})
+		if _, err := appendRaw(l, b, int64(i)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	sealed := l.segments()[0]
+	ixPath, tiPath := segmentPath(dir, sealed.base, ".index"), segmentPath(dir, sealed.base, ".timeindex")
+	goodIx, err := os.ReadFile(ixPath)
+	if err != nil {
+		f.Fatal(err)
+	}
+	goodTi, err := os.ReadFile(tiPath)
+	if err != nil {
+		f.Fatal(err)
+	}
+	want := map[int64]int64{} // offset -> base offset of its batch
+	for _, b := range readAll(f, l, 0) {
+		for o := recordbatch.BaseOffset(b); o <= recordbatch.LastOffset(b); o++ {
+			want[o] = recordbatch.BaseOffset(b)
+		}
+	}
+	f.Add(goodIx, goodTi)
+	f.Add(goodIx[:len(goodIx)/2], goodTi[:0])
+	f.Add([]byte{0, 0, 0, 3, 0, 0, 0, 5}, []byte{})
+	// Well-formed, its last entry right, its first naming a position
+	// inside a batch.
+	inside := bytes.Clone(goodIx)
+	inside[7]++
+	f.Add(inside, goodTi)
+	f.Fuzz(func(t *testing.T, ix, ti []byte) {
+		if err := os.WriteFile(ixPath, ix, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(tiPath, ti, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.drop(sealed) // the first read loads these files
+		for off := int64(0); off < sealed.next; off++ {
+			data, err := l.Read(off, 1, l.EndOffset(), nil)
+			if err != nil {
+				t.Fatalf("Read(%d): %v", off, err)
+			}
+			bs := splitBatches(t, data)
+			if len(bs) == 0 || recordbatch.BaseOffset(bs[0]) != want[off] {
+				t.Fatalf("Read(%d) did not begin with its batch at %d", off, want[off])
+			}
+		}
+	})
 }

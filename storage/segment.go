@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -581,10 +582,24 @@ func (s *segment) readInto(dst []byte, pos int64, n int) ([]byte, error) {
 
 // findBatch returns the position of the batch containing offset, scanning
 // batch headers forward from the index's hint. size bounds the scan.
+//
+// The hint is only a hint: its entry says the batch at its position ends
+// at its offset, and a header there that does not (a length below a
+// header's or past the segment, another last offset) says the index is
+// wrong, not the log. The scan then starts again from the segment's first
+// batch. Only a header met after a checked start is damage
+// (CorruptLogError), which makes a leader resign and a follower cut its
+// log: an index file gone bad must do neither, nor skip records.
 func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64, error) {
 	// An offset below the base (a read walking on across a gap between
 	// segments, perhaps wider than an int32) starts at the first batch.
-	pos := int64(lookupPos(offs, int32(min(max(offset-s.base, 0), math.MaxInt32))))
+	rel := int32(min(max(offset-s.base, 0), math.MaxInt32))
+	i := sort.Search(len(offs), func(i int) bool { return offs[i].rel >= rel })
+	var hint, hintLast int64 // offs[i-1] ends before rel, so rel lies after its batch
+	if i > 0 {
+		hint, hintLast = int64(offs[i-1].pos), s.base+int64(offs[i-1].rel)
+	}
+	pos := hint
 	if pos >= size {
 		return size, nil
 	}
@@ -599,6 +614,12 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 			return 0, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}
 		n := recordbatch.Length(hdr[:])
+		if pos == hint && hint > 0 {
+			if n < recordbatch.HeaderLen || pos+n > size || recordbatch.LastOffset(hdr[:]) != hintLast {
+				pos, hint = 0, 0
+				continue
+			}
+		}
 		if n < recordbatch.HeaderLen {
 			return 0, &CorruptLogError{Segment: s.base, Position: pos, Offset: offset,
 				Reason: fmt.Sprintf("batch length %d", n-recordbatch.PrefixLen)}
