@@ -117,11 +117,15 @@ func (c *IndexCache) get(s *segment, size int64, log *zerolog.Logger) ([]offsetE
 	offs, times, err := s.loadIndexes(size)
 	<-c.loads
 	if err != nil {
-		offs, times = nil, nil
-		if !s.removed.Load() { // a segment retention just deleted: not news
-			log.Warn().Err(err).Int64("segment", s.base).
-				Msg("sealed segment's index files are unusable: its reads scan batch headers from the segment's start until the next restart rebuilds them")
+		if s.removed.Load() || !s.pub.Load().onDisk {
+			// Deleted by retention, or made the active segment again by a
+			// truncation, since the caller looked: not news, nothing to
+			// keep; its read retries on the current state.
+			return nil, nil
 		}
+		log.Warn().Err(err).Int64("segment", s.base).
+			Msg("sealed segment's index files are unusable: its reads scan batch headers from the segment's start until the next restart rebuilds them")
+		offs, times = nil, nil
 	}
 	c.put(s, offs, times, err != nil)
 	return offs, times
