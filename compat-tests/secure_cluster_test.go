@@ -52,7 +52,8 @@ func TestSecureCluster(t *testing.T) {
 	}
 	produce := func(from, n int) {
 		t.Helper()
-		cl := newClient(t, c.Addr(2), kgo.DialTLSConfig(&tls.Config{RootCAs: f.roots}), plainOpt("alice", "alice-secret"),
+		// Every node a seed: the follower killed below may be any of them.
+		cl := newClient(t, c.Addr(2), kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: f.roots}), plainOpt("alice", "alice-secret"),
 			kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 		defer cl.Close()
 		for i := from; i < from+n; i++ {
