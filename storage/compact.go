@@ -279,7 +279,9 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 		return nil
 	}
 	// Indexes go first: a crash after the rename then finds none and
-	// rebuilds them from the new file, never trusts stale ones.
+	// rebuilds them from the new file, never trusts stale ones. Readers of
+	// the old segment load them no more from here on.
+	l.indexes.retire(old)
 	for _, ext := range []string{".index", ".timeindex"} {
 		if err := l.fs.Remove(segmentPath(dir, old.base, ext)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("segment %d: %w", old.base, err)
@@ -319,7 +321,6 @@ func (l *Log) swapSegment(old *segment, cleaned string, gen uint64) error {
 	next[idx] = ns
 	l.publishSegs(next)
 	delete(l.mu.dirty, old)
-	l.indexes.drop(old)
 	old.removed.Store(true)
 	time.AfterFunc(l.cfg.FileDeleteDelay, old.close)
 	return nil

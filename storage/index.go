@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
 // offsetEntry maps a batch's last offset (relative to the segment base) to
@@ -95,7 +97,7 @@ func loadIndexFiles(fs FS, offPath, timePath string, logSize int64) ([]offsetEnt
 	offs := make([]offsetEntry, 0, len(ob)/offsetEntryLen)
 	for b := ob; len(b) > 0; b = b[offsetEntryLen:] {
 		e := offsetEntry{int32(binary.BigEndian.Uint32(b)), int32(binary.BigEndian.Uint32(b[4:]))}
-		if e.pos < 0 || int64(e.pos) >= logSize || (len(offs) > 0 && (e.rel <= offs[len(offs)-1].rel || e.pos <= offs[len(offs)-1].pos)) {
+		if e.pos < 0 || int64(e.pos)+recordbatch.HeaderLen > logSize || (len(offs) > 0 && (e.rel <= offs[len(offs)-1].rel || e.pos <= offs[len(offs)-1].pos)) {
 			return nil, nil, fmt.Errorf("offset index entry %d (%d@%d) out of order or past the log", len(offs), e.rel, e.pos)
 		}
 		offs = append(offs, e)

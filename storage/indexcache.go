@@ -97,11 +97,11 @@ func indexBytes(offs []offsetEntry, times []timeEntry) int64 {
 	return int64(cap(offs))*8 + int64(cap(times))*16
 }
 
-// get returns s's indexes, from the cache or its files (size is the
-// segment's published size, which the entries must lie inside). The
-// slices are shared and never modified. log takes the warning when the
-// files are unusable.
-func (c *IndexCache) get(s *segment, size int64, log *zerolog.Logger) ([]offsetEntry, []timeEntry) {
+// get returns the indexes of s in its published state st, from the cache
+// or its files, which must agree with st (entries inside st.size, the
+// time index ending at st.maxTS). The slices are shared and never
+// modified. log takes the warning when the files are unusable.
+func (c *IndexCache) get(s *segment, st *segState, log *zerolog.Logger) ([]offsetEntry, []timeEntry) {
 	c.mu.Lock()
 	if el, ok := c.m[s]; ok {
 		c.lru.MoveToFront(el)
@@ -111,59 +111,64 @@ func (c *IndexCache) get(s *segment, size int64, log *zerolog.Logger) ([]offsetE
 		return e.offs, e.times
 	}
 	c.misses++
+	gen := s.ixGen
 	c.mu.Unlock()
 
 	c.loads <- struct{}{}
-	offs, times, err := s.loadIndexes(size)
+	offs, times, err := s.loadIndexes(st.size, st.maxTS)
 	<-c.loads
-	if err != nil {
-		if s.removed.Load() || !s.pub.Load().onDisk {
-			// Deleted by retention, or made the active segment again by a
-			// truncation, since the caller looked: not news, nothing to
-			// keep; its read retries on the current state.
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.ixGen != gen || s.ixRetired || s.removed.Load() || !s.pub.Load().onDisk {
+		// The writer changed the files since they were read (a truncation,
+		// a roll after it), or the segment went (retention, compaction,
+		// close): what was read is this read's alone, and a failure to
+		// read is not news. The caller's read retries on the current
+		// state where it must.
+		if err != nil {
 			return nil, nil
 		}
+		return offs, times
+	}
+	if err != nil {
 		log.Warn().Err(err).Int64("segment", s.base).
 			Msg("sealed segment's index files are unusable: its reads scan batch headers from the segment's start until the next restart rebuilds them")
 		offs, times = nil, nil
+		c.failed++
 	}
-	c.put(s, offs, times, err != nil)
+	c.insertLocked(s, offs, times)
 	return offs, times
 }
 
-// put caches s's indexes (failed: an empty index for files that would not
-// load), evicting least recently used entries past the budget.
-func (c *IndexCache) put(s *segment, offs []offsetEntry, times []timeEntry, failed bool) {
-	e := &indexEntry{s: s, offs: offs, times: times, bytes: indexBytes(offs, times)}
+// install caches the indexes the writer just wrote to s's files (at its
+// roll), over anything a load read before.
+func (c *IndexCache) install(s *segment, offs []offsetEntry, times []timeEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if failed {
-		c.failed++
-	}
-	if el, ok := c.m[s]; ok { // loaded twice at once: keep one
-		c.used -= el.Value.(*indexEntry).bytes
-		c.lru.Remove(el)
-	}
+	s.ixGen++
+	c.insertLocked(s, offs, times)
+}
+
+// insertLocked caches s's indexes, evicting least recently used entries
+// past the budget. REQUIRES: c.mu held.
+func (c *IndexCache) insertLocked(s *segment, offs []offsetEntry, times []timeEntry) {
+	c.removeLocked(s)
 	if c.budget == 0 {
-		delete(c.m, s)
 		return
 	}
+	e := &indexEntry{s: s, offs: offs, times: times, bytes: indexBytes(offs, times)}
 	c.m[s] = c.lru.PushFront(e)
 	c.used += e.bytes
 	for c.used > c.budget && c.lru.Len() > 1 {
 		old := c.lru.Back()
-		oe := old.Value.(*indexEntry)
-		c.lru.Remove(old)
-		delete(c.m, oe.s)
-		c.used -= oe.bytes
+		c.removeLocked(old.Value.(*indexEntry).s)
 		c.evictions++
 	}
 }
 
-// drop forgets s's indexes: its files are gone or replaced.
-func (c *IndexCache) drop(s *segment) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// removeLocked forgets s's entry, if any. REQUIRES: c.mu held.
+func (c *IndexCache) removeLocked(s *segment) {
 	if el, ok := c.m[s]; ok {
 		c.used -= el.Value.(*indexEntry).bytes
 		c.lru.Remove(el)
@@ -171,11 +176,33 @@ func (c *IndexCache) drop(s *segment) {
 	}
 }
 
+// drop forgets s's indexes: the writer takes them back (a truncation
+// into s), so its files are about to change.
+func (c *IndexCache) drop(s *segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.ixGen++
+	c.removeLocked(s)
+}
+
+// retire forgets s's indexes for good: its files are gone or replaced
+// (retention, truncation, compaction, the log closed). A load under way
+// keeps what it read to itself.
+func (c *IndexCache) retire(s *segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.ixGen++
+	s.ixRetired = true
+	c.removeLocked(s)
+}
+
 // loadIndexes reads the sealed segment's index files and checks them
-// against the segment of size bytes: well-formed entries inside it
-// (loadIndexFiles), and the last offset entry naming the batch at its
-// position (one header read).
-func (s *segment) loadIndexes(size int64) ([]offsetEntry, []timeEntry, error) {
+// against the segment as published (size bytes, largest timestamp maxTS):
+// well-formed entries inside it (loadIndexFiles), the last offset entry
+// naming the batch at its position (one header read), and the time
+// index's last entry holding the segment's largest timestamp, as the
+// files written at a roll do.
+func (s *segment) loadIndexes(size, maxTS int64) ([]offsetEntry, []timeEntry, error) {
 	dir := s.dir()
 	offs, times, err := loadIndexFiles(s.fs, segmentPath(dir, s.base, ".index"), segmentPath(dir, s.base, ".timeindex"), size)
 	if err != nil {
@@ -187,10 +214,20 @@ func (s *segment) loadIndexes(size int64) ([]offsetEntry, []timeEntry, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if len(hdr) < recordbatch.HeaderLen {
+			return nil, nil, fmt.Errorf("offset index entry %d at %d: past the segment's end", n-1, last.pos)
+		}
 		if got := recordbatch.LastOffset(hdr); got != s.base+int64(last.rel) {
 			return nil, nil, fmt.Errorf("offset index entry %d names offset %d at %d, where the batch ends at %d",
 				n-1, s.base+int64(last.rel), last.pos, got)
 		}
+	}
+	switch n := len(times); {
+	case n == 0 && maxTS >= 0:
+		return nil, nil, fmt.Errorf("time index empty, the segment's largest timestamp %d", maxTS)
+	case n > 0 && (times[n-1].ts != maxTS || times[n-1].rel < 0):
+		return nil, nil, fmt.Errorf("time index ends at timestamp %d (offset %d), the segment's largest is %d",
+			times[n-1].ts, s.base+int64(times[n-1].rel), maxTS)
 	}
 	return offs, times, nil
 }

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -130,15 +132,26 @@ func TestIndexCacheUnreadableFiles(t *testing.T) {
 	if err := os.WriteFile(segmentPath(l.dir, wrong.base, ".index"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// And a time index that is well-formed but ends short of the
+	// segment's largest timestamp: its last entry names the segment's
+	// first timestamp at its last offset, which would make
+	// OffsetForTimestamp skip most of the segment.
+	late := segs[3]
+	ti := binary.BigEndian.AppendUint64(nil, uint64(ts0+late.base))
+	ti = binary.BigEndian.AppendUint32(ti, uint32(late.next-1-late.base))
+	if err := os.WriteFile(segmentPath(l.dir, late.base, ".timeindex"), ti, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c.drop(gone) // as if evicted: the next lookup reads the files
 	c.drop(wrong)
+	c.drop(late)
 	checkLookups(t, l, n)
-	if st := c.Stats(); st.Unreadable != 2 {
-		t.Fatalf("stats %+v: want the two segments' files found unusable", st)
+	if st := c.Stats(); st.Unreadable != 3 {
+		t.Fatalf("stats %+v: want the three segments' files found unusable", st)
 	}
 	before := c.Stats().Misses
 	checkLookups(t, l, n)
-	if after := c.Stats(); after.Unreadable != 2 || after.Misses != before {
+	if after := c.Stats(); after.Unreadable != 3 || after.Misses != before {
 		t.Fatalf("stats %+v after a second pass (misses before %d): an unusable index was loaded again", after, before)
 	}
 }
@@ -190,6 +203,9 @@ func FuzzSealedIndex(f *testing.F) {
 	inside := bytes.Clone(goodIx)
 	inside[7]++
 	f.Add(inside, goodTi)
+	// One entry within a header of the segment's end (a load read past it).
+	nearEnd := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0), uint32(sealed.pub.Load().size-10))
+	f.Add(nearEnd, goodTi)
 	f.Fuzz(func(t *testing.T, ix, ti []byte) {
 		if err := os.WriteFile(ixPath, ix, 0o600); err != nil {
 			t.Fatal(err)
@@ -209,4 +225,65 @@ func FuzzSealedIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIndexLoadRacesTruncation: a lookup reads a sealed segment's index
+// files while a truncation makes the segment active again and appends roll
+// it anew; what the lookup read (the old files, or half old and half new)
+// is its own, never cached over the indexes the roll installed, nor
+// counted as unusable files.
+func TestIndexLoadRacesTruncation(t *testing.T) {
+	const n = 1200
+	efs := NewErrorFS(nil)
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 10
+	cfg.IndexIntervalBytes = 1024
+	cfg.FS = efs
+	c := NewIndexCache(1 << 20)
+	cfg.Indexes = c
+	l := openLog(t, t.TempDir(), cfg)
+	for i := range n {
+		appendOpts(t, l, batchOpts{N: 1, ValueSize: 512, BaseTS: ts0 + int64(i)}, int64(i))
+	}
+	segs := l.segments()
+	s := segs[len(segs)-3]
+	c.drop(s)
+	// The lookup reads .index, then stalls opening .timeindex.
+	efs.Add(Fault{Op: OpOpen, Path: segmentPath(l.dir, s.base, ".timeindex"), Delay: 300 * time.Millisecond, Times: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := l.OffsetForTimestamp(ts0+s.base+3, l.EndOffset())
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cut := s.base + 5
+	if err := l.Truncate(cut); err != nil {
+		t.Fatal(err)
+	}
+	// Other batches from the cut: the files the roll writes differ from
+	// the old ones (positions, timestamps).
+	for i := cut; l.segments()[len(l.segments())-1] == s; i++ {
+		appendOpts(t, l, batchOpts{N: 1, ValueSize: 700, BaseTS: ts0 + 1_000_000 + i}, i)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the racing lookup: %v", err)
+	}
+	if st := c.Stats(); st.Unreadable != 0 {
+		t.Fatalf("stats %+v: a load that raced the truncation counted the files unusable", st)
+	}
+	c.mu.Lock()
+	el, ok := c.m[s]
+	c.mu.Unlock()
+	if !ok {
+		t.Fatal("the roll's indexes are not cached")
+	}
+	st := s.pub.Load()
+	offs, times, err := s.loadIndexes(st.size, st.maxTS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := el.Value.(*indexEntry)
+	if len(e.offs) != len(offs) || (len(offs) > 0 && e.offs[len(offs)-1] != offs[len(offs)-1]) || len(e.times) > len(times) {
+		t.Fatalf("cached %d offset entries, the files %d: the racing load's were kept", len(e.offs), len(offs))
+	}
 }

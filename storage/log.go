@@ -551,7 +551,7 @@ func (l *Log) indexesOf(s *segment, st *segState) ([]offsetEntry, []timeEntry) {
 	if !st.onDisk {
 		return st.offs, st.times
 	}
-	return l.indexes.get(s, st.size, &l.log)
+	return l.indexes.get(s, st, &l.log)
 }
 
 // writerIndexes is indexesOf for the writer, whose state of s is current.
@@ -560,7 +560,7 @@ func (l *Log) writerIndexes(s *segment) ([]offsetEntry, []timeEntry) {
 	if !s.ixOnDisk {
 		return s.ix.offs, s.ix.times
 	}
-	return l.indexes.get(s, s.size, &l.log)
+	return l.indexes.get(s, s.pub.Load(), &l.log) // a sealed segment's published state is the writer's
 }
 
 // indexInMemory brings a sealed segment's indexes back into its ix, for
@@ -803,7 +803,7 @@ func (l *Log) rollLocked(base, now int64) (*segment, error) {
 	// the spare capacity appends left. Readers holding the old slices keep
 	// reading them: entries never change.
 	ix := old.indexOnDisk()
-	l.indexes.put(old, slices.Clone(ix.offs), slices.Clone(ix.times), false)
+	l.indexes.install(old, slices.Clone(ix.offs), slices.Clone(ix.times))
 	old.publish()
 	// Before the snapshot at base vouches for its entries (txnindex.go);
 	// createSegment's directory sync makes its name durable.

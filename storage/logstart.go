@@ -173,7 +173,7 @@ func (l *Log) dropBelowLocked(start int64) (int, error) {
 	var firstErr error
 	for _, s := range segs[:n] {
 		delete(l.mu.dirty, s)
-		l.indexes.drop(s)
+		l.indexes.retire(s)
 		if err := s.remove(l.cfg.FileDeleteDelay); err != nil && firstErr == nil {
 			firstErr = err
 		}

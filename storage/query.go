@@ -249,7 +249,7 @@ func (l *Log) Close() error {
 		}
 	}
 	for _, s := range segs {
-		l.indexes.drop(s)
+		l.indexes.retire(s)
 		s.close()
 	}
 	if flushErr != nil {
@@ -267,7 +267,7 @@ func (l *Log) Delete() error {
 	l.view.RUnlock()
 	l.mu.Unlock()
 	for _, s := range segs {
-		l.indexes.drop(s)
+		l.indexes.retire(s)
 		s.close()
 	}
 	return DeletePartitionDir(l.fs, l.dir)

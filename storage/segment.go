@@ -49,6 +49,14 @@ type segment struct {
 	// and not in ix (empty): a sealed segment's, which readers get from
 	// the log's IndexCache. Writer-owned; published in segState.onDisk.
 	ixOnDisk bool
+	// ixGen and ixRetired are the IndexCache's, under its mu: ixGen
+	// moves whenever the writer changes what the segment's index files
+	// say (a roll installs them, a truncation takes them back), so a
+	// load that read the files before does not cache what it read;
+	// ixRetired: the segment is gone or replaced, and nothing of it is
+	// cached again.
+	ixGen     uint64
+	ixRetired bool
 	// allocated is the file's length on disk, which runs ahead of size in
 	// preallocated chunks: an fdatasync after a write that grows the file
 	// must also commit the new length, and costs several times more than
@@ -610,6 +618,10 @@ func (s *segment) findBatch(offs []offsetEntry, offset int64, size int64) (int64
 	defer s.h.release()
 	var hdr [recordbatch.HeaderLen]byte
 	for pos < size {
+		if pos == hint && hint > 0 && pos+recordbatch.HeaderLen > size {
+			pos, hint = 0, 0 // no batch starts there
+			continue
+		}
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			return 0, fmt.Errorf("segment %d: read header at %d: %w", s.base, pos, err)
 		}

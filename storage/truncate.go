@@ -110,6 +110,15 @@ type cutInfo struct {
 func (s *segment) cutPoint(offset int64) (cutInfo, error) {
 	rel := int32(min(offset-s.base, math.MaxInt32))
 	k := sort.Search(len(s.ix.offs), func(i int) bool { return s.ix.offs[i].rel >= rel })
+	if k > 0 {
+		// The entry's batch must end at its offset (the index of a sealed
+		// segment was read back from its files): else walk from the start.
+		e := s.ix.offs[k-1]
+		if hdr, err := s.readAt(int64(e.pos), recordbatch.HeaderLen); err != nil || len(hdr) < recordbatch.HeaderLen ||
+			recordbatch.LastOffset(hdr) != s.base+int64(e.rel) {
+			k = 0
+		}
+	}
 	c := cutInfo{end: s.base, epoch: -1, offs: k}
 	if k > 0 {
 		c.pos = int64(s.ix.offs[k-1].pos)
@@ -141,16 +150,25 @@ func (l *Log) truncateLocked(offset int64) error {
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	s := segs[i]
-	l.indexInMemory(s) // s becomes the active segment, whose indexes the writer holds
+	// s becomes the active segment, whose indexes the writer holds; back
+	// to its files if the truncation fails before changing anything.
+	sealed := s.ixOnDisk
+	l.indexInMemory(s)
+	unchanged := func(err error) error {
+		if sealed {
+			s.ix, s.ixOnDisk = index{}, true
+		}
+		return fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
+	}
 	cut, err := s.cutPoint(offset)
 	if err != nil {
-		return fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
+		return unchanged(err)
 	}
 	newEnd := cut.end
 	// 1. Snapshots past the new end. Nothing else has changed yet, so a
 	// failure here leaves the log as it was.
 	if err := removeSnapshotsAbove(l.fs, l.dir, newEnd); err != nil {
-		return fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
+		return unchanged(err)
 	}
 	fail := func(err error) error {
 		l.mu.failed = fmt.Errorf("log %s: truncate to %d: %w", l.dir, offset, err)
@@ -218,7 +236,7 @@ func (l *Log) truncateLocked(offset int64) error {
 	for k := len(dead) - 1; k >= 0; k-- {
 		d := dead[k]
 		delete(l.mu.dirty, d)
-		l.indexes.drop(d)
+		l.indexes.retire(d)
 		if err := d.remove(l.cfg.FileDeleteDelay); err != nil {
 			return fail(err)
 		}
@@ -443,7 +461,7 @@ func (l *Log) truncateFullyWithLocked(offset, start int64, snap producers) error
 	segs := l.segments()
 	remove := func(s *segment) error {
 		delete(l.mu.dirty, s)
-		l.indexes.drop(s)
+		l.indexes.retire(s)
 		if err := s.remove(l.cfg.FileDeleteDelay); err != nil {
 			return err
 		}
