@@ -199,11 +199,17 @@ func (f *fetcher) run() {
 	for f.ctx.Err() == nil {
 		now := nowMs()
 		var ready []*Partition
-		waiting := false // a partition of ours that may fetch later
+		// waiting: a partition of ours that does not fetch now but may
+		// later without a new partition set: its open ends, a repair
+		// that set a failed copy aside opens it again after a backoff,
+		// its core takes up the leader the image named, its damage is
+		// cut. Those changes wake nothing here, and a quiet cluster may
+		// send no new set for minutes, so the loop looks again shortly.
+		waiting := false
 		for _, p := range f.partitions() {
 			v, lg := p.view.Load(), p.Log()
 			if v.Leader != f.leader || lg == nil {
-				waiting = waiting || v.Phase == Opening
+				waiting = waiting || v.Phase < Deleting
 				continue
 			}
 			if v.Phase == Damaged && !v.InISR {
@@ -211,7 +217,7 @@ func (f *fetcher) run() {
 				v = p.view.Load()
 			}
 			if !v.Fetches(f.leader) {
-				waiting = waiting || v.Phase == Damaged
+				waiting = waiting || v.Phase < Deleting
 				continue
 			}
 			if now < p.pausedUntil.Load() || f.restartPending(p, now) {
