@@ -32,6 +32,13 @@ import (
 // then leave entries past the recovered log end, never a batch whose epoch
 // the checkpoint lacks; Open drops entries at or past the log end.
 //
+// The entry a new leader records before writing (AssignEpoch) is such an
+// entry until its first batch: Open would drop it, so writing it durably at
+// once buys nothing. It is kept in memory (epochPending) and written by
+// that first batch's append, before the batch. This keeps the two fsyncs
+// off partition creation and off a leader change of a partition nobody
+// writes to (a failover of 1,000 partitions, the idle ones among them).
+//
 // Alternatives rejected: syncing the checkpoint lazily in Flush would keep
 // the fsync off Log.mu, but data reaches disk without Flush (writeback), and
 // then a crash leaves batches of an epoch the checkpoint does not know.
@@ -265,6 +272,7 @@ func (l *Log) saveEpochsLocked(c epochCache) error {
 	}
 	l.epochs.Store(&c)
 	l.mu.epochsUnsaved = false
+	l.mu.epochPending = false
 	return nil
 }
 
@@ -321,7 +329,9 @@ func lastEpochOf(segs []*segment) int32 {
 // AssignEpoch records that leader epoch epoch writes the log from
 // startOffset, which must be the log end offset: a new leader calls it
 // before taking writes, so that followers asking OffsetForLeaderEpoch find
-// where the previous epoch ended. The record is durable before it returns.
+// where the previous epoch ended. The record is in memory when it returns,
+// and durable before the first batch of the epoch is written (epochPending),
+// or at Close.
 //
 // An epoch at or below the latest cached one is a no-op (a repeated call,
 // or a stale one). A startOffset below the latest entry's start, or other
@@ -350,7 +360,12 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 		return fmt.Errorf("log %s: %w: leader epoch %d must start at the log end %d, not %d",
 			l.dir, ErrOffsetOutOfRange, epoch, end, startOffset)
 	}
-	return l.saveEpochsLocked(c.with(epoch, startOffset))
+	// Not saved: an entry at the log end covers no batch, and Open drops
+	// it after a crash anyway (see the top of this file).
+	nc := c.with(epoch, startOffset)
+	l.epochs.Store(&nc)
+	l.mu.epochPending = true
+	return nil
 }
 
 // LatestEpoch is the latest leader epoch in the cache, -1 when it is empty.

@@ -146,6 +146,11 @@ type Log struct {
 		// only retention causes (entries below the new start; Open drops
 		// those anyway). Close writes it.
 		epochsUnsaved bool
+		// epochPending: the cache's latest entry was recorded by
+		// AssignEpoch at the log end and is not in the checkpoint file.
+		// The next batch written (either append path) saves the cache
+		// first; Close saves it too.
+		epochPending bool
 		// savedStart is the offset log-start-offset holds, -1 without the
 		// file (logstart.go).
 		savedStart int64
@@ -479,7 +484,9 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 			return nil, err
 		}
 	}
-	if !clean && len(bases) > 0 {
+	// A log whose one segment is empty is new (WritePartitionMetadata lays
+	// down the first segment), or held nothing to recover.
+	if !clean && len(bases) > 0 && last.next > 0 {
 		log.Info().Int64("end_offset", last.next).Int("segments", len(segs)).Msg("recovered log after unclean shutdown")
 	}
 	return l, nil
@@ -668,7 +675,7 @@ func (l *Log) appendLocked(batch []byte, info recordbatch.Info, m *recordbatch.E
 			return AppendResult{}, err
 		}
 	}
-	if newEpoch {
+	if newEpoch || l.mu.epochPending {
 		// The epoch is on disk before any batch of it (epochs.go).
 		if err := l.saveEpochsLocked(epochs); err != nil {
 			return AppendResult{}, err

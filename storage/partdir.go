@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -35,14 +36,42 @@ var ErrBadPartitionMetadata = errors.New("storage: partition.metadata names no t
 // parent, and replaces its partition.metadata durably and atomically (a
 // temporary file written and fsynced, renamed over the old one, the
 // directory fsynced). fs nil is OSFS.
+//
+// A directory it creates also gets the log's first segment, empty, so
+// that one sync of the directory makes both names durable and Open finds
+// the log begun: a new partition costs three fsyncs (the parent, the
+// file, the directory) instead of five, which a CreateTopics of a
+// thousand partitions pays a thousand times. A crash part way leaves a
+// directory without partition.metadata (the broker writes it again, and
+// Open creates and syncs what is missing) or one whose names may not be
+// durable yet, which holds nothing acknowledged.
 func WritePartitionMetadata(fs FS, dir, topicID string) error {
 	fs = fsOrOS(fs)
+	_, statErr := fs.Stat(dir)
+	fresh := errors.Is(statErr, os.ErrNotExist)
 	if err := mkdirAllDurable(fs, dir); err != nil {
 		return fmt.Errorf("partition directory %s: %w", dir, err)
 	}
 	data := fmt.Appendf(nil, "version: 0\ntopic_id: %s\n", topicID)
-	if err := WriteFileSyncFS(fs, filepath.Join(dir, PartitionMetadataFile), data); err != nil {
+	path := filepath.Join(dir, PartitionMetadataFile)
+	if !fresh {
+		if err := WriteFileSyncFS(fs, path, data); err != nil {
+			return fmt.Errorf("partition directory %s: %w", dir, err)
+		}
+		return nil
+	}
+	if err := renameSynced(fs, path, data); err != nil {
 		return fmt.Errorf("partition directory %s: %w", dir, err)
+	}
+	f, err := fs.OpenFile(segmentPath(dir, 0, ".log"), os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	if err != nil {
+		return fmt.Errorf("partition directory %s: first segment: %w", dir, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("partition directory %s: first segment: %w", dir, err)
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("partition directory %s: sync: %w", dir, err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // TestPartitionMetadataCrash: WritePartitionMetadata crashed before any
@@ -102,5 +104,76 @@ func TestReadPartitionMetadata(t *testing.T) {
 		if id, err := ReadPartitionMetadata(fs, dir); !errors.Is(err, ErrBadPartitionMetadata) {
 			t.Fatalf("%q read as %q, %v", bad, id, err)
 		}
+	}
+}
+
+// TestNewPartitionCrash: a partition's whole start as the broker makes it
+// (WritePartitionMetadata into a new directory, Open, the leader's
+// AssignEpoch, an append and its Flush), crashed before each of its
+// changes with each image keeping a random part of what was not durable,
+// then restarted as the broker restarts (partition.metadata written again
+// if missing, Open): every image opens, and once Flush has returned the
+// batch, the directory's names and the epoch survive. The new directory's
+// and the assigned epoch's fsyncs are shared or deferred, so this is what
+// checks that each name is still durable before anything needs it.
+func TestNewPartitionCrash(t *testing.T) {
+	const dir = "/logs/topic-0"
+	const id = "BBBBBBBBBBBBBBBBBBBBBB"
+	// Epoch -1: a batch nobody stamped saves no epoch, and with it no sync
+	// of the directory, so only WritePartitionMetadata's makes the names
+	// durable.
+	for _, epoch := range []int32{3, -1} {
+		crashes := 0
+		for change := 0; ; change++ {
+			last := false
+			for seed := range uint64(5) {
+				rng := rand.New(rand.NewPCG(seed, uint64(change)))
+				fs := newCrashFS(NewMemFS(), rng)
+				fs.arm(change)
+				if err := WritePartitionMetadata(fs, dir, id); err != nil {
+					t.Fatal(err)
+				}
+				cfg := testConfig()
+				cfg.FS = fs
+				l := openLog(t, dir, cfg)
+				if epoch >= 0 {
+					if err := l.AssignEpoch(epoch, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				appendAt(t, l, batchOpts{N: 4}, epoch)
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				img := fs.collect()
+				if img == nil {
+					img, last = fs.MemFS.CrashClone(rng), true
+				}
+				crashes++
+				if got, err := ReadPartitionMetadata(img, dir); err != nil || got != id {
+					if last {
+						t.Fatalf("image %d after the flush: partition.metadata %q, %v", seed, got, err)
+					}
+					if err := WritePartitionMetadata(img, dir, id); err != nil {
+						t.Fatalf("change %d image %d: rewriting partition.metadata: %v", change, seed, err)
+					}
+				}
+				c := testConfig()
+				c.FS = img
+				r, err := Open(dir, c, zerolog.Nop())
+				if err != nil {
+					t.Fatalf("change %d image %d: %v", change, seed, err)
+				}
+				end, latest := r.EndOffset(), r.LatestEpoch()
+				r.Close()
+				if last && (end != 4 || latest != epoch) {
+					t.Fatalf("epoch %d: image %d after the flush: end %d epoch %d, want 4 and %d", epoch, seed, end, latest, epoch)
+				}
+			}
+			if last {
+				break
+			}
+		}
+		t.Logf("epoch %d: %d crash images checked", epoch, crashes)
 	}
 }

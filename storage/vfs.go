@@ -195,6 +195,15 @@ func WriteFileSync(path string, data []byte) error {
 
 // WriteFileSyncFS is WriteFileSync on fs.
 func WriteFileSyncFS(fs FS, path string, data []byte) error {
+	if err := renameSynced(fs, path, data); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(path))
+}
+
+// renameSynced is WriteFileSyncFS but for the directory's sync, for a
+// caller that syncs the directory once for several names.
+func renameSynced(fs FS, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
@@ -211,10 +220,7 @@ func WriteFileSyncFS(fs FS, path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(path))
+	return fs.Rename(tmp, path)
 }
 
 // writeWhole replaces the contents of name with data in place (no
