@@ -146,11 +146,6 @@ type Log struct {
 		// only retention causes (entries below the new start; Open drops
 		// those anyway). Close writes it.
 		epochsUnsaved bool
-		// epochPending: the cache's latest entry was recorded by
-		// AssignEpoch at the log end and is not in the checkpoint file.
-		// The next batch written (either append path) saves the cache
-		// first; Close saves it too.
-		epochPending bool
 		// savedStart is the offset log-start-offset holds, -1 without the
 		// file (logstart.go).
 		savedStart int64
@@ -203,6 +198,11 @@ type Log struct {
 	// dev is the device of the log's file system with devKnown set, 0
 	// until FlushGroup has looked it up (Log.device).
 	dev atomic.Uint64
+	// epochPending: the cache's latest entry was recorded by AssignEpoch at
+	// the log end and is not in the checkpoint file. The next batch written
+	// (either append path) saves the cache first; so do SaveEpochs and
+	// Close. Written under mu; read anywhere (EpochPending).
+	epochPending atomic.Bool
 }
 
 // Open opens or creates the log in dir, recovering after an unclean
@@ -675,7 +675,7 @@ func (l *Log) appendLocked(batch []byte, info recordbatch.Info, m *recordbatch.E
 			return AppendResult{}, err
 		}
 	}
-	if newEpoch || l.mu.epochPending {
+	if newEpoch || l.epochPending.Load() {
 		// The epoch is on disk before any batch of it (epochs.go).
 		if err := l.saveEpochsLocked(epochs); err != nil {
 			return AppendResult{}, err

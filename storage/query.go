@@ -241,7 +241,7 @@ func (l *Log) Close() error {
 		if err == nil {
 			err = writeSnapshot(l.fs, l.dir, l.mu.producers, end, l.snapshotKeepAboveLocked())
 		}
-		if err == nil && (l.mu.epochsUnsaved || l.mu.epochPending) {
+		if err == nil && (l.mu.epochsUnsaved || l.epochPending.Load()) {
 			err = writeEpochCheckpoint(l.fs, l.dir, l.epochCache())
 		}
 		if err == nil {

@@ -311,7 +311,7 @@ func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res 
 		run := kept[i:j]
 
 		// parseReplicaBatches has checked the epoch against the cache.
-		if c, changed, _ := replicaEpochs(l.epochCache(), first.epoch, first.base, l.end.Load()); changed || l.mu.epochPending {
+		if c, changed, _ := replicaEpochs(l.epochCache(), first.epoch, first.base, l.end.Load()); changed || l.epochPending.Load() {
 			if err := l.saveEpochsLocked(c); err != nil {
 				return err
 			}

@@ -119,8 +119,10 @@ func (h replicaHost) Ended(p *replica.Partition) {
 }
 
 // Changed: coordinators follow their topics' leaderships, which may
-// change after an image (a slow open finishing).
+// change after an image (a slow open finishing); a new leadership's epoch
+// checkpoint is written in the background (epochsave.go).
 func (h replicaHost) Changed(p *replica.Partition) {
+	h.m.epochSaves.add(p.Log())
 	if slices.Contains(h.m.cfg.CoordinatorTopics, p.Topic) {
 		h.m.coordinate(h.m.Topic(p.Topic))
 	}

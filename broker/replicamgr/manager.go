@@ -149,6 +149,8 @@ type Manager struct {
 	replicas replicaRegistry
 	// alters queues AlterPartition proposals for the controller (isr.go).
 	alters alterBatcher
+	// epochSaves writes new leaders' epoch checkpoints (epochsave.go).
+	epochSaves epochSaver
 
 	// appliedVersion is the version of the image the replicas match;
 	// underReplicated counts the partitions led here with an ISR short
@@ -176,6 +178,7 @@ func New(ctx context.Context, cfg Config) *Manager {
 	m.indexes = storage.NewIndexCache(cfg.LogIndexCacheBytes)
 	m.log.Info().Int("rlimit_nofile", m.budget.limit).Int("log_open_files_max", m.budget.capacity).
 		Int("partition_limit", m.budget.partLimit).Msg("file descriptor budget")
+	m.epochSaves.m = m
 	m.replicas.live = map[*replica.Partition]*dirClaim{}
 	m.replicas.dirs = map[string]*dirClaim{}
 	m.mu.topics = map[string]*Topic{}
