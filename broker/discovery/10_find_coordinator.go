@@ -380,24 +380,11 @@ func (f *finder) waitCreated(keys []string, answers []coordAnswer) {
 		ot := f.h.Image().Topic(f.topic)
 		return ot != nil && len(ot.Partitions) > 0
 	}
-	deadline := time.NewTimer(f.loadWait)
-	defer deadline.Stop()
-	tick := time.NewTicker(f.poll)
-	defer tick.Stop()
-	for !exists() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			for _, i := range idx {
-				answers[i].creating = false
-			}
-			return
-		case <-f.cc.Ctx.Done():
-			for _, i := range idx {
-				answers[i].creating = false
-			}
-			return
+	if !f.pollUntil(exists) {
+		for _, i := range idx {
+			answers[i].creating = false
 		}
+		return
 	}
 	for _, i := range idx {
 		answers[i] = f.first(keys[i])
@@ -410,11 +397,7 @@ func (f *finder) waitLocal(keys []string, idx []int, answers []coordAnswer) {
 	if len(idx) == 0 {
 		return
 	}
-	deadline := time.NewTimer(f.loadWait)
-	defer deadline.Stop()
-	tick := time.NewTicker(f.poll)
-	defer tick.Stop()
-	for {
+	f.pollUntil(func() bool {
 		left := idx[:0]
 		for _, i := range idx {
 			var st coordState
@@ -422,17 +405,29 @@ func (f *finder) waitLocal(keys []string, idx []int, answers []coordAnswer) {
 				left = append(left, i)
 			}
 		}
-		if idx = left; len(idx) == 0 {
-			return
-		}
+		idx = left
+		return len(idx) == 0
+	})
+}
+
+// pollUntil calls done every f.poll until it returns true (true), or
+// f.loadWait passes or the connection ends (false). done runs at once
+// first.
+func (f *finder) pollUntil(done func() bool) bool {
+	deadline := time.NewTimer(f.loadWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(f.poll)
+	defer tick.Stop()
+	for !done() {
 		select {
 		case <-tick.C:
 		case <-deadline.C:
-			return
+			return false
 		case <-f.cc.Ctx.Done():
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // askPeer asks peer, the leader of the keys at idx in this broker's
