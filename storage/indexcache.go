@@ -119,25 +119,32 @@ func (c *IndexCache) get(s *segment, st *segState, log *zerolog.Logger) ([]offse
 	<-c.loads
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if s.ixGen != gen || s.ixRetired || s.removed.Load() || !s.pub.Load().onDisk {
 		// The writer changed the files since they were read (a truncation,
 		// a roll after it), or the segment went (retention, compaction,
 		// close): what was read is this read's alone, and a failure to
 		// read is not news. The caller's read retries on the current
 		// state where it must.
+		c.mu.Unlock()
 		if err != nil {
 			return nil, nil
 		}
 		return offs, times
 	}
+	warn := err != nil && !s.ixWarned
 	if err != nil {
-		log.Warn().Err(err).Int64("segment", s.base).
-			Msg("sealed segment's index files are unusable: its reads scan batch headers from the segment's start until the next restart rebuilds them")
 		offs, times = nil, nil
 		c.failed++
+		s.ixWarned = true
 	}
+	// The empty index of unusable files is cached too, so they are read
+	// once (within the budget), and the warning written once.
 	c.insertLocked(s, offs, times)
+	c.mu.Unlock()
+	if warn {
+		log.Warn().Err(err).Int64("segment", s.base).
+			Msg("sealed segment's index files are unusable: its reads scan batch headers from the segment's start until the next restart rebuilds them")
+	}
 	return offs, times
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -285,5 +286,42 @@ func TestIndexLoadRacesTruncation(t *testing.T) {
 	e := el.Value.(*indexEntry)
 	if len(e.offs) != len(offs) || (len(offs) > 0 && e.offs[len(offs)-1] != offs[len(offs)-1]) || len(e.times) > len(times) {
 		t.Fatalf("cached %d offset entries, the files %d: the racing load's were kept", len(e.offs), len(offs))
+	}
+}
+
+// TestIndexCacheWarnsOnce: with a budget of 0 nothing is cached, so every
+// lookup of a segment with unusable index files loads them again; the
+// warning is still written once for that segment, not once per read.
+func TestIndexCacheWarnsOnce(t *testing.T) {
+	const n = 800
+	dir := t.TempDir()
+	l, cfg := indexedLog(t, dir, NewIndexCache(1<<20), n)
+	gone := l.segments()[1].base
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(segmentPath(dir, gone, ".index")); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	c := NewIndexCache(0)
+	cfg.Indexes = c
+	r, err := Open(dir, cfg, zerolog.New(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Open may rebuild a missing index file (it checks the files it can);
+	// take the file away again from the sealed segment as it serves.
+	os.Remove(segmentPath(dir, gone, ".index"))
+	out.Reset()
+	checkLookups(t, r, n)
+	checkLookups(t, r, n)
+	st := c.Stats()
+	if st.Unreadable < 2 {
+		t.Fatalf("stats %+v: want the segment's files loaded and found unusable more than once", st)
+	}
+	if got := strings.Count(out.String(), "index files are unusable"); got != 1 {
+		t.Fatalf("%d warnings for one segment's unusable files (%d loads), want 1:\n%s", got, st.Unreadable, out.String())
 	}
 }

@@ -54,9 +54,11 @@ type segment struct {
 	// say (a roll installs them, a truncation takes them back), so a
 	// load that read the files before does not cache what it read;
 	// ixRetired: the segment is gone or replaced, and nothing of it is
-	// cached again.
+	// cached again. ixWarned: its files were found unusable, and said so
+	// once (with a budget of 0 nothing is cached, and every lookup loads).
 	ixGen     uint64
 	ixRetired bool
+	ixWarned  bool
 	// allocated is the file's length on disk, which runs ahead of size in
 	// preallocated chunks: an fdatasync after a write that grows the file
 	// must also commit the new length, and costs several times more than
