@@ -275,6 +275,7 @@ func (l *Log) saveEpochsLocked(c epochCache) error {
 	l.epochs.Store(&c)
 	l.mu.epochsUnsaved = false
 	l.epochPending.Store(false)
+	l.mu.dirUnsynced = false // the checkpoint's rename synced the directory
 	return nil
 }
 

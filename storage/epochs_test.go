@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -329,6 +331,144 @@ func TestAssignedEpochDurableBeforeItsBatch(t *testing.T) {
 	}
 	if survived == 0 {
 		t.Fatal("no crash image kept the batch: the test checks nothing")
+	}
+}
+
+// TestAssignedEpochCrashDuringFirstBatch: a crash at each change of the
+// assigned epoch's first append and its flush, each image keeping a
+// random part of what was not durable: any image that holds a batch of
+// epoch 4 has a checkpoint naming epoch 4 where it began. (The save must
+// come before the batch's write, which writeback may make durable at any
+// time, not only after it.)
+func TestAssignedEpochCrashDuringFirstBatch(t *testing.T) {
+	const dir = "/p"
+	images, kept := 0, 0
+	for change := 0; ; change++ {
+		last := false
+		for seed := range uint64(6) {
+			rng := rand.New(rand.NewPCG(seed, uint64(change)))
+			fs := newCrashFS(NewMemFS(), rng)
+			cfg := testConfig()
+			cfg.FS = fs
+			l, err := Open(dir, cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendAt(t, l, batchOpts{N: 2}, 0)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			end := l.EndOffset()
+			if err := l.AssignEpoch(4, end); err != nil {
+				t.Fatal(err)
+			}
+			fs.arm(change)
+			appendAt(t, l, batchOpts{N: 3}, 4)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			img := fs.collect()
+			if img == nil {
+				img, last = fs.MemFS.CrashClone(rng), true
+			}
+			l.Close()
+			images++
+			raw, rerr := ReadFile(img, filepath.Join(dir, epochCheckpointFile))
+			c := testConfig()
+			c.FS = img
+			r, err := Open(dir, c, zerolog.Nop())
+			if err != nil {
+				t.Fatalf("change %d image %d: %v", change, seed, err)
+			}
+			got := r.EndOffset()
+			r.Close()
+			if got == end {
+				continue
+			}
+			kept++
+			cp, err := decodeEpochCheckpoint(raw)
+			if rerr != nil || err != nil || !reflect.DeepEqual(cp, ec(0, 0, 4, end)) {
+				t.Fatalf("change %d image %d: the log holds a batch of epoch 4 (end %d), the checkpoint %v (%v, %v)", change, seed, got, cp, rerr, err)
+			}
+		}
+		if last {
+			break
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no image kept a batch of epoch 4: the test checks nothing")
+	}
+	t.Logf("%d images, %d with a batch of epoch 4", images, kept)
+}
+
+// TestPendingEpochWritten: an assigned entry reaches the checkpoint file
+// through SaveEpochs, Close, or a follower's first fetched batch (whose
+// newer epoch replaces it); a truncation below it forgets it.
+func TestPendingEpochWritten(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	appendAt(t, l, batchOpts{N: 2}, 0)
+	appendAt(t, l, batchOpts{N: 2}, 0) // 0-1, 2-3
+	if l.EpochPending() {
+		t.Fatal("pending with no assignment")
+	}
+	if err := l.AssignEpoch(2, 4); err != nil {
+		t.Fatal(err)
+	}
+	if !l.EpochPending() || checkpointText(t, dir) != "0\n1\n0 0\n" {
+		t.Fatalf("assigned: pending %v, checkpoint %q", l.EpochPending(), checkpointText(t, dir))
+	}
+	if err := l.SaveEpochs(); err != nil {
+		t.Fatal(err)
+	}
+	if l.EpochPending() || checkpointText(t, dir) != "0\n2\n0 0\n2 4\n" {
+		t.Fatalf("SaveEpochs: pending %v, checkpoint %q", l.EpochPending(), checkpointText(t, dir))
+	}
+	if err := l.SaveEpochs(); err != nil { // nothing pending: nothing to do
+		t.Fatal(err)
+	}
+
+	if err := l.AssignEpoch(3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpointText(t, dir); got != "0\n2\n0 0\n3 4\n" {
+		t.Fatalf("Close with an entry pending: checkpoint %q", got)
+	}
+	if err := l.SaveEpochs(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SaveEpochs on a closed log: %v", err)
+	}
+
+	// Reopened, epoch 3 has no batch and is dropped. A new leadership's
+	// entry, then a truncation below its start: the entry goes with it.
+	l = openLog(t, dir, testConfig())
+	checkEpochs(t, l, ec(0, 0))
+	if err := l.AssignEpoch(5, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Truncate(2); err != nil {
+		t.Fatal(err)
+	}
+	checkEpochs(t, l, ec(0, 0))
+	if l.EpochPending() || checkpointText(t, dir) != "0\n1\n0 0\n" {
+		t.Fatalf("truncated below the pending entry: pending %v, checkpoint %q", l.EpochPending(), checkpointText(t, dir))
+	}
+
+	// A leader's pending entry, then it follows a newer leader: the first
+	// fetched batch's epoch replaces the pending one, saved first.
+	if err := l.AssignEpoch(6, 2); err != nil {
+		t.Fatal(err)
+	}
+	b := buildBatch(t, batchOpts{N: 2})
+	recordbatch.Stamp(b, 2, 7, -1)
+	if _, err := l.AppendReplica(b); err != nil {
+		t.Fatal(err)
+	}
+	checkEpochs(t, l, ec(0, 0, 7, 2))
+	if l.EpochPending() || checkpointText(t, dir) != "0\n2\n0 0\n7 2\n" {
+		t.Fatalf("follower's first batch: pending %v, checkpoint %q", l.EpochPending(), checkpointText(t, dir))
 	}
 }
 

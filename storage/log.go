@@ -149,9 +149,13 @@ type Log struct {
 		// savedStart is the offset log-start-offset holds, -1 without the
 		// file (logstart.go).
 		savedStart int64
-		// markerUnsynced: Open removed the clean-shutdown marker and has
-		// not yet made the removal durable (markerGoneLocked).
-		markerUnsynced bool
+		// dirUnsynced: the directory's entries may not be durable, and
+		// are made so before the first change (dirDurableLocked): Open
+		// removed the clean-shutdown marker, or found a new log (one empty
+		// segment), whose names a crash in WritePartitionMetadata, or a
+		// failed sync there, may have left undurable. Any sync of the
+		// directory clears it.
+		dirUnsynced bool
 		// hadTxnIndex: this log has had a .txnindex file, so a roll
 		// removes any at the new segment's base (one a failed removal left
 		// there must not become the new segment's). Logs without aborted
@@ -245,12 +249,23 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		// active segment's index and skip the CRC checks of its tail. Not
 		// before: while the log is as the clean close left it, a marker
 		// that comes back tells the truth. So the removal is made durable
-		// before the first change (markerGoneLocked), not here, which was
+		// before the first change (dirDurableLocked), not here, which was
 		// one fsync per partition at every start-up.
 		if err := fs.Remove(cleanPath); err != nil {
 			return nil, fmt.Errorf("log %s: %w", dir, err)
 		}
 		markerUnsynced = true
+	}
+	// A log that is one empty segment is new (WritePartitionMetadata lays
+	// down the first segment) or was never written: there is nothing to
+	// recover and nothing to report, but its directory's names are synced
+	// before its first change, in case the sync that should have made
+	// them durable never ran or failed.
+	empty := false
+	if !clean && len(bases) == 1 {
+		if fi, err := fs.Stat(segmentPath(dir, bases[0], ".log")); err == nil && fi.Size() == 0 {
+			empty = true
+		}
 	}
 	syncMarker := func(int64) error {
 		if !markerUnsynced {
@@ -453,7 +468,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 	}
 	l.mu.producers = prods
 	l.mu.txns = txns
-	l.mu.markerUnsynced = markerUnsynced
+	l.mu.dirUnsynced = markerUnsynced || empty
 	l.mu.hadTxnIndex = len(txnFiles) > 0 || txnDirChanged
 	l.end.Store(last.next)
 	l.durable.Store(last.next)
@@ -484,9 +499,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 			return nil, err
 		}
 	}
-	// A log whose one segment is empty is new (WritePartitionMetadata lays
-	// down the first segment), or held nothing to recover.
-	if !clean && len(bases) > 0 && last.next > 0 {
+	if !clean && len(bases) > 0 && !empty {
 		log.Info().Int64("end_offset", last.next).Int("segments", len(segs)).Msg("recovered log after unclean shutdown")
 	}
 	return l, nil
@@ -661,7 +674,7 @@ func (l *Log) Append(batch []byte, info recordbatch.Info, leaderEpoch int32, now
 // a control batch's marker, nil for data.
 // REQUIRES: l.mu held.
 func (l *Log) appendLocked(batch []byte, info recordbatch.Info, m *recordbatch.EndTxnMarker, leaderEpoch int32, now int64) (AppendResult, error) {
-	if err := l.markerGoneLocked(); err != nil {
+	if err := l.dirDurableLocked(); err != nil {
 		return AppendResult{}, err
 	}
 	s := l.active()
@@ -753,17 +766,18 @@ func (l *Log) rollNeeded(s *segment, size, end, firstAppendMs int64, n int, last
 		size+int64(n) > 1<<31-1
 }
 
-// markerGoneLocked makes Open's removal of the clean-shutdown marker
-// durable, once, before the first write or truncation changes the log.
+// dirDurableLocked makes the directory's entries durable (Open's removal
+// of the clean-shutdown marker, a new log's names), once, before the
+// first write or truncation changes the log.
 // REQUIRES: l.mu held.
-func (l *Log) markerGoneLocked() error {
-	if !l.mu.markerUnsynced {
+func (l *Log) dirDurableLocked() error {
+	if !l.mu.dirUnsynced {
 		return nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("log %s: sync directory after removing %s: %w", l.dir, cleanShutdownFile, err)
+		return fmt.Errorf("log %s: sync directory: %w", l.dir, err)
 	}
-	l.mu.markerUnsynced = false
+	l.mu.dirUnsynced = false
 	return nil
 }
 

@@ -177,3 +177,36 @@ func TestNewPartitionCrash(t *testing.T) {
 		t.Logf("epoch %d: %d crash images checked", epoch, crashes)
 	}
 }
+
+// TestNewPartitionDirSyncFails: the directory sync that makes a new
+// partition's names durable fails (EIO) and the broker opens the
+// partition again, which now finds partition.metadata and the empty
+// segment in place. The log syncs its directory before its first change
+// anyway (an empty log's names are not trusted to be durable), so a
+// batch flushed, unstamped (no epoch checkpoint syncs the directory for
+// it), survives a power loss.
+func TestNewPartitionDirSyncFails(t *testing.T) {
+	const dir = "/logs/topic-0"
+	const id = "BBBBBBBBBBBBBBBBBBBBBB"
+	mem := NewMemFS()
+	efs := NewErrorFS(mem, Fault{Op: OpSyncDir, Path: dir, Times: 1})
+	if err := WritePartitionMetadata(efs, dir, id); err == nil {
+		t.Fatal("WritePartitionMetadata succeeded through a failing directory sync")
+	}
+	if got, err := ReadPartitionMetadata(efs, dir); err != nil || got != id {
+		t.Fatalf("setup: after the failed sync partition.metadata reads %q, %v", got, err)
+	}
+	cfg := testConfig()
+	cfg.FS = efs
+	l := openLog(t, dir, cfg)
+	appendAt(t, l, batchOpts{N: 4}, -1)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig()
+	c.FS = mem.CrashClone(nil) // only what was made durable
+	r := openLog(t, dir, c)
+	if end := r.EndOffset(); end != 4 {
+		t.Fatalf("after a power loss the flushed batch is gone: end %d, want 4", end)
+	}
+}

@@ -271,7 +271,7 @@ const maxRelOffset = 1<<31 - 1
 // REQUIRES: l.mu held.
 func (l *Log) writeReplicaLocked(in []byte, kept []replicaBatch, now int64, res *AppendReplicaResult) error {
 	if len(kept) > 0 {
-		if err := l.markerGoneLocked(); err != nil {
+		if err := l.dirDurableLocked(); err != nil {
 			return err
 		}
 	}

@@ -144,7 +144,7 @@ func (s *segment) cutPoint(offset int64) (cutInfo, error) {
 // truncateLocked is Truncate for StartOffset() <= offset < EndOffset().
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateLocked(offset int64) error {
-	if err := l.markerGoneLocked(); err != nil {
+	if err := l.dirDurableLocked(); err != nil {
 		return err
 	}
 	segs := l.segments()
@@ -426,7 +426,7 @@ func (l *Log) truncateFullyLocked(offset, start int64) error {
 // caller's to set.
 // REQUIRES: l.flushMu and l.mu held.
 func (l *Log) truncateFullyWithLocked(offset, start int64, snap producers) error {
-	if err := l.markerGoneLocked(); err != nil {
+	if err := l.dirDurableLocked(); err != nil {
 		return err
 	}
 	// Failures before the first segment goes leave the log as it was.

@@ -1,6 +1,7 @@
 package replicamgr
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/fjordlog/fjord/storage"
@@ -44,8 +45,15 @@ func (s *epochSaver) add(lg *storage.Log) {
 	}
 	s.queued[lg] = struct{}{}
 	s.queue = append(s.queue, lg)
-	if s.workers < epochSaveWorkers && s.m.cfg.Go(s.work) {
+	if s.workers >= epochSaveWorkers {
+		return
+	}
+	if s.m.cfg.Go(s.work) {
 		s.workers++
+	} else if s.workers == 0 {
+		// Shutting down: nobody will drain the queue, and Close writes
+		// what is pending.
+		s.queue, s.queued = nil, nil
 	}
 }
 
@@ -62,10 +70,11 @@ func (s *epochSaver) work() {
 		s.queue = s.queue[1:]
 		delete(s.queued, lg)
 		s.mu.Unlock()
-		// A closed or failed log cannot write; its next open or repair
-		// starts over, and its appends would fail the same way.
-		if err := lg.SaveEpochs(); err != nil {
-			s.m.log.Debug().Err(err).Msg("saving a leader-epoch checkpoint in the background")
+		// A closed log has nothing to do (Close wrote what was pending);
+		// a failed one is repaired and reopened, and its appends would
+		// fail the same way.
+		if err := lg.SaveEpochs(); err != nil && !errors.Is(err, storage.ErrClosed) {
+			s.m.log.Warn().Err(err).Msg("writing a new leader's epoch checkpoint in the background failed; the epoch's first append tries again")
 		}
 	}
 }
