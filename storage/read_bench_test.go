@@ -34,3 +34,35 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.SetBytes(total / int64(b.N))
 }
+
+// BenchmarkReadSealedParallel reads single small batches at scattered
+// offsets of sealed segments from every core at once, as many consumers
+// reading old data do: each read looks up its segment's indexes in the
+// node-wide IndexCache (a hit here), whose mutex every core takes. Run
+// with -cpu 1,2,...: ns/op falling with the cores means the lock does not
+// serialize the reads.
+func BenchmarkReadSealedParallel(b *testing.B) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 256 << 10
+	cfg.IndexIntervalBytes = 4096
+	cfg.Indexes = NewIndexCache(64 << 20)
+	l := openLog(b, b.TempDir(), cfg)
+	const batches = 8192 // one 1 KiB record each: 8 MiB, 32 segments
+	for i := range batches {
+		appendOpts(b, l, batchOpts{N: 1, ValueSize: 1024, BaseTS: int64(i)}, int64(i))
+	}
+	end := l.EndOffset()
+	sealedEnd := l.segments()[l.SegmentCount()-1].base
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 0, 4096)
+		off := int64(0)
+		for pb.Next() {
+			off = (off + 997) % sealedEnd
+			if _, err := l.Read(off, 2048, end, buf); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
