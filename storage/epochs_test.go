@@ -281,16 +281,10 @@ func TestAssignEpoch(t *testing.T) {
 	}
 }
 
-// TestAssignedEpochDurableBeforeItsBatch: AssignEpoch writes nothing (its
-// entry covers no batch, and Open would drop it), but the epoch's first
-// batch makes it durable before the batch: no crash image holds a batch of
-// epoch 4 and a checkpoint that does not know epoch 4 (Open would then
-// warn and scan every segment to rebuild it).
-func TestAssignedEpochDurableBeforeItsBatch(t *testing.T) {
-	fs := NewMemFS()
-	cfg := testConfig()
-	cfg.FS = fs
-	const dir = "/p"
+// assignedLog opens a log in dir with two flushed batches of epoch 0 and
+// records epoch 4 at its end, as a new leader does; it returns the end.
+func assignedLog(t *testing.T, dir string, cfg Config) (*Log, int64) {
+	t.Helper()
 	l := openLog(t, dir, cfg)
 	appendAt(t, l, batchOpts{N: 2}, 0)
 	appendAt(t, l, batchOpts{N: 2}, 0)
@@ -301,6 +295,20 @@ func TestAssignedEpochDurableBeforeItsBatch(t *testing.T) {
 	if err := l.AssignEpoch(4, end); err != nil {
 		t.Fatal(err)
 	}
+	return l, end
+}
+
+// TestAssignedEpochDurableBeforeItsBatch: AssignEpoch writes nothing (its
+// entry covers no batch, and Open would drop it), but the epoch's first
+// batch makes it durable before the batch: no crash image holds a batch of
+// epoch 4 and a checkpoint that does not know epoch 4 (Open would then
+// warn and scan every segment to rebuild it).
+func TestAssignedEpochDurableBeforeItsBatch(t *testing.T) {
+	fs := NewMemFS()
+	cfg := testConfig()
+	cfg.FS = fs
+	const dir = "/p"
+	l, end := assignedLog(t, dir, cfg)
 	if e, o := l.EndOffsetForEpoch(0); e != 0 || o != end {
 		t.Fatalf("assigned, in memory: EndOffsetForEpoch(0) = (%d, %d), want (0, %d)", e, o, end)
 	}
@@ -350,18 +358,7 @@ func TestAssignedEpochCrashDuringFirstBatch(t *testing.T) {
 			fs := newCrashFS(NewMemFS(), rng)
 			cfg := testConfig()
 			cfg.FS = fs
-			l, err := Open(dir, cfg, zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			appendAt(t, l, batchOpts{N: 2}, 0)
-			if err := l.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			end := l.EndOffset()
-			if err := l.AssignEpoch(4, end); err != nil {
-				t.Fatal(err)
-			}
+			l, end := assignedLog(t, dir, cfg)
 			fs.arm(change)
 			appendAt(t, l, batchOpts{N: 3}, 4)
 			if err := l.Flush(); err != nil {
