@@ -378,8 +378,9 @@ func (l *Log) EpochPending() bool { return l.epochPending.Load() }
 // SaveEpochs writes the entry AssignEpoch recorded, if the epoch's first
 // batch has not already: the broker calls it in the background after a
 // leader change, so that the first produce of the epoch seldom waits for
-// the two fsyncs, and the change itself never does. ErrClosed or the
-// log's failure when it cannot write.
+// the two fsyncs. It holds the log's mutex while it writes, so a leader
+// change of the same log in that moment (AssignEpoch) waits for it.
+// ErrClosed or the log's failure when it cannot write.
 func (l *Log) SaveEpochs() error {
 	if !l.epochPending.Load() {
 		return nil
