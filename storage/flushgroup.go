@@ -22,12 +22,13 @@ type FileSystemSyncer interface {
 	// SyncFileSystem makes every file on the file system holding f durable,
 	// and reports any write-back error on it since the last call (on any
 	// file): an error says nothing about which file, so the caller syncs
-	// each of its own files again to find out. errNoSyncFS: not available.
+	// each of its own files again to find out. ErrNoSyncFS: not available.
 	SyncFileSystem(f File) error
 }
 
-// errNoSyncFS means the file system offers no trustworthy syncfs.
-var errNoSyncFS = errors.New("storage: syncfs not available")
+// ErrNoSyncFS means the file system offers no trustworthy syncfs (or, from
+// SyncAtStart, that there was no file to sync through).
+var ErrNoSyncFS = errors.New("storage: syncfs not available")
 
 // SyncFileSystem is FileSystemSyncer's, for any File with a descriptor.
 //
@@ -40,7 +41,7 @@ var errNoSyncFS = errors.New("storage: syncfs not available")
 func (osFS) SyncFileSystem(f File) error {
 	fd, ok := f.(fder)
 	if !ok || !syncfsReportsErrors() || syncfsFailed.Load() {
-		return errNoSyncFS
+		return ErrNoSyncFS
 	}
 	for {
 		err := unix.Syncfs(int(fd.Fd()))

@@ -412,6 +412,27 @@ func (fs *MemFS) SyncDir(dir string) error {
 	return nil
 }
 
+// SyncFileSystem makes every file and directory of fs durable, as
+// syncfs(2) does a file system's (FileSystemSyncer). f may be any file.
+func (fs *MemFS) SyncFileSystem(File) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		if !n.isDir {
+			n.sync()
+			return
+		}
+		n.durableEntries = maps(n.entries)
+		n.pendingEntries = nil
+		for _, c := range n.entries {
+			walk(c)
+		}
+	}
+	walk(fs.root)
+	return nil
+}
+
 // CrashClone returns the file system a power loss at this moment would
 // leave, as a new MemFS with everything in it durable; fs itself is
 // unchanged and goes on. With rng nil only what was durable survives;

@@ -386,13 +386,16 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 				return nil, fmt.Errorf("segment %d: %w", base, err)
 			}
 		}
+		// The cut need not be durable: a crash that brings the tail back
+		// brings back what recovery cuts again, and an append after the
+		// cut that is synced makes the new size durable with it. What
+		// must be durable is the data before good, which becomes the
+		// log's durable end: Open syncs the segment it ends in (or its
+		// StartSync has). A sync here cost an fsync per partition at
+		// every restart after a kill -9, for the preallocated zeros.
 		if err := s.f.Truncate(good); err != nil {
 			s.close()
 			return nil, fmt.Errorf("segment %d: truncate torn tail at %d: %w", base, good, err)
-		}
-		if err := s.f.Sync(); err != nil {
-			s.close()
-			return nil, fmt.Errorf("segment %d: sync after truncate: %w", base, err)
 		}
 	}
 	s.size, s.allocated = good, good

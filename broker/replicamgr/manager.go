@@ -141,6 +141,10 @@ type Manager struct {
 	budget  fdBudget
 	// openSem bounds concurrent log opens (openSlots).
 	openSem chan struct{}
+	// startSync is the syncfs of LogDir made in New, before any open:
+	// the logs an earlier process left need not sync their own files
+	// after a crash (storage.StartSync). nil: none was made.
+	startSync *storage.StartSync
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
@@ -178,6 +182,7 @@ func New(ctx context.Context, cfg Config) *Manager {
 	m.indexes = storage.NewIndexCache(cfg.LogIndexCacheBytes)
 	m.log.Info().Int("rlimit_nofile", m.budget.limit).Int("log_open_files_max", m.budget.capacity).
 		Int("partition_limit", m.budget.partLimit).Msg("file descriptor budget")
+	m.startSync = syncAtStart(cfg.FS, cfg.LogDir, m.log)
 	m.epochSaves.m = m
 	m.replicas.live = map[*replica.Partition]*dirClaim{}
 	m.replicas.dirs = map[string]*dirClaim{}
@@ -185,6 +190,25 @@ func New(ctx context.Context, cfg Config) *Manager {
 	m.mu.byID = map[[16]byte]*Topic{}
 	m.mu.changed = make(chan struct{})
 	return m
+}
+
+// syncAtStart makes durable whatever an earlier process left in the
+// page cache under dir, its partition directories' names included, with
+// one syncfs (storage.SyncAtStart). Without one (no syncfs, or it
+// failed), each log syncs its own files as it opens.
+func syncAtStart(fs storage.FS, dir string, log zerolog.Logger) *storage.StartSync {
+	if dir == "" {
+		return nil
+	}
+	start := time.Now()
+	ss, err := storage.SyncAtStart(fs, dir)
+	switch {
+	case err != nil && !errors.Is(err, storage.ErrNoSyncFS):
+		log.Warn().Err(err).Str("dir", dir).Msg("start-up sync of the data directory failed: each log syncs its own files as it opens")
+	case ss != nil:
+		log.Info().Str("dir", dir).Dur("took", time.Since(start)).Msg("synced the data directory's file system before opening its logs")
+	}
+	return ss
 }
 
 // Topic is a topic of the applied image with this node's replicas of it.
