@@ -46,10 +46,6 @@ type Config struct {
 	// all its logs; nil means the process's default one
 	// (DefaultIndexCacheBytes). Fixed at Open like FS.
 	Indexes *IndexCache
-	// StartSync is the syncfs the node made of its data directory as it
-	// started (SyncAtStart): an unclean Open of a log it covers has no
-	// active segment to sync. nil: none. Fixed at Open like FS.
-	StartSync *StartSync
 	// Tier makes the log's retention a tiered log's (KIP-405,
 	// remote.storage.enable); the zero value: retention as it always was.
 	Tier TierRetention
@@ -217,12 +213,10 @@ type Log struct {
 // shutdown: the active segment is read batch by batch, a torn or corrupt
 // tail is truncated, and indexes and producer state are rebuilt.
 func Open(dir string, cfg Config, log zerolog.Logger) (*Log, error) {
-	return open(dir, cfg, log, false, cfg.StartSync.claim(fsOrOS(cfg.FS), dir))
+	return open(dir, cfg, log, false)
 }
 
-// open is Open; synced: a StartSync made everything in dir durable after
-// its last writer stopped and before this process wrote to it.
-func open(dir string, cfg Config, log zerolog.Logger, retried, synced bool) (*Log, error) {
+func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error) {
 	if cfg.FileDeleteDelay == 0 {
 		cfg.FileDeleteDelay = time.Minute
 	}
@@ -370,7 +364,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried, synced bool) (*Lo
 					for _, off := range must(listSnapshots(fs, dir)) {
 						fs.Remove(segmentPath(dir, off, snapshotExt))
 					}
-					return open(dir, cfg, log, true, synced)
+					return open(dir, cfg, log, true)
 				}
 				return nil, fmt.Errorf("log %s: %w", dir, err)
 			}
@@ -433,7 +427,7 @@ func open(dir string, cfg Config, log zerolog.Logger, retried, synced bool) (*Lo
 		for _, off := range must(listSnapshots(fs, dir)) {
 			fs.Remove(segmentPath(dir, off, snapshotExt))
 		}
-		return open(dir, cfg, log, true, synced)
+		return open(dir, cfg, log, true)
 	}
 	// The start DeleteRecords moved inside the first segment, if any
 	// (logstart.go).
@@ -457,15 +451,15 @@ func open(dir string, cfg Config, log zerolog.Logger, retried, synced bool) (*Lo
 		}
 		return nil, fmt.Errorf("log %s: %w", dir, err)
 	}
-	if !clean && last.size > 0 && !synced {
+	if !clean && last.size > 0 {
 		// A process crash keeps the page cache: the active segment may
 		// hold writes the dead process never fsynced, which read back as
 		// if they were on the disk. The log's end is about to count as
 		// durable (a replica's durable end feeds the high watermark), so
 		// it must be: sync it now, or a power cut after this restart
 		// loses what acks=all acknowledged on the strength of it. Sealed
-		// segments were synced when they rolled. (A StartSync has synced
-		// them all at once.)
+		// segments were synced when they rolled. This also makes durable
+		// the cut of a preallocated tail, which recovery did not sync.
 		if err := last.f.SyncData(); err != nil {
 			for _, s := range segs {
 				s.close()

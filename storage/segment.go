@@ -386,16 +386,27 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 				return nil, fmt.Errorf("segment %d: %w", base, err)
 			}
 		}
-		// The cut need not be durable: a crash that brings the tail back
-		// brings back what recovery cuts again, and an append after the
-		// cut that is synced makes the new size durable with it. What
-		// must be durable is the data before good, which becomes the
-		// log's durable end: Open syncs the segment it ends in (or its
-		// StartSync has). A sync here cost an fsync per partition at
-		// every restart after a kill -9, for the preallocated zeros.
+		// A cut of zeros (the preallocated tail every kill -9 leaves) need
+		// not be durable: any later open, clean or not, stops at a zero
+		// header too, and the unclean Open that made it syncs the active
+		// segment anyway. A cut of anything else must be: a clean close
+		// that wrote nothing more would let a power cut bring back a
+		// damaged batch under a clean-shutdown marker, whose open walks
+		// headers without checking CRCs.
+		zeros, err := zeroHeaderAt(s.f, good, fileSize)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("segment %d: read the tail at %d: %w", base, good, err)
+		}
 		if err := s.f.Truncate(good); err != nil {
 			s.close()
 			return nil, fmt.Errorf("segment %d: truncate torn tail at %d: %w", base, good, err)
+		}
+		if !zeros {
+			if err := s.f.Sync(); err != nil {
+				s.close()
+				return nil, fmt.Errorf("segment %d: sync after truncate: %w", base, err)
+			}
 		}
 	}
 	s.size, s.allocated = good, good
@@ -479,6 +490,23 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 		pos += int64(info.Bytes)
 	}
 	return pos, nil
+}
+
+// zeroHeaderAt reports whether the bytes of f from pos, up to a batch
+// header's length or end, are all zero: no batch header a scan could
+// accept starts there.
+func zeroHeaderAt(f File, pos, end int64) (bool, error) {
+	var hdr [recordbatch.HeaderLen]byte
+	n := int(min(int64(len(hdr)), end-pos))
+	if _, err := f.ReadAt(hdr[:n], pos); err != nil {
+		return false, err
+	}
+	for _, b := range hdr[:n] {
+		if b != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // plausibleBase says whether a batch at base ending lastDelta later may

@@ -3,38 +3,39 @@ package storage
 import (
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
-	"github.com/rs/zerolog"
+	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
-// dataSyncCountFS is a MemFS that counts the syncs (fsync and fdatasync)
-// of segment files.
-type dataSyncCountFS struct {
+// syncCountFS is a MemFS that counts the syncs (fsync and fdatasync) of
+// segment files.
+type syncCountFS struct {
 	*MemFS
 	n *atomic.Int32
 }
 
-type dataSyncCountFile struct {
+type syncCountFile struct {
 	File
 	n *atomic.Int32
 }
 
-func (f dataSyncCountFile) SyncData() error { f.n.Add(1); return f.File.SyncData() }
-func (f dataSyncCountFile) Sync() error     { f.n.Add(1); return f.File.Sync() }
+func (f syncCountFile) SyncData() error { f.n.Add(1); return f.File.SyncData() }
+func (f syncCountFile) Sync() error     { f.n.Add(1); return f.File.Sync() }
 
-func (fs dataSyncCountFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (fs syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := fs.MemFS.OpenFile(name, flag, perm)
 	if err != nil || !isSegmentLog(name) {
 		return f, err
 	}
-	return dataSyncCountFile{f, fs.n}, nil
+	return syncCountFile{f, fs.n}, nil
 }
 
 func isSegmentLog(name string) bool { return len(name) > 4 && name[len(name)-4:] == ".log" }
 
-// startSyncData writes the regular file SyncAtStart syncs through, as the
-// broker's meta.properties is, and makes it durable.
+// startSyncData makes /logs, with the regular file SyncAtStart syncs
+// through (the broker's meta.properties), durably.
 func startSyncData(t *testing.T, fs FS) {
 	t.Helper()
 	if err := MkdirAllDurable(fs, "/logs"); err != nil {
@@ -45,14 +46,15 @@ func startSyncData(t *testing.T, fs FS) {
 	}
 }
 
-// TestStartSyncAfterKill: a kill -9 (the same MemFS, opened again: the
-// page cache survives), then a start-up sync, then a power cut. The
-// restarted log's end is durable without an fdatasync of its own: the one
-// syncfs covers it.
-func TestStartSyncAfterKill(t *testing.T) {
+// TestKillRestartSyncsOnce: after a kill -9 (the same MemFS, opened again:
+// the page cache survives) the recovered log cuts its preallocated zero
+// tail without a sync of its own, then syncs its active segment once,
+// which makes its end and the cut durable: a power cut then keeps the end
+// the restarted log counted as durable.
+func TestKillRestartSyncsOnce(t *testing.T) {
 	mem := NewMemFS()
 	var n atomic.Int32
-	fs := dataSyncCountFS{mem, &n}
+	fs := syncCountFS{mem, &n}
 	startSyncData(t, fs)
 	cfg := testConfig()
 	cfg.FS = fs
@@ -61,24 +63,21 @@ func TestStartSyncAfterKill(t *testing.T) {
 		appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, BaseTS: 1000 + int64(i)}, int64(i))
 	}
 	// No Flush, no Close: the process dies.
-	ss, err := SyncAtStart(fs, "/logs")
-	if err != nil || ss == nil {
-		t.Fatalf("SyncAtStart: %v, %v", ss, err)
+	if synced, err := SyncAtStart(fs, "/logs"); !synced || err != nil {
+		t.Fatalf("SyncAtStart: %v, %v", synced, err)
 	}
-	cfg.StartSync = ss
 	before := n.Load()
 	l2 := openLog(t, "/logs/topic-0", cfg)
-	if got := n.Load() - before; got != 0 {
-		t.Errorf("the covered unclean Open synced its segment %d times, want 0", got)
+	if got := n.Load() - before; got != 1 {
+		t.Errorf("the unclean Open synced its segment %d times, want 1 (the zero tail's cut needs none)", got)
 	}
 	durable := l2.DurableOffset()
 	if durable != 15 {
 		t.Fatalf("after the kill: durable %d, want 15", durable)
 	}
 	cfg.FS = mem.CrashClone(nil)
-	cfg.StartSync = nil
-	if end := openLog(t, "/logs/topic-0", cfg).EndOffset(); end < durable {
-		t.Fatalf("a power cut after the restart lost [%d, %d), counted durable", end, durable)
+	if end := openLog(t, "/logs/topic-0", cfg).EndOffset(); end != durable {
+		t.Fatalf("a power cut after the restart: end %d, want the %d counted durable", end, durable)
 	}
 }
 
@@ -107,18 +106,16 @@ func TestStartSyncKeepsDirectoryName(t *testing.T) {
 		cfg := testConfig()
 		cfg.FS = mem
 		if startSync {
-			ss, err := SyncAtStart(mem, "/logs")
-			if err != nil || ss == nil {
-				t.Fatalf("SyncAtStart: %v, %v", ss, err)
+			if synced, err := SyncAtStart(mem, "/logs"); !synced || err != nil {
+				t.Fatalf("SyncAtStart: %v, %v", synced, err)
 			}
-			cfg.StartSync = ss
 		}
 		l := openLog(t, "/logs/topic-0", cfg)
 		appendOpts(t, l, batchOpts{N: 4, ValueSize: 40, BaseTS: 1000}, 0)
 		if err := l.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		cfg.FS, cfg.StartSync = mem.CrashClone(nil), nil
+		cfg.FS = mem.CrashClone(nil)
 		end := openLog(t, "/logs/topic-0", cfg).EndOffset()
 		switch {
 		case startSync && end != 4:
@@ -132,58 +129,123 @@ func TestStartSyncKeepsDirectoryName(t *testing.T) {
 	}
 }
 
-// TestStartSyncCoversOnce: a log opened a second time in the same process
-// may hold writes of this process that nothing synced, so its unclean
-// Open syncs its segment itself; so does a log created after the sync.
-func TestStartSyncCoversOnce(t *testing.T) {
-	mem := NewMemFS()
-	var n atomic.Int32
-	fs := dataSyncCountFS{mem, &n}
-	startSyncData(t, fs)
-	cfg := testConfig()
-	cfg.FS = fs
-	if _, err := Open("/logs/topic-0", cfg, zerolog.Nop()); err != nil { // there before the sync
-		t.Fatal(err)
-	}
-	ss, err := SyncAtStart(fs, "/logs")
-	if err != nil || ss == nil {
-		t.Fatalf("SyncAtStart: %v, %v", ss, err)
-	}
-	cfg.StartSync = ss
-	for _, dir := range []string{"/logs/topic-0", "/logs/topic-1"} {
-		l, err := Open(dir, cfg, zerolog.Nop()) // the first Open in this process
+// TestDamagedCutDurable: recovery cuts a damaged batch (not zeros); the
+// log is closed cleanly with nothing written after; the power goes. The
+// cut must have been durable: the clean-shutdown marker is, and a clean
+// open walks headers without checking CRCs, so a damaged batch that came
+// back would be served. Both ways to such a cut: an unclean open of the
+// active segment, and a clean open whose index check finds damage in a
+// sealed segment. The batches carry no timestamp (maxTimestamp -1), as a
+// batch may, so the empty indexes the clean close writes agree with the
+// damaged batch if it returns: only the cut's own sync keeps it out.
+func TestDamagedCutDurable(t *testing.T) {
+	// damage flips the last byte of the segment's first batch: recovery
+	// cuts the whole segment, so its log ends empty there and Open has no
+	// active segment left to sync, which would make the cut durable by
+	// the way.
+	damage := func(t *testing.T, mem *MemFS, path string) {
+		t.Helper()
+		f, err := mem.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		appendOpts(t, l, batchOpts{N: 2, ValueSize: 40, BaseTS: 1000}, 0)
-		// The process lives on: it drops the log without closing it (a
-		// close that failed), and opens it again.
-		before := n.Load()
-		l2 := openLog(t, dir, cfg)
-		if n.Load() == before {
-			t.Errorf("%s: the second unclean Open in this process synced nothing", dir)
+		defer f.Close()
+		hdr := make([]byte, recordbatch.HeaderLen)
+		if _, err := f.ReadAt(hdr, 0); err != nil {
+			t.Fatal(err)
 		}
-		cfg2 := cfg
-		cfg2.FS, cfg2.StartSync = mem.CrashClone(nil), nil
-		if end := openLog(t, dir, cfg2).EndOffset(); end < l2.DurableOffset() {
-			t.Errorf("%s: a power cut lost [%d, %d)", dir, end, l2.DurableOffset())
+		info, err := recordbatch.ParseHeader(hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte{0xEE}, int64(info.Bytes)-1); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
 		}
 	}
+	t.Run("active", func(t *testing.T) {
+		mem := NewMemFS()
+		fs := NewErrorFS(mem, Fault{Op: OpAlloc, Err: syscall.EOPNOTSUPP}) // no zero tail
+		cfg := testConfig()
+		cfg.FS = fs
+		l := openLog(t, "/logs/t-0", cfg)
+		noTS := int64(-1)
+		appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, BaseTS: 1000, MaxTS: &noTS}, 1000)
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// The process dies; its one batch is damaged.
+		damage(t, mem, segmentPath("/logs/t-0", 0, ".log"))
+		l2 := openLog(t, "/logs/t-0", cfg)
+		end := l2.EndOffset()
+		if end != 0 {
+			t.Fatalf("recovery left the log at %d, want 0", end)
+		}
+		if err := l2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cfg.FS = mem.CrashClone(nil)
+		if got := openLog(t, "/logs/t-0", cfg).EndOffset(); got != end {
+			t.Errorf("after a clean close and a power cut the log ends at %d, not %d: the damaged batch is back", got, end)
+		}
+	})
+	t.Run("sealed", func(t *testing.T) {
+		mem := NewMemFS()
+		cfg := testConfig()
+		cfg.FS = mem
+		cfg.SegmentBytes = 600
+		l := openLog(t, "/logs/t-0", cfg)
+		noTS := int64(-1)
+		for i := range 8 {
+			appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, BaseTS: 1000 + int64(i), MaxTS: &noTS}, 1000+int64(i))
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if bases, _, err := listSegments(mem, "/logs/t-0"); err != nil || len(bases) < 2 {
+			t.Fatal("one segment: nothing sealed to damage")
+		}
+		damage(t, mem, segmentPath("/logs/t-0", 0, ".log"))
+		// An index that does not fit sends the clean open to check the
+		// segment batch by batch.
+		ix, err := mem.OpenFile(segmentPath("/logs/t-0", 0, ".index"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Truncate(3); err != nil {
+			t.Fatal(err)
+		}
+		ix.Sync()
+		ix.Close()
+		l2 := openLog(t, "/logs/t-0", cfg)
+		end := l2.EndOffset()
+		if end != 0 {
+			t.Fatalf("recovery left the log at %d, want 0", end)
+		}
+		if err := l2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cfg.FS = mem.CrashClone(nil)
+		if got := openLog(t, "/logs/t-0", cfg).EndOffset(); got != end {
+			t.Errorf("after a clean close and a power cut the log ends at %d, not %d: the damaged batch is back", got, end)
+		}
+	})
 }
 
 // TestSyncAtStartNothingToCover: a data directory without logs needs no
-// sync, and one that cannot be synced leaves every log to sync its own.
+// sync; a file system without syncfs says so.
 func TestSyncAtStartNothingToCover(t *testing.T) {
 	mem := NewMemFS()
 	startSyncData(t, mem)
-	if ss, err := SyncAtStart(mem, "/logs"); ss != nil || err != nil {
-		t.Errorf("no logs: %v, %v; want nil, nil", ss, err)
+	if synced, err := SyncAtStart(mem, "/logs"); synced || err != nil {
+		t.Errorf("no logs: %v, %v; want false, nil", synced, err)
 	}
 	if err := mem.MkdirAll("/logs/topic-0", DirMode); err != nil {
 		t.Fatal(err)
 	}
-	noSyncFS := NewErrorFS(mem) // forwards no SyncFileSystem
-	if ss, err := SyncAtStart(noSyncFS, "/logs"); ss != nil || err == nil {
-		t.Errorf("a file system without syncfs: %v, %v; want nil and an error", ss, err)
+	if synced, err := SyncAtStart(NewErrorFS(mem), "/logs"); synced || err != ErrNoSyncFS {
+		t.Errorf("a file system without syncfs: %v, %v; want false, ErrNoSyncFS", synced, err)
 	}
 }

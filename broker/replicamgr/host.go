@@ -207,7 +207,7 @@ func (m *Manager) openLogFiles(p *replica.Partition, c *dirClaim) (*storage.Log,
 	dir := c.dir
 	scfg := p.Settings().Storage
 	scfg.Files, scfg.Indexes = m.files, m.indexes
-	scfg.FS, scfg.StartSync = m.cfg.FS, m.startSync
+	scfg.FS = m.cfg.FS
 	// The topic id as Kafka prints it: unpadded URL-safe base64.
 	want := base64.RawURLEncoding.EncodeToString(p.TopicID[:])
 	id, err := storage.ReadPartitionMetadata(scfg.FS, dir)

@@ -141,10 +141,6 @@ type Manager struct {
 	budget  fdBudget
 	// openSem bounds concurrent log opens (openSlots).
 	openSem chan struct{}
-	// startSync is the syncfs of LogDir made in New, before any open:
-	// the logs an earlier process left need not sync their own files
-	// after a crash (storage.StartSync). nil: none was made.
-	startSync *storage.StartSync
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
@@ -182,7 +178,7 @@ func New(ctx context.Context, cfg Config) *Manager {
 	m.indexes = storage.NewIndexCache(cfg.LogIndexCacheBytes)
 	m.log.Info().Int("rlimit_nofile", m.budget.limit).Int("log_open_files_max", m.budget.capacity).
 		Int("partition_limit", m.budget.partLimit).Msg("file descriptor budget")
-	m.startSync = syncAtStart(cfg.FS, cfg.LogDir, m.log)
+	syncAtStart(cfg.FS, cfg.LogDir, m.log)
 	m.epochSaves.m = m
 	m.replicas.live = map[*replica.Partition]*dirClaim{}
 	m.replicas.dirs = map[string]*dirClaim{}
@@ -194,21 +190,22 @@ func New(ctx context.Context, cfg Config) *Manager {
 
 // syncAtStart makes durable whatever an earlier process left in the
 // page cache under dir, its partition directories' names included, with
-// one syncfs (storage.SyncAtStart). Without one (no syncfs, or it
-// failed), each log syncs its own files as it opens.
-func syncAtStart(fs storage.FS, dir string, log zerolog.Logger) *storage.StartSync {
+// one syncfs, before any log opens (storage.SyncAtStart). Without one (no
+// trustworthy syncfs, or it failed), a directory created just before a
+// kill may still not be durable in its parent.
+func syncAtStart(fs storage.FS, dir string, log zerolog.Logger) {
 	if dir == "" {
-		return nil
+		return
 	}
 	start := time.Now()
-	ss, err := storage.SyncAtStart(fs, dir)
-	switch {
-	case err != nil && !errors.Is(err, storage.ErrNoSyncFS):
-		log.Warn().Err(err).Str("dir", dir).Msg("start-up sync of the data directory failed: each log syncs its own files as it opens")
-	case ss != nil:
+	switch synced, err := storage.SyncAtStart(fs, dir); {
+	case errors.Is(err, storage.ErrNoSyncFS):
+		log.Info().Str("dir", dir).Msg("no start-up sync of the data directory: syncfs is not available here (Linux 5.8 or later reports its errors)")
+	case err != nil:
+		log.Warn().Err(err).Str("dir", dir).Msg("start-up sync of the data directory failed: the node goes on, and every log syncs its own files, as a failed syncfs is not trusted again")
+	case synced:
 		log.Info().Str("dir", dir).Dur("took", time.Since(start)).Msg("synced the data directory's file system before opening its logs")
 	}
-	return ss
 }
 
 // Topic is a topic of the applied image with this node's replicas of it.

@@ -11,7 +11,7 @@ import (
 
 // TestNewSyncsDataDir: a partition directory an earlier process created,
 // its name never synced in the data directory, is durable once New
-// returns, before any log opens (storage.StartSync): a power cut after
+// returns, before any log opens (storage.SyncAtStart): a power cut after
 // the restart keeps it.
 func TestNewSyncsDataDir(t *testing.T) {
 	mem := storage.NewMemFS()
@@ -27,10 +27,7 @@ func TestNewSyncsDataDir(t *testing.T) {
 	if _, err := mem.CrashClone(nil).Stat("/data/t-0"); err == nil {
 		t.Fatal("the partition directory is durable before New: the test shows nothing")
 	}
-	m := New(context.Background(), Config{NodeID: 1, LogDir: "/data", FS: mem, Logger: zerolog.Nop()})
-	if m.startSync == nil {
-		t.Fatal("New made no start-up sync")
-	}
+	New(context.Background(), Config{NodeID: 1, LogDir: "/data", FS: mem, Logger: zerolog.Nop()})
 	if _, err := mem.CrashClone(nil).Stat("/data/t-0"); err != nil {
 		t.Fatalf("after New, a power cut loses the partition directory: %v", err)
 	}
