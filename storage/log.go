@@ -458,8 +458,8 @@ func open(dir string, cfg Config, log zerolog.Logger, retried bool) (*Log, error
 		// durable (a replica's durable end feeds the high watermark), so
 		// it must be: sync it now, or a power cut after this restart
 		// loses what acks=all acknowledged on the strength of it. Sealed
-		// segments were synced when they rolled. This also makes durable
-		// the cut of a preallocated tail, which recovery did not sync.
+		// segments were synced when they rolled. This also commits the
+		// cut of a zero tail, which recovery did not sync.
 		if err := last.f.SyncData(); err != nil {
 			for _, s := range segs {
 				s.close()

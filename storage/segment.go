@@ -386,13 +386,15 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 				return nil, fmt.Errorf("segment %d: %w", base, err)
 			}
 		}
-		// A cut of zeros (the preallocated tail every kill -9 leaves) need
-		// not be durable: any later open, clean or not, stops at a zero
-		// header too, and the unclean Open that made it syncs the active
-		// segment anyway. A cut of anything else must be: a clean close
-		// that wrote nothing more would let a power cut bring back a
-		// damaged batch under a clean-shutdown marker, whose open walks
-		// headers without checking CRCs.
+		// A cut that starts at a zero header (the preallocated tail every
+		// kill -9 leaves, or zeroed damage) need not be durable: every
+		// later open, clean or not, stops at a zero header too and cuts
+		// there again. (An unclean Open of a log with data fdatasyncs the
+		// active segment after this, which commits the cut by the way.) A
+		// cut of anything else must be durable: a clean close that wrote
+		// nothing more would let a power cut bring back a damaged batch
+		// under a clean-shutdown marker, whose open walks headers without
+		// checking CRCs.
 		zeros, err := zeroHeaderAt(s.f, good, fileSize)
 		if err != nil {
 			s.close()

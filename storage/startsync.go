@@ -19,7 +19,7 @@ import (
 // it durable. It reports no write-back error that another process has
 // already been told of, so it replaces no log's own sync: an unclean Open
 // still fdatasyncs its active segment, which reports its file's own
-// errors, and now finds nothing left to write.
+// errors, and then has little left to write.
 //
 // It reports whether it synced: not when root holds no directory (no log
 // to cover). ErrNoSyncFS: there is no trustworthy syncfs here.

@@ -249,3 +249,58 @@ func TestSyncAtStartNothingToCover(t *testing.T) {
 		t.Errorf("a file system without syncfs: %v, %v; want false, ErrNoSyncFS", synced, err)
 	}
 }
+
+// TestZeroCutNotSynced: a cut that starts at a zero header is not synced,
+// and need not be. Here the zeros hide whole, valid batches behind them
+// (zeroed damage at the segment's start): recovery cuts everything, the
+// log closes cleanly with nothing written, and the power goes, bringing
+// the zeros and the batches back under the clean-shutdown marker. Every
+// open stops at the zeros again: nothing behind them is served.
+func TestZeroCutNotSynced(t *testing.T) {
+	mem := NewMemFS()
+	var n atomic.Int32
+	fs := syncCountFS{mem, &n}
+	cfg := testConfig()
+	cfg.FS = fs
+	l := openLog(t, "/logs/t-0", cfg)
+	noTS := int64(-1) // the empty indexes of the closed log agree with any batch
+	for i := range 3 {
+		appendOpts(t, l, batchOpts{N: 3, ValueSize: 40, BaseTS: 1000 + int64(i), MaxTS: &noTS}, 1000)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies; the first batch's header is zeroed.
+	f, err := mem.OpenFile(segmentPath("/logs/t-0", 0, ".log"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, recordbatch.HeaderLen), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before := n.Load()
+	l2 := openLog(t, "/logs/t-0", cfg)
+	if got := n.Load() - before; got != 0 {
+		t.Errorf("the open synced the segment %d times: the zero cut was synced", got)
+	}
+	if end := l2.EndOffset(); end != 0 {
+		t.Fatalf("recovery left the log at %d, want 0", end)
+	}
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FS = mem.CrashClone(nil)
+	if _, err := cfg.FS.Stat(segmentPath("/logs/t-0", 0, ".log")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := cfg.FS.Stat(segmentPath("/logs/t-0", 0, ".log")); fi.Size() == 0 {
+		t.Fatal("the cut became durable: the test shows nothing")
+	}
+	if end := openLog(t, "/logs/t-0", cfg).EndOffset(); end != 0 {
+		t.Errorf("after a clean close and a power cut the log ends at %d: batches behind the zeros came back", end)
+	}
+}

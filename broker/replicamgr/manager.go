@@ -202,7 +202,7 @@ func syncAtStart(fs storage.FS, dir string, log zerolog.Logger) {
 	case errors.Is(err, storage.ErrNoSyncFS):
 		log.Info().Str("dir", dir).Msg("no start-up sync of the data directory: syncfs is not available here (Linux 5.8 or later reports its errors)")
 	case err != nil:
-		log.Warn().Err(err).Str("dir", dir).Msg("start-up sync of the data directory failed: the node goes on, and every log syncs its own files, as a failed syncfs is not trusted again")
+		log.Warn().Err(err).Str("dir", dir).Msg("start-up sync of the data directory failed: the node goes on; a partition directory created just before a crash may not be durable in its parent")
 	case synced:
 		log.Info().Str("dir", dir).Dur("took", time.Since(start)).Msg("synced the data directory's file system before opening its logs")
 	}
