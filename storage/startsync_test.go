@@ -178,18 +178,7 @@ func TestDamagedCutDurable(t *testing.T) {
 		}
 		// The process dies; its one batch is damaged.
 		damage(t, mem, segmentPath("/logs/t-0", 0, ".log"))
-		l2 := openLog(t, "/logs/t-0", cfg)
-		end := l2.EndOffset()
-		if end != 0 {
-			t.Fatalf("recovery left the log at %d, want 0", end)
-		}
-		if err := l2.Close(); err != nil {
-			t.Fatal(err)
-		}
-		cfg.FS = mem.CrashClone(nil)
-		if got := openLog(t, "/logs/t-0", cfg).EndOffset(); got != end {
-			t.Errorf("after a clean close and a power cut the log ends at %d, not %d: the damaged batch is back", got, end)
-		}
+		cutStaysCut(t, mem, cfg)
 	})
 	t.Run("sealed", func(t *testing.T) {
 		mem := NewMemFS()
@@ -219,19 +208,25 @@ func TestDamagedCutDurable(t *testing.T) {
 		}
 		ix.Sync()
 		ix.Close()
-		l2 := openLog(t, "/logs/t-0", cfg)
-		end := l2.EndOffset()
-		if end != 0 {
-			t.Fatalf("recovery left the log at %d, want 0", end)
-		}
-		if err := l2.Close(); err != nil {
-			t.Fatal(err)
-		}
-		cfg.FS = mem.CrashClone(nil)
-		if got := openLog(t, "/logs/t-0", cfg).EndOffset(); got != end {
-			t.Errorf("after a clean close and a power cut the log ends at %d, not %d: the damaged batch is back", got, end)
-		}
+		cutStaysCut(t, mem, cfg)
 	})
+}
+
+// cutStaysCut opens /logs/t-0, whose recovery must cut it to nothing,
+// closes it cleanly and cuts the power: the log must still be empty.
+func cutStaysCut(t *testing.T, mem *MemFS, cfg Config) {
+	t.Helper()
+	l := openLog(t, "/logs/t-0", cfg)
+	if end := l.EndOffset(); end != 0 {
+		t.Fatalf("recovery left the log at %d, want 0", end)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FS = mem.CrashClone(nil)
+	if end := openLog(t, "/logs/t-0", cfg).EndOffset(); end != 0 {
+		t.Errorf("after a clean close and a power cut the log ends at %d: what recovery cut is back", end)
+	}
 }
 
 // TestSyncAtStartNothingToCover: a data directory without logs needs no
