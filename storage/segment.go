@@ -395,11 +395,7 @@ func openSegment(fs FS, files *FileCache, dir string, base int64, recover, conti
 		// nothing more would let a power cut bring back a damaged batch
 		// under a clean-shutdown marker, whose open walks headers without
 		// checking CRCs.
-		zeros, err := zeroHeaderAt(s.f, good, fileSize)
-		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("segment %d: read the tail at %d: %w", base, good, err)
-		}
+		zeros := zeroHeaderAt(s.f, good, fileSize)
 		if err := s.f.Truncate(good); err != nil {
 			s.close()
 			return nil, fmt.Errorf("segment %d: truncate torn tail at %d: %w", base, good, err)
@@ -496,19 +492,19 @@ func (s *segment) scan(start, fileSize int64, check, contiguous, rebuild bool, i
 
 // zeroHeaderAt reports whether the bytes of f from pos, up to a batch
 // header's length or end, are all zero: no batch header a scan could
-// accept starts there.
-func zeroHeaderAt(f File, pos, end int64) (bool, error) {
+// accept starts there. A read that fails says no, which costs a sync.
+func zeroHeaderAt(f File, pos, end int64) bool {
 	var hdr [recordbatch.HeaderLen]byte
 	n := int(min(int64(len(hdr)), end-pos))
 	if _, err := f.ReadAt(hdr[:n], pos); err != nil {
-		return false, err
+		return false
 	}
 	for _, b := range hdr[:n] {
 		if b != 0 {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // plausibleBase says whether a batch at base ending lastDelta later may
