@@ -84,10 +84,23 @@ func TestNetLab(t *testing.T) {
 	}
 
 	// From the hub too: clients reach every host.
+	// A host's link may take a moment to pass traffic after the lab is
+	// made (a dial once failed after 1 s in CI): hosts with a server are
+	// dialled until 5 s have passed, a second apart at most.
+	dialHub := func(h int) (net.Conn, error) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			c, err := lab.Hub().DialContext(ctx, "tcp", net.JoinHostPort(lab.IP(h), "7000"))
+			cancel()
+			if err == nil || h == 1 || time.Now().After(deadline) {
+				return c, err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	for h := 1; h <= 3; h++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := lab.Hub().DialContext(ctx, "tcp", net.JoinHostPort(lab.IP(h), "7000"))
-		cancel()
+		c, err := dialHub(h)
 		if h == 1 {
 			if err == nil {
 				c.Close()
