@@ -26,8 +26,7 @@ type FileSystemSyncer interface {
 	SyncFileSystem(f File) error
 }
 
-// ErrNoSyncFS means the file system offers no trustworthy syncfs (or, from
-// SyncAtStart, that there was no file to sync through).
+// ErrNoSyncFS means the file system offers no trustworthy syncfs.
 var ErrNoSyncFS = errors.New("storage: syncfs not available")
 
 // SyncFileSystem is FileSystemSyncer's, for any File with a descriptor.
