@@ -92,6 +92,9 @@ func newFigureSet(cfg *config) *figureSet {
 	floorNote := fmt.Sprintf("the disk's own floor: %d B append + fdatasync to a preallocated file in fjord's data dir, %s/s for %s, just before each of fjord's latency suites; no ack p99 of a broker that fdatasyncs before acking one record at a time can be below it", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
 	s.def("", "fsync_floor_p50", "disk fdatasync p50 at "+rate+"/s (fjord's data dir)", "ms", "", nil, "")
 	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
+	s.def("", "fsync_floor_written_p50", "disk fdatasync p50 at "+rate+"/s, a file written beforehand", "ms", "", nil, "")
+	s.def("", "fsync_floor_written_p99", "disk fdatasync p99 at "+rate+"/s, a file written beforehand", "ms", "", nil,
+		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor; in a fallocated file (as fjord's segments) the first write-back into each block converts its extent, a journal commit")
 	flushNote := "fjord_log_flush_seconds of the node over the latency suite: each fdatasync (or wait for the one in progress) the broker made while serving it, the disk's fdatasync under the suite's own load; interpolated in doubling buckets, max is a bucket's upper bound"
 	s.def("", "flush_p50_l0", "fjord's own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "flush_p99_l0", "fjord's own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
@@ -113,12 +116,16 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("three fjord processes, RF 3, min.insync.replicas 2, acks=all", "rf3_produce_rps", "produce linger 0, kfake column one node", "records/s", "", ratioAtLeast(0.5), "")
 	s.def("", "rf3_ack_p99_l0", "produce→ack p99 at "+rate+"/s linger 0", "ms", "", below(5), "")
 	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
+	s.def("", "rf3_ack_p99_nosync_l0", "control: acked before fsync, produce→ack p99 at "+rate+"/s linger 0", "ms", "", nil,
+		"a topic with flush.messages=10^8 on the same three nodes: acknowledged once every in-sync replica holds the record in memory (Kafka's default), no disk wait; what three processes and the client take on this machine's cores")
 	s.def("", "rf3_flush_p50_l0", "the three nodes' own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_p99_l0", "the three nodes' own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_max_l0", "the three nodes' own flush wait max during the latency suite, linger 0", "ms", "", nil,
 		"leaders' and followers' flushes together: an acks=all record waits for its leader's and a follower's, on the one disk the three nodes share")
 	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
 	s.def("", "p1000_produce_rps_ld", fmt.Sprintf("produce linger default, ratio to %d partitions", p), "records/s", "produce_rps_ld", ratioAtLeast(0.5), "")
+	s.def("", "p1000_nosync_rps", fmt.Sprintf("control: acked before fsync, produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", nil,
+		"a topic with flush.messages=10^8: no group flush before the ack; the ratio fjord reaches at 1,000 partitions without the disk's part")
 	s.def("", "p1000_request_ms", "produce request, decoded → answered, mean, linger 0", "ms", "", nil, "fjord_request_seconds{api=\"0\"} over the produce suite")
 	s.def("", "p1000_flush_ms", "group flush (one syncfs) of a produce request, mean, linger 0", "ms", "", nil,
 		"fjord_log_flush_seconds over the produce suite: the disk's time to make one request's appends to 1,000 files durable")
@@ -335,6 +342,10 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 					figs.fjord("fsync_floor_p50", r.FsyncFloor.P50Ms)
 					figs.fjord("fsync_floor_p99", r.FsyncFloor.P99Ms)
 				}
+				if r.FsyncFloorWritten != nil {
+					figs.fjord("fsync_floor_written_p50", r.FsyncFloorWritten.P50Ms)
+					figs.fjord("fsync_floor_written_p99", r.FsyncFloorWritten.P99Ms)
+				}
 				if f := r.LatencyFlush; f != nil && !l.dflt {
 					figs.fjord("flush_p50_l0", f.P50Ms)
 					figs.fjord("flush_p99_l0", f.P99Ms)
@@ -358,7 +369,8 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 }
 
 // allRF3 runs produce and produce→ack latency on three fjord processes at
-// RF 3 (min.insync.replicas 2, set by newTopic for rf >= 3).
+// RF 3 (min.insync.replicas 2, set by newTopic for rf >= 3), then the
+// latency again on a topic acknowledged before its fsync, as a control.
 func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
 	nodes, stop, err := startBenchCluster(ctx, cfg.fjordBin)
 	if err != nil {
@@ -393,24 +405,51 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 			figs.fjord("rf3_flush_p99_l0", f.P99Ms)
 			figs.fjord("rf3_flush_max_l0", f.MaxMs)
 		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	// The control: the same nodes and suite, a topic acknowledged before
+	// its fsync.
+	c := *cfg
+	c.rf, c.ackBeforeFsync = 3, true
+	c.linger, c.lingerDefault = 0, false
+	c.suites = map[string]bool{suiteLatency: true}
+	tag := "fjord x3 rf3, acked before fsync, linger 0"
+	r := benchBrokers(ctx, &c, tag, addrs, false)
+	suiteErrors(tag, r, fail)
+	if r.Latency != nil {
+		figs.fjord("rf3_ack_p99_nosync_l0", r.Latency.P99Ms)
 	}
 }
 
 // allPartitions1000 runs the produce suite on a fresh fjord node with
-// 1,000 partitions at both lingers, and on kfake at linger 0 for
+// 1,000 partitions at both lingers and, as a control, at linger 0 on a
+// topic acknowledged before its fsync; and on kfake at linger 0 for
 // reference.
 func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail func(string, ...any)) {
 	for _, target := range []string{"fjord", "kfake"} {
 		tag := target + ", 1000 partitions"
 		err := withBroker(ctx, cfg, target, func(br runningBroker) {
-			for _, l := range lingers {
-				if target == "kfake" && l.dflt {
+			runs := []struct {
+				label     string
+				dflt      bool
+				noSync    bool // the control: acked before fsync
+				fjordOnly bool
+			}{
+				{"linger 0", false, false, false},
+				{"linger default", true, false, true},
+				{"linger 0, acked before fsync", false, true, true},
+			}
+			for _, l := range runs {
+				if target == "kfake" && l.fjordOnly {
 					continue
 				}
 				c := *cfg
 				c.partitions = 1000
 				c.metrics = br.metrics
 				c.linger, c.lingerDefault = 0, l.dflt
+				c.ackBeforeFsync = l.noSync
 				c.suites = map[string]bool{suiteProduce: true}
 				r := benchBrokersProc(ctx, &c, tag+", "+l.label, []string{br.addr}, false, br.pid)
 				suiteErrors(tag+", "+l.label, r, fail)
@@ -418,6 +457,8 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 					continue
 				}
 				switch {
+				case l.noSync:
+					figs.fjord("p1000_nosync_rps", r.Produce.RecordsPerSec)
 				case target == "kfake":
 					figs.kfake("p1000_vs_kfake", r.Produce.RecordsPerSec)
 				case l.dflt:

@@ -29,8 +29,17 @@ const floorMaxDuration = 5 * time.Second
 // a preallocated file in the broker's data directory, paced at the rate
 // of the latency suite, taken with nothing else writing (just before the
 // suite).
+//
+// Two preallocations are measured, because they cost the disk different
+// work per fdatasync. Fallocate (what fjord does to its segments) leaves
+// the space unwritten: on ext4 and xfs the first write-back into each
+// block converts its extent to written, and that conversion is metadata
+// the fdatasync must commit to the journal. A file whose blocks were
+// written (with zeros) beforehand takes data and a device cache flush
+// only: the device's own floor.
 type FsyncFloor struct {
 	Dir          string  `json:"dir"`
+	Written      bool    `json:"written"`       // preallocated by writing zeros; false: fallocate
 	TargetRate   float64 `json:"target_rate"`   // appends+fdatasyncs/s asked for
 	AchievedRate float64 `json:"achieved_rate"` // done/s: below target when one fdatasync takes longer than 1/rate
 	Samples      int     `json:"samples"`
@@ -41,11 +50,11 @@ type FsyncFloor struct {
 }
 
 // fsyncFloor appends floorWriteSize bytes and fdatasyncs, rate times a
-// second for dur, to a file preallocated (fallocate) in dir, one
-// operation at a time: when an fdatasync takes longer than 1/rate the
-// next starts at once and the achieved rate falls short. The file is
-// removed afterwards.
-func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration) (*FsyncFloor, error) {
+// second for dur, to a file preallocated in dir (written with zeros if
+// written, else fallocated), one operation at a time: when an fdatasync
+// takes longer than 1/rate the next starts at once and the achieved rate
+// falls short. The file is removed afterwards.
+func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration, written bool) (*FsyncFloor, error) {
 	path := filepath.Join(dir, ".fjord-bench-fsync-floor")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -54,9 +63,13 @@ func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration
 	defer os.Remove(path)
 	defer f.Close()
 	total := int64(rate * dur.Seconds())
-	// Preallocated like a segment file would be, so the appends do not
-	// grow the file (its size is fixed from the start).
-	if err := preallocate(f, total*floorWriteSize); err != nil {
+	// Preallocated, so the appends do not grow the file (its size is
+	// fixed from the start).
+	prealloc := preallocate
+	if written {
+		prealloc = writeZeros
+	}
+	if err := prealloc(f, total*floorWriteSize); err != nil {
 		return nil, fmt.Errorf("fsync floor: preallocate %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
@@ -94,6 +107,7 @@ func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration
 	slices.Sort(lats)
 	return &FsyncFloor{
 		Dir:          dir,
+		Written:      written,
 		TargetRate:   rate,
 		AchievedRate: float64(done) / window.Seconds(),
 		Samples:      len(lats),
@@ -102,4 +116,17 @@ func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration
 		P999Ms:       ms(percentile(lats, 0.999)),
 		MaxMs:        ms(percentile(lats, 1)),
 	}, nil
+}
+
+// writeZeros writes size zero bytes to f from offset 0, a MiB at a time.
+func writeZeros(f *os.File, size int64) error {
+	zeros := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; {
+		n, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	return nil
 }

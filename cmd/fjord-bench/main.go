@@ -53,19 +53,25 @@ type config struct {
 	// under test, set by the tool for the nodes it starts: the produce
 	// and latency suites then read the nodes' own flush histograms
 	// (brokerflush.go).
-	metrics     []string
-	suites      map[string]bool
-	partitions  int
-	rf          int
-	records     int
-	size        int
-	rate        float64
-	duration    time.Duration
-	compression string
-	cluster     bool
-	fjordRF3    bool
-	timeout     time.Duration
-	json        bool
+	metrics []string
+	// ackBeforeFsync creates the bench topics with flush.messages set
+	// high, so a record is acknowledged once the in-sync replicas have it
+	// in memory, Kafka's default, not once they fsynced it, fjord's: the
+	// control run that shows what the figure is without the disk wait.
+	// Set by -all for its control rows only.
+	ackBeforeFsync bool
+	suites         map[string]bool
+	partitions     int
+	rf             int
+	records        int
+	size           int
+	rate           float64
+	duration       time.Duration
+	compression    string
+	cluster        bool
+	fjordRF3       bool
+	timeout        time.Duration
+	json           bool
 	// txn > 0 runs the produce and e2e suites with a transactional
 	// producer committing every txn records (e2e then reads
 	// read_committed, so its latency is produce to visible-when-committed).

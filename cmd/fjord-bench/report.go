@@ -128,18 +128,26 @@ func (r *report) printTable(w io.Writer) {
 		section(fmt.Sprintf("latency: produce->ack, %g rec/s for %s, 1 KiB", c.rate, c.duration))
 		latRows(row, suiteLatency, func(t *TargetResult) *Latency { return t.Latency })
 		if c.fjordBin != "" {
-			floor := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
-				return func(t *TargetResult) string {
-					if t.FsyncFloor == nil {
+			for _, fl := range []struct {
+				how string
+				get func(t *TargetResult) *FsyncFloor
+			}{
+				{"fallocated, as fjord's segments", func(t *TargetResult) *FsyncFloor { return t.FsyncFloor }},
+				{"written with zeros beforehand", func(t *TargetResult) *FsyncFloor { return t.FsyncFloorWritten }},
+			} {
+				floor := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
+					return func(t *TargetResult) string {
+						if f := fl.get(t); f != nil {
+							return v(f)
+						}
 						return "-"
 					}
-					return v(t.FsyncFloor)
 				}
+				section(fmt.Sprintf("disk floor: %d B append + fdatasync, a file in the data dir %s, %g/s, before the latency suite", floorWriteSize, fl.how, c.rate))
+				row("  fdatasync p50 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
+				row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
+				row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
 			}
-			section(fmt.Sprintf("disk floor: %d B append + fdatasync, preallocated file in the data dir, %g/s, before the latency suite", floorWriteSize, c.rate))
-			row("  fdatasync p50 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
-			row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
-			row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
 		}
 		if anyTarget(r.Targets, func(t *TargetResult) bool { return t.LatencyFlush != nil }) {
 			section("fjord's own flush wait during the latency suite (fjord_log_flush_seconds, all nodes)")

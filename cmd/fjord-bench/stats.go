@@ -28,6 +28,9 @@ type TargetResult struct {
 	// FsyncFloor is the disk's own fdatasync latency in the broker's data
 	// directory at the latency suite's rate, taken just before it.
 	FsyncFloor *FsyncFloor `json:"fsync_floor,omitempty"`
+	// FsyncFloorWritten is the same on a file whose blocks were written
+	// beforehand: data and a device flush, no journal commit.
+	FsyncFloorWritten *FsyncFloor `json:"fsync_floor_written,omitempty"`
 	// ProduceFlush and LatencyFlush are the fjord nodes' own flush waits
 	// during the produce and latency suites (brokerflush.go), for nodes
 	// the tool started.

@@ -63,13 +63,22 @@ func (b *bench) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	return append(opts, extra...)
 }
 
+// ackBeforeFsyncMessages is flush.messages for -all's control topics
+// (config.ackBeforeFsync): far more records than any suite writes to a
+// partition, so the only fsyncs are the broker's periodic ones.
+const ackBeforeFsyncMessages = 100_000_000
+
 // newTopic creates a fresh topic for one suite.
 func (b *bench) newTopic(ctx context.Context, suite string) (string, error) {
 	topic := fmt.Sprintf("fjord-bench-%s-%s", suite, b.runID)
-	var configs map[string]*string
+	configs := map[string]*string{}
 	if b.cfg.rf >= 3 {
 		two := "2" // the usual durable setting: one failure neither loses nor stops writes
-		configs = map[string]*string{"min.insync.replicas": &two}
+		configs["min.insync.replicas"] = &two
+	}
+	if b.cfg.ackBeforeFsync {
+		never := strconv.Itoa(ackBeforeFsyncMessages)
+		configs["flush.messages"] = &never
 	}
 	if _, err := b.adm.CreateTopic(ctx, int32(b.cfg.partitions), int16(b.cfg.rf), configs, topic); err != nil {
 		return "", fmt.Errorf("create topic %s: %w", topic, err)

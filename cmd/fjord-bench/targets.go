@@ -124,7 +124,11 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 	ok = ok && run(suiteLatency, func(topic string) (err error) {
 		if cfg.floorDir != "" {
 			logf("[%s] fsync floor in %s ...", name, cfg.floorDir)
-			if res.FsyncFloor, err = fsyncFloor(ctx, cfg.floorDir, cfg.rate, min(cfg.duration, floorMaxDuration)); err != nil {
+			floorDur := min(cfg.duration, floorMaxDuration)
+			if res.FsyncFloor, err = fsyncFloor(ctx, cfg.floorDir, cfg.rate, floorDur, false); err != nil {
+				return err
+			}
+			if res.FsyncFloorWritten, err = fsyncFloor(ctx, cfg.floorDir, cfg.rate, floorDur, true); err != nil {
 				return err
 			}
 		}
