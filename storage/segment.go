@@ -63,9 +63,13 @@ type segment struct {
 	// preallocated chunks: an fdatasync after a write that grows the file
 	// must also commit the new length, and costs several times more than
 	// one after a write into space already allocated (measured here: p50
-	// 95 µs vs 58 µs, p99 0.3-1.4 ms vs 0.2 ms). The zeroed tail beyond size
-	// is never read (readers stop at size), recovery stops at it (a zero
-	// batch length is invalid), and it is cut off at roll and at close.
+	// 95 µs vs 58 µs, p99 0.3-1.4 ms vs 0.2 ms). Allocated is not written:
+	// the first write-back into each fallocated block still converts its
+	// extent, a journal commit; zeros written ahead would spare it, at the
+	// costs docs/benchmarks.md weighs ("Fallocated space is not written
+	// space"). The zeroed tail beyond size is never read (readers stop at
+	// size), recovery stops at it (a zero batch length is invalid), and it
+	// is cut off at roll and at close.
 	// Invariant: size <= allocated.
 	allocated  int64
 	noPrealloc bool // the filesystem refused fallocate

@@ -89,12 +89,12 @@ func newFigureSet(cfg *config) *figureSet {
 		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s "+l.label, "ms", "", nil, "")
 		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s "+l.label, "ms", "", atMost(1.5), note)
 	}
-	floorNote := fmt.Sprintf("the disk's own floor: %d B append + fdatasync to a preallocated file in fjord's data dir, %s/s for %s, just before each of fjord's latency suites; no ack p99 of a broker that fdatasyncs before acking one record at a time can be below it", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
+	floorNote := fmt.Sprintf("the floor of fjord's layout: %d B append + fdatasync to a file in fjord's data dir preallocated with fallocate, as fjord's segments are, %s/s for %s, just before each of fjord's latency suites", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
 	s.def("", "fsync_floor_p50", "disk fdatasync p50 at "+rate+"/s (fjord's data dir)", "ms", "", nil, "")
 	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
 	s.def("", "fsync_floor_written_p50", "disk fdatasync p50 at "+rate+"/s, a file written beforehand", "ms", "", nil, "")
 	s.def("", "fsync_floor_written_p99", "disk fdatasync p99 at "+rate+"/s, a file written beforehand", "ms", "", nil,
-		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor; in a fallocated file (as fjord's segments) the first write-back into each block converts its extent, a journal commit")
+		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor, below which no ack p99 of a broker that fdatasyncs before acking one record at a time can go; in fallocated space the first write-back into each block converts its extent, a journal commit")
 	flushNote := "fjord_log_flush_seconds of the node over the latency suite: each fdatasync (or wait for the one in progress) the broker made while serving it, the disk's fdatasync under the suite's own load; interpolated in doubling buckets, max is a bucket's upper bound"
 	s.def("", "flush_p50_l0", "fjord's own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "flush_p99_l0", "fjord's own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
