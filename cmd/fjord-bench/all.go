@@ -144,8 +144,22 @@ func newFigureSet(cfg *config) *figureSet {
 }
 
 func runAll(ctx context.Context, cfg *config, w io.Writer) int {
+	// A quiet machine first: the figures of a busy one are the other
+	// work's as much as the brokers'.
+	quiet := true
+	var waited time.Duration
+	if l, ok := load1(); ok && l > quietLoad {
+		if cfg.quietWait > 0 {
+			logf("[all] load %s: waiting up to %s for the 1-minute load to fall to %.1f", loadAvg(), cfg.quietWait, quietLoad)
+		}
+		waited, quiet = waitQuiet(ctx, cfg.quietWait, 5*time.Second, load1)
+		if !quiet {
+			logf("[all] load %s after %.0f s: starting anyway; the run is marked busy", loadAvg(), waited.Seconds())
+		}
+	}
 	start := time.Now()
 	m := collectMachine(ctx, cfg.label, cfg.fjordBin)
+	m.Busy, m.Waited = !quiet, waited.Seconds()
 	var skipped []string
 	for _, st := range allSteps {
 		if cfg.allSkip[st] {
@@ -194,7 +208,9 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 			if cfg.allSkip[st] || ctx.Err() != nil {
 				continue
 			}
-			logf("[all] round %d of %d: %s (%.0f s into the run, load %s)", round+1, cfg.repeat, st, time.Since(start).Seconds(), loadAvg())
+			sl := StepLoad{Round: round + 1, Step: st, Seconds: time.Since(start).Seconds(), Load: loadAvg()}
+			m.Loads = append(m.Loads, sl)
+			logf("[all] round %d of %d: %s (%.0f s into the run, load %s)", round+1, cfg.repeat, st, sl.Seconds, sl.Load)
 			steps[st](round)
 		}
 	}
@@ -217,6 +233,9 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 		fmt.Fprintf(w, "; figures are medians of %d rounds", cfg.repeat)
 	}
 	fmt.Fprintln(w)
+	if m.Busy {
+		fmt.Fprintf(w, "BUSY: %s\n", busyNote(m))
+	}
 	if len(res.Errors) > 0 {
 		fmt.Fprintln(w, "\nerrors:")
 		for _, e := range res.Errors {

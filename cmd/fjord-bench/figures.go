@@ -240,7 +240,18 @@ func printMachine(w io.Writer, m *Machine) {
 	if m.LoadEnd != "" {
 		fmt.Fprintf(w, ", %s at end", m.LoadEnd)
 	}
+	if m.Waited >= 1 {
+		fmt.Fprintf(w, " (waited %.0f s for it to fall)", m.Waited)
+	}
 	fmt.Fprintln(w)
+	if m.Busy {
+		fmt.Fprintf(w, "BUSY:     %s\n", busyNote(m))
+	}
+}
+
+// busyNote says why a busy run's figures are not a quiet machine's.
+func busyNote(m *Machine) string {
+	return fmt.Sprintf("the 1-minute load average was above %.1f at the start (%s): something else shared the machine, so these are not a quiet machine's figures", quietLoad, orDash(m.LoadStart))
 }
 
 func orDash(s string) string {
@@ -304,7 +315,11 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 		if m == nil {
 			m = &Machine{}
 		}
-		fmt.Fprintf(w, "%s: %s: %s, started %s, load %s → %s\n", tag, name, orDash(m.Label), r.Started.Format(time.RFC3339), orDash(m.LoadStart), orDash(m.LoadEnd))
+		busy := ""
+		if m.Busy {
+			busy = " (BUSY: not a quiet machine)"
+		}
+		fmt.Fprintf(w, "%s: %s: %s, started %s, load %s → %s%s\n", tag, name, orDash(m.Label), r.Started.Format(time.RFC3339), orDash(m.LoadStart), orDash(m.LoadEnd), busy)
 	}
 	desc("A", nameA, a)
 	desc("B", nameB, b)

@@ -179,6 +179,7 @@ func TestCompare(t *testing.T) {
 	// A figure only B has, and a different machine.
 	b.Figures = append(b.Figures, &Figure{ID: "new", Section: "later", Name: "new figure", Unit: "s", Fjord: fp(3)})
 	b.Machine.CPUs = 4
+	b.Machine.Busy = true
 	var out bytes.Buffer
 	printCompare(&out, a, b, "a.json", "b.json")
 	s := out.String()
@@ -186,6 +187,7 @@ func TestCompare(t *testing.T) {
 		"A: a.json: aaaaaaa",
 		"B: b.json: bbbbbbb",
 		"note: different machines",
+		"bbbbbbb, started 2026-12-02T04:00:00Z, load 0.10 0.20 0.30 → 1.00 0.50 0.40 (BUSY: not a quiet machine)",
 		"+25.0%", // produce 100000 → 125000
 		"-50.0%", // p99 2 → 1
 		"yes → yes",

@@ -33,6 +33,61 @@ type Machine struct {
 	FjordBuild  string  `json:"fjord_build,omitempty"` // Go version and vcs revision embedded in -fjord-bin
 	LoadStart   string  `json:"load_start"`            // /proc/loadavg at start: 1, 5, 15 min
 	LoadEnd     string  `json:"load_end,omitempty"`
+	// Busy: the 1-minute load average was above quietLoad when the run
+	// began, after waiting for it to fall (-quiet-wait). Its figures are
+	// not a quiet machine's.
+	Busy bool `json:"busy,omitempty"`
+	// Waited is how long -all waited for the load to fall before it
+	// started, in seconds.
+	Waited float64 `json:"waited_s,omitempty"`
+	// Loads is /proc/loadavg as each step of each round began.
+	Loads []StepLoad `json:"loads,omitempty"`
+}
+
+// StepLoad is the load average as one step of -all began.
+type StepLoad struct {
+	Round   int     `json:"round"` // from 1
+	Step    string  `json:"step"`
+	Seconds float64 `json:"at_s"` // into the run
+	Load    string  `json:"load"`
+}
+
+// quietLoad is the 1-minute load average above which a machine is busy:
+// on the two cores this bench was written on, one is then taken by
+// something other than the bench. A run keeps the load at 2-4 by itself,
+// so only the figure before it starts says whether the machine was quiet.
+const quietLoad = 1.0
+
+// load1 is the 1-minute load average (false: unknown, as off Linux).
+func load1() (float64, bool) {
+	f := strings.Fields(loadAvg())
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
+}
+
+// waitQuiet polls the 1-minute load average (load, load1 on a live
+// machine) every poll until it is at most quietLoad, max has passed, or
+// ctx ends, and returns how long it waited and whether the machine is
+// quiet (an unknown load counts as quiet: nothing says otherwise).
+func waitQuiet(ctx context.Context, max, poll time.Duration, load func() (float64, bool)) (time.Duration, bool) {
+	start := time.Now()
+	for {
+		l, ok := load()
+		if !ok || l <= quietLoad {
+			return time.Since(start), true
+		}
+		if time.Since(start) >= max {
+			return time.Since(start), false
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-time.After(poll):
+		}
+	}
 }
 
 func collectMachine(ctx context.Context, label, fjordBin string) *Machine {

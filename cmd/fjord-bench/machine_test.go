@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,7 +83,7 @@ func TestParseFlagsAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.timeout != 20*time.Minute || cfg.manyPartitions != 10000 || cfg.repeat != 1 || !cfg.lingerDefault {
+	if cfg.timeout != 20*time.Minute || cfg.manyPartitions != 10000 || cfg.repeat != 1 || !cfg.lingerDefault || cfg.quietWait != 3*time.Minute {
 		t.Fatalf("defaults under -all: timeout %s, N %d, repeat %d, lingerDefault %v", cfg.timeout, cfg.manyPartitions, cfg.repeat, cfg.lingerDefault)
 	}
 	if !cfg.allSkip["manyparts"] || !cfg.allSkip["rf3"] || cfg.allSkip["single"] {
@@ -105,12 +107,56 @@ func TestParseFlagsAll(t *testing.T) {
 		{"-all", "-fjord-bin", "x", "-all-skip", "nope"},
 		{"-all", "-fjord-bin", "x", "-repeat", "0"},
 		{"-kfake", "-repeat", "2"}, // -repeat without -all
+		{"-kfake", "-quiet-wait", "1m"},
+		{"-all", "-fjord-bin", "x", "-quiet-wait", "-1s"},
 		{"-kfake", "-linger", "soon"},
 		{"-compare", "a.json"},
 		{"-cluster", "-fjord-bin", "x", "-json-out", "r.json"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) took it", bad)
+		}
+	}
+}
+
+// waitQuiet waits while the load is above quietLoad, up to its bound, and
+// says whether the machine became quiet; an unknown load is quiet.
+func TestWaitQuiet(t *testing.T) {
+	seq := func(loads ...float64) func() (float64, bool) {
+		return func() (float64, bool) {
+			l := loads[0]
+			if len(loads) > 1 {
+				loads = loads[1:]
+			}
+			return l, true
+		}
+	}
+	ctx := t.Context()
+	if _, quiet := waitQuiet(ctx, time.Second, time.Millisecond, seq(3.5, 2.1, 1.0, 4)); !quiet {
+		t.Error("a load falling to 1.0 within the bound: not quiet")
+	}
+	if waited, quiet := waitQuiet(ctx, 20*time.Millisecond, time.Millisecond, seq(2.5)); quiet || waited < 20*time.Millisecond {
+		t.Errorf("a load staying at 2.5: quiet %v after %s, want busy after the 20ms bound", quiet, waited)
+	}
+	if _, quiet := waitQuiet(ctx, 0, time.Millisecond, seq(1.01)); quiet {
+		t.Error("no wait allowed and a load of 1.01: quiet")
+	}
+	if _, quiet := waitQuiet(ctx, time.Second, time.Millisecond, func() (float64, bool) { return 0, false }); !quiet {
+		t.Error("an unknown load: busy")
+	}
+}
+
+// A busy run says so in its header, with the load and the wait.
+func TestPrintMachineBusy(t *testing.T) {
+	var quiet, busy bytes.Buffer
+	printMachine(&quiet, &Machine{LoadStart: "0.40 0.30 0.20"})
+	printMachine(&busy, &Machine{LoadStart: "1.70 1.20 0.90", Busy: true, Waited: 180})
+	if strings.Contains(quiet.String(), "BUSY") || strings.Contains(quiet.String(), "waited") {
+		t.Errorf("a quiet run's header:\n%s", quiet.String())
+	}
+	for _, want := range []string{"(waited 180 s for it to fall)", "BUSY:", "above 1.0 at the start (1.70 1.20 0.90)"} {
+		if !strings.Contains(busy.String(), want) {
+			t.Errorf("a busy run's header lacks %q:\n%s", want, busy.String())
 		}
 	}
 }

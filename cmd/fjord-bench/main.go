@@ -93,6 +93,9 @@ type config struct {
 	all     bool
 	allSkip map[string]bool
 	repeat  int
+	// quietWait bounds -all's wait for a quiet machine (machine.go:
+	// quietLoad) before it starts.
+	quietWait time.Duration
 	// jsonOut is a file the full result is written to as JSON, besides
 	// the table.
 	jsonOut string
@@ -288,6 +291,7 @@ func parseFlags(args []string) (*config, error) {
 	all := fs.Bool("all", false, "run every figure of the performance issue against -fjord-bin and a kfake child, and print one table of ratios and targets (bounded by -timeout, 20m by default here)")
 	allSkip := fs.String("all-skip", "", "with -all: comma-separated steps to leave out: "+strings.Join(allSteps, ","))
 	repeat := fs.Int("repeat", 1, "with -all: rounds to run; figures are medians, fjord and kfake alternate which goes first")
+	quietWait := fs.Duration("quiet-wait", 3*time.Minute, "with -all: how long to wait for the 1-minute load average to fall to 1.0 before starting; a run that starts above it is marked busy")
 	jsonFile := fs.String("json-out", "", "also write the full result as JSON to `path` (the table still prints)")
 	compare := fs.String("compare", "", "`a.json,b.json`: print the figure-by-figure change between two -all -json-out results, then exit")
 	label := fs.String("label", "", "name of this run in the machine record (default: git rev-parse --short HEAD)")
@@ -340,6 +344,7 @@ func parseFlags(args []string) (*config, error) {
 		all:            *all,
 		allSkip:        map[string]bool{},
 		repeat:         *repeat,
+		quietWait:      *quietWait,
 		jsonOut:        *jsonFile,
 		label:          *label,
 		tier:           *tier,
@@ -389,8 +394,11 @@ func parseFlags(args []string) (*config, error) {
 		case cfg.manyPartitions < 1:
 			return nil, errors.New("-many-partitions must be >= 1 (leave the step out with -all-skip manyparts)")
 		}
-	} else if set["repeat"] || set["all-skip"] {
-		return nil, errors.New("-repeat and -all-skip apply to -all only")
+		if cfg.quietWait < 0 {
+			return nil, errors.New("-quiet-wait must be >= 0")
+		}
+	} else if set["repeat"] || set["all-skip"] || set["quiet-wait"] {
+		return nil, errors.New("-repeat, -all-skip and -quiet-wait apply to -all only")
 	}
 	if cfg.tier && (cfg.all || cfg.cluster || cfg.manyPartitions > 0 || len(cfg.brokers) > 0 || cfg.kfake || cfg.kfakeInProc || cfg.fjordRF3 || cfg.txn > 0) {
 		return nil, errors.New("-tier runs its own node: leave out -all, -cluster, -many-partitions, -brokers, -kfake, -kfake-inproc, -fjord-rf3, -txn")
