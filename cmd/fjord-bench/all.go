@@ -121,7 +121,7 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "rf3_flush_p50_l0", "the three nodes' own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_p99_l0", "the three nodes' own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_max_l0", "the three nodes' own flush wait max during the latency suite, linger 0", "ms", "", nil,
-		"leaders' and followers' flushes together: an acks=all record waits for its leader's and a follower's, on the one disk the three nodes share")
+		"leaders' and followers' flushes together: an acks=all record waits for the fsyncs of its leader and of every follower in the ISR, on the one disk the three nodes share")
 	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
 	s.def("", "p1000_produce_rps_ld", fmt.Sprintf("produce linger default, ratio to %d partitions", p), "records/s", "produce_rps_ld", ratioAtLeast(0.5), "")
 	s.def("", "p1000_nosync_rps", fmt.Sprintf("control: acked before fsync, produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", nil,
