@@ -84,7 +84,7 @@ func TestParseFlagsAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.timeout != 20*time.Minute || cfg.manyPartitions != 10000 || cfg.repeat != 1 || !cfg.lingerDefault || cfg.quietWait != 3*time.Minute {
-		t.Fatalf("defaults under -all: timeout %s, N %d, repeat %d, lingerDefault %v", cfg.timeout, cfg.manyPartitions, cfg.repeat, cfg.lingerDefault)
+		t.Fatalf("defaults under -all: timeout %s, N %d, repeat %d, lingerDefault %v, quietWait %s", cfg.timeout, cfg.manyPartitions, cfg.repeat, cfg.lingerDefault, cfg.quietWait)
 	}
 	if !cfg.allSkip["manyparts"] || !cfg.allSkip["rf3"] || cfg.allSkip["single"] {
 		t.Fatalf("allSkip = %v", cfg.allSkip)
