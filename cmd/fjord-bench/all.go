@@ -33,6 +33,7 @@ type figureSet struct {
 	list    []*Figure
 	byID    map[string]*Figure
 	section string // the group the next figure defined belongs to
+	round   int    // the 1-based round the samples now being put are taken in; 0: none
 }
 
 func (s *figureSet) def(section, id, name, unit, versus string, t *Target, note string) {
@@ -45,11 +46,19 @@ func (s *figureSet) def(section, id, name, unit, versus string, t *Target, note 
 }
 
 func (s *figureSet) fjord(id string, v float64) {
-	s.byID[id].FjordSamples = append(s.byID[id].FjordSamples, v)
+	f := s.byID[id]
+	f.FjordSamples = append(f.FjordSamples, v)
+	if s.round > 0 {
+		f.FjordRounds = append(f.FjordRounds, s.round)
+	}
 }
 
 func (s *figureSet) kfake(id string, v float64) {
-	s.byID[id].KfakeSamples = append(s.byID[id].KfakeSamples, v)
+	f := s.byID[id]
+	f.KfakeSamples = append(f.KfakeSamples, v)
+	if s.round > 0 {
+		f.KfakeRounds = append(f.KfakeRounds, s.round)
+	}
 }
 
 // put records v for the target ("fjord" or "kfake") of one figure.
@@ -211,6 +220,7 @@ func runAll(ctx context.Context, cfg *config, w io.Writer) int {
 			sl := StepLoad{Round: round + 1, Step: st, Seconds: time.Since(start).Seconds(), Load: loadAvg()}
 			m.Loads = append(m.Loads, sl)
 			logf("[all] round %d of %d: %s (%.0f s into the run, load %s)", round+1, cfg.repeat, st, sl.Seconds, sl.Load)
+			figs.round = round + 1
 			steps[st](round)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -26,10 +27,15 @@ type AllResult struct {
 }
 
 // Figure is one row of the -all table. Fjord and Kfake are medians of
-// their samples (nil: not measured); Ratio is Fjord over the reference,
-// which is Kfake unless Versus names another figure (whose fjord value
-// then is the reference and shows in the kfake column's place as "-").
-// Met is nil when the figure has no target or could not be evaluated.
+// their samples (nil: not measured). The reference is Kfake unless Versus
+// names another figure (whose fjord value then is the reference and shows
+// in the kfake column's place as "-"). Ratio is Fjord over the reference:
+// when the samples carry their rounds, the median of the per-round ratios
+// (RoundRatios), else the ratio of the two medians. Met is nil when the
+// figure has no target or could not be evaluated.
+//
+// Invariant: FjordRounds, when set, has one entry per FjordSamples entry
+// (the 1-based round it was taken in); the same for KfakeRounds.
 type Figure struct {
 	ID           string    `json:"id"`      // stable key, for -compare
 	Section      string    `json:"section"` // the group it is printed in: what runs, where
@@ -43,7 +49,16 @@ type Figure struct {
 	Met          *bool     `json:"met,omitempty"`
 	FjordSamples []float64 `json:"fjord_samples,omitempty"`
 	KfakeSamples []float64 `json:"kfake_samples,omitempty"`
-	Note         string    `json:"note,omitempty"`
+	FjordRounds  []int     `json:"fjord_rounds,omitempty"`
+	KfakeRounds  []int     `json:"kfake_rounds,omitempty"`
+	// RoundRatios are fjord over the reference in each round that measured
+	// both, in round order. A round runs both brokers one after the other,
+	// so a drift in the machine between rounds hits both sides of its
+	// ratio; the ratio of two column medians can pair a fast round's
+	// fjord with a slow round's kfake.
+	RoundRatios    []float64 `json:"round_ratios,omitempty"`
+	RatioOfMedians *float64  `json:"ratio_of_medians,omitempty"`
+	Note           string    `json:"note,omitempty"`
 }
 
 // Target is a figure's goal. On "ratio" it bounds Figure.Ratio (fjord as
@@ -102,14 +117,25 @@ func (t *Target) check(v float64) bool {
 }
 
 // evaluate fills Fjord and Kfake from the samples (medians), Ratio against
-// ref (the reference value: the kfake median, or another figure's fjord
-// median), and Met from the target.
-func (f *Figure) evaluate(ref *float64) {
+// the reference (ref: the kfake median, or another figure's fjord median;
+// refByRound: the reference's value in each round, nil when its samples
+// carry no rounds), and Met from the target.
+func (f *Figure) evaluate(ref *float64, refByRound map[int]float64) {
 	f.Fjord, f.Kfake = median(f.FjordSamples), median(f.KfakeSamples)
-	f.Ratio, f.Met = nil, nil
+	f.Ratio, f.Met, f.RatioOfMedians, f.RoundRatios = nil, nil, nil, nil
 	if f.Fjord != nil && ref != nil && *ref != 0 {
 		r := *f.Fjord / *ref
-		f.Ratio = &r
+		f.Ratio, f.RatioOfMedians = &r, &r
+	}
+	if own := byRound(f.FjordSamples, f.FjordRounds); own != nil && refByRound != nil {
+		for _, round := range slices.Sorted(maps.Keys(own)) {
+			if r, ok := refByRound[round]; ok && r != 0 {
+				f.RoundRatios = append(f.RoundRatios, own[round]/r)
+			}
+		}
+		if len(f.RoundRatios) > 0 {
+			f.Ratio = median(f.RoundRatios)
+		}
 	}
 	if f.Target == nil {
 		return
@@ -139,6 +165,24 @@ func median(v []float64) *float64 {
 	return &m
 }
 
+// byRound is the median of each round's samples, by round; nil when the
+// samples carry no rounds (or not one per sample, which breaks the
+// invariant: better no pairing than a wrong one).
+func byRound(samples []float64, rounds []int) map[int]float64 {
+	if len(rounds) == 0 || len(rounds) != len(samples) {
+		return nil
+	}
+	in := map[int][]float64{}
+	for i, r := range rounds {
+		in[r] = append(in[r], samples[i])
+	}
+	out := make(map[int]float64, len(in))
+	for r, v := range in {
+		out[r] = *median(v)
+	}
+	return out
+}
+
 // evaluateAll evaluates every figure, each against kfake or its Versus.
 func evaluateAll(figs []*Figure) {
 	byID := map[string]*Figure{}
@@ -152,14 +196,15 @@ func evaluateAll(figs []*Figure) {
 				continue
 			}
 			if f.Versus == "" {
-				f.evaluate(median(f.KfakeSamples))
+				f.evaluate(median(f.KfakeSamples), byRound(f.KfakeSamples, f.KfakeRounds))
 				continue
 			}
 			var ref *float64
+			var refByRound map[int]float64
 			if b := byID[f.Versus]; b != nil {
-				ref = b.Fjord
+				ref, refByRound = b.Fjord, byRound(b.FjordSamples, b.FjordRounds)
 			}
-			f.evaluate(ref)
+			f.evaluate(ref, refByRound)
 		}
 	}
 }
@@ -205,19 +250,34 @@ func fmtMet(m *bool) string {
 	return "NO"
 }
 
+// fmtRoundRange prints the spread of a figure's per-round ratios, "lo-hi";
+// "" for fewer than two rounds.
+func fmtRoundRange(v []float64) string {
+	if len(v) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f-%.2f", slices.Min(v), slices.Max(v))
+}
+
 // printFigures prints the table of -all: figure | fjord | kfake | ratio |
-// target | met?, one section title before each group of figures.
+// per round | target | met?, one section title before each group of
+// figures.
 func printFigures(w io.Writer, figs []*Figure) {
-	rows := [][]string{{"figure", "fjord", "kfake", "ratio", "target", "met?"}}
-	section := ""
+	rows := [][]string{{"figure", "fjord", "kfake", "ratio", "per round", "target", "met?"}}
+	section, paired := "", false
 	for _, f := range figs {
 		if f.Section != section {
 			section = f.Section
 			rows = append(rows, []string{section})
 		}
-		rows = append(rows, []string{"  " + f.label(), fmtValue(f.Fjord), fmtValue(f.Kfake), fmtRatio(f.Ratio), f.targetString(), fmtMet(f.Met)})
+		rr := fmtRoundRange(f.RoundRatios)
+		paired = paired || rr != ""
+		rows = append(rows, []string{"  " + f.label(), fmtValue(f.Fjord), fmtValue(f.Kfake), fmtRatio(f.Ratio), rr, f.targetString(), fmtMet(f.Met)})
 	}
 	renderTable(w, rows)
+	if paired {
+		fmt.Fprintln(w, "\nfjord and kfake are medians over the rounds; a ratio with a per-round range is the median of the per-round ratios (each round measures both sides, one after the other), the range their lowest and highest")
+	}
 	first := true
 	for _, f := range figs {
 		if f.Note == "" {

@@ -222,3 +222,80 @@ func TestPrintFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluatePaired checks that a figure whose samples carry their rounds
+// gets the median of its per-round ratios, paired only within a round.
+func TestEvaluatePaired(t *testing.T) {
+	figs := []*Figure{
+		// Ratio of medians 100/100 = 1; per round 100/110, 80/60, 120/100.
+		{ID: "base", FjordSamples: []float64{100, 80, 120}, FjordRounds: []int{1, 2, 3},
+			KfakeSamples: []float64{110, 60, 100}, KfakeRounds: []int{1, 2, 3}, Target: ratioAtLeast(1.1)},
+		// Round 2 has no fjord sample: rounds 1 and 3 pair, 50/100 and 150/100.
+		{ID: "gap", FjordSamples: []float64{50, 150}, FjordRounds: []int{1, 3},
+			KfakeSamples: []float64{100, 10, 100}, KfakeRounds: []int{1, 2, 3}},
+		// Against another figure's fjord samples, round by round: 40/100, 48/80, 50/120.
+		{ID: "wide", Versus: "base", FjordSamples: []float64{40, 48, 50}, FjordRounds: []int{1, 2, 3}},
+		// Two samples in round 1: their median (2) is the round's value.
+		{ID: "twice", FjordSamples: []float64{1, 3}, FjordRounds: []int{1, 1},
+			KfakeSamples: []float64{2}, KfakeRounds: []int{1}},
+		// Rounds that do not match the samples one to one are not paired.
+		{ID: "broken", FjordSamples: []float64{10, 30}, FjordRounds: []int{1},
+			KfakeSamples: []float64{10, 20}, KfakeRounds: []int{1, 2}},
+	}
+	evaluateAll(figs)
+	want := map[string]struct {
+		ratio, ofMedians float64
+		rounds           []float64
+		met              *bool
+	}{
+		"base":   {1.2, 1, []float64{100.0 / 110, 80.0 / 60, 1.2}, ptrBool(true)},
+		"gap":    {1, 1, []float64{0.5, 1.5}, nil},
+		"wide":   {50.0 / 120, 0.48, []float64{0.4, 0.6, 50.0 / 120}, nil},
+		"twice":  {1, 1, []float64{1}, nil},
+		"broken": {20.0 / 15, 20.0 / 15, nil, nil},
+	}
+	for _, f := range figs {
+		w := want[f.ID]
+		if !eqF(f.Ratio, fp(w.ratio)) || !eqF(f.RatioOfMedians, fp(w.ofMedians)) || !eqB(f.Met, w.met) {
+			t.Errorf("%s: ratio %s of medians %s met %s; want %.3f %.3f %s", f.ID,
+				fmtRatio(f.Ratio), fmtRatio(f.RatioOfMedians), fmtMet(f.Met), w.ratio, w.ofMedians, fmtMet(w.met))
+		}
+		if len(f.RoundRatios) != len(w.rounds) {
+			t.Errorf("%s: round ratios %v, want %v", f.ID, f.RoundRatios, w.rounds)
+			continue
+		}
+		for i := range w.rounds {
+			if !eqF(&f.RoundRatios[i], &w.rounds[i]) {
+				t.Errorf("%s: round ratios %v, want %v", f.ID, f.RoundRatios, w.rounds)
+				break
+			}
+		}
+	}
+
+	var out bytes.Buffer
+	printFigures(&out, figs)
+	for _, want := range []string{"per round", "0.91-1.33", "1.20", "median of the per-round ratios"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestFigureSetRounds checks that samples put during a round carry it.
+func TestFigureSetRounds(t *testing.T) {
+	s := newFigureSet(&config{partitions: 6, manyPartitions: 1000, rate: 3500, duration: time.Second})
+	s.fjord("produce_rps_l0", 1) // before any round: no round recorded
+	f := s.byID["produce_rps_l0"]
+	if f.FjordRounds != nil {
+		t.Fatalf("a sample outside a round got rounds %v", f.FjordRounds)
+	}
+	f.FjordSamples = nil
+	for round := 1; round <= 2; round++ {
+		s.round = round
+		s.put("fjord", "produce_rps_l0", float64(round))
+		s.put("kfake", "produce_rps_l0", 2)
+	}
+	if !reflect.DeepEqual(f.FjordRounds, []int{1, 2}) || !reflect.DeepEqual(f.KfakeRounds, []int{1, 2}) {
+		t.Errorf("rounds fjord %v kfake %v, want [1 2] each", f.FjordRounds, f.KfakeRounds)
+	}
+}
