@@ -90,6 +90,10 @@ func newFigureSet(cfg *config) *figureSet {
 		s.def(t, "produce_rps_"+l.id, "produce "+l.label, "records/s", "", ratioAtLeast(1), "")
 		s.def("", "consume_rps_"+l.id, "consume of the "+l.label+" records", "records/s", "", ratioAtLeast(1), "")
 	}
+	s.def("", "disk_seq_mb_s", "disk alone: sequential 1 MiB writes, each fdatasynced (fjord's data dir)", "MB/s", "", nil,
+		fmt.Sprintf("dd bs=1M oflag=dsync, in Go: %d MiB appended to a new file in fjord's data dir, each MiB fdatasynced before the next, once a round before fjord's suites", diskSeqTotal>>20))
+	s.def("", "produce_mb_s_l0", "produce linger 0, MB/s of values; ratio: share of the disk's", "MB/s", "disk_seq_mb_s", nil,
+		"the issue's produce target is 1× kfake or 0.9 of the disk's sequential bandwidth with a sync per write, whichever is lower: when kfake's MB/s is below 0.9 of the disk's, the kfake ratio is the target that binds; values only (records/s × value size), without keys, headers and batch framing")
 	for _, l := range lingers {
 		note := ""
 		if l.dflt {
@@ -98,6 +102,8 @@ func newFigureSet(cfg *config) *figureSet {
 		s.def("", "ack_p50_"+l.id, "produce→ack p50 at "+rate+"/s "+l.label, "ms", "", nil, "")
 		s.def("", "ack_p99_"+l.id, "produce→ack p99 at "+rate+"/s "+l.label, "ms", "", atMost(1.5), note)
 	}
+	s.def("", "ack_p99_nosync_l0", "control: acked before fsync, produce→ack p99 at "+rate+"/s linger 0", "ms", "", nil,
+		"the same suite on the same node, on a topic with flush.messages=10^8: acknowledged once appended, fsynced in the background; what the node, the client and this machine's cores take without the disk (compare kfake's ack p99, which holds everything in memory)")
 	floorNote := fmt.Sprintf("the floor of fjord's layout: %d B append + fdatasync to a file in fjord's data dir preallocated with fallocate, as fjord's segments are, %s/s for %s, just before each of fjord's latency suites", floorWriteSize, rate, min(cfg.duration, floorMaxDuration))
 	s.def("", "fsync_floor_p50", "disk fdatasync p50 at "+rate+"/s (fjord's data dir)", "ms", "", nil, "")
 	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
@@ -346,6 +352,13 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 	}
 	for _, target := range order {
 		err := withBroker(ctx, cfg, target, func(br runningBroker) {
+			if br.dataDir != "" {
+				if d, err := diskSeqWrite(ctx, br.dataDir, diskSeqTotal, diskSeqChunk); err != nil {
+					fail("[%s] %v", target, err)
+				} else {
+					figs.fjord("disk_seq_mb_s", d.MBps)
+				}
+			}
 			for _, l := range lingers {
 				c := *cfg
 				c.suites = map[string]bool{suiteProduce: true, suiteLatency: true, suiteE2E: true, suiteConsume: true}
@@ -356,6 +369,9 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 				suiteErrors(tag, r, fail)
 				if r.Produce != nil {
 					figs.put(target, "produce_rps_"+l.id, r.Produce.RecordsPerSec)
+					if !l.dflt {
+						figs.put(target, "produce_mb_s_l0", r.Produce.RecordsPerSec*float64(cfg.size)/1e6)
+					}
 					if target == "kfake" && !l.dflt {
 						figs.kfake("rf3_produce_rps", r.Produce.RecordsPerSec)
 					}
@@ -389,6 +405,20 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 				if ctx.Err() != nil {
 					return
 				}
+			}
+			if target != "fjord" {
+				return
+			}
+			// The control: the latency suite again, on a topic
+			// acknowledged before its fsync.
+			c := *cfg
+			c.suites = map[string]bool{suiteLatency: true}
+			c.linger, c.lingerDefault, c.ackBeforeFsync = 0, false, true
+			tag := "fjord, acked before fsync, linger 0"
+			r := benchBrokersProc(ctx, &c, tag, []string{br.addr}, false, br.pid)
+			suiteErrors(tag, r, fail)
+			if r.Latency != nil {
+				figs.fjord("ack_p99_nosync_l0", r.Latency.P99Ms)
 			}
 		})
 		if err != nil {

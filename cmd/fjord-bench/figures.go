@@ -295,6 +295,9 @@ func printFigures(w io.Writer, figs []*Figure) {
 func printMachine(w io.Writer, m *Machine) {
 	fmt.Fprintf(w, "machine:  %s, %d CPUs, %.0f MiB RAM, kernel %s, %s\n", m.CPUModel, m.CPUs, m.MemTotalMiB, m.Kernel, m.Platform)
 	fmt.Fprintf(w, "data dir: %s (%s)\n", m.DataDir, m.DataFSType)
+	if m.PageTouchUs > 0 {
+		fmt.Fprintf(w, "memory:   a fresh page takes %.2f µs to fault in (anonymous, 4 KiB pages, median of %d × %d MiB)\n", m.PageTouchUs, pageTouchRuns, pageTouchSize>>20)
+	}
 	fmt.Fprintf(w, "build:    bench %s; fjord %s; commit %s; label %s\n", m.GoVersion, orDash(m.FjordBuild), orDash(m.Commit), orDash(m.Label))
 	fmt.Fprintf(w, "load:     %s at start", orDash(m.LoadStart))
 	if m.LoadEnd != "" {
@@ -387,6 +390,9 @@ func printCompare(w io.Writer, a, b *AllResult, nameA, nameB string) {
 		if ma.CPUModel != mb.CPUModel || ma.CPUs != mb.CPUs || ma.Kernel != mb.Kernel || ma.DataFSType != mb.DataFSType {
 			fmt.Fprintf(w, "note: different machines: %s ×%d %s %s vs %s ×%d %s %s\n",
 				ma.CPUModel, ma.CPUs, ma.Kernel, ma.DataFSType, mb.CPUModel, mb.CPUs, mb.Kernel, mb.DataFSType)
+		}
+		if lo, hi := min(ma.PageTouchUs, mb.PageTouchUs), max(ma.PageTouchUs, mb.PageTouchUs); lo > 0 && hi > 2*lo {
+			fmt.Fprintf(w, "note: different memory: a fresh page took %.2f µs to fault in on A, %.2f µs on B\n", ma.PageTouchUs, mb.PageTouchUs)
 		}
 	}
 	fmt.Fprintln(w)

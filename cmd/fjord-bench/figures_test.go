@@ -180,6 +180,7 @@ func TestCompare(t *testing.T) {
 	b.Figures = append(b.Figures, &Figure{ID: "new", Section: "later", Name: "new figure", Unit: "s", Fjord: fp(3)})
 	b.Machine.CPUs = 4
 	b.Machine.Busy = true
+	a.Machine.PageTouchUs, b.Machine.PageTouchUs = 0.5, 11.5
 	var out bytes.Buffer
 	printCompare(&out, a, b, "a.json", "b.json")
 	s := out.String()
@@ -187,6 +188,7 @@ func TestCompare(t *testing.T) {
 		"A: a.json: aaaaaaa",
 		"B: b.json: bbbbbbb",
 		"note: different machines",
+		"note: different memory: a fresh page took 0.50 µs to fault in on A, 11.50 µs on B",
 		"bbbbbbb, started 2026-12-02T04:00:00Z, load 0.10 0.20 0.30 → 1.00 0.50 0.40 (BUSY: not a quiet machine)",
 		"+25.0%", // produce 100000 → 125000
 		"-50.0%", // p99 2 → 1

@@ -42,6 +42,36 @@ type Machine struct {
 	Waited float64 `json:"waited_s,omitempty"`
 	// Loads is /proc/loadavg as each step of each round began.
 	Loads []StepLoad `json:"loads,omitempty"`
+	// PageTouchUs is what faulting in one fresh anonymous page took, in
+	// µs (median of pageTouchRuns maps of pageTouchSize). On a VM that
+	// hands freed memory back to its host (free page reporting, a
+	// balloon), every page a process or the page cache takes anew pays
+	// the host's fault too, ten times or more the kernel's own. That
+	// weighs on kfake, which keeps every record in its heap, more than on
+	// fjord, and on every figure: two runs with different values were not
+	// taken on the same kind of machine.
+	PageTouchUs float64 `json:"page_touch_us,omitempty"`
+}
+
+// pageTouchSize and pageTouchRuns size the fresh-page probe: 64 MiB is
+// 16,384 pages, a few tenths of a second where a fault costs 10 µs.
+const (
+	pageTouchSize = 64 << 20
+	pageTouchRuns = 3
+)
+
+// pageTouch is the median per-page cost of faulting in fresh anonymous
+// memory (false: not measured).
+func pageTouch() (float64, bool) {
+	var v []float64
+	for range pageTouchRuns {
+		d, err := touchFreshPages(pageTouchSize)
+		if err != nil {
+			return 0, false
+		}
+		v = append(v, float64(d)/float64(time.Microsecond))
+	}
+	return *median(v), true
 }
 
 // StepLoad is the load average as one step of -all began.
@@ -126,6 +156,7 @@ func collectMachine(ctx context.Context, label, fjordBin string) *Machine {
 			m.FjordBuild = s
 		}
 	}
+	m.PageTouchUs, _ = pageTouch()
 	m.LoadStart = loadAvg()
 	return m
 }

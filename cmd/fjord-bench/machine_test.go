@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,13 +151,27 @@ func TestWaitQuiet(t *testing.T) {
 func TestPrintMachineBusy(t *testing.T) {
 	var quiet, busy bytes.Buffer
 	printMachine(&quiet, &Machine{LoadStart: "0.40 0.30 0.20"})
-	printMachine(&busy, &Machine{LoadStart: "1.70 1.20 0.90", Busy: true, Waited: 180})
-	if strings.Contains(quiet.String(), "BUSY") || strings.Contains(quiet.String(), "waited") {
+	printMachine(&busy, &Machine{LoadStart: "1.70 1.20 0.90", Busy: true, Waited: 180, PageTouchUs: 11.52})
+	if strings.Contains(quiet.String(), "BUSY") || strings.Contains(quiet.String(), "waited") || strings.Contains(quiet.String(), "memory:") {
 		t.Errorf("a quiet run's header:\n%s", quiet.String())
 	}
-	for _, want := range []string{"(waited 180 s for it to fall)", "BUSY:", "above 1.0 at the start (1.70 1.20 0.90)"} {
+	for _, want := range []string{"(waited 180 s for it to fall)", "BUSY:", "above 1.0 at the start (1.70 1.20 0.90)", "memory:   a fresh page takes 11.52 µs to fault in"} {
 		if !strings.Contains(busy.String(), want) {
 			t.Errorf("a busy run's header lacks %q:\n%s", want, busy.String())
 		}
 	}
+}
+
+func TestPageTouch(t *testing.T) {
+	us, ok := pageTouch()
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Errorf("measured %g µs off Linux", us)
+		}
+		return
+	}
+	if !ok || us <= 0 {
+		t.Fatalf("pageTouch() = %g, %v: want a positive cost", us, ok)
+	}
+	t.Logf("a fresh page: %.2f µs", us)
 }

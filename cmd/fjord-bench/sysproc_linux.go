@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // childSysProcAttr makes the kernel kill a fjord child if this process
@@ -25,3 +26,20 @@ func preallocate(f *os.File, size int64) error {
 
 // fdatasync flushes f's data and only the metadata needed to read it.
 func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
+// touchFreshPages maps size bytes of anonymous memory, writes one byte
+// into each page, and returns how long that took per page: the cost of
+// faulting in a fresh page.
+func touchFreshPages(size int) (time.Duration, error) {
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Munmap(b)
+	pg := os.Getpagesize()
+	start := time.Now()
+	for i := 0; i < len(b); i += pg {
+		b[i] = 1
+	}
+	return time.Since(start) / time.Duration(len(b)/pg), nil
+}

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"syscall"
+	"time"
 )
 
 // childSysProcAttr has nothing to add off Linux; the watchdog and stop()
@@ -20,3 +22,6 @@ func preallocate(*os.File, int64) error { return nil }
 
 // fdatasync is fsync off Linux.
 func fdatasync(f *os.File) error { return f.Sync() }
+
+// touchFreshPages is not measured off Linux.
+func touchFreshPages(int) (time.Duration, error) { return 0, errors.ErrUnsupported }
