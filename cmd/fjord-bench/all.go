@@ -110,6 +110,9 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "fsync_floor_written_p50", "disk fdatasync p50 at "+rate+"/s, a file written beforehand", "ms", "", nil, "")
 	s.def("", "fsync_floor_written_p99", "disk fdatasync p99 at "+rate+"/s, a file written beforehand", "ms", "", nil,
 		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor, below which no ack p99 of a broker that fdatasyncs before acking one record at a time can go; in fallocated space the first write-back into each block converts its extent, a journal commit")
+	s.def("", "fsync_floor_group_p50", fmt.Sprintf("disk under a broker's pattern p50: %s/s appends to %d fallocated files, each group-committed", rate, p), "ms", "", nil, "")
+	s.def("", "fsync_floor_group_p99", fmt.Sprintf("disk under a broker's pattern p99: %s/s appends to %d fallocated files, each group-committed", rate, p), "ms", "", nil,
+		fmt.Sprintf("no broker, the disk only: %d B appends (one 1 KiB record in its batch) paced at %s/s round robin over %d files fallocated in fjord's data dir, written while earlier appends are being synced; each file's flusher fdatasyncs whatever is waiting, as fjord's per-log group commit does; from just before the append's write to the end of the fdatasync that covered it. The floor of an ack p99 for a broker that fdatasyncs before it acks, at this rate on this disk", groupFloorWriteSize, rate, p))
 	flushNote := "fjord_log_flush_seconds of the node over the latency suite: each fdatasync (or wait for the one in progress) the broker made while serving it, the disk's fdatasync under the suite's own load; interpolated in doubling buckets, max is a bucket's upper bound"
 	s.def("", "flush_p50_l0", "fjord's own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "flush_p99_l0", "fjord's own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
@@ -133,6 +136,9 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "rf3_ack_p99_ld", "produce→ack p99 at "+rate+"/s linger default", "ms", "", below(5), "")
 	s.def("", "rf3_ack_p99_nosync_l0", "control: acked before fsync, produce→ack p99 at "+rate+"/s linger 0", "ms", "", nil,
 		"a topic with flush.messages=10^8 on the same three nodes: acknowledged once every in-sync replica holds the record in memory (Kafka's default), no disk wait; what three processes and the client take on this machine's cores")
+	s.def("", "rf3_floor_group_p50", fmt.Sprintf("disk under RF 3's pattern p50: %s/s records, each appended to 3 copies of %d fallocated files", rate, p), "ms", "", nil, "")
+	s.def("", "rf3_floor_group_p99", fmt.Sprintf("disk under RF 3's pattern p99: %s/s records, each appended to 3 copies of %d fallocated files", rate, p), "ms", "", nil,
+		"no broker, the disk only: the one-node group floor with every record appended to three files (its leader's and two followers' logs, on the disk the three nodes share), each file group-committed; a record's time ends at the last of its three covering fdatasyncs, as an acks=all record waits for every in-sync replica's. Measured once a round in the first node's data dir, before the suites")
 	s.def("", "rf3_flush_p50_l0", "the three nodes' own flush wait p50 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_p99_l0", "the three nodes' own flush wait p99 during the latency suite, linger 0", "ms", "", nil, "")
 	s.def("", "rf3_flush_max_l0", "the three nodes' own flush wait max during the latency suite, linger 0", "ms", "", nil,
@@ -391,6 +397,10 @@ func allSingle(ctx context.Context, cfg *config, round int, figs *figureSet, fai
 					figs.fjord("fsync_floor_written_p50", r.FsyncFloorWritten.P50Ms)
 					figs.fjord("fsync_floor_written_p99", r.FsyncFloorWritten.P99Ms)
 				}
+				if r.FsyncFloorGroup != nil {
+					figs.fjord("fsync_floor_group_p50", r.FsyncFloorGroup.P50Ms)
+					figs.fjord("fsync_floor_group_p99", r.FsyncFloorGroup.P99Ms)
+				}
 				if f := r.LatencyFlush; f != nil && !l.dflt {
 					figs.fjord("flush_p50_l0", f.P50Ms)
 					figs.fjord("flush_p99_l0", f.P99Ms)
@@ -440,6 +450,15 @@ func allRF3(ctx context.Context, cfg *config, figs *figureSet, fail func(string,
 	var addrs []string
 	for _, n := range nodes {
 		addrs = append(addrs, n.addr)
+	}
+	if n := nodes[0]; n.proc != nil {
+		f, err := fsyncFloorGroup(ctx, n.proc.dataDir(), cfg.partitions, 3, cfg.rate, min(cfg.duration, floorMaxDuration))
+		if err != nil {
+			fail("[fjord x3 rf3] %v", err)
+		} else {
+			figs.fjord("rf3_floor_group_p50", f.P50Ms)
+			figs.fjord("rf3_floor_group_p99", f.P99Ms)
+		}
 	}
 	for _, l := range lingers {
 		c := *cfg

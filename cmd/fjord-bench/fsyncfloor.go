@@ -39,9 +39,11 @@ const floorMaxDuration = 5 * time.Second
 // only: the device's own floor.
 type FsyncFloor struct {
 	Dir          string  `json:"dir"`
-	Written      bool    `json:"written"`       // preallocated by writing zeros; false: fallocate
-	TargetRate   float64 `json:"target_rate"`   // appends+fdatasyncs/s asked for
-	AchievedRate float64 `json:"achieved_rate"` // done/s: below target when one fdatasync takes longer than 1/rate
+	Written      bool    `json:"written"`          // preallocated by writing zeros; false: fallocate
+	Logs         int     `json:"logs,omitempty"`   // the group floor's partitions (fsyncFloorGroup); 0: one file, one operation at a time
+	Copies       int     `json:"copies,omitempty"` // the group floor's files a partition: its replication factor
+	TargetRate   float64 `json:"target_rate"`      // appends+fdatasyncs/s asked for
+	AchievedRate float64 `json:"achieved_rate"`    // done/s: below target when one fdatasync takes longer than 1/rate
 	Samples      int     `json:"samples"`
 	P50Ms        float64 `json:"p50_ms"`
 	P99Ms        float64 `json:"p99_ms"`

@@ -148,6 +148,18 @@ func (r *report) printTable(w io.Writer) {
 				row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
 				row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
 			}
+			group := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
+				return func(t *TargetResult) string {
+					if f := t.FsyncFloorGroup; f != nil {
+						return v(f)
+					}
+					return "-"
+				}
+			}
+			section(fmt.Sprintf("disk under a broker's pattern: %d B appends at %g/s over %d fallocated files, each group-committed, append -> covering fdatasync", groupFloorWriteSize, c.rate, c.partitions))
+			row("  p50 (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
+			row("  p99 (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
+			row("  max (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.MaxMs) }))
 		}
 		if anyTarget(r.Targets, func(t *TargetResult) bool { return t.LatencyFlush != nil }) {
 			section("fjord's own flush wait during the latency suite (fjord_log_flush_seconds, all nodes)")

@@ -31,6 +31,10 @@ type TargetResult struct {
 	// FsyncFloorWritten is the same on a file whose blocks were written
 	// beforehand: data and a device flush, no journal commit.
 	FsyncFloorWritten *FsyncFloor `json:"fsync_floor_written,omitempty"`
+	// FsyncFloorGroup is the disk under a broker's pattern at that rate
+	// (fsyncFloorGroup): appends to one file per partition, each file
+	// group-committed, append → covering fdatasync.
+	FsyncFloorGroup *FsyncFloor `json:"fsync_floor_group,omitempty"`
 	// ProduceFlush and LatencyFlush are the fjord nodes' own flush waits
 	// during the produce and latency suites (brokerflush.go), for nodes
 	// the tool started.

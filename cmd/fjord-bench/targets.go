@@ -131,6 +131,9 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 			if res.FsyncFloorWritten, err = fsyncFloor(ctx, cfg.floorDir, cfg.rate, floorDur, true); err != nil {
 				return err
 			}
+			if res.FsyncFloorGroup, err = fsyncFloorGroup(ctx, cfg.floorDir, cfg.partitions, 1, cfg.rate, floorDur); err != nil {
+				return err
+			}
 		}
 		res.LatencyFlush, err = measureFlush(ctx, name, cfg.metrics, func() (err error) {
 			res.Latency, err = b.produceLatency(ctx, topic)
