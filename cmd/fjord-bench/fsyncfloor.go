@@ -106,10 +106,17 @@ func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fl := floorOf(dir, rate, done, window, lats)
+	fl.Written = written
+	return fl, nil
+}
+
+// floorOf is the distribution of lats (sorted here) for a floor taken in
+// dir, done of them paced at rate over window.
+func floorOf(dir string, rate float64, done int64, window time.Duration, lats []time.Duration) *FsyncFloor {
 	slices.Sort(lats)
 	return &FsyncFloor{
 		Dir:          dir,
-		Written:      written,
 		TargetRate:   rate,
 		AchievedRate: float64(done) / window.Seconds(),
 		Samples:      len(lats),
@@ -117,7 +124,7 @@ func fsyncFloor(ctx context.Context, dir string, rate float64, dur time.Duration
 		P99Ms:        ms(percentile(lats, 0.99)),
 		P999Ms:       ms(percentile(lats, 0.999)),
 		MaxMs:        ms(percentile(lats, 1)),
-	}, nil
+	}
 }
 
 // writeZeros writes size zero bytes to f from offset 0, a MiB at a time.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,17 +151,7 @@ func fsyncFloorGroup(ctx context.Context, dir string, logs, copies int, rate flo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	slices.Sort(lats)
-	return &FsyncFloor{
-		Dir:          dir,
-		Logs:         logs,
-		Copies:       copies,
-		TargetRate:   rate,
-		AchievedRate: float64(done) / window.Seconds(),
-		Samples:      len(lats),
-		P50Ms:        ms(percentile(lats, 0.50)),
-		P99Ms:        ms(percentile(lats, 0.99)),
-		P999Ms:       ms(percentile(lats, 0.999)),
-		MaxMs:        ms(percentile(lats, 1)),
-	}, nil
+	f := floorOf(dir, rate, done, window, lats)
+	f.Logs, f.Copies = logs, copies
+	return f, nil
 }
