@@ -150,6 +150,9 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "p1000_request_ms", "produce request, decoded → answered, mean, linger 0", "ms", "", nil, "fjord_request_seconds{api=\"0\"} over the produce suite")
 	s.def("", "p1000_flush_ms", "group flush (one syncfs) of a produce request, mean, linger 0", "ms", "", nil,
 		"fjord_log_flush_seconds over the produce suite: the disk's time to make one request's appends to 1,000 files durable")
+	s.def("", "p1000_floor_syncfs_ms", fmt.Sprintf("disk alone: one syncfs after %d one-record batches appended to each of 1,000 fallocated files, p50", syncfsFloorBatches), "ms", "", nil, "")
+	s.def("", "p1000_floor_rps", fmt.Sprintf("what that disk time allows: %d records a syncfs, ratio to %d partitions", syncfsFloorBatches*1000, p), "records/s", "produce_rps_l0", nil,
+		fmt.Sprintf("the records one request carries at 1,000 partitions (about %d a partition in fjord's runs) over the disk's time to make them durable with one syncfs, in fjord's data dir before its produce runs (%d rounds): what a broker that makes each request durable before acking it, one request at a time, gets at that request shape with nothing else taking time; compare p1000_flush_ms, fjord's own syncfs", syncfsFloorBatches, syncfsFloorRounds))
 	s.def("", "p1000_vs_kfake", "produce linger 0, against kfake at 1,000 partitions", "records/s", "", nil,
 		"kfake's column is kfake at 1,000 partitions: how much of the drop from 6 partitions is the client's")
 	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
@@ -509,6 +512,15 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 	for _, target := range []string{"fjord", "kfake"} {
 		tag := target + ", 1000 partitions"
 		err := withBroker(ctx, cfg, target, func(br runningBroker) {
+			if br.dataDir != "" {
+				f, err := syncfsFloor(ctx, br.dataDir, 1000, syncfsFloorBatches*groupFloorWriteSize, syncfsFloorRounds)
+				if err != nil {
+					fail("[%s] %v", tag, err)
+				} else if f.P50Ms > 0 {
+					figs.fjord("p1000_floor_syncfs_ms", f.P50Ms)
+					figs.fjord("p1000_floor_rps", syncfsFloorBatches*1000/(f.P50Ms/1000))
+				}
+			}
 			runs := []struct {
 				label     string
 				dflt      bool

@@ -25,3 +25,6 @@ func fdatasync(f *os.File) error { return f.Sync() }
 
 // touchFreshPages is not measured off Linux.
 func touchFreshPages(int) (time.Duration, error) { return 0, errors.ErrUnsupported }
+
+// syncfs is not offered off Linux.
+func syncfs(*os.File) error { return errors.ErrUnsupported }
