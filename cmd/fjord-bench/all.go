@@ -109,7 +109,7 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "fsync_floor_p99", "disk fdatasync p99 at "+rate+"/s (fjord's data dir)", "ms", "", nil, floorNote)
 	s.def("", "fsync_floor_written_p50", "disk fdatasync p50 at "+rate+"/s, a file written beforehand", "ms", "", nil, "")
 	s.def("", "fsync_floor_written_p99", "disk fdatasync p99 at "+rate+"/s, a file written beforehand", "ms", "", nil,
-		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor, below which no ack p99 of a broker that fdatasyncs before acking one record at a time can go; in fallocated space the first write-back into each block converts its extent, a journal commit")
+		"the same appends to a file whose blocks were written with zeros first: each fdatasync is the data and a device cache flush, the device's own floor, below which no ack p99 of a broker that fdatasyncs before acking one record at a time can go; in fallocated space the first write-back into each block converts its extent, metadata the fdatasync writes too (through the journal, where the file system has one)")
 	s.def("", "fsync_floor_group_p50", fmt.Sprintf("disk under a broker's pattern p50: %s/s appends to %d fallocated files, each group-committed", rate, p), "ms", "", nil, "")
 	s.def("", "fsync_floor_group_p99", fmt.Sprintf("disk under a broker's pattern p99: %s/s appends to %d fallocated files, each group-committed", rate, p), "ms", "", nil,
 		fmt.Sprintf("no broker, the disk only: %d B appends (one 1 KiB record in its batch) paced at %s/s round robin over %d files fallocated in fjord's data dir, written while earlier appends are being synced; each file's flusher fdatasyncs whatever is waiting, as fjord's per-log group commit does; from just before the append's write to the end of the fdatasync that covered it. The floor of an ack p99 for a broker that fdatasyncs before it acks, at this rate on this disk", groupFloorWriteSize, rate, p))
@@ -518,7 +518,8 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 					fail("[%s] %v", tag, err)
 				} else if f.P50Ms > 0 {
 					figs.fjord("p1000_floor_syncfs_ms", f.P50Ms)
-					figs.fjord("p1000_floor_rps", syncfsFloorBatches*1000/(f.P50Ms/1000))
+					records := float64(syncfsFloorBatches * 1000) // a request's, over 1,000 partitions
+					figs.fjord("p1000_floor_rps", records/(f.P50Ms/1e3))
 				}
 			}
 			runs := []struct {

@@ -34,7 +34,8 @@ const floorMaxDuration = 5 * time.Second
 // work per fdatasync. Fallocate (what fjord does to its segments) leaves
 // the space unwritten: on ext4 and xfs the first write-back into each
 // block converts its extent to written, and that conversion is metadata
-// the fdatasync must commit to the journal. A file whose blocks were
+// the fdatasync must write too (committed to the journal, where the file
+// system has one). A file whose blocks were
 // written (with zeros) beforehand takes data and a device cache flush
 // only: the device's own floor.
 type FsyncFloor struct {

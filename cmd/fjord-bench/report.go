@@ -135,31 +135,16 @@ func (r *report) printTable(w io.Writer) {
 				{"fallocated, as fjord's segments", func(t *TargetResult) *FsyncFloor { return t.FsyncFloor }},
 				{"written with zeros beforehand", func(t *TargetResult) *FsyncFloor { return t.FsyncFloorWritten }},
 			} {
-				floor := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
-					return func(t *TargetResult) string {
-						if f := fl.get(t); f != nil {
-							return v(f)
-						}
-						return "-"
-					}
-				}
 				section(fmt.Sprintf("disk floor: %d B append + fdatasync, a file in the data dir %s, %g/s, before the latency suite", floorWriteSize, fl.how, c.rate))
-				row("  fdatasync p50 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
-				row("  fdatasync p99 (ms)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
-				row("  achieved rate (/s)", floor(func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
+				row("  fdatasync p50 (ms)", floorCell(fl.get, func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
+				row("  fdatasync p99 (ms)", floorCell(fl.get, func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
+				row("  achieved rate (/s)", floorCell(fl.get, func(f *FsyncFloor) string { return fmt.Sprintf("%.0f", f.AchievedRate) }))
 			}
-			group := func(v func(f *FsyncFloor) string) func(t *TargetResult) string {
-				return func(t *TargetResult) string {
-					if f := t.FsyncFloorGroup; f != nil {
-						return v(f)
-					}
-					return "-"
-				}
-			}
+			group := func(t *TargetResult) *FsyncFloor { return t.FsyncFloorGroup }
 			section(fmt.Sprintf("disk under a broker's pattern: %d B appends at %g/s over %d fallocated files, each group-committed, append -> covering fdatasync", groupFloorWriteSize, c.rate, c.partitions))
-			row("  p50 (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
-			row("  p99 (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
-			row("  max (ms)", group(func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.MaxMs) }))
+			row("  p50 (ms)", floorCell(group, func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P50Ms) }))
+			row("  p99 (ms)", floorCell(group, func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.P99Ms) }))
+			row("  max (ms)", floorCell(group, func(f *FsyncFloor) string { return fmt.Sprintf("%.3f", f.MaxMs) }))
 		}
 		if anyTarget(r.Targets, func(t *TargetResult) bool { return t.LatencyFlush != nil }) {
 			section("fjord's own flush wait during the latency suite (fjord_log_flush_seconds, all nodes)")
@@ -319,4 +304,14 @@ func flushRows(row func(string, func(t *TargetResult) string), get func(t *Targe
 	}))
 	row("  produce requests", cell(func(fw *FlushWait) string { return fmt.Sprintf("%d", fw.ProduceRequests) }))
 	row("  produce request mean (ms)", cell(func(fw *FlushWait) string { return ms(fw.ProduceRequestMeanMs) }))
+}
+
+// floorCell prints v of the floor get finds in a target, "-" for none.
+func floorCell(get func(t *TargetResult) *FsyncFloor, v func(f *FsyncFloor) string) func(t *TargetResult) string {
+	return func(t *TargetResult) string {
+		if f := get(t); f != nil {
+			return v(f)
+		}
+		return "-"
+	}
 }
