@@ -132,6 +132,10 @@ func (h replicaHost) Changed(p *replica.Partition) {
 // 1,000 directory creations and log opens).
 const openSlots = 16
 
+// DeleteSlots bounds the replicas' files removed at once (DeleteTopics of
+// a wide topic, or a node dropping many replicas in one image).
+const DeleteSlots = 16
+
 // errFDBudget refuses an open that would exhaust the descriptor limit.
 var errFDBudget = errors.New("broker: file descriptor budget exhausted")
 
@@ -286,7 +290,22 @@ func (h replicaHost) Repair(p *replica.Partition, r replica.Repair) {
 // Delete closes and removes p's log in the background; the answer is
 // p's LogDeleted step, which ends it (Ended releases the directory).
 func (h replicaHost) Delete(p *replica.Partition) {
-	h.m.cfg.Go(func() {
+	m := h.m
+	m.cfg.Go(func() {
+		// One of DeleteSlots at a time: removing files blocks in the
+		// kernel, and each blocked goroutine holds an OS thread, so a
+		// DeleteTopics of 10,000 partitions removed all at once would
+		// have the process start thousands of threads (Go's limit,
+		// 10,000, ends the process). Waiting here holds none.
+		select {
+		case m.deleteSem <- struct{}{}:
+		case <-m.ctx.Done():
+			return // the next start removes what is left (a deleted topic's directory)
+		}
+		defer func() { <-m.deleteSem }()
+		if h := m.deleteHook.Load(); h != nil {
+			(*h)(p.Topic, p.Index)
+		}
 		if lg := p.Log(); lg != nil {
 			if err := lg.Delete(); err != nil && !os.IsNotExist(err) {
 				p.Logger.Warn().Err(err).Msg("removing a dropped replica's files")

@@ -141,9 +141,14 @@ type Manager struct {
 	budget  fdBudget
 	// openSem bounds concurrent log opens (openSlots).
 	openSem chan struct{}
+	// deleteSem bounds concurrent replica deletions (DeleteSlots).
+	deleteSem chan struct{}
 	// openHook, if set (tests only), runs at the start of every replica
 	// open: it simulates a slow or hung log recovery.
 	openHook atomic.Pointer[func(topic string, partition int32)]
+	// deleteHook, if set (tests only), runs in every replica deletion's
+	// slot, before its files are removed.
+	deleteHook atomic.Pointer[func(topic string, partition int32)]
 	// replicas tracks every replica driver until its log is deleted
 	// (host.go).
 	replicas replicaRegistry
@@ -170,7 +175,7 @@ type Manager struct {
 // New makes a node's replica manager, with no replicas yet: the first
 // Apply creates them. ctx ends every background task it starts.
 func New(ctx context.Context, cfg Config) *Manager {
-	m := &Manager{cfg: cfg, ctx: ctx, log: cfg.Logger, openSem: make(chan struct{}, openSlots)}
+	m := &Manager{cfg: cfg, ctx: ctx, log: cfg.Logger, openSem: make(chan struct{}, openSlots), deleteSem: make(chan struct{}, DeleteSlots)}
 	if m.cfg.Go == nil {
 		m.cfg.Go = func(func()) bool { return false }
 	}
@@ -319,6 +324,10 @@ func (m *Manager) Indexes() *storage.IndexCache { return m.indexes }
 // SetOpenHook makes fn run at the start of every replica open (tests
 // only: a slow or hung log recovery).
 func (m *Manager) SetOpenHook(fn func(topic string, partition int32)) { m.openHook.Store(&fn) }
+
+// SetDeleteHook makes fn run in every replica deletion's slot, before the
+// files go (tests only: a slow disk's removals).
+func (m *Manager) SetDeleteHook(fn func(topic string, partition int32)) { m.deleteHook.Store(&fn) }
 
 // CloseLogs closes every open log, those of replicas being deleted
 // included. REQUIRES: every goroutine the manager started has ended (no
