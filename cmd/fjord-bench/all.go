@@ -145,11 +145,15 @@ func newFigureSet(cfg *config) *figureSet {
 		"leaders' and followers' flushes together: an acks=all record waits for the fsyncs of its leader and of every follower in the ISR, on the one disk the three nodes share")
 	s.def("one node, 1,000 partitions", "p1000_produce_rps", fmt.Sprintf("produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5), "")
 	s.def("", "p1000_produce_rps_ld", fmt.Sprintf("produce linger default, ratio to %d partitions", p), "records/s", "produce_rps_ld", ratioAtLeast(0.5), "")
+	s.def("", "p1000_warm_rps", fmt.Sprintf("produce linger 0, every partition written once before the clock, ratio to %d partitions", p), "records/s", "produce_rps_l0", ratioAtLeast(0.5),
+		"the same suite on a topic whose 1,000 partitions each took one acknowledged record before the clock started: the steady produce, without the broker opening the topic's partitions (directories, checkpoints and their fsyncs) as the first batches arrive, which the row above includes")
 	s.def("", "p1000_nosync_rps", fmt.Sprintf("control: acked before fsync, produce linger 0, ratio to %d partitions", p), "records/s", "produce_rps_l0", nil,
 		"a topic with flush.messages=10^8: no group flush before the ack; the ratio fjord reaches at 1,000 partitions without the disk's part")
 	s.def("", "p1000_request_ms", "produce request, decoded → answered, mean, linger 0", "ms", "", nil, "fjord_request_seconds{api=\"0\"} over the produce suite")
 	s.def("", "p1000_flush_ms", "group flush (one syncfs) of a produce request, mean, linger 0", "ms", "", nil,
 		"fjord_log_flush_seconds over the produce suite: the disk's time to make one request's appends to 1,000 files durable")
+	s.def("", "p1000_warm_request_ms", "produce request, decoded → answered, mean, linger 0, partitions written first", "ms", "", nil, "")
+	s.def("", "p1000_warm_flush_ms", "group flush of a produce request, mean, linger 0, partitions written first", "ms", "", nil, "")
 	s.def("", "p1000_floor_syncfs_ms", fmt.Sprintf("disk alone: one syncfs after %d one-record batches appended to each of 1,000 fallocated files, p50", syncfsFloorBatches), "ms", "", nil, "")
 	s.def("", "p1000_floor_rps", fmt.Sprintf("what that disk time allows: %d records a syncfs, ratio to %d partitions", syncfsFloorBatches*1000, p), "records/s", "produce_rps_l0", nil,
 		fmt.Sprintf("the records one request carries at 1,000 partitions (about %d a partition in fjord's runs) over the disk's time to make them durable with one syncfs, in fjord's data dir before its produce runs (%d rounds): what a broker that makes each request durable before acking it, one request at a time, gets at that request shape with nothing else taking time; compare p1000_flush_ms, fjord's own syncfs", syncfsFloorBatches, syncfsFloorRounds))
@@ -527,10 +531,12 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 				dflt      bool
 				noSync    bool // the control: acked before fsync
 				fjordOnly bool
+				warm      bool // every partition written before the clock
 			}{
-				{"linger 0", false, false, false},
-				{"linger default", true, false, true},
-				{"linger 0, acked before fsync", false, true, true},
+				{"linger 0", false, false, false, false},
+				{"linger default", true, false, true, false},
+				{"linger 0, acked before fsync", false, true, true, false},
+				{"linger 0, partitions written first", false, false, true, true},
 			}
 			for _, l := range runs {
 				if target == "kfake" && l.fjordOnly {
@@ -541,6 +547,7 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 				c.metrics = br.metrics
 				c.linger, c.lingerDefault = 0, l.dflt
 				c.ackBeforeFsync = l.noSync
+				c.warmPartitions = l.warm
 				c.suites = map[string]bool{suiteProduce: true}
 				r := benchBrokersProc(ctx, &c, tag+", "+l.label, []string{br.addr}, false, br.pid)
 				suiteErrors(tag+", "+l.label, r, fail)
@@ -548,6 +555,12 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 					continue
 				}
 				switch {
+				case l.warm:
+					figs.fjord("p1000_warm_rps", r.Produce.RecordsPerSec)
+					if f := r.ProduceFlush; f != nil {
+						figs.fjord("p1000_warm_request_ms", f.ProduceRequestMeanMs)
+						figs.fjord("p1000_warm_flush_ms", f.MeanMs)
+					}
 				case l.noSync:
 					figs.fjord("p1000_nosync_rps", r.Produce.RecordsPerSec)
 				case target == "kfake":

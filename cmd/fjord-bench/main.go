@@ -60,6 +60,12 @@ type config struct {
 	// control run that shows what the figure is without the disk wait.
 	// Set by -all for its control rows only.
 	ackBeforeFsync bool
+	// warmPartitions has every partition of the produce suite's fresh
+	// topic take one record before the clock starts, so the figure is the
+	// steady produce without the topic's creation (a broker opening its
+	// partitions as the first batches arrive) inside it. Set by -all for
+	// its 1,000-partition rows that say so.
+	warmPartitions bool
 	suites         map[string]bool
 	partitions     int
 	rf             int
@@ -273,6 +279,7 @@ func parseFlags(args []string) (*config, error) {
 	fjordBin := fs.String("fjord-bin", "", "`path` of a fjord binary to start on a free loopback port (temp data dir) and bench")
 	suites := fs.String("suites", strings.Join(allSuites, ","), "comma-separated suites to run: "+strings.Join(allSuites, ","))
 	partitions := fs.Int("partitions", 6, "partitions of each fresh bench topic")
+	warm := fs.Bool("warm", false, "write one record to every partition of the produce suite's fresh topic before its clock starts (the steady produce, without the broker opening the partitions)")
 	rf := fs.Int("rf", 1, "replication factor of each bench topic")
 	records := fs.Int("records", 200000, "records written by the produce suite (and read back by consume)")
 	size := fs.Int("size", 1024, "value size in bytes for the produce and consume suites")
@@ -352,6 +359,7 @@ func parseFlags(args []string) (*config, error) {
 		tierInterval:   *tierInterval,
 		tierBoundRate:  *tierBoundRate,
 		tierSkip:       map[string]bool{},
+		warmPartitions: *warm,
 	}
 	if cfg.tier {
 		if err := parseTierFlags(cfg, set, *tierRead, *tierProduce, *tierSeg, *tierProdSeg, *tierLocal, *tierCache, *tierSkip); err != nil {

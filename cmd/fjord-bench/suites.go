@@ -87,6 +87,25 @@ func (b *bench) newTopic(ctx context.Context, suite string) (string, error) {
 	return topic, nil
 }
 
+// warmPartitions writes one record to every partition of topic and waits
+// for their acks (config.warmPartitions): every partition is then open,
+// led and written once, as a topic in use is.
+func (b *bench) warmPartitions(ctx context.Context, topic string) error {
+	cl, err := kgo.NewClient(b.clientOpts(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, b.cfg.partitions)
+	for p := range recs {
+		recs[p] = &kgo.Record{Key: []byte("warmup"), Partition: int32(p)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("warming %d partitions of %s: %w", len(recs), topic, err)
+	}
+	return nil
+}
+
 // key returns the record key for record i; distinct keys spread records
 // over all partitions through the default (murmur2) partitioner.
 func key(i int64) []byte { return strconv.AppendInt([]byte("k"), i, 10) }

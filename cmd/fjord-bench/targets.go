@@ -90,6 +90,11 @@ func benchBrokersProc(ctx context.Context, cfg *config, name string, brokers []s
 			suite = suiteConsume
 		}
 		ok = run(suite, func(topic string) error {
+			if cfg.warmPartitions {
+				if err := b.warmPartitions(ctx, topic); err != nil {
+					return err
+				}
+			}
 			var cpu0 float64
 			var cpuErr error
 			if pid > 0 {
