@@ -157,6 +157,10 @@ func newFigureSet(cfg *config) *figureSet {
 	s.def("", "p1000_floor_syncfs_ms", fmt.Sprintf("disk alone: one syncfs after %d one-record batches appended to each of 1,000 fallocated files, p50", syncfsFloorBatches), "ms", "", nil, "")
 	s.def("", "p1000_floor_rps", fmt.Sprintf("what that disk time allows: %d records a syncfs, ratio to %d partitions", syncfsFloorBatches*1000, p), "records/s", "produce_rps_l0", nil,
 		fmt.Sprintf("the records one request carries at 1,000 partitions (about %d a partition in fjord's runs) over the disk's time to make them durable with one syncfs, in fjord's data dir before its produce runs (%d rounds): what a broker that makes each request durable before acking it, one request at a time, gets at that request shape with nothing else taking time; compare p1000_flush_ms, fjord's own syncfs", syncfsFloorBatches, syncfsFloorRounds))
+	s.def("", "p1000_floor_window_rps", fmt.Sprintf("disk alone, closed loop: %d records outstanding over 1,000 fallocated files, group-committed by syncfs; ratio to %d partitions", windowFloorRecords, p), "records/s", "produce_rps_l0", nil,
+		fmt.Sprintf("a writer keeps franz-go's default %d buffered records outstanding (MaxBufferedRecords: its Produce blocks past that), appending each free slot's record round robin over 1,000 fallocated files in fjord's data dir, one write a file a round; a syncer calls syncfs whenever something was written since its last one began, and each return acknowledges every record written before it began (%v measured after %v): no broker, no network, no client CPU; what any broker that fsyncs before it acks can reach at 1,000 partitions with that client on this disk", windowFloorRecords, windowFloorDur, windowFloorWarmup))
+	s.def("", "p1000_floor_window_sync_ms", "disk alone, closed loop: one syncfs, mean", "ms", "", nil, "")
+	s.def("", "p1000_floor_window_per_sync", "disk alone, closed loop: records one syncfs acknowledges, mean", "records", "", nil, "")
 	s.def("", "p1000_vs_kfake", "produce linger 0, against kfake at 1,000 partitions", "records/s", "", nil,
 		"kfake's column is kfake at 1,000 partitions: how much of the drop from 6 partitions is the client's")
 	s.def("failover: three fjord processes, default broker settings", "leader_failover_s", "partition leader, SIGKILL → acks=all write acked, median", "s", "", atMost(2), "")
@@ -524,6 +528,16 @@ func allPartitions1000(ctx context.Context, cfg *config, figs *figureSet, fail f
 					figs.fjord("p1000_floor_syncfs_ms", f.P50Ms)
 					records := float64(syncfsFloorBatches * 1000) // a request's, over 1,000 partitions
 					figs.fjord("p1000_floor_rps", records/(f.P50Ms/1e3))
+				}
+			}
+			if br.dataDir != "" {
+				f, err := windowFloor(ctx, br.dataDir, 1000, windowFloorRecords, groupFloorWriteSize, windowFloorCapacity, windowFloorDur)
+				if err != nil {
+					fail("[%s] %v", tag, err)
+				} else {
+					figs.fjord("p1000_floor_window_rps", f.RecordsPerSec)
+					figs.fjord("p1000_floor_window_sync_ms", f.SyncMeanMs)
+					figs.fjord("p1000_floor_window_per_sync", f.RecordsPerSync)
 				}
 			}
 			runs := []struct {
