@@ -44,27 +44,11 @@ func syncfsFloor(ctx context.Context, dir string, files, bytesPerFile, rounds in
 	if files < 1 || bytesPerFile < 1 || rounds < 1 {
 		return nil, fmt.Errorf("syncfs floor: %d files, %d bytes, %d rounds", files, bytesPerFile, rounds)
 	}
-	sub, err := os.MkdirTemp(dir, ".fjord-bench-syncfs-floor-")
+	fs, cleanup, err := fallocatedFiles(dir, ".fjord-bench-syncfs-floor-", files, int64(rounds*bytesPerFile))
 	if err != nil {
 		return nil, fmt.Errorf("syncfs floor: %w", err)
 	}
-	defer os.RemoveAll(sub)
-	fs := make([]*os.File, 0, files)
-	defer func() {
-		for _, f := range fs {
-			f.Close()
-		}
-	}()
-	for i := range files {
-		f, err := os.Create(filepath.Join(sub, fmt.Sprintf("%04d", i)))
-		if err != nil {
-			return nil, fmt.Errorf("syncfs floor: %w", err)
-		}
-		fs = append(fs, f)
-		if err := preallocate(f, int64(rounds*bytesPerFile)); err != nil {
-			return nil, fmt.Errorf("syncfs floor: preallocate: %w", err)
-		}
-	}
+	defer cleanup()
 	// The files' creation and preallocation are not what a request pays.
 	if err := syncfs(fs[0]); err != nil {
 		return nil, fmt.Errorf("syncfs floor: %w", err)
@@ -92,4 +76,34 @@ func syncfsFloor(ctx context.Context, dir string, files, bytesPerFile, rounds in
 	slices.Sort(took)
 	return &SyncfsFloor{Dir: dir, Files: files, BytesPerFile: bytesPerFile, Rounds: rounds,
 		P50Ms: ms(percentile(took, 0.5)), MaxMs: ms(percentile(took, 1))}, nil
+}
+
+// fallocatedFiles creates n files in a new directory under dir (its name
+// starting with prefix), each preallocated to size bytes as fjord's
+// segments are. cleanup closes and removes them all, the directory too.
+func fallocatedFiles(dir, prefix string, n int, size int64) (files []*os.File, cleanup func(), err error) {
+	sub, err := os.MkdirTemp(dir, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() {
+		for _, f := range files {
+			f.Close()
+		}
+		os.RemoveAll(sub)
+	}
+	files = make([]*os.File, 0, n)
+	for i := range n {
+		f, err := os.Create(filepath.Join(sub, fmt.Sprintf("%04d", i)))
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		files = append(files, f)
+		if err := preallocate(f, size); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("preallocate: %w", err)
+		}
+	}
+	return files, cleanup, nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -70,27 +68,11 @@ func windowFloor(ctx context.Context, dir string, files, window, recordBytes int
 	if files < 1 || window < 1 || recordBytes < 1 || capacity < int64(recordBytes) || dur <= 0 {
 		return nil, fmt.Errorf("window floor: %d files, window %d, %d B records, %d B a file, %v", files, window, recordBytes, capacity, dur)
 	}
-	sub, err := os.MkdirTemp(dir, ".fjord-bench-window-floor-")
+	fs, cleanup, err := fallocatedFiles(dir, ".fjord-bench-window-floor-", files, capacity)
 	if err != nil {
 		return nil, fmt.Errorf("window floor: %w", err)
 	}
-	defer os.RemoveAll(sub)
-	fs := make([]*os.File, 0, files)
-	defer func() {
-		for _, f := range fs {
-			f.Close()
-		}
-	}()
-	for i := range files {
-		f, err := os.Create(filepath.Join(sub, fmt.Sprintf("%04d", i)))
-		if err != nil {
-			return nil, fmt.Errorf("window floor: %w", err)
-		}
-		fs = append(fs, f)
-		if err := preallocate(f, capacity); err != nil {
-			return nil, fmt.Errorf("window floor: preallocate: %w", err)
-		}
-	}
+	defer cleanup()
 	if err := syncfs(fs[0]); err != nil {
 		return nil, fmt.Errorf("window floor: %w", err)
 	}
