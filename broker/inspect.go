@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fjordlog/fjord/broker/replica"
 	"github.com/fjordlog/fjord/controller"
+	"github.com/fjordlog/fjord/storage"
 	"github.com/fjordlog/fjord/storage/recordbatch"
 )
 
@@ -36,6 +38,19 @@ func (b *Broker) Replica(topic string, partition int32) (ReplicaState, error) {
 		return ReplicaState{}, fmt.Errorf("%s-%d: no replica on broker %d", topic, partition, b.cfg.NodeID)
 	}
 	p := t.Parts[partition]
+	// Retention (local.retention.* once tiered) may move the log start
+	// past the offset being read: take the snapshot again from the new
+	// start, a few times at most.
+	for try := 1; ; try++ {
+		rs, err := replicaState(b, p, topic, partition)
+		if err == nil || !errors.Is(err, storage.ErrOffsetOutOfRange) || try == 3 {
+			return rs, err
+		}
+	}
+}
+
+// replicaState is one attempt of Replica.
+func replicaState(b *Broker, p *replica.Partition, topic string, partition int32) (ReplicaState, error) {
 	lg, v, code := p.Serve(replica.LocalRead)
 	if code != 0 {
 		return ReplicaState{}, fmt.Errorf("%s-%d: replica on broker %d is %s", topic, partition, b.cfg.NodeID, v.Phase)
