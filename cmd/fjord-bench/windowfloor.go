@@ -22,11 +22,12 @@ import (
 //     began, calls syncfs again; when it returns, every record written
 //     before it began is acknowledged and its slot is free.
 //
-// A record therefore waits for the syncfs in progress when it was written
-// and then for the next one, as in fjord, and the window bounds the
-// records one syncfs can cover, as franz-go's buffer does. The figure
-// bounds what any broker that fsyncs before it acks reaches at that
-// window, that many partitions, on this disk.
+// The writer refills the whole window before the syncer starts again, so
+// each syncfs covers every record outstanding, the most the window allows
+// (as franz-go's buffer bounds what one flush can find). A broker whose
+// requests arrive in pieces covers fewer a syncfs; the figure bounds what
+// any broker that fsyncs before it acks reaches at that window, that many
+// partitions, on this disk.
 
 // windowFloorRecords is the window: franz-go's default MaxBufferedRecords.
 const windowFloorRecords = 10_000

@@ -2,7 +2,7 @@ package main
 
 import (
 	"errors"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -34,14 +34,14 @@ func TestWindowFloor(t *testing.T) {
 	if _, err := windowFloor(t.Context(), dir, 0, 1, 1, 1, time.Second); err == nil {
 		t.Fatal("no files: accepted")
 	}
-	if _, err := windowFloor(t.Context(), filepath.Join(dir, "missing"), 2, 10, 10, 100, time.Second); err == nil || !os.IsNotExist(unwrapAll(err)) {
+	if _, err := windowFloor(t.Context(), filepath.Join(dir, "missing"), 2, 10, 10, 100, time.Second); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a missing data dir: %v, want a not-exist error", err)
 	}
 }
 
 // TestWindowFloorFull: files too small for the run end it early, without
-// growing them, and what was measured before is still reported or the run
-// says why it has none.
+// growing them; a run that ended in its warm-up reports why it has no
+// figure instead of one.
 func TestWindowFloorFull(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("syncfs is Linux's")
@@ -54,16 +54,5 @@ func TestWindowFloorFull(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("a run that ended in its warm-up reported a figure")
-	}
-}
-
-// unwrapAll is the innermost error of a chain of single wraps.
-func unwrapAll(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
 	}
 }
